@@ -1,0 +1,135 @@
+//! Template functions: typed signatures, the registry, and the function families.
+//!
+//! Every function declares Go parameter types so the executor applies text/template's
+//! argument rules (`validateType`): numbers are never converted (`nindent` of a `float64` is
+//! an error), nil is accepted only where Go accepts it, literals are typed by the parameter.
+
+pub mod builtins;
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::template::error::FuncError;
+use crate::template::value::{GoType, Value};
+
+/// What a function can ask of the executor that calls it.
+pub trait CallContext {
+    /// Executes the named template with `data` and returns its output (Helm's `include`).
+    fn include(&mut self, name: &str, data: Value) -> Result<String, FuncError>;
+}
+
+/// The implementation of a function: receives arguments already checked against the
+/// signature (so a `String` parameter always holds `Value::String`).
+pub type FuncImpl = Rc<dyn Fn(&mut dyn CallContext, &[Value]) -> Result<Value, FuncError>>;
+
+/// A callable template function with its Go signature.
+#[derive(Clone)]
+pub struct Func {
+    pub params: Vec<GoType>,
+    /// The element type of a trailing `...T` parameter.
+    pub variadic: Option<GoType>,
+    pub imp: FuncImpl,
+    /// Builtins the executor treats specially (short-circuit `and`/`or`).
+    pub special: Option<Special>,
+}
+
+/// Builtins with evaluation rules of their own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Special {
+    And,
+    Or,
+}
+
+impl Func {
+    /// A function with fixed parameters.
+    pub fn new(
+        params: &[GoType],
+        imp: impl Fn(&mut dyn CallContext, &[Value]) -> Result<Value, FuncError> + 'static,
+    ) -> Func {
+        Func { params: params.to_vec(), variadic: None, imp: Rc::new(imp), special: None }
+    }
+
+    /// A function whose last parameter is `...variadic`.
+    pub fn variadic(
+        params: &[GoType],
+        variadic: GoType,
+        imp: impl Fn(&mut dyn CallContext, &[Value]) -> Result<Value, FuncError> + 'static,
+    ) -> Func {
+        Func { params: params.to_vec(), variadic: Some(variadic), imp: Rc::new(imp), special: None }
+    }
+
+    /// A pure function with fixed parameters that needs no context.
+    pub fn pure(params: &[GoType], imp: impl Fn(&[Value]) -> Result<Value, FuncError> + 'static) -> Func {
+        Func::new(params, move |_, args| imp(args))
+    }
+
+    /// A pure variadic function that needs no context.
+    pub fn pure_variadic(
+        params: &[GoType],
+        variadic: GoType,
+        imp: impl Fn(&[Value]) -> Result<Value, FuncError> + 'static,
+    ) -> Func {
+        Func::variadic(params, variadic, move |_, args| imp(args))
+    }
+
+    /// The type of the i-th argument (fixed or variadic).
+    pub fn param_type(&self, i: usize) -> GoType {
+        match self.params.get(i) {
+            Some(t) => *t,
+            None => self.variadic.unwrap_or(GoType::Any),
+        }
+    }
+}
+
+/// A set of named functions available to templates.
+#[derive(Clone, Default)]
+pub struct FuncMap {
+    funcs: HashMap<String, Rc<Func>>,
+}
+
+impl FuncMap {
+    pub fn new() -> FuncMap {
+        FuncMap::default()
+    }
+
+    /// The Go text/template builtins (`and`, `or`, `eq`, `index`, `printf`, …).
+    pub fn with_builtins() -> FuncMap {
+        let mut map = FuncMap::new();
+        builtins::register(&mut map);
+        map
+    }
+
+    pub fn insert(&mut self, name: &str, func: Func) {
+        self.funcs.insert(name.to_string(), Rc::new(func));
+    }
+
+    pub fn remove(&mut self, name: &str) {
+        self.funcs.remove(name);
+    }
+
+    pub fn get(&self, name: &str) -> Option<Rc<Func>> {
+        self.funcs.get(name).cloned()
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.funcs.contains_key(name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.funcs.keys().map(String::as_str)
+    }
+}
+
+/// The string in an argument the signature declared as `string`.
+pub fn arg_str(v: &Value) -> &str {
+    v.as_str().unwrap_or("")
+}
+
+/// The integer in an argument the signature declared as `int`/`int64`.
+pub fn arg_int(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) | Value::Int64(i) => *i,
+        Value::Uint8(u) => i64::from(*u),
+        _ => 0,
+    }
+}

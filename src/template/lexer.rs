@@ -1,0 +1,1 @@
+//! Lexer for the text/template language (placeholder until the parser lands).

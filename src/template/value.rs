@@ -1,0 +1,420 @@
+//! The Go value model templates operate on.
+//!
+//! Helm charts can observe Go's static types (`typeOf`, `kindIs`, `eq` type errors,
+//! `has` using `reflect.DeepEqual`, typed function parameters), so a value keeps its Go type:
+//! `int` vs `int64` vs `float64`, `[]interface{}` vs `[]string`, `map[string]interface{}` vs
+//! Helm's named `common.Values` vs `map[string]string`. Maps have reference semantics (sprig's
+//! `set`/`merge` mutate the shared `.Values`), so they live behind `Rc<RefCell<…>>`; lists are
+//! never mutated in place by any template function, so they are shared immutably.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::rc::Rc;
+
+/// A dynamic Go value.
+#[derive(Clone)]
+pub enum Value {
+    /// A nil `interface{}` (also what a missing map key yields under `missingkey=zero`).
+    Nil,
+    Bool(bool),
+    /// Go `int` (template literals, `len`, `atoi`, `.Release.Revision`).
+    Int(i64),
+    /// Go `int64` (sprig arithmetic results, `int64`).
+    Int64(i64),
+    /// Go `uint8` (`index "abc" 1`).
+    Uint8(u8),
+    /// Go `float64` (every number from YAML/JSON values).
+    Float(f64),
+    String(Rc<str>),
+    /// Go `[]byte` (`.Files.GetBytes`, `randBytes` inputs).
+    Bytes(Rc<[u8]>),
+    List(List),
+    Map(Map),
+    /// A Go struct or pointer with fields and methods (`.Capabilities`, `.Files`, semver…).
+    Object(Rc<dyn Object>),
+}
+
+/// A Go slice.
+#[derive(Clone)]
+pub struct List {
+    pub kind: ListKind,
+    pub items: Rc<Vec<Value>>,
+}
+
+/// The element type of a slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListKind {
+    /// `[]interface {}`
+    Any,
+    /// `[]string`
+    String,
+    /// `[]int`
+    Int,
+    /// `[][]interface {}` (sprig `chunk`)
+    AnyList,
+}
+
+/// A Go map with string keys. Keys iterate in byte order, which is how Go's `range`, `fmt` and
+/// `encoding/json` visit them.
+#[derive(Clone)]
+pub struct Map {
+    pub kind: MapKind,
+    pub entries: Rc<RefCell<BTreeMap<String, Value>>>,
+}
+
+/// The Go type of a map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapKind {
+    /// `map[string]interface {}`
+    Any,
+    /// Helm's named `common.Values` (underlying `map[string]interface {}`).
+    Values,
+    /// `map[string]string`
+    String,
+}
+
+/// A Go struct-like value: fields, methods, a `%T` name and a `%v` form.
+pub trait Object {
+    /// Go's `%T` (`*common.Capabilities`, `engine.files`, `*semver.Version`, …).
+    fn type_name(&self) -> String;
+    /// Go's `reflect.Kind` name (`struct`, `ptr`, `map`), for `kindOf`/`kindIs`.
+    fn kind(&self) -> &'static str;
+    /// A field, or a method taking no arguments, by name. `None` when there is no such member.
+    fn field(&self, name: &str) -> Option<Value>;
+    /// A method that takes arguments, called like a function (`.Files.Get "x"`).
+    fn method(&self, name: &str) -> Option<crate::template::funcs::Func> {
+        let _ = name;
+        None
+    }
+    /// Go's `%v` rendering (the `String()` method for Stringers, struct layout otherwise).
+    fn format(&self) -> String;
+    /// The `String()` result when the Go type is a `fmt.Stringer`.
+    fn stringer(&self) -> Option<String> {
+        None
+    }
+    /// The value `encoding/json` would marshal this object as (fields by JSON name).
+    fn to_data(&self) -> Value {
+        Value::Nil
+    }
+    /// For map-typed objects (`engine.files`): the entries, for `range`, `len` and `index`.
+    fn entries(&self) -> Option<Vec<(String, Value)>> {
+        None
+    }
+    /// Downcasting support for functions that need the concrete type.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// Go parameter types of template functions, for text/template's `validateType` rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GoType {
+    /// `interface {}`: accepts anything.
+    Any,
+    /// `reflect.Value` (builtins like `eq`, `index`): accepts anything, like `Any`.
+    Reflect,
+    Bool,
+    Int,
+    Int64,
+    Float64,
+    String,
+    Bytes,
+    /// `[]interface {}`
+    ListAny,
+    /// `[]string`
+    StringList,
+    /// `map[string]interface {}` (a `common.Values` is assignable to it).
+    MapAny,
+    /// `common.Values` (a `map[string]interface {}` is assignable to it).
+    Values,
+    /// `map[string]string`
+    MapString,
+}
+
+impl GoType {
+    /// Go's spelling of the type in error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            GoType::Any => "interface {}",
+            GoType::Reflect => "reflect.Value",
+            GoType::Bool => "bool",
+            GoType::Int => "int",
+            GoType::Int64 => "int64",
+            GoType::Float64 => "float64",
+            GoType::String => "string",
+            GoType::Bytes => "[]uint8",
+            GoType::ListAny => "[]interface {}",
+            GoType::StringList => "[]string",
+            GoType::MapAny => "map[string]interface {}",
+            GoType::Values => "common.Values",
+            GoType::MapString => "map[string]string",
+        }
+    }
+
+    /// Whether a nil value can be assigned (maps, slices, interfaces).
+    pub fn can_be_nil(self) -> bool {
+        matches!(
+            self,
+            GoType::Any
+                | GoType::Bytes
+                | GoType::ListAny
+                | GoType::StringList
+                | GoType::MapAny
+                | GoType::Values
+                | GoType::MapString
+        )
+    }
+
+    /// The zero value of the type (what a `nil` literal or a missing value becomes).
+    pub fn zero(self) -> Value {
+        match self {
+            GoType::Bool => Value::Bool(false),
+            GoType::Int => Value::Int(0),
+            GoType::Int64 => Value::Int64(0),
+            GoType::Float64 => Value::Float(0.0),
+            GoType::String => Value::from(""),
+            _ => Value::Nil,
+        }
+    }
+
+    /// Go assignability of a (non-nil) value to this type.
+    pub fn accepts(self, v: &Value) -> bool {
+        match (self, v) {
+            (GoType::Any | GoType::Reflect, _) => true,
+            (GoType::Bool, Value::Bool(_)) => true,
+            (GoType::Int, Value::Int(_)) => true,
+            (GoType::Int64, Value::Int64(_)) => true,
+            (GoType::Float64, Value::Float(_)) => true,
+            (GoType::String, Value::String(_)) => true,
+            (GoType::Bytes, Value::Bytes(_)) => true,
+            (GoType::ListAny, Value::List(l)) => l.kind == ListKind::Any,
+            (GoType::StringList, Value::List(l)) => l.kind == ListKind::String,
+            (GoType::MapAny | GoType::Values, Value::Map(m)) => m.kind != MapKind::String,
+            (GoType::MapString, Value::Map(m)) => m.kind == MapKind::String,
+            _ => false,
+        }
+    }
+}
+
+impl Value {
+    pub fn str(s: impl Into<Rc<str>>) -> Value {
+        Value::String(s.into())
+    }
+
+    /// A new `[]interface {}`.
+    pub fn list(items: Vec<Value>) -> Value {
+        Value::List(List { kind: ListKind::Any, items: Rc::new(items) })
+    }
+
+    /// A new `[]string`.
+    pub fn string_list(items: Vec<String>) -> Value {
+        Value::List(List {
+            kind: ListKind::String,
+            items: Rc::new(items.into_iter().map(Value::from).collect()),
+        })
+    }
+
+    /// A new `map[string]interface {}`.
+    pub fn map(entries: BTreeMap<String, Value>) -> Value {
+        Value::Map(Map::new(MapKind::Any, entries))
+    }
+
+    /// A new empty `map[string]interface {}`.
+    pub fn empty_map() -> Value {
+        Value::map(BTreeMap::new())
+    }
+
+    pub fn is_nil(&self) -> bool {
+        matches!(self, Value::Nil)
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_map(&self) -> Option<&Map> {
+        match self {
+            Value::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_list(&self) -> Option<&List> {
+        match self {
+            Value::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// Go's `%T`: `typeOf`, and the "got X" part of type errors (`<nil>` for nil).
+    pub fn type_name(&self) -> String {
+        match self {
+            Value::Nil => "<nil>".into(),
+            Value::Bool(_) => "bool".into(),
+            Value::Int(_) => "int".into(),
+            Value::Int64(_) => "int64".into(),
+            Value::Uint8(_) => "uint8".into(),
+            Value::Float(_) => "float64".into(),
+            Value::String(_) => "string".into(),
+            Value::Bytes(_) => "[]uint8".into(),
+            Value::List(l) => match l.kind {
+                ListKind::Any => "[]interface {}",
+                ListKind::String => "[]string",
+                ListKind::Int => "[]int",
+                ListKind::AnyList => "[][]interface {}",
+            }
+            .into(),
+            Value::Map(m) => match m.kind {
+                MapKind::Any => "map[string]interface {}",
+                MapKind::Values => "common.Values",
+                MapKind::String => "map[string]string",
+            }
+            .into(),
+            Value::Object(o) => o.type_name(),
+        }
+    }
+
+    /// Go's `reflect.Kind` name: `kindOf`/`kindIs` (`invalid` for nil).
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Value::Nil => "invalid",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Int64(_) => "int64",
+            Value::Uint8(_) => "uint8",
+            Value::Float(_) => "float64",
+            Value::String(_) => "string",
+            Value::Bytes(_) | Value::List(_) => "slice",
+            Value::Map(_) => "map",
+            Value::Object(o) => o.kind(),
+        }
+    }
+
+    /// text/template truthiness: false, 0, nil, "" and empty collections are false.
+    pub fn truth(&self) -> bool {
+        match self {
+            Value::Nil => false,
+            Value::Bool(b) => *b,
+            Value::Int(i) | Value::Int64(i) => *i != 0,
+            Value::Uint8(u) => *u != 0,
+            Value::Float(f) => *f != 0.0,
+            Value::String(s) => !s.is_empty(),
+            Value::Bytes(b) => !b.is_empty(),
+            Value::List(l) => !l.items.is_empty(),
+            Value::Map(m) => !m.entries.borrow().is_empty(),
+            Value::Object(o) => o.entries().is_none_or(|e| !e.is_empty()),
+        }
+    }
+
+    /// `reflect.DeepEqual` on the dynamic values (types must match exactly).
+    pub fn deep_equal(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Nil, Value::Nil) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Int(a), Value::Int(b)) | (Value::Int64(a), Value::Int64(b)) => a == b,
+            (Value::Uint8(a), Value::Uint8(b)) => a == b,
+            // DeepEqual uses ==, so NaN != NaN.
+            (Value::Float(a), Value::Float(b)) => a == b,
+            (Value::String(a), Value::String(b)) => a == b,
+            (Value::Bytes(a), Value::Bytes(b)) => a == b,
+            (Value::List(a), Value::List(b)) => {
+                a.kind == b.kind
+                    && a.items.len() == b.items.len()
+                    && a.items.iter().zip(b.items.iter()).all(|(x, y)| x.deep_equal(y))
+            }
+            (Value::Map(a), Value::Map(b)) => {
+                if a.kind != b.kind {
+                    return false;
+                }
+                if Rc::ptr_eq(&a.entries, &b.entries) {
+                    return true;
+                }
+                let (a, b) = (a.entries.borrow(), b.entries.borrow());
+                a.len() == b.len() && a.iter().zip(b.iter()).all(|((ka, va), (kb, vb))| ka == kb && va.deep_equal(vb))
+            }
+            (Value::Object(a), Value::Object(b)) => {
+                Rc::ptr_eq(a, b) || (a.type_name() == b.type_name() && a.format() == b.format())
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Map {
+    pub fn new(kind: MapKind, entries: BTreeMap<String, Value>) -> Map {
+        Map { kind, entries: Rc::new(RefCell::new(entries)) }
+    }
+
+    pub fn get(&self, key: &str) -> Option<Value> {
+        self.entries.borrow().get(key).cloned()
+    }
+
+    pub fn insert(&self, key: impl Into<String>, value: Value) {
+        self.entries.borrow_mut().insert(key.into(), value);
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.borrow().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.borrow().is_empty()
+    }
+
+    /// A snapshot of the entries in key order (safe to iterate while templates mutate the map).
+    pub fn snapshot(&self) -> Vec<(String, Value)> {
+        self.entries.borrow().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    /// The zero value of the map's element type (what `missingkey=zero` yields).
+    pub fn zero_elem(&self) -> Value {
+        match self.kind {
+            MapKind::String => Value::from(""),
+            _ => Value::Nil,
+        }
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::String(s.into())
+    }
+}
+
+impl From<String> for Value {
+    fn from(s: String) -> Value {
+        Value::String(s.into())
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Value {
+        Value::Bool(b)
+    }
+}
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Nil => f.write_str("Nil"),
+            Value::Bool(b) => write!(f, "Bool({b})"),
+            Value::Int(i) => write!(f, "Int({i})"),
+            Value::Int64(i) => write!(f, "Int64({i})"),
+            Value::Uint8(u) => write!(f, "Uint8({u})"),
+            Value::Float(x) => write!(f, "Float({x:?})"),
+            Value::String(s) => write!(f, "String({s:?})"),
+            Value::Bytes(b) => write!(f, "Bytes({b:?})"),
+            Value::List(l) => f.debug_tuple("List").field(&l.kind).field(&l.items).finish(),
+            Value::Map(m) => f.debug_tuple("Map").field(&m.kind).field(&m.entries.borrow()).finish(),
+            Value::Object(o) => write!(f, "Object({})", o.type_name()),
+        }
+    }
+}
+
+impl fmt::Debug for dyn Object {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Object({})", self.type_name())
+    }
+}

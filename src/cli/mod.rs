@@ -7,7 +7,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "capstan", version, about = "Release manager for Cluster API cluster stacks")]
+#[command(
+    name = "capstan",
+    version,
+    about = "Release manager for Cluster API cluster stacks"
+)]
 struct Cli {
     /// Log output format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
@@ -48,7 +52,9 @@ pub fn main() -> ExitCode {
 fn init_tracing(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("CAPSTAN_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     // A second initialisation (tests calling main twice) is harmless; ignore it.
     let _ = match format {
         LogFormat::Text => builder.try_init(),

@@ -16,7 +16,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&info)?)?;
     } else {
-        writeln!(out, "capstan {} (helm engine compatibility: {})", info.version, info.helm_compat)?;
+        writeln!(
+            out,
+            "capstan {} (helm engine compatibility: {})",
+            info.version, info.helm_compat
+        )?;
     }
     Ok(())
 }
@@ -30,5 +34,8 @@ pub struct Info {
 }
 
 pub fn info() -> Info {
-    Info { version: env!("CARGO_PKG_VERSION"), helm_compat: "v4.2.3" }
+    Info {
+        version: env!("CARGO_PKG_VERSION"),
+        helm_compat: "v4.2.3",
+    }
 }

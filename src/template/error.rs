@@ -66,7 +66,11 @@ impl fmt::Display for FuncError {
             FuncError::Message(m) => f.write_str(m),
             FuncError::Template(e) => write!(f, "{e}"),
             FuncError::NoTemplate { name } => {
-                write!(f, "template: no template {} associated with template \"gotpl\"", crate::template::gofmt::quote(name))
+                write!(
+                    f,
+                    "template: no template {} associated with template \"gotpl\"",
+                    crate::template::gofmt::quote(name)
+                )
             }
         }
     }
@@ -167,7 +171,11 @@ pub enum Error {
     #[error(transparent)]
     Exec(#[from] ExecError),
     /// `ExecuteTemplate` of a name that was never defined.
-    #[error("template: no template {} associated with template {}", crate::template::gofmt::quote(name), crate::template::gofmt::quote(set))]
+    #[error(
+        "template: no template {} associated with template {}",
+        crate::template::gofmt::quote(name),
+        crate::template::gofmt::quote(set)
+    )]
     NoTemplate { name: String, set: String },
 }
 

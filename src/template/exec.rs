@@ -30,7 +30,11 @@ pub struct Templates {
 
 impl Templates {
     pub fn new(funcs: FuncMap) -> Templates {
-        Templates { funcs: Rc::new(funcs), trees: HashMap::new(), missing_key: MissingKey::Default }
+        Templates {
+            funcs: Rc::new(funcs),
+            trees: HashMap::new(),
+            missing_key: MissingKey::Default,
+        }
     }
 
     pub fn set_missing_key(&mut self, missing_key: MissingKey) {
@@ -51,10 +55,17 @@ impl Templates {
     /// Executes template `name` with `data` as dot and `$`.
     pub fn execute(&self, name: &str, data: &Value) -> Result<String, Error> {
         let _ = (data, &self.funcs, self.missing_key);
-        Err(Error::NoTemplate { name: name.to_string(), set: "gotpl".into() })
+        Err(Error::NoTemplate {
+            name: name.to_string(),
+            set: "gotpl".into(),
+        })
     }
 }
 
 fn todo_parse() -> Result<(), ParseError> {
-    Err(ParseError { name: String::new(), line: 0, msg: "not implemented".into() })
+    Err(ParseError {
+        name: String::new(),
+        line: 0,
+        msg: "not implemented".into(),
+    })
 }

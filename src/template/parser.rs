@@ -15,5 +15,9 @@ pub struct ParsedFile {
 /// Parses `text` (from file `parse_name`); `is_func` tells which function names exist.
 pub fn parse(parse_name: &str, text: &str, is_func: &dyn Fn(&str) -> bool) -> Result<ParsedFile, ParseError> {
     let _ = (text, is_func);
-    Err(ParseError { name: parse_name.to_string(), line: 1, msg: "parser not implemented yet".into() })
+    Err(ParseError {
+        name: parse_name.to_string(),
+        line: 1,
+        msg: "parser not implemented yet".into(),
+    })
 }

@@ -202,7 +202,10 @@ impl Value {
 
     /// A new `[]interface {}`.
     pub fn list(items: Vec<Value>) -> Value {
-        Value::List(List { kind: ListKind::Any, items: Rc::new(items) })
+        Value::List(List {
+            kind: ListKind::Any,
+            items: Rc::new(items),
+        })
     }
 
     /// A new `[]string`.
@@ -332,7 +335,10 @@ impl Value {
                     return true;
                 }
                 let (a, b) = (a.entries.borrow(), b.entries.borrow());
-                a.len() == b.len() && a.iter().zip(b.iter()).all(|((ka, va), (kb, vb))| ka == kb && va.deep_equal(vb))
+                a.len() == b.len()
+                    && a.iter()
+                        .zip(b.iter())
+                        .all(|((ka, va), (kb, vb))| ka == kb && va.deep_equal(vb))
             }
             (Value::Object(a), Value::Object(b)) => {
                 Rc::ptr_eq(a, b) || (a.type_name() == b.type_name() && a.format() == b.format())
@@ -344,7 +350,10 @@ impl Value {
 
 impl Map {
     pub fn new(kind: MapKind, entries: BTreeMap<String, Value>) -> Map {
-        Map { kind, entries: Rc::new(RefCell::new(entries)) }
+        Map {
+            kind,
+            entries: Rc::new(RefCell::new(entries)),
+        }
     }
 
     pub fn get(&self, key: &str) -> Option<Value> {
@@ -365,7 +374,11 @@ impl Map {
 
     /// A snapshot of the entries in key order (safe to iterate while templates mutate the map).
     pub fn snapshot(&self) -> Vec<(String, Value)> {
-        self.entries.borrow().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        self.entries
+            .borrow()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     /// The zero value of the map's element type (what `missingkey=zero` yields).
@@ -407,7 +420,11 @@ impl fmt::Debug for Value {
             Value::String(s) => write!(f, "String({s:?})"),
             Value::Bytes(b) => write!(f, "Bytes({b:?})"),
             Value::List(l) => f.debug_tuple("List").field(&l.kind).field(&l.items).finish(),
-            Value::Map(m) => f.debug_tuple("Map").field(&m.kind).field(&m.entries.borrow()).finish(),
+            Value::Map(m) => f
+                .debug_tuple("Map")
+                .field(&m.kind)
+                .field(&m.entries.borrow())
+                .finish(),
             Value::Object(o) => write!(f, "Object({})", o.type_name()),
         }
     }

@@ -46,7 +46,12 @@ impl Func {
         params: &[GoType],
         imp: impl Fn(&mut dyn CallContext, &[Value]) -> Result<Value, FuncError> + 'static,
     ) -> Func {
-        Func { params: params.to_vec(), variadic: None, imp: Rc::new(imp), special: None }
+        Func {
+            params: params.to_vec(),
+            variadic: None,
+            imp: Rc::new(imp),
+            special: None,
+        }
     }
 
     /// A function whose last parameter is `...variadic`.
@@ -55,7 +60,12 @@ impl Func {
         variadic: GoType,
         imp: impl Fn(&mut dyn CallContext, &[Value]) -> Result<Value, FuncError> + 'static,
     ) -> Func {
-        Func { params: params.to_vec(), variadic: Some(variadic), imp: Rc::new(imp), special: None }
+        Func {
+            params: params.to_vec(),
+            variadic: Some(variadic),
+            imp: Rc::new(imp),
+            special: None,
+        }
     }
 
     /// A pure function with fixed parameters that needs no context.

@@ -1,17 +1,36 @@
-//! The executor: walks parse trees over Go values (placeholder until implemented).
+//! The executor: walks parse trees over Go values with text/template's semantics.
+//!
+//! Go's executor works on `reflect.Value`s, and two of its distinctions are visible in
+//! Helm's output and errors, so they are modelled here as [`EVal`]:
+//! - an *invalid* value (what a pipeline yields for nil) versus a nil `interface{}` (what a
+//!   map lookup yields): `upper .Values.missing` and `upper $missing` fail differently, and
+//!   `.Values.missing.x` errors while `$missing.x` does not;
+//! - a value whose static type is `interface{}` (map and slice elements) versus a concrete one,
+//!   which shows in `can't evaluate field x in type interface {}`.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::rc::Rc;
 
-use crate::template::ast::Tree;
-use crate::template::error::{Error, ParseError};
-use crate::template::funcs::FuncMap;
-use crate::template::value::Value;
+use crate::template::ast::{Branch, Command, Expr, List, Node, Number, Pipe, TemplateCall, Tree, Variable};
+use crate::template::error::{Error, ExecError, ExecErrorKind, FuncError, ParseError};
+use crate::template::funcs::{CallContext, Func, FuncMap, Special};
+use crate::template::gofmt;
+use crate::template::parser;
+use crate::template::value::{GoType, ListKind, MapKind, Value};
+
+/// Go's limit on nested `{{template}}` calls.
+const MAX_EXEC_DEPTH: usize = 100_000;
+/// Helm's limit on nested `include` calls of one name.
+const MAX_INCLUDE_DEPTH: usize = 1000;
+/// Stack kept free before growing onto the heap, and the size of each new segment.
+const STACK_RED_ZONE: usize = 128 * 1024;
+const STACK_SEGMENT: usize = 2 * 1024 * 1024;
 
 /// What a field lookup of a missing map key does (Go's `missingkey` option).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum MissingKey {
-    /// Go's default: the missing value prints as `<no value>`.
+    /// Go's default: the missing value is invalid and prints as `<no value>`.
     #[default]
     Default,
     /// `missingkey=zero`: the zero value of the map's element type (Helm's default).
@@ -21,6 +40,8 @@ pub enum MissingKey {
 }
 
 /// A set of named templates sharing one define namespace and one function map.
+///
+/// Parse once, execute many times; cloning is cheap (trees are shared).
 #[derive(Clone)]
 pub struct Templates {
     funcs: Rc<FuncMap>,
@@ -41,10 +62,31 @@ impl Templates {
         self.missing_key = missing_key;
     }
 
-    /// Parses `text` as template `name`, adding its defines to the set.
+    pub fn missing_key(&self) -> MissingKey {
+        self.missing_key
+    }
+
+    pub fn funcs(&self) -> &FuncMap {
+        &self.funcs
+    }
+
+    /// Parses `text` as template `name`, adding it and its defines to the set. Like Go, a
+    /// later definition replaces an earlier one unless it is empty.
     pub fn parse(&mut self, name: &str, text: &str) -> Result<(), ParseError> {
-        let _ = (name, text);
-        todo_parse()
+        let funcs = Rc::clone(&self.funcs);
+        let parsed = parser::parse(name, text, &|f| funcs.contains(f))?;
+        self.add_tree(parsed.main);
+        for tree in parsed.defines {
+            self.add_tree(tree);
+        }
+        Ok(())
+    }
+
+    fn add_tree(&mut self, tree: Tree) {
+        if tree.is_empty() && self.trees.contains_key(&tree.name) {
+            return;
+        }
+        self.trees.insert(tree.name.clone(), Rc::new(tree));
     }
 
     /// Whether a template of that name exists.
@@ -54,18 +96,828 @@ impl Templates {
 
     /// Executes template `name` with `data` as dot and `$`.
     pub fn execute(&self, name: &str, data: &Value) -> Result<String, Error> {
-        let _ = (data, &self.funcs, self.missing_key);
-        Err(Error::NoTemplate {
-            name: name.to_string(),
-            set: "gotpl".into(),
-        })
+        let Some(tree) = self.trees.get(name) else {
+            return Err(Error::NoTemplate {
+                name: name.to_string(),
+                set: "gotpl".into(),
+            });
+        };
+        let mut shared = Shared::default();
+        let mut out = String::new();
+        State::new(self, tree, &mut shared, EVal::concrete(data.clone()))
+            .run(&mut out)
+            .map_err(|e| Error::Exec(*e))?;
+        Ok(out)
     }
 }
 
-fn todo_parse() -> Result<(), ParseError> {
-    Err(ParseError {
-        name: String::new(),
-        line: 0,
-        msg: "not implemented".into(),
-    })
+/// Counters shared by all nested executions of one `execute` call.
+#[derive(Default)]
+struct Shared {
+    includes: HashMap<String, usize>,
+}
+
+/// A value as the executor holds it (see the module docs).
+#[derive(Clone, Debug)]
+struct EVal {
+    v: Value,
+    /// The static type is `interface{}` (the value came out of a map or slice element).
+    iface: bool,
+}
+
+impl EVal {
+    /// A concrete value; `Value::Nil` here is Go's invalid value.
+    fn concrete(v: Value) -> EVal {
+        EVal { v, iface: false }
+    }
+
+    fn invalid() -> EVal {
+        EVal::concrete(Value::Nil)
+    }
+
+    fn is_invalid(&self) -> bool {
+        self.v.is_nil() && !self.iface
+    }
+
+    /// Go's static type name, as in `can't evaluate field x in type T`.
+    fn static_type(&self) -> String {
+        if self.iface {
+            "interface {}".to_string()
+        } else {
+            self.v.type_name()
+        }
+    }
+}
+
+/// Control flow out of a walk: `break`, `continue`, or an error.
+enum Ctl {
+    Break,
+    Continue,
+    Err(Box<ExecError>),
+}
+
+type R<T> = Result<T, Ctl>;
+
+/// The node an error is reported at (Go's `state.at`).
+#[derive(Clone, Copy)]
+enum At<'a> {
+    None,
+    Node(&'a Node),
+    Pipe(&'a Pipe),
+    Cmd(&'a Command),
+    Expr(&'a Expr),
+    Var(&'a Variable),
+}
+
+impl At<'_> {
+    fn pos(&self) -> Option<usize> {
+        match self {
+            At::None => None,
+            At::Node(n) => Some(n.pos()),
+            At::Pipe(p) => Some(p.pos),
+            At::Cmd(c) => Some(c.pos),
+            At::Expr(e) => Some(e.pos()),
+            At::Var(v) => Some(v.pos),
+        }
+    }
+}
+
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            At::None => Ok(()),
+            At::Node(n) => write!(f, "{n}"),
+            At::Pipe(p) => write!(f, "{p}"),
+            At::Cmd(c) => write!(f, "{c}"),
+            At::Expr(e) => write!(f, "{e}"),
+            At::Var(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// One template execution (Go's `state`).
+struct State<'a, 's> {
+    set: &'a Templates,
+    tree: &'a Tree,
+    shared: &'s mut Shared,
+    vars: Vec<(&'a str, EVal)>,
+    at: At<'a>,
+    depth: usize,
+}
+
+impl<'a, 's> State<'a, 's> {
+    fn new(set: &'a Templates, tree: &'a Tree, shared: &'s mut Shared, dot: EVal) -> State<'a, 's> {
+        State {
+            set,
+            tree,
+            shared,
+            vars: vec![("$", dot)],
+            at: At::None,
+            depth: 0,
+        }
+    }
+
+    /// Executes the whole tree.
+    fn run(&mut self, out: &mut String) -> Result<(), Box<ExecError>> {
+        let dot = self.vars[0].1.clone();
+        match self.walk_list(&dot, &self.tree.root, out) {
+            Ok(()) => Ok(()),
+            Err(Ctl::Err(e)) => Err(e),
+            // The parser rejects break/continue outside range.
+            Err(Ctl::Break | Ctl::Continue) => Ok(()),
+        }
+    }
+
+    // ---- errors ----
+
+    fn err(&self, kind: ExecErrorKind) -> Ctl {
+        let (location, context) = match self.at.pos() {
+            Some(pos) => (self.tree.location(pos), Some(self.at.to_string())),
+            None => (self.tree.name.clone(), None),
+        };
+        Ctl::Err(Box::new(ExecError {
+            location,
+            name: self.tree.name.clone(),
+            context,
+            kind,
+        }))
+    }
+
+    fn errorf(&self, msg: impl Into<String>) -> Ctl {
+        self.err(ExecErrorKind::Message(msg.into()))
+    }
+
+    // ---- variables ----
+
+    fn mark(&self) -> usize {
+        self.vars.len()
+    }
+
+    fn pop(&mut self, mark: usize) {
+        self.vars.truncate(mark);
+    }
+
+    fn push(&mut self, name: &'a str, value: EVal) {
+        self.vars.push((name, value));
+    }
+
+    fn set_var(&mut self, name: &str, value: EVal) -> R<()> {
+        match self.vars.iter_mut().rev().find(|(n, _)| *n == name) {
+            Some(slot) => {
+                slot.1 = value;
+                Ok(())
+            }
+            None => Err(self.errorf(format!("undefined variable: {name}"))),
+        }
+    }
+
+    fn set_top_var(&mut self, n: usize, value: EVal) {
+        let len = self.vars.len();
+        if n <= len {
+            self.vars[len - n].1 = value;
+        }
+    }
+
+    fn var_value(&self, name: &str) -> R<EVal> {
+        match self.vars.iter().rev().find(|(n, _)| *n == name) {
+            Some((_, v)) => Ok(v.clone()),
+            None => Err(self.errorf(format!("undefined variable: {name}"))),
+        }
+    }
+
+    // ---- statements ----
+
+    fn walk_list(&mut self, dot: &EVal, list: &'a List, out: &mut String) -> R<()> {
+        for node in &list.nodes {
+            self.walk(dot, node, out)?;
+        }
+        Ok(())
+    }
+
+    fn walk(&mut self, dot: &EVal, node: &'a Node, out: &mut String) -> R<()> {
+        self.at = At::Node(node);
+        match node {
+            Node::Text(t) => {
+                out.push_str(&String::from_utf8_lossy(&t.text));
+                Ok(())
+            }
+            Node::Comment(_) => Ok(()),
+            Node::Action(a) => {
+                let val = self.eval_pipeline(dot, &a.pipe)?;
+                if a.pipe.decl.is_empty() {
+                    self.at = At::Node(node);
+                    print_value(&val, out);
+                }
+                Ok(())
+            }
+            Node::If(b) => self.walk_if_or_with(false, dot, b, out),
+            Node::With(b) => self.walk_if_or_with(true, dot, b, out),
+            Node::Range(b) => grow(|| self.walk_range(node, dot, b, out)),
+            Node::Template(t) => grow(|| self.walk_template(node, dot, t, out)),
+            Node::Break(_) => Err(Ctl::Break),
+            Node::Continue(_) => Err(Ctl::Continue),
+        }
+    }
+
+    fn walk_if_or_with(&mut self, is_with: bool, dot: &EVal, b: &'a Branch, out: &mut String) -> R<()> {
+        let mark = self.mark();
+        let result = grow(|| {
+            let val = self.eval_pipeline(dot, &b.pipe)?;
+            if val.v.truth() {
+                let new_dot = if is_with { &val } else { dot };
+                self.walk_list(new_dot, &b.list, out)
+            } else if let Some(else_list) = &b.else_list {
+                self.walk_list(dot, else_list, out)
+            } else {
+                Ok(())
+            }
+        });
+        self.pop(mark);
+        result
+    }
+
+    fn walk_range(&mut self, node: &'a Node, dot: &EVal, b: &'a Branch, out: &mut String) -> R<()> {
+        self.at = At::Node(node);
+        let outer = self.mark();
+        let result = self.range_body(dot, b, out);
+        self.pop(outer);
+        result
+    }
+
+    fn range_body(&mut self, dot: &EVal, b: &'a Branch, out: &mut String) -> R<()> {
+        let val = self.eval_pipeline(dot, &b.pipe)?;
+        let mark = self.mark();
+        let mut ran = false;
+        match &val.v {
+            Value::List(l) => {
+                let elem_iface = matches!(l.kind, ListKind::Any | ListKind::AnyList);
+                let items = Rc::clone(&l.items);
+                for (i, item) in items.iter().enumerate() {
+                    ran = true;
+                    let elem = EVal {
+                        v: item.clone(),
+                        iface: elem_iface,
+                    };
+                    if self.range_iteration(b, EVal::concrete(Value::Int(i as i64)), elem, mark, out)? {
+                        break;
+                    }
+                }
+            }
+            Value::Bytes(bytes) => {
+                let bytes = Rc::clone(bytes);
+                for (i, byte) in bytes.iter().enumerate() {
+                    ran = true;
+                    let elem = EVal::concrete(Value::Uint8(*byte));
+                    if self.range_iteration(b, EVal::concrete(Value::Int(i as i64)), elem, mark, out)? {
+                        break;
+                    }
+                }
+            }
+            Value::Map(m) => {
+                let elem_iface = m.kind != MapKind::String;
+                for (k, v) in m.snapshot() {
+                    ran = true;
+                    let elem = EVal { v, iface: elem_iface };
+                    if self.range_iteration(b, EVal::concrete(Value::from(k)), elem, mark, out)? {
+                        break;
+                    }
+                }
+            }
+            Value::Object(o) if o.entries().is_some() => {
+                for (k, v) in o.entries().unwrap_or_default() {
+                    ran = true;
+                    if self.range_iteration(
+                        b,
+                        EVal::concrete(Value::from(k)),
+                        EVal::concrete(v),
+                        mark,
+                        out,
+                    )? {
+                        break;
+                    }
+                }
+            }
+            Value::Int(_) | Value::Int64(_) | Value::Uint8(_) => {
+                if b.pipe.decl.len() > 1 {
+                    return Err(self.errorf(format!(
+                        "can't use {} to iterate over more than one variable",
+                        gofmt::format_value(&val.v)
+                    )));
+                }
+                let (n, make): (i64, fn(i64) -> Value) = match val.v {
+                    Value::Int(n) => (n, Value::Int),
+                    Value::Int64(n) => (n, Value::Int64),
+                    Value::Uint8(n) => (i64::from(n), |i| Value::Uint8(i as u8)),
+                    _ => (0, Value::Int),
+                };
+                for i in 0..n.max(0) {
+                    ran = true;
+                    if self.range_iteration(b, EVal::invalid(), EVal::concrete(make(i)), mark, out)? {
+                        break;
+                    }
+                }
+            }
+            Value::Nil => {}
+            other => {
+                return Err(self.errorf(format!("range can't iterate over {}", gofmt::format_value(other))));
+            }
+        }
+        if !ran && let Some(else_list) = &b.else_list {
+            self.walk_list(dot, else_list, out)?;
+        }
+        Ok(())
+    }
+
+    /// One iteration of a range body; returns true on `break`.
+    fn range_iteration(
+        &mut self,
+        b: &'a Branch,
+        index: EVal,
+        elem: EVal,
+        mark: usize,
+        out: &mut String,
+    ) -> R<bool> {
+        let decl = &b.pipe.decl;
+        if !decl.is_empty() {
+            if b.pipe.is_assign {
+                let first = if decl.len() > 1 {
+                    index.clone()
+                } else {
+                    elem.clone()
+                };
+                self.set_var(&decl[0].names[0], first)?;
+            } else {
+                self.set_top_var(1, elem.clone());
+            }
+        }
+        if decl.len() > 1 {
+            if b.pipe.is_assign {
+                self.set_var(&decl[1].names[0], elem.clone())?;
+            } else {
+                self.set_top_var(2, index);
+            }
+        }
+        let result = self.walk_list(&elem, &b.list, out);
+        self.pop(mark);
+        match result {
+            Ok(()) | Err(Ctl::Continue) => Ok(false),
+            Err(Ctl::Break) => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn walk_template(&mut self, node: &'a Node, dot: &EVal, t: &'a TemplateCall, out: &mut String) -> R<()> {
+        self.at = At::Node(node);
+        let Some(tree) = self.set.trees.get(&t.name) else {
+            return Err(self.errorf(format!("template {} not defined", gofmt::quote(&t.name))));
+        };
+        if self.depth >= MAX_EXEC_DEPTH {
+            return Err(self.errorf(format!("exceeded maximum template depth ({MAX_EXEC_DEPTH})")));
+        }
+        let new_dot = match &t.pipe {
+            Some(p) => self.eval_pipeline(dot, p)?,
+            None => EVal::invalid(),
+        };
+        let mut inner = State {
+            set: self.set,
+            tree,
+            shared: &mut *self.shared,
+            vars: vec![("$", new_dot.clone())],
+            at: At::None,
+            depth: self.depth + 1,
+        };
+        match inner.walk_list(&new_dot, &tree.root, out) {
+            Err(Ctl::Err(e)) => Err(Ctl::Err(e)),
+            _ => Ok(()),
+        }
+    }
+
+    // ---- expressions ----
+
+    fn eval_pipeline(&mut self, dot: &EVal, pipe: &'a Pipe) -> R<EVal> {
+        self.at = At::Pipe(pipe);
+        let mut value: Option<EVal> = None;
+        for cmd in &pipe.cmds {
+            let v = self.eval_command(dot, cmd, value.take())?;
+            // Go unwraps interface values between stages: a nil interface becomes invalid.
+            value = Some(EVal::concrete(v.v));
+        }
+        let value = value.unwrap_or_else(EVal::invalid);
+        for var in &pipe.decl {
+            if pipe.is_assign {
+                self.set_var(&var.names[0], value.clone())?;
+            } else {
+                self.push(&var.names[0], value.clone());
+            }
+        }
+        Ok(value)
+    }
+
+    fn eval_command(&mut self, dot: &EVal, cmd: &'a Command, fin: Option<EVal>) -> R<EVal> {
+        let Some(first) = cmd.args.first() else {
+            return Err(self.errorf("empty command"));
+        };
+        match first {
+            Expr::Field(_, names) => {
+                self.at = At::Expr(first);
+                self.eval_field_chain(dot, dot.clone(), At::Expr(first), names, &cmd.args, fin)
+            }
+            Expr::Chain { node, fields, .. } => self.eval_chain(dot, first, node, fields, &cmd.args, fin),
+            Expr::Identifier(_, name) => self.eval_function(dot, first, name, At::Cmd(cmd), &cmd.args, fin),
+            Expr::Pipe(p) => {
+                self.not_a_function(&cmd.args, &fin)?;
+                grow(|| self.eval_pipeline(dot, p))
+            }
+            Expr::Variable(v) => self.eval_variable(dot, v, &cmd.args, fin),
+            _ => {
+                self.at = At::Expr(first);
+                self.not_a_function(&cmd.args, &fin)?;
+                match first {
+                    Expr::Bool(_, b) => Ok(EVal::concrete(Value::Bool(*b))),
+                    Expr::Dot(_) => Ok(dot.clone()),
+                    Expr::Nil(_) => Err(self.errorf("nil is not a command")),
+                    Expr::Number(n) => self.ideal_constant(first, n),
+                    Expr::String { text, .. } => Ok(EVal::concrete(Value::String(Rc::clone(text)))),
+                    _ => Err(self.errorf(format!(
+                        "can't evaluate command {}",
+                        gofmt::quote(&first.to_string())
+                    ))),
+                }
+            }
+        }
+    }
+
+    fn not_a_function(&self, args: &[Expr], fin: &Option<EVal>) -> R<()> {
+        if args.len() > 1 || fin.is_some() {
+            let first = args.first().map(|a| a.to_string()).unwrap_or_default();
+            return Err(self.errorf(format!("can't give argument to non-function {first}")));
+        }
+        Ok(())
+    }
+
+    fn ideal_constant(&mut self, expr: &'a Expr, n: &Number) -> R<EVal> {
+        self.at = At::Expr(expr);
+        let text = n.text.as_str();
+        let is_hex_int = text.len() > 2
+            && text.starts_with('0')
+            && matches!(text.as_bytes()[1], b'x' | b'X')
+            && !text.contains(['p', 'P']);
+        let is_rune = text.starts_with('\'');
+        if let Some(f) = n.float
+            && !is_hex_int
+            && !is_rune
+            && text.contains(['.', 'e', 'E', 'p', 'P'])
+        {
+            return Ok(EVal::concrete(Value::Float(f)));
+        }
+        if let Some(i) = n.int {
+            return Ok(EVal::concrete(Value::Int(i)));
+        }
+        if n.uint.is_some() {
+            return Err(self.errorf(format!("{text} overflows int")));
+        }
+        Ok(EVal::invalid())
+    }
+
+    fn eval_chain(
+        &mut self,
+        dot: &EVal,
+        expr: &'a Expr,
+        node: &'a Expr,
+        fields: &'a [String],
+        args: &'a [Expr],
+        fin: Option<EVal>,
+    ) -> R<EVal> {
+        self.at = At::Expr(expr);
+        if matches!(node, Expr::Nil(_)) {
+            return Err(self.errorf(format!("indirection through explicit nil in {expr}")));
+        }
+        let receiver = grow(|| self.eval_arg_untyped(dot, node))?;
+        self.eval_field_chain(dot, receiver, At::Expr(expr), fields, args, fin)
+    }
+
+    fn eval_variable(&mut self, dot: &EVal, v: &'a Variable, args: &'a [Expr], fin: Option<EVal>) -> R<EVal> {
+        self.at = At::Var(v);
+        let value = self.var_value(&v.names[0])?;
+        if v.names.len() == 1 {
+            self.not_a_function(args, &fin)?;
+            return Ok(value);
+        }
+        self.eval_field_chain(dot, value, At::Var(v), &v.names[1..], args, fin)
+    }
+
+    fn eval_field_chain(
+        &mut self,
+        dot: &EVal,
+        mut receiver: EVal,
+        node: At<'a>,
+        names: &'a [String],
+        args: &'a [Expr],
+        fin: Option<EVal>,
+    ) -> R<EVal> {
+        let Some((last, init)) = names.split_last() else {
+            return Ok(receiver);
+        };
+        for name in init {
+            receiver = self.eval_field(dot, name, node, &[], None, receiver)?;
+        }
+        self.eval_field(dot, last, node, args, fin, receiver)
+    }
+
+    /// `receiver.name`, with `args` (`args[0]` is the field itself) and a pipeline `fin`.
+    fn eval_field(
+        &mut self,
+        dot: &EVal,
+        name: &str,
+        node: At<'a>,
+        args: &'a [Expr],
+        fin: Option<EVal>,
+        receiver: EVal,
+    ) -> R<EVal> {
+        if receiver.is_invalid() {
+            if self.set.missing_key == MissingKey::Error {
+                return Err(self.errorf(format!("nil data; no entry for key {}", gofmt::quote(name))));
+            }
+            return Ok(EVal::invalid());
+        }
+        let has_args = args.len() > 1 || fin.is_some();
+        match &receiver.v {
+            Value::Nil => Err(self.errorf(format!(
+                "nil pointer evaluating {}.{name}",
+                receiver.static_type()
+            ))),
+            Value::Object(o) => {
+                if let Some(method) = o.method(name) {
+                    return self.eval_call(dot, &method, name, node, args, fin);
+                }
+                match o.field(name) {
+                    Some(v) if has_args => {
+                        let _ = v;
+                        Err(self.errorf(format!("{name} has arguments but cannot be invoked as function")))
+                    }
+                    Some(v) => Ok(EVal::concrete(v)),
+                    None => Err(self.errorf(format!(
+                        "can't evaluate field {name} in type {}",
+                        receiver.static_type()
+                    ))),
+                }
+            }
+            Value::Map(m) => {
+                if has_args {
+                    return Err(self.errorf(format!("{name} is not a method but has arguments")));
+                }
+                let elem_iface = m.kind != MapKind::String;
+                match m.get(name) {
+                    Some(v) => Ok(EVal { v, iface: elem_iface }),
+                    None => match self.set.missing_key {
+                        MissingKey::Default => Ok(EVal::invalid()),
+                        MissingKey::Zero => Ok(EVal {
+                            v: m.zero_elem(),
+                            iface: elem_iface,
+                        }),
+                        MissingKey::Error => {
+                            Err(self.errorf(format!("map has no entry for key {}", gofmt::quote(name))))
+                        }
+                    },
+                }
+            }
+            _ => Err(self.errorf(format!(
+                "can't evaluate field {name} in type {}",
+                receiver.static_type()
+            ))),
+        }
+    }
+
+    fn eval_function(
+        &mut self,
+        dot: &EVal,
+        ident: &'a Expr,
+        name: &str,
+        node: At<'a>,
+        args: &'a [Expr],
+        fin: Option<EVal>,
+    ) -> R<EVal> {
+        self.at = At::Expr(ident);
+        let Some(func) = self.set.funcs.get(name) else {
+            return Err(self.errorf(format!("{} is not a defined function", gofmt::quote(name))));
+        };
+        self.eval_call(dot, &func, name, node, args, fin)
+    }
+
+    /// Calls `func`; `args[0]` is the function's own node, the rest are its arguments.
+    fn eval_call(
+        &mut self,
+        dot: &EVal,
+        func: &Func,
+        name: &str,
+        node: At<'a>,
+        args: &'a [Expr],
+        fin: Option<EVal>,
+    ) -> R<EVal> {
+        let args = args.get(1..).unwrap_or(&[]);
+        let num_in = args.len() + usize::from(fin.is_some());
+        let num_fixed = func.params.len();
+        if func.variadic.is_some() {
+            if num_in < num_fixed {
+                return Err(self.errorf(format!(
+                    "wrong number of args for {name}: want at least {num_fixed} got {}",
+                    args.len()
+                )));
+            }
+        } else if num_in != num_fixed {
+            return Err(self.errorf(format!(
+                "wrong number of args for {name}: want {num_fixed} got {num_in}"
+            )));
+        }
+
+        if let Some(special) = func.special {
+            return self.eval_and_or(dot, special, args, fin);
+        }
+
+        let mut argv = Vec::with_capacity(num_in);
+        for (i, arg) in args.iter().enumerate() {
+            argv.push(self.eval_arg(dot, func.param_type(i), arg)?);
+        }
+        if let Some(fin) = fin {
+            let typ = func.param_type(num_in - 1);
+            argv.push(self.validate_type(fin, typ)?);
+        }
+        match (func.imp)(self, &argv) {
+            Ok(v) => {
+                let iface = v.is_nil();
+                Ok(EVal { v, iface })
+            }
+            Err(cause) => {
+                self.at = node;
+                Err(self.err(ExecErrorKind::Call {
+                    func: name.to_string(),
+                    cause,
+                }))
+            }
+        }
+    }
+
+    /// `and`/`or`: evaluate operands left to right and stop at the deciding one.
+    fn eval_and_or(&mut self, dot: &EVal, special: Special, args: &'a [Expr], fin: Option<EVal>) -> R<EVal> {
+        let stop_on = special == Special::Or;
+        let mut last = EVal::invalid();
+        for arg in args {
+            last = EVal::concrete(self.eval_arg(dot, GoType::Reflect, arg)?);
+            if last.v.truth() == stop_on {
+                return Ok(last);
+            }
+        }
+        if let Some(fin) = fin {
+            last = EVal::concrete(self.validate_type(fin, GoType::Reflect)?);
+        }
+        Ok(last)
+    }
+
+    /// Evaluates an argument for a parameter of type `typ` (Go's `evalArg`).
+    fn eval_arg(&mut self, dot: &EVal, typ: GoType, arg: &'a Expr) -> R<Value> {
+        self.at = At::Expr(arg);
+        match arg {
+            Expr::Dot(_) => self.validate_type(dot.clone(), typ),
+            Expr::Nil(_) => {
+                if typ.can_be_nil() || typ == GoType::Reflect {
+                    Ok(Value::Nil)
+                } else {
+                    Err(self.errorf(format!("cannot assign nil to {}", typ.name())))
+                }
+            }
+            Expr::Field(_, names) => {
+                let v = self.eval_field_chain(dot, dot.clone(), At::Expr(arg), names, &[], None)?;
+                self.validate_type(v, typ)
+            }
+            Expr::Variable(var) => {
+                let v = self.eval_variable(dot, var, &[], None)?;
+                self.validate_type(v, typ)
+            }
+            Expr::Pipe(p) => {
+                let v = grow(|| self.eval_pipeline(dot, p))?;
+                self.validate_type(v, typ)
+            }
+            Expr::Identifier(_, name) => {
+                let v = self.eval_function(dot, arg, name, At::Expr(arg), std::slice::from_ref(arg), None)?;
+                self.validate_type(v, typ)
+            }
+            Expr::Chain { node, fields, .. } => {
+                let v = self.eval_chain(dot, arg, node, fields, &[], None)?;
+                self.validate_type(v, typ)
+            }
+            Expr::Bool(_, b) => match typ {
+                GoType::Bool | GoType::Any | GoType::Reflect => Ok(Value::Bool(*b)),
+                _ => self.literal_mismatch(arg, typ),
+            },
+            Expr::String { text, .. } => match typ {
+                GoType::String | GoType::Any | GoType::Reflect => Ok(Value::String(Rc::clone(text))),
+                _ => self.literal_mismatch(arg, typ),
+            },
+            Expr::Number(n) => match typ {
+                GoType::Any | GoType::Reflect => Ok(self.ideal_constant(arg, n)?.v),
+                GoType::Int => n
+                    .int
+                    .map(Value::Int)
+                    .ok_or_else(|| self.errorf(format!("expected integer; found {arg}"))),
+                GoType::Int64 => n
+                    .int
+                    .map(Value::Int64)
+                    .ok_or_else(|| self.errorf(format!("expected integer; found {arg}"))),
+                GoType::Float64 => n
+                    .float
+                    .map(Value::Float)
+                    .ok_or_else(|| self.errorf(format!("expected float; found {arg}"))),
+                _ => self.literal_mismatch(arg, typ),
+            },
+        }
+    }
+
+    /// A literal that does not fit the parameter type.
+    fn literal_mismatch(&self, arg: &Expr, typ: GoType) -> R<Value> {
+        let msg = match typ {
+            GoType::Bool => format!("expected bool; found {arg}"),
+            GoType::String => format!("expected string; found {arg}"),
+            GoType::Int | GoType::Int64 => format!("expected integer; found {arg}"),
+            GoType::Float64 => format!("expected float; found {arg}"),
+            _ => format!("can't handle {arg} for arg of type {}", typ.name()),
+        };
+        Err(self.errorf(msg))
+    }
+
+    /// Go's `evalArg` with a nil type (the receiver of a chain).
+    fn eval_arg_untyped(&mut self, dot: &EVal, arg: &'a Expr) -> R<EVal> {
+        self.at = At::Expr(arg);
+        match arg {
+            Expr::Dot(_) => Ok(dot.clone()),
+            Expr::Field(_, names) => self.eval_field_chain(dot, dot.clone(), At::Expr(arg), names, &[], None),
+            Expr::Variable(var) => self.eval_variable(dot, var, &[], None),
+            Expr::Pipe(p) => self.eval_pipeline(dot, p),
+            Expr::Identifier(_, name) => {
+                self.eval_function(dot, arg, name, At::Expr(arg), std::slice::from_ref(arg), None)
+            }
+            Expr::Chain { node, fields, .. } => self.eval_chain(dot, arg, node, fields, &[], None),
+            _ => Err(self.errorf(format!("can't handle {arg} for arg of type <nil>"))),
+        }
+    }
+
+    /// Go's `validateType`: checks assignability without converting numbers.
+    fn validate_type(&self, val: EVal, typ: GoType) -> R<Value> {
+        if val.is_invalid() {
+            if typ.can_be_nil() || typ == GoType::Reflect {
+                return Ok(Value::Nil);
+            }
+            return Err(self.errorf(format!("invalid value; expected {}", typ.name())));
+        }
+        if typ.accepts(&val.v) {
+            return Ok(val.v);
+        }
+        let got = if val.v.is_nil() {
+            "interface {}".to_string()
+        } else {
+            val.v.type_name()
+        };
+        Err(self.errorf(format!(
+            "wrong type for value; expected {}; got {got}",
+            typ.name()
+        )))
+    }
+}
+
+impl CallContext for State<'_, '_> {
+    fn include(&mut self, name: &str, data: Value) -> Result<String, FuncError> {
+        let Some(tree) = self.set.trees.get(name) else {
+            return Err(FuncError::NoTemplate {
+                name: name.to_string(),
+            });
+        };
+        let count = self.shared.includes.entry(name.to_string()).or_insert(0);
+        if *count > MAX_INCLUDE_DEPTH {
+            return Err(FuncError::msg(format!(
+                "rendering template has a nested reference name: {name}: unable to execute template"
+            )));
+        }
+        *count += 1;
+        let mut out = String::new();
+        let result =
+            grow(|| State::new(self.set, tree, &mut *self.shared, EVal::concrete(data)).run(&mut out));
+        if let Some(count) = self.shared.includes.get_mut(name) {
+            *count -= 1;
+        }
+        result.map(|()| out).map_err(FuncError::Template)
+    }
+}
+
+/// Writes an action's value like Go's `printValue`: invalid values print `<no value>`.
+fn print_value(val: &EVal, out: &mut String) {
+    match &val.v {
+        Value::Nil => out.push_str("<no value>"),
+        Value::String(s) => out.push_str(s),
+        v => out.push_str(&gofmt::format_value(v)),
+    }
+}
+
+/// Runs `f` on a stack with room to spare, growing it on the heap when deep recursion
+/// (nested templates, parentheses, ranges) would otherwise overflow it.
+fn grow<T>(f: impl FnOnce() -> T) -> T {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f)
 }

@@ -435,3 +435,34 @@ impl fmt::Debug for dyn Object {
         write!(f, "Object({})", self.type_name())
     }
 }
+
+impl Value {
+    /// A value as Go's `encoding/json` decodes JSON into `interface{}`: every number is a
+    /// `float64`, objects are `map[string]interface {}`, arrays `[]interface {}`.
+    pub fn from_json(j: &serde_json::Value) -> Value {
+        match j {
+            serde_json::Value::Null => Value::Nil,
+            serde_json::Value::Bool(b) => Value::Bool(*b),
+            serde_json::Value::Number(n) => Value::Float(n.as_f64().unwrap_or(0.0)),
+            serde_json::Value::String(s) => Value::from(s.as_str()),
+            serde_json::Value::Array(items) => Value::list(items.iter().map(Value::from_json).collect()),
+            serde_json::Value::Object(entries) => Value::map(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::from_json(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The same map re-typed as Helm's named `common.Values` (shares the entries).
+    pub fn into_values(self) -> Value {
+        match self {
+            Value::Map(m) => Value::Map(Map {
+                kind: MapKind::Values,
+                entries: m.entries,
+            }),
+            other => other,
+        }
+    }
+}

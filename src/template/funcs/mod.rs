@@ -5,6 +5,7 @@
 //! an error), nil is accepted only where Go accepts it, literals are typed by the parameter.
 
 pub mod builtins;
+pub mod helm;
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -106,6 +107,14 @@ impl FuncMap {
     pub fn with_builtins() -> FuncMap {
         let mut map = FuncMap::new();
         builtins::register(&mut map);
+        map
+    }
+
+    /// Everything Helm v4.2.3 offers templates: the builtins, sprig (minus `env`/`expandenv`)
+    /// and Helm's own functions, as far as implemented.
+    pub fn helm() -> FuncMap {
+        let mut map = FuncMap::with_builtins();
+        helm::register(&mut map);
         map
     }
 

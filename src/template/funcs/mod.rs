@@ -5,7 +5,26 @@
 //! an error), nil is accepted only where Go accepts it, literals are typed by the parameter.
 
 pub mod builtins;
+pub mod conversion;
+pub mod crypto;
+pub mod dates;
+pub mod defaults;
+pub mod dicts;
+pub mod encoding;
+mod env;
 pub mod helm;
+pub mod lists;
+pub mod math;
+pub mod paths;
+pub mod random;
+pub mod reflection;
+pub mod regex;
+pub mod semver;
+pub mod sprig;
+pub mod strings;
+pub mod urls;
+
+pub use env::FuncEnv;
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -113,7 +132,13 @@ impl FuncMap {
     /// Everything Helm v4.2.3 offers templates: the builtins, sprig (minus `env`/`expandenv`)
     /// and Helm's own functions, as far as implemented.
     pub fn helm() -> FuncMap {
+        FuncMap::helm_with(&Rc::new(FuncEnv::system()))
+    }
+
+    /// [`FuncMap::helm`] with an explicit source of randomness and time.
+    pub fn helm_with(env: &Rc<FuncEnv>) -> FuncMap {
         let mut map = FuncMap::with_builtins();
+        sprig::register(&mut map, env);
         helm::register(&mut map);
         map
     }

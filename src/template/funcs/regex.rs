@@ -1,0 +1,9 @@
+//! Sprig v3.3.0 functions: regex.
+
+use std::rc::Rc;
+
+use crate::template::funcs::{FuncEnv, FuncMap};
+
+pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
+    let _ = (map, env);
+}

@@ -23,6 +23,10 @@ use crate::template::value::{GoType, ListKind, MapKind, Value};
 const MAX_EXEC_DEPTH: usize = 100_000;
 /// Helm's limit on nested `include` calls of one name.
 const MAX_INCLUDE_DEPTH: usize = 1000;
+/// The name of the root template of a set; `tpl` parses its text under it, like Helm.
+pub const ROOT_NAME: &str = "gotpl";
+/// What an invalid value prints as; Helm removes it from every file's output.
+pub const NO_VALUE: &str = "<no value>";
 /// Stack kept free before growing onto the heap, and the size of each new segment.
 const STACK_RED_ZONE: usize = 128 * 1024;
 const STACK_SEGMENT: usize = 2 * 1024 * 1024;
@@ -99,7 +103,7 @@ impl Templates {
         let Some(tree) = self.trees.get(name) else {
             return Err(Error::NoTemplate {
                 name: name.to_string(),
-                set: "gotpl".into(),
+                set: ROOT_NAME.into(),
             });
         };
         let mut shared = Shared::default();
@@ -905,12 +909,26 @@ impl CallContext for State<'_, '_> {
         }
         result.map(|()| out).map_err(FuncError::Template)
     }
+
+    fn tpl(&mut self, text: &str, data: Value) -> Result<String, FuncError> {
+        let quoted = gofmt::quote(text);
+        let mut set = self.set.clone();
+        set.parse(ROOT_NAME, text)
+            .map_err(|e| FuncError::msg(format!("cannot parse template {quoted}: {e}")))?;
+        let Some(tree) = set.trees.get(ROOT_NAME) else {
+            return Err(FuncError::msg(format!("cannot parse template {quoted}")));
+        };
+        let mut out = String::new();
+        grow(|| State::new(&set, tree, &mut *self.shared, EVal::concrete(data)).run(&mut out))
+            .map_err(|e| FuncError::msg(format!("error during tpl function execution for {quoted}: {e}")))?;
+        Ok(out.replace(NO_VALUE, ""))
+    }
 }
 
 /// Writes an action's value like Go's `printValue`: invalid values print `<no value>`.
 fn print_value(val: &EVal, out: &mut String) {
     match &val.v {
-        Value::Nil => out.push_str("<no value>"),
+        Value::Nil => out.push_str(NO_VALUE),
         Value::String(s) => out.push_str(s),
         v => out.push_str(&gofmt::format_value(v)),
     }

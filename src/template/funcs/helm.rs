@@ -1,16 +1,49 @@
-//! Helm's own template functions (`include`, …) on top of the builtins.
+//! Helm's own template functions on top of sprig: `include`, `tpl`, `required`, `fail`,
+//! `lookup` (offline: always an empty map) and `getHostByName` (no DNS: always "").
 
-use crate::template::funcs::{Func, FuncMap};
+use std::collections::BTreeMap;
+
+use crate::template::error::{FuncError, HELM_WARN_END, HELM_WARN_START};
+use crate::template::funcs::{Func, FuncMap, arg_str};
 use crate::template::value::{GoType, Value};
 
 /// Registers Helm's functions into `map`.
 pub fn register(map: &mut FuncMap) {
+    use GoType::{Any, String};
     map.insert(
         "include",
-        Func::new(&[GoType::String, GoType::Any], |ctx, args| {
-            let name = super::arg_str(&args[0]).to_string();
-            let data = args.get(1).cloned().unwrap_or(Value::Nil);
-            ctx.include(&name, data).map(Value::from)
+        Func::new(&[String, Any], |ctx, args| {
+            ctx.include(arg_str(&args[0]), args[1].clone()).map(Value::from)
         }),
     );
+    map.insert(
+        "tpl",
+        Func::new(&[String, Any], |ctx, args| {
+            ctx.tpl(arg_str(&args[0]), args[1].clone()).map(Value::from)
+        }),
+    );
+    map.insert(
+        "required",
+        Func::pure(&[String, Any], |args| match &args[1] {
+            Value::Nil => Err(warning(arg_str(&args[0]))),
+            Value::String(s) if s.is_empty() => Err(warning(arg_str(&args[0]))),
+            v => Ok(v.clone()),
+        }),
+    );
+    map.insert(
+        "fail",
+        Func::pure(&[String], |args| Err(warning(arg_str(&args[0])))),
+    );
+    map.insert(
+        "lookup",
+        Func::pure(&[String, String, String, String], |_| {
+            Ok(Value::map(BTreeMap::new()))
+        }),
+    );
+    map.insert("getHostByName", Func::pure(&[String], |_| Ok(Value::from(""))));
+}
+
+/// A `fail`/`required` message, marked the way Helm finds it again when it reports the error.
+fn warning(msg: &str) -> FuncError {
+    FuncError::msg(format!("{HELM_WARN_START}{msg}{HELM_WARN_END}"))
 }

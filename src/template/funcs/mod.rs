@@ -36,6 +36,10 @@ use crate::template::value::{GoType, Value};
 pub trait CallContext {
     /// Executes the named template with `data` and returns its output (Helm's `include`).
     fn include(&mut self, name: &str, data: Value) -> Result<String, FuncError>;
+
+    /// Parses `text` into a copy of the template set under the root name and executes it
+    /// with `data` (Helm's `tpl`); the result has `<no value>` removed like a file's output.
+    fn tpl(&mut self, text: &str, data: Value) -> Result<String, FuncError>;
 }
 
 /// The implementation of a function: receives arguments already checked against the

@@ -1,0 +1,1 @@
+//! `.helmignore` rules (placeholder).

@@ -1,0 +1,1 @@
+//! Loading charts from directories and archives (placeholder).

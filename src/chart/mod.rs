@@ -3,9 +3,11 @@
 //!
 //! Builds on [`crate::template`]; knows nothing of Kubernetes APIs or cluster stacks.
 
+pub mod glob;
 pub mod ignore;
 pub mod load;
 pub mod metadata;
+pub mod objects;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,0 +1,458 @@
+//! The Go objects Helm hands to templates: `.Files` (`engine.files`) and `.Capabilities`
+//! (`*common.Capabilities` with `common.KubeVersion`, `common.VersionSet` and the build info).
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use base64::Engine as _;
+
+use crate::chart::glob::Glob;
+use crate::template::funcs::{Func, arg_str, helm::to_yaml_trimmed};
+use crate::template::gofmt;
+use crate::template::value::{GoType, ListKind, Object, Value};
+
+/// `.Files`: a chart's non-template files (`map[string][]byte` with methods).
+#[derive(Debug, Clone, Default)]
+pub struct Files {
+    files: Rc<BTreeMap<String, Rc<[u8]>>>,
+}
+
+impl Files {
+    pub fn new(files: BTreeMap<String, Vec<u8>>) -> Files {
+        Files {
+            files: Rc::new(files.into_iter().map(|(k, v)| (k, Rc::from(v))).collect()),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&Rc<[u8]>> {
+        self.files.get(name)
+    }
+
+    fn glob(&self, pattern: &str) -> Files {
+        // Like Helm: a pattern that does not compile matches everything.
+        let glob = Glob::compile(pattern).or_else(|_| Glob::compile("**"));
+        let selected = self
+            .files
+            .iter()
+            .filter(|(name, _)| glob.as_ref().is_ok_and(|g| g.matches(name)))
+            .map(|(k, v)| (k.clone(), Rc::clone(v)))
+            .collect();
+        Files {
+            files: Rc::new(selected),
+        }
+    }
+
+    /// The files as a map of base name → content (later names win, like Go's map writes).
+    fn by_base_name(&self, encode: impl Fn(&[u8]) -> String) -> Value {
+        let mut map = BTreeMap::new();
+        for (name, data) in self.files.iter() {
+            let base = name.rsplit('/').next().unwrap_or(name);
+            map.insert(base.to_string(), Value::from(encode(data)));
+        }
+        Value::Map(crate::template::value::Map::new(
+            crate::template::value::MapKind::String,
+            map,
+        ))
+    }
+
+    fn lines(&self, name: &str) -> Value {
+        let Some(data) = self.get(name) else {
+            return Value::string_list(Vec::new());
+        };
+        let text = String::from_utf8_lossy(data);
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        Value::string_list(text.split('\n').map(str::to_string).collect())
+    }
+}
+
+impl Object for Files {
+    fn type_name(&self) -> String {
+        "engine.files".into()
+    }
+
+    fn kind(&self) -> &'static str {
+        "map"
+    }
+
+    fn field(&self, _name: &str) -> Option<Value> {
+        None
+    }
+
+    fn method(&self, name: &str) -> Option<Func> {
+        let this = self.clone();
+        let f = match name {
+            "Get" => Func::pure(&[GoType::String], move |args| {
+                let data = this.get(arg_str(&args[0]));
+                Ok(Value::from(
+                    data.map(|d| String::from_utf8_lossy(d).into_owned())
+                        .unwrap_or_default(),
+                ))
+            }),
+            "GetBytes" => Func::pure(&[GoType::String], move |args| {
+                Ok(Value::Bytes(
+                    this.get(arg_str(&args[0]))
+                        .cloned()
+                        .unwrap_or_else(|| Rc::from(Vec::new())),
+                ))
+            }),
+            "Glob" => Func::pure(&[GoType::String], move |args| {
+                Ok(Value::Object(Rc::new(this.glob(arg_str(&args[0])))))
+            }),
+            "AsConfig" => Func::pure(&[], move |_| {
+                if this.files.is_empty() {
+                    return Ok(Value::from(""));
+                }
+                Ok(Value::from(to_yaml_trimmed(
+                    &this.by_base_name(|d| String::from_utf8_lossy(d).into_owned()),
+                )))
+            }),
+            "AsSecrets" => Func::pure(&[], move |_| {
+                if this.files.is_empty() {
+                    return Ok(Value::from(""));
+                }
+                let encoded = this.by_base_name(|d| base64::engine::general_purpose::STANDARD.encode(d));
+                Ok(Value::from(to_yaml_trimmed(&encoded)))
+            }),
+            "Lines" => Func::pure(&[GoType::String], move |args| Ok(this.lines(arg_str(&args[0])))),
+            _ => return None,
+        };
+        Some(f)
+    }
+
+    fn format(&self) -> String {
+        gofmt::format_value(&self.to_data_bytes())
+    }
+
+    fn to_data(&self) -> Value {
+        self.to_data_bytes()
+    }
+
+    fn entries(&self) -> Option<Vec<(String, Value)>> {
+        Some(
+            self.files
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::Bytes(Rc::clone(v))))
+                .collect(),
+        )
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Files {
+    fn to_data_bytes(&self) -> Value {
+        Value::map(
+            self.files
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::Bytes(Rc::clone(v))))
+                .collect(),
+        )
+    }
+}
+
+/// The Kubernetes version templates see (`common.KubeVersion`).
+#[derive(Debug, Clone)]
+pub struct KubeVersion {
+    /// As given (`v1.29.3-gke.100`): `.Version` and `.GitVersion`.
+    pub version: String,
+    /// `vMAJOR.MINOR.PATCH`: what it prints as.
+    pub normalized: String,
+    pub major: String,
+    pub minor: String,
+}
+
+/// Helm v4.2.3's default: the Kubernetes version of its client libraries.
+pub const DEFAULT_KUBE_VERSION: &str = "v1.36.0";
+
+impl KubeVersion {
+    /// Parses `v1.29.3-gke.100`, `1.29`, `v1.30.0`: Helm accepts loose semver.
+    pub fn parse(text: &str) -> Result<KubeVersion, String> {
+        let trimmed = text.trim_start_matches('v');
+        let core = trimmed.split(['-', '+']).next().unwrap_or("");
+        let mut parts = core.split('.');
+        let mut next = || -> Result<u64, String> {
+            match parts.next() {
+                None => Ok(0),
+                Some(p) => p
+                    .parse::<u64>()
+                    .map_err(|_| format!("invalid kube version {text:?}")),
+            }
+        };
+        let (major, minor, patch) = (next()?, next()?, next()?);
+        if parts.next().is_some() || core.is_empty() {
+            return Err(format!("invalid kube version {text:?}"));
+        }
+        let version = if text.starts_with('v') {
+            text.to_string()
+        } else {
+            format!("v{text}")
+        };
+        Ok(KubeVersion {
+            version,
+            normalized: format!("v{major}.{minor}.{patch}"),
+            major: major.to_string(),
+            minor: minor.to_string(),
+        })
+    }
+}
+
+impl Object for KubeVersion {
+    fn type_name(&self) -> String {
+        "common.KubeVersion".into()
+    }
+
+    fn kind(&self) -> &'static str {
+        "struct"
+    }
+
+    fn field(&self, name: &str) -> Option<Value> {
+        match name {
+            "Version" | "GitVersion" => Some(Value::from(self.version.as_str())),
+            "Major" => Some(Value::from(self.major.as_str())),
+            "Minor" => Some(Value::from(self.minor.as_str())),
+            "String" => Some(Value::from(self.normalized.as_str())),
+            _ => None,
+        }
+    }
+
+    fn format(&self) -> String {
+        self.normalized.clone()
+    }
+
+    fn stringer(&self) -> Option<String> {
+        Some(self.normalized.clone())
+    }
+
+    fn to_data(&self) -> Value {
+        Value::map(BTreeMap::from([
+            ("Version".to_string(), Value::from(self.version.as_str())),
+            ("Major".to_string(), Value::from(self.major.as_str())),
+            ("Minor".to_string(), Value::from(self.minor.as_str())),
+        ]))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The group/versions the cluster serves (`common.VersionSet`, a `[]string` with `Has`).
+#[derive(Debug, Clone)]
+pub struct VersionSet {
+    pub versions: Rc<Vec<String>>,
+}
+
+impl Object for VersionSet {
+    fn type_name(&self) -> String {
+        "common.VersionSet".into()
+    }
+
+    fn kind(&self) -> &'static str {
+        "slice"
+    }
+
+    fn field(&self, _name: &str) -> Option<Value> {
+        None
+    }
+
+    fn method(&self, name: &str) -> Option<Func> {
+        let versions = Rc::clone(&self.versions);
+        (name == "Has").then(|| {
+            Func::pure(&[GoType::String], move |args| {
+                let wanted = arg_str(&args[0]);
+                Ok(Value::Bool(versions.iter().any(|v| v == wanted)))
+            })
+        })
+    }
+
+    fn format(&self) -> String {
+        format!("[{}]", self.versions.join(" "))
+    }
+
+    fn to_data(&self) -> Value {
+        Value::List(crate::template::value::List {
+            kind: ListKind::String,
+            items: Rc::new(self.versions.iter().map(|v| Value::from(v.as_str())).collect()),
+        })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The API group/versions Helm v4.2.3 assumes when it has no cluster to ask.
+pub const DEFAULT_API_VERSIONS: &[&str] = &[
+    "v1",
+    "admissionregistration.k8s.io/v1",
+    "admissionregistration.k8s.io/v1alpha1",
+    "admissionregistration.k8s.io/v1beta1",
+    "internal.apiserver.k8s.io/v1alpha1",
+    "apps/v1",
+    "apps/v1beta1",
+    "apps/v1beta2",
+    "authentication.k8s.io/v1",
+    "authentication.k8s.io/v1alpha1",
+    "authentication.k8s.io/v1beta1",
+    "authorization.k8s.io/v1",
+    "authorization.k8s.io/v1beta1",
+    "autoscaling/v1",
+    "autoscaling/v2",
+    "batch/v1",
+    "batch/v1beta1",
+    "certificates.k8s.io/v1",
+    "certificates.k8s.io/v1beta1",
+    "certificates.k8s.io/v1alpha1",
+    "coordination.k8s.io/v1alpha2",
+    "coordination.k8s.io/v1beta1",
+    "coordination.k8s.io/v1",
+    "discovery.k8s.io/v1",
+    "discovery.k8s.io/v1beta1",
+    "events.k8s.io/v1",
+    "events.k8s.io/v1beta1",
+    "extensions/v1beta1",
+    "flowcontrol.apiserver.k8s.io/v1",
+    "flowcontrol.apiserver.k8s.io/v1beta1",
+    "flowcontrol.apiserver.k8s.io/v1beta2",
+    "flowcontrol.apiserver.k8s.io/v1beta3",
+    "networking.k8s.io/v1",
+    "networking.k8s.io/v1beta1",
+    "node.k8s.io/v1",
+    "node.k8s.io/v1alpha1",
+    "node.k8s.io/v1beta1",
+    "policy/v1",
+    "policy/v1beta1",
+    "rbac.authorization.k8s.io/v1",
+    "rbac.authorization.k8s.io/v1beta1",
+    "rbac.authorization.k8s.io/v1alpha1",
+    "resource.k8s.io/v1",
+    "resource.k8s.io/v1beta2",
+    "resource.k8s.io/v1beta1",
+    "resource.k8s.io/v1alpha3",
+    "scheduling.k8s.io/v1alpha2",
+    "scheduling.k8s.io/v1beta1",
+    "scheduling.k8s.io/v1",
+    "storage.k8s.io/v1beta1",
+    "storage.k8s.io/v1",
+    "storage.k8s.io/v1alpha1",
+    "storagemigration.k8s.io/v1beta1",
+    "apiextensions.k8s.io/v1beta1",
+    "apiextensions.k8s.io/v1",
+];
+
+/// `.Capabilities`.
+#[derive(Debug, Clone)]
+pub struct Capabilities {
+    pub kube_version: KubeVersion,
+    pub api_versions: VersionSet,
+}
+
+impl Capabilities {
+    /// Helm's defaults plus extra API versions (`--api-versions`).
+    pub fn new(kube_version: KubeVersion, extra_api_versions: &[String]) -> Capabilities {
+        let mut versions: Vec<String> = DEFAULT_API_VERSIONS.iter().map(|s| s.to_string()).collect();
+        versions.extend(extra_api_versions.iter().cloned());
+        Capabilities {
+            kube_version,
+            api_versions: VersionSet {
+                versions: Rc::new(versions),
+            },
+        }
+    }
+
+    fn helm_version() -> Value {
+        Value::map(BTreeMap::from([
+            ("version".to_string(), Value::from("v4.2")),
+            ("go_version".to_string(), Value::from("go1.26.6")),
+            ("kube_client_version".to_string(), Value::from("v1.36")),
+        ]))
+    }
+}
+
+/// `.Capabilities.HelmVersion` (Helm's `BuildInfo`).
+#[derive(Debug, Clone)]
+struct BuildInfo;
+
+impl Object for BuildInfo {
+    fn type_name(&self) -> String {
+        "common.BuildInfo".into()
+    }
+
+    fn kind(&self) -> &'static str {
+        "struct"
+    }
+
+    fn field(&self, name: &str) -> Option<Value> {
+        match name {
+            "Version" => Some(Value::from("v4.2")),
+            "GitCommit" | "GitTreeState" => Some(Value::from("")),
+            "GoVersion" => Some(Value::from("go1.26.6")),
+            "KubeClientVersion" => Some(Value::from("v1.36")),
+            _ => None,
+        }
+    }
+
+    fn format(&self) -> String {
+        "{v4.2   go1.26.6 v1.36}".into()
+    }
+
+    fn to_data(&self) -> Value {
+        Capabilities::helm_version()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Object for Capabilities {
+    fn type_name(&self) -> String {
+        "*common.Capabilities".into()
+    }
+
+    fn kind(&self) -> &'static str {
+        "ptr"
+    }
+
+    fn field(&self, name: &str) -> Option<Value> {
+        match name {
+            "KubeVersion" => Some(Value::Object(Rc::new(self.kube_version.clone()))),
+            "APIVersions" => Some(Value::Object(Rc::new(self.api_versions.clone()))),
+            "HelmVersion" => Some(Value::Object(Rc::new(BuildInfo))),
+            _ => None,
+        }
+    }
+
+    fn format(&self) -> String {
+        format!(
+            "&{{{} {} {}}}",
+            KubeVersionStruct(&self.kube_version),
+            self.api_versions.format(),
+            BuildInfo.format()
+        )
+    }
+
+    fn to_data(&self) -> Value {
+        Value::map(BTreeMap::from([
+            ("KubeVersion".to_string(), self.kube_version.to_data()),
+            ("APIVersions".to_string(), self.api_versions.to_data()),
+            ("HelmVersion".to_string(), Capabilities::helm_version()),
+        ]))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `%v` of a KubeVersion inside a struct prints its fields, not its String().
+struct KubeVersionStruct<'a>(&'a KubeVersion);
+
+impl std::fmt::Display for KubeVersionStruct<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{{{} {} {}}}", self.0.version, self.0.major, self.0.minor)
+    }
+}

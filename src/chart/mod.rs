@@ -3,11 +3,15 @@
 //!
 //! Builds on [`crate::template`]; knows nothing of Kubernetes APIs or cluster stacks.
 
+pub mod coalesce;
+pub mod dependencies;
 pub mod glob;
 pub mod ignore;
 pub mod load;
 pub mod metadata;
 pub mod objects;
+pub mod render;
+pub mod values;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -55,6 +59,9 @@ impl Chart {
 
     /// `.Files` content as a name → bytes map.
     pub fn files_map(&self) -> BTreeMap<String, Vec<u8>> {
-        self.files.iter().map(|f| (f.name.clone(), f.data.clone())).collect()
+        self.files
+            .iter()
+            .map(|f| (f.name.clone(), f.data.clone()))
+            .collect()
     }
 }

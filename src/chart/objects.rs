@@ -168,6 +168,16 @@ pub struct KubeVersion {
 pub const DEFAULT_KUBE_VERSION: &str = "v1.36.0";
 
 impl KubeVersion {
+    /// [`DEFAULT_KUBE_VERSION`].
+    pub fn helm_default() -> KubeVersion {
+        KubeVersion {
+            version: DEFAULT_KUBE_VERSION.into(),
+            normalized: DEFAULT_KUBE_VERSION.into(),
+            major: "1".into(),
+            minor: "36".into(),
+        }
+    }
+
     /// Parses `v1.29.3-gke.100`, `1.29`, `v1.30.0`: Helm accepts loose semver.
     pub fn parse(text: &str) -> Result<KubeVersion, String> {
         let trimmed = text.trim_start_matches('v');

@@ -1,0 +1,282 @@
+//! Rendering a chart like Helm v4.2.3's engine: every template of every enabled chart in one
+//! template set named by full path, the built-in objects per chart, Helm's parse/execution
+//! order, and `<no value>` removal per file.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use crate::chart::coalesce::{ChartValues, coalesce_values};
+use crate::chart::dependencies::{self, Processed};
+use crate::chart::metadata::{Dependency, Metadata};
+use crate::chart::objects::{Capabilities, Files, KubeVersion};
+use crate::chart::{Chart, values};
+use crate::template::exec::NO_VALUE;
+use crate::template::funcs::FuncEnv;
+use crate::template::value::{Map, MapKind, Value};
+use crate::template::{FuncMap, MissingKey, Templates};
+
+/// Release and cluster facts a render sees (`helm template`'s flags).
+#[derive(Clone)]
+pub struct RenderOptions {
+    pub release_name: String,
+    pub namespace: String,
+    pub revision: i64,
+    pub is_install: bool,
+    pub is_upgrade: bool,
+    pub kube_version: KubeVersion,
+    pub api_versions: Vec<String>,
+    /// `--strict`: missing map keys are errors.
+    pub strict: bool,
+    pub env: Rc<FuncEnv>,
+}
+
+impl Default for RenderOptions {
+    fn default() -> RenderOptions {
+        RenderOptions {
+            release_name: "release-name".into(),
+            namespace: "default".into(),
+            revision: 1,
+            is_install: true,
+            is_upgrade: false,
+            kube_version: KubeVersion::helm_default(),
+            api_versions: Vec::new(),
+            strict: false,
+            env: Rc::new(FuncEnv::system()),
+        }
+    }
+}
+
+/// Why a render failed; the message is Helm's.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RenderError {
+    #[error(transparent)]
+    Values(#[from] values::ValuesError),
+    /// A template error, already in Helm's wording.
+    #[error("{0}")]
+    Template(String),
+}
+
+/// One template to render: its full name, text and the top-level object of its chart.
+struct Renderable {
+    text: String,
+    dot: Map,
+    base_path: String,
+}
+
+/// Renders `chart` with the user's `values`: `{template path → output}` for every non-partial
+/// template of the chart and its enabled subcharts, NOTES.txt and empty outputs included.
+pub fn render(
+    chart: &Chart,
+    user_values: &Value,
+    opts: &RenderOptions,
+) -> Result<BTreeMap<String, String>, RenderError> {
+    let processed = dependencies::process(chart, user_values)?;
+    let values = coalesce_values(&processed.tree, user_values, false).into_values();
+    let caps = Value::Object(Rc::new(Capabilities::new(
+        opts.kube_version.clone(),
+        &opts.api_versions,
+    )));
+    let release = release_object(opts);
+
+    let mut renderables = BTreeMap::new();
+    collect(
+        &processed,
+        &processed.tree,
+        chart.name(),
+        &values,
+        &caps,
+        &release,
+        true,
+        &mut renderables,
+    );
+
+    let mut set = Templates::new(FuncMap::helm_with(&opts.env));
+    set.set_missing_key(if opts.strict {
+        MissingKey::Error
+    } else {
+        MissingKey::Zero
+    });
+    let order = helm_order(renderables.keys());
+    for name in &order {
+        let r = &renderables[name.as_str()];
+        set.parse(name, &r.text)
+            .map_err(|e| RenderError::Template(e.helm_message()))?;
+    }
+
+    let mut out = BTreeMap::new();
+    for name in &order {
+        if base_name(name).starts_with('_') {
+            continue;
+        }
+        let r = &renderables[name.as_str()];
+        r.dot.insert(
+            "Template",
+            Value::Map(Map::new(
+                MapKind::Values,
+                BTreeMap::from([
+                    ("Name".to_string(), Value::from(name.as_str())),
+                    ("BasePath".to_string(), Value::from(r.base_path.as_str())),
+                ]),
+            )),
+        );
+        let text = set
+            .execute(name, &Value::Map(r.dot.clone()))
+            .map_err(|e| RenderError::Template(e.helm_message()))?;
+        out.insert(name.clone(), text.replace(NO_VALUE, ""));
+    }
+    Ok(out)
+}
+
+fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Helm's order: more path separators first; at equal depth, reverse lexicographic.
+pub fn helm_order<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut names: Vec<String> = names.cloned().collect();
+    names.sort_by(|a, b| {
+        let (da, db) = (a.matches('/').count(), b.matches('/').count());
+        db.cmp(&da).then_with(|| b.cmp(a))
+    });
+    names
+}
+
+/// Builds the top-level object of `node`'s chart and registers its templates; returns it
+/// for the parent's `.Subcharts`.
+#[allow(clippy::too_many_arguments)]
+fn collect(
+    processed: &Processed<'_>,
+    node: &ChartValues<'_>,
+    full_path: &str,
+    values: &Value,
+    caps: &Value,
+    release: &Value,
+    is_root: bool,
+    out: &mut BTreeMap<String, Renderable>,
+) -> Map {
+    let dot = Map::new(MapKind::Any, BTreeMap::new());
+    let deps = processed.dependencies.get(full_path).cloned().unwrap_or_default();
+    dot.insert(
+        "Chart",
+        chart_object(&node.chart.metadata, &node.name, &deps, is_root),
+    );
+    dot.insert(
+        "Files",
+        Value::Object(Rc::new(Files::new(node.chart.files_map()))),
+    );
+    dot.insert("Release", release.clone());
+    dot.insert("Capabilities", caps.clone());
+    dot.insert("Values", values.clone());
+
+    let subcharts = Map::new(MapKind::Any, BTreeMap::new());
+    for child in &node.children {
+        let child_values = match values.as_map().and_then(|m| m.get(&child.name)) {
+            Some(Value::Map(m)) => Value::Map(m).into_values(),
+            _ => Value::Map(Map::new(MapKind::Values, BTreeMap::new())),
+        };
+        let child_path = format!("{full_path}/charts/{}", child.name);
+        let child_dot = collect(
+            processed,
+            child,
+            &child_path,
+            &child_values,
+            caps,
+            release,
+            false,
+            out,
+        );
+        subcharts.insert(child.name.clone(), Value::Map(child_dot));
+    }
+    dot.insert("Subcharts", Value::Map(subcharts));
+
+    let is_library = node.chart.metadata.chart_type == "library";
+    for t in &node.chart.templates {
+        if is_library && !base_name(&t.name).starts_with('_') {
+            continue;
+        }
+        out.insert(
+            format!("{full_path}/{}", t.name),
+            Renderable {
+                text: String::from_utf8_lossy(&t.data).into_owned(),
+                dot: dot.clone(),
+                base_path: format!("{full_path}/templates"),
+            },
+        );
+    }
+    dot
+}
+
+fn release_object(opts: &RenderOptions) -> Value {
+    Value::map(BTreeMap::from([
+        ("Name".to_string(), Value::from(opts.release_name.as_str())),
+        ("Namespace".to_string(), Value::from(opts.namespace.as_str())),
+        ("IsInstall".to_string(), Value::Bool(opts.is_install)),
+        ("IsUpgrade".to_string(), Value::Bool(opts.is_upgrade)),
+        ("Revision".to_string(), Value::Int(opts.revision)),
+        ("Service".to_string(), Value::from("Helm")),
+    ]))
+}
+
+fn strings(items: &[String]) -> Value {
+    Value::list(items.iter().map(|s| Value::from(s.as_str())).collect())
+}
+
+/// `.Chart`: Helm v4 converts the metadata struct to a map with Go field names.
+fn chart_object(m: &Metadata, name: &str, deps: &[Dependency], is_root: bool) -> Value {
+    let s = |v: &str| Value::from(v);
+    let maintainers = m
+        .maintainers
+        .iter()
+        .map(|mt| {
+            Value::map(BTreeMap::from([
+                ("Name".to_string(), s(&mt.name)),
+                ("Email".to_string(), s(&mt.email)),
+                ("URL".to_string(), s(&mt.url)),
+            ]))
+        })
+        .collect();
+    let dependencies = deps
+        .iter()
+        .map(|d| {
+            Value::map(BTreeMap::from([
+                ("Name".to_string(), s(&d.name)),
+                ("Version".to_string(), s(&d.version)),
+                ("Repository".to_string(), s(&d.repository)),
+                ("Condition".to_string(), s(&d.condition)),
+                ("Tags".to_string(), strings(&d.tags)),
+                ("Enabled".to_string(), Value::Bool(d.enabled)),
+                ("ImportValues".to_string(), Value::list(d.import_values.clone())),
+                ("Alias".to_string(), s(&d.alias)),
+            ]))
+        })
+        .collect();
+    let annotations = match &m.annotations {
+        Some(a) => Value::Map(Map::new(
+            MapKind::String,
+            a.iter()
+                .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+                .collect(),
+        )),
+        None => Value::Nil,
+    };
+    Value::map(BTreeMap::from([
+        ("Name".to_string(), s(name)),
+        ("Home".to_string(), s(&m.home)),
+        ("Sources".to_string(), strings(&m.sources)),
+        ("Version".to_string(), s(&m.version)),
+        ("Description".to_string(), s(&m.description)),
+        ("Keywords".to_string(), strings(&m.keywords)),
+        ("Maintainers".to_string(), Value::list(maintainers)),
+        ("Icon".to_string(), s(&m.icon)),
+        ("APIVersion".to_string(), s(&m.api_version)),
+        ("Condition".to_string(), s(&m.condition)),
+        ("Tags".to_string(), s(&m.tags)),
+        ("AppVersion".to_string(), s(&m.app_version)),
+        ("Deprecated".to_string(), Value::Bool(m.deprecated)),
+        ("Annotations".to_string(), annotations),
+        ("KubeVersion".to_string(), s(&m.kube_version)),
+        ("Dependencies".to_string(), Value::list(dependencies)),
+        ("Type".to_string(), s(&m.chart_type)),
+        ("IsRoot".to_string(), Value::Bool(is_root)),
+    ]))
+}

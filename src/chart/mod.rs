@@ -8,6 +8,7 @@ pub mod dependencies;
 pub mod glob;
 pub mod ignore;
 pub mod load;
+pub mod manifest;
 pub mod metadata;
 pub mod objects;
 pub mod render;

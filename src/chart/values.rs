@@ -40,3 +40,11 @@ fn load_yaml_documents(text: &str) -> Result<Vec<Value>, String> {
     let _ = text;
     Err("YAML loader not wired yet".to_string())
 }
+
+/// Parses one YAML document (a manifest head, Chart.yaml) into a value.
+pub fn parse_document(text: &str) -> Result<Value, String> {
+    Ok(load_yaml_documents(text)?
+        .into_iter()
+        .next()
+        .unwrap_or(Value::Nil))
+}

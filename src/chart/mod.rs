@@ -12,6 +12,7 @@ pub mod manifest;
 pub mod metadata;
 pub mod objects;
 pub mod render;
+pub mod strvals;
 pub mod values;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,223 @@
+//! `capstan render`: render a chart offline, like `helm template`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use anyhow::{Context, bail};
+
+use crate::chart::coalesce::merge_tables;
+use crate::chart::manifest::{self, StreamOptions};
+use crate::chart::objects::KubeVersion;
+use crate::chart::render::{RenderOptions, render};
+use crate::chart::{load, strvals, values};
+use crate::template::funcs::FuncEnv;
+
+/// Arguments of `capstan render`.
+#[derive(Debug, clap::Args)]
+#[command(
+    about = "Render a Helm chart offline, byte-for-byte like `helm template` (Helm v4.2.3)",
+    long_about = "Render a Helm chart offline, byte-for-byte like `helm template` (Helm v4.2.3).\n\n\
+        Usage like helm: `capstan render [NAME] CHART`, where CHART is a chart directory or a .tgz \
+        archive and NAME the release name (default: release-name)."
+)]
+pub struct Args {
+    /// `[NAME] CHART`: optional release name, then the chart directory or .tgz.
+    #[arg(required = true, num_args = 1..=2, value_name = "[NAME] CHART")]
+    positional: Vec<String>,
+
+    /// Values files (YAML); later files win.
+    #[arg(short = 'f', long = "values", value_name = "FILE")]
+    values: Vec<PathBuf>,
+
+    /// Set values (`a.b=1,c[0]=x`); numbers become int64 like Helm's --set.
+    #[arg(long = "set", value_name = "KEY=VAL")]
+    set: Vec<String>,
+
+    /// Set values as strings.
+    #[arg(long = "set-string", value_name = "KEY=VAL")]
+    set_string: Vec<String>,
+
+    /// Set values from JSON (`a.b={"x":1}`).
+    #[arg(long = "set-json", value_name = "KEY=JSON")]
+    set_json: Vec<String>,
+
+    /// Set values from files (`key=path`): the value is the file's content.
+    #[arg(long = "set-file", value_name = "KEY=PATH")]
+    set_file: Vec<String>,
+
+    /// Release namespace.
+    #[arg(short = 'n', long, default_value = "default")]
+    namespace: String,
+
+    /// Kubernetes version for `.Capabilities` and the chart's kubeVersion check.
+    #[arg(long, value_name = "VERSION")]
+    kube_version: Option<String>,
+
+    /// Extra API versions for `.Capabilities.APIVersions` (repeatable or comma-separated).
+    #[arg(short = 'a', long = "api-versions", value_name = "GROUP/VERSION", value_delimiter = ',')]
+    api_versions: Vec<String>,
+
+    /// Render as an upgrade (`.Release.IsUpgrade`).
+    #[arg(long)]
+    is_upgrade: bool,
+
+    /// Print the chart's CRDs (unrendered) first.
+    #[arg(long)]
+    include_crds: bool,
+
+    /// Leave out test hooks.
+    #[arg(long)]
+    skip_tests: bool,
+
+    /// Leave out hooks.
+    #[arg(long)]
+    no_hooks: bool,
+
+    /// Only print manifests from these templates (`chart/templates/x.yaml`).
+    #[arg(short = 's', long = "show-only", value_name = "PATH")]
+    show_only: Vec<String>,
+
+    /// Fail on references to missing values (`missingkey=error`).
+    #[arg(long)]
+    strict: bool,
+
+    /// Write each template's manifests to files below this directory instead of stdout.
+    #[arg(long, value_name = "DIR")]
+    output_dir: Option<PathBuf>,
+
+    /// Output format: the manifest stream, a JSON list of objects, or the raw per-template
+    /// engine output as a JSON object (`{"chart/templates/x.yaml": "text", …}`).
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Yaml)]
+    output: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Yaml,
+    Json,
+    TemplatesJson,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let (release_name, chart_path) = match args.positional.as_slice() {
+        [chart] => ("release-name".to_string(), chart.clone()),
+        [name, chart] => (name.clone(), chart.clone()),
+        _ => bail!("expected [NAME] CHART"),
+    };
+    let chart = load::load(Path::new(&chart_path)).with_context(|| format!("loading chart {chart_path}"))?;
+    let user_values = user_values(args)?;
+    let kube_version = match &args.kube_version {
+        Some(v) => KubeVersion::parse(v).map_err(anyhow::Error::msg)?,
+        None => KubeVersion::helm_default(),
+    };
+    let opts = RenderOptions {
+        release_name,
+        namespace: args.namespace.clone(),
+        is_install: !args.is_upgrade,
+        is_upgrade: args.is_upgrade,
+        kube_version,
+        api_versions: args.api_versions.clone(),
+        strict: args.strict,
+        env: Rc::new(FuncEnv::system()),
+        ..RenderOptions::default()
+    };
+    let rendered = render(&chart, &user_values, &opts)?;
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        Format::TemplatesJson => {
+            writeln!(out, "{}", serde_json::to_string_pretty(&rendered)?)?;
+        }
+        Format::Yaml | Format::Json => {
+            let manifests = manifest::build(&chart, &rendered)?;
+            let stream_opts = StreamOptions {
+                include_crds: args.include_crds,
+                skip_tests: args.skip_tests,
+                no_hooks: args.no_hooks,
+                show_only: args.show_only.clone(),
+            };
+            if let Some(dir) = &args.output_dir {
+                write_output_dir(dir, &manifests)?;
+            } else if args.output == Format::Yaml {
+                out.write_all(manifest::stream(&chart, &manifests, &stream_opts).as_bytes())?;
+            } else {
+                let docs = manifest::split_documents(&manifest::stream(&chart, &manifests, &stream_opts));
+                let mut objects = Vec::new();
+                for doc in docs {
+                    let value = values::parse_document(&doc).map_err(anyhow::Error::msg)?;
+                    if !value.is_nil() {
+                        objects.push(value_to_json(&value));
+                    }
+                }
+                writeln!(out, "{}", serde_json::to_string_pretty(&objects)?)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Values from `-f` files and the `--set*` flags, in Helm's order.
+fn user_values(args: &Args) -> anyhow::Result<crate::template::Value> {
+    let base = strvals::empty();
+    let mut files = Vec::new();
+    for file in &args.values {
+        let text = std::fs::read_to_string(file).with_context(|| format!("reading values file {}", file.display()))?;
+        files.push(values::parse(&text, &file.display().to_string())?);
+    }
+    // Later files win: merge from the last one (the destination wins when merging).
+    for parsed in files.iter().rev() {
+        merge_tables(&base, parsed);
+    }
+    for e in &args.set_json {
+        strvals::apply_json(&base, e)?;
+    }
+    for e in &args.set {
+        strvals::apply(&base, e, strvals::Typing::Typed)?;
+    }
+    for e in &args.set_string {
+        strvals::apply(&base, e, strvals::Typing::Strings)?;
+    }
+    for e in &args.set_file {
+        let (key, path) = e.split_once('=').with_context(|| format!("--set-file {e:?}: expected key=path"))?;
+        let content = std::fs::read_to_string(path).with_context(|| format!("reading --set-file {path}"))?;
+        strvals::apply_file_content(&base, key, content)?;
+    }
+    Ok(base)
+}
+
+/// Writes `<dir>/<template path>` files like `helm template --output-dir`.
+fn write_output_dir(dir: &Path, m: &manifest::Manifests) -> anyhow::Result<()> {
+    let mut files: BTreeMap<&str, String> = BTreeMap::new();
+    for d in m.manifests.iter().chain(m.hooks.iter()) {
+        files.entry(&d.source).or_default().push_str(&format!("---\n# Source: {}\n{}\n", d.source, d.content));
+    }
+    for (source, text) in files {
+        if source.split('/').any(|c| c == ".." || c.is_empty()) {
+            bail!("refusing to write outside the output directory: {source}");
+        }
+        let path = dir.join(source);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn value_to_json(v: &crate::template::Value) -> serde_json::Value {
+    use crate::template::Value;
+    match v {
+        Value::Nil => serde_json::Value::Null,
+        Value::Bool(b) => (*b).into(),
+        Value::Int(i) | Value::Int64(i) => (*i).into(),
+        Value::Uint8(u) => (*u).into(),
+        Value::Float(f) => serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number),
+        Value::String(s) => s.to_string().into(),
+        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned().into(),
+        Value::List(l) => l.items.iter().map(value_to_json).collect(),
+        Value::Map(m) => m.entries.borrow().iter().map(|(k, v)| (k.clone(), value_to_json(v))).collect(),
+        Value::Object(o) => value_to_json(&o.to_data()),
+    }
+}

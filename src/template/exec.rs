@@ -51,7 +51,13 @@ pub struct Templates {
     funcs: Rc<FuncMap>,
     trees: HashMap<String, Rc<Tree>>,
     missing_key: MissingKey,
+    step_budget: u64,
 }
+
+/// Default for [`Templates::set_step_budget`]: far above what real charts need (the largest
+/// corpus chart takes well under a million steps), low enough to stop a runaway template
+/// (self-including ranges grow exponentially) within seconds.
+pub const DEFAULT_STEP_BUDGET: u64 = 100_000_000;
 
 impl Templates {
     pub fn new(funcs: FuncMap) -> Templates {
@@ -59,11 +65,18 @@ impl Templates {
             funcs: Rc::new(funcs),
             trees: HashMap::new(),
             missing_key: MissingKey::Default,
+            step_budget: DEFAULT_STEP_BUDGET,
         }
     }
 
     pub fn set_missing_key(&mut self, missing_key: MissingKey) {
         self.missing_key = missing_key;
+    }
+
+    /// Bounds the work of one `execute` (statements walked plus functions called), so no
+    /// template can run forever. Go has no such bound; exhausting it is an execution error.
+    pub fn set_step_budget(&mut self, steps: u64) {
+        self.step_budget = steps;
     }
 
     pub fn missing_key(&self) -> MissingKey {
@@ -106,7 +119,7 @@ impl Templates {
                 set: ROOT_NAME.into(),
             });
         };
-        let mut shared = Shared::default();
+        let mut shared = Shared::new(self.step_budget);
         let mut out = String::new();
         State::new(self, tree, &mut shared, EVal::concrete(data.clone()))
             .run(&mut out)
@@ -116,9 +129,19 @@ impl Templates {
 }
 
 /// Counters shared by all nested executions of one `execute` call.
-#[derive(Default)]
 struct Shared {
     includes: HashMap<String, usize>,
+    /// Statements and calls still allowed before execution is stopped.
+    steps_left: u64,
+}
+
+impl Shared {
+    fn new(budget: u64) -> Shared {
+        Shared {
+            includes: HashMap::new(),
+            steps_left: budget,
+        }
+    }
 }
 
 /// A value as the executor holds it (see the module docs).
@@ -251,6 +274,17 @@ impl<'a, 's> State<'a, 's> {
         self.err(ExecErrorKind::Message(msg.into()))
     }
 
+    /// Counts one unit of work against the budget.
+    fn spend(&mut self) -> R<()> {
+        if self.shared.steps_left == 0 {
+            return Err(
+                self.errorf("template execution stopped: step budget exhausted (a runaway template?)")
+            );
+        }
+        self.shared.steps_left -= 1;
+        Ok(())
+    }
+
     // ---- variables ----
 
     fn mark(&self) -> usize {
@@ -300,6 +334,7 @@ impl<'a, 's> State<'a, 's> {
 
     fn walk(&mut self, dot: &EVal, node: &'a Node, out: &mut String) -> R<()> {
         self.at = At::Node(node);
+        self.spend()?;
         match node {
             Node::Text(t) => {
                 out.push_str(&String::from_utf8_lossy(&t.text));
@@ -738,6 +773,7 @@ impl<'a, 's> State<'a, 's> {
             return self.eval_and_or(dot, special, args, fin);
         }
 
+        self.spend()?;
         let mut argv = Vec::with_capacity(num_in);
         for (i, arg) in args.iter().enumerate() {
             argv.push(self.eval_arg(dot, func.param_type(i), arg)?);

@@ -27,6 +27,8 @@ const MAX_INCLUDE_DEPTH: usize = 1000;
 pub const ROOT_NAME: &str = "gotpl";
 /// What an invalid value prints as; Helm removes it from every file's output.
 pub const NO_VALUE: &str = "<no value>";
+/// The most output one template execution may produce (real manifests are far smaller).
+const MAX_OUTPUT_BYTES: usize = 256 << 20;
 /// Stack kept free before growing onto the heap, and the size of each new segment.
 const STACK_RED_ZONE: usize = 128 * 1024;
 const STACK_SEGMENT: usize = 2 * 1024 * 1024;
@@ -285,6 +287,14 @@ impl<'a, 's> State<'a, 's> {
         Ok(())
     }
 
+    /// Stops templates whose output would exhaust memory.
+    fn check_output(&self, out: &str) -> R<()> {
+        if out.len() > MAX_OUTPUT_BYTES {
+            return Err(self.errorf(format!("template output exceeds {MAX_OUTPUT_BYTES} bytes")));
+        }
+        Ok(())
+    }
+
     // ---- variables ----
 
     fn mark(&self) -> usize {
@@ -338,7 +348,7 @@ impl<'a, 's> State<'a, 's> {
         match node {
             Node::Text(t) => {
                 out.push_str(&String::from_utf8_lossy(&t.text));
-                Ok(())
+                self.check_output(out)
             }
             Node::Comment(_) => Ok(()),
             Node::Action(a) => {
@@ -347,7 +357,7 @@ impl<'a, 's> State<'a, 's> {
                     self.at = At::Node(node);
                     print_value(&val, out);
                 }
-                Ok(())
+                self.check_output(out)
             }
             Node::If(b) => self.walk_if_or_with(false, dot, b, out),
             Node::With(b) => self.walk_if_or_with(true, dot, b, out),

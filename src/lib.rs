@@ -2,8 +2,11 @@
 //!
 //! Module map (see `docs/architecture.md`):
 //! - [`template`]: the Go `text/template` engine with Go value semantics (no Helm, no Kubernetes).
+//! - [`encoding`]: byte-exact JSON/YAML encoders and the YAML 1.1 loader.
+//! - [`chart`]: Helm charts: loading, values, dependencies, rendering, manifests.
 //! - [`cli`]: argument parsing and output formatting for the `capstan` binary.
 
 pub mod chart;
 pub mod cli;
+pub mod encoding;
 pub mod template;

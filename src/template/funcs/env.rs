@@ -10,12 +10,18 @@ pub struct FuncEnv {
 impl FuncEnv {
     /// OS randomness and the system clock: what a real render uses.
     pub fn system() -> FuncEnv {
-        FuncEnv { seed: None, fixed_unix_seconds: None }
+        FuncEnv {
+            seed: None,
+            fixed_unix_seconds: None,
+        }
     }
 
     /// A seeded generator and a fixed clock (`unix_seconds` since the epoch, UTC).
     pub fn deterministic(seed: u64, unix_seconds: i64) -> FuncEnv {
-        FuncEnv { seed: Some(seed), fixed_unix_seconds: Some(unix_seconds) }
+        FuncEnv {
+            seed: Some(seed),
+            fixed_unix_seconds: Some(unix_seconds),
+        }
     }
 
     pub fn seed(&self) -> Option<u64> {

@@ -1,0 +1,1 @@
+//! Go `encoding/json` semantics (placeholder; filled by the encoders work).

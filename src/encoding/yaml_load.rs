@@ -1,0 +1,1 @@
+//! go-yaml v2 (YAML 1.1) decoding (placeholder).

@@ -1,4 +1,10 @@
+"""Generates lang-parse.json (run from this directory: python3 lang-parse.gen.py > lang-parse.json).
+
+The tpl/ variants are derived from the current vectors/lang-parse.json: regenerate the vectors,
+run this again, then regenerate the vectors once more.
+"""
 import json
+import os
 cases = []
 def c(name, template=None, **kw):
     d = {"name": "lang-parse/" + name}
@@ -280,7 +286,7 @@ c("if-depth-2000", "{{ if true }}" * 2000 + "x" + "{{ end }}" * 2000)
 
 # Full Go parse messages (Helm keeps only the last ": " part of a file's parse error) show
 # through tpl, whose error keeps Go's single-line text.
-vectors = json.load(open("/work/wt/parser/testdata/template/vectors/lang-parse.json"))
+vectors = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vectors", "lang-parse.json")))
 for v in vectors:
     err = v.get("expect", {}).get("error", "")
     t = v.get("template")

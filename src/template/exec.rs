@@ -801,7 +801,14 @@ impl<'a, 's> State<'a, 's> {
                 let iface = v.is_nil();
                 Ok(EVal { v, iface })
             }
-            Err(cause) => {
+            Err(mut cause) => {
+                // Go's `call` is told the callee's source text, which its error names.
+                if name == "call"
+                    && let (FuncError::Message(m), Some(callee)) = (&cause, args.first())
+                    && let Some(typ) = m.strip_prefix("non-function of type ")
+                {
+                    cause = FuncError::msg(format!("non-function {callee} of type {typ}"));
+                }
                 self.at = node;
                 Err(self.err(ExecErrorKind::Call {
                     func: name.to_string(),

@@ -1,0 +1,152 @@
+"""Generates lang-core.json: language execution semantics that the parser's trees drive
+(positions and node strings in errors, scoping, control flow). Outputs are strings where
+possible so the cases do not depend on number formatting.
+
+Run from this directory: python3 lang-core.gen.py > lang-core.json
+"""
+import json
+
+cases = []
+
+
+def c(name, template=None, **kw):
+    d = {"name": "lang-core/" + name}
+    if template is not None:
+        d["template"] = template
+    d.update(kw)
+    cases.append(d)
+
+
+V = {"s": "str", "l": ["a", "b", "c"], "m": {"b": "B", "a": "A", "c": "C"}, "n": 1.5, "t": True,
+     "f": False, "z": None, "e": [], "em": {}, "nested": {"x": {"y": "deep"}}, "dash-key": {"v": "dashed"}}
+
+# ---- exec errors: location, node text, message ----
+c("err-nil-pointer", "a\n  {{ .Values.missing.x }}", values=V)
+c("err-nil-pointer-deep", "{{ .Values.missing.x.y }}", values=V)
+c("err-field-on-string", "{{ .Values.s.x }}", values=V)
+c("err-field-on-list", "{{ .Values.l.x }}", values=V)
+c("err-field-on-int", "{{ $x := 1 }}{{ $x.y }}")
+c("err-var-field-on-nil", "{{ $x := .Values.missing }}{{ $x.y }}", values=V)
+c("err-nil-command", "{{ nil }}")
+c("err-nil-in-pipe", "{{ \"a\" | nil }}")
+c("err-arg-to-non-function", "{{ 1 2 }}")
+c("err-arg-to-field", "{{ .Values.s 1 }}", values=V)
+c("err-arg-to-var", "{{ $x := 1 }}{{ $x 2 }}")
+c("err-pipe-into-field", "{{ 1 | .Values.s }}", values=V)
+c("err-pipe-into-var", "{{ $x := 1 }}{{ 2 | $x }}")
+c("err-pipe-into-dot", "{{ 1 | . }}")
+c("err-template-undefined", "{{ template \"nope\" }}")
+c("err-template-undefined-line2", "x\n{{ template \"nope\" . }}")
+c("err-include-undefined", "{{ include \"nope\" . }}")
+c("err-in-define", "{{ define \"d\" }}{{ .x.y }}{{ end }}{{ template \"d\" dict }}")
+c("err-in-template-nested", "{{ define \"a\" }}{{ template \"b\" . }}{{ end }}{{ define \"b\" }}{{ .missing.y }}{{ end }}{{ template \"a\" .Values }}", values=V)
+c("err-in-include-nested", "{{ define \"a\" }}{{ include \"b\" . }}{{ end }}{{ define \"b\" }}{{ .missing.y }}{{ end }}{{ include \"a\" .Values }}", values=V)
+c("err-range-over-string", "{{ range .Values.s }}x{{ end }}", values=V)
+c("err-range-over-float", "{{ range 1.5 }}x{{ end }}")
+c("err-range-int-two-vars", "{{ range $i, $v := 3 }}x{{ end }}")
+c("err-range-bool", "{{ range true }}x{{ end }}")
+c("err-len-wrong-args", "{{ len }}")
+c("err-len-two-args", "{{ len 1 2 }}")
+c("err-len-int", "{{ len 3 }}")
+c("err-len-nil", "{{ len .Values.missing }}", values=V)
+c("err-index-out-of-range", "{{ index .Values.l 5 }}", values=V)
+c("err-index-nil", "{{ index nil 1 }}")
+c("err-index-string-key-on-list", "{{ index .Values.l \"a\" }}", values=V)
+c("err-not-no-args", "{{ not }}")
+c("err-and-no-args", "{{ and }}")
+c("err-eq-no-args", "{{ eq }}")
+c("err-eq-one-arg", "{{ eq 1 }}")
+c("err-eq-types", "{{ eq 1 \"a\" }}")
+c("err-eq-float-int", "{{ eq .Values.n 1 }}", values=V)
+c("err-lt-types", "{{ lt 1 2.5 }}")
+c("err-lt-bool", "{{ lt true false }}")
+c("err-eq-list", "{{ eq .Values.l .Values.l }}", values=V)
+c("err-multiline-position", "{{ if true }}\n  ok\n  {{ .Values.s.x }}\n{{ end }}", values=V)
+c("err-position-in-paren", "{{ print (.Values.s.x) }}", values=V)
+c("err-position-chain", "{{ (.Values.nested).x.y.z.w }}", values=V)
+c("err-position-variable-chain", "{{ $v := .Values }}{{ $v.s.x }}", values=V)
+c("err-undefined-var-assign", "{{ $x = 1 }}")
+c("err-nil-chain", "{{ (nil).a }}")
+c("err-call-non-function", "{{ call .Values.s }}", values=V)
+c("err-wrong-type-string-param", "{{ html .Values.l }}", values=V)
+c("err-printf-wrong-type-format", "{{ printf 1 }}")
+# ---- truthiness and control flow (string outputs) ----
+c("if-truthiness", "".join("{{ if %s }}T{{ else }}F{{ end }}" % e for e in [
+    ".Values.s", ".Values.l", ".Values.m", ".Values.n", ".Values.t", ".Values.f", ".Values.z", ".Values.e",
+    ".Values.em", ".Values.missing", "0", "1", "\"\"", "\"0\"", "\" \"", "nil", "0.0", "'a'", "$"]), values=V)
+c("with-sets-dot", "{{ with .Values.nested.x }}{{ .y }}{{ end }}", values=V)
+c("with-else-missing", "{{ with .Values.missing }}x{{ else }}none{{ end }}", values=V)
+c("with-else-with-chain", "{{ with .Values.f }}a{{ else with .Values.z }}b{{ else with .Values.s }}{{ . }}{{ end }}", values=V)
+c("with-var-keeps-dot", "{{ with $x := .Values.s }}{{ $x }}-{{ . }}{{ end }}", values=V)
+c("range-list-dot", "{{ range .Values.l }}[{{ . }}]{{ end }}", values=V)
+c("range-map-sorted", "{{ range .Values.m }}{{ . }}{{ end }}", values=V)
+c("range-map-keys", "{{ range $k, $v := .Values.m }}{{ $k }}={{ $v }};{{ end }}", values=V)
+c("range-map-one-var", "{{ range $v := .Values.m }}{{ $v }}{{ end }}", values=V)
+c("range-empty-else", "{{ range .Values.e }}x{{ else }}empty{{ end }}", values=V)
+c("range-nil-else", "{{ range .Values.missing }}x{{ else }}empty{{ end }}", values=V)
+c("range-empty-map-else", "{{ range .Values.em }}x{{ else }}empty{{ end }}", values=V)
+c("range-zero-else", "{{ range 0 }}x{{ else }}zero{{ end }}")
+c("range-negative", "{{ range -2 }}x{{ else }}neg{{ end }}")
+c("range-break-map", "{{ range $k, $v := .Values.m }}{{ if eq $k \"b\" }}{{ break }}{{ end }}{{ $v }}{{ end }}", values=V)
+c("range-continue-list", "{{ range .Values.l }}{{ if eq . \"b\" }}{{ continue }}{{ end }}{{ . }}{{ end }}", values=V)
+c("range-break-in-with", "{{ range .Values.l }}{{ with . }}{{ if eq . \"b\" }}{{ break }}{{ end }}{{ end }}{{ . }}{{ end }}", values=V)
+c("range-nested-break", "{{ range .Values.l }}{{ $o := . }}{{ range $.Values.l }}{{ if eq . \"b\" }}{{ break }}{{ end }}{{ $o }}{{ . }} {{ end }}{{ end }}", values=V)
+c("range-index-eq", "{{ range $i, $v := .Values.l }}{{ if eq $i 1 }}{{ $v }}{{ end }}{{ end }}", values=V)
+c("range-root-inside", "{{ range .Values.l }}{{ $.Values.s }}{{ end }}", values=V)
+c("range-assign-outer", "{{ $x := \"none\" }}{{ range .Values.l }}{{ $x = . }}{{ end }}{{ $x }}", values=V)
+c("range-declare-inner", "{{ $x := \"outer\" }}{{ range .Values.l }}{{ $x := . }}{{ end }}{{ $x }}", values=V)
+c("range-var-persists-in-body", "{{ range $i, $v := .Values.l }}{{ $v }}{{ end }}", values=V)
+c("if-var-scope", "{{ $x := \"a\" }}{{ if true }}{{ $x := \"b\" }}{{ $x }}{{ end }}{{ $x }}")
+c("if-assign-outer", "{{ $x := \"a\" }}{{ if true }}{{ $x = \"b\" }}{{ end }}{{ $x }}")
+c("with-var-scope", "{{ with $x := \"a\" }}{{ end }}{{ $x }}")
+c("else-branch-scope", "{{ if false }}{{ else }}{{ $y := \"in\" }}{{ $y }}{{ end }}")
+c("range-else-var", "{{ range $v := .Values.e }}{{ else }}{{ $v }}{{ end }}", values=V)
+# ---- and / or / not ----
+c("and-returns-operand", "{{ and \"a\" \"b\" }}|{{ and \"\" \"b\" }}|{{ or \"\" \"b\" }}|{{ or \"a\" \"b\" }}")
+c("and-short-circuit", "{{ and .Values.missing .Values.missing.x }}ok", values=V)
+c("or-short-circuit", "{{ or .Values.s .Values.missing.x }}", values=V)
+c("and-error-not-reached", "{{ and false (index .Values.l 9) }}ok", values=V)
+c("and-error-reached", "{{ and true (index .Values.l 9) }}", values=V)
+c("and-pipe", "{{ \"x\" | and \"a\" }}|{{ \"\" | or \"\" }}end")
+c("not-values", "{{ not .Values.s }}{{ not .Values.z }}{{ not \"\" }}{{ not .Values.missing }}", values=V)
+# ---- eq/ne/lt on strings and ints ----
+c("eq-strings", "{{ if eq .Values.s \"str\" }}yes{{ end }}{{ if ne .Values.s \"x\" }}ne{{ end }}", values=V)
+c("eq-multi", "{{ if eq \"b\" \"a\" \"b\" }}multi{{ end }}")
+c("eq-nil", "{{ if eq .Values.z nil }}nil{{ end }}", values=V)
+c("eq-missing-nil", "{{ if eq .Values.missing nil }}nil{{ end }}", values=V)
+c("lt-strings", "{{ if lt \"a\" \"b\" }}lt{{ end }}{{ if ge \"b\" \"b\" }}ge{{ end }}")
+c("lt-ints", "{{ if lt 1 2 }}lt{{ end }}{{ if gt 3 2 }}gt{{ end }}{{ if le 2 2 }}le{{ end }}")
+c("eq-int-char", "{{ if eq 97 'a' }}same{{ end }}")
+# ---- templates, define, dot, $ ----
+c("template-nil-dot", "{{ define \"d\" }}[{{ . }}]{{ end }}{{ template \"d\" }}")
+c("template-dollar", "{{ define \"d\" }}{{ $ }}{{ end }}{{ template \"d\" \"D\" }}")
+c("template-data-pipe", "{{ define \"d\" }}{{ . }}{{ end }}{{ template \"d\" .Values.s }}", values=V)
+c("template-recursive", "{{ define \"r\" }}{{ if . }}{{ index . 0 }}{{ template \"r\" (slice . 1) }}{{ end }}{{ end }}{{ template \"r\" .Values.l }}", values=V)
+c("template-in-range", "{{ define \"d\" }}<{{ . }}>{{ end }}{{ range .Values.l }}{{ template \"d\" . }}{{ end }}", values=V)
+c("template-vars-not-shared", "{{ define \"d\" }}{{ $x := \"inner\" }}{{ $x }}{{ end }}{{ $x := \"outer\" }}{{ template \"d\" }}{{ $x }}")
+c("block-runs-inline", "a{{ block \"blk\" .Values.s }}[{{ . }}]{{ end }}b", values=V)
+c("include-vs-template", "{{ define \"d\" }}D{{ end }}{{ include \"d\" . | lower }}")
+c("no-value-stripped", "a{{ .Values.missing }}b{{ \"<no value>\" }}c", values=V)
+c("no-value-in-include", "{{ define \"d\" }}{{ .missing }}{{ end }}[{{ include \"d\" .Values | len }}]", values=V)
+# ---- fields and chains ----
+c("field-dash-key-index", "{{ (index .Values \"dash-key\").v }}", values=V)
+c("field-paren-chain", "{{ (.Values.nested).x.y }}", values=V)
+c("field-var-chain", "{{ $n := .Values.nested }}{{ $n.x.y }}", values=V)
+c("field-missing-on-map-empty", "[{{ .Values.missing }}]", values=V)
+c("field-missing-chain-on-map", "[{{ .Values.nested.missing }}]", values=V)
+c("field-method-call", "{{ .Capabilities.APIVersions.Has \"v1\" }}")
+c("field-method-in-paren", "{{ if (.Capabilities.APIVersions.Has \"v1\") }}yes{{ end }}")
+c("field-method-pipe", "{{ \"v1\" | .Capabilities.APIVersions.Has }}")
+c("field-method-no-args", "{{ .Files.Get }}")
+c("field-chain-on-function", "{{ (dict \"a\" \"b\").a }}")
+c("dot-is-root", "{{ .Values.s }}{{ with .Values }}{{ .s }}{{ end }}", values=V)
+c("index-map", "{{ index .Values.m \"a\" }}{{ index .Values \"nested\" \"x\" \"y\" }}", values=V)
+c("index-missing-key", "[{{ index .Values.m \"zz\" }}]", values=V)
+c("index-list", "{{ index .Values.l 1 }}", values=V)
+c("slice-list", "{{ range slice .Values.l 1 }}{{ . }}{{ end }}", values=V)
+c("slice-string", "{{ slice \"abcdef\" 1 3 }}")
+c("print-strings", "{{ print \"a\" \"b\" }}|{{ println \"a\" }}|")
+c("html-js-urlquery", "{{ html \"<a&b>\" }} {{ js \"it's\" }} {{ urlquery \"a b&c\" }}")
+c("len-string-map-list", "{{ if eq (len \"héllo\") 6 }}six{{ end }}{{ if eq (len .Values.m) 3 }}three{{ end }}{{ if eq (len .Values.l) 3 }}three{{ end }}", values=V)
+
+print(json.dumps(cases, indent=1, ensure_ascii=False))

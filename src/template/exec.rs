@@ -432,6 +432,19 @@ impl<'a, 's> State<'a, 's> {
                     }
                 }
             }
+            // A slice-typed object (`.Capabilities.APIVersions`) ranges over its elements.
+            Value::Object(o) if o.kind() == "slice" && matches!(o.to_data(), Value::List(_)) => {
+                if let Value::List(l) = o.to_data() {
+                    for (i, item) in l.items.iter().enumerate() {
+                        ran = true;
+                        let (index, elem) =
+                            (EVal::concrete(Value::Int(i as i64)), EVal::concrete(item.clone()));
+                        if self.range_iteration(b, index, elem, mark, out)? {
+                            break;
+                        }
+                    }
+                }
+            }
             Value::Object(o) if o.entries().is_some() => {
                 for (k, v) in o.entries().unwrap_or_default() {
                     ran = true;

@@ -56,12 +56,18 @@ mod tests {
 
     #[test]
     fn html() {
-        assert_eq!(html_escape("<a href='x'>&\"\0"), "&lt;a href=&#39;x&#39;&gt;&amp;&#34;\u{fffd}");
+        assert_eq!(
+            html_escape("<a href='x'>&\"\0"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&#34;\u{fffd}"
+        );
     }
 
     #[test]
     fn js() {
-        assert_eq!(js_escape("a'b\"c\\<>&=\n\u{7f}é\u{2028}"), "a\\'b\\\"c\\\\\\u003C\\u003E\\u0026\\u003D\\u000A\u{7f}é\\u2028");
+        assert_eq!(
+            js_escape("a'b\"c\\<>&=\n\u{7f}é\u{2028}"),
+            "a\\'b\\\"c\\\\\\u003C\\u003E\\u0026\\u003D\\u000A\u{7f}é\\u2028"
+        );
     }
 
     #[test]

@@ -95,7 +95,10 @@ pub fn format_float(f: f64, fmt: u8, prec: i32, bit_size: u32) -> String {
 /// The shortest digits that read back as the same float.
 fn shortest_digits(abs: f64, f32_mode: bool) -> Decimal {
     if abs == 0.0 {
-        return Decimal { digits: Vec::new(), dp: 0 };
+        return Decimal {
+            digits: Vec::new(),
+            dp: 0,
+        };
     }
     let text = if f32_mode {
         format!("{:e}", abs as f32)
@@ -108,7 +111,10 @@ fn shortest_digits(abs: f64, f32_mode: bool) -> Decimal {
 /// The exact decimal expansion of a finite float.
 fn exact_digits(abs: f64) -> Decimal {
     if abs == 0.0 {
-        return Decimal { digits: Vec::new(), dp: 0 };
+        return Decimal {
+            digits: Vec::new(),
+            dp: 0,
+        };
     }
     parse_sci(&format!("{abs:.EXACT_DIGITS$e}"))
 }
@@ -138,7 +144,9 @@ fn round(mut d: Decimal, nd: i32) -> Decimal {
         return d;
     }
     let up = match d.digits.get(n) {
-        Some(b'5') if n + 1 == d.digits.len() => n > 0 && d.digits.get(n - 1).is_some_and(|c| (c - b'0') % 2 == 1),
+        Some(b'5') if n + 1 == d.digits.len() => {
+            n > 0 && d.digits.get(n - 1).is_some_and(|c| (c - b'0') % 2 == 1)
+        }
         Some(&c) => c >= b'5',
         None => false,
     };
@@ -204,7 +212,10 @@ fn fmt_f(out: &mut String, d: &Decimal, prec: i32) {
         out.push('.');
         for i in 1..=prec {
             let j = d.dp + i - 1;
-            let c = usize::try_from(j).ok().and_then(|j| d.digits.get(j)).map_or('0', |&c| c as char);
+            let c = usize::try_from(j)
+                .ok()
+                .and_then(|j| d.digits.get(j))
+                .map_or('0', |&c| c as char);
             out.push(c);
         }
     }
@@ -364,6 +375,9 @@ mod tests {
     fn float32_shortest() {
         assert_eq!(format_float(0.1, b'g', -1, 32), "0.1");
         assert_eq!(format_float(0.1, b'g', -1, 64), "0.1");
-        assert_eq!(format_float(f64::from(0.1f32), b'g', -1, 64), "0.10000000149011612");
+        assert_eq!(
+            format_float(f64::from(0.1f32), b'g', -1, 64),
+            "0.10000000149011612"
+        );
     }
 }

@@ -454,7 +454,10 @@ impl Printer {
                 self.f.zero = saved;
                 return;
             }
-        } else if self.f.zero && !self.f.minus && let Some(w) = self.f.wid {
+        } else if self.f.zero
+            && !self.f.minus
+            && let Some(w) = self.f.wid
+        {
             prec = w;
             if negative || self.f.plus || self.f.space {
                 prec = prec.saturating_sub(1);
@@ -475,11 +478,7 @@ impl Printer {
         if self.f.sharp {
             match base {
                 2 => rev.extend_from_slice(b"b0"),
-                8 => {
-                    if rev.last() != Some(&b'0') {
-                        rev.push(b'0');
-                    }
-                }
+                8 if rev.last() != Some(&b'0') => rev.push(b'0'),
                 16 => {
                     rev.push(digits[10] + (b'x' - b'a'));
                     rev.push(b'0');
@@ -608,7 +607,9 @@ impl Printer {
             num.extend_from_slice(&tail);
         }
         if self.f.plus || num[0] != b'+' {
-            if self.f.zero && !self.f.minus && let Some(w) = self.f.wid
+            if self.f.zero
+                && !self.f.minus
+                && let Some(w) = self.f.wid
                 && w > num.len()
             {
                 self.buf.push(num[0]);
@@ -861,7 +862,8 @@ fn arg_number(
     *reordered = true;
     let rest = &fmt[i..];
     let (index, width, ok) = parse_arg_number(rest);
-    if ok && let Some(ix) = index
+    if ok
+        && let Some(ix) = index
         && ix < num_args
     {
         return (Some(ix), i + width, true);

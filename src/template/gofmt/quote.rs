@@ -131,7 +131,10 @@ mod tests {
         assert_eq!(quote("a\"b\\c"), r#""a\"b\\c""#);
         assert_eq!(quote("\n\t\u{0}\u{7f}"), r#""\n\t\x00\x7f""#);
         assert_eq!(quote("héllo ☃ 😀"), "\"héllo ☃ 😀\"");
-        assert_eq!(quote("\u{2028}\u{feff}\u{a0}\u{ad}"), r#""\u2028\ufeff\u00a0\u00ad""#);
+        assert_eq!(
+            quote("\u{2028}\u{feff}\u{a0}\u{ad}"),
+            r#""\u2028\ufeff\u00a0\u00ad""#
+        );
         assert_eq!(quote("\u{e000}\u{10ffff}"), r#""\ue000\U0010ffff""#);
     }
 

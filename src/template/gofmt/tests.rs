@@ -6,13 +6,18 @@ use std::collections::BTreeMap;
 use serde_json::Value as Json;
 
 use super::{sprint, sprintf, sprintln};
-use crate::template::value::{ListKind, List, Map, MapKind, Value};
+use crate::template::value::{List, ListKind, Map, MapKind, Value};
 use std::rc::Rc;
 
 fn arg(j: &Json) -> Value {
     let t = j["t"].as_str().unwrap_or_default();
     let v = &j["v"];
-    let items = || -> Vec<Value> { j["items"].as_array().map(|a| a.iter().map(arg).collect()).unwrap_or_default() };
+    let items = || -> Vec<Value> {
+        j["items"]
+            .as_array()
+            .map(|a| a.iter().map(arg).collect())
+            .unwrap_or_default()
+    };
     let ents = || -> BTreeMap<String, Value> {
         j["ents"]
             .as_object()
@@ -49,7 +54,10 @@ fn matches_go_fmt() {
     let cases: Vec<Json> = serde_json::from_str(include_str!("go_vectors.json")).expect("valid vectors");
     let mut failures = Vec::new();
     for case in &cases {
-        let args: Vec<Value> = case["args"].as_array().map(|a| a.iter().map(arg).collect()).unwrap_or_default();
+        let args: Vec<Value> = case["args"]
+            .as_array()
+            .map(|a| a.iter().map(arg).collect())
+            .unwrap_or_default();
         let want = case["want"].as_str().unwrap_or_default();
         let format = case["format"].as_str().unwrap_or_default();
         let got = match case["kind"].as_str() {

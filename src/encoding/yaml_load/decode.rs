@@ -55,8 +55,7 @@ impl<'d> Decoder<'d> {
         }
         if self.alias_count > 100
             && self.decode_count > 1000
-            && self.alias_count as f64 / self.decode_count as f64
-                > allowed_alias_ratio(self.decode_count)
+            && self.alias_count as f64 / self.decode_count as f64 > allowed_alias_ratio(self.decode_count)
         {
             return Err(YamlError::Decode("document contains excessive aliasing".into()));
         }
@@ -111,7 +110,9 @@ impl<'d> Decoder<'d> {
         f: impl FnOnce(&mut Self) -> Result<T, YamlError>,
     ) -> Result<T, YamlError> {
         if self.active.contains(&target) {
-            return Err(YamlError::Decode(format!("anchor '{name}' value contains itself")));
+            return Err(YamlError::Decode(format!(
+                "anchor '{name}' value contains itself"
+            )));
         }
         self.active.push(target);
         self.alias_depth += 1;
@@ -122,11 +123,7 @@ impl<'d> Decoder<'d> {
     }
 
     /// Decodes mapping `id` into `entries` (merging into what is there, later keys winning).
-    fn mapping_into(
-        &mut self,
-        id: NodeId,
-        entries: &mut Vec<(YamlNode, YamlNode)>,
-    ) -> Result<(), YamlError> {
+    fn mapping_into(&mut self, id: NodeId, entries: &mut Vec<(YamlNode, YamlNode)>) -> Result<(), YamlError> {
         let doc = self.doc;
         let NodeKind::Mapping(pairs) = self.kind(id)? else {
             return Err(YamlError::Decode(WANT_MAP.into()));
@@ -138,10 +135,7 @@ impl<'d> Decoder<'d> {
             }
             let key = self.node(*k)?;
             if matches!(key, YamlNode::Seq(_) | YamlNode::Map(_)) {
-                return Err(YamlError::Decode(format!(
-                    "invalid map key: {}",
-                    key.go_syntax()
-                )));
+                return Err(YamlError::Decode(format!("invalid map key: {}", key.go_syntax())));
             }
             let value = self.node(*v)?;
             insert(entries, key, value);
@@ -150,11 +144,7 @@ impl<'d> Decoder<'d> {
     }
 
     /// A `<<` value: a mapping, an alias of one, or a sequence of those (earlier ones win).
-    fn merge(
-        &mut self,
-        id: NodeId,
-        entries: &mut Vec<(YamlNode, YamlNode)>,
-    ) -> Result<(), YamlError> {
+    fn merge(&mut self, id: NodeId, entries: &mut Vec<(YamlNode, YamlNode)>) -> Result<(), YamlError> {
         match self.kind(id)? {
             NodeKind::Mapping(_) => {
                 self.count()?;
@@ -168,9 +158,7 @@ impl<'d> Decoder<'d> {
                             self.count()?;
                             self.mapping_into(*item, entries)?;
                         }
-                        NodeKind::Alias { name, target } => {
-                            self.merge_alias(name, *target, entries)?
-                        }
+                        NodeKind::Alias { name, target } => self.merge_alias(name, *target, entries)?,
                         _ => return Err(YamlError::Decode(WANT_MAP.into())),
                     }
                 }

@@ -25,7 +25,7 @@ pub fn go_float_g(f: f64, float32: bool) -> String {
     };
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
     let sign = if neg { "-" } else { "" };
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         let (first, rest) = digits.split_at(1);
         let frac = if rest.is_empty() {
             String::new()
@@ -84,7 +84,7 @@ mod tests {
         assert_eq!(go_float_g(0.1, false), "0.1");
         assert_eq!(go_float_g(1e-6, false), "1e-06");
         assert_eq!(go_float_g(0.0001, false), "0.0001");
-        assert_eq!(go_float_g(3.14159265358979, true), "3.1415927");
+        assert_eq!(go_float_g(1.234_567_891_234, true), "1.2345679");
         assert_eq!(go_float_g(12345678.9, true), "1.2345679e+07");
         assert_eq!(go_float_g(1.10, true), "1.1");
         assert_eq!(go_float_g(-2.5, false), "-2.5");

@@ -80,7 +80,7 @@ impl<'t> Parser<'t> {
 
     fn is_any(&self, kinds: &[&TokenKind]) -> Result<bool, YamlError> {
         let k = &self.peek()?.kind;
-        Ok(kinds.iter().any(|x| *x == k))
+        Ok(kinds.contains(&k))
     }
 
     fn fail(
@@ -203,7 +203,13 @@ impl<'t> Parser<'t> {
         }
     }
 
-    fn resolve_tag(&self, handle: &str, suffix: &str, context_mark: Mark, mark: Mark) -> Result<String, YamlError> {
+    fn resolve_tag(
+        &self,
+        handle: &str,
+        suffix: &str,
+        context_mark: Mark,
+        mark: Mark,
+    ) -> Result<String, YamlError> {
         if handle.is_empty() {
             return Ok(suffix.to_string());
         }

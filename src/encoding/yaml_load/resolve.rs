@@ -103,10 +103,10 @@ fn natural(tag: &str, text: &str) -> (&'static str, YamlNode) {
             if let Some(u) = parse_go_uint(&plain) {
                 return (INT, YamlNode::Uint(u));
             }
-            if is_yaml_style_float(&plain) {
-                if let Some(f) = parse_float_text(&plain) {
-                    return (FLOAT, YamlNode::Float(f));
-                }
+            if is_yaml_style_float(&plain)
+                && let Some(f) = parse_float_text(&plain)
+            {
+                return (FLOAT, YamlNode::Float(f));
             }
             string()
         }
@@ -267,10 +267,10 @@ fn is_clock(s: &str, zone: bool) -> bool {
         Some(i) => (&clock[..i], Some(&clock[i + 1..])),
         None => (clock, None),
     };
-    if let Some(f) = frac {
-        if f.is_empty() || !f.chars().all(|c| c.is_ascii_digit()) {
-            return false;
-        }
+    if let Some(f) = frac
+        && (f.is_empty() || !f.chars().all(|c| c.is_ascii_digit()))
+    {
+        return false;
     }
     let fields: Vec<&str> = hms.split(':').collect();
     let limits = [23u32, 59, 59];
@@ -331,7 +331,10 @@ mod tests {
         assert_eq!(r("1."), YamlNode::Float(1.0));
         assert_eq!(r("1e400"), YamlNode::Str("1e400".into()));
         assert_eq!(r("0xFFFFFFFFFFFFFFFF"), YamlNode::Uint(u64::MAX));
-        assert_eq!(r("0xFFFFFFFFFFFFFFFFFF"), YamlNode::Str("0xFFFFFFFFFFFFFFFFFF".into()));
+        assert_eq!(
+            r("0xFFFFFFFFFFFFFFFFFF"),
+            YamlNode::Str("0xFFFFFFFFFFFFFFFFFF".into())
+        );
         assert_eq!(r("-9223372036854775808"), YamlNode::Int(i64::MIN));
         assert_eq!(r("190:20:30"), YamlNode::Str("190:20:30".into()));
         assert_eq!(r("._5"), YamlNode::Str("._5".into()));

@@ -18,7 +18,10 @@ pub enum TokenKind {
     StreamStart,
     StreamEnd,
     VersionDirective,
-    TagDirective { handle: String, prefix: String },
+    TagDirective {
+        handle: String,
+        prefix: String,
+    },
     DocumentStart,
     DocumentEnd,
     BlockSequenceStart,
@@ -34,8 +37,14 @@ pub enum TokenKind {
     Value,
     Alias(String),
     Anchor(String),
-    Tag { handle: String, suffix: String },
-    Scalar { value: String, style: ScalarStyle },
+    Tag {
+        handle: String,
+        suffix: String,
+    },
+    Scalar {
+        value: String,
+        style: ScalarStyle,
+    },
     /// The scanner failed here; the parser reports it when (and only if) it gets this far.
     Error(SyntaxError),
 }
@@ -235,8 +244,7 @@ impl<'a> Scanner<'a> {
         let mark = self.mark;
         for i in 0..self.simple_keys.len() {
             let key = self.simple_keys[i];
-            if key.possible
-                && (key.mark.line < mark.line || key.mark.index + MAX_SIMPLE_KEY_LEN < mark.index)
+            if key.possible && (key.mark.line < mark.line || key.mark.index + MAX_SIMPLE_KEY_LEN < mark.index)
             {
                 if key.required {
                     return Err(self.err(
@@ -569,11 +577,7 @@ impl<'a> Scanner<'a> {
             handle = String::new();
             suffix = self.scan_tag_uri(false, "", start)?;
             if self.ch() != Some('>') {
-                return Err(self.err(
-                    "while scanning a tag",
-                    start,
-                    "did not find the expected '>'",
-                ));
+                return Err(self.err("while scanning a tag", start, "did not find the expected '>'"));
             }
             self.skip();
         } else {
@@ -643,10 +647,7 @@ impl<'a> Scanner<'a> {
                 let mut width = 0usize;
                 loop {
                     let (h1, h2) = (self.at(1), self.at(2));
-                    let byte = match (
-                        h1.and_then(|c| c.to_digit(16)),
-                        h2.and_then(|c| c.to_digit(16)),
-                    ) {
+                    let byte = match (h1.and_then(|c| c.to_digit(16)), h2.and_then(|c| c.to_digit(16))) {
                         (Some(a), Some(b)) if self.ch() == Some('%') => (a * 16 + b) as u8,
                         _ => {
                             return Err(self.err(context, start, "did not find URI escaped octet"));
@@ -667,11 +668,7 @@ impl<'a> Scanner<'a> {
                             }
                         };
                     } else if byte & 0xC0 != 0x80 {
-                        return Err(self.err(
-                            context,
-                            start,
-                            "found an incorrect trailing UTF-8 octet",
-                        ));
+                        return Err(self.err(context, start, "found an incorrect trailing UTF-8 octet"));
                     }
                     bytes.push(byte);
                     self.skip();
@@ -1134,11 +1131,7 @@ impl<'a> Scanner<'a> {
             match char::from_u32(value) {
                 Some(c) => out.push(c),
                 None => {
-                    return Err(self.err(
-                        CTX,
-                        start,
-                        "found invalid Unicode character escape code",
-                    ));
+                    return Err(self.err(CTX, start, "found invalid Unicode character escape code"));
                 }
             }
             for _ in 0..code_len {
@@ -1212,10 +1205,7 @@ impl<'a> Scanner<'a> {
             }
             while is_blank(self.ch()) || is_break(self.ch()) {
                 if is_blank(self.ch()) {
-                    if leading_blanks
-                        && (self.mark.column as i64) < indent
-                        && self.ch() == Some('\t')
-                    {
+                    if leading_blanks && (self.mark.column as i64) < indent && self.ch() == Some('\t') {
                         return Err(self.err(
                             "while scanning a plain scalar",
                             start,

@@ -30,7 +30,10 @@ fn show(v: &Value) -> String {
 
 #[test]
 fn block_mapping_and_sequence() {
-    assert_eq!(json("a: 1\nb:\n  - x\n  - z: 2\n"), r#"{"a":1,"b":["x",{"z":2}]}"#);
+    assert_eq!(
+        json("a: 1\nb:\n  - x\n  - z: 2\n"),
+        r#"{"a":1,"b":["x",{"z":2}]}"#
+    );
     assert_eq!(json("a:\n- 1\n- 2\nb: c\n"), r#"{"a":[1,2],"b":"c"}"#);
 }
 
@@ -47,9 +50,15 @@ fn scalars_styles() {
         json("a: >\n  one\n  two\n\n  three\n    indented\n  four\nb: |+\n  keep\n\nc: |-\n  strip\n"),
         r#"{"a":"one two\nthree\n  indented\nfour\n","b":"keep\n\n","c":"strip"}"#
     );
-    assert_eq!(json("e: \"multi\n  line   \n   quoted\""), r#"{"e":"multi line quoted"}"#);
+    assert_eq!(
+        json("e: \"multi\n  line   \n   quoted\""),
+        r#"{"e":"multi line quoted"}"#
+    );
     assert_eq!(json("f: 'it''s\n  \n  ok'"), r#"{"f":"it's\nok"}"#);
-    assert_eq!(json("g: plain\n  continued\n    more"), r#"{"g":"plain continued more"}"#);
+    assert_eq!(
+        json("g: plain\n  continued\n    more"),
+        r#"{"g":"plain continued more"}"#
+    );
     assert_eq!(json("i: |2\n   two\n  one\n"), r#"{"i":" two\none\n"}"#);
     assert_eq!(json("k: \"a\\\n  b\""), r#"{"k":"ab"}"#);
 }
@@ -64,7 +73,10 @@ fn keys_become_strings() {
         json("~: e"),
         r#"ERR unsupported map key of type: %!s(<nil>), key: <nil>, value: "e""#
     );
-    assert_eq!(json("[1, 2]: g"), "ERR yaml: invalid map key: []interface {}{1, 2}");
+    assert_eq!(
+        json("[1, 2]: g"),
+        "ERR yaml: invalid map key: []interface {}{1, 2}"
+    );
 }
 
 #[test]
@@ -74,7 +86,10 @@ fn anchors_and_merges() {
         r#"{"base":{"q":2,"x":1},"o":{"q":2,"x":1},"p":{"r":1,"x":1}}"#
     );
     assert_eq!(json("a: *x"), "ERR yaml: unknown anchor 'x' referenced");
-    assert_eq!(json("a: &a [1, *a]"), "ERR yaml: anchor 'a' value contains itself");
+    assert_eq!(
+        json("a: &a [1, *a]"),
+        "ERR yaml: anchor 'a' value contains itself"
+    );
     assert_eq!(
         json("a: {<<: 1}"),
         "ERR yaml: map merge requires map or sequence of maps as the value"
@@ -113,12 +128,30 @@ fn non_finite_floats_fail_in_json() {
 
 #[test]
 fn syntax_errors_have_go_text() {
-    assert_eq!(json("a: b: c"), "ERR yaml: mapping values are not allowed in this context");
-    assert_eq!(json("a:\n  b: 1\n c: 2"), "ERR yaml: line 2: did not find expected key");
-    assert_eq!(json("a:\n\tb: 1"), "ERR yaml: line 2: found character that cannot start any token");
-    assert_eq!(json("a: {b: 1\n"), "ERR yaml: line 1: did not find expected ',' or '}'");
-    assert_eq!(json("a: \"abc\n"), "ERR yaml: line 2: found unexpected end of stream");
-    assert_eq!(json("a: 1\nb\nc: 2"), "ERR yaml: line 3: could not find expected ':'");
+    assert_eq!(
+        json("a: b: c"),
+        "ERR yaml: mapping values are not allowed in this context"
+    );
+    assert_eq!(
+        json("a:\n  b: 1\n c: 2"),
+        "ERR yaml: line 2: did not find expected key"
+    );
+    assert_eq!(
+        json("a:\n\tb: 1"),
+        "ERR yaml: line 2: found character that cannot start any token"
+    );
+    assert_eq!(
+        json("a: {b: 1\n"),
+        "ERR yaml: line 1: did not find expected ',' or '}'"
+    );
+    assert_eq!(
+        json("a: \"abc\n"),
+        "ERR yaml: line 2: found unexpected end of stream"
+    );
+    assert_eq!(
+        json("a: 1\nb\nc: 2"),
+        "ERR yaml: line 3: could not find expected ':'"
+    );
     assert_eq!(json("a: \"\\q\""), "ERR yaml: found unknown escape character");
     assert_eq!(json("a: \u{1}"), "ERR yaml: control characters are not allowed");
 }
@@ -126,7 +159,10 @@ fn syntax_errors_have_go_text() {
 #[test]
 fn documents_split_like_kubernetes() {
     let docs = split_documents("a: 1\n---\nb: 2\n--- # c\n\n---\n").unwrap();
-    assert_eq!(docs, vec!["a: 1\n".to_string(), "b: 2\n".to_string(), "\n".to_string()]);
+    assert_eq!(
+        docs,
+        vec!["a: 1\n".to_string(), "b: 2\n".to_string(), "\n".to_string()]
+    );
     assert_eq!(
         split_documents("a: 1\n--- b: 2\n").unwrap_err().to_string(),
         "invalid Yaml document separator: b: 2"

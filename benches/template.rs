@@ -29,12 +29,14 @@ fn values() -> Value {
         "data": {"a": "1", "b": 2, "c": true, "skip": "x", "d": [1, 2], "e": {"f": "g"}},
         "list": ["x", "y", "z", "w"]
     });
-    let root = Value::map(
-        [("Values".to_string(), Value::from_json(&json).into_values()), ("rel".to_string(), Value::from("r"))]
-            .into_iter()
-            .collect(),
-    );
-    root
+    Value::map(
+        [
+            ("Values".to_string(), Value::from_json(&json).into_values()),
+            ("rel".to_string(), Value::from("r")),
+        ]
+        .into_iter()
+        .collect(),
+    )
 }
 
 fn funcs() -> FuncMap {

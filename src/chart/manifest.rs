@@ -190,13 +190,13 @@ fn parse_head(doc: &str) -> Result<Head, String> {
     let meta = metadata.as_ref().and_then(Value::as_map);
     let name = get_str(meta.and_then(|m| m.get("name")), "metadata.name")?;
     let mut hook_types = None;
-    if let Some(annotations) = meta.and_then(|m| m.get("annotations")) {
-        if let Some(a) = annotations.as_map() {
-            for (k, v) in a.snapshot() {
-                let v = get_str(Some(v), "metadata.annotations")?;
-                if k == HOOK_ANNOTATION {
-                    hook_types = Some(v);
-                }
+    if let Some(annotations) = meta.and_then(|m| m.get("annotations"))
+        && let Some(a) = annotations.as_map()
+    {
+        for (k, v) in a.snapshot() {
+            let v = get_str(Some(v), "metadata.annotations")?;
+            if k == HOOK_ANNOTATION {
+                hook_types = Some(v);
             }
         }
     }

@@ -112,7 +112,7 @@ impl ExecError {
     pub fn helm_message(&self) -> String {
         let go = self.to_string();
         if let Some(warn) = find_warning(&go) {
-            let location = go.splitn(3, ": ").nth(1).unwrap_or(&self.location);
+            let location = go.split(": ").nth(1).unwrap_or(&self.location);
             return format!("execution error at ({location}): {warn}");
         }
         let mut blocks = Vec::new();
@@ -169,7 +169,7 @@ pub enum Error {
     #[error(transparent)]
     Parse(#[from] ParseError),
     #[error(transparent)]
-    Exec(#[from] ExecError),
+    Exec(#[from] Box<ExecError>),
     /// `ExecuteTemplate` of a name that was never defined.
     #[error(
         "template: no template {} associated with template {}",

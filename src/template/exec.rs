@@ -125,7 +125,7 @@ impl Templates {
         let mut out = String::new();
         State::new(self, tree, &mut shared, EVal::concrete(data.clone()))
             .run(&mut out)
-            .map_err(|e| Error::Exec(*e))?;
+            .map_err(Error::Exec)?;
         Ok(out)
     }
 }

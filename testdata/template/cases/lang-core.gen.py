@@ -238,4 +238,16 @@ c("var-holds-map-reference", "{{ $m := .Values.m }}{{ $_ := set $m \"new\" \"N\"
 c("dollar-in-include", "{{ define \"d\" }}{{ $ | typeOf }}{{ end }}{{ include \"d\" \"str\" }}")
 c("nested-include-dot", "{{ define \"a\" }}{{ include \"b\" .x }}{{ end }}{{ define \"b\" }}{{ .y }}{{ end }}{{ include \"a\" .Values.nested }}", values=V)
 
+# ---- tpl corner cases ----
+c("tpl-nested-empty", "{{ tpl \"{{ tpl \\\"\\\" . }}x\" . }}")
+c("tpl-nested-blank", "{{ tpl \"{{ tpl \\\"  \\\" . }}x\" . }}")
+c("tpl-empty", "[{{ tpl \"\" . }}]")
+c("tpl-redefines-helper", "{{ define \"h\" }}old{{ end }}{{ tpl \"{{ define \\\"h\\\" }}new{{ end }}{{ include \\\"h\\\" . }}\" . }}{{ include \"h\" . }}")
+c("tpl-empty-define-keeps-helper", "{{ define \"h\" }}old{{ end }}{{ tpl \"{{ define \\\"h\\\" }}{{ end }}{{ include \\\"h\\\" . }}\" . }}")
+c("tpl-data-is-dot", "{{ tpl \"{{ .a }}\" (dict \"a\" \"A\") }}")
+c("tpl-dollar", "{{ tpl \"{{ $.a }}\" (dict \"a\" \"A\") }}")
+c("tpl-non-string", "{{ tpl 1 . }}")
+c("tpl-missing-text", "{{ tpl .Values.missing . }}", values=V)
+c("tpl-include-gotpl", "{{ tpl \"x{{ include \\\"gotpl\\\" . }}\" . }}")
+
 print(json.dumps(cases, indent=1, ensure_ascii=False))

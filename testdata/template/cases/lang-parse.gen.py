@@ -364,6 +364,13 @@ c("unicode-arabic-digit-field", "{{ .Values.x\u0663 }}", values={"x\u0663": "ara
 c("unicode-nbsp", "{{ print\u00a0\"a\" }}")
 c("unicode-format-char", "{{ \u200b }}")
 
+c("two-files-both-bad", templates={"a.yaml": "{{ nope1 }}", "b.yaml": "{{ nope2 }}"})
+c("two-files-deep-bad", templates={"a.yaml": "{{ nope1 }}", "sub/b.yaml": "{{ nope2 }}"})
+c("define-twice-across-files", templates={"a.yaml": '{{ define "x" }}A{{ end }}{{ template "x" }}', "b.yaml": '{{ define "x" }}B{{ end }}'})
+c("define-named-like-file", templates={"t.yaml": 'main{{ define "t/templates/t.yaml" }}D{{ end }}'})
+c("define-empty-named-like-file", templates={"t.yaml": 'main{{ define "t/templates/t.yaml" }}{{ end }}'})
+c("template-calls-file", templates={"a.yaml": 'A', "b.yaml": '[{{ template "t/templates/a.yaml" }}]'})
+
 # Full Go parse messages (Helm keeps only the last ": " part of a file's parse error) show
 # through tpl, whose error keeps Go's single-line text.
 vectors = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vectors", "lang-parse.json")))

@@ -40,7 +40,10 @@ impl TestCluster {
         for _ in 0..START_ATTEMPTS {
             match Self::start_once(bins, name).await {
                 Ok(c) => return Ok(c),
-                Err(e) => last = Some(e),
+                // A server that exited early most likely lost a port race: try fresh ports.
+                // A timeout would only repeat itself, slowly.
+                Err(e @ Error::Startup(_)) => last = Some(e),
+                Err(e) => return Err(e),
             }
         }
         Err(last.unwrap_or_else(|| Error::Startup("no start attempt".into())))
@@ -135,7 +138,13 @@ impl TestCluster {
                 cluster.apiserver.log_tail(30),
                 cluster.etcd.log_tail(15)
             );
-            return Err(Error::Startup(format!("cluster {name}: {e}\n{logs}")));
+            return Err(match e {
+                Error::Timeout { what, secs } => Error::Timeout {
+                    what: format!("cluster {name}: {what}\n{logs}"),
+                    secs,
+                },
+                other => Error::Startup(format!("cluster {name}: {other}\n{logs}")),
+            });
         }
         Ok(cluster)
     }

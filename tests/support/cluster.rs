@@ -186,6 +186,18 @@ impl TestCluster {
         self.client.clone()
     }
 
+    /// A client acting as `user` in `groups` (impersonated by the admin), for testing what an
+    /// identity with restricted RBAC can do, e.g. the operator's ServiceAccount
+    /// (`system:serviceaccount:<ns>:<name>`; its groups are added by the caller if needed).
+    pub async fn client_as(&self, user: &str, groups: &[&str]) -> Result<Client> {
+        let kc = Kubeconfig::read_from(&self.kubeconfig)?;
+        let mut config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+        config.auth_info.impersonate = Some(user.to_string());
+        config.auth_info.impersonate_groups =
+            (!groups.is_empty()).then(|| groups.iter().map(|g| g.to_string()).collect());
+        Ok(Client::try_from(config)?)
+    }
+
     /// A kubeconfig file for this cluster (admin token, the test CA), e.g. for the CLI.
     pub fn kubeconfig_path(&self) -> &Path {
         &self.kubeconfig

@@ -12,6 +12,7 @@ pub mod manifest;
 pub mod metadata;
 pub mod objects;
 pub mod render;
+pub mod schema;
 pub mod strvals;
 pub mod values;
 

@@ -9,7 +9,7 @@ use crate::chart::coalesce::{ChartValues, coalesce_values};
 use crate::chart::dependencies::{self, Processed};
 use crate::chart::metadata::{Dependency, Metadata};
 use crate::chart::objects::{Capabilities, Files, KubeVersion};
-use crate::chart::{Chart, values};
+use crate::chart::{Chart, schema, values};
 use crate::template::exec::NO_VALUE;
 use crate::template::funcs::FuncEnv;
 use crate::template::value::{Map, MapKind, Value};
@@ -51,6 +51,9 @@ impl Default for RenderOptions {
 pub enum RenderError {
     #[error(transparent)]
     Values(#[from] values::ValuesError),
+    /// The values do not satisfy a `values.schema.json`.
+    #[error(transparent)]
+    Schema(#[from] schema::SchemaError),
     /// A template error, already in Helm's wording.
     #[error("{0}")]
     Template(String),
@@ -72,6 +75,7 @@ pub fn render(
 ) -> Result<BTreeMap<String, String>, RenderError> {
     let processed = dependencies::process(chart, user_values)?;
     let values = coalesce_values(&processed.tree, user_values, false).into_values();
+    schema::validate(&processed.tree, &values)?;
     let caps = Value::Object(Rc::new(Capabilities::new(
         opts.kube_version.clone(),
         &opts.api_versions,

@@ -23,7 +23,7 @@ pub enum YamlEmitError {
     #[error("{0}")]
     Json(#[from] json::JsonError),
     /// go-yaml's reader rejects characters JSON leaves unescaped (DEL, C1 controls, …).
-    #[error("error converting JSON to YAML: yaml: control characters are not allowed")]
+    #[error("yaml: control characters are not allowed")]
     ControlCharacter,
     #[error("yaml: nesting too deep")]
     TooDeep,
@@ -89,7 +89,7 @@ pub fn json_round_trip(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
         Value::Float(f) => resolve_json_number(&json::format_float(*f)?),
         Value::String(s) => {
             check_reader_chars(s)?;
-            Node::Str(s.to_string())
+            Node::Str(fold_line_breaks(s))
         }
         Value::Bytes(b) => Node::Str(base64::engine::general_purpose::STANDARD.encode(b)),
         Value::List(l) => Node::Seq(
@@ -152,6 +152,36 @@ fn check_reader_chars(s: &str) -> Result<(), YamlEmitError> {
         return Err(YamlEmitError::ControlCharacter);
     }
     Ok(())
+}
+
+/// go-yaml reads the JSON string as a double-quoted scalar, where a raw NEL (the only line
+/// break `encoding/json` leaves unescaped) folds: with the spaces around it, a single break
+/// becomes one space and `n` breaks become `n-1` newlines.
+fn fold_line_breaks(s: &str) -> String {
+    if !s.contains('\u{85}') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        let breaks = run.chars().filter(|&c| c == '\u{85}').count();
+        match breaks {
+            0 => out.push_str(run),
+            1 => out.push(' '),
+            n => out.extend(std::iter::repeat_n('\n', n - 1)),
+        }
+        run.clear();
+    };
+    for c in s.chars() {
+        if c == ' ' || c == '\u{85}' {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
 }
 
 /// How go-yaml v2 resolves a number `encoding/json` wrote: an int when it parses as one
@@ -261,10 +291,9 @@ pub fn format_float_g(f: f64) -> String {
 /// (`yes`, `~`, `1.5`, `0x1f`, `2024-01-01`, …), or as a base-60 float it quotes anyway.
 pub fn resolves_as_non_string(s: &str) -> bool {
     const SPECIAL: &[&str] = &[
-        "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", "n", "N", "no",
-        "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF", "", "~", "null", "Null", "NULL",
-        ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf",
-        "-.Inf", "-.INF", "<<",
+        "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", "n", "N", "no", "No", "NO",
+        "false", "False", "FALSE", "off", "Off", "OFF", "", "~", "null", "Null", "NULL", ".nan", ".NaN",
+        ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", "<<",
     ];
     let Some(first) = s.bytes().next() else {
         return true;
@@ -375,7 +404,10 @@ fn go_parse_float(s: &str) -> Option<f64> {
     }
     // Rust accepts exactly the decimal forms Go does, minus Go's hex floats and underscores
     // (only allowed with a base prefix), which never reach here as floats.
-    if !body.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')) {
+    if !body
+        .bytes()
+        .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
+    {
         return None;
     }
     s.parse::<f64>().ok().filter(|f| f.is_finite())
@@ -502,7 +534,7 @@ fn is_timestamp(s: &str) -> bool {
 
 fn days_in_month(year: u32, month: u32) -> u32 {
     match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 if (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400) => 29,
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,
@@ -726,10 +758,7 @@ impl Emitter {
 
     fn write_indent(&mut self) {
         let indent = usize::try_from(self.indent.max(0)).unwrap_or(0);
-        if !self.indention
-            || self.column > indent
-            || (self.column == indent && !self.whitespace)
-        {
+        if !self.indention || self.column > indent || (self.column == indent && !self.whitespace) {
             self.put_break();
         }
         while self.column < indent {
@@ -1024,8 +1053,8 @@ mod tests {
     #[test]
     fn natural_order_matches_go_yaml() {
         let want = [
-            "-x", ".x", "_", "1", "9", "10", "A", "Z", "a", "a-b", "a_b", "a1", "a2", "a10", "aB",
-            "ab", "b", "z0", "z00", "z01", "é",
+            "-x", ".x", "_", "1", "9", "10", "A", "Z", "a", "a-b", "a_b", "a1", "a2", "a10", "aB", "ab", "b",
+            "z0", "z00", "z01", "é",
         ];
         let mut keys: Vec<&str> = want.to_vec();
         keys.reverse();
@@ -1051,7 +1080,10 @@ mod tests {
     #[test]
     fn block_layout() {
         let m = Node::Map(vec![
-            ("a".into(), Node::Seq(vec![Node::Int(1), Node::Seq(vec![Node::Int(2)])])),
+            (
+                "a".into(),
+                Node::Seq(vec![Node::Int(1), Node::Seq(vec![Node::Int(2)])]),
+            ),
             ("b".into(), Node::Map(vec![("c".into(), s("x\ny\n"))])),
             ("e".into(), Node::Map(vec![])),
         ]);

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use base64::Engine as _;
 
 use crate::encoding::json::{self, JsonError, Style};
-use crate::encoding::{toml_emit, yaml_emit};
+use crate::encoding::{toml_emit, yaml_emit, yaml_load};
 use crate::template::error::FuncError;
 use crate::template::funcs::{FuncEnv, FuncMap, arg_str, helm};
 use crate::template::value::{GoType, Value};
@@ -67,6 +67,14 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
         Func::pure(&[String], |args| json::unmarshal(arg_str(&args[0])).map_err(err)),
     );
 
+    map.insert(
+        "fromYaml",
+        Func::pure(&[String], |args| Ok(from_yaml_map(arg_str(&args[0])))),
+    );
+    map.insert(
+        "fromYamlArray",
+        Func::pure(&[String], |args| Ok(from_yaml_array(arg_str(&args[0])))),
+    );
     map.insert("toYaml", any_fn(|v| Ok(Value::from(helm::to_yaml_trimmed(v)))));
     map.insert(
         "mustToYaml",
@@ -153,6 +161,52 @@ pub fn from_json_array(text: &str) -> Value {
             v @ Value::List(_) => v,
             _ => Value::list(Vec::new()),
         },
+    }
+}
+
+/// Helm's `fromYaml` (`sigs.k8s.io/yaml.Unmarshal` of the first document into a map): the
+/// map, or `{"Error": …}` with the library's wrapped message.
+pub fn from_yaml_map(text: &str) -> Value {
+    match yaml_load::load_document(text) {
+        Err(e) => with_error(BTreeMap::new(), &format!("{YAML_TO_JSON}{e}")),
+        Ok(Value::Map(m)) => Value::Map(m),
+        Ok(Value::Nil) => Value::empty_map(),
+        Ok(other) => with_error(
+            BTreeMap::new(),
+            &format!(
+                "{JSON_UNMARSHAL}{}",
+                type_error(value_kind(&other), "map[string]interface {}")
+            ),
+        ),
+    }
+}
+
+/// Helm's `fromYamlArray`: the list, or a one-element list holding the error.
+pub fn from_yaml_array(text: &str) -> Value {
+    let error = match yaml_load::load_document(text) {
+        Err(e) => format!("{YAML_TO_JSON}{e}"),
+        Ok(v @ Value::List(_)) => return v,
+        Ok(Value::Nil) => return Value::list(Vec::new()),
+        Ok(other) => format!(
+            "{JSON_UNMARSHAL}{}",
+            type_error(value_kind(&other), "[]interface {}")
+        ),
+    };
+    Value::list(vec![Value::from(error)])
+}
+
+const YAML_TO_JSON: &str = "error converting YAML to JSON: ";
+const JSON_UNMARSHAL: &str = "error unmarshaling JSON: while decoding JSON: ";
+
+/// The JSON kind of a decoded value, as Go's type errors name it.
+fn value_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Nil => "null",
+        Value::Bool(_) => "bool",
+        Value::String(_) => "string",
+        Value::List(_) => "array",
+        Value::Map(_) | Value::Object(_) => "object",
+        _ => "number",
     }
 }
 

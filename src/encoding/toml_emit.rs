@@ -15,14 +15,25 @@ pub enum TomlError {
     NilInArray,
     #[error("toml: nesting too deep")]
     TooDeep,
+    /// Encoding a nil interface panics inside reflect; Helm reports the panic text.
+    #[error("reflect: call of reflect.Value.Type on zero Value")]
+    Nil,
 }
 
 const MAX_DEPTH: usize = 1_000;
 
-/// Encodes `v` (a map) as a TOML document.
+/// Encodes `v` as a TOML document (a map), or a non-table value as one inline value.
 pub fn encode(v: &Value) -> Result<String, TomlError> {
+    if v.is_nil() {
+        return Err(TomlError::Nil);
+    }
     let Some(entries) = entries_of(v) else {
-        return Err(TomlError::NotATable);
+        if kind(v)? == Kind::TableArray {
+            return Err(TomlError::NotATable);
+        }
+        let mut out = String::new();
+        element(&mut out, v, 0)?;
+        return Ok(out);
     };
     let mut e = Encoder {
         out: String::new(),
@@ -221,6 +232,11 @@ fn float(f: f64) -> String {
     if f.is_infinite() {
         return if f > 0.0 { "inf" } else { "-inf" }.into();
     }
-    let s = format!("{f}");
-    if s.contains('.') { s } else { format!("{s}.0") }
+    // BurntSushi writes Go's shortest 'g' form and marks integral values with `.0`.
+    let s = crate::encoding::yaml_emit::format_float_g(f);
+    if s.contains(['.', 'e']) {
+        s
+    } else {
+        format!("{s}.0")
+    }
 }

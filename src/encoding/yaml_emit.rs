@@ -23,7 +23,7 @@ pub enum YamlEmitError {
     #[error("{0}")]
     Json(#[from] json::JsonError),
     /// go-yaml's reader rejects characters JSON leaves unescaped (DEL, C1 controls, …).
-    #[error("error converting JSON to YAML: yaml: control characters are not allowed")]
+    #[error("yaml: control characters are not allowed")]
     ControlCharacter,
     #[error("yaml: nesting too deep")]
     TooDeep,
@@ -89,7 +89,7 @@ pub fn json_round_trip(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
         Value::Float(f) => resolve_json_number(&json::format_float(*f)?),
         Value::String(s) => {
             check_reader_chars(s)?;
-            Node::Str(s.to_string())
+            Node::Str(fold_line_breaks(s))
         }
         Value::Bytes(b) => Node::Str(base64::engine::general_purpose::STANDARD.encode(b)),
         Value::List(l) => Node::Seq(
@@ -152,6 +152,36 @@ fn check_reader_chars(s: &str) -> Result<(), YamlEmitError> {
         return Err(YamlEmitError::ControlCharacter);
     }
     Ok(())
+}
+
+/// go-yaml reads the JSON string as a double-quoted scalar, where a raw NEL (the only line
+/// break `encoding/json` leaves unescaped) folds: with the spaces around it, a single break
+/// becomes one space and `n` breaks become `n-1` newlines.
+fn fold_line_breaks(s: &str) -> String {
+    if !s.contains('\u{85}') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        let breaks = run.chars().filter(|&c| c == '\u{85}').count();
+        match breaks {
+            0 => out.push_str(run),
+            1 => out.push(' '),
+            n => out.extend(std::iter::repeat_n('\n', n - 1)),
+        }
+        run.clear();
+    };
+    for c in s.chars() {
+        if c == ' ' || c == '\u{85}' {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
 }
 
 /// How go-yaml v2 resolves a number `encoding/json` wrote: an int when it parses as one

@@ -1,1 +1,658 @@
-//! Go `encoding/json` semantics (placeholder; filled by the encoders work).
+//! Go `encoding/json` for template values: `Marshal`/`MarshalIndent` output byte for byte
+//! (sorted keys, HTML escaping, Go's float format) and `Unmarshal` into `interface{}`
+//! (every number a `float64`) with Go's error texts.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use base64::Engine as _;
+
+use crate::template::value::Value;
+
+/// Nesting deeper than this is refused, on input and output (Go's decoder stops at 10000).
+pub const MAX_DEPTH: usize = 10_000;
+
+/// Why a value cannot be encoded or a text decoded; `Display` is Go's error text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum JsonError {
+    /// NaN or an infinity (`json: unsupported value: NaN`).
+    #[error("json: unsupported value: {0}")]
+    UnsupportedValue(String),
+    /// A syntax error or a type mismatch, with Go's message.
+    #[error("{0}")]
+    Decode(String),
+}
+
+/// How the encoder writes its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Style {
+    /// Escape `<`, `>` and `&` as `\u003c`… (`json.Marshal`); off for `toRawJson`.
+    pub escape_html: bool,
+    /// `MarshalIndent(v, "", "  ")` layout.
+    pub pretty: bool,
+}
+
+/// `json.Marshal(v)`.
+pub fn marshal(v: &Value) -> Result<String, JsonError> {
+    encode(
+        v,
+        Style {
+            escape_html: true,
+            pretty: false,
+        },
+    )
+}
+
+/// Encodes `v` in the given style.
+pub fn encode(v: &Value, style: Style) -> Result<String, JsonError> {
+    let mut out = String::new();
+    write_value(&mut out, v, style, 0)?;
+    Ok(out)
+}
+
+fn newline(out: &mut String, style: Style, depth: usize) {
+    if style.pretty {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str("  ");
+        }
+    }
+}
+
+fn write_value(out: &mut String, v: &Value, style: Style, depth: usize) -> Result<(), JsonError> {
+    if depth > MAX_DEPTH {
+        return Err(JsonError::UnsupportedValue("nesting too deep".into()));
+    }
+    match v {
+        Value::Nil => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(i) | Value::Int64(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::Uint8(u) => {
+            let _ = write!(out, "{u}");
+        }
+        Value::Float(f) => out.push_str(&format_float(*f)?),
+        Value::String(s) => write_string(out, s, style.escape_html),
+        Value::Bytes(b) => {
+            out.push('"');
+            out.push_str(&base64::engine::general_purpose::STANDARD.encode(b));
+            out.push('"');
+        }
+        Value::List(l) => {
+            // A Go []byte-like list never occurs here; every list is a JSON array.
+            if l.items.is_empty() {
+                out.push_str("[]");
+                return Ok(());
+            }
+            out.push('[');
+            for (i, item) in l.items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(out, style, depth + 1);
+                write_value(out, item, style, depth + 1)?;
+            }
+            newline(out, style, depth);
+            out.push(']');
+        }
+        Value::Map(m) => {
+            let entries = m.snapshot();
+            write_object(out, &entries, style, depth)?;
+        }
+        Value::Object(o) => {
+            if let Some(entries) = o.entries() {
+                let sorted: BTreeMap<String, Value> = entries.into_iter().collect();
+                let entries: Vec<(String, Value)> = sorted.into_iter().collect();
+                write_object(out, &entries, style, depth)?;
+            } else {
+                write_value(out, &o.to_data(), style, depth + 1)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_object(
+    out: &mut String,
+    entries: &[(String, Value)],
+    style: Style,
+    depth: usize,
+) -> Result<(), JsonError> {
+    if entries.is_empty() {
+        out.push_str("{}");
+        return Ok(());
+    }
+    out.push('{');
+    for (i, (k, item)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        newline(out, style, depth + 1);
+        write_string(out, k, style.escape_html);
+        out.push(':');
+        if style.pretty {
+            out.push(' ');
+        }
+        write_value(out, item, style, depth + 1)?;
+    }
+    newline(out, style, depth);
+    out.push('}');
+    Ok(())
+}
+
+/// A JSON string literal as Go writes it.
+pub fn write_string(out: &mut String, s: &str, escape_html: bool) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '<' | '>' | '&' if escape_html => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            '\u{2028}' | '\u{2029}' => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Go's float64 encoding: shortest digits, `'f'` form unless the magnitude is below 1e-6 or
+/// at least 1e21, where it uses `'e'` with a one-digit-minimum negative exponent.
+pub fn format_float(f: f64) -> Result<String, JsonError> {
+    if f.is_nan() {
+        return Err(JsonError::UnsupportedValue("NaN".into()));
+    }
+    if f.is_infinite() {
+        let v = if f > 0.0 { "+Inf" } else { "-Inf" };
+        return Err(JsonError::UnsupportedValue(v.into()));
+    }
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        // Rust's `{:e}` is shortest-digits too: `1e21`, `1.5e-7`.
+        let e = format!("{f:e}");
+        let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+        let (sign, digits) = match exp.strip_prefix('-') {
+            Some(d) => ('-', d),
+            None => ('+', exp),
+        };
+        // Go pads to two digits, then rewrites `e-0X` to `e-X`; only `e+0X` keeps its zero,
+        // which cannot happen at these magnitudes.
+        let digits = if sign == '+' && digits.len() < 2 {
+            format!("0{digits}")
+        } else {
+            digits.to_string()
+        };
+        return Ok(format!("{mant}e{sign}{digits}"));
+    }
+    Ok(format!("{f}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+
+/// `json.Unmarshal(text, &v)` with `v interface{}`.
+pub fn unmarshal(text: &str) -> Result<Value, JsonError> {
+    check_syntax(text.as_bytes())?;
+    let mut p = Parser {
+        s: text.as_bytes(),
+        i: 0,
+    };
+    p.skip_ws();
+    p.value(0)
+}
+
+/// What a decoded document is, for Go's "cannot unmarshal X into …" errors.
+pub fn kind_word(v: &Value) -> &'static str {
+    match v {
+        Value::Nil => "null",
+        Value::Bool(_) => "bool",
+        Value::Float(_) | Value::Int(_) | Value::Int64(_) | Value::Uint8(_) => "number",
+        Value::String(_) => "string",
+        Value::List(_) => "array",
+        _ => "object",
+    }
+}
+
+/// Go's `quoteChar` for scanner error messages.
+fn quote_char(c: u8) -> String {
+    match c {
+        b'\'' => "'\\''".into(),
+        b'"' => "'\"'".into(),
+        _ => {
+            let q = crate::template::gofmt::quote(&char::from(c).to_string());
+            let inner = q.get(1..q.len().saturating_sub(1)).unwrap_or("");
+            format!("'{inner}'")
+        }
+    }
+}
+
+fn syntax(c: u8, ctx: &str) -> JsonError {
+    JsonError::Decode(format!("invalid character {} {ctx}", quote_char(c)))
+}
+
+fn eof() -> JsonError {
+    JsonError::Decode("unexpected end of JSON input".into())
+}
+
+fn is_ws(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// A validating pass with Go's scanner messages (Go validates the whole text before decoding).
+fn check_syntax(s: &[u8]) -> Result<(), JsonError> {
+    let mut i = 0;
+    let skip = |i: &mut usize| {
+        while *i < s.len() && is_ws(s[*i]) {
+            *i += 1;
+        }
+    };
+    skip(&mut i);
+    check_value(s, &mut i, 0)?;
+    skip(&mut i);
+    match s.get(i) {
+        None => Ok(()),
+        Some(&c) => Err(syntax(c, "after top-level value")),
+    }
+}
+
+fn check_value(s: &[u8], i: &mut usize, depth: usize) -> Result<(), JsonError> {
+    if depth >= MAX_DEPTH {
+        return Err(JsonError::Decode("exceeded max depth".into()));
+    }
+    let skip = |i: &mut usize| {
+        while *i < s.len() && is_ws(s[*i]) {
+            *i += 1;
+        }
+    };
+    let Some(&c) = s.get(*i) else {
+        return Err(eof());
+    };
+    match c {
+        b'{' => {
+            *i += 1;
+            skip(i);
+            if s.get(*i) == Some(&b'}') {
+                *i += 1;
+                return Ok(());
+            }
+            loop {
+                match s.get(*i) {
+                    None => return Err(eof()),
+                    Some(b'"') => check_string(s, i)?,
+                    Some(&c) => return Err(syntax(c, "looking for beginning of object key string")),
+                }
+                skip(i);
+                match s.get(*i) {
+                    None => return Err(eof()),
+                    Some(b':') => *i += 1,
+                    Some(&c) => return Err(syntax(c, "after object key")),
+                }
+                skip(i);
+                check_value(s, i, depth + 1)?;
+                skip(i);
+                match s.get(*i) {
+                    None => return Err(eof()),
+                    Some(b',') => {
+                        *i += 1;
+                        skip(i);
+                    }
+                    Some(b'}') => {
+                        *i += 1;
+                        return Ok(());
+                    }
+                    Some(&c) => return Err(syntax(c, "after object key:value pair")),
+                }
+            }
+        }
+        b'[' => {
+            *i += 1;
+            skip(i);
+            if s.get(*i) == Some(&b']') {
+                *i += 1;
+                return Ok(());
+            }
+            loop {
+                check_value(s, i, depth + 1)?;
+                skip(i);
+                match s.get(*i) {
+                    None => return Err(eof()),
+                    Some(b',') => {
+                        *i += 1;
+                        skip(i);
+                    }
+                    Some(b']') => {
+                        *i += 1;
+                        return Ok(());
+                    }
+                    Some(&c) => return Err(syntax(c, "after array element")),
+                }
+            }
+        }
+        b'"' => check_string(s, i),
+        b'-' | b'0'..=b'9' => check_number(s, i),
+        b't' => check_literal(s, i, b"true"),
+        b'f' => check_literal(s, i, b"false"),
+        b'n' => check_literal(s, i, b"null"),
+        c => Err(syntax(c, "looking for beginning of value")),
+    }
+}
+
+fn check_literal(s: &[u8], i: &mut usize, word: &[u8]) -> Result<(), JsonError> {
+    let name = std::str::from_utf8(word).unwrap_or("");
+    for (k, &want) in word.iter().enumerate() {
+        match s.get(*i + k) {
+            None => return Err(eof()),
+            Some(&c) if c == want => {}
+            Some(&c) => {
+                return Err(syntax(
+                    c,
+                    &format!("in literal {name} (expecting {})", quote_char(want)),
+                ));
+            }
+        }
+    }
+    *i += word.len();
+    Ok(())
+}
+
+fn check_string(s: &[u8], i: &mut usize) -> Result<(), JsonError> {
+    *i += 1;
+    loop {
+        let Some(&c) = s.get(*i) else {
+            return Err(eof());
+        };
+        *i += 1;
+        match c {
+            b'"' => return Ok(()),
+            b'\\' => {
+                let Some(&e) = s.get(*i) else {
+                    return Err(eof());
+                };
+                *i += 1;
+                match e {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                    b'u' => {
+                        for _ in 0..4 {
+                            match s.get(*i) {
+                                None => return Err(eof()),
+                                Some(h) if h.is_ascii_hexdigit() => *i += 1,
+                                Some(&h) => {
+                                    return Err(syntax(h, "in \\u hexadecimal character escape"));
+                                }
+                            }
+                        }
+                    }
+                    e => return Err(syntax(e, "in string escape code")),
+                }
+            }
+            c if c < 0x20 => return Err(syntax(c, "in string literal")),
+            _ => {}
+        }
+    }
+}
+
+fn check_number(s: &[u8], i: &mut usize) -> Result<(), JsonError> {
+    let digits = |i: &mut usize| {
+        while s.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+    };
+    if s.get(*i) == Some(&b'-') {
+        *i += 1;
+        match s.get(*i) {
+            None => return Err(eof()),
+            Some(c) if c.is_ascii_digit() => {}
+            Some(&c) => return Err(syntax(c, "in numeric literal")),
+        }
+    }
+    if s.get(*i) == Some(&b'0') {
+        *i += 1;
+    } else {
+        digits(i);
+    }
+    if s.get(*i) == Some(&b'.') {
+        *i += 1;
+        match s.get(*i) {
+            None => return Err(eof()),
+            Some(c) if c.is_ascii_digit() => digits(i),
+            Some(&c) => return Err(syntax(c, "after decimal point in numeric literal")),
+        }
+    }
+    if matches!(s.get(*i), Some(b'e' | b'E')) {
+        *i += 1;
+        if matches!(s.get(*i), Some(b'+' | b'-')) {
+            *i += 1;
+        }
+        match s.get(*i) {
+            None => return Err(eof()),
+            Some(c) if c.is_ascii_digit() => digits(i),
+            Some(&c) => return Err(syntax(c, "in exponent of numeric literal")),
+        }
+    }
+    Ok(())
+}
+
+/// Decodes text already validated by [`check_syntax`].
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn skip_ws(&mut self) {
+        while self.s.get(self.i).copied().is_some_and(is_ws) {
+            self.i += 1;
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value, JsonError> {
+        if depth >= MAX_DEPTH {
+            return Err(JsonError::Decode("exceeded max depth".into()));
+        }
+        match self.s.get(self.i) {
+            Some(b'{') => {
+                self.i += 1;
+                let mut map = BTreeMap::new();
+                loop {
+                    self.skip_ws();
+                    match self.s.get(self.i) {
+                        Some(b'}') => {
+                            self.i += 1;
+                            break;
+                        }
+                        Some(b',') => {
+                            self.i += 1;
+                            continue;
+                        }
+                        Some(b'"') => {}
+                        _ => return Err(eof()),
+                    }
+                    let key = self.string();
+                    self.skip_ws();
+                    self.i += 1; // ':'
+                    self.skip_ws();
+                    let v = self.value(depth + 1)?;
+                    map.insert(key, v);
+                }
+                Ok(Value::map(map))
+            }
+            Some(b'[') => {
+                self.i += 1;
+                let mut items = Vec::new();
+                loop {
+                    self.skip_ws();
+                    match self.s.get(self.i) {
+                        Some(b']') => {
+                            self.i += 1;
+                            break;
+                        }
+                        Some(b',') => {
+                            self.i += 1;
+                            continue;
+                        }
+                        None => return Err(eof()),
+                        _ => {}
+                    }
+                    items.push(self.value(depth + 1)?);
+                }
+                Ok(Value::list(items))
+            }
+            Some(b'"') => Ok(Value::from(self.string())),
+            Some(b't') => {
+                self.i += 4;
+                Ok(Value::Bool(true))
+            }
+            Some(b'f') => {
+                self.i += 5;
+                Ok(Value::Bool(false))
+            }
+            Some(b'n') => {
+                self.i += 4;
+                Ok(Value::Nil)
+            }
+            Some(_) => {
+                let start = self.i;
+                while self
+                    .s
+                    .get(self.i)
+                    .is_some_and(|c| matches!(c, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                {
+                    self.i += 1;
+                }
+                let text = std::str::from_utf8(self.s.get(start..self.i).unwrap_or(b"")).unwrap_or("");
+                match text.parse::<f64>() {
+                    Ok(f) if f.is_finite() => Ok(Value::Float(f)),
+                    _ => Err(JsonError::Decode(format!(
+                        "json: cannot unmarshal number {text} into Go value of type float64"
+                    ))),
+                }
+            }
+            None => Err(eof()),
+        }
+    }
+
+    /// A string literal at `self.i` (validated), with lone surrogates as U+FFFD like Go.
+    fn string(&mut self) -> String {
+        self.i += 1;
+        let mut out: Vec<u8> = Vec::new();
+        while let Some(&c) = self.s.get(self.i) {
+            self.i += 1;
+            match c {
+                b'"' => break,
+                b'\\' => {
+                    let e = self.s.get(self.i).copied().unwrap_or(b'"');
+                    self.i += 1;
+                    let ch = match e {
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => self.unicode_escape(),
+                        other => char::from(other),
+                    };
+                    let mut buf = [0u8; 4];
+                    out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                }
+                c => out.push(c),
+            }
+        }
+        // Go replaces invalid UTF-8 with U+FFFD; input is a Rust str, so it is always valid.
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    fn hex4(&mut self) -> Option<u32> {
+        let h = self.s.get(self.i..self.i + 4)?;
+        let v = u32::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()?;
+        self.i += 4;
+        Some(v)
+    }
+
+    fn unicode_escape(&mut self) -> char {
+        let Some(hi) = self.hex4() else {
+            return '\u{fffd}';
+        };
+        if (0xD800..0xDC00).contains(&hi) {
+            // A high surrogate pairs only with a following `\uDC00`–`\uDFFF` escape.
+            if self.s.get(self.i..self.i + 2) == Some(b"\\u") {
+                let save = self.i;
+                self.i += 2;
+                if let Some(lo) = self.hex4()
+                    && (0xDC00..0xE000).contains(&lo)
+                {
+                    let c = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                    return char::from_u32(c).unwrap_or('\u{fffd}');
+                }
+                self.i = save;
+            }
+            return '\u{fffd}';
+        }
+        char::from_u32(hi).unwrap_or('\u{fffd}')
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_like_go() {
+        let cases = [
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1e6, "1000000"),
+            (0.1, "0.1"),
+            (1e21, "1e+21"),
+            (1e20, "100000000000000000000"),
+            (1e-7, "1e-7"),
+            (1.5e-7, "1.5e-7"),
+            (1e-6, "0.000001"),
+            (1.234e-10, "1.234e-10"),
+            (-2.5e300, "-2.5e+300"),
+        ];
+        for (f, want) in cases {
+            assert_eq!(format_float(f).unwrap(), want, "{f}");
+        }
+        assert!(format_float(f64::NAN).is_err());
+    }
+
+    #[test]
+    fn strings_escape_html() {
+        let mut s = String::new();
+        write_string(&mut s, "<a&b>\u{2028}\u{1}\"", true);
+        assert_eq!(s, r#""\u003ca\u0026b\u003e\u2028\u0001\"""#);
+        let mut raw = String::new();
+        write_string(&mut raw, "<&>", false);
+        assert_eq!(raw, r#""<&>""#);
+    }
+
+    #[test]
+    fn decode_errors_match_go() {
+        let err = |t: &str| unmarshal(t).unwrap_err().to_string();
+        assert_eq!(err(""), "unexpected end of JSON input");
+        assert_eq!(err("{\"a\":1}x"), "invalid character 'x' after top-level value");
+        assert_eq!(err("[1,]"), "invalid character ']' looking for beginning of value");
+        assert_eq!(err("tru"), "unexpected end of JSON input");
+    }
+
+    #[test]
+    fn decodes_numbers_as_float() {
+        let v = unmarshal("[1, -2.5e3, \"\\ud83d\\ude00\"]").unwrap();
+        let l = v.as_list().unwrap();
+        assert!(matches!(l.items[0], Value::Float(f) if f == 1.0));
+        assert!(matches!(l.items[1], Value::Float(f) if f == -2500.0));
+        assert_eq!(l.items[2].as_str(), Some("😀"));
+    }
+}

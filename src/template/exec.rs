@@ -612,6 +612,10 @@ impl<'a, 's> State<'a, 's> {
             && matches!(text.as_bytes()[1], b'x' | b'X')
             && !text.contains(['p', 'P']);
         let is_rune = text.starts_with('\'');
+        if n.complex.is_some() {
+            // Go yields a complex128 here; the value model has no complex numbers.
+            return Err(self.errorf(format!("complex constant {text} is not supported")));
+        }
         if let Some(f) = n.float
             && !is_hex_int
             && !is_rune

@@ -1,9 +1,854 @@
 //! Sprig v3.3.0 functions: strings.
+//!
+//! Go strings are byte strings: `trunc`, `substr`, `abbrev`, `wrap` and `initials` count and
+//! cut bytes, exactly like sprig. When a cut splits a UTF-8 sequence the stray bytes are kept as
+//! the Latin-1 characters of the same value (see [`bytes_to_string`]), which is how the Helm
+//! oracle reports such output.
 
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use crate::template::funcs::{FuncEnv, FuncMap};
+use crate::template::error::FuncError;
+use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_int, arg_str};
+use crate::template::gofmt;
+use crate::template::value::{GoType, ListKind, Map, MapKind, Value};
+
+/// The largest string a function may build; larger results are errors instead of allocations
+/// (the executor bounds a template's whole output the same way).
+pub const MAX_STRING_BYTES: usize = 256 << 20;
+
+/// A string-to-string function body.
+type StrFn = fn(&str) -> String;
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
-    let _ = (map, env);
+    let _ = env;
+    use GoType::{Any, Int, String};
+
+    map.insert("hello", Func::pure(&[], |_| Ok(Value::from("Hello!"))));
+
+    // Unary string -> string functions.
+    let unary: [(&str, StrFn); 11] = [
+        ("trim", |s| s.trim_matches(is_go_space).to_string()),
+        ("upper", |s| s.chars().map(upper_rune).collect()),
+        ("lower", |s| s.chars().map(lower_rune).collect()),
+        ("title", title),
+        ("untitle", untitle),
+        ("swapcase", swapcase),
+        ("snakecase", |s| lower_with_separator(s, '_')),
+        ("kebabcase", |s| lower_with_separator(s, '-')),
+        ("camelcase", camelcase),
+        ("nospace", nospace),
+        ("initials", initials),
+    ];
+    for (name, f) in unary {
+        map.insert(
+            name,
+            Func::pure(&[String], move |a| Ok(Value::from(f(arg_str(&a[0]))))),
+        );
+    }
+
+    for name in ["trimAll", "trimall"] {
+        map.insert(
+            name,
+            Func::pure(&[String, String], |a| {
+                let cutset: Vec<char> = arg_str(&a[0]).chars().collect();
+                Ok(Value::from(arg_str(&a[1]).trim_matches(cutset.as_slice())))
+            }),
+        );
+    }
+    map.insert(
+        "trimSuffix",
+        Func::pure(&[String, String], |a| {
+            let (suffix, s) = (arg_str(&a[0]), arg_str(&a[1]));
+            Ok(Value::from(s.strip_suffix(suffix).unwrap_or(s)))
+        }),
+    );
+    map.insert(
+        "trimPrefix",
+        Func::pure(&[String, String], |a| {
+            let (prefix, s) = (arg_str(&a[0]), arg_str(&a[1]));
+            Ok(Value::from(s.strip_prefix(prefix).unwrap_or(s)))
+        }),
+    );
+    map.insert(
+        "trunc",
+        Func::pure(&[Int, String], |a| Ok(trunc(arg_int(&a[0]), arg_str(&a[1])))),
+    );
+    map.insert(
+        "substr",
+        Func::pure(&[Int, Int, String], |a| {
+            substr(arg_int(&a[0]), arg_int(&a[1]), arg_str(&a[2]))
+        }),
+    );
+    map.insert(
+        "repeat",
+        Func::pure(&[Int, String], |a| {
+            repeat(arg_str(&a[1]), arg_int(&a[0])).map(Value::from)
+        }),
+    );
+    map.insert(
+        "abbrev",
+        Func::pure(&[Int, String], |a| {
+            let s = arg_str(&a[1]);
+            Ok(abbreviate(s.as_bytes(), 0, arg_int(&a[0]))
+                .map_or_else(|| Value::from(s), |b| Value::from(bytes_to_string(&b))))
+        }),
+    );
+    map.insert(
+        "abbrevboth",
+        Func::pure(&[Int, Int, String], |a| {
+            let s = arg_str(&a[2]);
+            Ok(abbreviate(s.as_bytes(), arg_int(&a[0]), arg_int(&a[1]))
+                .map_or_else(|| Value::from(s), |b| Value::from(bytes_to_string(&b))))
+        }),
+    );
+    map.insert(
+        "wrap",
+        Func::pure(&[Int, String], |a| {
+            Ok(Value::from(wrap(arg_str(&a[1]), arg_int(&a[0]), "\n")))
+        }),
+    );
+    map.insert(
+        "wrapWith",
+        Func::pure(&[Int, String, String], |a| {
+            Ok(Value::from(wrap(arg_str(&a[2]), arg_int(&a[0]), arg_str(&a[1]))))
+        }),
+    );
+    map.insert(
+        "contains",
+        Func::pure(&[String, String], |a| {
+            Ok(Value::Bool(arg_str(&a[1]).contains(arg_str(&a[0]))))
+        }),
+    );
+    map.insert(
+        "hasPrefix",
+        Func::pure(&[String, String], |a| {
+            Ok(Value::Bool(arg_str(&a[1]).starts_with(arg_str(&a[0]))))
+        }),
+    );
+    map.insert(
+        "hasSuffix",
+        Func::pure(&[String, String], |a| {
+            Ok(Value::Bool(arg_str(&a[1]).ends_with(arg_str(&a[0]))))
+        }),
+    );
+    map.insert(
+        "quote",
+        Func::pure_variadic(&[], Any, |a| {
+            let parts: Vec<_> = a
+                .iter()
+                .filter(|v| !v.is_nil())
+                .map(|v| gofmt::quote(&strval(v)))
+                .collect();
+            Ok(Value::from(parts.join(" ")))
+        }),
+    );
+    map.insert(
+        "squote",
+        Func::pure_variadic(&[], Any, |a| {
+            let parts: Vec<_> = a
+                .iter()
+                .filter(|v| !v.is_nil())
+                .map(|v| format!("'{}'", strval(v)))
+                .collect();
+            Ok(Value::from(parts.join(" ")))
+        }),
+    );
+    map.insert(
+        "cat",
+        Func::pure_variadic(&[], Any, |a| {
+            // sprig formats with `%v`, not strval.
+            let parts: Vec<_> = a
+                .iter()
+                .filter(|v| !v.is_nil())
+                .map(gofmt::format_value)
+                .collect();
+            Ok(Value::from(parts.join(" ")))
+        }),
+    );
+    map.insert(
+        "indent",
+        Func::pure(&[Int, String], |a| {
+            indent(arg_int(&a[0]), arg_str(&a[1])).map(Value::from)
+        }),
+    );
+    map.insert(
+        "nindent",
+        Func::pure(&[Int, String], |a| {
+            indent(arg_int(&a[0]), arg_str(&a[1])).map(|s| Value::from(format!("\n{s}")))
+        }),
+    );
+    map.insert(
+        "replace",
+        Func::pure(&[String, String, String], |a| {
+            replace(arg_str(&a[2]), arg_str(&a[0]), arg_str(&a[1])).map(Value::from)
+        }),
+    );
+    map.insert(
+        "plural",
+        Func::pure(&[String, String, Int], |a| {
+            Ok(if arg_int(&a[2]) == 1 {
+                a[0].clone()
+            } else {
+                a[1].clone()
+            })
+        }),
+    );
+    map.insert(
+        "split",
+        Func::pure(&[String, String], |a| {
+            Ok(indexed_map(split_n(arg_str(&a[1]), arg_str(&a[0]), -1)))
+        }),
+    );
+    map.insert(
+        "splitn",
+        Func::pure(&[String, Int, String], |a| {
+            Ok(indexed_map(split_n(
+                arg_str(&a[2]),
+                arg_str(&a[0]),
+                arg_int(&a[1]),
+            )))
+        }),
+    );
+    map.insert(
+        "splitList",
+        Func::pure(&[String, String], |a| {
+            Ok(Value::string_list(split_n(arg_str(&a[1]), arg_str(&a[0]), -1)))
+        }),
+    );
+    map.insert(
+        "join",
+        Func::pure(&[String, Any], |a| {
+            Ok(Value::from(strslice(&a[1]).join(arg_str(&a[0]))))
+        }),
+    );
+    map.insert(
+        "sortAlpha",
+        Func::pure(&[Any], |a| {
+            let mut items = match &a[0] {
+                Value::List(_) | Value::Bytes(_) => strslice(&a[0]),
+                other => vec![strval(other)],
+            };
+            items.sort();
+            Ok(Value::string_list(items))
+        }),
+    );
+}
+
+/// Sprig's `strval`: strings and byte slices as text, Stringers via `String()`, the rest `%v`.
+pub fn strval(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.to_string(),
+        Value::Bytes(b) => bytes_to_string(b),
+        Value::Object(o) => o.stringer().unwrap_or_else(|| gofmt::format_value(v)),
+        other => gofmt::format_value(other),
+    }
+}
+
+/// Sprig's `strslice`: a list as strings (nil elements dropped, `[]string` as is), nil as no
+/// strings, any other value as the one string `strval` gives.
+pub fn strslice(v: &Value) -> Vec<String> {
+    match v {
+        Value::Nil => Vec::new(),
+        Value::List(l) if l.kind == ListKind::String => l.items.iter().map(strval).collect(),
+        Value::List(l) => l.items.iter().filter(|x| !x.is_nil()).map(strval).collect(),
+        Value::Bytes(b) => b.iter().map(|x| x.to_string()).collect(),
+        other => vec![strval(other)],
+    }
+}
+
+/// Go bytes as text: valid UTF-8 as is; each byte of an invalid sequence becomes the
+/// character with that code (Latin-1), so no input ever panics or is silently dropped.
+pub fn bytes_to_string(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_string(),
+        Err(_) => {
+            let mut out = String::with_capacity(bytes.len());
+            let mut rest = bytes;
+            while !rest.is_empty() {
+                match std::str::from_utf8(rest) {
+                    Ok(s) => {
+                        out.push_str(s);
+                        break;
+                    }
+                    Err(e) => {
+                        let (good, bad) = rest.split_at(e.valid_up_to());
+                        out.push_str(std::str::from_utf8(good).unwrap_or_default());
+                        let n = e.error_len().unwrap_or(bad.len()).max(1);
+                        out.extend(bad.iter().take(n).map(|&b| char::from(b)));
+                        rest = bad.get(n..).unwrap_or_default();
+                    }
+                }
+            }
+            out
+        }
+    }
+}
+
+/// Go's `unicode.IsSpace` (the Unicode White_Space property, as Rust's `is_whitespace`).
+fn is_go_space(c: char) -> bool {
+    c.is_whitespace()
+}
+
+/// Go's `unicode.ToUpper`: the simple (one-rune) mapping; runes whose uppercase is several
+/// runes (`ß`) stay as they are.
+pub fn upper_rune(c: char) -> char {
+    let mut up = c.to_uppercase();
+    match (up.next(), up.next()) {
+        (Some(u), None) => u,
+        _ => c,
+    }
+}
+
+/// Go's `unicode.ToLower` (simple mapping).
+pub fn lower_rune(c: char) -> char {
+    if c == '\u{130}' {
+        return 'i';
+    }
+    let mut low = c.to_lowercase();
+    match (low.next(), low.next()) {
+        (Some(l), None) => l,
+        _ => c,
+    }
+}
+
+/// Go's `unicode.ToTitle`: the uppercase except for the Latin digraphs with a title form.
+fn title_rune(c: char) -> char {
+    match c {
+        '\u{1C4}'..='\u{1C6}' => '\u{1C5}',
+        '\u{1C7}'..='\u{1C9}' => '\u{1C8}',
+        '\u{1CA}'..='\u{1CC}' => '\u{1CB}',
+        '\u{1F1}'..='\u{1F3}' => '\u{1F2}',
+        _ => upper_rune(c),
+    }
+}
+
+/// The word boundaries of Go's deprecated `strings.Title`: ASCII letters, digits and `_` are
+/// word characters, other ASCII is a separator; beyond ASCII only spaces separate words.
+fn is_title_separator(c: char) -> bool {
+    if c.is_ascii() {
+        return !(c.is_ascii_alphanumeric() || c == '_');
+    }
+    if c.is_alphanumeric() {
+        return false;
+    }
+    is_go_space(c)
+}
+
+/// `title`: every letter that follows a separator is title-cased, the rest is kept.
+fn title(s: &str) -> String {
+    let mut prev = ' ';
+    s.chars()
+        .map(|c| {
+            let out = if is_title_separator(prev) {
+                title_rune(c)
+            } else {
+                c
+            };
+            prev = c;
+            out
+        })
+        .collect()
+}
+
+/// `untitle`: the first rune of each whitespace-separated word is lowercased.
+fn untitle(s: &str) -> String {
+    let mut at_word_start = true;
+    s.chars()
+        .map(|c| {
+            let out = if at_word_start { lower_rune(c) } else { c };
+            at_word_start = is_go_space(c);
+            out
+        })
+        .collect()
+}
+
+/// `swapcase`: upper and title case become lower, lower becomes upper.
+fn swapcase(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_uppercase() || title_rune(c) == c && lower_rune(c) != c {
+                lower_rune(c)
+            } else if c.is_lowercase() {
+                upper_rune(c)
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// The word separators of the case converters (`snakecase`, `kebabcase`, `camelcase`).
+fn is_connector(c: char) -> bool {
+    c == '_' || c == '-' || is_go_space(c)
+}
+
+/// `snakecase`/`kebabcase`: each connector becomes `sep`; a separator goes before an
+/// uppercase letter that starts a word (after a lowercase letter or digit, or the last capital
+/// of an acronym followed by a lowercase letter); everything is lowercased.
+fn lower_with_separator(s: &str, sep: char) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len() + 4);
+    for (i, &c) in chars.iter().enumerate() {
+        if is_connector(c) {
+            out.push(sep);
+            continue;
+        }
+        if c.is_uppercase() {
+            let prev = i.checked_sub(1).and_then(|p| chars.get(p)).copied();
+            let next = chars.get(i + 1).copied();
+            let starts_word = match prev {
+                Some(p) if !is_connector(p) => {
+                    p.is_lowercase()
+                        || p.is_numeric()
+                        || (p.is_uppercase() && next.is_some_and(char::is_lowercase))
+                }
+                _ => false,
+            };
+            if starts_word {
+                out.push(sep);
+            }
+            out.push(lower_rune(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `camelcase` (PascalCase): leading connectors are kept, connectors between words are
+/// dropped (of a run of them all but the last are kept) and the rune after them is uppercased;
+/// when the text starts with capitals, that leading run of capitals is lowercased after its
+/// first letter.
+fn camelcase(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while let Some(&c) = chars.get(i) {
+        if !is_connector(c) {
+            break;
+        }
+        out.push(c);
+        i += 1;
+    }
+    let Some(&first) = chars.get(i) else {
+        return out;
+    };
+    let mut lowering_caps = first.is_uppercase();
+    out.push(upper_rune(first));
+    let mut prev = first;
+    for &c in chars.iter().skip(i + 1) {
+        if is_connector(c) {
+            if is_connector(prev) {
+                out.push(prev);
+            }
+        } else if is_connector(prev) {
+            out.push(upper_rune(c));
+        } else if lowering_caps && c.is_uppercase() {
+            out.push(lower_rune(c));
+        } else {
+            lowering_caps = false;
+            out.push(c);
+        }
+        prev = c;
+    }
+    if is_connector(prev) {
+        out.push(prev);
+    }
+    out
+}
+
+/// `nospace`: removes every byte that is a space as a Latin-1 character (so the second byte
+/// of some UTF-8 sequences, like NBSP's `0xA0`, goes too, as in sprig).
+fn nospace(s: &str) -> String {
+    let kept: Vec<u8> = s
+        .bytes()
+        .filter(|&b| !matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ' | 0x85 | 0xa0))
+        .collect();
+    bytes_to_string(&kept)
+}
+
+/// `initials`: the first byte of each whitespace-separated word.
+fn initials(s: &str) -> String {
+    let mut out = Vec::new();
+    let mut at_word_start = true;
+    for c in s.chars() {
+        if is_go_space(c) {
+            at_word_start = true;
+        } else if at_word_start {
+            let mut buf = [0u8; 4];
+            out.push(c.encode_utf8(&mut buf).as_bytes()[0]);
+            at_word_start = false;
+        }
+    }
+    bytes_to_string(&out)
+}
+
+/// `trunc`: the first `n` bytes, or for negative `n` the last `-n` bytes.
+fn trunc(n: i64, s: &str) -> Value {
+    let len = s.len() as i64;
+    let bytes = s.as_bytes();
+    let cut = if n >= 0 && len > n {
+        bytes.get(..n as usize)
+    } else if n < 0 && len + n > 0 {
+        bytes.get((len + n) as usize..)
+    } else {
+        None
+    };
+    match cut {
+        Some(b) => Value::from(bytes_to_string(b)),
+        None => Value::from(s),
+    }
+}
+
+/// `substr start end s` on bytes, with Go's slice panics as errors.
+fn substr(start: i64, end: i64, s: &str) -> Result<Value, FuncError> {
+    let len = s.len() as i64;
+    let (from, to) = if start < 0 {
+        (0, end)
+    } else if end < 0 || end > len {
+        if start > len {
+            return Err(slice_error(format!("[{start}:{len}]")));
+        }
+        (start, len)
+    } else {
+        (start, end)
+    };
+    if to < 0 {
+        return Err(slice_error(format!("[:{to}]")));
+    }
+    if to > len {
+        return Err(slice_error(format!("[:{to}] with length {len}")));
+    }
+    if from > to {
+        return Err(slice_error(format!("[{from}:{to}]")));
+    }
+    let bytes = s.as_bytes().get(from as usize..to as usize).unwrap_or_default();
+    Ok(Value::from(bytes_to_string(bytes)))
+}
+
+fn slice_error(bounds: String) -> FuncError {
+    FuncError::msg(format!("runtime error: slice bounds out of range {bounds}"))
+}
+
+/// Go's `strings.Repeat`, with its panics as errors and a bound on the result.
+pub fn repeat(s: &str, count: i64) -> Result<String, FuncError> {
+    if count < 0 {
+        return Err(FuncError::msg("strings: negative Repeat count"));
+    }
+    let total = (s.len() as u64).checked_mul(count as u64);
+    match total {
+        Some(t) if t <= i64::MAX as u64 => {
+            if t as usize > MAX_STRING_BYTES || t > MAX_STRING_BYTES as u64 {
+                return Err(too_long());
+            }
+            Ok(s.repeat(count as usize))
+        }
+        _ => Err(FuncError::msg("strings: Repeat output length overflow")),
+    }
+}
+
+fn too_long() -> FuncError {
+    FuncError::msg(format!("string result exceeds {MAX_STRING_BYTES} bytes"))
+}
+
+/// `indent`: the pad before the text and after every newline.
+fn indent(n: i64, s: &str) -> Result<String, FuncError> {
+    let pad = repeat(" ", n)?;
+    let newlines = s.bytes().filter(|&b| b == b'\n').count();
+    if pad.len().saturating_mul(newlines + 1).saturating_add(s.len()) > MAX_STRING_BYTES {
+        return Err(too_long());
+    }
+    Ok(format!("{pad}{}", s.replace('\n', &format!("\n{pad}"))))
+}
+
+/// Go's `strings.Replace(s, old, new, -1)`: an empty `old` matches before every rune and at
+/// the end, as Rust's `replace` does.
+fn replace(s: &str, old: &str, new: &str) -> Result<String, FuncError> {
+    let matches = if old.is_empty() {
+        s.chars().count() + 1
+    } else {
+        s.matches(old).count()
+    };
+    if matches.saturating_mul(new.len()).saturating_add(s.len()) > MAX_STRING_BYTES {
+        return Err(too_long());
+    }
+    Ok(s.replace(old, new))
+}
+
+/// Go's `strings.SplitN`: `n < 0` means all parts, `n == 0` none; an empty separator splits
+/// after each UTF-8 sequence.
+pub fn split_n(s: &str, sep: &str, n: i64) -> Vec<String> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let limit = if n < 0 { usize::MAX } else { n as usize };
+    if sep.is_empty() {
+        let mut parts: Vec<String> = Vec::new();
+        let mut rest = s;
+        while let Some(c) = rest.chars().next() {
+            if parts.len() + 1 == limit {
+                break;
+            }
+            parts.push(c.to_string());
+            rest = &rest[c.len_utf8()..];
+        }
+        if !rest.is_empty() {
+            parts.push(rest.to_string());
+        }
+        return parts;
+    }
+    s.splitn(limit, sep).map(String::from).collect()
+}
+
+/// `split`/`splitn` results: `map[string]string` with keys `_0`, `_1`, …
+fn indexed_map(parts: Vec<String>) -> Value {
+    let entries: BTreeMap<String, Value> = parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| (format!("_{i}"), Value::from(p)))
+        .collect();
+    Value::Map(Map::new(MapKind::String, entries))
+}
+
+/// goutils' `AbbreviateFull(s, offset, width)` on bytes; `None` where it reports an error
+/// (sprig then returns the text unchanged).
+fn abbreviate(s: &[u8], offset: i64, width: i64) -> Option<Vec<u8>> {
+    const MARKER: &[u8] = b"...";
+    let len = s.len() as i64;
+    if s.is_empty() {
+        return Some(Vec::new());
+    }
+    if width < 4 {
+        return None;
+    }
+    if len <= width {
+        return Some(s.to_vec());
+    }
+    let mut offset = offset.min(len);
+    if len - offset < width - 3 {
+        offset = len - (width - 3);
+    }
+    if offset <= 4 {
+        let mut out = s.get(..(width - 3) as usize)?.to_vec();
+        out.extend_from_slice(MARKER);
+        return Some(out);
+    }
+    if width < 7 {
+        return None;
+    }
+    let mut out = MARKER.to_vec();
+    if offset + width - 3 < len {
+        out.extend(abbreviate(s.get(offset as usize..)?, 0, width - 3)?);
+    } else {
+        out.extend_from_slice(s.get((len - (width - 3)) as usize..)?);
+    }
+    Some(out)
+}
+
+/// goutils' `WrapCustom(s, width, newline, false)` on bytes: breaks at the last space that
+/// keeps a line within `width`; a longer word runs on to the next space. Newlines already in
+/// the text are ordinary characters.
+fn wrap(s: &str, width: i64, newline: &str) -> String {
+    let width = width.max(1) as usize;
+    let b = s.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(b.len() + 8);
+    let mut offset = 0usize;
+    while b.len() - offset > width {
+        if b.get(offset) == Some(&b' ') {
+            offset += 1;
+            continue;
+        }
+        let window = b.get(offset..offset + width + 1).unwrap_or_default();
+        match window.iter().rposition(|&c| c == b' ') {
+            Some(p) => {
+                out.extend_from_slice(b.get(offset..offset + p).unwrap_or_default());
+                out.extend_from_slice(newline.as_bytes());
+                offset += p + 1;
+            }
+            None => {
+                let from = offset + width;
+                match b.get(from..).and_then(|r| r.iter().position(|&c| c == b' ')) {
+                    Some(p) => {
+                        out.extend_from_slice(b.get(offset..from + p).unwrap_or_default());
+                        out.extend_from_slice(newline.as_bytes());
+                        offset = from + p + 1;
+                    }
+                    None => {
+                        out.extend_from_slice(b.get(offset..).unwrap_or_default());
+                        offset = b.len();
+                    }
+                }
+            }
+        }
+    }
+    out.extend_from_slice(b.get(offset..).unwrap_or_default());
+    bytes_to_string(&out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trunc_counts_bytes_both_ways() {
+        assert_eq!(trunc(5, "hello world").as_str(), Some("hello"));
+        assert_eq!(trunc(-3, "hello world").as_str(), Some("rld"));
+        assert_eq!(trunc(-50, "short").as_str(), Some("short"));
+        assert_eq!(trunc(2, "héllo").as_str(), Some("h\u{c3}"));
+    }
+
+    #[test]
+    fn substr_reports_go_slice_panics() {
+        assert_eq!(
+            substr(1, 3, "hello")
+                .ok()
+                .and_then(|v| v.as_str().map(String::from)),
+            Some("el".into())
+        );
+        assert_eq!(
+            substr(-1, 2, "hello")
+                .ok()
+                .and_then(|v| v.as_str().map(String::from)),
+            Some("he".into())
+        );
+        assert_eq!(
+            substr(2, 99, "hello")
+                .ok()
+                .and_then(|v| v.as_str().map(String::from)),
+            Some("llo".into())
+        );
+        let err = substr(3, 1, "hello").err().map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("runtime error: slice bounds out of range [3:1]")
+        );
+        let err = substr(9, 10, "hello").err().map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("runtime error: slice bounds out of range [9:5]")
+        );
+    }
+
+    #[test]
+    fn repeat_is_bounded() {
+        assert_eq!(repeat("ab", 3).ok().as_deref(), Some("ababab"));
+        assert!(repeat("x", -1).is_err());
+        let overflow = repeat("ab", i64::MAX).err().map(|e| e.to_string());
+        assert_eq!(
+            overflow.as_deref(),
+            Some("strings: Repeat output length overflow")
+        );
+        assert!(repeat("ab", 1 << 40).is_err());
+        assert_eq!(repeat("", 1_000_000_000).ok().as_deref(), Some(""));
+    }
+
+    #[test]
+    fn case_conversions() {
+        assert_eq!(
+            title("hello world foo-bar o'neil aBC x_y 1st"),
+            "Hello World Foo-Bar O'Neil ABC X_y 1st"
+        );
+        assert_eq!(untitle("Hello  World\tFoo"), "hello  world\tfoo");
+        assert_eq!(swapcase("Hello World ÀbC 123"), "hELLO wORLD àBc 123");
+        let snake: Vec<_> = [
+            "FirstName",
+            "HTTPServer",
+            "foo-bar baz",
+            "getHTTPResponseCode",
+            "a1B2",
+            "  lead",
+            "x__y",
+            "FooBAR",
+        ]
+        .iter()
+        .map(|s| lower_with_separator(s, '_'))
+        .collect();
+        assert_eq!(
+            snake,
+            [
+                "first_name",
+                "http_server",
+                "foo_bar_baz",
+                "get_http_response_code",
+                "a1_b2",
+                "__lead",
+                "x__y",
+                "foo_bar"
+            ]
+        );
+        let camel: Vec<_> = [
+            "foo_bar-baz",
+            "hello world",
+            "_x",
+            "fooBar",
+            "a__b",
+            "x.y",
+            "ABC_def",
+            "",
+            "1_a",
+        ]
+        .iter()
+        .map(|s| camelcase(s))
+        .collect();
+        assert_eq!(
+            camel,
+            [
+                "FooBarBaz",
+                "HelloWorld",
+                "_X",
+                "FooBar",
+                "A_B",
+                "X.y",
+                "AbcDef",
+                "",
+                "1A"
+            ]
+        );
+        assert_eq!(
+            "HELLO WORLD ß É",
+            "hello World ß é".chars().map(upper_rune).collect::<String>()
+        );
+    }
+
+    #[test]
+    fn abbreviations() {
+        let ab = |o, w, s: &str| abbreviate(s.as_bytes(), o, w).map(|b| bytes_to_string(&b));
+        assert_eq!(ab(0, 5, "hello world").as_deref(), Some("he..."));
+        assert_eq!(ab(0, 3, "hello world"), None);
+        assert_eq!(ab(5, 10, "1234 5678 9123").as_deref(), Some("...5678..."));
+        assert_eq!(
+            ab(20, 10, "abcdefghijklmnopqrstuvwxyz").as_deref(),
+            Some("...tuvwxyz")
+        );
+        assert_eq!(ab(3, 7, "abcdefghijklmno").as_deref(), Some("abcd..."));
+    }
+
+    #[test]
+    fn wrapping() {
+        assert_eq!(wrap("Hello World and more", 5, "\n"), "Hello\nWorld\nand\nmore");
+        assert_eq!(wrap("abcdefgh ij", 3, "\n"), "abcdefgh\nij");
+        assert_eq!(
+            wrap("line one is long\nshort\n  spaced   words here", 10, "\n"),
+            "line one\nis\nlong\nshort\n\nspaced  \nwords here"
+        );
+        assert_eq!(wrap("a b c", 0, "\n"), "a\nb\nc");
+    }
+
+    #[test]
+    fn splitting() {
+        assert_eq!(split_n("a,b,,c", ",", -1), ["a", "b", "", "c"]);
+        assert_eq!(split_n("héllo", "", -1), ["h", "é", "l", "l", "o"]);
+        assert_eq!(split_n("abc", "", 2), ["a", "bc"]);
+        assert_eq!(split_n("a,b", ",", 0), Vec::<String>::new());
+        assert_eq!(split_n("", ",", -1), [""]);
+    }
+
+    #[test]
+    fn byte_level_helpers() {
+        assert_eq!(nospace(" h e\tl\nl o\u{a0}x "), "hello\u{c2}x");
+        assert_eq!(initials("First Try"), "FT");
+        assert_eq!(initials("élan über"), "\u{c3}\u{c3}");
+        assert_eq!(indent(2, "a\nb\n").ok().as_deref(), Some("  a\n  b\n  "));
+    }
 }

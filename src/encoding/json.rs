@@ -643,7 +643,10 @@ mod tests {
         let err = |t: &str| unmarshal(t).unwrap_err().to_string();
         assert_eq!(err(""), "unexpected end of JSON input");
         assert_eq!(err("{\"a\":1}x"), "invalid character 'x' after top-level value");
-        assert_eq!(err("[1,]"), "invalid character ']' looking for beginning of value");
+        assert_eq!(
+            err("[1,]"),
+            "invalid character ']' looking for beginning of value"
+        );
         assert_eq!(err("tru"), "unexpected end of JSON input");
     }
 

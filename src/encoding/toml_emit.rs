@@ -140,14 +140,9 @@ impl Encoder {
 
 fn quote_key(k: &str) -> String {
     let bare = !k.is_empty()
-        && k
-            .bytes()
+        && k.bytes()
             .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
-    if bare {
-        k.to_string()
-    } else {
-        quote(k)
-    }
+    if bare { k.to_string() } else { quote(k) }
 }
 
 fn quote(s: &str) -> String {

@@ -261,10 +261,9 @@ pub fn format_float_g(f: f64) -> String {
 /// (`yes`, `~`, `1.5`, `0x1f`, `2024-01-01`, …), or as a base-60 float it quotes anyway.
 pub fn resolves_as_non_string(s: &str) -> bool {
     const SPECIAL: &[&str] = &[
-        "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", "n", "N", "no",
-        "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF", "", "~", "null", "Null", "NULL",
-        ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf",
-        "-.Inf", "-.INF", "<<",
+        "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", "n", "N", "no", "No", "NO",
+        "false", "False", "FALSE", "off", "Off", "OFF", "", "~", "null", "Null", "NULL", ".nan", ".NaN",
+        ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", "<<",
     ];
     let Some(first) = s.bytes().next() else {
         return true;
@@ -375,7 +374,10 @@ fn go_parse_float(s: &str) -> Option<f64> {
     }
     // Rust accepts exactly the decimal forms Go does, minus Go's hex floats and underscores
     // (only allowed with a base prefix), which never reach here as floats.
-    if !body.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')) {
+    if !body
+        .bytes()
+        .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
+    {
         return None;
     }
     s.parse::<f64>().ok().filter(|f| f.is_finite())
@@ -726,10 +728,7 @@ impl Emitter {
 
     fn write_indent(&mut self) {
         let indent = usize::try_from(self.indent.max(0)).unwrap_or(0);
-        if !self.indention
-            || self.column > indent
-            || (self.column == indent && !self.whitespace)
-        {
+        if !self.indention || self.column > indent || (self.column == indent && !self.whitespace) {
             self.put_break();
         }
         while self.column < indent {
@@ -1024,8 +1023,8 @@ mod tests {
     #[test]
     fn natural_order_matches_go_yaml() {
         let want = [
-            "-x", ".x", "_", "1", "9", "10", "A", "Z", "a", "a-b", "a_b", "a1", "a2", "a10", "aB",
-            "ab", "b", "z0", "z00", "z01", "é",
+            "-x", ".x", "_", "1", "9", "10", "A", "Z", "a", "a-b", "a_b", "a1", "a2", "a10", "aB", "ab", "b",
+            "z0", "z00", "z01", "é",
         ];
         let mut keys: Vec<&str> = want.to_vec();
         keys.reverse();
@@ -1051,7 +1050,10 @@ mod tests {
     #[test]
     fn block_layout() {
         let m = Node::Map(vec![
-            ("a".into(), Node::Seq(vec![Node::Int(1), Node::Seq(vec![Node::Int(2)])])),
+            (
+                "a".into(),
+                Node::Seq(vec![Node::Int(1), Node::Seq(vec![Node::Int(2)])]),
+            ),
             ("b".into(), Node::Map(vec![("c".into(), s("x\ny\n"))])),
             ("e".into(), Node::Map(vec![])),
         ]);

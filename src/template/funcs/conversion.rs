@@ -4,6 +4,7 @@
 
 use std::rc::Rc;
 
+use crate::template::funcs::strings::{strslice, strval};
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_str};
 use crate::template::gofmt;
 use crate::template::value::{GoType, Value};
@@ -282,28 +283,6 @@ fn parse_hex_float(hex: &str) -> Option<f64> {
     // Scale in two steps so intermediate powers of two stay finite.
     let half = shift / 2;
     Some(value * 2f64.powi(half) * 2f64.powi(shift - half))
-}
-
-/// sprig's `strval`: strings as they are, `[]byte` as text, Stringers by `String()`, and
-/// everything else in Go's `%v` form (`<nil>` for nil).
-pub fn strval(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.to_string(),
-        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::Object(o) => o.stringer().unwrap_or_else(|| gofmt::format_value(v)),
-        _ => gofmt::format_value(v),
-    }
-}
-
-/// sprig's `strslice`: a `[]string` as it is; elements of any other slice as `strval`
-/// (nil elements dropped); nil as an empty list; any other value as a one-element list.
-pub fn strslice(v: &Value) -> Vec<String> {
-    match v {
-        Value::Nil => Vec::new(),
-        Value::List(l) => l.items.iter().filter(|item| !item.is_nil()).map(strval).collect(),
-        Value::Bytes(b) => b.iter().map(|byte| byte.to_string()).collect(),
-        other => vec![strval(other)],
-    }
 }
 
 #[cfg(test)]

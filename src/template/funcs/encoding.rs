@@ -21,7 +21,10 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     let string_fn = |f: fn(&str) -> std::string::String| {
         Func::pure(&[String], move |args| Ok(Value::from(f(arg_str(&args[0])))))
     };
-    map.insert("b64enc", string_fn(|s| base64::engine::general_purpose::STANDARD.encode(s)));
+    map.insert(
+        "b64enc",
+        string_fn(|s| base64::engine::general_purpose::STANDARD.encode(s)),
+    );
     map.insert("b64dec", string_fn(|s| lossy(b64_decode(s))));
     map.insert("b32enc", string_fn(|s| b32_encode(s.as_bytes())));
     map.insert("b32dec", string_fn(|s| lossy(b32_decode(s))));
@@ -31,7 +34,10 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
         "toJson",
         any_fn(|v| Ok(Value::from(json::marshal(v).unwrap_or_default()))),
     );
-    map.insert("mustToJson", any_fn(|v| Ok(Value::from(json::marshal(v).map_err(err)?))));
+    map.insert(
+        "mustToJson",
+        any_fn(|v| Ok(Value::from(json::marshal(v).map_err(err)?))),
+    );
     map.insert(
         "toPrettyJson",
         any_fn(|v| Ok(Value::from(json::encode(v, PRETTY).unwrap_or_default()))),
@@ -42,7 +48,10 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     );
     // sprig's toRawJson panics on error; text/template turns the panic into an error.
     for name in ["toRawJson", "mustToRawJson"] {
-        map.insert(name, any_fn(|v| Ok(Value::from(json::encode(v, RAW).map_err(err)?))));
+        map.insert(
+            name,
+            any_fn(|v| Ok(Value::from(json::encode(v, RAW).map_err(err)?))),
+        );
     }
 
     map.insert(
@@ -81,7 +90,10 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
             ))
         }),
     );
-    map.insert("mustToToml", any_fn(|v| Ok(Value::from(toml_emit::encode(v).map_err(err)?))));
+    map.insert(
+        "mustToToml",
+        any_fn(|v| Ok(Value::from(toml_emit::encode(v).map_err(err)?))),
+    );
 }
 
 const PRETTY: Style = Style {
@@ -244,10 +256,8 @@ fn decode_blocks(
             done = true;
             break;
         }
-        let acc = vals
-            .iter()
-            .fold(0u64, |acc, &v| (acc << bits) | v)
-            << (bits * (quantum - vals.len()) as u32);
+        let acc =
+            vals.iter().fold(0u64, |acc, &v| (acc << bits) | v) << (bits * (quantum - vals.len()) as u32);
         let total_bytes = quantum * bits as usize / 8;
         let n = dlen * bits as usize / 8;
         for k in 0..n {
@@ -267,9 +277,18 @@ mod tests {
     fn base64_errors_like_go() {
         assert_eq!(b64_decode("aGk=").unwrap(), b"hi");
         assert_eq!(b64_decode("aGVsbG8=").unwrap(), b"hello");
-        assert_eq!(b64_decode("!!!").unwrap_err(), "illegal base64 data at input byte 0");
-        assert_eq!(b64_decode("aGk").unwrap_err(), "illegal base64 data at input byte 0");
-        assert_eq!(b64_decode("aGk=x").unwrap_err(), "illegal base64 data at input byte 4");
+        assert_eq!(
+            b64_decode("!!!").unwrap_err(),
+            "illegal base64 data at input byte 0"
+        );
+        assert_eq!(
+            b64_decode("aGk").unwrap_err(),
+            "illegal base64 data at input byte 0"
+        );
+        assert_eq!(
+            b64_decode("aGk=x").unwrap_err(),
+            "illegal base64 data at input byte 4"
+        );
     }
 
     #[test]

@@ -74,7 +74,7 @@ c("float-two-dots", "{{ 1.2.3 }}")
 c("float-small", "{{ 0.0001 }} {{ 0.00001 }}")
 c("float-big", "{{ 1e6 }} {{ 123456.7 }}")
 c("float-typeof", "{{ typeOf 1.0 }} {{ typeOf 1 }} {{ typeOf 1e3 }} {{ typeOf 0x10 }} {{ typeOf 'a' }}")
-c("number-dot-alone", "{{ . }}")
+c("number-dot-alone", "{{ .Values }}")
 c("number-minus-alone", "{{ - }}")
 # ---- imaginary / complex ----
 c("imaginary", "{{ 1i }}")
@@ -357,6 +357,12 @@ c("unclosed-paren-after-lines", "{{ print (\n1\n}}")
 c("unclosed-comment-after-lines", "a\nb\n{{/*\n\n")
 c("string-newline-in-second-line", "a\n{{ \"x\ny\" }}")
 c("char-newline-literal", "{{ 'a\n' }}")
+c("unicode-other-number", "{{ \u00b2 }}")
+c("unicode-combining-mark-in-ident", "{{ print\u0301 }}")
+c("unicode-letter-number", "{{ .Values.x\u2160 }}")
+c("unicode-arabic-digit-field", "{{ .Values.x\u0663 }}", values={"x\u0663": "arabic three"})
+c("unicode-nbsp", "{{ print\u00a0\"a\" }}")
+c("unicode-format-char", "{{ \u200b }}")
 
 # Full Go parse messages (Helm keeps only the last ": " part of a file's parse error) show
 # through tpl, whose error keeps Go's single-line text.

@@ -208,16 +208,32 @@ fn element(out: &mut String, v: &Value, depth: usize) -> Result<(), TomlError> {
             out.push(']');
         }
         Value::Map(_) | Value::Object(_) => {
+            // Inline tables keep the encoder's order too: plain values, then tables. A
+            // separator follows every plain entry but the group's last (nil entries, skipped,
+            // still count), and every one when tables follow: `{a = 1, }` happens.
             let entries = entries_of(v).unwrap_or_default();
-            out.push('{');
-            let mut first = true;
-            for (k, item) in entries.iter().filter(|(_, item)| !item.is_nil()) {
-                if !first {
-                    out.push_str(", ");
+            let (mut direct, mut tables) = (Vec::new(), Vec::new());
+            for entry in &entries {
+                if !entry.1.is_nil() && kind(&entry.1)? != Kind::Plain {
+                    tables.push(entry);
+                } else {
+                    direct.push(entry);
                 }
-                first = false;
-                let _ = write!(out, "{} = ", quote_key(k));
-                element(out, item, depth + 1)?;
+            }
+            out.push('{');
+            let has_tables = !tables.is_empty();
+            for (group, trailing) in [(direct, has_tables), (tables, false)] {
+                let last = group.len().saturating_sub(1);
+                for (i, (k, item)) in group.into_iter().enumerate() {
+                    if item.is_nil() {
+                        continue;
+                    }
+                    let _ = write!(out, "{} = ", quote_key(k));
+                    element(out, item, depth + 1)?;
+                    if trailing || i != last {
+                        out.push_str(", ");
+                    }
+                }
             }
             out.push('}');
         }

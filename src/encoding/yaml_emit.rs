@@ -39,7 +39,7 @@ pub enum Node {
     Float(f64),
     Str(String),
     Seq(Vec<Node>),
-    /// Entries already in the order the emitter writes them.
+    /// Entries in any order: the emitter sorts keys the way its go-yaml version does.
     Map(Vec<(String, Node)>),
 }
 
@@ -50,18 +50,23 @@ pub struct Flavor {
     pub indent_sequences: bool,
     /// Fold long plain/quoted scalars past this column; `None` never folds.
     pub width: Option<usize>,
+    /// go-yaml v3 rules: a letter sorts before other characters right after a digit
+    /// (`1e` < `1.0`), and tabs are allowed in literal block scalars.
+    pub v3: bool,
 }
 
 /// go-yaml v2 as sigs.k8s.io/yaml configures it.
 pub const V2: Flavor = Flavor {
     indent_sequences: false,
     width: Some(80),
+    v3: false,
 };
 
 /// go-yaml v3 `Encoder` with `SetIndent(2)` (Helm's `toYamlPretty`).
 pub const V3_PRETTY: Flavor = Flavor {
     indent_sequences: true,
     width: None,
+    v3: true,
 };
 
 /// `sigs.k8s.io/yaml.Marshal(v)`: the YAML document, ending in a newline.
@@ -134,11 +139,10 @@ fn map_node(
     depth: usize,
     convert: fn(&Value, usize) -> Result<Node, YamlEmitError>,
 ) -> Result<Node, YamlEmitError> {
-    let mut out = entries
+    let out = entries
         .iter()
         .map(|(k, v)| Ok((k.clone(), convert(v, depth + 1)?)))
         .collect::<Result<Vec<_>, YamlEmitError>>()?;
-    out.sort_by(|a, b| natural_cmp(&a.0, &b.0));
     Ok(Node::Map(out))
 }
 
@@ -199,25 +203,32 @@ fn resolve_json_number(text: &str) -> Node {
 // ---------------------------------------------------------------------------------------------
 // Key order
 
-/// go-yaml's map key order for string keys: runs of digits compare numerically, letters sort
-/// after non-letters, otherwise code point order, a prefix first.
+/// go-yaml v2's map key order for string keys: runs of digits compare numerically, letters
+/// sort after non-letters, otherwise code point order, a prefix first.
 pub fn natural_cmp(a: &str, b: &str) -> Ordering {
-    if natural_less(a, b) {
+    natural_cmp_in(a, b, false)
+}
+
+/// The key order of go-yaml v2 (`v3 == false`) or v3.
+pub fn natural_cmp_in(a: &str, b: &str, v3: bool) -> Ordering {
+    if natural_less(a, b, v3) {
         Ordering::Less
-    } else if natural_less(b, a) {
+    } else if natural_less(b, a, v3) {
         Ordering::Greater
     } else {
         a.cmp(b)
     }
 }
 
-fn natural_less(a: &str, b: &str) -> bool {
+fn natural_less(a: &str, b: &str, v3: bool) -> bool {
     let ar: Vec<char> = a.chars().collect();
     let br: Vec<char> = b.chars().collect();
     let digit = |c: char| c.is_ascii_digit();
+    let mut after_digit = false;
     for i in 0..ar.len().min(br.len()) {
         let (ca, cb) = (ar[i], br[i]);
         if ca == cb {
+            after_digit = digit(ca);
             continue;
         }
         let (al, bl) = (ca.is_alphabetic(), cb.is_alphabetic());
@@ -225,7 +236,7 @@ fn natural_less(a: &str, b: &str) -> bool {
             return ca < cb;
         }
         if al || bl {
-            return bl;
+            return if v3 && after_digit { al } else { bl };
         }
         // A digit run that started earlier with a non-zero digit is a number already under
         // way: its zeros are significant. Leading zeros otherwise compare as the value 0.
@@ -571,7 +582,7 @@ struct Analysis {
     block_allowed: bool,
 }
 
-fn analyze(value: &str) -> Analysis {
+fn analyze(value: &str, v3: bool) -> Analysis {
     if value.is_empty() {
         return Analysis {
             multiline: false,
@@ -586,7 +597,7 @@ fn analyze(value: &str) -> Analysis {
         (false, false, false, false);
     let (mut break_space, mut space_break, mut previous_space, mut previous_break) =
         (false, false, false, false);
-    let (mut line_breaks, mut special) = (false, false);
+    let (mut line_breaks, mut special, mut tab) = (false, false, false);
     let mut preceded_by_ws = true;
     let mut followed_by_ws = is_blankz(chars.get(1).copied());
     let last = chars.len() - 1;
@@ -606,7 +617,10 @@ fn analyze(value: &str) -> Analysis {
                 block_indicators = true;
             }
         }
-        if !is_printable(c) {
+        if c == '\t' && v3 {
+            // v3 keeps tabs out of plain and single-quoted scalars but allows them in blocks.
+            tab = true;
+        } else if !is_printable(c) {
             special = true;
         }
         if c == ' ' {
@@ -666,6 +680,10 @@ fn analyze(value: &str) -> Analysis {
     }
     if line_breaks || block_indicators {
         a.block_plain_allowed = false;
+    }
+    if tab {
+        a.block_plain_allowed = false;
+        a.single_quoted_allowed = false;
     }
     a
 }
@@ -827,9 +845,12 @@ impl Emitter {
     fn mapping(&mut self, entries: &[(String, Node)]) {
         let saved = self.indent;
         self.increase_indent(false, false);
-        for (key, value) in entries {
+        let v3 = self.flavor.v3;
+        let mut sorted: Vec<&(String, Node)> = entries.iter().collect();
+        sorted.sort_by(|a, b| natural_cmp_in(&a.0, &b.0, v3));
+        for (key, value) in sorted {
             self.write_indent();
-            let simple = key.len() <= MAX_SIMPLE_KEY && !analyze(key).multiline;
+            let simple = key.len() <= MAX_SIMPLE_KEY && !analyze(key, self.flavor.v3).multiline;
             if simple {
                 self.string(key, true);
                 self.write_indicator(":", false, false, false);
@@ -852,7 +873,7 @@ impl Emitter {
     }
 
     fn string(&mut self, s: &str, simple_key: bool) {
-        let a = analyze(s);
+        let a = analyze(s, self.flavor.v3);
         let style = select_style(s, &a, simple_key);
         let saved = self.indent;
         self.increase_indent(true, false);
@@ -948,8 +969,11 @@ impl Emitter {
         let chars: Vec<char> = s.chars().collect();
         let last = chars.len().saturating_sub(1);
         let mut spaces = false;
+        // go-yaml's BOM test looks at the start of the value, not at the current character:
+        // a value starting with a BOM has every character escaped.
+        let starts_with_bom = chars.first() == Some(&'\u{FEFF}');
         for (i, &c) in chars.iter().enumerate() {
-            if !is_printable(c) || c == '\u{FEFF}' || is_break(c) || c == '"' || c == '\\' {
+            if !is_printable(c) || starts_with_bom || is_break(c) || c == '"' || c == '\\' {
                 self.put('\\');
                 let v = u32::from(c);
                 match c {

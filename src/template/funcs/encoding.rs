@@ -544,15 +544,18 @@ mod vector_tests {
 
     #[test]
     fn sprig_encoding_vectors() {
-        let path = concat!(
+        // ENCODING_VECTORS points at another vectors file (e.g. generated fuzz cases).
+        let default = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/testdata/template/vectors/sprig-encoding.json"
         );
-        let text = std::fs::read_to_string(path).expect("vectors exist");
+        let path = std::env::var("ENCODING_VECTORS").unwrap_or_else(|_| default.to_string());
+        let text = std::fs::read_to_string(&path).expect("vectors exist");
         let cases: Vec<serde_json::Value> = serde_json::from_str(&text).expect("vectors parse");
         let funcs = FuncMap::helm();
         let (mut checked, mut skipped) = (0, 0);
         let mut failures = Vec::new();
+        let mut diffs = serde_json::Map::new();
         for case in &cases {
             let name = case["name"].as_str().unwrap_or_default();
             let Some(template) = case["template"].as_str() else {
@@ -588,6 +591,10 @@ mod vector_tests {
             // Go's nil map (from a JSON `null`) has no equivalent in our value model.
             let known = ["sprig-encoding/fromjson-19", "sprig-encoding/fromjsonarray-03"];
             if got != want && !known.contains(&name) {
+                diffs.insert(
+                    name.to_string(),
+                    serde_json::json!({"want": format!("{want:?}"), "got": format!("{got:?}")}),
+                );
                 failures.push(format!("{name}\n    want: {want:?}\n    got:  {got:?}"));
             }
         }
@@ -595,6 +602,10 @@ mod vector_tests {
             "sprig-encoding (direct): {}/{checked} match, {skipped} skipped",
             checked - failures.len()
         );
+        // ENCODING_VECTORS_DIFF names a file to receive the differences as JSON.
+        if let Ok(out) = std::env::var("ENCODING_VECTORS_DIFF") {
+            let _ = std::fs::write(out, serde_json::Value::Object(diffs).to_string());
+        }
         assert!(
             failures.is_empty(),
             "{} differ:\n{}",

@@ -100,6 +100,7 @@ fn write_value(out: &mut String, v: &Value, style: Style, depth: usize) -> Resul
             let entries = m.snapshot();
             write_object(out, &entries, style, depth)?;
         }
+        Value::Object(o) if o.is_nil() => out.push_str("null"),
         Value::Object(o) => {
             if let Some(entries) = o.entries() {
                 let sorted: BTreeMap<String, Value> = entries.into_iter().collect();

@@ -104,6 +104,7 @@ pub fn json_round_trip(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
                 .collect::<Result<_, _>>()?,
         ),
         Value::Map(m) => map_node(m.snapshot(), depth, json_round_trip)?,
+        Value::Object(o) if o.is_nil() => Node::Null,
         Value::Object(o) => match o.entries() {
             Some(entries) => map_node(entries, depth, json_round_trip)?,
             None => json_round_trip(&o.to_data(), depth + 1)?,
@@ -126,6 +127,7 @@ fn direct_node(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
                 .collect::<Result<_, _>>()?,
         ),
         Value::Map(m) => map_node(m.snapshot(), depth, direct_node)?,
+        Value::Object(o) if o.is_nil() => direct_node(&Value::Nil, depth + 1)?,
         Value::Object(o) => match o.entries() {
             Some(entries) => map_node(entries, depth, direct_node)?,
             None => direct_node(&o.to_data(), depth + 1)?,

@@ -98,6 +98,10 @@ pub trait Object {
         Value::Nil
     }
     /// For map-typed objects (`engine.files`): the entries, for `range`, `len` and `index`.
+    /// A typed nil (a nil map or pointer): encodes as JSON `null` though it has a type.
+    fn is_nil(&self) -> bool {
+        false
+    }
     fn entries(&self) -> Option<Vec<(String, Value)>> {
         None
     }

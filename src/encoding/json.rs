@@ -145,6 +145,8 @@ impl Encoder {
                 self.leave(id, recorded);
                 result?;
             }
+            // A typed nil (a nil map behind a Go type) encodes as `null`.
+            Value::Object(o) if o.is_nil() => self.out.push_str("null"),
             Value::Object(o) => match o.entries() {
                 Some(entries) => {
                     let sorted: BTreeMap<String, Value> = entries.into_iter().collect();

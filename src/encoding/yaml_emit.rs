@@ -127,6 +127,7 @@ fn json_node(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, YamlEm
                 .collect::<Result<_, _>>()?,
         ),
         Value::Map(m) => map_node(m.snapshot(), depth, budget, json_round_trip)?,
+        Value::Object(o) if o.is_nil() => Node::Null,
         Value::Object(o) => match o.entries() {
             Some(entries) => map_node(entries, depth, budget, json_round_trip)?,
             None => json_round_trip(&o.to_data(), depth + 1, budget)?,
@@ -154,6 +155,7 @@ fn direct_inner(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, Yam
                 .collect::<Result<_, _>>()?,
         ),
         Value::Map(m) => map_node(m.snapshot(), depth, budget, direct_node)?,
+        Value::Object(o) if o.is_nil() => Node::Null,
         Value::Object(o) => match o.entries() {
             Some(entries) => map_node(entries, depth, budget, direct_node)?,
             None => direct_node(&o.to_data(), depth + 1, budget)?,

@@ -238,6 +238,10 @@ fn resolve_json_number(text: &str) -> Node {
 
 /// go-yaml v2's map key order for string keys: runs of digits compare numerically, letters
 /// sort after non-letters, otherwise code point order, a prefix first.
+///
+/// The comparison is not transitive for some mixes of digit runs and letters (`4004` <
+/// `4a` < `8zA2` < `4004`). go-yaml then sorts Go's randomly ordered map keys into one of
+/// several orders, so Helm's own output varies between runs; ours is one of them.
 pub fn natural_cmp(a: &str, b: &str) -> Ordering {
     natural_cmp_in(a, b, false)
 }

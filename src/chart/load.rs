@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::chart::ignore::{IgnoreError, Rules};
 use crate::chart::metadata::{ChartYaml, DecodeError, ValidationError};
-use crate::chart::{Chart, ChartFile};
+use crate::chart::{Chart, ChartFile, values};
 
 /// Largest single file Helm accepts (`loader.MaxDecompressedFileSize`).
 pub const MAX_FILE_SIZE: u64 = 5 * 1024 * 1024;
@@ -47,6 +47,9 @@ pub enum LoadError {
     MissingChartYaml,
     #[error("cannot load {file}: {error}")]
     Decode { file: String, error: DecodeError },
+    /// `values.yaml` is not a valid values file (Helm reads it at load time).
+    #[error("cannot load values.yaml: {0}")]
+    Values(String),
     #[error(transparent)]
     Validation(#[from] ValidationError),
     #[error(transparent)]
@@ -447,7 +450,11 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
         let is_v1 = |c: &Option<ChartYaml>| c.as_ref().is_some_and(|c| c.metadata.api_version == "v1");
         match f.name.as_str() {
             "Chart.yaml" | "Chart.lock" => {}
-            "values.yaml" => values_text = Some(text(&f.data)),
+            "values.yaml" => {
+                let values = text(&f.data);
+                values::parse(&values, "values.yaml").map_err(|e| LoadError::Values(e.msg))?;
+                values_text = Some(values);
+            }
             "values.schema.json" => schema = Some(f.data),
             "requirements.yaml" => {
                 let decoded = chart_yaml.get_or_insert_with(ChartYaml::default);

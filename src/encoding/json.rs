@@ -100,6 +100,7 @@ fn write_value(out: &mut String, v: &Value, style: Style, depth: usize) -> Resul
             let entries = m.snapshot();
             write_object(out, &entries, style, depth)?;
         }
+        Value::Object(o) if o.is_nil() => out.push_str("null"),
         Value::Object(o) => {
             if let Some(entries) = o.entries() {
                 let sorted: BTreeMap<String, Value> = entries.into_iter().collect();
@@ -204,24 +205,46 @@ pub fn format_float(f: f64) -> Result<String, JsonError> {
 
 /// `json.Unmarshal(text, &v)` with `v interface{}`.
 pub fn unmarshal(text: &str) -> Result<Value, JsonError> {
+    let d = unmarshal_partial(text)?;
+    match d.error {
+        Some(e) => Err(e),
+        None => Ok(d.value),
+    }
+}
+
+/// A decoded document plus the first value error Go saved while decoding on (a number out
+/// of float64 range decodes as nil).
+pub struct Decoded {
+    pub value: Value,
+    pub error: Option<JsonError>,
+}
+
+/// Like [`unmarshal`], but keeps what Go keeps when a value cannot be stored. Syntax errors
+/// (found before decoding starts) are still errors.
+pub fn unmarshal_partial(text: &str) -> Result<Decoded, JsonError> {
     check_syntax(text.as_bytes())?;
     let mut p = Parser {
         s: text.as_bytes(),
         i: 0,
+        error: None,
     };
     p.skip_ws();
-    p.value(0)
+    let value = p.value(0)?;
+    Ok(Decoded {
+        value,
+        error: p.error,
+    })
 }
 
-/// What a decoded document is, for Go's "cannot unmarshal X into …" errors.
-pub fn kind_word(v: &Value) -> &'static str {
-    match v {
-        Value::Nil => "null",
-        Value::Bool(_) => "bool",
-        Value::Float(_) | Value::Int(_) | Value::Int64(_) | Value::Uint8(_) => "number",
-        Value::String(_) => "string",
-        Value::List(_) => "array",
-        _ => "object",
+/// The kind of the top-level value of syntactically valid JSON (`object`, `array`, …).
+pub fn top_level_kind(text: &str) -> &'static str {
+    match text.bytes().find(|&c| !is_ws(c)) {
+        Some(b'{') => "object",
+        Some(b'[') => "array",
+        Some(b'"') => "string",
+        Some(b't' | b'f') => "bool",
+        Some(b'n') => "null",
+        _ => "number",
     }
 }
 
@@ -230,11 +253,28 @@ fn quote_char(c: u8) -> String {
     match c {
         b'\'' => "'\\''".into(),
         b'"' => "'\"'".into(),
-        _ => {
-            let q = crate::template::gofmt::quote(&char::from(c).to_string());
-            let inner = q.get(1..q.len().saturating_sub(1)).unwrap_or("");
-            format!("'{inner}'")
+        // Go quotes `string(rune(c))`: bytes >= 0x80 read as U+0080..U+00FF.
+        _ => format!("'{}'", go_quote_rune(char::from(c))),
+    }
+}
+
+/// The body of Go's `strconv.Quote` for one Latin-1 rune.
+fn go_quote_rune(c: char) -> String {
+    match c {
+        '\u{7}' => "\\a".into(),
+        '\u{8}' => "\\b".into(),
+        '\u{c}' => "\\f".into(),
+        '\n' => "\\n".into(),
+        '\r' => "\\r".into(),
+        '\t' => "\\t".into(),
+        '\u{b}' => "\\v".into(),
+        '\\' => "\\\\".into(),
+        c if u32::from(c) < 0x20 || u32::from(c) == 0x7F => format!("\\x{:02x}", u32::from(c)),
+        // Latin-1 controls, NBSP and soft hyphen are not printable for Go.
+        c if (0x80..=0xA0).contains(&u32::from(c)) || c == '\u{ad}' => {
+            format!("\\u{:04x}", u32::from(c))
         }
+        c => c.to_string(),
     }
 }
 
@@ -353,7 +393,12 @@ fn check_literal(s: &[u8], i: &mut usize, word: &[u8]) -> Result<(), JsonError> 
     let name = std::str::from_utf8(word).unwrap_or("");
     for (k, &want) in word.iter().enumerate() {
         match s.get(*i + k) {
-            None => return Err(eof()),
+            None => {
+                return Err(syntax(
+                    b' ',
+                    &format!("in literal {name} (expecting {})", quote_char(want)),
+                ));
+            }
             Some(&c) if c == want => {}
             Some(&c) => {
                 return Err(syntax(
@@ -378,7 +423,7 @@ fn check_string(s: &[u8], i: &mut usize) -> Result<(), JsonError> {
             b'"' => return Ok(()),
             b'\\' => {
                 let Some(&e) = s.get(*i) else {
-                    return Err(eof());
+                    return Err(syntax(b' ', "in string escape code"));
                 };
                 *i += 1;
                 match e {
@@ -386,7 +431,7 @@ fn check_string(s: &[u8], i: &mut usize) -> Result<(), JsonError> {
                     b'u' => {
                         for _ in 0..4 {
                             match s.get(*i) {
-                                None => return Err(eof()),
+                                None => return Err(syntax(b' ', "in \\u hexadecimal character escape")),
                                 Some(h) if h.is_ascii_hexdigit() => *i += 1,
                                 Some(&h) => {
                                     return Err(syntax(h, "in \\u hexadecimal character escape"));
@@ -412,7 +457,7 @@ fn check_number(s: &[u8], i: &mut usize) -> Result<(), JsonError> {
     if s.get(*i) == Some(&b'-') {
         *i += 1;
         match s.get(*i) {
-            None => return Err(eof()),
+            None => return Err(syntax(b' ', "in numeric literal")),
             Some(c) if c.is_ascii_digit() => {}
             Some(&c) => return Err(syntax(c, "in numeric literal")),
         }
@@ -425,7 +470,7 @@ fn check_number(s: &[u8], i: &mut usize) -> Result<(), JsonError> {
     if s.get(*i) == Some(&b'.') {
         *i += 1;
         match s.get(*i) {
-            None => return Err(eof()),
+            None => return Err(syntax(b' ', "after decimal point in numeric literal")),
             Some(c) if c.is_ascii_digit() => digits(i),
             Some(&c) => return Err(syntax(c, "after decimal point in numeric literal")),
         }
@@ -436,7 +481,7 @@ fn check_number(s: &[u8], i: &mut usize) -> Result<(), JsonError> {
             *i += 1;
         }
         match s.get(*i) {
-            None => return Err(eof()),
+            None => return Err(syntax(b' ', "in exponent of numeric literal")),
             Some(c) if c.is_ascii_digit() => digits(i),
             Some(&c) => return Err(syntax(c, "in exponent of numeric literal")),
         }
@@ -448,6 +493,7 @@ fn check_number(s: &[u8], i: &mut usize) -> Result<(), JsonError> {
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
+    error: Option<JsonError>,
 }
 
 impl Parser<'_> {
@@ -534,9 +580,14 @@ impl Parser<'_> {
                 let text = std::str::from_utf8(self.s.get(start..self.i).unwrap_or(b"")).unwrap_or("");
                 match text.parse::<f64>() {
                     Ok(f) if f.is_finite() => Ok(Value::Float(f)),
-                    _ => Err(JsonError::Decode(format!(
-                        "json: cannot unmarshal number {text} into Go value of type float64"
-                    ))),
+                    _ => {
+                        self.error.get_or_insert_with(|| {
+                            JsonError::Decode(format!(
+                                "json: cannot unmarshal number {text} into Go value of type float64"
+                            ))
+                        });
+                        Ok(Value::Nil)
+                    }
                 }
             }
             None => Err(eof()),
@@ -643,8 +694,15 @@ mod tests {
         let err = |t: &str| unmarshal(t).unwrap_err().to_string();
         assert_eq!(err(""), "unexpected end of JSON input");
         assert_eq!(err("{\"a\":1}x"), "invalid character 'x' after top-level value");
-        assert_eq!(err("[1,]"), "invalid character ']' looking for beginning of value");
-        assert_eq!(err("tru"), "unexpected end of JSON input");
+        assert_eq!(
+            err("[1,]"),
+            "invalid character ']' looking for beginning of value"
+        );
+        assert_eq!(
+            err("tru"),
+            "invalid character ' ' in literal true (expecting 'e')"
+        );
+        assert_eq!(err("[1"), "unexpected end of JSON input");
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub enum YamlEmitError {
     #[error("{0}")]
     Json(#[from] json::JsonError),
     /// go-yaml's reader rejects characters JSON leaves unescaped (DEL, C1 controls, …).
-    #[error("error converting JSON to YAML: yaml: control characters are not allowed")]
+    #[error("yaml: control characters are not allowed")]
     ControlCharacter,
     #[error("yaml: nesting too deep")]
     TooDeep,
@@ -39,7 +39,7 @@ pub enum Node {
     Float(f64),
     Str(String),
     Seq(Vec<Node>),
-    /// Entries already in the order the emitter writes them.
+    /// Entries in any order: the emitter sorts keys the way its go-yaml version does.
     Map(Vec<(String, Node)>),
 }
 
@@ -50,18 +50,23 @@ pub struct Flavor {
     pub indent_sequences: bool,
     /// Fold long plain/quoted scalars past this column; `None` never folds.
     pub width: Option<usize>,
+    /// go-yaml v3 rules: a letter sorts before other characters right after a digit
+    /// (`1e` < `1.0`), and tabs are allowed in literal block scalars.
+    pub v3: bool,
 }
 
 /// go-yaml v2 as sigs.k8s.io/yaml configures it.
 pub const V2: Flavor = Flavor {
     indent_sequences: false,
     width: Some(80),
+    v3: false,
 };
 
 /// go-yaml v3 `Encoder` with `SetIndent(2)` (Helm's `toYamlPretty`).
 pub const V3_PRETTY: Flavor = Flavor {
     indent_sequences: true,
     width: None,
+    v3: true,
 };
 
 /// `sigs.k8s.io/yaml.Marshal(v)`: the YAML document, ending in a newline.
@@ -89,7 +94,7 @@ pub fn json_round_trip(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
         Value::Float(f) => resolve_json_number(&json::format_float(*f)?),
         Value::String(s) => {
             check_reader_chars(s)?;
-            Node::Str(s.to_string())
+            Node::Str(fold_line_breaks(s))
         }
         Value::Bytes(b) => Node::Str(base64::engine::general_purpose::STANDARD.encode(b)),
         Value::List(l) => Node::Seq(
@@ -99,6 +104,7 @@ pub fn json_round_trip(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
                 .collect::<Result<_, _>>()?,
         ),
         Value::Map(m) => map_node(m.snapshot(), depth, json_round_trip)?,
+        Value::Object(o) if o.is_nil() => Node::Null,
         Value::Object(o) => match o.entries() {
             Some(entries) => map_node(entries, depth, json_round_trip)?,
             None => json_round_trip(&o.to_data(), depth + 1)?,
@@ -121,6 +127,7 @@ fn direct_node(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
                 .collect::<Result<_, _>>()?,
         ),
         Value::Map(m) => map_node(m.snapshot(), depth, direct_node)?,
+        Value::Object(o) if o.is_nil() => direct_node(&Value::Nil, depth + 1)?,
         Value::Object(o) => match o.entries() {
             Some(entries) => map_node(entries, depth, direct_node)?,
             None => direct_node(&o.to_data(), depth + 1)?,
@@ -134,11 +141,10 @@ fn map_node(
     depth: usize,
     convert: fn(&Value, usize) -> Result<Node, YamlEmitError>,
 ) -> Result<Node, YamlEmitError> {
-    let mut out = entries
+    let out = entries
         .iter()
         .map(|(k, v)| Ok((k.clone(), convert(v, depth + 1)?)))
         .collect::<Result<Vec<_>, YamlEmitError>>()?;
-    out.sort_by(|a, b| natural_cmp(&a.0, &b.0));
     Ok(Node::Map(out))
 }
 
@@ -152,6 +158,36 @@ fn check_reader_chars(s: &str) -> Result<(), YamlEmitError> {
         return Err(YamlEmitError::ControlCharacter);
     }
     Ok(())
+}
+
+/// go-yaml reads the JSON string as a double-quoted scalar, where a raw NEL (the only line
+/// break `encoding/json` leaves unescaped) folds: with the spaces around it, a single break
+/// becomes one space and `n` breaks become `n-1` newlines.
+fn fold_line_breaks(s: &str) -> String {
+    if !s.contains('\u{85}') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        let breaks = run.chars().filter(|&c| c == '\u{85}').count();
+        match breaks {
+            0 => out.push_str(run),
+            1 => out.push(' '),
+            n => out.extend(std::iter::repeat_n('\n', n - 1)),
+        }
+        run.clear();
+    };
+    for c in s.chars() {
+        if c == ' ' || c == '\u{85}' {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
 }
 
 /// How go-yaml v2 resolves a number `encoding/json` wrote: an int when it parses as one
@@ -169,25 +205,32 @@ fn resolve_json_number(text: &str) -> Node {
 // ---------------------------------------------------------------------------------------------
 // Key order
 
-/// go-yaml's map key order for string keys: runs of digits compare numerically, letters sort
-/// after non-letters, otherwise code point order, a prefix first.
+/// go-yaml v2's map key order for string keys: runs of digits compare numerically, letters
+/// sort after non-letters, otherwise code point order, a prefix first.
 pub fn natural_cmp(a: &str, b: &str) -> Ordering {
-    if natural_less(a, b) {
+    natural_cmp_in(a, b, false)
+}
+
+/// The key order of go-yaml v2 (`v3 == false`) or v3.
+pub fn natural_cmp_in(a: &str, b: &str, v3: bool) -> Ordering {
+    if natural_less(a, b, v3) {
         Ordering::Less
-    } else if natural_less(b, a) {
+    } else if natural_less(b, a, v3) {
         Ordering::Greater
     } else {
         a.cmp(b)
     }
 }
 
-fn natural_less(a: &str, b: &str) -> bool {
+fn natural_less(a: &str, b: &str, v3: bool) -> bool {
     let ar: Vec<char> = a.chars().collect();
     let br: Vec<char> = b.chars().collect();
     let digit = |c: char| c.is_ascii_digit();
+    let mut after_digit = false;
     for i in 0..ar.len().min(br.len()) {
         let (ca, cb) = (ar[i], br[i]);
         if ca == cb {
+            after_digit = digit(ca);
             continue;
         }
         let (al, bl) = (ca.is_alphabetic(), cb.is_alphabetic());
@@ -195,7 +238,7 @@ fn natural_less(a: &str, b: &str) -> bool {
             return ca < cb;
         }
         if al || bl {
-            return bl;
+            return if v3 && after_digit { al } else { bl };
         }
         // A digit run that started earlier with a non-zero digit is a number already under
         // way: its zeros are significant. Leading zeros otherwise compare as the value 0.
@@ -261,10 +304,9 @@ pub fn format_float_g(f: f64) -> String {
 /// (`yes`, `~`, `1.5`, `0x1f`, `2024-01-01`, …), or as a base-60 float it quotes anyway.
 pub fn resolves_as_non_string(s: &str) -> bool {
     const SPECIAL: &[&str] = &[
-        "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", "n", "N", "no",
-        "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF", "", "~", "null", "Null", "NULL",
-        ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf",
-        "-.Inf", "-.INF", "<<",
+        "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", "n", "N", "no", "No", "NO",
+        "false", "False", "FALSE", "off", "Off", "OFF", "", "~", "null", "Null", "NULL", ".nan", ".NaN",
+        ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", "<<",
     ];
     let Some(first) = s.bytes().next() else {
         return true;
@@ -375,7 +417,10 @@ fn go_parse_float(s: &str) -> Option<f64> {
     }
     // Rust accepts exactly the decimal forms Go does, minus Go's hex floats and underscores
     // (only allowed with a base prefix), which never reach here as floats.
-    if !body.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')) {
+    if !body
+        .bytes()
+        .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
+    {
         return None;
     }
     s.parse::<f64>().ok().filter(|f| f.is_finite())
@@ -502,7 +547,7 @@ fn is_timestamp(s: &str) -> bool {
 
 fn days_in_month(year: u32, month: u32) -> u32 {
     match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 if (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400) => 29,
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,
@@ -539,7 +584,7 @@ struct Analysis {
     block_allowed: bool,
 }
 
-fn analyze(value: &str) -> Analysis {
+fn analyze(value: &str, v3: bool) -> Analysis {
     if value.is_empty() {
         return Analysis {
             multiline: false,
@@ -554,7 +599,7 @@ fn analyze(value: &str) -> Analysis {
         (false, false, false, false);
     let (mut break_space, mut space_break, mut previous_space, mut previous_break) =
         (false, false, false, false);
-    let (mut line_breaks, mut special) = (false, false);
+    let (mut line_breaks, mut special, mut tab) = (false, false, false);
     let mut preceded_by_ws = true;
     let mut followed_by_ws = is_blankz(chars.get(1).copied());
     let last = chars.len() - 1;
@@ -574,7 +619,10 @@ fn analyze(value: &str) -> Analysis {
                 block_indicators = true;
             }
         }
-        if !is_printable(c) {
+        if c == '\t' && v3 {
+            // v3 keeps tabs out of plain and single-quoted scalars but allows them in blocks.
+            tab = true;
+        } else if !is_printable(c) {
             special = true;
         }
         if c == ' ' {
@@ -634,6 +682,10 @@ fn analyze(value: &str) -> Analysis {
     }
     if line_breaks || block_indicators {
         a.block_plain_allowed = false;
+    }
+    if tab {
+        a.block_plain_allowed = false;
+        a.single_quoted_allowed = false;
     }
     a
 }
@@ -726,10 +778,7 @@ impl Emitter {
 
     fn write_indent(&mut self) {
         let indent = usize::try_from(self.indent.max(0)).unwrap_or(0);
-        if !self.indention
-            || self.column > indent
-            || (self.column == indent && !self.whitespace)
-        {
+        if !self.indention || self.column > indent || (self.column == indent && !self.whitespace) {
             self.put_break();
         }
         while self.column < indent {
@@ -798,9 +847,12 @@ impl Emitter {
     fn mapping(&mut self, entries: &[(String, Node)]) {
         let saved = self.indent;
         self.increase_indent(false, false);
-        for (key, value) in entries {
+        let v3 = self.flavor.v3;
+        let mut sorted: Vec<&(String, Node)> = entries.iter().collect();
+        sorted.sort_by(|a, b| natural_cmp_in(&a.0, &b.0, v3));
+        for (key, value) in sorted {
             self.write_indent();
-            let simple = key.len() <= MAX_SIMPLE_KEY && !analyze(key).multiline;
+            let simple = key.len() <= MAX_SIMPLE_KEY && !analyze(key, self.flavor.v3).multiline;
             if simple {
                 self.string(key, true);
                 self.write_indicator(":", false, false, false);
@@ -823,7 +875,7 @@ impl Emitter {
     }
 
     fn string(&mut self, s: &str, simple_key: bool) {
-        let a = analyze(s);
+        let a = analyze(s, self.flavor.v3);
         let style = select_style(s, &a, simple_key);
         let saved = self.indent;
         self.increase_indent(true, false);
@@ -919,8 +971,11 @@ impl Emitter {
         let chars: Vec<char> = s.chars().collect();
         let last = chars.len().saturating_sub(1);
         let mut spaces = false;
+        // go-yaml's BOM test looks at the start of the value, not at the current character:
+        // a value starting with a BOM has every character escaped.
+        let starts_with_bom = chars.first() == Some(&'\u{FEFF}');
         for (i, &c) in chars.iter().enumerate() {
-            if !is_printable(c) || c == '\u{FEFF}' || is_break(c) || c == '"' || c == '\\' {
+            if !is_printable(c) || starts_with_bom || is_break(c) || c == '"' || c == '\\' {
                 self.put('\\');
                 let v = u32::from(c);
                 match c {
@@ -1024,8 +1079,8 @@ mod tests {
     #[test]
     fn natural_order_matches_go_yaml() {
         let want = [
-            "-x", ".x", "_", "1", "9", "10", "A", "Z", "a", "a-b", "a_b", "a1", "a2", "a10", "aB",
-            "ab", "b", "z0", "z00", "z01", "é",
+            "-x", ".x", "_", "1", "9", "10", "A", "Z", "a", "a-b", "a_b", "a1", "a2", "a10", "aB", "ab", "b",
+            "z0", "z00", "z01", "é",
         ];
         let mut keys: Vec<&str> = want.to_vec();
         keys.reverse();
@@ -1051,7 +1106,10 @@ mod tests {
     #[test]
     fn block_layout() {
         let m = Node::Map(vec![
-            ("a".into(), Node::Seq(vec![Node::Int(1), Node::Seq(vec![Node::Int(2)])])),
+            (
+                "a".into(),
+                Node::Seq(vec![Node::Int(1), Node::Seq(vec![Node::Int(2)])]),
+            ),
             ("b".into(), Node::Map(vec![("c".into(), s("x\ny\n"))])),
             ("e".into(), Node::Map(vec![])),
         ]);

@@ -432,6 +432,19 @@ impl<'a, 's> State<'a, 's> {
                     }
                 }
             }
+            // A slice-typed object (`.Capabilities.APIVersions`) ranges over its elements.
+            Value::Object(o) if o.kind() == "slice" && matches!(o.to_data(), Value::List(_)) => {
+                if let Value::List(l) = o.to_data() {
+                    for (i, item) in l.items.iter().enumerate() {
+                        ran = true;
+                        let (index, elem) =
+                            (EVal::concrete(Value::Int(i as i64)), EVal::concrete(item.clone()));
+                        if self.range_iteration(b, index, elem, mark, out)? {
+                            break;
+                        }
+                    }
+                }
+            }
             Value::Object(o) if o.entries().is_some() => {
                 for (k, v) in o.entries().unwrap_or_default() {
                     ran = true;
@@ -801,7 +814,14 @@ impl<'a, 's> State<'a, 's> {
                 let iface = v.is_nil();
                 Ok(EVal { v, iface })
             }
-            Err(cause) => {
+            Err(mut cause) => {
+                // Go's `call` is told the callee's source text, which its error names.
+                if name == "call"
+                    && let (FuncError::Message(m), Some(callee)) = (&cause, args.first())
+                    && let Some(typ) = m.strip_prefix("non-function of type ")
+                {
+                    cause = FuncError::msg(format!("non-function {callee} of type {typ}"));
+                }
                 self.at = node;
                 Err(self.err(ExecErrorKind::Call {
                     func: name.to_string(),

@@ -239,6 +239,9 @@ struct State<'a, 's> {
     vars: Vec<(&'a str, EVal)>,
     at: At<'a>,
     depth: usize,
+    /// Whether the last argument evaluated was Go's invalid (zero) `reflect.Value` rather
+    /// than a nil interface: only `len` tells them apart.
+    arg_invalid: std::cell::Cell<bool>,
 }
 
 impl<'a, 's> State<'a, 's> {
@@ -250,6 +253,7 @@ impl<'a, 's> State<'a, 's> {
             vars: vec![("$", dot)],
             at: At::None,
             depth: 0,
+            arg_invalid: std::cell::Cell::new(false),
         }
     }
 
@@ -554,6 +558,7 @@ impl<'a, 's> State<'a, 's> {
             vars: vec![("$", new_dot.clone())],
             at: At::None,
             depth: self.depth + 1,
+            arg_invalid: std::cell::Cell::new(false),
         };
         match inner.walk_list(&new_dot, &tree.root, out) {
             Err(Ctl::Err(e)) => Err(Ctl::Err(e)),
@@ -816,6 +821,14 @@ impl<'a, 's> State<'a, 's> {
             let typ = func.param_type(num_in - 1);
             argv.push(self.validate_type(fin, typ)?);
         }
+        // Go's `len` of an invalid value panics inside reflect (a nil interface is fine).
+        if name == "len" && num_in == 1 && self.arg_invalid.get() {
+            self.at = node;
+            return Err(self.err(ExecErrorKind::Call {
+                func: name.to_string(),
+                cause: FuncError::msg("reflect: call of reflect.Value.Type on zero Value"),
+            }));
+        }
         match (func.imp)(self, &argv) {
             Ok(v) => {
                 let iface = v.is_nil();
@@ -857,9 +870,11 @@ impl<'a, 's> State<'a, 's> {
     /// Evaluates an argument for a parameter of type `typ` (Go's `evalArg`).
     fn eval_arg(&mut self, dot: &EVal, typ: GoType, arg: &'a Expr) -> R<Value> {
         self.at = At::Expr(arg);
+        self.arg_invalid.set(false);
         match arg {
             Expr::Dot(_) => self.validate_type(dot.clone(), typ),
             Expr::Nil(_) => {
+                self.arg_invalid.set(typ == GoType::Reflect);
                 if typ.can_be_nil() || typ == GoType::Reflect {
                     Ok(Value::Nil)
                 } else {
@@ -943,6 +958,7 @@ impl<'a, 's> State<'a, 's> {
 
     /// Go's `validateType`: checks assignability without converting numbers.
     fn validate_type(&self, val: EVal, typ: GoType) -> R<Value> {
+        self.arg_invalid.set(val.is_invalid());
         if val.is_invalid() {
             if typ.can_be_nil() || typ == GoType::Reflect {
                 return Ok(Value::Nil);

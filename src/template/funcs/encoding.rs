@@ -1,6 +1,6 @@
 //! Encoding functions: sprig's `b64enc b64dec b32enc b32dec toPrettyJson toRawJson
 //! mustFromJson …` and Helm's overrides `toJson mustToJson fromJson fromJsonArray toYaml
-//! mustToYaml toYamlPretty fromYaml fromYamlArray toToml mustToToml`, with Helm's error
+//! mustToYaml toYamlPretty fromYaml fromYamlArray toToml mustToToml fromToml`, with Helm's error
 //! behaviour (most swallow errors into "" or an `Error` entry; `must*` variants raise them).
 
 use std::collections::BTreeMap;
@@ -9,7 +9,7 @@ use std::rc::Rc;
 use base64::Engine as _;
 
 use crate::encoding::json::{self, JsonError, Style};
-use crate::encoding::{toml_emit, yaml_emit, yaml_load};
+use crate::encoding::{toml_emit, toml_load, yaml_emit, yaml_load};
 use crate::template::error::FuncError;
 use crate::template::funcs::{FuncEnv, FuncMap, arg_str, helm};
 use crate::template::value::{GoType, Value};
@@ -74,6 +74,10 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "fromYamlArray",
         Func::pure(&[String], |args| Ok(from_yaml_array(arg_str(&args[0])))),
+    );
+    map.insert(
+        "fromToml",
+        Func::pure(&[String], |args| Ok(from_toml_map(arg_str(&args[0])))),
     );
     map.insert("toYaml", any_fn(|v| Ok(Value::from(helm::to_yaml_trimmed(v)))));
     map.insert(
@@ -195,6 +199,14 @@ pub fn from_yaml_array(text: &str) -> Value {
         ),
     };
     Value::list(vec![Value::from(error)])
+}
+
+/// Helm's `fromToml`: the decoded table, or `{"Error": …}`.
+pub fn from_toml_map(text: &str) -> Value {
+    match toml_load::parse(text) {
+        Ok(v) => v,
+        Err(e) => with_error(BTreeMap::new(), &e.to_string()),
+    }
 }
 
 const YAML_TO_JSON: &str = "error converting YAML to JSON: ";

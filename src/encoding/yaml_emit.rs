@@ -128,7 +128,7 @@ fn json_node(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, YamlEm
         ),
         Value::Map(m) => map_node(m.snapshot(), depth, budget, json_round_trip)?,
         Value::Object(o) if o.is_nil() => Node::Null,
-        Value::Object(o) => match o.entries() {
+        Value::Object(o) => match o.json_fields().or_else(|| o.entries()) {
             Some(entries) => map_node(entries, depth, budget, json_round_trip)?,
             None => json_round_trip(&o.to_data(), depth + 1, budget)?,
         },
@@ -156,7 +156,7 @@ fn direct_inner(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, Yam
         ),
         Value::Map(m) => map_node(m.snapshot(), depth, budget, direct_node)?,
         Value::Object(o) if o.is_nil() => Node::Null,
-        Value::Object(o) => match o.entries() {
+        Value::Object(o) => match o.json_fields().or_else(|| o.entries()) {
             Some(entries) => map_node(entries, depth, budget, direct_node)?,
             None => direct_node(&o.to_data(), depth + 1, budget)?,
         },

@@ -355,6 +355,7 @@ fn decode_blocks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encoding::json;
 
     #[test]
     fn base64_errors_like_go() {
@@ -372,6 +373,32 @@ mod tests {
             b64_decode("aGk=x").unwrap_err(),
             "illegal base64 data at input byte 4"
         );
+    }
+
+    proptest::proptest! {
+        /// Decoders return errors, never panic, on arbitrary text.
+        #[test]
+        fn decoders_never_panic(s in "\\PC{0,48}|[\\[\\]{}\"':,.=0-9a-zA-Z\\\\ \n#+_-]{0,48}") {
+            let _ = json::unmarshal(&s);
+            let _ = from_json_map(&s);
+            let _ = from_json_array(&s);
+            let _ = toml_load::parse(&s);
+            let _ = b64_decode(&s);
+            let _ = b32_decode(&s);
+        }
+
+        /// Encoders handle any string content, as values and as keys.
+        #[test]
+        fn encoders_never_panic(s in "\\PC{0,48}|[\\x00-\\x7f\u{85}\u{a0}\u{2028}\u{feff}]{0,48}") {
+            let map = Value::map(BTreeMap::from([(s.clone(), Value::from(s.as_str()))]));
+            let list = Value::list(vec![map.clone(), Value::from(s.as_str())]);
+            for v in [&map, &list] {
+                let _ = yaml_emit::marshal(v);
+                let _ = yaml_emit::marshal_pretty(v);
+                let _ = json::marshal(v);
+                let _ = toml_emit::encode(v);
+            }
+        }
     }
 
     #[test]

@@ -262,7 +262,7 @@ impl ChartYaml {
 /// The first YAML document of `text` as a value, with YAML typing kept (ints stay ints):
 /// the one place metadata parsing depends on the YAML loader.
 fn first_yaml_document(text: &str) -> Result<Value, String> {
-    crate::chart::values::parse_document(text)
+    crate::chart::values::parse_document_typed(text)
 }
 
 /// Go `encoding/json` field matching: exact name first, then case-insensitive.

@@ -5,7 +5,9 @@
 //! the Latin-1 characters of the same value (see [`bytes_to_string`]), which is how the Helm
 //! oracle reports such output.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::hash::{BuildHasher, RandomState};
 use std::rc::Rc;
 
 use crate::template::error::FuncError;
@@ -21,8 +23,21 @@ pub const MAX_STRING_BYTES: usize = 256 << 20;
 type StrFn = fn(&str) -> String;
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
-    let _ = env;
     use GoType::{Any, Int, String};
+
+    let shuffle_env = Rc::clone(env);
+    let calls = Cell::new(0u64);
+    map.insert(
+        "shuffle",
+        Func::pure(&[String], move |a| {
+            calls.set(calls.get().wrapping_add(1));
+            let seed = match shuffle_env.seed() {
+                Some(seed) => seed ^ calls.get().wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                None => os_random_u64(),
+            };
+            Ok(Value::from(shuffle(arg_str(&a[0]), seed)))
+        }),
+    );
 
     map.insert("hello", Func::pure(&[], |_| Ok(Value::from("Hello!"))));
 
@@ -508,6 +523,28 @@ fn initials(s: &str) -> String {
     out
 }
 
+/// `shuffle`: the runes of `s` in a random order (Fisher-Yates driven by splitmix64).
+fn shuffle(s: &str, seed: u64) -> String {
+    let mut runes: Vec<char> = s.chars().collect();
+    let mut state = seed;
+    for i in (1..runes.len()).rev() {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let j = (z % (i as u64 + 1)) as usize;
+        runes.swap(i, j);
+    }
+    runes.into_iter().collect()
+}
+
+/// Unpredictable bits from the OS-seeded keys of std's `RandomState` (shuffling needs no
+/// cryptographic strength).
+fn os_random_u64() -> u64 {
+    RandomState::new().hash_one(0u8)
+}
+
 /// `trunc`: the first `n` bytes, or for negative `n` the last `-n` bytes.
 fn trunc(n: i64, s: &str) -> Value {
     let len = s.len() as i64;
@@ -833,6 +870,17 @@ mod tests {
             "HELLO WORLD ß É",
             "hello World ß é".chars().map(upper_rune).collect::<String>()
         );
+    }
+
+    #[test]
+    fn shuffle_permutes_runes() {
+        let mut out: Vec<char> = shuffle("héllo wörld", 42).chars().collect();
+        out.sort_unstable();
+        let mut want: Vec<char> = "héllo wörld".chars().collect();
+        want.sort_unstable();
+        assert_eq!(out, want);
+        assert_eq!(shuffle("abcdef", 7), shuffle("abcdef", 7));
+        assert_eq!(shuffle("", 1), "");
     }
 
     #[test]

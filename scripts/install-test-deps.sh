@@ -14,6 +14,14 @@ apiserver="$bin_dir/kube-apiserver"
 log() { printf 'install-test-deps: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
+# Parallel test runs (several worktrees, nextest) may call this at once: one installs, the
+# others wait and then find the cached binary.
+mkdir -p "$cache"
+exec 9>"$cache/.install-test-deps.lock"
+if command -v flock >/dev/null; then
+  flock 9 || die "could not lock $cache/.install-test-deps.lock"
+fi
+
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
     die "need root for: $* (run as root or install sudo)"

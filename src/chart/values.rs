@@ -2,49 +2,111 @@
 //! so every number is a `float64`; a multi-document `values.yaml` is merged.
 
 use crate::chart::Chart;
-use crate::chart::coalesce::{merge_tables, new_table, table};
+use crate::chart::coalesce::{new_table, table};
+use crate::encoding::yaml_load;
 use crate::template::value::Value;
 
 /// A values file that cannot be read.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{file}: {msg}")]
+#[error("{context}: {msg}")]
 pub struct ValuesError {
     pub file: String,
+    /// Helm's lead-in: `failed to parse <file>` for `-f` files, `cannot load values.yaml`
+    /// for a chart's defaults.
+    pub context: String,
     pub msg: String,
 }
 
-/// Parses values text (all documents merged, later documents winning) into a table.
+/// Parses a user values file (all documents merged, later documents winning) into a table.
 pub fn parse(text: &str, file: &str) -> Result<Value, ValuesError> {
+    parse_with_context(text, file, format!("failed to parse {file}"))
+}
+
+fn parse_with_context(text: &str, file: &str, context: String) -> Result<Value, ValuesError> {
     let docs = load_yaml_documents(text).map_err(|msg| ValuesError {
         file: file.to_string(),
+        context,
         msg,
     })?;
-    let merged = new_table();
-    for doc in docs.into_iter().rev() {
-        if table(&doc).is_some() {
-            merge_tables(&merged, &doc);
-        }
+    let mut merged = new_table();
+    for doc in &docs {
+        merged = merge_maps(&merged, doc);
     }
     Ok(merged)
+}
+
+/// Helm's `MergeMaps`: `b` wins; where both hold a table, the tables merge recursively.
+fn merge_maps(a: &Value, b: &Value) -> Value {
+    let out = new_table();
+    let (Some(out_map), Some(b_map)) = (table(&out), table(b)) else {
+        return out;
+    };
+    if let Some(a_map) = table(a) {
+        for (k, v) in a_map.snapshot() {
+            out_map.insert(k, v);
+        }
+    }
+    for (k, v) in b_map.snapshot() {
+        let merged = match (out_map.get(&k), table(&v)) {
+            (Some(existing), Some(_)) if table(&existing).is_some() => merge_maps(&existing, &v),
+            _ => v,
+        };
+        out_map.insert(k, merged);
+    }
+    out
 }
 
 /// The chart's own default values (`values.yaml`), or an empty table.
 pub fn chart_defaults(chart: &Chart) -> Result<Value, ValuesError> {
     match &chart.values_text {
-        Some(text) => parse(text, &format!("{}/values.yaml", chart.name())),
+        Some(text) => parse_with_context(
+            text,
+            &format!("{}/values.yaml", chart.name()),
+            "cannot load values.yaml".to_string(),
+        ),
         None => Ok(new_table()),
     }
 }
 
+/// Helm's `LoadValues`: the Kubernetes reader splits the text at `---` lines, and each
+/// document is read by sigs.k8s.io/yaml into a `map[string]interface{}` (an empty document
+/// is an empty table; a list or scalar document is an error). Messages are Helm's.
 fn load_yaml_documents(text: &str) -> Result<Vec<Value>, String> {
-    let _ = text;
-    Err("YAML loader not wired yet".to_string())
+    let docs = yaml_load::split_documents(text).map_err(|e| format!("error reading yaml document: {e}"))?;
+    let mut out = Vec::with_capacity(docs.len());
+    for doc in docs {
+        let value = yaml_load::load_document(&doc)
+            .map_err(|e| format!("cannot unmarshal yaml document: {}", e.sigs_message()))?;
+        out.push(match value {
+            Value::Nil => new_table(),
+            Value::Map(_) => value,
+            other => {
+                return Err(format!(
+                    "cannot unmarshal yaml document: error unmarshaling JSON: while decoding JSON: \
+                     json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                    json_kind(&other)
+                ));
+            }
+        });
+    }
+    Ok(out)
 }
 
-/// Parses one YAML document (a manifest head, Chart.yaml) into a value.
+/// The JSON type name `encoding/json` uses in its unmarshal errors.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::List(_) => "array",
+        Value::String(_) => "string",
+        Value::Bool(_) => "bool",
+        Value::Map(_) => "object",
+        Value::Nil => "null",
+        _ => "number",
+    }
+}
+
+/// Parses one YAML document (a manifest head, Chart.yaml) as sigs.k8s.io/yaml does: the
+/// first document of the text, through JSON (`Nil` when there is none). Errors read
+/// `error converting YAML to JSON: yaml: line 3: …`.
 pub fn parse_document(text: &str) -> Result<Value, String> {
-    Ok(load_yaml_documents(text)?
-        .into_iter()
-        .next()
-        .unwrap_or(Value::Nil))
+    yaml_load::load_document(text).map_err(|e| e.sigs_message())
 }

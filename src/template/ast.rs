@@ -26,7 +26,8 @@ impl Tree {
     /// Go's `IsEmptyTree`: only whitespace text, comments and empty lists.
     pub fn is_empty(&self) -> bool {
         self.root.nodes.iter().all(|n| match n {
-            Node::Text(t) => t.text.iter().all(u8::is_ascii_whitespace) || t.text.is_empty(),
+            // Go trims with `unicode.IsSpace`, which is Rust's White_Space property.
+            Node::Text(t) => String::from_utf8_lossy(&t.text).chars().all(char::is_whitespace),
             Node::Comment(_) => true,
             _ => false,
         })
@@ -206,18 +207,48 @@ pub struct Number {
     pub uint: Option<u64>,
     /// Set when the literal is representable as a float (`IsFloat`).
     pub float: Option<f64>,
+    /// Set for imaginary and complex literals (`1i`, `1+2i`): (real, imaginary).
+    pub complex: Option<(f64, f64)>,
     /// True for char literals like `'a'`.
     pub is_char: bool,
+}
+
+// ---- deep trees ----
+//
+// Parenthesised pipelines nest up to 10000 deep and control structures without limit, so
+// dropping and printing a tree must not recurse on the thread's own stack alone.
+
+const STACK_RED_ZONE: usize = 64 * 1024;
+const STACK_SEGMENT: usize = 1024 * 1024;
+
+fn grow<T>(f: impl FnOnce() -> T) -> T {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f)
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        let cmds = std::mem::take(&mut self.cmds);
+        grow(|| drop(cmds));
+    }
+}
+
+impl Drop for List {
+    fn drop(&mut self) {
+        let nodes = std::mem::take(&mut self.nodes);
+        grow(|| drop(nodes));
+    }
 }
 
 // ---- printing back as template source, like Go's Node.String() ----
 
 impl fmt::Display for List {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for n in &self.nodes {
-            write!(f, "{n}")?;
-        }
-        Ok(())
+        grow(|| {
+            for n in &self.nodes {
+                write!(f, "{n}")?;
+            }
+            Ok(())
+        })
     }
 }
 
@@ -250,6 +281,12 @@ fn write_branch(f: &mut fmt::Formatter<'_>, name: &str, b: &Branch) -> fmt::Resu
 
 impl fmt::Display for Pipe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        grow(|| self.fmt_inner(f))
+    }
+}
+
+impl Pipe {
+    fn fmt_inner(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if !self.decl.is_empty() {
             for (i, v) in self.decl.iter().enumerate() {
                 if i > 0 {

@@ -1,30 +1,46 @@
-//! Go's `fmt` and `strconv` printing rules (placeholder).
+//! Go's `fmt` and `strconv` printing rules, which templates observe everywhere: the text of
+//! an action (`{{ 1.5 }}`), `print`/`printf`/`println`, error messages (`%q`), and the
+//! `html`/`js`/`urlquery` escapers.
 
-/// Go's `strconv.Quote`.
-pub fn quote(s: &str) -> String {
-    format!("{s:?}")
-}
+mod escape;
+mod float;
+mod printer;
+mod quote;
 
-// ---- TEMPORARY stubs so the tree compiles until the real implementations land ----
+pub use escape::{html_escape, js_escape, query_escape};
+pub use float::format_float;
+pub use quote::{is_print, quote, quote_bytes, quote_rune};
+
 use crate::template::value::Value;
+use printer::Printer;
+
+/// Go's `fmt.Sprint` of one value: `%v` (`<nil>`, `map[a:1]`, `[a b]`, `1e+06`).
 pub fn format_value(v: &Value) -> String {
-    format!("{v:?}")
+    let mut p = Printer::new();
+    p.print_arg(v, 'v');
+    p.finish()
 }
+
+/// Go's `fmt.Sprint`: operands in `%v`, a space between two operands when neither is a string.
 pub fn sprint(args: &[Value]) -> String {
-    args.iter().map(format_value).collect::<Vec<_>>().join(" ")
+    let mut p = Printer::new();
+    p.sprint(args);
+    p.finish()
 }
+
+/// Go's `fmt.Sprintln`: operands in `%v` separated by spaces, then a newline.
 pub fn sprintln(args: &[Value]) -> String {
-    sprint(args) + "\n"
+    let mut p = Printer::new();
+    p.sprintln(args);
+    p.finish()
 }
+
+/// Go's `fmt.Sprintf`, error markers (`%!d(string=x)`, `%!(EXTRA …)`) included.
 pub fn sprintf(format: &str, args: &[Value]) -> String {
-    format!("{format}{}", sprint(args))
+    let mut p = Printer::new();
+    p.sprintf(format, args);
+    p.finish()
 }
-pub fn html_escape(s: &str) -> String {
-    s.to_string()
-}
-pub fn js_escape(s: &str) -> String {
-    s.to_string()
-}
-pub fn query_escape(s: &str) -> String {
-    s.to_string()
-}
+
+#[cfg(test)]
+mod tests;

@@ -50,6 +50,8 @@ fn warning(msg: &str) -> FuncError {
 
 /// Helm's `toYaml`: the YAML of `v` without its final newline; "" when it cannot be encoded.
 pub fn to_yaml_trimmed(v: &Value) -> String {
-    let _ = v;
-    String::new()
+    match crate::encoding::yaml_emit::marshal(v) {
+        Ok(text) => text.strip_suffix('\n').unwrap_or(&text).to_string(),
+        Err(_) => String::new(),
+    }
 }

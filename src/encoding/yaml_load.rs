@@ -1,1 +1,0 @@
-//! go-yaml v2 (YAML 1.1) decoding (placeholder).

@@ -1,0 +1,193 @@
+//! go-yaml v2 (YAML 1.1) decoding, and the JSON round trip Helm applies to values files,
+//! `fromYaml`, Chart.yaml and manifest heads (`sigs.k8s.io/yaml` on top of go-yaml v2).
+//!
+//! Pipeline: [`scanner`] (characters → tokens, libyaml's simple-key rules and error texts) →
+//! [`parser`] (tokens → node graph of the first document) → [`decode`] (YAML 1.1 resolution,
+//! aliases, `<<` merges → [`YamlNode`] with Go types) → [`to_json_value`] (the JSON round
+//! trip: every number a `float64`, keys strings, `.inf`/`.nan` rejected).
+//!
+//! Typing through the JSON round trip loses information on purpose, as Helm does:
+//! `appVersion: 1.10` in Chart.yaml is the float 1.1, which sigs.k8s.io/yaml turns into the
+//! string `"1.1"` for a string field (see [`YamlNode::go_string`]); in values it is `1.1`.
+
+mod decode;
+mod error;
+mod format;
+mod node;
+mod parser;
+mod resolve;
+mod scanner;
+
+use std::collections::BTreeMap;
+
+pub use error::{Mark, SyntaxError, YamlError};
+pub use node::YamlNode;
+
+use crate::template::value::Value;
+use error::Stage;
+
+/// Runs `f` on a stack with room for deeply nested documents.
+pub(crate) fn grow<T>(f: impl FnOnce() -> T) -> T {
+    stacker::maybe_grow(64 * 1024, 4 * 1024 * 1024, f)
+}
+
+/// go-yaml v2's `Unmarshal` into `interface{}`: the first document of `text` with Go types
+/// (`Null` when there is no document).
+pub fn parse_yaml(text: &str) -> Result<YamlNode, YamlError> {
+    let chars: Vec<char> = text.chars().collect();
+    check_characters(&chars)?;
+    let tokens = scanner::tokenize(&chars);
+    let doc = parser::parse_first_document(&tokens)?;
+    decode::decode(&doc)
+}
+
+/// `sigs.k8s.io/yaml.Unmarshal` into `interface{}`: the first document, through JSON.
+pub fn load_document(text: &str) -> Result<Value, YamlError> {
+    to_json_value(&parse_yaml(text)?)
+}
+
+/// Helm's `LoadValues` reading: the text split into documents by the Kubernetes YAML reader
+/// (`---` lines), each document loaded as by [`load_document`] (`Nil` for an empty one).
+pub fn load_documents(text: &str) -> Result<Vec<Value>, YamlError> {
+    split_documents(text)?
+        .iter()
+        .map(|doc| load_document(doc))
+        .collect()
+}
+
+/// The Kubernetes `YAMLReader` split: a line starting with `---` ends a document; only
+/// spaces or a `#` comment may follow it (anything else is an error). Lines are re-joined
+/// with `\n` (a `\r\n` ending becomes `\n`); empty documents are skipped.
+pub fn split_documents(text: &str) -> Result<Vec<String>, YamlError> {
+    let mut docs = Vec::new();
+    let mut buffer = String::new();
+    let mut lines: Vec<&str> = text.split('\n').collect();
+    // A final newline does not start another line.
+    if lines.last() == Some(&"") {
+        lines.pop();
+    }
+    for line in lines {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if let Some(rest) = line.strip_prefix("---") {
+            let trimmed = rest.trim_matches(is_go_space);
+            if !trimmed.is_empty() && !trimmed.starts_with('#') {
+                return Err(YamlError::Separator(trimmed.to_string()));
+            }
+            if !buffer.is_empty() {
+                docs.push(std::mem::take(&mut buffer));
+            }
+            continue;
+        }
+        buffer.push_str(line);
+        buffer.push('\n');
+    }
+    if !buffer.is_empty() {
+        docs.push(buffer);
+    }
+    Ok(docs)
+}
+
+/// Go's `unicode.IsSpace` (what `strings.TrimSpace` trims).
+fn is_go_space(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\x0b' | '\x0c' | '\r' | ' ' | '\u{85}' | '\u{a0}'
+    ) || (c != '\u{feff}' && c.is_whitespace())
+}
+
+/// libyaml's reader rejects control characters anywhere in the input.
+fn check_characters(chars: &[char]) -> Result<(), YamlError> {
+    let allowed = |c: char| {
+        matches!(c, '\t' | '\n' | '\r' | '\u{85}')
+            || ('\u{20}'..='\u{7e}').contains(&c)
+            || ('\u{a0}'..='\u{d7ff}').contains(&c)
+            || ('\u{e000}'..='\u{fffd}').contains(&c)
+            || c >= '\u{10000}'
+    };
+    match chars.iter().position(|c| !allowed(*c)) {
+        None => Ok(()),
+        Some(index) => Err(YamlError::Syntax(SyntaxError {
+            stage: Stage::Reader,
+            context: "",
+            context_mark: Mark::default(),
+            problem: "control characters are not allowed",
+            problem_mark: Mark {
+                index,
+                ..Mark::default()
+            },
+        })),
+    }
+}
+
+/// The JSON round trip sigs.k8s.io/yaml applies for an `interface{}` target: keys become
+/// strings, every number a `float64`, and non-finite floats are rejected (in the order
+/// `encoding/json` would meet them).
+pub fn to_json_value(node: &YamlNode) -> Result<Value, YamlError> {
+    let value = convert(node)?;
+    if let Some(bad) = first_non_finite(&value) {
+        return Err(YamlError::Json(format!(
+            "json: unsupported value: {}",
+            format::go_float_g(bad, false)
+        )));
+    }
+    Ok(value)
+}
+
+fn convert(node: &YamlNode) -> Result<Value, YamlError> {
+    grow(|| {
+        Ok(match node {
+            YamlNode::Null => Value::Nil,
+            YamlNode::Bool(b) => Value::Bool(*b),
+            YamlNode::Int(i) => Value::Float(*i as f64),
+            YamlNode::Uint(u) => Value::Float(*u as f64),
+            YamlNode::Float(f) => Value::Float(*f),
+            YamlNode::Str(s) => Value::from(s.as_str()),
+            YamlNode::Seq(items) => Value::list(items.iter().map(convert).collect::<Result<_, _>>()?),
+            YamlNode::Map(entries) => {
+                let mut map = BTreeMap::new();
+                for (k, v) in entries {
+                    map.insert(json_key(k, v)?, convert(v)?);
+                }
+                Value::map(map)
+            }
+        })
+    })
+}
+
+/// sigs.k8s.io/yaml's map-key conversion (float keys print with float32 precision).
+fn json_key(key: &YamlNode, value: &YamlNode) -> Result<String, YamlError> {
+    match key {
+        YamlNode::Str(s) => Ok(s.clone()),
+        YamlNode::Int(i) => Ok(i.to_string()),
+        YamlNode::Bool(b) => Ok(b.to_string()),
+        YamlNode::Float(f) => Ok(match format::go_float_g(*f, true).as_str() {
+            "+Inf" => ".inf".to_string(),
+            "-Inf" => "-.inf".to_string(),
+            "NaN" => ".nan".to_string(),
+            s => s.to_string(),
+        }),
+        other => {
+            let type_name = match other {
+                YamlNode::Null => "%!s(<nil>)",
+                o => o.go_type(),
+            };
+            Err(YamlError::Json(format!(
+                "unsupported map key of type: {type_name}, key: {}, value: {}",
+                other.go_syntax(),
+                value.go_syntax()
+            )))
+        }
+    }
+}
+
+fn first_non_finite(v: &Value) -> Option<f64> {
+    grow(|| match v {
+        Value::Float(f) if !f.is_finite() => Some(*f),
+        Value::List(l) => l.items.iter().find_map(first_non_finite),
+        Value::Map(m) => m.entries.borrow().values().find_map(first_non_finite),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,276 @@
+//! One isolated Kubernetes control plane (etcd + kube-apiserver) for a test.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+
+use super::pki::Pki;
+use super::process::ChildGuard;
+use super::{Binaries, Error, Result, io_err};
+
+/// How long a start may take. Generous: the test machine's cores are shared.
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
+/// Port races (another process grabbing a port we picked) are retried this often.
+const START_ATTEMPTS: usize = 3;
+
+/// A running etcd + kube-apiserver, torn down (processes killed, files removed) on drop.
+///
+/// The processes also die if the thread that started them exits, so keep the cluster on the
+/// test's own thread (as `#[tokio::test]` does) rather than handing it to another thread.
+pub struct TestCluster {
+    name: String,
+    server: String,
+    kubeconfig: PathBuf,
+    client: Client,
+    // Drop order matters: the API server stops before etcd, files go last.
+    apiserver: ChildGuard,
+    etcd: ChildGuard,
+    dir: tempfile::TempDir,
+}
+
+impl TestCluster {
+    /// Starts a fresh cluster called `name` (used as the kubeconfig cluster/context name).
+    pub async fn start(bins: &Binaries, name: &str) -> Result<Self> {
+        let mut last = None;
+        for _ in 0..START_ATTEMPTS {
+            match Self::start_once(bins, name).await {
+                Ok(c) => return Ok(c),
+                // A server that exited early most likely lost a port race: try fresh ports.
+                // A timeout would only repeat itself, slowly.
+                Err(e @ Error::Startup(_)) => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::Startup("no start attempt".into())))
+    }
+
+    async fn start_once(bins: &Binaries, name: &str) -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("capstan-kube-{name}-"))
+            .tempdir()
+            .map_err(io_err("creating the cluster's temp dir"))?;
+        let root = dir.path();
+        let [etcd_client, etcd_peer, api_port] = free_ports()?;
+
+        let pki = Pki::generate()?;
+        let token = admin_token();
+        let files = [
+            ("ca.crt", pki.ca_cert_pem.as_str()),
+            ("serving.crt", pki.serving_cert_pem.as_str()),
+            ("serving.key", pki.serving_key_pem.as_str()),
+            ("sa.key", pki.sa_private_key_pem.as_str()),
+            ("sa.pub", pki.sa_public_key_pem.as_str()),
+        ];
+        for (file, text) in files {
+            write(&root.join(file), text)?;
+        }
+        write(
+            &root.join("tokens.csv"),
+            &format!("{token},capstan-admin,capstan-admin,\"system:masters\"\n"),
+        )?;
+
+        let etcd_url = format!("http://127.0.0.1:{etcd_client}");
+        let peer_url = format!("http://127.0.0.1:{etcd_peer}");
+        let etcd_args = vec![
+            "--name=default".to_string(),
+            format!("--data-dir={}", root.join("etcd").display()),
+            format!("--listen-client-urls={etcd_url}"),
+            format!("--advertise-client-urls={etcd_url}"),
+            format!("--listen-peer-urls={peer_url}"),
+            format!("--initial-advertise-peer-urls={peer_url}"),
+            format!("--initial-cluster=default={peer_url}"),
+            "--log-level=warn".to_string(),
+        ];
+        let etcd = ChildGuard::spawn("etcd", &bins.etcd, &etcd_args, &root.join("etcd.log"))?;
+
+        let p = |f: &str| root.join(f).display().to_string();
+        let api_args = vec![
+            format!("--etcd-servers={etcd_url}"),
+            format!("--secure-port={api_port}"),
+            "--bind-address=127.0.0.1".to_string(),
+            // v1.20 still opens an insecure port 8080 by default; two clusters would clash.
+            "--insecure-port=0".to_string(),
+            format!("--cert-dir={}", p("certs")),
+            format!("--tls-cert-file={}", p("serving.crt")),
+            format!("--tls-private-key-file={}", p("serving.key")),
+            format!("--token-auth-file={}", p("tokens.csv")),
+            "--authorization-mode=RBAC".to_string(),
+            "--service-account-issuer=https://kubernetes.default.svc".to_string(),
+            format!("--service-account-key-file={}", p("sa.pub")),
+            format!("--service-account-signing-key-file={}", p("sa.key")),
+            "--service-cluster-ip-range=10.0.0.0/24".to_string(),
+            "--allow-privileged=true".to_string(),
+            "--disable-admission-plugins=ServiceAccount".to_string(),
+            "--profiling=false".to_string(),
+        ];
+        let apiserver = ChildGuard::spawn(
+            "kube-apiserver",
+            &bins.kube_apiserver,
+            &api_args,
+            &root.join("kube-apiserver.log"),
+        )?;
+
+        let server = format!("https://127.0.0.1:{api_port}");
+        let kubeconfig = root.join("kubeconfig");
+        write(
+            &kubeconfig,
+            &kubeconfig_json(name, &server, &pki.ca_cert_pem, &token),
+        )?;
+        let client = client_from(&kubeconfig).await?;
+
+        let mut cluster = Self {
+            name: name.to_string(),
+            server,
+            kubeconfig,
+            client,
+            apiserver,
+            etcd,
+            dir,
+        };
+        if let Err(e) = cluster.wait_ready().await {
+            let logs = format!(
+                "{}\n{}",
+                cluster.apiserver.log_tail(30),
+                cluster.etcd.log_tail(15)
+            );
+            return Err(match e {
+                Error::Timeout { what, secs } => Error::Timeout {
+                    what: format!("cluster {name}: {what}\n{logs}"),
+                    secs,
+                },
+                other => Error::Startup(format!("cluster {name}: {other}\n{logs}")),
+            });
+        }
+        Ok(cluster)
+    }
+
+    /// Waits for `/readyz` and for the `default` namespace (created shortly after start).
+    async fn wait_ready(&mut self) -> Result<()> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        loop {
+            for guard in [&mut self.etcd, &mut self.apiserver] {
+                if let Some(exit) = guard.exited() {
+                    return Err(Error::Startup(exit));
+                }
+            }
+            let req = http::Request::get("/readyz").body(Vec::new());
+            let ready = match req {
+                Ok(req) => self
+                    .client
+                    .request_text(req)
+                    .await
+                    .is_ok_and(|t| t.trim() == "ok"),
+                Err(_) => false,
+            };
+            if ready && matches!(namespaces.get_opt("default").await, Ok(Some(_))) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(Error::Timeout {
+                    what: "kube-apiserver /readyz".into(),
+                    secs: READY_TIMEOUT.as_secs(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// A client authenticated as a cluster admin (group `system:masters`).
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// A client acting as `user` in `groups` (impersonated by the admin), for testing what an
+    /// identity with restricted RBAC can do, e.g. the operator's ServiceAccount
+    /// (`system:serviceaccount:<ns>:<name>`; its groups are added by the caller if needed).
+    pub async fn client_as(&self, user: &str, groups: &[&str]) -> Result<Client> {
+        let kc = Kubeconfig::read_from(&self.kubeconfig)?;
+        let mut config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+        config.auth_info.impersonate = Some(user.to_string());
+        config.auth_info.impersonate_groups =
+            (!groups.is_empty()).then(|| groups.iter().map(|g| g.to_string()).collect());
+        Ok(Client::try_from(config)?)
+    }
+
+    /// A kubeconfig file for this cluster (admin token, the test CA), e.g. for the CLI.
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// `https://127.0.0.1:<port>`.
+    pub fn server_url(&self) -> &str {
+        &self.server
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Process ids of (etcd, kube-apiserver), for tests of the teardown itself.
+    pub fn pids(&self) -> (u32, u32) {
+        (self.etcd.pid(), self.apiserver.pid())
+    }
+
+    /// The cluster's scratch directory (logs, certificates, etcd data).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// Builds a client from a kubeconfig file, exactly as a user of that file would.
+pub async fn client_from(kubeconfig: &Path) -> Result<Client> {
+    let kc = Kubeconfig::read_from(kubeconfig)?;
+    let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    Ok(Client::try_from(config)?)
+}
+
+fn kubeconfig_json(name: &str, server: &str, ca_pem: &str, token: &str) -> String {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    // JSON is YAML: every kubeconfig reader accepts it.
+    let doc = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": server, "certificate-authority-data": ca}}],
+        "users": [{"name": "capstan-admin", "user": {"token": token}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": "capstan-admin", "namespace": "default"}}],
+        "current-context": name,
+    });
+    format!("{doc:#}\n")
+}
+
+/// Three distinct free loopback ports (all held open until picked, so they differ).
+fn free_ports() -> Result<[u16; 3]> {
+    let bind = || TcpListener::bind("127.0.0.1:0").map_err(io_err("picking a free port"));
+    let listeners = [bind()?, bind()?, bind()?];
+    let mut ports = [0u16; 3];
+    for (port, l) in ports.iter_mut().zip(&listeners) {
+        *port = l.local_addr().map_err(io_err("reading a bound port"))?.port();
+    }
+    Ok(ports)
+}
+
+/// A token unique per cluster; only loopback clients ever see it.
+fn admin_token() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!(
+        "capstan-{:x}-{:x}-{}",
+        nanos,
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(io_err(format!("writing {}", path.display())))
+}

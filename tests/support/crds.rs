@@ -1,0 +1,90 @@
+//! Installing CustomResourceDefinitions from a directory of YAML files.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+
+use super::{Error, Result, io_err};
+
+const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(60);
+const FIELD_MANAGER: &str = "capstan-test";
+
+/// The `*.yaml`/`*.yml` files of `dir`, sorted by name.
+pub fn crd_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir).map_err(io_err(format!("reading {}", dir.display())))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry
+            .map_err(io_err(format!("reading {}", dir.display())))?
+            .path();
+        let is_yaml = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
+        if is_yaml && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Parses every CRD document in `path` (other kinds and empty documents are ignored).
+fn read_crds(path: &Path) -> Result<Vec<CustomResourceDefinition>> {
+    let text = std::fs::read_to_string(path).map_err(io_err(format!("reading {}", path.display())))?;
+    let yaml_err = |message: String| Error::Yaml {
+        path: path.to_path_buf(),
+        message,
+    };
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&text).map_err(|e| yaml_err(e.to_string()))?;
+    docs.into_iter()
+        .filter(|d| d.get("kind").and_then(|k| k.as_str()) == Some("CustomResourceDefinition"))
+        .map(|d| serde_json::from_value(d).map_err(|e| yaml_err(e.to_string())))
+        .collect()
+}
+
+/// Server-side applies every CRD found in `dir` and waits until all are Established.
+/// Returns the CRD names.
+pub async fn install_crds(client: &Client, dir: &Path) -> Result<Vec<String>> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let mut names = Vec::new();
+    for file in crd_files(dir)? {
+        for crd in read_crds(&file)? {
+            let name = crd.metadata.name.clone().ok_or_else(|| Error::Yaml {
+                path: file.clone(),
+                message: "CRD without metadata.name".into(),
+            })?;
+            api.patch(&name, &params, &Patch::Apply(&crd)).await?;
+            names.push(name);
+        }
+    }
+    for name in &names {
+        wait_established(&api, name).await?;
+    }
+    Ok(names)
+}
+
+async fn wait_established(api: &Api<CustomResourceDefinition>, name: &str) -> Result<()> {
+    let deadline = Instant::now() + ESTABLISH_TIMEOUT;
+    loop {
+        let crd = api.get(name).await?;
+        let established = crd
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True");
+        if established {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(Error::Timeout {
+                what: format!("CRD {name} to become Established"),
+                secs: ESTABLISH_TIMEOUT.as_secs(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -120,13 +120,13 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "wrap",
         Func::pure(&[Int, String], |a| {
-            Ok(Value::from(wrap(arg_str(&a[1]), arg_int(&a[0]), "\n")))
+            wrap(arg_str(&a[1]), arg_int(&a[0]), "\n").map(Value::from)
         }),
     );
     map.insert(
         "wrapWith",
         Func::pure(&[Int, String, String], |a| {
-            Ok(Value::from(wrap(arg_str(&a[2]), arg_int(&a[0]), arg_str(&a[1]))))
+            wrap(arg_str(&a[2]), arg_int(&a[0]), arg_str(&a[1])).map(Value::from)
         }),
     );
     map.insert(
@@ -234,7 +234,7 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "join",
         Func::pure(&[String, Any], |a| {
-            Ok(Value::from(strslice(&a[1]).join(arg_str(&a[0]))))
+            join(&strslice(&a[1]), arg_str(&a[0])).map(Value::from)
         }),
     );
     map.insert(
@@ -710,7 +710,7 @@ fn abbreviate(s: &[u8], offset: i64, width: i64) -> Option<Vec<u8>> {
 /// goutils' `WrapCustom(s, width, newline, false)` on bytes: breaks at the last space that
 /// keeps a line within `width`; a longer word runs on to the next space. Newlines already in
 /// the text are ordinary characters.
-fn wrap(s: &str, width: i64, newline: &str) -> String {
+fn wrap(s: &str, width: i64, newline: &str) -> Result<String, FuncError> {
     let width = width.max(1) as usize;
     let b = s.as_bytes();
     let mut out: Vec<u8> = Vec::with_capacity(b.len() + 8);
@@ -726,6 +726,9 @@ fn wrap(s: &str, width: i64, newline: &str) -> String {
                 out.extend_from_slice(b.get(offset..offset + p).unwrap_or_default());
                 out.extend_from_slice(newline.as_bytes());
                 offset += p + 1;
+                if out.len() > MAX_STRING_BYTES {
+                    return Err(too_long());
+                }
             }
             None => {
                 let from = offset + width;
@@ -734,6 +737,9 @@ fn wrap(s: &str, width: i64, newline: &str) -> String {
                         out.extend_from_slice(b.get(offset..from + p).unwrap_or_default());
                         out.extend_from_slice(newline.as_bytes());
                         offset = from + p + 1;
+                        if out.len() > MAX_STRING_BYTES {
+                            return Err(too_long());
+                        }
                     }
                     None => {
                         out.extend_from_slice(b.get(offset..).unwrap_or_default());
@@ -744,7 +750,19 @@ fn wrap(s: &str, width: i64, newline: &str) -> String {
         }
     }
     out.extend_from_slice(b.get(offset..).unwrap_or_default());
-    bytes_to_string(&out)
+    Ok(bytes_to_string(&out))
+}
+
+/// Go's `strings.Join`, bounded like every built string.
+fn join(parts: &[String], sep: &str) -> Result<String, FuncError> {
+    let total = parts.iter().map(String::len).fold(
+        sep.len().saturating_mul(parts.len().saturating_sub(1)),
+        usize::saturating_add,
+    );
+    if total > MAX_STRING_BYTES {
+        return Err(too_long());
+    }
+    Ok(parts.join(sep))
 }
 
 #[cfg(test)]
@@ -898,13 +916,19 @@ mod tests {
 
     #[test]
     fn wrapping() {
-        assert_eq!(wrap("Hello World and more", 5, "\n"), "Hello\nWorld\nand\nmore");
-        assert_eq!(wrap("abcdefgh ij", 3, "\n"), "abcdefgh\nij");
+        let w = |s: &str, n, sep: &str| wrap(s, n, sep).unwrap_or_default();
+        assert_eq!(w("Hello World and more", 5, "\n"), "Hello\nWorld\nand\nmore");
+        assert_eq!(w("abcdefgh ij", 3, "\n"), "abcdefgh\nij");
         assert_eq!(
-            wrap("line one is long\nshort\n  spaced   words here", 10, "\n"),
+            w("line one is long\nshort\n  spaced   words here", 10, "\n"),
             "line one\nis\nlong\nshort\n\nspaced  \nwords here"
         );
-        assert_eq!(wrap("a b c", 0, "\n"), "a\nb\nc");
+        assert_eq!(w("a b c", 0, "\n"), "a\nb\nc");
+        let huge_sep = "x".repeat(1 << 20);
+        assert!(wrap(&"a ".repeat(1 << 10), 1, &huge_sep).is_err());
+        let parts = vec!["a".to_string(); 1 << 10];
+        assert!(join(&parts, &huge_sep).is_err());
+        assert_eq!(join(&parts[..2], ",").ok().as_deref(), Some("a,a"));
     }
 
     #[test]

@@ -159,6 +159,7 @@ mod tests {
             Value::Int(0),
             Value::Int(-1),
             Value::Int(3),
+            Value::Int(5),
             Value::Int(i64::MAX),
             Value::Int(i64::MIN),
             Value::Int64(-7),

@@ -687,7 +687,7 @@ fn abbreviate(s: &[u8], offset: i64, width: i64) -> Option<Vec<u8>> {
         return Some(s.to_vec());
     }
     let mut offset = offset.min(len);
-    if len - offset < width - 3 {
+    if len.saturating_sub(offset) < width - 3 {
         offset = len - (width - 3);
     }
     if offset <= 4 {

@@ -17,7 +17,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::chart::ignore::{IgnoreError, Rules};
-use crate::chart::metadata::{ChartYaml, DecodeError, ValidationError};
+use crate::chart::metadata::{ChartYaml, DecodeError, ValidationError, check_lock};
 use crate::chart::{Chart, ChartFile, values};
 
 /// Largest single file Helm accepts (`loader.MaxDecompressedFileSize`).
@@ -446,7 +446,11 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
     for f in files {
         let is_v1 = |c: &Option<ChartYaml>| c.as_ref().is_some_and(|c| c.metadata.api_version == "v1");
         match f.name.as_str() {
-            "Chart.yaml" | "Chart.lock" => {}
+            "Chart.yaml" => {}
+            "Chart.lock" => check_lock(&text(&f.data)).map_err(|error| LoadError::Decode {
+                file: "Chart.lock".into(),
+                error,
+            })?,
             "values.yaml" => {
                 let values = text(&f.data);
                 values::parse(&values, "values.yaml").map_err(|e| LoadError::Values(e.msg))?;
@@ -466,6 +470,10 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
                 }
             }
             "requirements.lock" => {
+                check_lock(&text(&f.data)).map_err(|error| LoadError::Decode {
+                    file: "requirements.lock".into(),
+                    error,
+                })?;
                 chart_yaml.get_or_insert_with(ChartYaml::default);
                 if is_v1(&chart_yaml) {
                     other.push(f);

@@ -150,3 +150,34 @@ fn loader_refuses_a_chart_escaping_symlink() {
         );
     }
 }
+
+#[test]
+fn cli_show_only_filters_like_helm_template() {
+    let run = |pattern: &str| {
+        Command::new(env!("CARGO_BIN_EXE_capstan"))
+            .args(["render", "-s", pattern])
+            .arg(example().join("cluster-class"))
+            .output()
+            .expect("capstan runs")
+    };
+    let output = run("templates/docker-*");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let sources: Vec<&str> = text.lines().filter(|l| l.starts_with("# Source: ")).collect();
+    assert_eq!(
+        sources.len(),
+        4,
+        "one DockerClusterTemplate and three DockerMachineTemplates: {sources:?}"
+    );
+    assert!(sources.iter().all(|s| s.contains("/templates/docker-")));
+    let missing = run("templates/nope.yaml");
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr)
+            .contains("could not find template templates/nope.yaml in chart")
+    );
+}

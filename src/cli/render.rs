@@ -8,6 +8,7 @@ use std::rc::Rc;
 use anyhow::{Context, bail};
 
 use crate::chart::coalesce::merge_tables;
+use crate::chart::ignore::Glob;
 use crate::chart::manifest::{self, StreamOptions};
 use crate::chart::objects::KubeVersion;
 use crate::chart::render::{RenderOptions, render};
@@ -137,14 +138,19 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 include_crds: args.include_crds,
                 skip_tests: args.skip_tests,
                 no_hooks: args.no_hooks,
-                show_only: args.show_only.clone(),
+                // `--show-only` filters the finished stream, as `helm template` does.
+                show_only: Vec::new(),
             };
+            let mut stream = manifest::stream(&chart, &manifests, &stream_opts);
+            if !args.show_only.is_empty() {
+                stream = show_only(&stream, &args.show_only)?;
+            }
             if let Some(dir) = &args.output_dir {
                 write_output_dir(dir, &manifests)?;
             } else if args.output == Format::Yaml {
-                out.write_all(manifest::stream(&chart, &manifests, &stream_opts).as_bytes())?;
+                out.write_all(stream.as_bytes())?;
             } else {
-                let docs = manifest::split_documents(&manifest::stream(&chart, &manifests, &stream_opts));
+                let docs = manifest::split_documents(&stream);
                 let mut objects = Vec::new();
                 for doc in docs {
                     let value = values::parse_document(&doc).map_err(anyhow::Error::msg)?;
@@ -157,6 +163,36 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `helm template --show-only`: each pattern (a Go `filepath.Match` glob) selects the
+/// documents whose `# Source:` path, without the chart name, it matches; documents print
+/// per pattern, in stream order; a pattern that matches nothing is an error.
+fn show_only(stream: &str, patterns: &[String]) -> anyhow::Result<String> {
+    let docs = manifest::split_documents(stream);
+    let mut out = String::new();
+    for pattern in patterns {
+        let glob = Glob::compile(pattern).ok();
+        let mut missing = true;
+        for doc in &docs {
+            let Some(path) = doc
+                .lines()
+                .find_map(|l| l.strip_prefix("# Source: "))
+                .and_then(|source| source.split_once('/'))
+                .map(|(_, rest)| rest)
+            else {
+                continue;
+            };
+            if glob.as_ref().is_some_and(|g| g.matches(path)) {
+                out.push_str(&format!("---\n{doc}\n"));
+                missing = false;
+            }
+        }
+        if missing {
+            bail!("could not find template {pattern} in chart");
+        }
+    }
+    Ok(out)
 }
 
 /// `[NAME] CHART` like `helm template`; `CHART NAME` is accepted too when only the first

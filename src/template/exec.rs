@@ -1004,7 +1004,8 @@ impl CallContext for State<'_, '_> {
         self.shared.tpl_depth += 1;
         let result = grow(|| State::new(&set, tree, &mut *self.shared, EVal::concrete(data)).run(&mut out));
         self.shared.tpl_depth -= 1;
-        result.map_err(|e| FuncError::msg(format!("error during tpl function execution for {quoted}: {e}")))?;
+        result
+            .map_err(|e| FuncError::msg(format!("error during tpl function execution for {quoted}: {e}")))?;
         Ok(out.replace(NO_VALUE, ""))
     }
 }

@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(required = true, num_args = 1..=2, value_name = "[NAME] CHART")]
     positional: Vec<String>,
 
-    /// Values files (YAML); later files win.
+    /// Values files (YAML; `-` reads stdin); later files win.
     #[arg(short = 'f', long = "values", value_name = "FILE")]
     values: Vec<PathBuf>,
 
@@ -246,8 +246,16 @@ fn user_values(args: &Args) -> anyhow::Result<crate::template::Value> {
     let base = strvals::empty();
     let mut files = Vec::new();
     for file in &args.values {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("reading values file {}", file.display()))?;
+        // `-f -` reads values from stdin, as the cluster-stack operator passes them.
+        let text = if file.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+                .context("reading values from stdin")?;
+            text
+        } else {
+            std::fs::read_to_string(file)
+                .with_context(|| format!("reading values file {}", file.display()))?
+        };
         files.push(values::parse(&text, &file.display().to_string())?);
     }
     // Later files win: merge from the last one (the destination wins when merging).

@@ -69,6 +69,11 @@ pub struct Args {
     #[arg(long)]
     is_upgrade: bool,
 
+    /// Accepted for `helm template` compatibility (the operator passes it). capstan works
+    /// offline: dependencies must already be in `charts/`, which is checked either way.
+    #[arg(long)]
+    dependency_update: bool,
+
     /// Print the chart's CRDs (unrendered) first.
     #[arg(long)]
     include_crds: bool,

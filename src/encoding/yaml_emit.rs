@@ -20,13 +20,17 @@ const MAX_DEPTH: usize = 10_000;
 /// Why a value cannot be written as YAML; `Display` is Go's error text.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum YamlEmitError {
-    #[error("{0}")]
+    /// `encoding/json` refused the value (NaN, a cycle, …).
+    #[error("error marshaling into JSON: {0}")]
     Json(#[from] json::JsonError),
     /// go-yaml's reader rejects characters JSON leaves unescaped (DEL, C1 controls, …).
     #[error("yaml: control characters are not allowed")]
     ControlCharacter,
     #[error("yaml: nesting too deep")]
     TooDeep,
+    /// More nodes than we are willing to hold (shared references can multiply a value).
+    #[error("yaml: value too large")]
+    TooLarge,
 }
 
 /// The value tree go-yaml v2 decodes from the JSON text.
@@ -71,21 +75,40 @@ pub const V3_PRETTY: Flavor = Flavor {
 
 /// `sigs.k8s.io/yaml.Marshal(v)`: the YAML document, ending in a newline.
 pub fn marshal(v: &Value) -> Result<String, YamlEmitError> {
-    let node = json_round_trip(v, 0)?;
+    // The JSON step decides which values fail (NaN, cycles) and with which message.
+    json::marshal(v)?;
+    let mut budget = MAX_NODES;
+    let node = json_round_trip(v, 0, &mut budget)?;
     Ok(emit(&node, V2))
 }
 
 /// go-yaml v3 encoding of `v` without a JSON round trip (floats stay floats).
 pub fn marshal_pretty(v: &Value) -> Result<String, YamlEmitError> {
-    let node = direct_node(v, 0)?;
+    // No JSON step: NaN and infinities are written (`.nan`); a reference cycle, on which Go
+    // would overflow its stack, ends at the depth limit.
+    let mut budget = MAX_NODES;
+    let node = direct_node(v, 0, &mut budget)?;
     Ok(emit(&node, V3_PRETTY))
 }
 
+/// At most this many nodes are built for one encoding.
+const MAX_NODES: usize = 4_000_000;
+
+fn spend(budget: &mut usize) -> Result<(), YamlEmitError> {
+    *budget = budget.checked_sub(1).ok_or(YamlEmitError::TooLarge)?;
+    Ok(())
+}
+
 /// The tree go-yaml v2 decodes from `json.Marshal(v)`.
-pub fn json_round_trip(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
+pub fn json_round_trip(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, YamlEmitError> {
     if depth > MAX_DEPTH {
         return Err(YamlEmitError::TooDeep);
     }
+    spend(budget)?;
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || json_node(v, depth, budget))
+}
+
+fn json_node(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, YamlEmitError> {
     Ok(match v {
         Value::Nil => Node::Null,
         Value::Bool(b) => Node::Bool(*b),
@@ -100,50 +123,58 @@ pub fn json_round_trip(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
         Value::List(l) => Node::Seq(
             l.items
                 .iter()
-                .map(|item| json_round_trip(item, depth + 1))
+                .map(|item| json_round_trip(item, depth + 1, budget))
                 .collect::<Result<_, _>>()?,
         ),
-        Value::Map(m) => map_node(m.snapshot(), depth, json_round_trip)?,
+        Value::Map(m) => map_node(m.snapshot(), depth, budget, json_round_trip)?,
         Value::Object(o) if o.is_nil() => Node::Null,
         Value::Object(o) => match o.entries() {
-            Some(entries) => map_node(entries, depth, json_round_trip)?,
-            None => json_round_trip(&o.to_data(), depth + 1)?,
+            Some(entries) => map_node(entries, depth, budget, json_round_trip)?,
+            None => json_round_trip(&o.to_data(), depth + 1, budget)?,
         },
     })
 }
 
 /// The tree go-yaml v3 sees when it encodes the Go value itself.
-fn direct_node(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
+fn direct_node(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, YamlEmitError> {
     if depth > MAX_DEPTH {
         return Err(YamlEmitError::TooDeep);
     }
+    spend(budget)?;
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || direct_inner(v, depth, budget))
+}
+
+fn direct_inner(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, YamlEmitError> {
     Ok(match v {
         Value::Float(f) => Node::Float(*f),
         Value::String(s) => Node::Str(s.to_string()),
         Value::List(l) => Node::Seq(
             l.items
                 .iter()
-                .map(|item| direct_node(item, depth + 1))
+                .map(|item| direct_node(item, depth + 1, budget))
                 .collect::<Result<_, _>>()?,
         ),
-        Value::Map(m) => map_node(m.snapshot(), depth, direct_node)?,
-        Value::Object(o) if o.is_nil() => direct_node(&Value::Nil, depth + 1)?,
+        Value::Map(m) => map_node(m.snapshot(), depth, budget, direct_node)?,
+        Value::Object(o) if o.is_nil() => Node::Null,
         Value::Object(o) => match o.entries() {
-            Some(entries) => map_node(entries, depth, direct_node)?,
-            None => direct_node(&o.to_data(), depth + 1)?,
+            Some(entries) => map_node(entries, depth, budget, direct_node)?,
+            None => direct_node(&o.to_data(), depth + 1, budget)?,
         },
-        other => json_round_trip(other, depth)?,
+        other => json_node(other, depth, budget)?,
     })
 }
+
+type Convert = fn(&Value, usize, &mut usize) -> Result<Node, YamlEmitError>;
 
 fn map_node(
     entries: Vec<(String, Value)>,
     depth: usize,
-    convert: fn(&Value, usize) -> Result<Node, YamlEmitError>,
+    budget: &mut usize,
+    convert: Convert,
 ) -> Result<Node, YamlEmitError> {
     let out = entries
         .iter()
-        .map(|(k, v)| Ok((k.clone(), convert(v, depth + 1)?)))
+        .map(|(k, v)| Ok((k.clone(), convert(v, depth + 1, budget)?)))
         .collect::<Result<Vec<_>, YamlEmitError>>()?;
     Ok(Node::Map(out))
 }
@@ -207,6 +238,10 @@ fn resolve_json_number(text: &str) -> Node {
 
 /// go-yaml v2's map key order for string keys: runs of digits compare numerically, letters
 /// sort after non-letters, otherwise code point order, a prefix first.
+///
+/// The comparison is not transitive for some mixes of digit runs and letters (`4004` <
+/// `4a` < `8zA2` < `4004`). go-yaml then sorts Go's randomly ordered map keys into one of
+/// several orders, so Helm's own output varies between runs; ours is one of them.
 pub fn natural_cmp(a: &str, b: &str) -> Ordering {
     natural_cmp_in(a, b, false)
 }
@@ -813,6 +848,12 @@ impl Emitter {
 
     /// Emits a node; `mapping_value` is go-yaml's `mapping_context` for a value position.
     fn node(&mut self, node: &Node, mapping_value: bool, simple_key: bool) {
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+            self.node_inner(node, mapping_value, simple_key)
+        });
+    }
+
+    fn node_inner(&mut self, node: &Node, mapping_value: bool, simple_key: bool) {
         match node {
             Node::Null => self.scalar_plain("null", simple_key),
             Node::Bool(b) => self.scalar_plain(if *b { "true" } else { "false" }, simple_key),

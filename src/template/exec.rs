@@ -96,20 +96,27 @@ impl Templates {
     /// Parses `text` as template `name`, adding it and its defines to the set. Like Go, a
     /// later definition replaces an earlier one unless it is empty.
     pub fn parse(&mut self, name: &str, text: &str) -> Result<(), ParseError> {
-        let funcs = Rc::clone(&self.funcs);
-        let parsed = parser::parse(name, text, &|f| funcs.contains(f))?;
-        self.add_tree(parsed.main);
-        for tree in parsed.defines {
-            self.add_tree(tree);
-        }
-        Ok(())
+        self.parse_returning_main(name, text).map(drop)
     }
 
-    fn add_tree(&mut self, tree: Tree) {
+    /// [`Templates::parse`], also returning the file's own tree (whether or not it was
+    /// added to the set).
+    fn parse_returning_main(&mut self, name: &str, text: &str) -> Result<Rc<Tree>, ParseError> {
+        let funcs = Rc::clone(&self.funcs);
+        let parsed = parser::parse(name, text, &|f| funcs.contains(f))?;
+        let main = Rc::new(parsed.main);
+        self.add_tree(Rc::clone(&main));
+        for tree in parsed.defines {
+            self.add_tree(Rc::new(tree));
+        }
+        Ok(main)
+    }
+
+    fn add_tree(&mut self, tree: Rc<Tree>) {
         if tree.is_empty() && self.trees.contains_key(&tree.name) {
             return;
         }
-        self.trees.insert(tree.name.clone(), Rc::new(tree));
+        self.trees.insert(tree.name.clone(), tree);
     }
 
     /// Whether a template of that name exists.
@@ -995,14 +1002,14 @@ impl CallContext for State<'_, '_> {
             )));
         }
         let mut set = self.set.clone();
-        set.parse(ROOT_NAME, text)
+        let tree = set
+            .parse_returning_main(ROOT_NAME, text)
             .map_err(|e| FuncError::msg(format!("cannot parse template {quoted}: {e}")))?;
-        let Some(tree) = set.trees.get(ROOT_NAME) else {
-            return Err(FuncError::msg(format!("cannot parse template {quoted}")));
-        };
+        // Like Go, run the freshly parsed tree itself: an empty text that did not replace an
+        // existing (outer tpl's) template of the same name still executes as empty.
         let mut out = String::new();
         self.shared.tpl_depth += 1;
-        let result = grow(|| State::new(&set, tree, &mut *self.shared, EVal::concrete(data)).run(&mut out));
+        let result = grow(|| State::new(&set, &tree, &mut *self.shared, EVal::concrete(data)).run(&mut out));
         self.shared.tpl_depth -= 1;
         result
             .map_err(|e| FuncError::msg(format!("error during tpl function execution for {quoted}: {e}")))?;

@@ -364,6 +364,24 @@ c("unicode-arabic-digit-field", "{{ .Values.x\u0663 }}", values={"x\u0663": "ara
 c("unicode-nbsp", "{{ print\u00a0\"a\" }}")
 c("unicode-format-char", "{{ \u200b }}")
 
+c("two-files-both-bad", templates={"a.yaml": "{{ nope1 }}", "b.yaml": "{{ nope2 }}"})
+c("two-files-deep-bad", templates={"a.yaml": "{{ nope1 }}", "sub/b.yaml": "{{ nope2 }}"})
+c("define-twice-across-files", templates={"a.yaml": '{{ define "x" }}A{{ end }}{{ template "x" }}', "b.yaml": '{{ define "x" }}B{{ end }}'})
+c("define-named-like-file", templates={"t.yaml": 'main{{ define "t/templates/t.yaml" }}D{{ end }}'})
+c("define-empty-named-like-file", templates={"t.yaml": 'main{{ define "t/templates/t.yaml" }}{{ end }}'})
+c("template-calls-file", templates={"a.yaml": 'A', "b.yaml": '[{{ template "t/templates/a.yaml" }}]'})
+
+c("define-header-unclosed", '{{ define "a"\n\n')
+c("define-header-lex-error", '{{ define "a" @\n }}')
+c("define-body-unclosed-action", '{{ define "a" }}\n{{ 1\n\n')
+c("block-header-unclosed", '{{ block "a" .\n\n')
+c("block-body-unclosed-action", '{{ block "a" . }}\n{{ 1\n\n')
+c("if-header-unclosed-multiline", '{{ if\n1\n\n')
+c("nested-action-clears-action-line", '{{ if 1 }}{{ 2 }}\n{{ end\n\n')
+c("else-unclosed", '{{ if 1 }}{{ else\n\n')
+c("template-header-unclosed", '{{ template "x"\n\n')
+c("comment-unclosed-in-define", '{{ define "a" }}\n{{/* x\n')
+
 # Full Go parse messages (Helm keeps only the last ": " part of a file's parse error) show
 # through tpl, whose error keeps Go's single-line text.
 vectors = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vectors", "lang-parse.json")))

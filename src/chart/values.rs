@@ -8,16 +8,24 @@ use crate::template::value::Value;
 
 /// A values file that cannot be read.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{file}: {msg}")]
+#[error("{context}: {msg}")]
 pub struct ValuesError {
     pub file: String,
+    /// Helm's lead-in: `failed to parse <file>` for `-f` files, `cannot load values.yaml`
+    /// for a chart's defaults.
+    pub context: String,
     pub msg: String,
 }
 
-/// Parses values text (all documents merged, later documents winning) into a table.
+/// Parses a user values file (all documents merged, later documents winning) into a table.
 pub fn parse(text: &str, file: &str) -> Result<Value, ValuesError> {
+    parse_with_context(text, file, format!("failed to parse {file}"))
+}
+
+fn parse_with_context(text: &str, file: &str, context: String) -> Result<Value, ValuesError> {
     let docs = load_yaml_documents(text).map_err(|msg| ValuesError {
         file: file.to_string(),
+        context,
         msg,
     })?;
     let mut merged = new_table();
@@ -51,7 +59,11 @@ fn merge_maps(a: &Value, b: &Value) -> Value {
 /// The chart's own default values (`values.yaml`), or an empty table.
 pub fn chart_defaults(chart: &Chart) -> Result<Value, ValuesError> {
     match &chart.values_text {
-        Some(text) => parse(text, &format!("{}/values.yaml", chart.name())),
+        Some(text) => parse_with_context(
+            text,
+            &format!("{}/values.yaml", chart.name()),
+            "cannot load values.yaml".to_string(),
+        ),
         None => Ok(new_table()),
     }
 }

@@ -92,20 +92,27 @@ impl Templates {
     /// Parses `text` as template `name`, adding it and its defines to the set. Like Go, a
     /// later definition replaces an earlier one unless it is empty.
     pub fn parse(&mut self, name: &str, text: &str) -> Result<(), ParseError> {
-        let funcs = Rc::clone(&self.funcs);
-        let parsed = parser::parse(name, text, &|f| funcs.contains(f))?;
-        self.add_tree(parsed.main);
-        for tree in parsed.defines {
-            self.add_tree(tree);
-        }
-        Ok(())
+        self.parse_returning_main(name, text).map(drop)
     }
 
-    fn add_tree(&mut self, tree: Tree) {
+    /// [`Templates::parse`], also returning the file's own tree (whether or not it was
+    /// added to the set).
+    fn parse_returning_main(&mut self, name: &str, text: &str) -> Result<Rc<Tree>, ParseError> {
+        let funcs = Rc::clone(&self.funcs);
+        let parsed = parser::parse(name, text, &|f| funcs.contains(f))?;
+        let main = Rc::new(parsed.main);
+        self.add_tree(Rc::clone(&main));
+        for tree in parsed.defines {
+            self.add_tree(Rc::new(tree));
+        }
+        Ok(main)
+    }
+
+    fn add_tree(&mut self, tree: Rc<Tree>) {
         if tree.is_empty() && self.trees.contains_key(&tree.name) {
             return;
         }
-        self.trees.insert(tree.name.clone(), Rc::new(tree));
+        self.trees.insert(tree.name.clone(), tree);
     }
 
     /// Whether a template of that name exists.
@@ -429,6 +436,19 @@ impl<'a, 's> State<'a, 's> {
                     let elem = EVal { v, iface: elem_iface };
                     if self.range_iteration(b, EVal::concrete(Value::from(k)), elem, mark, out)? {
                         break;
+                    }
+                }
+            }
+            // A slice-typed object (`.Capabilities.APIVersions`) ranges over its elements.
+            Value::Object(o) if o.kind() == "slice" && matches!(o.to_data(), Value::List(_)) => {
+                if let Value::List(l) = o.to_data() {
+                    for (i, item) in l.items.iter().enumerate() {
+                        ran = true;
+                        let (index, elem) =
+                            (EVal::concrete(Value::Int(i as i64)), EVal::concrete(item.clone()));
+                        if self.range_iteration(b, index, elem, mark, out)? {
+                            break;
+                        }
                     }
                 }
             }
@@ -801,7 +821,14 @@ impl<'a, 's> State<'a, 's> {
                 let iface = v.is_nil();
                 Ok(EVal { v, iface })
             }
-            Err(cause) => {
+            Err(mut cause) => {
+                // Go's `call` is told the callee's source text, which its error names.
+                if name == "call"
+                    && let (FuncError::Message(m), Some(callee)) = (&cause, args.first())
+                    && let Some(typ) = m.strip_prefix("non-function of type ")
+                {
+                    cause = FuncError::msg(format!("non-function {callee} of type {typ}"));
+                }
                 self.at = node;
                 Err(self.err(ExecErrorKind::Call {
                     func: name.to_string(),
@@ -963,13 +990,13 @@ impl CallContext for State<'_, '_> {
     fn tpl(&mut self, text: &str, data: Value) -> Result<String, FuncError> {
         let quoted = gofmt::quote(text);
         let mut set = self.set.clone();
-        set.parse(ROOT_NAME, text)
+        let tree = set
+            .parse_returning_main(ROOT_NAME, text)
             .map_err(|e| FuncError::msg(format!("cannot parse template {quoted}: {e}")))?;
-        let Some(tree) = set.trees.get(ROOT_NAME) else {
-            return Err(FuncError::msg(format!("cannot parse template {quoted}")));
-        };
+        // Like Go, run the freshly parsed tree itself: an empty text that did not replace an
+        // existing (outer tpl's) template of the same name still executes as empty.
         let mut out = String::new();
-        grow(|| State::new(&set, tree, &mut *self.shared, EVal::concrete(data)).run(&mut out))
+        grow(|| State::new(&set, &tree, &mut *self.shared, EVal::concrete(data)).run(&mut out))
             .map_err(|e| FuncError::msg(format!("error during tpl function execution for {quoted}: {e}")))?;
         Ok(out.replace(NO_VALUE, ""))
     }

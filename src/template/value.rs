@@ -98,6 +98,10 @@ pub trait Object {
         Value::Nil
     }
     /// For map-typed objects (`engine.files`): the entries, for `range`, `len` and `index`.
+    /// A typed nil (a nil map or pointer): encodes as JSON `null` though it has a type.
+    fn is_nil(&self) -> bool {
+        false
+    }
     fn entries(&self) -> Option<Vec<(String, Value)>> {
         None
     }
@@ -128,6 +132,9 @@ pub enum GoType {
     Values,
     /// `map[string]string`
     MapString,
+    /// A named Go struct or pointer type (`time.Time`, `*semver.Version`): accepts the
+    /// objects whose `%T` is exactly this name; a pointer type (leading `*`) also takes nil.
+    Named(&'static str),
 }
 
 impl GoType {
@@ -147,6 +154,7 @@ impl GoType {
             GoType::MapAny => "map[string]interface {}",
             GoType::Values => "common.Values",
             GoType::MapString => "map[string]string",
+            GoType::Named(name) => name,
         }
     }
 
@@ -161,7 +169,7 @@ impl GoType {
                 | GoType::MapAny
                 | GoType::Values
                 | GoType::MapString
-        )
+        ) || matches!(self, GoType::Named(name) if name.starts_with('*'))
     }
 
     /// The zero value of the type (what a `nil` literal or a missing value becomes).
@@ -190,6 +198,7 @@ impl GoType {
             (GoType::StringList, Value::List(l)) => l.kind == ListKind::String,
             (GoType::MapAny | GoType::Values, Value::Map(m)) => m.kind != MapKind::String,
             (GoType::MapString, Value::Map(m)) => m.kind == MapKind::String,
+            (GoType::Named(name), Value::Object(o)) => o.type_name() == name,
             _ => false,
         }
     }

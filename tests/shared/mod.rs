@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod compare;
+
 use serde::Deserialize;
 
 /// The shared directory, or `None` (after printing why) when the test should skip.

@@ -383,34 +383,53 @@ fn is_connector(c: char) -> bool {
     c == '_' || c == '-' || is_go_space(c)
 }
 
-/// `snakecase`/`kebabcase`: each connector becomes `sep`; a separator goes before an
-/// uppercase letter that starts a word (after a lowercase letter or digit, or the last capital
-/// of an acronym followed by a lowercase letter); everything is lowercased.
+/// `snakecase`/`kebabcase`: each connector becomes `sep` and everything is lowercased. A
+/// separator also goes before an uppercase letter that starts a word (after a lowercase
+/// letter or digit, or the last capital of an acronym followed by a lowercase letter), and
+/// before a run of digits that follows a letter and leads into a lowercase letter (`ab1c` ->
+/// `ab_1c`), unless the current word itself began with a digit (`x_1y2z`).
 fn lower_with_separator(s: &str, sep: char) -> String {
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len() + 4);
+    let mut at_word_start = true;
+    let mut word_starts_with_digit = false;
     for (i, &c) in chars.iter().enumerate() {
         if is_connector(c) {
             out.push(sep);
+            at_word_start = true;
             continue;
         }
+        let prev = i.checked_sub(1).and_then(|p| chars.get(p)).copied();
+        let prev_in_word = prev.filter(|&p| !is_connector(p));
         if c.is_uppercase() {
-            let prev = i.checked_sub(1).and_then(|p| chars.get(p)).copied();
             let next = chars.get(i + 1).copied();
-            let starts_word = match prev {
-                Some(p) if !is_connector(p) => {
-                    p.is_lowercase()
-                        || p.is_numeric()
-                        || (p.is_uppercase() && next.is_some_and(char::is_lowercase))
-                }
-                _ => false,
-            };
+            let starts_word = prev_in_word.is_some_and(|p| {
+                p.is_lowercase()
+                    || p.is_numeric()
+                    || (p.is_uppercase() && next.is_some_and(char::is_lowercase))
+            });
             if starts_word {
                 out.push(sep);
+                at_word_start = true;
             }
             out.push(lower_rune(c));
+        } else if c.is_numeric() {
+            let after_letter = prev_in_word.is_some_and(|p| p.is_alphabetic() && !p.is_numeric());
+            let into_lowercase = chars
+                .get(i..)
+                .and_then(|rest| rest.iter().find(|x| !x.is_numeric()))
+                .is_some_and(|x| x.is_lowercase());
+            if after_letter && into_lowercase && !word_starts_with_digit {
+                out.push(sep);
+                at_word_start = true;
+            }
+            out.push(c);
         } else {
             out.push(c);
+        }
+        if at_word_start {
+            word_starts_with_digit = c.is_numeric();
+            at_word_start = false;
         }
     }
     out
@@ -418,8 +437,8 @@ fn lower_with_separator(s: &str, sep: char) -> String {
 
 /// `camelcase` (PascalCase): leading connectors are kept, connectors between words are
 /// dropped (of a run of them all but the last are kept) and the rune after them is uppercased;
-/// when the text starts with capitals, that leading run of capitals is lowercased after its
-/// first letter.
+/// when a word starts with capitals, that run of capitals is lowercased after its first
+/// letter (`ABC_DEF` -> `AbcDef`).
 fn camelcase(s: &str) -> String {
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len());
@@ -432,6 +451,10 @@ fn camelcase(s: &str) -> String {
         i += 1;
     }
     let Some(&first) = chars.get(i) else {
+        // Only connectors: the last one comes out twice.
+        if let Some(&last) = chars.last() {
+            out.push(last);
+        }
         return out;
     };
     let mut lowering_caps = first.is_uppercase();
@@ -443,6 +466,7 @@ fn camelcase(s: &str) -> String {
                 out.push(prev);
             }
         } else if is_connector(prev) {
+            lowering_caps = c.is_uppercase();
             out.push(upper_rune(c));
         } else if lowering_caps && c.is_uppercase() {
             out.push(lower_rune(c));
@@ -458,30 +482,30 @@ fn camelcase(s: &str) -> String {
     out
 }
 
-/// `nospace`: removes every byte that is a space as a Latin-1 character (so the second byte
-/// of some UTF-8 sequences, like NBSP's `0xA0`, goes too, as in sprig).
+/// `nospace`: works on bytes as if they were Latin-1 characters, like sprig: bytes that are
+/// spaces in Latin-1 are removed (so NBSP's second byte `0xA0` goes too) and every other
+/// byte comes out as the character with its value (`à` becomes `Ã`).
 fn nospace(s: &str) -> String {
-    let kept: Vec<u8> = s
-        .bytes()
+    s.bytes()
         .filter(|&b| !matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ' | 0x85 | 0xa0))
-        .collect();
-    bytes_to_string(&kept)
+        .map(char::from)
+        .collect()
 }
 
-/// `initials`: the first byte of each whitespace-separated word.
+/// `initials`: the first byte of each whitespace-separated word, as a Latin-1 character.
 fn initials(s: &str) -> String {
-    let mut out = Vec::new();
+    let mut out = String::new();
     let mut at_word_start = true;
     for c in s.chars() {
         if is_go_space(c) {
             at_word_start = true;
         } else if at_word_start {
             let mut buf = [0u8; 4];
-            out.push(c.encode_utf8(&mut buf).as_bytes()[0]);
+            out.push(char::from(c.encode_utf8(&mut buf).as_bytes()[0]));
             at_word_start = false;
         }
     }
-    bytes_to_string(&out)
+    out
 }
 
 /// `trunc`: the first `n` bytes, or for negative `n` the last `-n` bytes.

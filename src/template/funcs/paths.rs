@@ -6,10 +6,12 @@ use std::rc::Rc;
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_str};
 use crate::template::value::{GoType, Value};
 
+/// A path operation from text to text.
+type PathFn = fn(&str) -> String;
+
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     let _ = env;
-    let string_fns: [(&str, fn(&str) -> String); 4] =
-        [("base", base), ("dir", dir), ("clean", clean), ("ext", ext)];
+    let string_fns: [(&str, PathFn); 4] = [("base", base), ("dir", dir), ("clean", clean), ("ext", ext)];
     for (name, f) in string_fns {
         let os_name = format!("os{}{}", name[..1].to_uppercase(), &name[1..]);
         for n in [name, os_name.as_str()] {

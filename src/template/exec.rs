@@ -1038,7 +1038,7 @@ fn print_value(val: &EVal, out: &mut String) {
     match &val.v {
         Value::Nil => out.push_str(NO_VALUE),
         Value::String(s) => out.push_str(s),
-        v => out.push_str(&gofmt::format_value(v)),
+        v => out.push_str(&gofmt::format_action_value(v)),
     }
 }
 

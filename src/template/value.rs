@@ -93,6 +93,12 @@ pub trait Object {
     fn stringer(&self) -> Option<String> {
         None
     }
+    /// The `String()` result when the value is addressable, as a field printed directly by
+    /// an action is: pointer-receiver `String` methods count there, but not on the copies
+    /// `print`/`printf`/`toString` receive (Helm's `KubeVersion`).
+    fn addressable_stringer(&self) -> Option<String> {
+        self.stringer()
+    }
     /// The value `encoding/json` would marshal this object as (fields by JSON name).
     fn to_data(&self) -> Value {
         Value::Nil

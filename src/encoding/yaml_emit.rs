@@ -20,13 +20,20 @@ const MAX_DEPTH: usize = 10_000;
 /// Why a value cannot be written as YAML; `Display` is Go's error text.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum YamlEmitError {
-    #[error("{0}")]
+    /// `encoding/json` refused the value (NaN, a cycle, …).
+    #[error("error marshaling into JSON: {0}")]
     Json(#[from] json::JsonError),
     /// go-yaml's reader rejects characters JSON leaves unescaped (DEL, C1 controls, …).
     #[error("yaml: control characters are not allowed")]
     ControlCharacter,
     #[error("yaml: nesting too deep")]
     TooDeep,
+    /// A key holding a raw NEL: go-yaml's scanner sees a key spanning lines.
+    #[error("yaml: line {line}: did not find expected ',' or '}}'")]
+    KeyLineBreak { line: usize },
+    /// More nodes than we are willing to hold (shared references can multiply a value).
+    #[error("yaml: value too large")]
+    TooLarge,
 }
 
 /// The value tree go-yaml v2 decodes from the JSON text.
@@ -71,21 +78,59 @@ pub const V3_PRETTY: Flavor = Flavor {
 
 /// `sigs.k8s.io/yaml.Marshal(v)`: the YAML document, ending in a newline.
 pub fn marshal(v: &Value) -> Result<String, YamlEmitError> {
-    let node = json_round_trip(v, 0)?;
+    // The JSON step decides which values fail (NaN, cycles) and with which message.
+    json::marshal(v)?;
+    let mut budget = Build::new(true);
+    let node = json_round_trip(v, 0, &mut budget)?;
     Ok(emit(&node, V2))
 }
 
 /// go-yaml v3 encoding of `v` without a JSON round trip (floats stay floats).
 pub fn marshal_pretty(v: &Value) -> Result<String, YamlEmitError> {
-    let node = direct_node(v, 0)?;
+    // No JSON step: NaN and infinities are written (`.nan`); a reference cycle, on which Go
+    // would overflow its stack, ends at the depth limit.
+    let mut budget = Build::new(false);
+    let node = direct_node(v, 0, &mut budget)?;
     Ok(emit(&node, V3_PRETTY))
 }
 
+/// At most this many nodes are built for one encoding.
+const MAX_NODES: usize = 4_000_000;
+
+/// State while building the tree.
+pub struct Build {
+    nodes_left: usize,
+    /// Building what go-yaml reads back from JSON (its reader rules apply to keys too).
+    json: bool,
+    /// Raw NELs (line breaks to go-yaml) written so far, in JSON order.
+    nels: usize,
+}
+
+impl Build {
+    pub fn new(json: bool) -> Build {
+        Build {
+            nodes_left: MAX_NODES,
+            json,
+            nels: 0,
+        }
+    }
+}
+
+fn spend(budget: &mut Build) -> Result<(), YamlEmitError> {
+    budget.nodes_left = budget.nodes_left.checked_sub(1).ok_or(YamlEmitError::TooLarge)?;
+    Ok(())
+}
+
 /// The tree go-yaml v2 decodes from `json.Marshal(v)`.
-pub fn json_round_trip(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
+pub fn json_round_trip(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEmitError> {
     if depth > MAX_DEPTH {
         return Err(YamlEmitError::TooDeep);
     }
+    spend(budget)?;
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || json_node(v, depth, budget))
+}
+
+fn json_node(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEmitError> {
     Ok(match v {
         Value::Nil => Node::Null,
         Value::Bool(b) => Node::Bool(*b),
@@ -94,57 +139,75 @@ pub fn json_round_trip(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
         Value::Float(f) => resolve_json_number(&json::format_float(*f)?),
         Value::String(s) => {
             check_reader_chars(s)?;
+            budget.nels += s.matches('\u{85}').count();
             Node::Str(fold_line_breaks(s))
         }
         Value::Bytes(b) => Node::Str(base64::engine::general_purpose::STANDARD.encode(b)),
         Value::List(l) => Node::Seq(
             l.items
                 .iter()
-                .map(|item| json_round_trip(item, depth + 1))
+                .map(|item| json_round_trip(item, depth + 1, budget))
                 .collect::<Result<_, _>>()?,
         ),
-        Value::Map(m) => map_node(m.snapshot(), depth, json_round_trip)?,
+        Value::Map(m) => map_node(m.snapshot(), depth, budget, json_round_trip)?,
         Value::Object(o) if o.is_nil() => Node::Null,
-        Value::Object(o) => match o.entries() {
-            Some(entries) => map_node(entries, depth, json_round_trip)?,
-            None => json_round_trip(&o.to_data(), depth + 1)?,
+        Value::Object(o) => match o.json_fields().or_else(|| o.entries()) {
+            Some(entries) => map_node(entries, depth, budget, json_round_trip)?,
+            None => json_round_trip(&o.to_data(), depth + 1, budget)?,
         },
     })
 }
 
 /// The tree go-yaml v3 sees when it encodes the Go value itself.
-fn direct_node(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
+fn direct_node(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEmitError> {
     if depth > MAX_DEPTH {
         return Err(YamlEmitError::TooDeep);
     }
+    spend(budget)?;
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || direct_inner(v, depth, budget))
+}
+
+fn direct_inner(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEmitError> {
     Ok(match v {
         Value::Float(f) => Node::Float(*f),
         Value::String(s) => Node::Str(s.to_string()),
         Value::List(l) => Node::Seq(
             l.items
                 .iter()
-                .map(|item| direct_node(item, depth + 1))
+                .map(|item| direct_node(item, depth + 1, budget))
                 .collect::<Result<_, _>>()?,
         ),
-        Value::Map(m) => map_node(m.snapshot(), depth, direct_node)?,
-        Value::Object(o) if o.is_nil() => direct_node(&Value::Nil, depth + 1)?,
-        Value::Object(o) => match o.entries() {
-            Some(entries) => map_node(entries, depth, direct_node)?,
-            None => direct_node(&o.to_data(), depth + 1)?,
+        Value::Map(m) => map_node(m.snapshot(), depth, budget, direct_node)?,
+        Value::Object(o) if o.is_nil() => Node::Null,
+        Value::Object(o) => match o.json_fields().or_else(|| o.entries()) {
+            Some(entries) => map_node(entries, depth, budget, direct_node)?,
+            None => direct_node(&o.to_data(), depth + 1, budget)?,
         },
-        other => json_round_trip(other, depth)?,
+        other => json_node(other, depth, budget)?,
     })
 }
+
+type Convert = fn(&Value, usize, &mut Build) -> Result<Node, YamlEmitError>;
 
 fn map_node(
     entries: Vec<(String, Value)>,
     depth: usize,
-    convert: fn(&Value, usize) -> Result<Node, YamlEmitError>,
+    budget: &mut Build,
+    convert: Convert,
 ) -> Result<Node, YamlEmitError> {
-    let out = entries
-        .iter()
-        .map(|(k, v)| Ok((k.clone(), convert(v, depth + 1)?)))
-        .collect::<Result<Vec<_>, YamlEmitError>>()?;
+    let mut out = Vec::with_capacity(entries.len());
+    for (k, v) in &entries {
+        if budget.json {
+            check_reader_chars(k)?;
+            // A line break inside a flow mapping key ends the key too early for go-yaml.
+            if k.contains('\u{85}') {
+                return Err(YamlEmitError::KeyLineBreak {
+                    line: budget.nels + 1,
+                });
+            }
+        }
+        out.push((k.clone(), convert(v, depth + 1, budget)?));
+    }
     Ok(Node::Map(out))
 }
 
@@ -207,6 +270,10 @@ fn resolve_json_number(text: &str) -> Node {
 
 /// go-yaml v2's map key order for string keys: runs of digits compare numerically, letters
 /// sort after non-letters, otherwise code point order, a prefix first.
+///
+/// The comparison is not transitive for some mixes of digit runs and letters (`4004` <
+/// `4a` < `8zA2` < `4004`). go-yaml then sorts Go's randomly ordered map keys into one of
+/// several orders, so Helm's own output varies between runs; ours is one of them.
 pub fn natural_cmp(a: &str, b: &str) -> Ordering {
     natural_cmp_in(a, b, false)
 }
@@ -813,6 +880,12 @@ impl Emitter {
 
     /// Emits a node; `mapping_value` is go-yaml's `mapping_context` for a value position.
     fn node(&mut self, node: &Node, mapping_value: bool, simple_key: bool) {
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+            self.node_inner(node, mapping_value, simple_key)
+        });
+    }
+
+    fn node_inner(&mut self, node: &Node, mapping_value: bool, simple_key: bool) {
         match node {
             Node::Null => self.scalar_plain("null", simple_key),
             Node::Bool(b) => self.scalar_plain(if *b { "true" } else { "false" }, simple_key),

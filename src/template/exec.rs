@@ -23,6 +23,10 @@ use crate::template::value::{GoType, ListKind, MapKind, Value};
 const MAX_EXEC_DEPTH: usize = 100_000;
 /// Helm's limit on nested `include` calls of one name.
 const MAX_INCLUDE_DEPTH: usize = 1000;
+/// Nested `tpl` calls allowed. Helm has no limit (unbounded `tpl` recursion dies of a Go
+/// stack overflow); each level here holds a copy of the template set, so memory must be
+/// bounded by an error instead.
+const MAX_TPL_DEPTH: usize = 200;
 /// The name of the root template of a set; `tpl` parses its text under it, like Helm.
 pub const ROOT_NAME: &str = "gotpl";
 /// What an invalid value prints as; Helm removes it from every file's output.
@@ -142,6 +146,8 @@ struct Shared {
     includes: HashMap<String, usize>,
     /// Statements and calls still allowed before execution is stopped.
     steps_left: u64,
+    /// `tpl` calls currently executing (see [`MAX_TPL_DEPTH`]).
+    tpl_depth: usize,
 }
 
 impl Shared {
@@ -149,6 +155,7 @@ impl Shared {
         Shared {
             includes: HashMap::new(),
             steps_left: budget,
+            tpl_depth: 0,
         }
     }
 }
@@ -1005,6 +1012,11 @@ impl CallContext for State<'_, '_> {
 
     fn tpl(&mut self, text: &str, data: Value) -> Result<String, FuncError> {
         let quoted = gofmt::quote(text);
+        if self.shared.tpl_depth >= MAX_TPL_DEPTH {
+            return Err(FuncError::msg(format!(
+                "error during tpl function execution for {quoted}: tpl nested more than {MAX_TPL_DEPTH} levels deep"
+            )));
+        }
         let mut set = self.set.clone();
         let tree = set
             .parse_returning_main(ROOT_NAME, text)
@@ -1012,7 +1024,10 @@ impl CallContext for State<'_, '_> {
         // Like Go, run the freshly parsed tree itself: an empty text that did not replace an
         // existing (outer tpl's) template of the same name still executes as empty.
         let mut out = String::new();
-        grow(|| State::new(&set, &tree, &mut *self.shared, EVal::concrete(data)).run(&mut out))
+        self.shared.tpl_depth += 1;
+        let result = grow(|| State::new(&set, &tree, &mut *self.shared, EVal::concrete(data)).run(&mut out));
+        self.shared.tpl_depth -= 1;
+        result
             .map_err(|e| FuncError::msg(format!("error during tpl function execution for {quoted}: {e}")))?;
         Ok(out.replace(NO_VALUE, ""))
     }

@@ -241,7 +241,8 @@ fn merge_into(dst: &Map, src: &Map, overwrite: bool, merged: &mut HashSet<(usize
             (Some(Value::Map(dm)), Value::Map(sm))
                 if dm.kind != MapKind::String && sm.kind != MapKind::String =>
             {
-                merge_into(dm, sm, overwrite, merged);
+                // Deeply nested maps recurse deeply: grow the stack instead of overflowing.
+                stacker::maybe_grow(64 * 1024, 1024 * 1024, || merge_into(dm, sm, overwrite, merged));
             }
             (None, _) => {
                 if overwrite || !sv.is_nil() {
@@ -359,6 +360,25 @@ mod tests {
         merge_into(&other, &m, false, &mut HashSet::new());
         let copy = deep_copy(&Value::Map(m.clone()));
         assert_eq!(copy.as_map().map(Map::len), Some(3));
+    }
+
+    #[test]
+    fn merge_handles_deep_nesting() {
+        let nest = || {
+            let top = dict(&[]);
+            let mut cur = top.clone();
+            for _ in 0..100_000 {
+                let next = dict(&[]);
+                cur.insert("n", Value::Map(next.clone()));
+                cur = next;
+            }
+            cur.insert("leaf", Value::Int(1));
+            top
+        };
+        let (dst, src) = (nest(), nest());
+        merge_into(&dst, &src, true, &mut HashSet::new());
+        // Dropping a 100k-deep map recurses in Rc's drop glue; not what this test is about.
+        std::mem::forget((dst, src));
     }
 
     #[test]

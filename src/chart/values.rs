@@ -110,3 +110,12 @@ fn json_kind(v: &Value) -> &'static str {
 pub fn parse_document(text: &str) -> Result<Value, String> {
     yaml_load::load_document(text).map_err(|e| e.sigs_message())
 }
+
+/// Like [`parse_document`], but with go-yaml's typing kept (ints stay `Value::Int`), for
+/// decoders of typed Go structs such as Chart.yaml's metadata, where sigs.k8s.io/yaml turns
+/// an int into its decimal text and a float into float32 `%g` text (`1.10` → `"1.1"`).
+pub fn parse_document_typed(text: &str) -> Result<Value, String> {
+    yaml_load::parse_yaml(text)
+        .and_then(|node| yaml_load::to_typed_value(&node))
+        .map_err(|e| e.sigs_message())
+}

@@ -359,32 +359,6 @@ pub fn next_token(layout: &str) -> Option<(&str, Token, &str)> {
     None
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn t(unix: i64, nanos: u32) -> GoTime {
-        GoTime {
-            unix,
-            nanos,
-            zone: Zone::utc(),
-        }
-    }
-
-    #[test]
-    fn formats_like_go() {
-        let x = t(1_700_000_000, 123_456_000);
-        assert_eq!(x.format("2006-01-02T15:04:05Z07:00"), "2023-11-14T22:13:20Z");
-        assert_eq!(x.string(), "2023-11-14 22:13:20.123456 +0000 UTC");
-        assert_eq!(
-            x.format("Mon Jan _2 3:04PM .000 002"),
-            "Tue Nov 14 10:13PM .123 318"
-        );
-        assert_eq!(t(0, 0).format("2006-01-02"), "1970-01-01");
-        assert_eq!(t(-1, 0).format("2006-01-02 15:04:05"), "1969-12-31 23:59:59");
-    }
-}
-
 /// The layout text of a token (for error messages).
 fn token_text(layout_rest: &str, after: &str) -> String {
     layout_rest[..layout_rest.len() - after.len()].to_string()
@@ -651,4 +625,30 @@ fn take_num<'a>(
 fn frac_nanos(digits: &str) -> u32 {
     let d: String = digits.chars().chain(std::iter::repeat('0')).take(9).collect();
     d.parse().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(unix: i64, nanos: u32) -> GoTime {
+        GoTime {
+            unix,
+            nanos,
+            zone: Zone::utc(),
+        }
+    }
+
+    #[test]
+    fn formats_like_go() {
+        let x = t(1_700_000_000, 123_456_000);
+        assert_eq!(x.format("2006-01-02T15:04:05Z07:00"), "2023-11-14T22:13:20Z");
+        assert_eq!(x.string(), "2023-11-14 22:13:20.123456 +0000 UTC");
+        assert_eq!(
+            x.format("Mon Jan _2 3:04PM .000 002"),
+            "Tue Nov 14 10:13PM .123 318"
+        );
+        assert_eq!(t(0, 0).format("2006-01-02"), "1970-01-01");
+        assert_eq!(t(-1, 0).format("2006-01-02 15:04:05"), "1969-12-31 23:59:59");
+    }
 }

@@ -401,9 +401,8 @@ impl Url {
         if !self.opaque.is_empty() {
             buf.push_str(&self.opaque);
         } else {
-            if (!self.scheme.is_empty() || !self.host.is_empty() || self.user.is_some())
-                && !(self.omit_host && self.host.is_empty() && self.user.is_none())
-            {
+            let no_authority = self.host.is_empty() && self.user.is_none();
+            if !(no_authority && (self.scheme.is_empty() || self.omit_host)) {
                 if !self.host.is_empty() || !self.path.is_empty() || self.user.is_some() {
                     buf.push_str("//");
                 }

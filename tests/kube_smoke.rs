@@ -73,6 +73,63 @@ async fn server_side_apply_records_field_manager() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rbac_is_enforced_for_impersonated_identities() {
+    let Some(bins) = Binaries::find_or_skip("rbac_is_enforced_for_impersonated_identities") else {
+        return;
+    };
+    let cluster = TestCluster::start(&bins, "rbac").await.expect("cluster starts");
+    let admin = cluster.client();
+    let reader = "system:serviceaccount:default:reader";
+    let rbac = [
+        serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "cm-reader", "namespace": "default"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]
+        }),
+        serde_json::json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "cm-reader", "namespace": "default"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "default"}]
+        }),
+    ];
+    for (obj, plural) in rbac.iter().zip(["roles", "rolebindings"]) {
+        let kind = obj["kind"].as_str().unwrap_or_default();
+        let gvk = GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", kind);
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            admin.clone(),
+            "default",
+            &ApiResource::from_gvk_with_plural(&gvk, plural),
+        );
+        let obj: DynamicObject = serde_json::from_value(obj.clone()).expect("valid RBAC object");
+        let name = obj.metadata.name.clone().unwrap_or_default();
+        api.patch(&name, &PatchParams::apply(MANAGER), &Patch::Apply(&obj))
+            .await
+            .expect("apply RBAC");
+    }
+    let admin_cms: Api<ConfigMap> = Api::namespaced(admin, "default");
+    apply_config_map(&admin_cms, &config_map("readable", &[("k", "v")])).await;
+
+    let as_reader = cluster
+        .client_as(reader, &["system:serviceaccounts", "system:authenticated"])
+        .await
+        .expect("impersonating client");
+    let reader_cms: Api<ConfigMap> = Api::namespaced(as_reader, "default");
+    reader_cms.get("readable").await.expect("reader may get");
+    let denied = reader_cms
+        .patch(
+            "readable",
+            &PatchParams::apply(MANAGER),
+            &Patch::Apply(&config_map("readable", &[("k", "changed")])),
+        )
+        .await;
+    match denied {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 403, "{status:?}"),
+        other => panic!("reader must not write: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capi_crds_install_and_cluster_object_is_created() {
     let test = "capi_crds_install_and_cluster_object_is_created";
     let Some(bins) = Binaries::find_or_skip(test) else {

@@ -14,9 +14,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 
+use capstan::chart::load::load;
 use capstan::chart::objects::KubeVersion;
 use capstan::chart::render::{RenderOptions, render};
-use capstan::chart::{Chart, ChartFile, Metadata};
 use capstan::template::Value;
 use serde_json::Value as Json;
 
@@ -54,64 +54,56 @@ fn str_field<'a>(obj: Option<&'a Json>, key: &str) -> Option<&'a str> {
     obj.and_then(|o| o.get(key)).and_then(Json::as_str)
 }
 
-/// The throw-away chart the oracle builds for a case.
-fn chart_for(case: &Json) -> (Chart, Value) {
-    let meta = case.get("chart");
-    let metadata = Metadata {
-        api_version: "v2".into(),
-        name: str_field(meta, "name").unwrap_or("t").into(),
-        version: str_field(meta, "version").unwrap_or("0.1.0").into(),
-        app_version: str_field(meta, "appVersion").unwrap_or_default().into(),
-        description: str_field(meta, "description").unwrap_or_default().into(),
-        kube_version: str_field(meta, "kubeVersion").unwrap_or_default().into(),
-        chart_type: str_field(meta, "type").unwrap_or_default().into(),
-        ..Metadata::default()
+/// Writes the throw-away chart the oracle builds for a case (same files, same Chart.yaml
+/// encoding) under `dir`; returns its root and the user values.
+fn write_chart(case: &Json, dir: &Path) -> Result<(PathBuf, Value), String> {
+    let mut meta = serde_json::Map::new();
+    meta.insert("apiVersion".into(), Json::from("v2"));
+    meta.insert("name".into(), Json::from("t"));
+    meta.insert("version".into(), Json::from("0.1.0"));
+    if let Some(extra) = case.get("chart").and_then(Json::as_object) {
+        for (k, v) in extra {
+            meta.insert(k.clone(), v.clone());
+        }
+    }
+    let name = meta.get("name").and_then(Json::as_str).unwrap_or("t").to_string();
+    let root = dir.join(&name);
+    let write = |rel: &str, text: &str| -> Result<(), String> {
+        let path = root.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
     };
-    let mut templates: Vec<ChartFile> = match case.get("templates").and_then(Json::as_object) {
-        Some(map) => map
-            .iter()
-            .map(|(rel, text)| ChartFile {
-                name: format!("templates/{rel}"),
-                data: text.as_str().unwrap_or_default().as_bytes().to_vec(),
-            })
-            .collect(),
-        None => vec![ChartFile {
-            name: "templates/t.yaml".into(),
-            data: str_field(Some(case), "template")
-                .unwrap_or_default()
-                .as_bytes()
-                .to_vec(),
-        }],
+    // Like the oracle: one `key: <JSON>` line per field (JSON is YAML).
+    let chart_yaml: String = meta.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
+    write("Chart.yaml", &chart_yaml)?;
+    std::fs::create_dir_all(root.join("templates")).map_err(|e| e.to_string())?;
+    match case.get("templates").and_then(Json::as_object) {
+        Some(map) => {
+            for (rel, text) in map {
+                write(&format!("templates/{rel}"), text.as_str().unwrap_or_default())?;
+            }
+        }
+        None => write(
+            "templates/t.yaml",
+            str_field(Some(case), "template").unwrap_or_default(),
+        )?,
+    }
+    if let Some(files) = case.get("files").and_then(Json::as_object) {
+        for (rel, text) in files {
+            write(rel, text.as_str().unwrap_or_default())?;
+        }
+    }
+    let user_values = match case.get("values") {
+        Some(Json::String(text)) => {
+            write("values.yaml", text)?;
+            Value::empty_map()
+        }
+        Some(v @ Json::Object(_)) => Value::from_json(v),
+        _ => Value::empty_map(),
     };
-    templates.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut files: Vec<ChartFile> = case
-        .get("files")
-        .and_then(Json::as_object)
-        .map(|map| {
-            map.iter()
-                .map(|(rel, text)| ChartFile {
-                    name: rel.clone(),
-                    data: text.as_str().unwrap_or_default().as_bytes().to_vec(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort_by(|a, b| a.name.cmp(&b.name));
-    let (values_text, user_values) = match case.get("values") {
-        Some(Json::String(text)) => (Some(text.clone()), Value::empty_map()),
-        Some(v @ Json::Object(_)) => (None, Value::from_json(v)),
-        _ => (None, Value::empty_map()),
-    };
-    let chart = Chart {
-        metadata,
-        templates,
-        files,
-        values_text,
-        schema: None,
-        dependencies: Vec::new(),
-        source: PathBuf::from("t"),
-    };
-    (chart, user_values)
+    Ok((root, user_values))
 }
 
 fn options_for(case: &Json) -> Result<RenderOptions, String> {
@@ -134,7 +126,12 @@ fn options_for(case: &Json) -> Result<RenderOptions, String> {
 }
 
 fn run_case(case: &Json) -> Result<Answer, String> {
-    let (chart, user_values) = chart_for(case);
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (root, user_values) = write_chart(case, dir.path())?;
+    let chart = match load(&root) {
+        Ok(chart) => chart,
+        Err(err) => return Ok(Answer::Error(err.to_string())),
+    };
     let opts = options_for(case)?;
     let rendered = std::panic::catch_unwind(AssertUnwindSafe(|| render(&chart, &user_values, &opts)))
         .map_err(|panic| {

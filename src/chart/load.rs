@@ -17,8 +17,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::chart::ignore::{IgnoreError, Rules};
-use crate::chart::metadata::{ChartYaml, DecodeError, ValidationError};
-use crate::chart::{Chart, ChartFile};
+use crate::chart::metadata::{ChartYaml, DecodeError, ValidationError, check_lock};
+use crate::chart::{Chart, ChartFile, values};
 
 /// Largest single file Helm accepts (`loader.MaxDecompressedFileSize`).
 pub const MAX_FILE_SIZE: u64 = 5 * 1024 * 1024;
@@ -37,16 +37,16 @@ const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 /// checks name the offending file.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// Printed whole (no error source), so chains do not repeat the OS message.
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
     #[error("Chart.yaml file is missing")]
     MissingChartYaml,
     #[error("cannot load {file}: {error}")]
     Decode { file: String, error: DecodeError },
+    /// `values.yaml` is not a valid values file (Helm reads it at load time).
+    #[error("cannot load values.yaml: {0}")]
+    Values(String),
     #[error(transparent)]
     Validation(#[from] ValidationError),
     #[error(transparent)]
@@ -77,8 +77,8 @@ pub enum LoadError {
     EmptyArchive,
     #[error("chart illegally contains absolute paths")]
     AbsolutePath,
-    #[error("chart illegally contains content outside the base directory")]
-    OutsideBase,
+    #[error("chart illegally contains content outside the base directory: {0}")]
+    OutsideBase(String),
     #[error("chart illegally references parent directory")]
     ParentReference,
     #[error("chart contains illegally named files")]
@@ -132,9 +132,9 @@ impl Budget {
 
 /// Loads a chart from a directory or a `.tgz` file.
 pub fn load(path: &Path) -> Result<Chart, LoadError> {
-    let meta = std::fs::metadata(path).map_err(|source| LoadError::Io {
+    let meta = std::fs::metadata(path).map_err(|error| LoadError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     let mut budget = Budget::new();
     if meta.is_dir() {
@@ -157,9 +157,9 @@ pub fn load_archive(data: &[u8], source: &str) -> Result<Chart, LoadError> {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> LoadError + '_ {
-    move |source| LoadError::Io {
+    move |error| LoadError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 
@@ -202,10 +202,10 @@ fn load_dir(root: &Path, budget: &mut Budget) -> Result<Chart, LoadError> {
     let mut rules = match std::fs::read(root.join(".helmignore")) {
         Ok(text) => Rules::parse(&String::from_utf8_lossy(&text))?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Rules::empty(),
-        Err(source) => {
+        Err(error) => {
             return Err(LoadError::Io {
                 path: root.join(".helmignore"),
-                source,
+                error,
             });
         }
     };
@@ -218,7 +218,9 @@ fn load_dir(root: &Path, budget: &mut Budget) -> Result<Chart, LoadError> {
         files: &mut files,
         stack: vec![canonical_root.clone()],
     };
-    walk.dir(root, "")?;
+    // Helm names irregular files by their absolute path.
+    let absolute = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    walk.dir(&absolute, "")?;
     let mut chart = load_files(files, budget, 0)?;
     chart.source = root.to_path_buf();
     Ok(chart)
@@ -244,8 +246,9 @@ impl Walk<'_> {
             .collect::<Result<_, LoadError>>()?;
         entries.sort();
         for (name, path) in entries {
+            // Size errors name the file by its base name, like Helm.
             let rel = if rel.is_empty() {
-                name
+                name.clone()
             } else {
                 format!("{rel}/{name}")
             };
@@ -283,13 +286,13 @@ impl Walk<'_> {
             }
             if meta.len() > MAX_FILE_SIZE {
                 return Err(LoadError::FileTooLarge {
-                    file: rel,
+                    file: name.clone(),
                     limit: MAX_FILE_SIZE,
                 });
             }
             let data = read_capped(&path, MAX_FILE_SIZE).map_err(|e| match e {
                 LoadError::FileTooLarge { limit, .. } => LoadError::FileTooLarge {
-                    file: rel.clone(),
+                    file: name.clone(),
                     limit,
                 },
                 other => other,
@@ -331,14 +334,17 @@ fn archive_files(data: &[u8], source: &str, budget: &mut Budget) -> Result<Vec<C
         }
         let parts: Vec<&str> = header_name.split('/').collect();
         let name = parts.get(1..).map(|p| p.join("/")).unwrap_or_default();
-        let name = clean_archive_path(&name)?;
+        let name = clean_archive_path(&name).map_err(|e| match e {
+            LoadError::OutsideBase(_) => LoadError::OutsideBase(go_quote(&header_name)),
+            other => other,
+        })?;
         if parts.first() == Some(&"Chart.yaml") {
             return Err(LoadError::ChartYamlNotInBase);
         }
         let size = entry.header().size().map_err(|e| archive_err(&header_name, e))?;
         if size > MAX_FILE_SIZE {
             return Err(LoadError::ArchiveFileTooLarge {
-                file: name,
+                file: header_name,
                 limit: MAX_FILE_SIZE,
             });
         }
@@ -355,7 +361,7 @@ fn archive_files(data: &[u8], source: &str, budget: &mut Budget) -> Result<Vec<C
         }
         if buf.len() as u64 > MAX_FILE_SIZE {
             return Err(LoadError::ArchiveFileTooLarge {
-                file: name,
+                file: header_name,
                 limit: MAX_FILE_SIZE,
             });
         }
@@ -394,7 +400,7 @@ fn clean_archive_path(name: &str) -> Result<String, LoadError> {
     }
     let cleaned = parts.join("/");
     if cleaned.is_empty() {
-        return Err(LoadError::OutsideBase);
+        return Err(LoadError::OutsideBase(String::new()));
     }
     if cleaned.starts_with("..") {
         return Err(LoadError::ParentReference);
@@ -446,8 +452,16 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
     for f in files {
         let is_v1 = |c: &Option<ChartYaml>| c.as_ref().is_some_and(|c| c.metadata.api_version == "v1");
         match f.name.as_str() {
-            "Chart.yaml" | "Chart.lock" => {}
-            "values.yaml" => values_text = Some(text(&f.data)),
+            "Chart.yaml" => {}
+            "Chart.lock" => check_lock(&text(&f.data)).map_err(|error| LoadError::Decode {
+                file: "Chart.lock".into(),
+                error,
+            })?,
+            "values.yaml" => {
+                let values = text(&f.data);
+                values::parse(&values, "values.yaml").map_err(|e| LoadError::Values(e.msg))?;
+                values_text = Some(values);
+            }
             "values.schema.json" => schema = Some(f.data),
             "requirements.yaml" => {
                 let decoded = chart_yaml.get_or_insert_with(ChartYaml::default);
@@ -462,6 +476,10 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
                 }
             }
             "requirements.lock" => {
+                check_lock(&text(&f.data)).map_err(|error| LoadError::Decode {
+                    file: "requirements.lock".into(),
+                    error,
+                })?;
                 chart_yaml.get_or_insert_with(ChartYaml::default);
                 if is_v1(&chart_yaml) {
                     other.push(f);
@@ -541,6 +559,11 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
     })
 }
 
+/// Go's `%q` for the plain names Helm quotes.
+fn go_quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+}
+
 /// File bytes as text for the YAML readers (invalid UTF-8 is replaced, not fatal).
 fn text(data: &[u8]) -> String {
     String::from_utf8_lossy(data).into_owned()
@@ -585,7 +608,7 @@ mod tests {
         );
         assert_eq!(
             archive_err(&[("Chart.yaml", b"x")]),
-            "chart illegally contains content outside the base directory"
+            "chart illegally contains content outside the base directory: \"Chart.yaml\""
         );
         assert_eq!(
             archive_err(&[("c/c:/x", b"x")]),
@@ -600,7 +623,7 @@ mod tests {
         assert_eq!(
             archive_err(&[("c/big.txt", &big)]),
             format!(
-                "decompressed chart file \"big.txt\" is larger than the maximum file size {MAX_FILE_SIZE}"
+                "decompressed chart file \"c/big.txt\" is larger than the maximum file size {MAX_FILE_SIZE}"
             )
         );
     }
@@ -618,6 +641,78 @@ mod tests {
     fn missing_chart_yaml() {
         let err = archive_err(&[("c/templates/t.yaml", b"x")]);
         assert_eq!(err, "Chart.yaml file is missing");
+    }
+
+    const CHART: &[u8] = b"apiVersion: v2\nname: c\nversion: 0.1.0\n";
+
+    #[test]
+    fn archive_with_nested_tgz_subchart_loads() {
+        let sub = tgz(&[
+            ("s/Chart.yaml", b"apiVersion: v2\nname: s\nversion: 1.0.0\n"),
+            ("s/templates/a.yaml", b"a"),
+        ]);
+        let chart = load_archive(
+            &tgz(&[
+                ("c/Chart.yaml", CHART),
+                ("c/values.yaml", b"\xEF\xBB\xBFx: 1\n"),
+                ("c/charts/s-1.0.0.tgz", &sub),
+                ("c/charts/s-1.0.0.tgz.prov", b"sig"),
+                ("c/templates/t.yaml", b"t"),
+                ("c/.helmignore", b"*.yaml\n"),
+            ]),
+            "c.tgz",
+        )
+        .unwrap();
+        assert_eq!(chart.name(), "c");
+        assert_eq!(chart.values_text.as_deref(), Some("x: 1\n"), "BOM dropped");
+        assert_eq!(chart.dependencies.len(), 1);
+        assert_eq!(chart.dependencies[0].name(), "s");
+        assert_eq!(chart.dependencies[0].templates[0].name, "templates/a.yaml");
+        // .helmignore does not apply to archives; it and the .prov file are .Files.
+        let files: Vec<&str> = chart.files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(files, ["charts/s-1.0.0.tgz.prov", ".helmignore"], "archive order");
+        assert_eq!(chart.templates.len(), 1);
+    }
+
+    #[test]
+    fn broken_subchart_names_parent_and_subchart() {
+        let err = archive_err(&[
+            ("c/Chart.yaml", CHART),
+            ("c/charts/s/Chart.yaml", b"apiVersion: v2\nname: s\nversion: x\n"),
+        ]);
+        assert_eq!(
+            err,
+            "error unpacking subchart s in c: validation: chart.metadata.version \"x\" is invalid"
+        );
+        let err = archive_err(&[("c/Chart.yaml", CHART), ("c/charts/s.tgz", b"not gzip")]);
+        assert!(err.starts_with("error unpacking subchart s.tgz in c: "), "{err}");
+    }
+
+    #[test]
+    fn directory_limits_and_symlinks() {
+        let root = std::env::temp_dir().join(format!("capstan-load-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("templates")).unwrap();
+        std::fs::write(root.join("Chart.yaml"), CHART).unwrap();
+        std::fs::write(root.join("shared.txt"), "x").unwrap();
+        #[cfg(unix)]
+        {
+            // A symlink inside the chart is followed; a cycle is refused.
+            std::os::unix::fs::symlink("../shared.txt", root.join("templates/link.yaml")).unwrap();
+            let chart = load(&root).unwrap();
+            assert_eq!(chart.templates[0].data, b"x");
+            std::os::unix::fs::symlink("..", root.join("templates/loop")).unwrap();
+            let err = load(&root).unwrap_err().to_string();
+            assert_eq!(err, "symlink cycle at templates/loop");
+            std::fs::remove_file(root.join("templates/loop")).unwrap();
+        }
+        std::fs::write(root.join("big.bin"), vec![0u8; (MAX_FILE_SIZE + 1) as usize]).unwrap();
+        let err = load(&root).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!("chart file \"big.bin\" is larger than the maximum file size {MAX_FILE_SIZE}")
+        );
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]

@@ -138,15 +138,17 @@ pub fn build(chart: &Chart, rendered: &BTreeMap<String, String>) -> Result<Manif
 }
 
 /// Helm v4.2.3's `SplitManifests`: the separator is `(?:^|\s*\n)---\s*`, so a `---` glued
-/// to text still splits and whitespace around it is eaten; documents are trimmed.
+/// to text still splits and whitespace around it is eaten. Whitespace-only documents are
+/// dropped and leading whitespace is trimmed, but trailing whitespace is kept (verified: a
+/// file's last document keeps its final newlines, which show as a blank line before the
+/// next `---` in the stream).
 pub fn split_documents(text: &str) -> Vec<String> {
     static SEPARATOR: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"(?:^|\s*\n)---\s*").expect("valid separator regex"));
     SEPARATOR
-        .split(text.trim())
-        .map(str::trim)
-        .filter(|d| !d.is_empty())
-        .map(str::to_string)
+        .split(text)
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| d.trim_start().to_string())
         .collect()
 }
 

@@ -55,6 +55,7 @@ pub struct Maintainer {
     pub url: String,
 }
 
+use crate::encoding::yaml_load::{self, YamlNode};
 use crate::template::value::Value;
 
 /// Why `Chart.yaml` or `requirements.yaml` could not be decoded (Helm's wording, which the
@@ -259,10 +260,54 @@ impl ChartYaml {
     }
 }
 
-/// The first YAML document of `text` as a value, with YAML typing kept (ints stay ints):
-/// the one place metadata parsing depends on the YAML loader.
+/// Checks a `Chart.lock`/`requirements.lock` the way Helm's load reads it (into its `Lock`
+/// struct): syntax errors and a non-mapping document fail the load; the content is unused.
+pub fn check_lock(text: &str) -> Result<(), DecodeError> {
+    match first_yaml_document(text).map_err(DecodeError::Yaml)? {
+        Value::Nil | Value::Map(_) => Ok(()),
+        other => Err(DecodeError::Shape(format!(
+            "cannot unmarshal {} into Go value of type v2.Lock",
+            json_kind(&other)
+        ))),
+    }
+}
+
+/// The first YAML document of `text` as a value with YAML's typing kept (ints stay ints,
+/// so `version: 12345678` is not float-formatted): the one place metadata parsing depends
+/// on the YAML loader. Map keys become strings the way sigs.k8s.io/yaml converts them.
 fn first_yaml_document(text: &str) -> Result<Value, String> {
-    crate::chart::values::parse_document(text)
+    let node = yaml_load::parse_yaml(text).map_err(|e| e.to_string())?;
+    typed_value(&node)
+}
+
+fn typed_value(node: &YamlNode) -> Result<Value, String> {
+    // Deeply nested input must not overflow the stack.
+    stacker::maybe_grow(64 * 1024, 4 * 1024 * 1024, || typed_value_inner(node))
+}
+
+fn typed_value_inner(node: &YamlNode) -> Result<Value, String> {
+    Ok(match node {
+        YamlNode::Null => Value::Nil,
+        YamlNode::Bool(b) => Value::Bool(*b),
+        YamlNode::Int(i) => Value::Int(*i),
+        YamlNode::Uint(u) => Value::from(u.to_string()),
+        YamlNode::Float(f) => Value::Float(*f),
+        YamlNode::Str(s) => Value::from(s.as_str()),
+        YamlNode::Seq(items) => Value::list(items.iter().map(typed_value).collect::<Result<_, _>>()?),
+        YamlNode::Map(entries) => {
+            let mut map = BTreeMap::new();
+            for (k, v) in entries {
+                let key = match k {
+                    YamlNode::Float(f) => format_float32_g(*f),
+                    other => other
+                        .go_string()
+                        .ok_or_else(|| format!("unsupported map key of type: {}", other.go_type()))?,
+                };
+                map.insert(key, typed_value(v)?);
+            }
+            Value::map(map)
+        }
+    })
 }
 
 /// Go `encoding/json` field matching: exact name first, then case-insensitive.

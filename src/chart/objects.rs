@@ -466,3 +466,33 @@ impl std::fmt::Display for KubeVersionStruct<'_> {
         write!(f, "{{{} {} {}}}", self.0.version, self.0.major, self.0.minor)
     }
 }
+
+/// A nil `map[string]string`: what `.Chart.Annotations` is when Chart.yaml has none. Unlike
+/// a nil interface it prints `map[]`, has a type, ranges over nothing, and is JSON `null`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NilStringMap;
+
+impl Object for NilStringMap {
+    fn type_name(&self) -> String {
+        "map[string]string".into()
+    }
+    fn kind(&self) -> &'static str {
+        "map"
+    }
+    /// Any key of a nil map reads as the element type's zero value.
+    fn field(&self, _name: &str) -> Option<Value> {
+        Some(Value::from(""))
+    }
+    fn format(&self) -> String {
+        "map[]".into()
+    }
+    fn is_nil(&self) -> bool {
+        true
+    }
+    fn entries(&self) -> Option<Vec<(String, Value)>> {
+        Some(Vec::new())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -8,16 +8,24 @@ use crate::template::value::Value;
 
 /// A values file that cannot be read.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{file}: {msg}")]
+#[error("{context}: {msg}")]
 pub struct ValuesError {
     pub file: String,
+    /// Helm's lead-in: `failed to parse <file>` for `-f` files, `cannot load values.yaml`
+    /// for a chart's defaults.
+    pub context: String,
     pub msg: String,
 }
 
-/// Parses values text (all documents merged, later documents winning) into a table.
+/// Parses a user values file (all documents merged, later documents winning) into a table.
 pub fn parse(text: &str, file: &str) -> Result<Value, ValuesError> {
+    parse_with_context(text, file, format!("failed to parse {file}"))
+}
+
+fn parse_with_context(text: &str, file: &str, context: String) -> Result<Value, ValuesError> {
     let docs = load_yaml_documents(text).map_err(|msg| ValuesError {
         file: file.to_string(),
+        context,
         msg,
     })?;
     let mut merged = new_table();
@@ -51,7 +59,11 @@ fn merge_maps(a: &Value, b: &Value) -> Value {
 /// The chart's own default values (`values.yaml`), or an empty table.
 pub fn chart_defaults(chart: &Chart) -> Result<Value, ValuesError> {
     match &chart.values_text {
-        Some(text) => parse(text, &format!("{}/values.yaml", chart.name())),
+        Some(text) => parse_with_context(
+            text,
+            &format!("{}/values.yaml", chart.name()),
+            "cannot load values.yaml".to_string(),
+        ),
         None => Ok(new_table()),
     }
 }
@@ -97,4 +109,13 @@ fn json_kind(v: &Value) -> &'static str {
 /// `error converting YAML to JSON: yaml: line 3: …`.
 pub fn parse_document(text: &str) -> Result<Value, String> {
     yaml_load::load_document(text).map_err(|e| e.sigs_message())
+}
+
+/// Like [`parse_document`], but with go-yaml's typing kept (ints stay `Value::Int`), for
+/// decoders of typed Go structs such as Chart.yaml's metadata, where sigs.k8s.io/yaml turns
+/// an int into its decimal text and a float into float32 `%g` text (`1.10` → `"1.1"`).
+pub fn parse_document_typed(text: &str) -> Result<Value, String> {
+    yaml_load::parse_yaml(text)
+        .and_then(|node| yaml_load::to_typed_value(&node))
+        .map_err(|e| e.sigs_message())
 }

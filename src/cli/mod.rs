@@ -1,5 +1,6 @@
 //! The `capstan` command line: one file per subcommand; parsing and output only.
 
+mod render;
 mod version;
 
 use std::process::ExitCode;
@@ -31,6 +32,8 @@ enum LogFormat {
 enum Command {
     /// Print capstan's version and build information.
     Version(version::Args),
+    /// Render a Helm chart offline, like `helm template`.
+    Render(Box<render::Args>),
 }
 
 /// Entry point of the binary: parse arguments, set up logging, run the subcommand.
@@ -39,6 +42,7 @@ pub fn main() -> ExitCode {
     init_tracing(cli.log_format);
     let result = match cli.command {
         Command::Version(args) => version::run(&args),
+        Command::Render(args) => render::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,10 +8,11 @@ use std::rc::Rc;
 use anyhow::{Context, bail};
 
 use crate::chart::coalesce::merge_tables;
+use crate::chart::ignore::Glob;
 use crate::chart::manifest::{self, StreamOptions};
 use crate::chart::objects::KubeVersion;
 use crate::chart::render::{RenderOptions, render};
-use crate::chart::{load, strvals, values};
+use crate::chart::{Chart, load, strvals, values};
 use crate::template::funcs::FuncEnv;
 
 /// Arguments of `capstan render`.
@@ -27,7 +28,7 @@ pub struct Args {
     #[arg(required = true, num_args = 1..=2, value_name = "[NAME] CHART")]
     positional: Vec<String>,
 
-    /// Values files (YAML); later files win.
+    /// Values files (YAML; `-` reads stdin); later files win.
     #[arg(short = 'f', long = "values", value_name = "FILE")]
     values: Vec<PathBuf>,
 
@@ -56,12 +57,22 @@ pub struct Args {
     kube_version: Option<String>,
 
     /// Extra API versions for `.Capabilities.APIVersions` (repeatable or comma-separated).
-    #[arg(short = 'a', long = "api-versions", value_name = "GROUP/VERSION", value_delimiter = ',')]
+    #[arg(
+        short = 'a',
+        long = "api-versions",
+        value_name = "GROUP/VERSION",
+        value_delimiter = ','
+    )]
     api_versions: Vec<String>,
 
     /// Render as an upgrade (`.Release.IsUpgrade`).
     #[arg(long)]
     is_upgrade: bool,
+
+    /// Accepted for `helm template` compatibility (the operator passes it). capstan works
+    /// offline: dependencies must already be in `charts/`, which is checked either way.
+    #[arg(long)]
+    dependency_update: bool,
 
     /// Print the chart's CRDs (unrendered) first.
     #[arg(long)]
@@ -101,12 +112,9 @@ enum Format {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let (release_name, chart_path) = match args.positional.as_slice() {
-        [chart] => ("release-name".to_string(), chart.clone()),
-        [name, chart] => (name.clone(), chart.clone()),
-        _ => bail!("expected [NAME] CHART"),
-    };
+    let (release_name, chart_path) = release_and_chart(&args.positional)?;
     let chart = load::load(Path::new(&chart_path)).with_context(|| format!("loading chart {chart_path}"))?;
+    check_dependencies(&chart)?;
     let user_values = user_values(args)?;
     let kube_version = match &args.kube_version {
         Some(v) => KubeVersion::parse(v).map_err(anyhow::Error::msg)?,
@@ -127,7 +135,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match args.output {
         Format::TemplatesJson => {
-            writeln!(out, "{}", serde_json::to_string_pretty(&rendered)?)?;
+            out.write_all(templates_json(&rendered)?.as_bytes())?;
         }
         Format::Yaml | Format::Json => {
             let manifests = manifest::build(&chart, &rendered)?;
@@ -135,14 +143,19 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 include_crds: args.include_crds,
                 skip_tests: args.skip_tests,
                 no_hooks: args.no_hooks,
-                show_only: args.show_only.clone(),
+                // `--show-only` filters the finished stream, as `helm template` does.
+                show_only: Vec::new(),
             };
+            let mut stream = manifest::stream(&chart, &manifests, &stream_opts);
+            if !args.show_only.is_empty() {
+                stream = show_only(&stream, &args.show_only)?;
+            }
             if let Some(dir) = &args.output_dir {
                 write_output_dir(dir, &manifests)?;
             } else if args.output == Format::Yaml {
-                out.write_all(manifest::stream(&chart, &manifests, &stream_opts).as_bytes())?;
+                out.write_all(stream.as_bytes())?;
             } else {
-                let docs = manifest::split_documents(&manifest::stream(&chart, &manifests, &stream_opts));
+                let docs = manifest::split_documents(&stream);
                 let mut objects = Vec::new();
                 for doc in docs {
                     let value = values::parse_document(&doc).map_err(anyhow::Error::msg)?;
@@ -157,12 +170,97 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `helm template --show-only`: each pattern (a Go `filepath.Match` glob) selects the
+/// documents whose `# Source:` path, without the chart name, it matches; documents print
+/// per pattern, in stream order; a pattern that matches nothing is an error.
+fn show_only(stream: &str, patterns: &[String]) -> anyhow::Result<String> {
+    let docs = manifest::split_documents(stream);
+    let mut out = String::new();
+    for pattern in patterns {
+        let glob = Glob::compile(pattern).ok();
+        let mut missing = true;
+        for doc in &docs {
+            let Some(path) = doc
+                .lines()
+                .find_map(|l| l.strip_prefix("# Source: "))
+                .and_then(|source| source.split_once('/'))
+                .map(|(_, rest)| rest)
+            else {
+                continue;
+            };
+            if glob.as_ref().is_some_and(|g| g.matches(path)) {
+                out.push_str(&format!("---\n{doc}\n"));
+                missing = false;
+            }
+        }
+        if missing {
+            bail!("could not find template {pattern} in chart");
+        }
+    }
+    Ok(out)
+}
+
+/// `[NAME] CHART` like `helm template`; `CHART NAME` is accepted too when only the first
+/// argument names an existing path.
+fn release_and_chart(positional: &[String]) -> anyhow::Result<(String, String)> {
+    match positional {
+        [chart] => Ok(("release-name".to_string(), chart.clone())),
+        [first, second] => {
+            let exists = |p: &str| Path::new(p).exists();
+            if exists(first) && !exists(second) {
+                Ok((second.clone(), first.clone()))
+            } else {
+                Ok((first.clone(), second.clone()))
+            }
+        }
+        _ => bail!("expected [NAME] CHART"),
+    }
+}
+
+/// `helm template` refuses charts whose declared dependencies are not in `charts/`.
+fn check_dependencies(chart: &Chart) -> anyhow::Result<()> {
+    let missing: Vec<&str> = chart
+        .metadata
+        .dependencies
+        .iter()
+        .filter(|d| !chart.dependencies.iter().any(|c| c.name() == d.name))
+        .map(|d| d.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}",
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The engine output as the corpus goldens store it: keys sorted, one-space indent,
+/// non-ASCII kept (Python's `json.dumps(indent=1, sort_keys=True, ensure_ascii=False)`).
+pub fn templates_json(rendered: &BTreeMap<String, String>) -> anyhow::Result<String> {
+    let mut buf = Vec::new();
+    let mut ser =
+        serde_json::Serializer::with_formatter(&mut buf, serde_json::ser::PrettyFormatter::with_indent(b" "));
+    serde::Serialize::serialize(rendered, &mut ser)?;
+    buf.push(b'\n');
+    Ok(String::from_utf8(buf)?)
+}
+
 /// Values from `-f` files and the `--set*` flags, in Helm's order.
 fn user_values(args: &Args) -> anyhow::Result<crate::template::Value> {
     let base = strvals::empty();
     let mut files = Vec::new();
     for file in &args.values {
-        let text = std::fs::read_to_string(file).with_context(|| format!("reading values file {}", file.display()))?;
+        // `-f -` reads values from stdin, as the cluster-stack operator passes them.
+        let text = if file.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+                .context("reading values from stdin")?;
+            text
+        } else {
+            std::fs::read_to_string(file)
+                .with_context(|| format!("reading values file {}", file.display()))?
+        };
         files.push(values::parse(&text, &file.display().to_string())?);
     }
     // Later files win: merge from the last one (the destination wins when merging).
@@ -179,7 +277,9 @@ fn user_values(args: &Args) -> anyhow::Result<crate::template::Value> {
         strvals::apply(&base, e, strvals::Typing::Strings)?;
     }
     for e in &args.set_file {
-        let (key, path) = e.split_once('=').with_context(|| format!("--set-file {e:?}: expected key=path"))?;
+        let (key, path) = e
+            .split_once('=')
+            .with_context(|| format!("--set-file {e:?}: expected key=path"))?;
         let content = std::fs::read_to_string(path).with_context(|| format!("reading --set-file {path}"))?;
         strvals::apply_file_content(&base, key, content)?;
     }
@@ -190,7 +290,10 @@ fn user_values(args: &Args) -> anyhow::Result<crate::template::Value> {
 fn write_output_dir(dir: &Path, m: &manifest::Manifests) -> anyhow::Result<()> {
     let mut files: BTreeMap<&str, String> = BTreeMap::new();
     for d in m.manifests.iter().chain(m.hooks.iter()) {
-        files.entry(&d.source).or_default().push_str(&format!("---\n# Source: {}\n{}\n", d.source, d.content));
+        files
+            .entry(&d.source)
+            .or_default()
+            .push_str(&format!("---\n# Source: {}\n{}\n", d.source, d.content));
     }
     for (source, text) in files {
         if source.split('/').any(|c| c == ".." || c.is_empty()) {
@@ -213,11 +316,18 @@ fn value_to_json(v: &crate::template::Value) -> serde_json::Value {
         Value::Bool(b) => (*b).into(),
         Value::Int(i) | Value::Int64(i) => (*i).into(),
         Value::Uint8(u) => (*u).into(),
-        Value::Float(f) => serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number),
+        Value::Float(f) => {
+            serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number)
+        }
         Value::String(s) => s.to_string().into(),
         Value::Bytes(b) => String::from_utf8_lossy(b).into_owned().into(),
         Value::List(l) => l.items.iter().map(value_to_json).collect(),
-        Value::Map(m) => m.entries.borrow().iter().map(|(k, v)| (k.clone(), value_to_json(v))).collect(),
+        Value::Map(m) => m
+            .entries
+            .borrow()
+            .iter()
+            .map(|(k, v)| (k.clone(), value_to_json(v)))
+            .collect(),
         Value::Object(o) => value_to_json(&o.to_data()),
     }
 }

@@ -2,14 +2,15 @@
 //! (sorted keys, HTML escaping, Go's float format) and `Unmarshal` into `interface{}`
 //! (every number a `float64`) with Go's error texts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
+use std::rc::Rc;
 
 use base64::Engine as _;
 
 use crate::template::value::Value;
 
-/// Nesting deeper than this is refused, on input and output (Go's decoder stops at 10000).
+/// Containers nested deeper than this are refused on input, as Go's decoder does.
 pub const MAX_DEPTH: usize = 10_000;
 
 /// Why a value cannot be encoded or a text decoded; `Display` is Go's error text.
@@ -45,100 +46,163 @@ pub fn marshal(v: &Value) -> Result<String, JsonError> {
 
 /// Encodes `v` in the given style.
 pub fn encode(v: &Value, style: Style) -> Result<String, JsonError> {
-    let mut out = String::new();
-    write_value(&mut out, v, style, 0)?;
-    Ok(out)
+    let mut e = Encoder {
+        out: String::new(),
+        style,
+        level: 0,
+        seen: HashSet::new(),
+    };
+    e.value(v, 0)?;
+    Ok(e.out)
 }
 
-fn newline(out: &mut String, style: Style, depth: usize) {
-    if style.pretty {
-        out.push('\n');
-        for _ in 0..depth {
-            out.push_str("  ");
-        }
-    }
-}
+/// Encoded output larger than this is refused rather than grown without bound (shared
+/// references can make a small value encode to an exponentially large text).
+pub const MAX_OUTPUT_BYTES: usize = 64 << 20;
 
-fn write_value(out: &mut String, v: &Value, style: Style, depth: usize) -> Result<(), JsonError> {
-    if depth > MAX_DEPTH {
-        return Err(JsonError::UnsupportedValue("nesting too deep".into()));
-    }
-    match v {
-        Value::Nil => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Int(i) | Value::Int64(i) => {
-            let _ = write!(out, "{i}");
-        }
-        Value::Uint8(u) => {
-            let _ = write!(out, "{u}");
-        }
-        Value::Float(f) => out.push_str(&format_float(*f)?),
-        Value::String(s) => write_string(out, s, style.escape_html),
-        Value::Bytes(b) => {
-            out.push('"');
-            out.push_str(&base64::engine::general_purpose::STANDARD.encode(b));
-            out.push('"');
-        }
-        Value::List(l) => {
-            // A Go []byte-like list never occurs here; every list is a JSON array.
-            if l.items.is_empty() {
-                out.push_str("[]");
-                return Ok(());
-            }
-            out.push('[');
-            for (i, item) in l.items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, style, depth + 1);
-                write_value(out, item, style, depth + 1)?;
-            }
-            newline(out, style, depth);
-            out.push(']');
-        }
-        Value::Map(m) => {
-            let entries = m.snapshot();
-            write_object(out, &entries, style, depth)?;
-        }
-        Value::Object(o) => {
-            if let Some(entries) = o.entries() {
-                let sorted: BTreeMap<String, Value> = entries.into_iter().collect();
-                let entries: Vec<(String, Value)> = sorted.into_iter().collect();
-                write_object(out, &entries, style, depth)?;
-            } else {
-                write_value(out, &o.to_data(), style, depth + 1)?;
-            }
-        }
-    }
-    Ok(())
-}
+/// Go starts looking for reference cycles this many containers deep.
+const START_DETECTING_CYCLES_AFTER: usize = 1000;
 
-fn write_object(
-    out: &mut String,
-    entries: &[(String, Value)],
+struct Encoder {
+    out: String,
     style: Style,
-    depth: usize,
-) -> Result<(), JsonError> {
-    if entries.is_empty() {
-        out.push_str("{}");
-        return Ok(());
-    }
-    out.push('{');
-    for (i, (k, item)) in entries.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
+    /// Maps and lists currently being encoded (Go's `ptrLevel`).
+    level: usize,
+    /// Containers on the current path once deep enough (Go's `ptrSeen`).
+    seen: HashSet<(usize, usize)>,
+}
+
+impl Encoder {
+    fn newline(&mut self, depth: usize) {
+        if self.style.pretty {
+            self.out.push('\n');
+            for _ in 0..depth {
+                self.out.push_str("  ");
+            }
         }
-        newline(out, style, depth + 1);
-        write_string(out, k, style.escape_html);
-        out.push(':');
-        if style.pretty {
-            out.push(' ');
-        }
-        write_value(out, item, style, depth + 1)?;
     }
-    newline(out, style, depth);
-    out.push('}');
-    Ok(())
+
+    /// Enters a map or list: past Go's threshold, seeing the same one again is a cycle.
+    fn enter(&mut self, id: (usize, usize), v: &Value) -> Result<bool, JsonError> {
+        self.level += 1;
+        if self.level - 1 <= START_DETECTING_CYCLES_AFTER {
+            return Ok(false);
+        }
+        if !self.seen.insert(id) {
+            return Err(JsonError::UnsupportedValue(format!(
+                "encountered a cycle via {}",
+                v.type_name()
+            )));
+        }
+        Ok(true)
+    }
+
+    fn leave(&mut self, id: (usize, usize), recorded: bool) {
+        self.level -= 1;
+        if recorded {
+            self.seen.remove(&id);
+        }
+    }
+
+    fn value(&mut self, v: &Value, depth: usize) -> Result<(), JsonError> {
+        if self.out.len() > MAX_OUTPUT_BYTES {
+            return Err(JsonError::UnsupportedValue(format!(
+                "output exceeds {MAX_OUTPUT_BYTES} bytes"
+            )));
+        }
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.value_inner(v, depth))
+    }
+
+    fn value_inner(&mut self, v: &Value, depth: usize) -> Result<(), JsonError> {
+        match v {
+            Value::Nil => self.out.push_str("null"),
+            Value::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
+            Value::Int(i) | Value::Int64(i) => {
+                let _ = write!(self.out, "{i}");
+            }
+            Value::Uint8(u) => {
+                let _ = write!(self.out, "{u}");
+            }
+            Value::Float(f) => self.out.push_str(&format_float(*f)?),
+            Value::String(s) => write_string(&mut self.out, s, self.style.escape_html),
+            Value::Bytes(b) => {
+                self.out.push('"');
+                self.out
+                    .push_str(&base64::engine::general_purpose::STANDARD.encode(b));
+                self.out.push('"');
+            }
+            Value::List(l) => {
+                let id = (Rc::as_ptr(&l.items) as usize, l.items.len());
+                let recorded = self.enter(id, v)?;
+                let result = self.list(&l.items, depth);
+                self.leave(id, recorded);
+                result?;
+            }
+            Value::Map(m) => {
+                let id = (Rc::as_ptr(&m.entries) as usize, 0);
+                let recorded = self.enter(id, v)?;
+                let result = self.object(&m.snapshot(), depth);
+                self.leave(id, recorded);
+                result?;
+            }
+            // A typed nil (a nil map behind a Go type) encodes as `null`.
+            Value::Object(o) if o.is_nil() => self.out.push_str("null"),
+            Value::Object(o) if o.json_fields().is_some() => {
+                let fields = o.json_fields().unwrap_or_default();
+                self.object(&fields, depth)?;
+            }
+            Value::Object(o) => match o.entries() {
+                Some(entries) => {
+                    let sorted: BTreeMap<String, Value> = entries.into_iter().collect();
+                    let entries: Vec<(String, Value)> = sorted.into_iter().collect();
+                    self.object(&entries, depth)?;
+                }
+                None => self.value(&o.to_data(), depth)?,
+            },
+        }
+        Ok(())
+    }
+
+    fn list(&mut self, items: &[Value], depth: usize) -> Result<(), JsonError> {
+        if items.is_empty() {
+            self.out.push_str("[]");
+            return Ok(());
+        }
+        self.out.push('[');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                self.out.push(',');
+            }
+            self.newline(depth + 1);
+            self.value(item, depth + 1)?;
+        }
+        self.newline(depth);
+        self.out.push(']');
+        Ok(())
+    }
+
+    fn object(&mut self, entries: &[(String, Value)], depth: usize) -> Result<(), JsonError> {
+        if entries.is_empty() {
+            self.out.push_str("{}");
+            return Ok(());
+        }
+        self.out.push('{');
+        for (i, (k, item)) in entries.iter().enumerate() {
+            if i > 0 {
+                self.out.push(',');
+            }
+            self.newline(depth + 1);
+            write_string(&mut self.out, k, self.style.escape_html);
+            self.out.push(':');
+            if self.style.pretty {
+                self.out.push(' ');
+            }
+            self.value(item, depth + 1)?;
+        }
+        self.newline(depth);
+        self.out.push('}');
+        Ok(())
+    }
 }
 
 /// A JSON string literal as Go writes it.
@@ -204,24 +268,46 @@ pub fn format_float(f: f64) -> Result<String, JsonError> {
 
 /// `json.Unmarshal(text, &v)` with `v interface{}`.
 pub fn unmarshal(text: &str) -> Result<Value, JsonError> {
+    let d = unmarshal_partial(text)?;
+    match d.error {
+        Some(e) => Err(e),
+        None => Ok(d.value),
+    }
+}
+
+/// A decoded document plus the first value error Go saved while decoding on (a number out
+/// of float64 range decodes as nil).
+pub struct Decoded {
+    pub value: Value,
+    pub error: Option<JsonError>,
+}
+
+/// Like [`unmarshal`], but keeps what Go keeps when a value cannot be stored. Syntax errors
+/// (found before decoding starts) are still errors.
+pub fn unmarshal_partial(text: &str) -> Result<Decoded, JsonError> {
     check_syntax(text.as_bytes())?;
     let mut p = Parser {
         s: text.as_bytes(),
         i: 0,
+        error: None,
     };
     p.skip_ws();
-    p.value(0)
+    let value = p.value(0)?;
+    Ok(Decoded {
+        value,
+        error: p.error,
+    })
 }
 
-/// What a decoded document is, for Go's "cannot unmarshal X into …" errors.
-pub fn kind_word(v: &Value) -> &'static str {
-    match v {
-        Value::Nil => "null",
-        Value::Bool(_) => "bool",
-        Value::Float(_) | Value::Int(_) | Value::Int64(_) | Value::Uint8(_) => "number",
-        Value::String(_) => "string",
-        Value::List(_) => "array",
-        _ => "object",
+/// The kind of the top-level value of syntactically valid JSON (`object`, `array`, …).
+pub fn top_level_kind(text: &str) -> &'static str {
+    match text.bytes().find(|&c| !is_ws(c)) {
+        Some(b'{') => "object",
+        Some(b'[') => "array",
+        Some(b'"') => "string",
+        Some(b't' | b'f') => "bool",
+        Some(b'n') => "null",
+        _ => "number",
     }
 }
 
@@ -230,11 +316,28 @@ fn quote_char(c: u8) -> String {
     match c {
         b'\'' => "'\\''".into(),
         b'"' => "'\"'".into(),
-        _ => {
-            let q = crate::template::gofmt::quote(&char::from(c).to_string());
-            let inner = q.get(1..q.len().saturating_sub(1)).unwrap_or("");
-            format!("'{inner}'")
+        // Go quotes `string(rune(c))`: bytes >= 0x80 read as U+0080..U+00FF.
+        _ => format!("'{}'", go_quote_rune(char::from(c))),
+    }
+}
+
+/// The body of Go's `strconv.Quote` for one Latin-1 rune.
+fn go_quote_rune(c: char) -> String {
+    match c {
+        '\u{7}' => "\\a".into(),
+        '\u{8}' => "\\b".into(),
+        '\u{c}' => "\\f".into(),
+        '\n' => "\\n".into(),
+        '\r' => "\\r".into(),
+        '\t' => "\\t".into(),
+        '\u{b}' => "\\v".into(),
+        '\\' => "\\\\".into(),
+        c if u32::from(c) < 0x20 || u32::from(c) == 0x7F => format!("\\x{:02x}", u32::from(c)),
+        // Latin-1 controls, NBSP and soft hyphen are not printable for Go.
+        c if (0x80..=0xA0).contains(&u32::from(c)) || c == '\u{ad}' => {
+            format!("\\u{:04x}", u32::from(c))
         }
+        c => c.to_string(),
     }
 }
 
@@ -268,8 +371,15 @@ fn check_syntax(s: &[u8]) -> Result<(), JsonError> {
 }
 
 fn check_value(s: &[u8], i: &mut usize, depth: usize) -> Result<(), JsonError> {
-    if depth >= MAX_DEPTH {
-        return Err(JsonError::Decode("exceeded max depth".into()));
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || check_value_inner(s, i, depth))
+}
+
+fn check_value_inner(s: &[u8], i: &mut usize, depth: usize) -> Result<(), JsonError> {
+    // Go refuses to open container number MAX_DEPTH + 1.
+    if let Some(&c @ (b'[' | b'{')) = s.get(*i)
+        && depth >= MAX_DEPTH
+    {
+        return Err(syntax(c, "exceeded max depth"));
     }
     let skip = |i: &mut usize| {
         while *i < s.len() && is_ws(s[*i]) {
@@ -353,7 +463,12 @@ fn check_literal(s: &[u8], i: &mut usize, word: &[u8]) -> Result<(), JsonError> 
     let name = std::str::from_utf8(word).unwrap_or("");
     for (k, &want) in word.iter().enumerate() {
         match s.get(*i + k) {
-            None => return Err(eof()),
+            None => {
+                return Err(syntax(
+                    b' ',
+                    &format!("in literal {name} (expecting {})", quote_char(want)),
+                ));
+            }
             Some(&c) if c == want => {}
             Some(&c) => {
                 return Err(syntax(
@@ -378,7 +493,7 @@ fn check_string(s: &[u8], i: &mut usize) -> Result<(), JsonError> {
             b'"' => return Ok(()),
             b'\\' => {
                 let Some(&e) = s.get(*i) else {
-                    return Err(eof());
+                    return Err(syntax(b' ', "in string escape code"));
                 };
                 *i += 1;
                 match e {
@@ -386,7 +501,7 @@ fn check_string(s: &[u8], i: &mut usize) -> Result<(), JsonError> {
                     b'u' => {
                         for _ in 0..4 {
                             match s.get(*i) {
-                                None => return Err(eof()),
+                                None => return Err(syntax(b' ', "in \\u hexadecimal character escape")),
                                 Some(h) if h.is_ascii_hexdigit() => *i += 1,
                                 Some(&h) => {
                                     return Err(syntax(h, "in \\u hexadecimal character escape"));
@@ -412,7 +527,7 @@ fn check_number(s: &[u8], i: &mut usize) -> Result<(), JsonError> {
     if s.get(*i) == Some(&b'-') {
         *i += 1;
         match s.get(*i) {
-            None => return Err(eof()),
+            None => return Err(syntax(b' ', "in numeric literal")),
             Some(c) if c.is_ascii_digit() => {}
             Some(&c) => return Err(syntax(c, "in numeric literal")),
         }
@@ -425,7 +540,7 @@ fn check_number(s: &[u8], i: &mut usize) -> Result<(), JsonError> {
     if s.get(*i) == Some(&b'.') {
         *i += 1;
         match s.get(*i) {
-            None => return Err(eof()),
+            None => return Err(syntax(b' ', "after decimal point in numeric literal")),
             Some(c) if c.is_ascii_digit() => digits(i),
             Some(&c) => return Err(syntax(c, "after decimal point in numeric literal")),
         }
@@ -436,7 +551,7 @@ fn check_number(s: &[u8], i: &mut usize) -> Result<(), JsonError> {
             *i += 1;
         }
         match s.get(*i) {
-            None => return Err(eof()),
+            None => return Err(syntax(b' ', "in exponent of numeric literal")),
             Some(c) if c.is_ascii_digit() => digits(i),
             Some(&c) => return Err(syntax(c, "in exponent of numeric literal")),
         }
@@ -448,6 +563,7 @@ fn check_number(s: &[u8], i: &mut usize) -> Result<(), JsonError> {
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
+    error: Option<JsonError>,
 }
 
 impl Parser<'_> {
@@ -458,9 +574,10 @@ impl Parser<'_> {
     }
 
     fn value(&mut self, depth: usize) -> Result<Value, JsonError> {
-        if depth >= MAX_DEPTH {
-            return Err(JsonError::Decode("exceeded max depth".into()));
-        }
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.value_inner(depth))
+    }
+
+    fn value_inner(&mut self, depth: usize) -> Result<Value, JsonError> {
         match self.s.get(self.i) {
             Some(b'{') => {
                 self.i += 1;
@@ -534,9 +651,14 @@ impl Parser<'_> {
                 let text = std::str::from_utf8(self.s.get(start..self.i).unwrap_or(b"")).unwrap_or("");
                 match text.parse::<f64>() {
                     Ok(f) if f.is_finite() => Ok(Value::Float(f)),
-                    _ => Err(JsonError::Decode(format!(
-                        "json: cannot unmarshal number {text} into Go value of type float64"
-                    ))),
+                    _ => {
+                        self.error.get_or_insert_with(|| {
+                            JsonError::Decode(format!(
+                                "json: cannot unmarshal number {text} into Go value of type float64"
+                            ))
+                        });
+                        Ok(Value::Nil)
+                    }
                 }
             }
             None => Err(eof()),
@@ -628,6 +750,40 @@ mod tests {
         assert!(format_float(f64::NAN).is_err());
     }
 
+    /// A struct whose JSON field order is not alphabetical.
+    struct Point;
+
+    impl crate::template::value::Object for Point {
+        fn type_name(&self) -> String {
+            "main.Point".into()
+        }
+        fn kind(&self) -> &'static str {
+            "struct"
+        }
+        fn field(&self, _: &str) -> Option<Value> {
+            None
+        }
+        fn format(&self) -> String {
+            "{2 1}".into()
+        }
+        fn json_fields(&self) -> Option<Vec<(String, Value)>> {
+            Some(vec![("Y".into(), Value::Int(2)), ("X".into(), Value::Int(1))])
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    #[test]
+    fn structs_keep_field_order() {
+        let v = Value::Object(Rc::new(Point));
+        assert_eq!(marshal(&v).unwrap(), r#"{"Y":2,"X":1}"#);
+        assert_eq!(
+            crate::template::funcs::helm::to_yaml_trimmed(&v),
+            "X: 1\n\"Y\": 2"
+        );
+    }
+
     #[test]
     fn strings_escape_html() {
         let mut s = String::new();
@@ -647,7 +803,11 @@ mod tests {
             err("[1,]"),
             "invalid character ']' looking for beginning of value"
         );
-        assert_eq!(err("tru"), "unexpected end of JSON input");
+        assert_eq!(
+            err("tru"),
+            "invalid character ' ' in literal true (expecting 'e')"
+        );
+        assert_eq!(err("[1"), "unexpected end of JSON input");
     }
 
     #[test]
@@ -657,5 +817,32 @@ mod tests {
         assert!(matches!(l.items[0], Value::Float(f) if f == 1.0));
         assert!(matches!(l.items[1], Value::Float(f) if f == -2500.0));
         assert_eq!(l.items[2].as_str(), Some("😀"));
+    }
+}
+
+#[cfg(test)]
+mod deep_tests {
+    use super::*;
+
+    #[test]
+    fn deep_documents_decode_and_encode() {
+        // Dropping a 10000-deep value recurses in the value model's drop glue, which needs
+        // more than a test thread's default stack.
+        let run = || {
+            let text = format!("{}{}", "[".repeat(9999), "]".repeat(9999));
+            let v = unmarshal(&text).unwrap();
+            assert_eq!(marshal(&v).unwrap(), text);
+            let too_deep = format!("{}{}", "[".repeat(10001), "]".repeat(10001));
+            assert_eq!(
+                unmarshal(&too_deep).unwrap_err().to_string(),
+                "invalid character '[' exceeded max depth"
+            );
+        };
+        std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(run)
+            .unwrap()
+            .join()
+            .unwrap();
     }
 }

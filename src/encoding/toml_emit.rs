@@ -15,14 +15,25 @@ pub enum TomlError {
     NilInArray,
     #[error("toml: nesting too deep")]
     TooDeep,
+    /// Encoding a nil interface panics inside reflect; Helm reports the panic text.
+    #[error("reflect: call of reflect.Value.Type on zero Value")]
+    Nil,
 }
 
 const MAX_DEPTH: usize = 1_000;
 
-/// Encodes `v` (a map) as a TOML document.
+/// Encodes `v` as a TOML document (a map), or a non-table value as one inline value.
 pub fn encode(v: &Value) -> Result<String, TomlError> {
+    if v.is_nil() {
+        return Err(TomlError::Nil);
+    }
     let Some(entries) = entries_of(v) else {
-        return Err(TomlError::NotATable);
+        if kind(v)? == Kind::TableArray {
+            return Err(TomlError::NotATable);
+        }
+        let mut out = String::new();
+        element(&mut out, v, 0)?;
+        return Ok(out);
     };
     let mut e = Encoder {
         out: String::new(),
@@ -197,16 +208,32 @@ fn element(out: &mut String, v: &Value, depth: usize) -> Result<(), TomlError> {
             out.push(']');
         }
         Value::Map(_) | Value::Object(_) => {
+            // Inline tables keep the encoder's order too: plain values, then tables. A
+            // separator follows every plain entry but the group's last (nil entries, skipped,
+            // still count), and every one when tables follow: `{a = 1, }` happens.
             let entries = entries_of(v).unwrap_or_default();
-            out.push('{');
-            let mut first = true;
-            for (k, item) in entries.iter().filter(|(_, item)| !item.is_nil()) {
-                if !first {
-                    out.push_str(", ");
+            let (mut direct, mut tables) = (Vec::new(), Vec::new());
+            for entry in &entries {
+                if !entry.1.is_nil() && kind(&entry.1)? != Kind::Plain {
+                    tables.push(entry);
+                } else {
+                    direct.push(entry);
                 }
-                first = false;
-                let _ = write!(out, "{} = ", quote_key(k));
-                element(out, item, depth + 1)?;
+            }
+            out.push('{');
+            let has_tables = !tables.is_empty();
+            for (group, trailing) in [(direct, has_tables), (tables, false)] {
+                let last = group.len().saturating_sub(1);
+                for (i, (k, item)) in group.into_iter().enumerate() {
+                    if item.is_nil() {
+                        continue;
+                    }
+                    let _ = write!(out, "{} = ", quote_key(k));
+                    element(out, item, depth + 1)?;
+                    if trailing || i != last {
+                        out.push_str(", ");
+                    }
+                }
             }
             out.push('}');
         }
@@ -221,6 +248,11 @@ fn float(f: f64) -> String {
     if f.is_infinite() {
         return if f > 0.0 { "inf" } else { "-inf" }.into();
     }
-    let s = format!("{f}");
-    if s.contains('.') { s } else { format!("{s}.0") }
+    // BurntSushi writes Go's shortest 'g' form and marks integral values with `.0`.
+    let s = crate::encoding::yaml_emit::format_float_g(f);
+    if s.contains(['.', 'e']) {
+        s
+    } else {
+        format!("{s}.0")
+    }
 }

@@ -20,13 +20,20 @@ const MAX_DEPTH: usize = 10_000;
 /// Why a value cannot be written as YAML; `Display` is Go's error text.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum YamlEmitError {
-    #[error("{0}")]
+    /// `encoding/json` refused the value (NaN, a cycle, …).
+    #[error("error marshaling into JSON: {0}")]
     Json(#[from] json::JsonError),
     /// go-yaml's reader rejects characters JSON leaves unescaped (DEL, C1 controls, …).
-    #[error("error converting JSON to YAML: yaml: control characters are not allowed")]
+    #[error("yaml: control characters are not allowed")]
     ControlCharacter,
     #[error("yaml: nesting too deep")]
     TooDeep,
+    /// A key holding a raw NEL: go-yaml's scanner sees a key spanning lines.
+    #[error("yaml: line {line}: did not find expected ',' or '}}'")]
+    KeyLineBreak { line: usize },
+    /// More nodes than we are willing to hold (shared references can multiply a value).
+    #[error("yaml: value too large")]
+    TooLarge,
 }
 
 /// The value tree go-yaml v2 decodes from the JSON text.
@@ -39,7 +46,7 @@ pub enum Node {
     Float(f64),
     Str(String),
     Seq(Vec<Node>),
-    /// Entries already in the order the emitter writes them.
+    /// Entries in any order: the emitter sorts keys the way its go-yaml version does.
     Map(Vec<(String, Node)>),
 }
 
@@ -50,37 +57,80 @@ pub struct Flavor {
     pub indent_sequences: bool,
     /// Fold long plain/quoted scalars past this column; `None` never folds.
     pub width: Option<usize>,
+    /// go-yaml v3 rules: a letter sorts before other characters right after a digit
+    /// (`1e` < `1.0`), and tabs are allowed in literal block scalars.
+    pub v3: bool,
 }
 
 /// go-yaml v2 as sigs.k8s.io/yaml configures it.
 pub const V2: Flavor = Flavor {
     indent_sequences: false,
     width: Some(80),
+    v3: false,
 };
 
 /// go-yaml v3 `Encoder` with `SetIndent(2)` (Helm's `toYamlPretty`).
 pub const V3_PRETTY: Flavor = Flavor {
     indent_sequences: true,
     width: None,
+    v3: true,
 };
 
 /// `sigs.k8s.io/yaml.Marshal(v)`: the YAML document, ending in a newline.
 pub fn marshal(v: &Value) -> Result<String, YamlEmitError> {
-    let node = json_round_trip(v, 0)?;
+    // The JSON step decides which values fail (NaN, cycles) and with which message.
+    json::marshal(v)?;
+    let mut budget = Build::new(true);
+    let node = json_round_trip(v, 0, &mut budget)?;
     Ok(emit(&node, V2))
 }
 
 /// go-yaml v3 encoding of `v` without a JSON round trip (floats stay floats).
 pub fn marshal_pretty(v: &Value) -> Result<String, YamlEmitError> {
-    let node = direct_node(v, 0)?;
+    // No JSON step: NaN and infinities are written (`.nan`); a reference cycle, on which Go
+    // would overflow its stack, ends at the depth limit.
+    let mut budget = Build::new(false);
+    let node = direct_node(v, 0, &mut budget)?;
     Ok(emit(&node, V3_PRETTY))
 }
 
+/// At most this many nodes are built for one encoding.
+const MAX_NODES: usize = 4_000_000;
+
+/// State while building the tree.
+pub struct Build {
+    nodes_left: usize,
+    /// Building what go-yaml reads back from JSON (its reader rules apply to keys too).
+    json: bool,
+    /// Raw NELs (line breaks to go-yaml) written so far, in JSON order.
+    nels: usize,
+}
+
+impl Build {
+    pub fn new(json: bool) -> Build {
+        Build {
+            nodes_left: MAX_NODES,
+            json,
+            nels: 0,
+        }
+    }
+}
+
+fn spend(budget: &mut Build) -> Result<(), YamlEmitError> {
+    budget.nodes_left = budget.nodes_left.checked_sub(1).ok_or(YamlEmitError::TooLarge)?;
+    Ok(())
+}
+
 /// The tree go-yaml v2 decodes from `json.Marshal(v)`.
-pub fn json_round_trip(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
+pub fn json_round_trip(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEmitError> {
     if depth > MAX_DEPTH {
         return Err(YamlEmitError::TooDeep);
     }
+    spend(budget)?;
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || json_node(v, depth, budget))
+}
+
+fn json_node(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEmitError> {
     Ok(match v {
         Value::Nil => Node::Null,
         Value::Bool(b) => Node::Bool(*b),
@@ -89,56 +139,75 @@ pub fn json_round_trip(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
         Value::Float(f) => resolve_json_number(&json::format_float(*f)?),
         Value::String(s) => {
             check_reader_chars(s)?;
-            Node::Str(s.to_string())
+            budget.nels += s.matches('\u{85}').count();
+            Node::Str(fold_line_breaks(s))
         }
         Value::Bytes(b) => Node::Str(base64::engine::general_purpose::STANDARD.encode(b)),
         Value::List(l) => Node::Seq(
             l.items
                 .iter()
-                .map(|item| json_round_trip(item, depth + 1))
+                .map(|item| json_round_trip(item, depth + 1, budget))
                 .collect::<Result<_, _>>()?,
         ),
-        Value::Map(m) => map_node(m.snapshot(), depth, json_round_trip)?,
-        Value::Object(o) => match o.entries() {
-            Some(entries) => map_node(entries, depth, json_round_trip)?,
-            None => json_round_trip(&o.to_data(), depth + 1)?,
+        Value::Map(m) => map_node(m.snapshot(), depth, budget, json_round_trip)?,
+        Value::Object(o) if o.is_nil() => Node::Null,
+        Value::Object(o) => match o.json_fields().or_else(|| o.entries()) {
+            Some(entries) => map_node(entries, depth, budget, json_round_trip)?,
+            None => json_round_trip(&o.to_data(), depth + 1, budget)?,
         },
     })
 }
 
 /// The tree go-yaml v3 sees when it encodes the Go value itself.
-fn direct_node(v: &Value, depth: usize) -> Result<Node, YamlEmitError> {
+fn direct_node(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEmitError> {
     if depth > MAX_DEPTH {
         return Err(YamlEmitError::TooDeep);
     }
+    spend(budget)?;
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || direct_inner(v, depth, budget))
+}
+
+fn direct_inner(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEmitError> {
     Ok(match v {
         Value::Float(f) => Node::Float(*f),
         Value::String(s) => Node::Str(s.to_string()),
         Value::List(l) => Node::Seq(
             l.items
                 .iter()
-                .map(|item| direct_node(item, depth + 1))
+                .map(|item| direct_node(item, depth + 1, budget))
                 .collect::<Result<_, _>>()?,
         ),
-        Value::Map(m) => map_node(m.snapshot(), depth, direct_node)?,
-        Value::Object(o) => match o.entries() {
-            Some(entries) => map_node(entries, depth, direct_node)?,
-            None => direct_node(&o.to_data(), depth + 1)?,
+        Value::Map(m) => map_node(m.snapshot(), depth, budget, direct_node)?,
+        Value::Object(o) if o.is_nil() => Node::Null,
+        Value::Object(o) => match o.json_fields().or_else(|| o.entries()) {
+            Some(entries) => map_node(entries, depth, budget, direct_node)?,
+            None => direct_node(&o.to_data(), depth + 1, budget)?,
         },
-        other => json_round_trip(other, depth)?,
+        other => json_node(other, depth, budget)?,
     })
 }
+
+type Convert = fn(&Value, usize, &mut Build) -> Result<Node, YamlEmitError>;
 
 fn map_node(
     entries: Vec<(String, Value)>,
     depth: usize,
-    convert: fn(&Value, usize) -> Result<Node, YamlEmitError>,
+    budget: &mut Build,
+    convert: Convert,
 ) -> Result<Node, YamlEmitError> {
-    let mut out = entries
-        .iter()
-        .map(|(k, v)| Ok((k.clone(), convert(v, depth + 1)?)))
-        .collect::<Result<Vec<_>, YamlEmitError>>()?;
-    out.sort_by(|a, b| natural_cmp(&a.0, &b.0));
+    let mut out = Vec::with_capacity(entries.len());
+    for (k, v) in &entries {
+        if budget.json {
+            check_reader_chars(k)?;
+            // A line break inside a flow mapping key ends the key too early for go-yaml.
+            if k.contains('\u{85}') {
+                return Err(YamlEmitError::KeyLineBreak {
+                    line: budget.nels + 1,
+                });
+            }
+        }
+        out.push((k.clone(), convert(v, depth + 1, budget)?));
+    }
     Ok(Node::Map(out))
 }
 
@@ -152,6 +221,36 @@ fn check_reader_chars(s: &str) -> Result<(), YamlEmitError> {
         return Err(YamlEmitError::ControlCharacter);
     }
     Ok(())
+}
+
+/// go-yaml reads the JSON string as a double-quoted scalar, where a raw NEL (the only line
+/// break `encoding/json` leaves unescaped) folds: with the spaces around it, a single break
+/// becomes one space and `n` breaks become `n-1` newlines.
+fn fold_line_breaks(s: &str) -> String {
+    if !s.contains('\u{85}') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        let breaks = run.chars().filter(|&c| c == '\u{85}').count();
+        match breaks {
+            0 => out.push_str(run),
+            1 => out.push(' '),
+            n => out.extend(std::iter::repeat_n('\n', n - 1)),
+        }
+        run.clear();
+    };
+    for c in s.chars() {
+        if c == ' ' || c == '\u{85}' {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
 }
 
 /// How go-yaml v2 resolves a number `encoding/json` wrote: an int when it parses as one
@@ -169,25 +268,36 @@ fn resolve_json_number(text: &str) -> Node {
 // ---------------------------------------------------------------------------------------------
 // Key order
 
-/// go-yaml's map key order for string keys: runs of digits compare numerically, letters sort
-/// after non-letters, otherwise code point order, a prefix first.
+/// go-yaml v2's map key order for string keys: runs of digits compare numerically, letters
+/// sort after non-letters, otherwise code point order, a prefix first.
+///
+/// The comparison is not transitive for some mixes of digit runs and letters (`4004` <
+/// `4a` < `8zA2` < `4004`). go-yaml then sorts Go's randomly ordered map keys into one of
+/// several orders, so Helm's own output varies between runs; ours is one of them.
 pub fn natural_cmp(a: &str, b: &str) -> Ordering {
-    if natural_less(a, b) {
+    natural_cmp_in(a, b, false)
+}
+
+/// The key order of go-yaml v2 (`v3 == false`) or v3.
+pub fn natural_cmp_in(a: &str, b: &str, v3: bool) -> Ordering {
+    if natural_less(a, b, v3) {
         Ordering::Less
-    } else if natural_less(b, a) {
+    } else if natural_less(b, a, v3) {
         Ordering::Greater
     } else {
         a.cmp(b)
     }
 }
 
-fn natural_less(a: &str, b: &str) -> bool {
+fn natural_less(a: &str, b: &str, v3: bool) -> bool {
     let ar: Vec<char> = a.chars().collect();
     let br: Vec<char> = b.chars().collect();
     let digit = |c: char| c.is_ascii_digit();
+    let mut after_digit = false;
     for i in 0..ar.len().min(br.len()) {
         let (ca, cb) = (ar[i], br[i]);
         if ca == cb {
+            after_digit = digit(ca);
             continue;
         }
         let (al, bl) = (ca.is_alphabetic(), cb.is_alphabetic());
@@ -195,7 +305,7 @@ fn natural_less(a: &str, b: &str) -> bool {
             return ca < cb;
         }
         if al || bl {
-            return bl;
+            return if v3 && after_digit { al } else { bl };
         }
         // A digit run that started earlier with a non-zero digit is a number already under
         // way: its zeros are significant. Leading zeros otherwise compare as the value 0.
@@ -504,7 +614,7 @@ fn is_timestamp(s: &str) -> bool {
 
 fn days_in_month(year: u32, month: u32) -> u32 {
     match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 if (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400) => 29,
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,
@@ -541,7 +651,7 @@ struct Analysis {
     block_allowed: bool,
 }
 
-fn analyze(value: &str) -> Analysis {
+fn analyze(value: &str, v3: bool) -> Analysis {
     if value.is_empty() {
         return Analysis {
             multiline: false,
@@ -556,7 +666,7 @@ fn analyze(value: &str) -> Analysis {
         (false, false, false, false);
     let (mut break_space, mut space_break, mut previous_space, mut previous_break) =
         (false, false, false, false);
-    let (mut line_breaks, mut special) = (false, false);
+    let (mut line_breaks, mut special, mut tab) = (false, false, false);
     let mut preceded_by_ws = true;
     let mut followed_by_ws = is_blankz(chars.get(1).copied());
     let last = chars.len() - 1;
@@ -576,7 +686,10 @@ fn analyze(value: &str) -> Analysis {
                 block_indicators = true;
             }
         }
-        if !is_printable(c) {
+        if c == '\t' && v3 {
+            // v3 keeps tabs out of plain and single-quoted scalars but allows them in blocks.
+            tab = true;
+        } else if !is_printable(c) {
             special = true;
         }
         if c == ' ' {
@@ -636,6 +749,10 @@ fn analyze(value: &str) -> Analysis {
     }
     if line_breaks || block_indicators {
         a.block_plain_allowed = false;
+    }
+    if tab {
+        a.block_plain_allowed = false;
+        a.single_quoted_allowed = false;
     }
     a
 }
@@ -763,6 +880,12 @@ impl Emitter {
 
     /// Emits a node; `mapping_value` is go-yaml's `mapping_context` for a value position.
     fn node(&mut self, node: &Node, mapping_value: bool, simple_key: bool) {
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+            self.node_inner(node, mapping_value, simple_key)
+        });
+    }
+
+    fn node_inner(&mut self, node: &Node, mapping_value: bool, simple_key: bool) {
         match node {
             Node::Null => self.scalar_plain("null", simple_key),
             Node::Bool(b) => self.scalar_plain(if *b { "true" } else { "false" }, simple_key),
@@ -797,9 +920,12 @@ impl Emitter {
     fn mapping(&mut self, entries: &[(String, Node)]) {
         let saved = self.indent;
         self.increase_indent(false, false);
-        for (key, value) in entries {
+        let v3 = self.flavor.v3;
+        let mut sorted: Vec<&(String, Node)> = entries.iter().collect();
+        sorted.sort_by(|a, b| natural_cmp_in(&a.0, &b.0, v3));
+        for (key, value) in sorted {
             self.write_indent();
-            let simple = key.len() <= MAX_SIMPLE_KEY && !analyze(key).multiline;
+            let simple = key.len() <= MAX_SIMPLE_KEY && !analyze(key, self.flavor.v3).multiline;
             if simple {
                 self.string(key, true);
                 self.write_indicator(":", false, false, false);
@@ -822,7 +948,7 @@ impl Emitter {
     }
 
     fn string(&mut self, s: &str, simple_key: bool) {
-        let a = analyze(s);
+        let a = analyze(s, self.flavor.v3);
         let style = select_style(s, &a, simple_key);
         let saved = self.indent;
         self.increase_indent(true, false);
@@ -918,8 +1044,11 @@ impl Emitter {
         let chars: Vec<char> = s.chars().collect();
         let last = chars.len().saturating_sub(1);
         let mut spaces = false;
+        // go-yaml's BOM test looks at the start of the value, not at the current character:
+        // a value starting with a BOM has every character escaped.
+        let starts_with_bom = chars.first() == Some(&'\u{FEFF}');
         for (i, &c) in chars.iter().enumerate() {
-            if !is_printable(c) || c == '\u{FEFF}' || is_break(c) || c == '"' || c == '\\' {
+            if !is_printable(c) || starts_with_bom || is_break(c) || c == '"' || c == '\\' {
                 self.put('\\');
                 let v = u32::from(c);
                 match c {

@@ -77,21 +77,31 @@ impl fmt::Display for FuncError {
 }
 
 impl fmt::Display for ExecError {
-    /// Go's single-line form.
+    /// Go's single-line form. Iterative: an include chain can nest a thousand errors deep,
+    /// which a recursive `Display` would turn into a stack overflow.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.context {
-            Some(ctx) => write!(
-                f,
-                "template: {}: executing {} at <{}>: ",
-                self.location,
-                crate::template::gofmt::quote(&self.name),
-                ctx
-            )?,
-            None => write!(f, "template: {}: ", self.location)?,
-        }
-        match &self.kind {
-            ExecErrorKind::Message(m) => f.write_str(m),
-            ExecErrorKind::Call { func, cause } => write!(f, "error calling {func}: {cause}"),
+        let mut current = self;
+        loop {
+            match &current.context {
+                Some(ctx) => write!(
+                    f,
+                    "template: {}: executing {} at <{}>: ",
+                    current.location,
+                    crate::template::gofmt::quote(&current.name),
+                    ctx
+                )?,
+                None => write!(f, "template: {}: ", current.location)?,
+            }
+            match &current.kind {
+                ExecErrorKind::Message(m) => return f.write_str(m),
+                ExecErrorKind::Call { func, cause } => {
+                    write!(f, "error calling {func}: ")?;
+                    match cause {
+                        FuncError::Template(inner) => current = inner,
+                        other => return write!(f, "{other}"),
+                    }
+                }
+            }
         }
     }
 }
@@ -124,42 +134,45 @@ impl ExecError {
 
     /// Appends this error's frames; false when the chain is not purely template errors.
     fn collect_blocks(&self, out: &mut Vec<String>) -> bool {
-        let head = match &self.context {
-            Some(ctx) => format!(
-                "{}\n  executing {} at <{}>:\n    ",
-                self.location,
-                crate::template::gofmt::quote(&self.name),
-                ctx
-            ),
-            None => format!("{}\n  ", self.location),
-        };
-        match &self.kind {
-            ExecErrorKind::Message(m) => {
-                out.push(format!("{head}{m}"));
-                true
-            }
-            ExecErrorKind::Call { func, cause } => {
-                out.push(format!("{head}error calling {func}:"));
-                match cause {
-                    FuncError::Message(_) => false,
-                    FuncError::NoTemplate { .. } => {
-                        out.push(cause.to_string());
-                        true
+        // Iterative for the same reason as `Display`: chains can be very deep.
+        let mut current = self;
+        loop {
+            let head = match &current.context {
+                Some(ctx) => format!(
+                    "{}\n  executing {} at <{}>:\n    ",
+                    current.location,
+                    crate::template::gofmt::quote(&current.name),
+                    ctx
+                ),
+                None => format!("{}\n  ", current.location),
+            };
+            match &current.kind {
+                ExecErrorKind::Message(m) => {
+                    out.push(format!("{head}{m}"));
+                    return true;
+                }
+                ExecErrorKind::Call { func, cause } => {
+                    out.push(format!("{head}error calling {func}:"));
+                    match cause {
+                        FuncError::Message(_) => return false,
+                        FuncError::NoTemplate { .. } => {
+                            out.push(cause.to_string());
+                            return true;
+                        }
+                        FuncError::Template(inner) => current = inner,
                     }
-                    FuncError::Template(inner) => inner.collect_blocks(out),
                 }
             }
         }
     }
 }
 
-/// The text between Helm's warning markers, if the (single-line) message carries one.
+/// The text between Helm's warning markers, if the message carries one. Helm's pattern is
+/// `HELM_ERR_START((?s).*)HELM_ERR_END`: greedy, across newlines.
 fn find_warning(s: &str) -> Option<&str> {
     let start = s.find(HELM_WARN_START)? + HELM_WARN_START.len();
     let rest = &s[start..];
-    // Go's `(.*)` is greedy and does not cross newlines.
-    let line_end = rest.find('\n').unwrap_or(rest.len());
-    let end = rest[..line_end].rfind(HELM_WARN_END)?;
+    let end = rest.rfind(HELM_WARN_END)?;
     Some(&rest[..end])
 }
 

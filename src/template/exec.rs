@@ -23,6 +23,10 @@ use crate::template::value::{GoType, ListKind, MapKind, Value};
 const MAX_EXEC_DEPTH: usize = 100_000;
 /// Helm's limit on nested `include` calls of one name.
 const MAX_INCLUDE_DEPTH: usize = 1000;
+/// Nested `tpl` calls allowed. Helm has no limit (unbounded `tpl` recursion dies of a Go
+/// stack overflow); each level here holds a copy of the template set, so memory must be
+/// bounded by an error instead.
+const MAX_TPL_DEPTH: usize = 200;
 /// The name of the root template of a set; `tpl` parses its text under it, like Helm.
 pub const ROOT_NAME: &str = "gotpl";
 /// What an invalid value prints as; Helm removes it from every file's output.
@@ -92,20 +96,27 @@ impl Templates {
     /// Parses `text` as template `name`, adding it and its defines to the set. Like Go, a
     /// later definition replaces an earlier one unless it is empty.
     pub fn parse(&mut self, name: &str, text: &str) -> Result<(), ParseError> {
-        let funcs = Rc::clone(&self.funcs);
-        let parsed = parser::parse(name, text, &|f| funcs.contains(f))?;
-        self.add_tree(parsed.main);
-        for tree in parsed.defines {
-            self.add_tree(tree);
-        }
-        Ok(())
+        self.parse_returning_main(name, text).map(drop)
     }
 
-    fn add_tree(&mut self, tree: Tree) {
+    /// [`Templates::parse`], also returning the file's own tree (whether or not it was
+    /// added to the set).
+    fn parse_returning_main(&mut self, name: &str, text: &str) -> Result<Rc<Tree>, ParseError> {
+        let funcs = Rc::clone(&self.funcs);
+        let parsed = parser::parse(name, text, &|f| funcs.contains(f))?;
+        let main = Rc::new(parsed.main);
+        self.add_tree(Rc::clone(&main));
+        for tree in parsed.defines {
+            self.add_tree(Rc::new(tree));
+        }
+        Ok(main)
+    }
+
+    fn add_tree(&mut self, tree: Rc<Tree>) {
         if tree.is_empty() && self.trees.contains_key(&tree.name) {
             return;
         }
-        self.trees.insert(tree.name.clone(), Rc::new(tree));
+        self.trees.insert(tree.name.clone(), tree);
     }
 
     /// Whether a template of that name exists.
@@ -135,6 +146,8 @@ struct Shared {
     includes: HashMap<String, usize>,
     /// Statements and calls still allowed before execution is stopped.
     steps_left: u64,
+    /// `tpl` calls currently executing (see [`MAX_TPL_DEPTH`]).
+    tpl_depth: usize,
 }
 
 impl Shared {
@@ -142,6 +155,7 @@ impl Shared {
         Shared {
             includes: HashMap::new(),
             steps_left: budget,
+            tpl_depth: 0,
         }
     }
 }
@@ -232,6 +246,9 @@ struct State<'a, 's> {
     vars: Vec<(&'a str, EVal)>,
     at: At<'a>,
     depth: usize,
+    /// Whether the last argument evaluated was Go's invalid (zero) `reflect.Value` rather
+    /// than a nil interface: only `len` tells them apart.
+    arg_invalid: std::cell::Cell<bool>,
 }
 
 impl<'a, 's> State<'a, 's> {
@@ -243,6 +260,7 @@ impl<'a, 's> State<'a, 's> {
             vars: vec![("$", dot)],
             at: At::None,
             depth: 0,
+            arg_invalid: std::cell::Cell::new(false),
         }
     }
 
@@ -432,6 +450,19 @@ impl<'a, 's> State<'a, 's> {
                     }
                 }
             }
+            // A slice-typed object (`.Capabilities.APIVersions`) ranges over its elements.
+            Value::Object(o) if o.kind() == "slice" && matches!(o.to_data(), Value::List(_)) => {
+                if let Value::List(l) = o.to_data() {
+                    for (i, item) in l.items.iter().enumerate() {
+                        ran = true;
+                        let (index, elem) =
+                            (EVal::concrete(Value::Int(i as i64)), EVal::concrete(item.clone()));
+                        if self.range_iteration(b, index, elem, mark, out)? {
+                            break;
+                        }
+                    }
+                }
+            }
             Value::Object(o) if o.entries().is_some() => {
                 for (k, v) in o.entries().unwrap_or_default() {
                     ran = true;
@@ -534,6 +565,7 @@ impl<'a, 's> State<'a, 's> {
             vars: vec![("$", new_dot.clone())],
             at: At::None,
             depth: self.depth + 1,
+            arg_invalid: std::cell::Cell::new(false),
         };
         match inner.walk_list(&new_dot, &tree.root, out) {
             Err(Ctl::Err(e)) => Err(Ctl::Err(e)),
@@ -796,12 +828,27 @@ impl<'a, 's> State<'a, 's> {
             let typ = func.param_type(num_in - 1);
             argv.push(self.validate_type(fin, typ)?);
         }
+        // Go's `len` of an invalid value panics inside reflect (a nil interface is fine).
+        if name == "len" && num_in == 1 && self.arg_invalid.get() {
+            self.at = node;
+            return Err(self.err(ExecErrorKind::Call {
+                func: name.to_string(),
+                cause: FuncError::msg("reflect: call of reflect.Value.Type on zero Value"),
+            }));
+        }
         match (func.imp)(self, &argv) {
             Ok(v) => {
                 let iface = v.is_nil();
                 Ok(EVal { v, iface })
             }
-            Err(cause) => {
+            Err(mut cause) => {
+                // Go's `call` is told the callee's source text, which its error names.
+                if name == "call"
+                    && let (FuncError::Message(m), Some(callee)) = (&cause, args.first())
+                    && let Some(typ) = m.strip_prefix("non-function of type ")
+                {
+                    cause = FuncError::msg(format!("non-function {callee} of type {typ}"));
+                }
                 self.at = node;
                 Err(self.err(ExecErrorKind::Call {
                     func: name.to_string(),
@@ -830,9 +877,11 @@ impl<'a, 's> State<'a, 's> {
     /// Evaluates an argument for a parameter of type `typ` (Go's `evalArg`).
     fn eval_arg(&mut self, dot: &EVal, typ: GoType, arg: &'a Expr) -> R<Value> {
         self.at = At::Expr(arg);
+        self.arg_invalid.set(false);
         match arg {
             Expr::Dot(_) => self.validate_type(dot.clone(), typ),
             Expr::Nil(_) => {
+                self.arg_invalid.set(typ == GoType::Reflect);
                 if typ.can_be_nil() || typ == GoType::Reflect {
                     Ok(Value::Nil)
                 } else {
@@ -916,6 +965,7 @@ impl<'a, 's> State<'a, 's> {
 
     /// Go's `validateType`: checks assignability without converting numbers.
     fn validate_type(&self, val: EVal, typ: GoType) -> R<Value> {
+        self.arg_invalid.set(val.is_invalid());
         if val.is_invalid() {
             if typ.can_be_nil() || typ == GoType::Reflect {
                 return Ok(Value::Nil);
@@ -962,14 +1012,22 @@ impl CallContext for State<'_, '_> {
 
     fn tpl(&mut self, text: &str, data: Value) -> Result<String, FuncError> {
         let quoted = gofmt::quote(text);
+        if self.shared.tpl_depth >= MAX_TPL_DEPTH {
+            return Err(FuncError::msg(format!(
+                "error during tpl function execution for {quoted}: tpl nested more than {MAX_TPL_DEPTH} levels deep"
+            )));
+        }
         let mut set = self.set.clone();
-        set.parse(ROOT_NAME, text)
+        let tree = set
+            .parse_returning_main(ROOT_NAME, text)
             .map_err(|e| FuncError::msg(format!("cannot parse template {quoted}: {e}")))?;
-        let Some(tree) = set.trees.get(ROOT_NAME) else {
-            return Err(FuncError::msg(format!("cannot parse template {quoted}")));
-        };
+        // Like Go, run the freshly parsed tree itself: an empty text that did not replace an
+        // existing (outer tpl's) template of the same name still executes as empty.
         let mut out = String::new();
-        grow(|| State::new(&set, tree, &mut *self.shared, EVal::concrete(data)).run(&mut out))
+        self.shared.tpl_depth += 1;
+        let result = grow(|| State::new(&set, &tree, &mut *self.shared, EVal::concrete(data)).run(&mut out));
+        self.shared.tpl_depth -= 1;
+        result
             .map_err(|e| FuncError::msg(format!("error during tpl function execution for {quoted}: {e}")))?;
         Ok(out.replace(NO_VALUE, ""))
     }

@@ -130,9 +130,22 @@ fn is_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\r' | '\n')
 }
 
-/// Go's `isAlphaNumeric`: underscore, letters and digits.
+/// Go's `isAlphaNumeric`: underscore, letters (`unicode.IsLetter`, categories L*) and
+/// decimal digits (`unicode.IsDigit`, category Nd).
 fn is_alpha_numeric(c: char) -> bool {
-    c == '_' || c.is_alphabetic() || c.is_numeric()
+    use unicode_general_category::{GeneralCategory as G, get_general_category};
+    if c.is_ascii() {
+        return c == '_' || c.is_ascii_alphanumeric();
+    }
+    matches!(
+        get_general_category(c),
+        G::UppercaseLetter
+            | G::LowercaseLetter
+            | G::TitlecaseLetter
+            | G::ModifierLetter
+            | G::OtherLetter
+            | G::DecimalNumber
+    )
 }
 
 fn has_left_trim_marker(s: &str) -> bool {
@@ -157,38 +170,11 @@ fn right_trim_len(s: &str) -> usize {
 
 /// Go's `%#U`: `U+0021 '!'`, without the quoted form for unprintable characters.
 pub fn go_char_u(c: char) -> String {
-    if is_go_printable(c) {
+    if crate::template::gofmt::is_print(c) {
         format!("U+{:04X} '{c}'", u32::from(c))
     } else {
         format!("U+{:04X}", u32::from(c))
     }
-}
-
-/// An approximation of Go's `strconv.IsPrint` (Unicode tables are not at hand): controls,
-/// non-ASCII spaces, format characters and private-use characters are not printable.
-fn is_go_printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    if c.is_control() || c.is_whitespace() {
-        return false;
-    }
-    let u = u32::from(c);
-    !matches!(
-        u,
-        0xAD | 0x600..=0x605
-            | 0x61C
-            | 0x6DD
-            | 0x70F
-            | 0x180E
-            | 0x200B..=0x200F
-            | 0x202A..=0x202E
-            | 0x2060..=0x206F
-            | 0xFEFF
-            | 0xFFF9..=0xFFFB
-            | 0xE000..=0xF8FF
-            | 0xF0000..
-    )
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -40,7 +40,10 @@ impl TestCluster {
         for _ in 0..START_ATTEMPTS {
             match Self::start_once(bins, name).await {
                 Ok(c) => return Ok(c),
-                Err(e) => last = Some(e),
+                // A server that exited early most likely lost a port race: try fresh ports.
+                // A timeout would only repeat itself, slowly.
+                Err(e @ Error::Startup(_)) => last = Some(e),
+                Err(e) => return Err(e),
             }
         }
         Err(last.unwrap_or_else(|| Error::Startup("no start attempt".into())))
@@ -135,7 +138,13 @@ impl TestCluster {
                 cluster.apiserver.log_tail(30),
                 cluster.etcd.log_tail(15)
             );
-            return Err(Error::Startup(format!("cluster {name}: {e}\n{logs}")));
+            return Err(match e {
+                Error::Timeout { what, secs } => Error::Timeout {
+                    what: format!("cluster {name}: {what}\n{logs}"),
+                    secs,
+                },
+                other => Error::Startup(format!("cluster {name}: {other}\n{logs}")),
+            });
         }
         Ok(cluster)
     }
@@ -175,6 +184,18 @@ impl TestCluster {
     /// A client authenticated as a cluster admin (group `system:masters`).
     pub fn client(&self) -> Client {
         self.client.clone()
+    }
+
+    /// A client acting as `user` in `groups` (impersonated by the admin), for testing what an
+    /// identity with restricted RBAC can do, e.g. the operator's ServiceAccount
+    /// (`system:serviceaccount:<ns>:<name>`; its groups are added by the caller if needed).
+    pub async fn client_as(&self, user: &str, groups: &[&str]) -> Result<Client> {
+        let kc = Kubeconfig::read_from(&self.kubeconfig)?;
+        let mut config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+        config.auth_info.impersonate = Some(user.to_string());
+        config.auth_info.impersonate_groups =
+            (!groups.is_empty()).then(|| groups.iter().map(|g| g.to_string()).collect());
+        Ok(Client::try_from(config)?)
     }
 
     /// A kubeconfig file for this cluster (admin token, the test CA), e.g. for the CLI.

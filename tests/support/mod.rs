@@ -26,7 +26,7 @@ pub use crds::{crd_files, install_crds};
 use std::path::PathBuf;
 
 /// Everything that can go wrong while setting up or talking to a test cluster.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 pub enum Error {
     #[error("{context}: {source}")]
     Io {
@@ -46,6 +46,13 @@ pub enum Error {
     Startup(String),
     #[error("timed out after {secs}s waiting for {what}")]
     Timeout { what: String, secs: u64 },
+}
+
+// `expect()` in tests prints Debug: show the readable message with its log excerpts instead.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -133,20 +133,41 @@ pub fn to_json_value(node: &YamlNode) -> Result<Value, YamlError> {
     Ok(value)
 }
 
+/// The decoded document as a value with go-yaml's typing kept: ints stay `Value::Int` (a
+/// `uint64` beyond `int64` becomes its decimal text, which is what a string field gets),
+/// floats stay floats (non-finite ones too),
+/// and keys are converted to strings as sigs.k8s.io/yaml does. For decoders of typed Go
+/// structs (Chart.yaml metadata), which turn scalars into strings with
+/// [`YamlNode::go_string`]'s rules.
+pub fn to_typed_value(node: &YamlNode) -> Result<Value, YamlError> {
+    convert_with(node, true)
+}
+
 fn convert(node: &YamlNode) -> Result<Value, YamlError> {
+    convert_with(node, false)
+}
+
+fn convert_with(node: &YamlNode, keep_ints: bool) -> Result<Value, YamlError> {
     grow(|| {
         Ok(match node {
             YamlNode::Null => Value::Nil,
             YamlNode::Bool(b) => Value::Bool(*b),
+            YamlNode::Int(i) if keep_ints => Value::Int(*i),
             YamlNode::Int(i) => Value::Float(*i as f64),
+            YamlNode::Uint(u) if keep_ints => Value::from(u.to_string()),
             YamlNode::Uint(u) => Value::Float(*u as f64),
             YamlNode::Float(f) => Value::Float(*f),
             YamlNode::Str(s) => Value::from(s.as_str()),
-            YamlNode::Seq(items) => Value::list(items.iter().map(convert).collect::<Result<_, _>>()?),
+            YamlNode::Seq(items) => Value::list(
+                items
+                    .iter()
+                    .map(|i| convert_with(i, keep_ints))
+                    .collect::<Result<_, _>>()?,
+            ),
             YamlNode::Map(entries) => {
                 let mut map = BTreeMap::new();
                 for (k, v) in entries {
-                    map.insert(json_key(k, v)?, convert(v)?);
+                    map.insert(json_key(k, v)?, convert_with(v, keep_ints)?);
                 }
                 Value::map(map)
             }

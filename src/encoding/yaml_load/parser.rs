@@ -152,22 +152,11 @@ impl<'t> Parser<'t> {
                 self.doc.root = Some(root);
             }
         }
-        // The document must end here: a following token that is not a document marker or
-        // the stream end is an error (`did not find expected <document start>`).
-        let token = self.peek()?;
-        match token.kind {
-            TokenKind::DocumentEnd
-            | TokenKind::DocumentStart
-            | TokenKind::StreamEnd
-            | TokenKind::VersionDirective
-            | TokenKind::TagDirective { .. } => Ok(()),
-            _ => Err(self.fail(
-                "",
-                Mark::default(),
-                "did not find expected <document start>",
-                token.start,
-            )),
-        }
+        // go-yaml stops after the first document's root node: what follows it (even stray
+        // content such as `{a: 1}\nb: 2`) is only peeked at for the document end, so just a
+        // scanning error right there surfaces.
+        self.peek()?;
+        Ok(())
     }
 
     fn directives(&mut self) -> Result<(), YamlError> {
@@ -384,7 +373,7 @@ impl<'t> Parser<'t> {
                         self.node(true, true)?
                     }
                 }
-                TokenKind::Value => self.empty_scalar(token.start),
+                // A `:` with no key before it is not accepted in a block mapping.
                 TokenKind::BlockEnd => {
                     self.skip();
                     return Ok(NodeKind::Mapping(pairs));

@@ -216,9 +216,6 @@ impl<'a> Scanner<'a> {
 
     fn scan_to_next_token(&mut self) {
         loop {
-            if self.mark.column == 0 && self.ch() == Some('\u{feff}') {
-                self.skip();
-            }
             while self.ch() == Some(' ')
                 || ((self.flow_level > 0 || !self.simple_key_allowed) && self.ch() == Some('\t'))
             {

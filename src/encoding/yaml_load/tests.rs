@@ -199,3 +199,14 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn typed_values_keep_ints() {
+    let node = parse_yaml("version: 12345678\napp: 1.10\nbig: .inf\nk: {1: x}\n").unwrap();
+    let v = to_typed_value(&node).unwrap();
+    let m = v.as_map().unwrap();
+    assert!(matches!(m.get("version"), Some(Value::Int(12345678))));
+    assert!(matches!(m.get("app"), Some(Value::Float(f)) if f == 1.1));
+    assert!(matches!(m.get("big"), Some(Value::Float(f)) if f.is_infinite()));
+    assert!(m.get("k").unwrap().as_map().unwrap().get("1").is_some());
+}

@@ -127,6 +127,18 @@ fn escaper_text(args: &[Value]) -> String {
     gofmt::sprint(&printable)
 }
 
+/// The elements of a slice-typed object (`common.VersionSet`), which Go indexes and measures
+/// like any slice.
+fn slice_object_items(o: &dyn crate::template::value::Object) -> Option<Vec<Value>> {
+    if o.kind() != "slice" {
+        return None;
+    }
+    match o.to_data() {
+        Value::List(l) => Some(l.items.as_ref().clone()),
+        _ => None,
+    }
+}
+
 fn length(item: &Value) -> Result<Value, FuncError> {
     let n = match item {
         Value::Nil => return Err(FuncError::msg("len of nil pointer")),
@@ -134,9 +146,10 @@ fn length(item: &Value) -> Result<Value, FuncError> {
         Value::Bytes(b) => b.len(),
         Value::List(l) => l.items.len(),
         Value::Map(m) => m.len(),
-        Value::Object(o) => match o.entries() {
-            Some(e) => e.len(),
-            None => return Err(FuncError::msg(format!("len of type {}", o.type_name()))),
+        Value::Object(o) => match (o.entries(), slice_object_items(o.as_ref())) {
+            (Some(e), _) => e.len(),
+            (None, Some(items)) => items.len(),
+            (None, None) => return Err(FuncError::msg(format!("len of type {}", o.type_name()))),
         },
         other => return Err(FuncError::msg(format!("len of type {}", other.type_name()))),
     };
@@ -194,6 +207,14 @@ fn index(item: &Value, indexes: &[Value]) -> Result<Value, FuncError> {
             Value::Map(m) => {
                 let key = map_key(idx)?;
                 m.get(key).unwrap_or_else(|| m.zero_elem())
+            }
+            Value::Object(o) if slice_object_items(o.as_ref()).is_some() => {
+                let items = slice_object_items(o.as_ref()).unwrap_or_default();
+                let x = index_arg(idx, items.len())?;
+                match items.get(x) {
+                    Some(v) => v.clone(),
+                    None => return Err(FuncError::msg("reflect: slice index out of range")),
+                }
             }
             Value::Object(o) if o.entries().is_some() => {
                 let key = map_key(idx)?;
@@ -360,9 +381,10 @@ fn compare_other(a: &Value, b: &Value) -> Result<bool, FuncError> {
         (Value::Nil, _) | (_, Value::Nil) => Ok(false),
         (Value::List(_) | Value::Bytes(_), _) | (Value::Map(_), _) => {
             if a.type_name() != b.type_name() {
+                // Go formats the first value with %s (so `%!s(int=1)` markers appear).
                 return Err(FuncError::msg(format!(
                     "non-comparable types {}: {}, {}: {}",
-                    gofmt::format_value(a),
+                    gofmt::sprintf("%s", std::slice::from_ref(a)),
                     a.type_name(),
                     b.type_name(),
                     gofmt::format_value(b)
@@ -370,7 +392,7 @@ fn compare_other(a: &Value, b: &Value) -> Result<bool, FuncError> {
             }
             Err(FuncError::msg(format!(
                 "non-comparable type {}: {}",
-                gofmt::format_value(b),
+                gofmt::sprintf("%s", std::slice::from_ref(b)),
                 b.type_name()
             )))
         }

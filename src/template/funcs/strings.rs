@@ -5,7 +5,9 @@
 //! the Latin-1 characters of the same value (see [`bytes_to_string`]), which is how the Helm
 //! oracle reports such output.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::hash::{BuildHasher, RandomState};
 use std::rc::Rc;
 
 use crate::template::error::FuncError;
@@ -21,8 +23,21 @@ pub const MAX_STRING_BYTES: usize = 256 << 20;
 type StrFn = fn(&str) -> String;
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
-    let _ = env;
     use GoType::{Any, Int, String};
+
+    let shuffle_env = Rc::clone(env);
+    let calls = Cell::new(0u64);
+    map.insert(
+        "shuffle",
+        Func::pure(&[String], move |a| {
+            calls.set(calls.get().wrapping_add(1));
+            let seed = match shuffle_env.seed() {
+                Some(seed) => seed ^ calls.get().wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                None => os_random_u64(),
+            };
+            Ok(Value::from(shuffle(arg_str(&a[0]), seed)))
+        }),
+    );
 
     map.insert("hello", Func::pure(&[], |_| Ok(Value::from("Hello!"))));
 
@@ -105,13 +120,13 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "wrap",
         Func::pure(&[Int, String], |a| {
-            Ok(Value::from(wrap(arg_str(&a[1]), arg_int(&a[0]), "\n")))
+            wrap(arg_str(&a[1]), arg_int(&a[0]), "\n").map(Value::from)
         }),
     );
     map.insert(
         "wrapWith",
         Func::pure(&[Int, String, String], |a| {
-            Ok(Value::from(wrap(arg_str(&a[2]), arg_int(&a[0]), arg_str(&a[1]))))
+            wrap(arg_str(&a[2]), arg_int(&a[0]), arg_str(&a[1])).map(Value::from)
         }),
     );
     map.insert(
@@ -219,7 +234,7 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "join",
         Func::pure(&[String, Any], |a| {
-            Ok(Value::from(strslice(&a[1]).join(arg_str(&a[0]))))
+            join(&strslice(&a[1]), arg_str(&a[0])).map(Value::from)
         }),
     );
     map.insert(
@@ -383,34 +398,53 @@ fn is_connector(c: char) -> bool {
     c == '_' || c == '-' || is_go_space(c)
 }
 
-/// `snakecase`/`kebabcase`: each connector becomes `sep`; a separator goes before an
-/// uppercase letter that starts a word (after a lowercase letter or digit, or the last capital
-/// of an acronym followed by a lowercase letter); everything is lowercased.
+/// `snakecase`/`kebabcase`: each connector becomes `sep` and everything is lowercased. A
+/// separator also goes before an uppercase letter that starts a word (after a lowercase
+/// letter or digit, or the last capital of an acronym followed by a lowercase letter), and
+/// before a run of digits that follows a letter and leads into a lowercase letter (`ab1c` ->
+/// `ab_1c`), unless the current word itself began with a digit (`x_1y2z`).
 fn lower_with_separator(s: &str, sep: char) -> String {
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len() + 4);
+    let mut at_word_start = true;
+    let mut word_starts_with_digit = false;
     for (i, &c) in chars.iter().enumerate() {
         if is_connector(c) {
             out.push(sep);
+            at_word_start = true;
             continue;
         }
+        let prev = i.checked_sub(1).and_then(|p| chars.get(p)).copied();
+        let prev_in_word = prev.filter(|&p| !is_connector(p));
         if c.is_uppercase() {
-            let prev = i.checked_sub(1).and_then(|p| chars.get(p)).copied();
             let next = chars.get(i + 1).copied();
-            let starts_word = match prev {
-                Some(p) if !is_connector(p) => {
-                    p.is_lowercase()
-                        || p.is_numeric()
-                        || (p.is_uppercase() && next.is_some_and(char::is_lowercase))
-                }
-                _ => false,
-            };
+            let starts_word = prev_in_word.is_some_and(|p| {
+                p.is_lowercase()
+                    || p.is_numeric()
+                    || (p.is_uppercase() && next.is_some_and(char::is_lowercase))
+            });
             if starts_word {
                 out.push(sep);
+                at_word_start = true;
             }
             out.push(lower_rune(c));
+        } else if c.is_numeric() {
+            let after_letter = prev_in_word.is_some_and(|p| p.is_alphabetic() && !p.is_numeric());
+            let into_lowercase = chars
+                .get(i..)
+                .and_then(|rest| rest.iter().find(|x| !x.is_numeric()))
+                .is_some_and(|x| x.is_lowercase());
+            if after_letter && into_lowercase && !word_starts_with_digit {
+                out.push(sep);
+                at_word_start = true;
+            }
+            out.push(c);
         } else {
             out.push(c);
+        }
+        if at_word_start {
+            word_starts_with_digit = c.is_numeric();
+            at_word_start = false;
         }
     }
     out
@@ -418,8 +452,8 @@ fn lower_with_separator(s: &str, sep: char) -> String {
 
 /// `camelcase` (PascalCase): leading connectors are kept, connectors between words are
 /// dropped (of a run of them all but the last are kept) and the rune after them is uppercased;
-/// when the text starts with capitals, that leading run of capitals is lowercased after its
-/// first letter.
+/// when a word starts with capitals, that run of capitals is lowercased after its first
+/// letter (`ABC_DEF` -> `AbcDef`).
 fn camelcase(s: &str) -> String {
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len());
@@ -432,6 +466,10 @@ fn camelcase(s: &str) -> String {
         i += 1;
     }
     let Some(&first) = chars.get(i) else {
+        // Only connectors: the last one comes out twice.
+        if let Some(&last) = chars.last() {
+            out.push(last);
+        }
         return out;
     };
     let mut lowering_caps = first.is_uppercase();
@@ -443,6 +481,7 @@ fn camelcase(s: &str) -> String {
                 out.push(prev);
             }
         } else if is_connector(prev) {
+            lowering_caps = c.is_uppercase();
             out.push(upper_rune(c));
         } else if lowering_caps && c.is_uppercase() {
             out.push(lower_rune(c));
@@ -458,30 +497,52 @@ fn camelcase(s: &str) -> String {
     out
 }
 
-/// `nospace`: removes every byte that is a space as a Latin-1 character (so the second byte
-/// of some UTF-8 sequences, like NBSP's `0xA0`, goes too, as in sprig).
+/// `nospace`: works on bytes as if they were Latin-1 characters, like sprig: bytes that are
+/// spaces in Latin-1 are removed (so NBSP's second byte `0xA0` goes too) and every other
+/// byte comes out as the character with its value (`à` becomes `Ã`).
 fn nospace(s: &str) -> String {
-    let kept: Vec<u8> = s
-        .bytes()
+    s.bytes()
         .filter(|&b| !matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ' | 0x85 | 0xa0))
-        .collect();
-    bytes_to_string(&kept)
+        .map(char::from)
+        .collect()
 }
 
-/// `initials`: the first byte of each whitespace-separated word.
+/// `initials`: the first byte of each whitespace-separated word, as a Latin-1 character.
 fn initials(s: &str) -> String {
-    let mut out = Vec::new();
+    let mut out = String::new();
     let mut at_word_start = true;
     for c in s.chars() {
         if is_go_space(c) {
             at_word_start = true;
         } else if at_word_start {
             let mut buf = [0u8; 4];
-            out.push(c.encode_utf8(&mut buf).as_bytes()[0]);
+            out.push(char::from(c.encode_utf8(&mut buf).as_bytes()[0]));
             at_word_start = false;
         }
     }
-    bytes_to_string(&out)
+    out
+}
+
+/// `shuffle`: the runes of `s` in a random order (Fisher-Yates driven by splitmix64).
+fn shuffle(s: &str, seed: u64) -> String {
+    let mut runes: Vec<char> = s.chars().collect();
+    let mut state = seed;
+    for i in (1..runes.len()).rev() {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let j = (z % (i as u64 + 1)) as usize;
+        runes.swap(i, j);
+    }
+    runes.into_iter().collect()
+}
+
+/// Unpredictable bits from the OS-seeded keys of std's `RandomState` (shuffling needs no
+/// cryptographic strength).
+fn os_random_u64() -> u64 {
+    RandomState::new().hash_one(0u8)
 }
 
 /// `trunc`: the first `n` bytes, or for negative `n` the last `-n` bytes.
@@ -626,7 +687,7 @@ fn abbreviate(s: &[u8], offset: i64, width: i64) -> Option<Vec<u8>> {
         return Some(s.to_vec());
     }
     let mut offset = offset.min(len);
-    if len - offset < width - 3 {
+    if len.saturating_sub(offset) < width - 3 {
         offset = len - (width - 3);
     }
     if offset <= 4 {
@@ -649,7 +710,7 @@ fn abbreviate(s: &[u8], offset: i64, width: i64) -> Option<Vec<u8>> {
 /// goutils' `WrapCustom(s, width, newline, false)` on bytes: breaks at the last space that
 /// keeps a line within `width`; a longer word runs on to the next space. Newlines already in
 /// the text are ordinary characters.
-fn wrap(s: &str, width: i64, newline: &str) -> String {
+fn wrap(s: &str, width: i64, newline: &str) -> Result<String, FuncError> {
     let width = width.max(1) as usize;
     let b = s.as_bytes();
     let mut out: Vec<u8> = Vec::with_capacity(b.len() + 8);
@@ -665,6 +726,9 @@ fn wrap(s: &str, width: i64, newline: &str) -> String {
                 out.extend_from_slice(b.get(offset..offset + p).unwrap_or_default());
                 out.extend_from_slice(newline.as_bytes());
                 offset += p + 1;
+                if out.len() > MAX_STRING_BYTES {
+                    return Err(too_long());
+                }
             }
             None => {
                 let from = offset + width;
@@ -673,6 +737,9 @@ fn wrap(s: &str, width: i64, newline: &str) -> String {
                         out.extend_from_slice(b.get(offset..from + p).unwrap_or_default());
                         out.extend_from_slice(newline.as_bytes());
                         offset = from + p + 1;
+                        if out.len() > MAX_STRING_BYTES {
+                            return Err(too_long());
+                        }
                     }
                     None => {
                         out.extend_from_slice(b.get(offset..).unwrap_or_default());
@@ -683,7 +750,19 @@ fn wrap(s: &str, width: i64, newline: &str) -> String {
         }
     }
     out.extend_from_slice(b.get(offset..).unwrap_or_default());
-    bytes_to_string(&out)
+    Ok(bytes_to_string(&out))
+}
+
+/// Go's `strings.Join`, bounded like every built string.
+fn join(parts: &[String], sep: &str) -> Result<String, FuncError> {
+    let total = parts.iter().map(String::len).fold(
+        sep.len().saturating_mul(parts.len().saturating_sub(1)),
+        usize::saturating_add,
+    );
+    if total > MAX_STRING_BYTES {
+        return Err(too_long());
+    }
+    Ok(parts.join(sep))
 }
 
 #[cfg(test)]
@@ -812,6 +891,17 @@ mod tests {
     }
 
     #[test]
+    fn shuffle_permutes_runes() {
+        let mut out: Vec<char> = shuffle("héllo wörld", 42).chars().collect();
+        out.sort_unstable();
+        let mut want: Vec<char> = "héllo wörld".chars().collect();
+        want.sort_unstable();
+        assert_eq!(out, want);
+        assert_eq!(shuffle("abcdef", 7), shuffle("abcdef", 7));
+        assert_eq!(shuffle("", 1), "");
+    }
+
+    #[test]
     fn abbreviations() {
         let ab = |o, w, s: &str| abbreviate(s.as_bytes(), o, w).map(|b| bytes_to_string(&b));
         assert_eq!(ab(0, 5, "hello world").as_deref(), Some("he..."));
@@ -826,13 +916,19 @@ mod tests {
 
     #[test]
     fn wrapping() {
-        assert_eq!(wrap("Hello World and more", 5, "\n"), "Hello\nWorld\nand\nmore");
-        assert_eq!(wrap("abcdefgh ij", 3, "\n"), "abcdefgh\nij");
+        let w = |s: &str, n, sep: &str| wrap(s, n, sep).unwrap_or_default();
+        assert_eq!(w("Hello World and more", 5, "\n"), "Hello\nWorld\nand\nmore");
+        assert_eq!(w("abcdefgh ij", 3, "\n"), "abcdefgh\nij");
         assert_eq!(
-            wrap("line one is long\nshort\n  spaced   words here", 10, "\n"),
+            w("line one is long\nshort\n  spaced   words here", 10, "\n"),
             "line one\nis\nlong\nshort\n\nspaced  \nwords here"
         );
-        assert_eq!(wrap("a b c", 0, "\n"), "a\nb\nc");
+        assert_eq!(w("a b c", 0, "\n"), "a\nb\nc");
+        let huge_sep = "x".repeat(1 << 20);
+        assert!(wrap(&"a ".repeat(1 << 10), 1, &huge_sep).is_err());
+        let parts = vec!["a".to_string(); 1 << 10];
+        assert!(join(&parts, &huge_sep).is_err());
+        assert_eq!(join(&parts[..2], ",").ok().as_deref(), Some("a,a"));
     }
 
     #[test]

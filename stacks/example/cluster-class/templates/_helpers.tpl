@@ -1,0 +1,20 @@
+{{/* The versioned name of every template object: <chart>-<version with dots as dashes>. */}}
+{{- define "cluster-class.versionedName" -}}
+{{- printf "%s-%s" .Chart.Name (.Chart.Version | replace "." "-") | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels shared by all objects. */}}
+{{- define "cluster-class.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The node image for a Kubernetes version. */}}
+{{- define "cluster-class.nodeImage" -}}
+{{- default (printf "kindest/node:%s" .Values.kubernetesVersion) .Values.images.kindNode -}}
+{{- end -}}

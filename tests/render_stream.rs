@@ -1,0 +1,152 @@
+//! The `helm template` stream (documents split, kind-sorted, `# Source:` headers) against
+//! what real Helm prints for the corpus charts. Helm's streams are generated at test time
+//! with the oracle venv (`scripts/oracle-env.sh`) and cached under the target directory;
+//! without the venv or `../shared` the test skips with a printed reason.
+//!
+//! Charts with non-deterministic templates and charts the `helm template` CLI refuses are
+//! left out. Prints `render stream: N/M charts identical`; fails only below the floor.
+
+mod shared;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use capstan::chart::load;
+use capstan::chart::manifest::{self, StreamOptions};
+use capstan::chart::render::{RenderOptions, render};
+use capstan::template::Value;
+
+/// Charts whose stream is known to be identical; a drop below this is a regression.
+const IDENTICAL_FLOOR: usize = 38;
+
+#[derive(serde::Deserialize)]
+struct Answer {
+    manifest: Option<String>,
+    error: Option<String>,
+}
+
+#[test]
+fn helm_template_stream_matches_helm() {
+    let Some(shared) = shared::dir("render stream") else {
+        return;
+    };
+    let Some(python) = shared::oracle_python() else {
+        println!("SKIPPED render stream: no oracle venv (run scripts/oracle-env.sh to create it)");
+        return;
+    };
+    let corpus = shared.join("helm-corpus");
+    let filter = std::env::var("CAPSTAN_CONFORMANCE_FILTER").unwrap_or_default();
+    let entries: Vec<_> = shared::corpus(&corpus)
+        .into_iter()
+        .filter(|e| e.nondeterministic_templates.is_empty() && !e.helm_template_cli_would_fail)
+        .filter(|e| e.id.contains(&filter))
+        .collect();
+    let charts: BTreeMap<String, PathBuf> = entries
+        .iter()
+        .map(|e| (e.id.clone(), corpus.join("charts").join(&e.id)))
+        .collect();
+    let answers = match helm_streams(&python, &shared, &charts) {
+        Ok(a) => a,
+        Err(why) => {
+            println!("SKIPPED render stream: the oracle failed: {why}");
+            return;
+        }
+    };
+
+    let quiet_panics = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut identical = 0;
+    for (id, path) in &charts {
+        let outcome = match answers.get(id) {
+            Some(answer) => shared::guarded(|| compare(path, answer)),
+            None => Err("no answer from the oracle".into()),
+        };
+        match outcome {
+            Ok(()) => {
+                identical += 1;
+                println!("{id:<110} identical");
+            }
+            Err(why) => println!("{id:<110} DIFFERENT: {}", why.replace('\n', "\\n")),
+        }
+    }
+    std::panic::set_hook(quiet_panics);
+    println!("render stream: {identical}/{} charts identical", charts.len());
+    if filter.is_empty() {
+        #[allow(clippy::absurd_extreme_comparisons)]
+        let regressed = identical < IDENTICAL_FLOOR;
+        assert!(
+            !regressed,
+            "stream conformance regressed: {identical} < {IDENTICAL_FLOOR}"
+        );
+    }
+}
+
+/// Our stream for the chart (no hooks, no CRDs: what the oracle's install returns).
+fn compare(path: &Path, answer: &Answer) -> Result<(), String> {
+    let ours = load::load(path)
+        .map_err(|e| format!("load: {e}"))
+        .and_then(|chart| {
+            let rendered = render(&chart, &Value::empty_map(), &RenderOptions::default())
+                .map_err(|e| format!("render: {e}"))?;
+            let manifests = manifest::build(&chart, &rendered).map_err(|e| format!("manifest: {e}"))?;
+            let opts = StreamOptions {
+                no_hooks: true,
+                ..StreamOptions::default()
+            };
+            Ok(manifest::stream(&chart, &manifests, &opts))
+        });
+    match (ours, &answer.manifest, &answer.error) {
+        (Ok(ours), Some(want), _) => {
+            if ours.trim() == want.trim() {
+                return Ok(());
+            }
+            for (i, (w, h)) in want.trim().lines().zip(ours.trim().lines()).enumerate() {
+                if w != h {
+                    return Err(format!("line {}: want {w:?}, got {h:?}", i + 1));
+                }
+            }
+            Err("length differs".into())
+        }
+        (Ok(_), None, Some(err)) => Err(format!("rendered, but Helm fails: {err}")),
+        (Err(ours), _, Some(err)) if shared::one_line(&ours).contains(&shared::one_line(err)) => Ok(()),
+        (Err(ours), _, _) => Err(ours),
+        (Ok(_), None, None) => Err("empty oracle answer".into()),
+    }
+}
+
+/// Helm's streams for `charts`, from the cache when it has every chart.
+fn helm_streams(
+    python: &Path,
+    shared: &Path,
+    charts: &BTreeMap<String, PathBuf>,
+) -> Result<BTreeMap<String, Answer>, String> {
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("helm-streams.json");
+    if let Ok(text) = std::fs::read_to_string(&cache)
+        && let Ok(cached) = serde_json::from_str::<BTreeMap<String, Answer>>(&text)
+        && charts.keys().all(|k| cached.contains_key(k))
+    {
+        return Ok(cached);
+    }
+    let request = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("helm-streams-request.json");
+    std::fs::write(
+        &request,
+        serde_json::to_string(charts).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shared/stream_oracle.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(shared)
+        .arg(&request)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let answers: BTreeMap<String, Answer> = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    // Only a complete run is cached (a filtered run answers a subset).
+    let _ = std::fs::write(&cache, &text);
+    Ok(answers)
+}

@@ -1,0 +1,179 @@
+//! Values variants: corpus charts that ship `ci/*.yaml` values files are rendered with each of
+//! them (as `helm template -f ci/x.yaml` would) and compared with real Helm v4.2.3, asked at
+//! test time through the oracle venv and cached under the target directory.
+//!
+//! Templates Helm renders non-deterministically are compared structurally. Prints
+//! `values variants: N/M identical`; fails only below the recorded floor.
+
+mod shared;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use capstan::chart::render::{RenderOptions, render};
+use capstan::chart::{load, values};
+
+use shared::compare::{first_difference, structurally_equal};
+
+/// Variants known to be identical; a drop below this is a regression.
+const IDENTICAL_FLOOR: usize = 0;
+
+#[derive(serde::Deserialize)]
+struct Answer {
+    output: Option<BTreeMap<String, String>>,
+    error: Option<String>,
+}
+
+/// `chart id/ci/file.yaml` → (chart dir, values file) for every corpus chart with `ci/`.
+fn variants(corpus: &Path, entries: &[shared::CorpusEntry]) -> BTreeMap<String, (PathBuf, PathBuf)> {
+    let mut out = BTreeMap::new();
+    for entry in entries {
+        let chart = corpus.join("charts").join(&entry.id);
+        let Ok(files) = std::fs::read_dir(chart.join("ci")) else {
+            continue;
+        };
+        for file in files.flatten() {
+            let path = file.path();
+            if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+                let name = path
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(format!("{}/ci/{name}", entry.id), (chart.clone(), path));
+            }
+        }
+    }
+    out
+}
+
+fn helm_answers(
+    python: &Path,
+    shared: &Path,
+    request: &BTreeMap<String, (PathBuf, PathBuf)>,
+) -> Result<BTreeMap<String, Answer>, String> {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let cache = tmp.join("helm-values-variants.json");
+    if let Ok(text) = std::fs::read_to_string(&cache)
+        && let Ok(cached) = serde_json::from_str::<BTreeMap<String, Answer>>(&text)
+        && request.keys().all(|k| cached.contains_key(k))
+    {
+        return Ok(cached);
+    }
+    let request_file = tmp.join("helm-values-variants-request.json");
+    std::fs::write(
+        &request_file,
+        serde_json::to_string(request).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shared/variants_oracle.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(shared)
+        .arg(&request_file)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let answers = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let _ = std::fs::write(&cache, &text);
+    Ok(answers)
+}
+
+fn check(
+    chart_dir: &Path,
+    values_file: &Path,
+    answer: &Answer,
+    nondeterministic: &[String],
+) -> Result<(), String> {
+    let ours = load::load(chart_dir)
+        .map_err(|e| format!("load: {e}"))
+        .and_then(|chart| {
+            let text = std::fs::read_to_string(values_file).map_err(|e| e.to_string())?;
+            let user = values::parse(&text, &values_file.display().to_string()).map_err(|e| e.to_string())?;
+            render(&chart, &user, &RenderOptions::default()).map_err(|e| format!("render: {e}"))
+        });
+    let want = match (&answer.output, &answer.error) {
+        (Some(want), _) => want,
+        (None, Some(err)) => {
+            return match ours {
+                Err(ours) if shared::one_line(&ours).contains(&shared::one_line(err)) => Ok(()),
+                Err(ours) => Err(format!("both fail, differently: {ours} [Helm: {err}]")),
+                Ok(_) => Err(format!("rendered, but Helm fails: {err}")),
+            };
+        }
+        (None, None) => return Err("empty oracle answer".into()),
+    };
+    let ours = ours?;
+    if !want.keys().eq(ours.keys()) {
+        return Err("template sets differ".into());
+    }
+    for (name, w) in want {
+        let h = &ours[name];
+        if h == w {
+            continue;
+        }
+        if nondeterministic.iter().any(|t| t == name) {
+            structurally_equal(w, h).map_err(|e| format!("{name}: {e}"))?;
+            continue;
+        }
+        return Err(format!("{name}: {}", first_difference(w, h)));
+    }
+    Ok(())
+}
+
+#[test]
+fn values_variants_render_like_helm() {
+    let Some(shared_dir) = shared::dir("values variants") else {
+        return;
+    };
+    let Some(python) = shared::oracle_python() else {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(
+            !ci,
+            "values variants: the Helm oracle venv is missing (scripts/oracle-env.sh)"
+        );
+        println!("SKIPPED values variants: no Helm oracle venv (run scripts/oracle-env.sh)");
+        return;
+    };
+    let corpus = shared_dir.join("helm-corpus");
+    let entries = shared::corpus(&corpus);
+    let request = variants(&corpus, &entries);
+    let answers = match helm_answers(&python, &shared_dir, &request) {
+        Ok(answers) => answers,
+        Err(why) => panic!("values variants: the oracle failed: {why}"),
+    };
+    let quiet_panics = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut identical = 0;
+    for (key, (chart, file)) in &request {
+        let id = key.split('/').next().unwrap_or_default();
+        let nondeterministic = entries
+            .iter()
+            .find(|e| e.id == id)
+            .map(|e| e.nondeterministic_templates.clone())
+            .unwrap_or_default();
+        let outcome = match answers.get(key) {
+            Some(answer) => shared::guarded(|| check(chart, file, answer, &nondeterministic)),
+            None => Err("no answer from the oracle".into()),
+        };
+        match outcome {
+            Ok(()) => {
+                identical += 1;
+                println!("{key:<120} identical");
+            }
+            Err(why) => println!("{key:<120} DIFFERENT: {}", why.replace('\n', "\\n")),
+        }
+    }
+    std::panic::set_hook(quiet_panics);
+    println!("values variants: {identical}/{} identical", request.len());
+    #[allow(clippy::absurd_extreme_comparisons)]
+    let regressed = identical < IDENTICAL_FLOOR;
+    assert!(
+        !regressed,
+        "values variants regressed: {identical} < {IDENTICAL_FLOOR}"
+    );
+}

@@ -17,7 +17,31 @@ pub struct GoRegex {
 }
 
 /// Compiles with Go's syntax and error texts (`error parsing regexp: …`).
-pub fn compile(pattern: &str) -> Result<GoRegex, String> {
+pub fn compile(pattern: &str) -> Result<Rc<GoRegex>, String> {
+    if let Some(hit) = CACHE.with(|c| c.borrow().get(pattern).cloned()) {
+        return Ok(hit);
+    }
+    let compiled = Rc::new(compile_uncached(pattern)?);
+    CACHE.with(|c| {
+        let mut cache = c.borrow_mut();
+        // Charts use a handful of patterns, often inside loops; bound the cache anyway.
+        if cache.len() >= CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(pattern.to_string(), Rc::clone(&compiled));
+    });
+    Ok(compiled)
+}
+
+const CACHE_LIMIT: usize = 256;
+
+thread_local! {
+    /// Compiled patterns by source text (compiling is far costlier than matching).
+    static CACHE: std::cell::RefCell<std::collections::HashMap<String, Rc<GoRegex>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+fn compile_uncached(pattern: &str) -> Result<GoRegex, String> {
     let t = syntax::translate(pattern).map_err(|e| e.to_string())?;
     let re = regex::RegexBuilder::new(&t.pattern)
         .size_limit(64 << 20)
@@ -27,12 +51,12 @@ pub fn compile(pattern: &str) -> Result<GoRegex, String> {
 }
 
 /// Go's `MustCompile` panic text.
-fn must_compile(pattern: &str) -> Result<GoRegex, FuncError> {
+fn must_compile(pattern: &str) -> Result<Rc<GoRegex>, FuncError> {
     compile(pattern)
         .map_err(|e| FuncError::msg(format!("regexp: Compile({}): {e}", go_regexp_quote(pattern))))
 }
 
-fn compile_err(pattern: &str) -> Result<GoRegex, FuncError> {
+fn compile_err(pattern: &str) -> Result<Rc<GoRegex>, FuncError> {
     compile(pattern).map_err(FuncError::msg)
 }
 
@@ -48,7 +72,7 @@ fn go_regexp_quote(s: &str) -> String {
     }
 }
 
-type Compiler = fn(&str) -> Result<GoRegex, FuncError>;
+type Compiler = fn(&str) -> Result<Rc<GoRegex>, FuncError>;
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     let _ = env;

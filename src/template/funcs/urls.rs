@@ -1,13 +1,12 @@
-//! Sprig v3.3.0 functions: urls. `urlParse` splits a URL the way Go's `net/url.Parse` does
-//! into `{scheme, host, hostname, path, query, opaque, fragment, userinfo}`; `urlJoin` builds
-//! one back like `url.URL.String()`.
+//! Sprig v3.3.0 functions: `urlParse` (a URL as a dict of its parts) and `urlJoin` (a dict
+//! back to a URL), with Go `net/url`'s parsing, unescaping and escaping rules.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::template::error::FuncError;
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_str};
-use crate::template::gofmt;
+use crate::template::gofmt::quote;
 use crate::template::value::{GoType, Value};
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
@@ -16,228 +15,404 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
         "urlParse",
         Func::pure(&[GoType::String], |a| {
             let raw = arg_str(&a[0]);
-            let url = parse(raw).map_err(|e| {
-                FuncError::msg(format!("unable to parse url: parse {}: {e}", gofmt::quote(raw)))
-            })?;
-            let fields = [
-                ("scheme", url.scheme.clone()),
-                ("host", url.host.clone()),
-                ("hostname", hostname(&url.host).to_string()),
-                ("path", url.path.clone()),
-                ("query", url.raw_query.clone()),
-                ("opaque", url.opaque.clone()),
-                ("fragment", url.fragment.clone()),
-                ("userinfo", url.userinfo.clone().unwrap_or_default()),
-            ];
-            Ok(Value::map(
-                fields
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), Value::from(v)))
-                    .collect::<BTreeMap<_, _>>(),
-            ))
+            let u = Url::parse(raw)
+                .map_err(|e| FuncError::msg(format!("unable to parse url: parse {}: {e}", quote(raw))))?;
+            let entries = BTreeMap::from([
+                ("scheme".to_string(), Value::from(u.scheme.as_str())),
+                ("host".to_string(), Value::from(u.host.as_str())),
+                ("hostname".to_string(), Value::from(u.hostname())),
+                ("path".to_string(), Value::from(u.path.as_str())),
+                ("query".to_string(), Value::from(u.raw_query.as_str())),
+                ("opaque".to_string(), Value::from(u.opaque.as_str())),
+                ("fragment".to_string(), Value::from(u.fragment.as_str())),
+                (
+                    "userinfo".to_string(),
+                    Value::from(u.user.as_ref().map(Userinfo::render).unwrap_or_default()),
+                ),
+            ]);
+            Ok(Value::map(entries))
         }),
     );
     map.insert(
         "urlJoin",
         Func::pure(&[GoType::MapAny], |a| {
-            let get = |key: &str| match a[0].as_map().and_then(|m| m.get(key)) {
-                None | Some(Value::Nil) => String::new(),
-                Some(v) => v.as_str().map_or_else(|| gofmt::format_value(&v), String::from),
+            let get = |key: &str| -> Result<String, FuncError> {
+                let Some(m) = a[0].as_map() else {
+                    return Ok(String::new());
+                };
+                match m.get(key) {
+                    None => Ok(String::new()),
+                    Some(Value::String(s)) => Ok(s.to_string()),
+                    Some(other) => Err(FuncError::msg(format!(
+                        "unable to parse {key} key, must be of type string, but {} found",
+                        other.kind_name()
+                    ))),
+                }
             };
-            let userinfo = get("userinfo");
-            let url = Url {
-                scheme: get("scheme"),
-                host: get("host"),
-                path: get("path"),
-                raw_query: get("query"),
-                opaque: get("opaque"),
-                fragment: get("fragment"),
-                userinfo: (!userinfo.is_empty()).then_some(userinfo),
+            let userinfo = get("userinfo")?;
+            let user = if userinfo.is_empty() {
+                None
+            } else {
+                let temp = format!("proto://{userinfo}@host");
+                let parsed = Url::parse(&temp).map_err(|e| {
+                    FuncError::msg(format!(
+                        "unable to parse userinfo in dict: parse {}: {e}",
+                        quote(&temp)
+                    ))
+                })?;
+                parsed.user
             };
-            Ok(Value::from(url.to_string()))
+            let u = Url {
+                scheme: get("scheme")?,
+                host: get("host")?,
+                path: get("path")?,
+                raw_query: get("query")?,
+                opaque: get("opaque")?,
+                fragment: get("fragment")?,
+                user,
+                ..Url::default()
+            };
+            Ok(Value::from(u.render()))
         }),
     );
 }
 
-/// The parts of a URL that sprig exposes.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Path,
+    Host,
+    UserPassword,
+    Fragment,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Userinfo {
+    username: String,
+    password: Option<String>,
+}
+
+impl Userinfo {
+    fn render(&self) -> String {
+        let mut s = escape(&self.username, Mode::UserPassword);
+        if let Some(p) = &self.password {
+            s.push(':');
+            s.push_str(&escape(p, Mode::UserPassword));
+        }
+        s
+    }
+}
+
+#[derive(Clone, Debug, Default)]
 struct Url {
     scheme: String,
     opaque: String,
-    /// `user[:password]` as written (escaped form), when present.
-    userinfo: Option<String>,
+    user: Option<Userinfo>,
     host: String,
     path: String,
+    raw_path: String,
+    omit_host: bool,
+    force_query: bool,
     raw_query: String,
     fragment: String,
+    raw_fragment: String,
 }
 
-fn parse(raw: &str) -> Result<Url, String> {
-    let (rest, fragment) = match raw.split_once('#') {
-        Some((u, f)) => (u, Some(f)),
-        None => (raw, None),
-    };
-    let mut url = parse_without_fragment(rest)?;
-    if let Some(f) = fragment {
-        url.fragment = unescape(f)?;
+fn should_escape(c: u8, mode: Mode) -> bool {
+    if c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.' | b'~') {
+        return false;
     }
-    Ok(url)
-}
-
-fn parse_without_fragment(raw: &str) -> Result<Url, String> {
-    if raw.bytes().any(|b| b < 0x20 || b == 0x7f) {
-        return Err("net/url: invalid control character in URL".into());
+    if mode == Mode::Host {
+        return !matches!(
+            c,
+            b'!' | b'$'
+                | b'&'
+                | b'\''
+                | b'('
+                | b')'
+                | b'*'
+                | b'+'
+                | b','
+                | b';'
+                | b'='
+                | b':'
+                | b'['
+                | b']'
+                | b'<'
+                | b'>'
+                | b'"'
+        );
     }
-    let mut url = Url::default();
-    if raw.is_empty() {
-        return Ok(url);
-    }
-    let (scheme, mut rest) = split_scheme(raw)?;
-    url.scheme = scheme.to_ascii_lowercase();
-    if let Some((before, query)) = rest.split_once('?') {
-        url.raw_query = query.to_string();
-        rest = before;
-    }
-    if !rest.starts_with('/') {
-        if !url.scheme.is_empty() {
-            url.opaque = rest.to_string();
-            return Ok(url);
-        }
-        let first = rest.split('/').next().unwrap_or_default();
-        if first.contains(':') {
-            return Err("first path segment in URL cannot contain colon".into());
-        }
-    }
-    if (!url.scheme.is_empty() || !rest.starts_with("///")) && rest.starts_with("//") {
-        let after = &rest[2..];
-        let cut = after.find('/').unwrap_or(after.len());
-        let authority = &after[..cut];
-        rest = &after[cut..];
-        match authority.rfind('@') {
-            Some(i) => {
-                url.userinfo = Some(authority[..i].to_string());
-                url.host = parse_host(&authority[i + 1..])?;
-            }
-            None => url.host = parse_host(authority)?,
-        }
-    }
-    url.path = unescape(rest)?;
-    Ok(url)
-}
-
-fn split_scheme(raw: &str) -> Result<(&str, &str), String> {
-    for (i, c) in raw.char_indices() {
-        match c {
-            'a'..='z' | 'A'..='Z' => {}
-            '0'..='9' | '+' | '-' | '.' if i > 0 => {}
-            ':' if i == 0 => return Err("missing protocol scheme".into()),
-            ':' => return Ok((&raw[..i], &raw[i + 1..])),
-            _ => return Ok(("", raw)),
-        }
-    }
-    Ok(("", raw))
-}
-
-fn parse_host(host: &str) -> Result<String, String> {
-    let port = if host.starts_with('[') {
-        let end = host.find(']').ok_or("missing ']' in host")?;
-        &host[end + 1..]
-    } else {
-        host.rfind(':').map_or("", |i| &host[i..])
-    };
-    if !port.is_empty() && (!port.starts_with(':') || !port[1..].bytes().all(|b| b.is_ascii_digit())) {
-        return Err(format!("invalid port {} after host", gofmt::quote(port)));
-    }
-    if let Some(bad) = host
-        .chars()
-        .find(|&c| c.is_ascii() && !c.is_ascii_alphanumeric() && !"-_.~!$&'()*+,;=:[]<>\"%".contains(c))
-    {
-        return Err(format!(
-            "invalid character {} in host name",
-            gofmt::quote(&bad.to_string())
-        ));
-    }
-    unescape(host)
-}
-
-/// The host without its port (and without IPv6 brackets), like `URL.Hostname()`.
-fn hostname(host: &str) -> &str {
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    match host.rfind(':') {
-        Some(i) => &host[..i],
-        None => host,
+    match c {
+        b'$' | b'&' | b'+' | b',' | b'/' | b':' | b';' | b'=' | b'?' | b'@' => match mode {
+            Mode::Path => c == b'?',
+            Mode::UserPassword => matches!(c, b'@' | b'/' | b'?' | b':'),
+            Mode::Fragment => false,
+            Mode::Host => false,
+        },
+        b'!' | b'(' | b')' | b'*' if mode == Mode::Fragment => false,
+        _ => true,
     }
 }
 
-/// Percent-decoding; an invalid escape is Go's error.
-fn unescape(s: &str) -> Result<String, String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = |b: Option<&u8>| b.and_then(|b| (*b as char).to_digit(16));
-            match (hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) {
-                (Some(h), Some(l)) => {
-                    out.push((h * 16 + l) as u8);
-                    i += 3;
-                    continue;
-                }
-                _ => {
-                    let end = (i + 3).min(bytes.len());
-                    return Err(format!(
-                        "invalid URL escape {}",
-                        gofmt::quote(&String::from_utf8_lossy(&bytes[i..end]))
-                    ));
-                }
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    Ok(String::from_utf8_lossy(&out).into_owned())
-}
-
-/// Percent-encoding of the bytes Go's `shouldEscape` escapes in `extra_allowed` context.
-fn escape(s: &str, extra_allowed: &str) -> String {
+fn escape(s: &str, mode: Mode) -> String {
     let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        let c = b as char;
-        if c.is_ascii_alphanumeric() || "-_.~".contains(c) || extra_allowed.contains(c) {
-            out.push(c);
+    for &c in s.as_bytes() {
+        if should_escape(c, mode) {
+            out.push_str(&format!("%{c:02X}"));
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            out.push(c as char);
         }
     }
     out
 }
 
-impl std::fmt::Display for Url {
-    /// `url.URL.String()`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+fn unhex(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+fn unescape(s: &str, mode: Mode) -> Result<String, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let (Some(h), Some(l)) = (
+                    b.get(i + 1).and_then(|&c| unhex(c)),
+                    b.get(i + 2).and_then(|&c| unhex(c)),
+                ) else {
+                    let end = (i + 3).min(b.len());
+                    return Err(format!(
+                        "invalid URL escape {}",
+                        quote(&String::from_utf8_lossy(&b[i..end]))
+                    ));
+                };
+                if mode == Mode::Host && h < 8 && &b[i..i + 3] != b"%25" {
+                    return Err(format!(
+                        "invalid URL escape {}",
+                        quote(&String::from_utf8_lossy(&b[i..i + 3]))
+                    ));
+                }
+                out.push(h * 16 + l);
+                i += 3;
+            }
+            c if mode == Mode::Host && c < 0x80 && should_escape(c, mode) => {
+                return Err(format!(
+                    "invalid character {} in host name",
+                    quote(&(c as char).to_string())
+                ));
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Splits `scheme:` off, per RFC 3986 (`[A-Za-z][A-Za-z0-9+.-]*`).
+fn split_scheme(raw: &str) -> Result<(String, &str), String> {
+    for (i, c) in raw.bytes().enumerate() {
+        match c {
+            c if c.is_ascii_alphabetic() => {}
+            c if c.is_ascii_digit() || matches!(c, b'+' | b'-' | b'.') => {
+                if i == 0 {
+                    return Ok((String::new(), raw));
+                }
+            }
+            b':' => {
+                if i == 0 {
+                    return Err("missing protocol scheme".into());
+                }
+                return Ok((raw[..i].to_ascii_lowercase(), &raw[i + 1..]));
+            }
+            _ => return Ok((String::new(), raw)),
+        }
+    }
+    Ok((String::new(), raw))
+}
+
+fn valid_userinfo(s: &str) -> bool {
+    s.bytes().all(|c| {
+        c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'-' | b'.'
+                    | b'_'
+                    | b':'
+                    | b'~'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b'%'
+                    | b'@'
+            )
+    })
+}
+
+fn parse_host(host: &str) -> Result<String, String> {
+    if host.starts_with('[') {
+        let Some(end) = host.rfind(']') else {
+            return Err("missing ']' in host".into());
+        };
+        let port = &host[end + 1..];
+        if !port.is_empty() && !valid_port(port) {
+            return Err(format!("invalid port {} after host", quote(port)));
+        }
+    } else if let Some(i) = host.rfind(':') {
+        let port = &host[i..];
+        if !valid_port(port) {
+            return Err(format!("invalid port {} after host", quote(port)));
+        }
+    }
+    unescape(host, Mode::Host)
+}
+
+/// `:digits` (or just `:`).
+fn valid_port(p: &str) -> bool {
+    p.strip_prefix(':')
+        .is_some_and(|d| d.bytes().all(|c| c.is_ascii_digit()))
+}
+
+impl Url {
+    fn parse(raw: &str) -> Result<Url, String> {
+        let (rest, frag) = match raw.split_once('#') {
+            Some((r, f)) => (r, Some(f)),
+            None => (raw, None),
+        };
+        let mut u = Url::parse_main(rest)?;
+        if let Some(f) = frag {
+            u.fragment = unescape(f, Mode::Fragment)?;
+            if escape(&u.fragment, Mode::Fragment) != f {
+                u.raw_fragment = f.to_string();
+            }
+        }
+        Ok(u)
+    }
+
+    fn parse_main(raw: &str) -> Result<Url, String> {
+        if raw.bytes().any(|c| c < 0x20 || c == 0x7f) {
+            return Err("net/url: invalid control character in URL".into());
+        }
+        let mut u = Url::default();
+        if raw == "*" {
+            u.path = "*".into();
+            return Ok(u);
+        }
+        let (scheme, mut rest) = split_scheme(raw)?;
+        u.scheme = scheme;
+        if rest.ends_with('?') && rest.matches('?').count() == 1 {
+            u.force_query = true;
+            rest = &rest[..rest.len() - 1];
+        } else if let Some((r, q)) = rest.split_once('?') {
+            u.raw_query = q.to_string();
+            rest = r;
+        }
+        if !rest.starts_with('/') {
+            if !u.scheme.is_empty() {
+                u.opaque = rest.to_string();
+                return Ok(u);
+            }
+            let first_segment = rest.split('/').next().unwrap_or("");
+            if first_segment.contains(':') {
+                return Err("first path segment in URL cannot contain colon".into());
+            }
+        }
+        if (!u.scheme.is_empty() || !rest.starts_with("///")) && rest.starts_with("//") {
+            let after = &rest[2..];
+            let (authority, path) = match after.find('/') {
+                Some(i) => (&after[..i], &after[i..]),
+                None => (after, ""),
+            };
+            u.parse_authority(authority)?;
+            rest = path;
+        } else if !u.scheme.is_empty() && rest.starts_with('/') {
+            u.omit_host = true;
+        }
+        u.path = unescape(rest, Mode::Path)?;
+        if escape(&u.path, Mode::Path) != rest {
+            u.raw_path = rest.to_string();
+        }
+        Ok(u)
+    }
+
+    fn parse_authority(&mut self, authority: &str) -> Result<(), String> {
+        match authority.rfind('@') {
+            None => self.host = parse_host(authority)?,
+            Some(i) => {
+                self.host = parse_host(&authority[i + 1..])?;
+                let info = &authority[..i];
+                if !valid_userinfo(info) {
+                    return Err("net/url: invalid userinfo".into());
+                }
+                self.user = Some(match info.split_once(':') {
+                    None => Userinfo {
+                        username: unescape(info, Mode::UserPassword)?,
+                        password: None,
+                    },
+                    Some((name, pass)) => Userinfo {
+                        username: unescape(name, Mode::UserPassword)?,
+                        password: Some(unescape(pass, Mode::UserPassword)?),
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The host without a port (and without IPv6 brackets).
+    fn hostname(&self) -> String {
+        let h = &self.host;
+        if let Some(rest) = h.strip_prefix('[') {
+            return rest.split(']').next().unwrap_or("").to_string();
+        }
+        match h.rfind(':') {
+            Some(i) if valid_port(&h[i..]) => h[..i].to_string(),
+            _ => h.clone(),
+        }
+    }
+
+    fn escaped_path(&self) -> String {
+        if !self.raw_path.is_empty() && unescape(&self.raw_path, Mode::Path).is_ok_and(|p| p == self.path) {
+            return self.raw_path.clone();
+        }
+        if self.path == "*" {
+            return "*".into();
+        }
+        escape(&self.path, Mode::Path)
+    }
+
+    /// `URL.String()`.
+    fn render(&self) -> String {
         let mut buf = String::new();
-        if !self.opaque.is_empty() {
+        if !self.scheme.is_empty() {
             buf.push_str(&self.scheme);
             buf.push(':');
+        }
+        if !self.opaque.is_empty() {
             buf.push_str(&self.opaque);
         } else {
-            if !self.scheme.is_empty() {
-                buf.push_str(&self.scheme);
-                buf.push(':');
-            }
-            if !self.scheme.is_empty() || !self.host.is_empty() || self.userinfo.is_some() {
-                if !self.host.is_empty() || !self.path.is_empty() || self.userinfo.is_some() {
+            let no_authority = self.host.is_empty() && self.user.is_none();
+            if !(no_authority && (self.scheme.is_empty() || self.omit_host)) {
+                if !self.host.is_empty() || !self.path.is_empty() || self.user.is_some() {
                     buf.push_str("//");
                 }
-                if let Some(user) = &self.userinfo {
-                    buf.push_str(user);
+                if let Some(u) = &self.user {
+                    buf.push_str(&u.render());
                     buf.push('@');
                 }
-                buf.push_str(&escape(&self.host, "!$&'()*+,;=:[]<>\""));
+                buf.push_str(&escape(&self.host, Mode::Host));
             }
-            let path = escape(&self.path, "$&+,/:;=@");
+            let path = self.escaped_path();
             if !path.is_empty() && !path.starts_with('/') && !self.host.is_empty() {
                 buf.push('/');
             }
@@ -246,15 +421,21 @@ impl std::fmt::Display for Url {
             }
             buf.push_str(&path);
         }
-        if !self.raw_query.is_empty() {
+        if self.force_query || !self.raw_query.is_empty() {
             buf.push('?');
             buf.push_str(&self.raw_query);
         }
         if !self.fragment.is_empty() {
             buf.push('#');
-            buf.push_str(&escape(&self.fragment, "$&+,/:;=?@!()*"));
+            let raw_ok = !self.raw_fragment.is_empty()
+                && unescape(&self.raw_fragment, Mode::Fragment).is_ok_and(|f| f == self.fragment);
+            if raw_ok {
+                buf.push_str(&self.raw_fragment);
+            } else {
+                buf.push_str(&escape(&self.fragment, Mode::Fragment));
+            }
         }
-        f.write_str(&buf)
+        buf
     }
 }
 
@@ -263,28 +444,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_like_go() {
-        let u = parse("https://user:pw@example.com:8443/a%20b/c?x=1&y=2#frag").unwrap();
+    fn parse_and_render() {
+        let u = Url::parse("https://user:p%40ss@example.com:8443/a%20b/c?x=1&y=2#frag").unwrap_or_default();
         assert_eq!(u.scheme, "https");
         assert_eq!(u.host, "example.com:8443");
-        assert_eq!(hostname(&u.host), "example.com");
+        assert_eq!(u.hostname(), "example.com");
         assert_eq!(u.path, "/a b/c");
         assert_eq!(u.raw_query, "x=1&y=2");
-        assert_eq!(u.fragment, "frag");
-        assert_eq!(u.userinfo.as_deref(), Some("user:pw"));
-        assert_eq!(parse("mailto:a@b").unwrap().opaque, "a@b");
-        assert!(parse("http://h:port/").is_err());
-    }
-
-    #[test]
-    fn joins_like_go() {
-        let u = Url {
-            scheme: "https".into(),
-            host: "example.com".into(),
-            path: "a b".into(),
-            raw_query: "x=1".into(),
-            ..Url::default()
-        };
-        assert_eq!(u.to_string(), "https://example.com/a%20b?x=1");
+        assert_eq!(
+            u.user.as_ref().map(Userinfo::render).as_deref(),
+            Some("user:p%40ss")
+        );
+        assert_eq!(
+            u.render(),
+            "https://user:p%40ss@example.com:8443/a%20b/c?x=1&y=2#frag"
+        );
+        assert_eq!(Url::parse("mailto:a@b").map(|u| u.opaque).as_deref(), Ok("a@b"));
+        assert!(Url::parse("http://x:y").is_err());
     }
 }

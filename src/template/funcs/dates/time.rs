@@ -391,6 +391,8 @@ pub fn parse(layout: &str, value: &str, zone: &Zone) -> Result<GoTime, String> {
     let mut pm: Option<bool> = None;
     let mut offset: Option<i32> = None;
     let mut yday: Option<u32> = None;
+    // An unknown zone abbreviation: Go fabricates a zone of that name at offset 0.
+    let mut abbrev: Option<String> = None;
     let (mut l, mut v) = (layout, value);
     loop {
         let Some((prefix, token, after)) = next_token(l) else {
@@ -402,10 +404,7 @@ pub fn parse(layout: &str, value: &str, zone: &Zone) -> Result<GoTime, String> {
             }
             break;
         };
-        let Some(rest) = v.strip_prefix(prefix) else {
-            return Err(fail(v, prefix));
-        };
-        v = rest;
+        v = skip_literal(v, prefix).ok_or_else(|| fail(v, prefix))?;
         let elem = token_text(&l[prefix.len()..], after);
         let on_fail = |s: &str| fail(s, &elem);
         let num = |s, min, max| take_num(s, min, max, &on_fail);
@@ -532,6 +531,8 @@ pub fn parse(layout: &str, value: &str, zone: &Zone) -> Result<GoTime, String> {
                 }
                 if &v[..n] == "UTC" {
                     offset = Some(0);
+                } else {
+                    abbrev = Some(v[..n].to_string());
                 }
                 v = &v[n..];
             }
@@ -605,12 +606,33 @@ pub fn parse(layout: &str, value: &str, zone: &Zone) -> Result<GoTime, String> {
                 (unix, Zone::fixed("", off, ""))
             }
         }
-        None => {
-            let (off, _) = zone.lookup(local);
-            (local - i64::from(off), zone.clone())
-        }
+        None => match abbrev {
+            Some(name) => (local, Zone::fixed(&name, 0, &name)),
+            None => {
+                let (off, _) = zone.lookup(local);
+                (local - i64::from(off), zone.clone())
+            }
+        },
     };
     Ok(GoTime { unix, nanos, zone })
+}
+
+/// Matches the literal text between layout elements; a run of spaces in the layout matches
+/// any run of spaces (including none) in the value.
+fn skip_literal<'a>(mut value: &'a str, mut prefix: &str) -> Option<&'a str> {
+    while let Some(c) = prefix.chars().next() {
+        if c.is_ascii_whitespace() {
+            if value.starts_with(|v: char| !v.is_ascii_whitespace()) {
+                return None;
+            }
+            prefix = prefix.trim_start_matches(|x: char| x.is_ascii_whitespace());
+            value = value.trim_start_matches(|x: char| x.is_ascii_whitespace());
+            continue;
+        }
+        value = value.strip_prefix(c)?;
+        prefix = &prefix[c.len_utf8()..];
+    }
+    Some(value)
 }
 
 fn take_num<'a>(

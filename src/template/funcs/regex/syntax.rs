@@ -80,6 +80,8 @@ pub fn translate(src: &str) -> Result<Translated, SyntaxError> {
         names: vec![None],
         open: 0,
         last: Last::Nothing,
+        levels: vec![0],
+        atom_mult: 1,
     };
     t.run()?;
     Ok(Translated {
@@ -95,6 +97,11 @@ struct Translator<'a> {
     out: String,
     names: Vec<Option<String>>,
     open: usize,
+    /// Per open group, the largest product of counted repetitions inside (Go limits any
+    /// nesting of `{n,m}` to 1000 copies of the innermost expression).
+    levels: Vec<u32>,
+    /// That product for the last atom.
+    atom_mult: u32,
     last: Last,
 }
 
@@ -122,7 +129,12 @@ impl Translator<'_> {
                     self.open -= 1;
                     self.out.push(')');
                     self.i += 1;
-                    self.last = Last::Atom;
+                    let inner = if self.levels.len() > 1 {
+                        self.levels.pop().unwrap_or(0)
+                    } else {
+                        1
+                    };
+                    self.set_atom(inner);
                 }
                 '|' => {
                     self.out.push('|');
@@ -144,7 +156,7 @@ impl Translator<'_> {
                     None => {
                         self.out.push_str("\\{");
                         self.i += 1;
-                        self.last = Last::Atom;
+                        self.set_atom(1);
                     }
                 },
                 '[' => self.class()?,
@@ -152,12 +164,12 @@ impl Translator<'_> {
                 '^' | '$' => {
                     self.out.push_str(&format!("(?:{c})"));
                     self.i += 1;
-                    self.last = Last::Atom;
+                    self.set_atom(1);
                 }
                 '.' => {
                     self.out.push('.');
                     self.i += 1;
-                    self.last = Last::Atom;
+                    self.set_atom(1);
                 }
                 other => {
                     self.literal(other);
@@ -177,7 +189,16 @@ impl Translator<'_> {
         } else {
             self.out.push(c);
         }
+        self.set_atom(1);
+    }
+
+    /// Records an atom whose counted-repetition product is `mult`.
+    fn set_atom(&mut self, mult: u32) {
         self.last = Last::Atom;
+        self.atom_mult = mult;
+        if let Some(level) = self.levels.last_mut() {
+            *level = (*level).max(mult);
+        }
     }
 
     /// Emits a repetition operator after checking it has something to repeat.
@@ -189,6 +210,23 @@ impl Translator<'_> {
                 return Err(err("invalid nested repetition operator", text));
             }
             Last::Atom => {}
+        }
+        if let Some(body) = op.strip_prefix('{') {
+            let body = body.split('}').next().unwrap_or("");
+            let (lo, hi) = body.split_once(',').unwrap_or((body, body));
+            let factor: u32 = if hi.is_empty() {
+                lo.parse().unwrap_or(0)
+            } else {
+                hi.parse().unwrap_or(0)
+            };
+            let product = self.atom_mult.saturating_mul(factor);
+            if product > MAX_REPEAT {
+                return Err(err("invalid repeat count", format!("{{{body}}}")));
+            }
+            self.atom_mult = product;
+            if let Some(level) = self.levels.last_mut() {
+                *level = (*level).max(product);
+            }
         }
         self.out.push_str(op);
         self.last = Last::Repeat(start);
@@ -236,6 +274,7 @@ impl Translator<'_> {
         if self.peek(1) != Some('?') {
             self.i += 1;
             self.open += 1;
+            self.levels.push(0);
             self.names.push(None);
             self.out.push('(');
             self.last = Last::Nothing;
@@ -258,6 +297,7 @@ impl Translator<'_> {
             self.names.push(Some(name.to_string()));
             self.i += rest[..prefix_len + end + 1].chars().count();
             self.open += 1;
+            self.levels.push(0);
             self.out.push('(');
             self.last = Last::Nothing;
             return Ok(());
@@ -285,6 +325,7 @@ impl Translator<'_> {
                     self.i = j + 1;
                     if c == ':' {
                         self.open += 1;
+                        self.levels.push(0);
                         self.last = Last::Nothing;
                     }
                     return Ok(());
@@ -306,19 +347,19 @@ impl Translator<'_> {
             let neg = if negated { "^" } else { "" };
             self.out.push_str(&format!("[{neg}{body}]"));
             self.i += 2;
-            self.last = Last::Atom;
+            self.set_atom(1);
             return Ok(());
         }
         match c {
             'b' | 'B' => {
                 self.out.push_str(&format!("(?-u:\\{c})"));
                 self.i += 2;
-                self.last = Last::Atom;
+                self.set_atom(1);
             }
             'A' | 'z' => {
                 self.out.push_str(&format!("(?:\\{c})"));
                 self.i += 2;
-                self.last = Last::Atom;
+                self.set_atom(1);
             }
             'Q' => {
                 self.i += 2;
@@ -335,23 +376,35 @@ impl Translator<'_> {
             }
             'p' | 'P' => {
                 let text = self.unicode_class_text();
-                if regex::Regex::new(&text).is_err() {
+                let rust = Self::rust_unicode_class(&text);
+                if regex::Regex::new(&rust).is_err() {
                     return Err(err("invalid character class range", text));
                 }
                 self.i += text.chars().count();
-                self.out.push_str(&text);
-                self.last = Last::Atom;
+                self.out.push_str(&rust);
+                self.set_atom(1);
             }
             _ => {
                 let ch = self.single_escape()?;
                 self.out.push_str(&hex_char(ch));
-                self.last = Last::Atom;
+                self.set_atom(1);
             }
         }
         Ok(())
     }
 
     /// `\pL`, `\p{Greek}`, `\P{^L}`… as written, starting at the backslash.
+    /// A Unicode class in the `regex` crate's spelling (`\p{^L}` becomes `\P{L}`).
+    fn rust_unicode_class(text: &str) -> String {
+        match text.get(2..4) {
+            Some("{^") => {
+                let flipped = if text.starts_with("\\p") { "\\P" } else { "\\p" };
+                format!("{flipped}{{{}", &text[4..])
+            }
+            _ => text.to_string(),
+        }
+    }
+
     fn unicode_class_text(&self) -> String {
         let rest = self.rest_from(self.i);
         let after = &rest[2..];
@@ -404,6 +457,9 @@ impl Translator<'_> {
                         v = v.saturating_mul(16).saturating_add(d);
                         digits += 1;
                         self.i += 1;
+                    }
+                    if digits == 0 && self.peek(0) == Some('}') {
+                        return Err(invalid(self, self.i + 1));
                     }
                     if digits == 0 || v > 0x10FFFF || self.peek(0) != Some('}') {
                         return Err(invalid(self, self.i));
@@ -474,11 +530,12 @@ impl Translator<'_> {
                     }
                     Some('p' | 'P') => {
                         let text = self.unicode_class_text();
-                        if regex::Regex::new(&text).is_err() {
+                        let rust = Self::rust_unicode_class(&text);
+                        if regex::Regex::new(&rust).is_err() {
                             return Err(err("invalid character class range", text));
                         }
                         self.i += text.chars().count();
-                        body.push_str(&text);
+                        body.push_str(&rust);
                         continue;
                     }
                     None => return Err(missing(self)),
@@ -489,14 +546,6 @@ impl Translator<'_> {
             let lo = self.class_char()?;
             if self.peek(0) == Some('-') && self.peek(1).is_some_and(|n| n != ']') {
                 self.i += 1;
-                if self.peek(0) == Some('\\')
-                    && self
-                        .peek(1)
-                        .is_some_and(|p| perl_class(p).is_some() || p == 'p' || p == 'P')
-                {
-                    let text = &self.src[self.pos(lo_start)..self.pos(self.i + 2)];
-                    return Err(err("invalid character class range", text));
-                }
                 let hi = self.class_char()?;
                 if hi < lo {
                     let text = &self.src[self.pos(lo_start)..self.pos(self.i)];
@@ -510,7 +559,7 @@ impl Translator<'_> {
         self.out.push('[');
         self.out.push_str(&body);
         self.out.push(']');
-        self.last = Last::Atom;
+        self.set_atom(1);
         Ok(())
     }
 

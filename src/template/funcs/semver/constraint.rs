@@ -1,7 +1,7 @@
 //! Masterminds/semver v3 constraints (`semverCompare`, chart dependency ranges,
 //! `kubeVersion`): `||` alternatives of comma/space separated comparisons, hyphen ranges,
-//! `x`/`*` wildcards, `~`/`^`, and the rule that a prerelease version only satisfies a
-//! comparison whose own version has a prerelease.
+//! `x`/`*` wildcards, `~`/`^`, and the rule that a prerelease version only satisfies an
+//! alternative in which some comparison names a prerelease.
 
 use super::version::{Version, compare_prerelease, scan};
 
@@ -197,16 +197,16 @@ impl Constraints {
 
     /// Whether `v` satisfies every comparison of at least one alternative.
     pub fn check(&self, v: &Version) -> bool {
-        self.alternatives.iter().any(|all| all.iter().all(|c| c.check(v)))
+        // A prerelease version is only considered by alternatives where some comparison
+        // names a prerelease; then every comparison of that alternative applies normally.
+        self.alternatives.iter().any(|all| {
+            (v.pre.is_empty() || all.iter().any(|c| !c.con.pre.is_empty())) && all.iter().all(|c| c.check(v))
+        })
     }
 }
 
 impl Comparison {
     fn check(&self, v: &Version) -> bool {
-        // A prerelease only matches comparisons that name a prerelease themselves.
-        if !v.pre.is_empty() && self.con.pre.is_empty() {
-            return false;
-        }
         let c = &self.con;
         let ord = v.compare(c);
         match self.op {

@@ -17,7 +17,11 @@ pub enum ScalarStyle {
 pub enum TokenKind {
     StreamStart,
     StreamEnd,
-    VersionDirective,
+    /// `%YAML major.minor`.
+    VersionDirective {
+        major: u32,
+        minor: u32,
+    },
     TagDirective {
         handle: String,
         prefix: String,
@@ -81,6 +85,10 @@ pub struct Scanner<'a> {
     indents: Vec<i64>,
     simple_key_allowed: bool,
     simple_keys: Vec<SimpleKey>,
+    /// Which saved simple keys hold back the token at their number (token number → level).
+    /// go-yaml forgets an entry when a flow level opened at that same token closes, which
+    /// lets `{` of `{: x}` through to the parser early; kept to report the same error.
+    blocking: std::collections::HashMap<usize, usize>,
 }
 
 /// Tokenizes the whole input. A scanning error becomes a final `Error` token placed where
@@ -95,13 +103,18 @@ pub fn tokenize(chars: &[char]) -> Vec<Token> {
         indents: Vec::new(),
         simple_key_allowed: false,
         simple_keys: vec![SimpleKey::default()],
+        blocking: std::collections::HashMap::new(),
     };
     if let Err(err) = s.run() {
         let visible = s
-            .simple_keys
+            .blocking
             .iter()
-            .filter(|k| k.possible)
-            .map(|k| k.token_number)
+            .filter(|(number, level)| {
+                s.simple_keys
+                    .get(**level)
+                    .is_some_and(|k| k.possible && k.token_number == **number)
+            })
+            .map(|(number, _)| *number)
             .min()
             .unwrap_or(s.tokens.len());
         s.tokens.truncate(visible);
@@ -329,6 +342,7 @@ impl<'a> Scanner<'a> {
             if let Some(slot) = self.simple_keys.last_mut() {
                 *slot = key;
             }
+            self.blocking.insert(key.token_number, self.simple_keys.len() - 1);
         }
         Ok(())
     }
@@ -345,7 +359,11 @@ impl<'a> Scanner<'a> {
                     mark,
                 ));
             }
-            key.possible = false;
+            if key.possible {
+                key.possible = false;
+                let number = key.token_number;
+                self.blocking.remove(&number);
+            }
         }
         Ok(())
     }
@@ -420,7 +438,12 @@ impl<'a> Scanner<'a> {
         if self.flow_level >= MAX_DEPTH {
             return Err(self.err("", Mark::default(), "exceeded max depth of 10000"));
         }
-        self.simple_keys.push(SimpleKey::default());
+        // The new level's (empty) slot carries the number of the `[`/`{` token.
+        self.simple_keys.push(SimpleKey {
+            token_number: self.tokens.len(),
+            mark: self.mark,
+            ..SimpleKey::default()
+        });
         self.flow_level += 1;
         self.simple_key_allowed = true;
         let start = self.mark;
@@ -433,7 +456,9 @@ impl<'a> Scanner<'a> {
         self.remove_simple_key()?;
         if self.flow_level > 0 {
             self.flow_level -= 1;
-            self.simple_keys.pop();
+            if let Some(slot) = self.simple_keys.pop() {
+                self.blocking.remove(&slot.token_number);
+            }
         }
         self.simple_key_allowed = false;
         let start = self.mark;
@@ -510,6 +535,7 @@ impl<'a> Scanner<'a> {
             if let Some(slot) = self.simple_keys.last_mut() {
                 slot.possible = false;
             }
+            self.blocking.remove(&key.token_number);
             self.simple_key_allowed = false;
         } else {
             if self.flow_level == 0 {
@@ -716,7 +742,7 @@ impl<'a> Scanner<'a> {
         let kind = match name.as_str() {
             "YAML" => {
                 self.skip_blanks();
-                self.scan_version_number(start)?;
+                let major = self.scan_version_number(start)?;
                 if self.ch() != Some('.') {
                     return Err(self.err(
                         "while scanning a %YAML directive",
@@ -725,8 +751,8 @@ impl<'a> Scanner<'a> {
                     ));
                 }
                 self.skip();
-                self.scan_version_number(start)?;
-                TokenKind::VersionDirective
+                let minor = self.scan_version_number(start)?;
+                TokenKind::VersionDirective { major, minor }
             }
             "TAG" => {
                 self.skip_blanks();
@@ -781,9 +807,11 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn scan_version_number(&mut self, start: Mark) -> ScanResult<()> {
+    fn scan_version_number(&mut self, start: Mark) -> ScanResult<u32> {
         let mut n = 0;
-        while matches!(self.ch(), Some(c) if c.is_ascii_digit()) {
+        let mut value = 0u32;
+        while let Some(d) = self.ch().and_then(|c| c.to_digit(10)) {
+            value = value.saturating_mul(10).saturating_add(d);
             n += 1;
             if n > 9 {
                 return Err(self.err(
@@ -801,7 +829,7 @@ impl<'a> Scanner<'a> {
                 "did not find expected version number",
             ));
         }
-        Ok(())
+        Ok(value)
     }
 
     fn fetch_block_scalar(&mut self, literal: bool) -> ScanResult<()> {

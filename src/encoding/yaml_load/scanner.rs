@@ -218,6 +218,7 @@ impl<'a> Scanner<'a> {
         self.push(TokenKind::StreamStart, start);
         self.simple_key_allowed = true;
         loop {
+            self.check_waiting_key()?;
             self.scan_to_next_token();
             self.stale_simple_keys()?;
             self.unroll_indent(self.mark.column as i64);
@@ -248,6 +249,41 @@ impl<'a> Scanner<'a> {
                 return;
             }
         }
+    }
+
+    /// The simple key the parser is waiting on (the earliest one still holding back its token)
+    /// is re-checked before each fetch, at the position right after the previous token: a
+    /// key that became stale there is dropped, or is an error when it was required.
+    fn check_waiting_key(&mut self) -> ScanResult<()> {
+        let waiting = self
+            .blocking
+            .iter()
+            .filter(|(number, level)| {
+                self.simple_keys
+                    .get(**level)
+                    .is_some_and(|k| k.possible && k.token_number == **number)
+            })
+            .min_by_key(|(number, _)| **number)
+            .map(|(_, level)| *level);
+        let Some(level) = waiting else {
+            return Ok(());
+        };
+        let mark = self.mark;
+        if let Some(key) = self.simple_keys.get_mut(level)
+            && (key.mark.line < mark.line || key.mark.index + MAX_SIMPLE_KEY_LEN < mark.index)
+        {
+            if key.required {
+                let context_mark = key.mark;
+                return Err(SyntaxError::scanner(
+                    "while scanning a simple key",
+                    context_mark,
+                    "could not find expected ':'",
+                    mark,
+                ));
+            }
+            key.possible = false;
+        }
+        Ok(())
     }
 
     fn stale_simple_keys(&mut self) -> ScanResult<()> {

@@ -113,10 +113,7 @@ impl<'t> Parser<'t> {
         if self.is(&TokenKind::StreamStart)? {
             self.skip();
         }
-        // Stray document-end markers before the first document are ignored.
-        while self.is(&TokenKind::DocumentEnd)? {
-            self.skip();
-        }
+        // (A `...` before the first document is not skipped: it is where a node should be.)
         let token = self.peek()?;
         match &token.kind {
             TokenKind::StreamEnd => return Ok(()),

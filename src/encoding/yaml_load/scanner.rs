@@ -105,7 +105,7 @@ pub fn tokenize(chars: &[char]) -> Vec<Token> {
         simple_keys: vec![SimpleKey::default()],
         blocking: std::collections::HashMap::new(),
     };
-    if let Err(err) = s.run() {
+    if let Err(err) = s.run().and_then(|()| s.drain_waiting_keys()) {
         let visible = s
             .blocking
             .iter()
@@ -220,7 +220,6 @@ impl<'a> Scanner<'a> {
         loop {
             self.check_waiting_key()?;
             self.scan_to_next_token();
-            self.stale_simple_keys()?;
             self.unroll_indent(self.mark.column as i64);
             if self.fetch_next_token()? {
                 return Ok(());
@@ -254,9 +253,27 @@ impl<'a> Scanner<'a> {
     /// The simple key the parser is waiting on (the earliest one still holding back its token)
     /// is re-checked before each fetch, at the position right after the previous token: a
     /// key that became stale there is dropped, or is an error when it was required.
+    /// After the stream end the parser still waits on held-back tokens one key at a time:
+    /// every such key is stale by now, so each is dropped in turn, or fails if required.
+    fn drain_waiting_keys(&mut self) -> ScanResult<()> {
+        while let Some(level) = self.waiting_key() {
+            if self.key_is_valid(level)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     fn check_waiting_key(&mut self) -> ScanResult<()> {
-        let waiting = self
-            .blocking
+        if let Some(level) = self.waiting_key() {
+            self.key_is_valid(level)?;
+        }
+        Ok(())
+    }
+
+    /// The level of the earliest simple key still holding back its token.
+    fn waiting_key(&self) -> Option<usize> {
+        self.blocking
             .iter()
             .filter(|(number, level)| {
                 self.simple_keys
@@ -264,14 +281,21 @@ impl<'a> Scanner<'a> {
                     .is_some_and(|k| k.possible && k.token_number == **number)
             })
             .min_by_key(|(number, _)| **number)
-            .map(|(_, level)| *level);
-        let Some(level) = waiting else {
-            return Ok(());
-        };
+            .map(|(_, level)| *level)
+    }
+
+    /// go-yaml checks a simple key lazily, where it is used: a key is stale once the scanner
+    /// has left its line or gone 1024 characters past it. A stale key is dropped, or is an
+    /// error when it was required.
+    fn key_is_valid(&mut self, level: usize) -> ScanResult<bool> {
         let mark = self.mark;
-        if let Some(key) = self.simple_keys.get_mut(level)
-            && (key.mark.line < mark.line || key.mark.index + MAX_SIMPLE_KEY_LEN < mark.index)
-        {
+        let Some(key) = self.simple_keys.get_mut(level) else {
+            return Ok(false);
+        };
+        if !key.possible {
+            return Ok(false);
+        }
+        if key.mark.line < mark.line || key.mark.index + MAX_SIMPLE_KEY_LEN < mark.index {
             if key.required {
                 let context_mark = key.mark;
                 return Err(SyntaxError::scanner(
@@ -282,27 +306,9 @@ impl<'a> Scanner<'a> {
                 ));
             }
             key.possible = false;
+            return Ok(false);
         }
-        Ok(())
-    }
-
-    fn stale_simple_keys(&mut self) -> ScanResult<()> {
-        let mark = self.mark;
-        for i in 0..self.simple_keys.len() {
-            let key = self.simple_keys[i];
-            if key.possible && (key.mark.line < mark.line || key.mark.index + MAX_SIMPLE_KEY_LEN < mark.index)
-            {
-                if key.required {
-                    return Err(self.err(
-                        "while scanning a simple key",
-                        key.mark,
-                        "could not find expected ':'",
-                    ));
-                }
-                self.simple_keys[i].possible = false;
-            }
-        }
-        Ok(())
+        Ok(true)
     }
 
     /// Returns true at the end of the stream.
@@ -553,8 +559,10 @@ impl<'a> Scanner<'a> {
     }
 
     fn fetch_value(&mut self) -> ScanResult<()> {
+        let level = self.simple_keys.len().saturating_sub(1);
+        let valid = self.key_is_valid(level)?;
         let key = self.simple_keys.last().copied().unwrap_or_default();
-        if key.possible {
+        if valid {
             let token = Token {
                 kind: TokenKind::Key,
                 start: key.mark,
@@ -849,7 +857,8 @@ impl<'a> Scanner<'a> {
         while let Some(d) = self.ch().and_then(|c| c.to_digit(10)) {
             value = value.saturating_mul(10).saturating_add(d);
             n += 1;
-            if n > 9 {
+            // go-yaml allows at most two digits per version number.
+            if n > 2 {
                 return Err(self.err(
                     "while scanning a %YAML directive",
                     start,

@@ -89,6 +89,8 @@ pub struct Scanner<'a> {
     /// go-yaml forgets an entry when a flow level opened at that same token closes, which
     /// lets `{` of `{: x}` through to the parser early; kept to report the same error.
     blocking: std::collections::HashMap<usize, usize>,
+    /// How many tokens the parser has been given (the rest wait on a simple key).
+    released: usize,
 }
 
 /// Tokenizes the whole input. A scanning error becomes a final `Error` token placed where
@@ -104,20 +106,11 @@ pub fn tokenize(chars: &[char]) -> Vec<Token> {
         simple_key_allowed: false,
         simple_keys: vec![SimpleKey::default()],
         blocking: std::collections::HashMap::new(),
+        released: 0,
     };
-    if let Err(err) = s.run().and_then(|()| s.drain_waiting_keys()) {
-        let visible = s
-            .blocking
-            .iter()
-            .filter(|(number, level)| {
-                s.simple_keys
-                    .get(**level)
-                    .is_some_and(|k| k.possible && k.token_number == **number)
-            })
-            .map(|(number, _)| *number)
-            .min()
-            .unwrap_or(s.tokens.len());
-        s.tokens.truncate(visible);
+    if let Err(err) = s.run().and_then(|()| s.release_tokens()) {
+        // The parser only ever saw the tokens released before the failure.
+        s.tokens.truncate(s.released);
         let mark = err.problem_mark;
         s.tokens.push(Token {
             kind: TokenKind::Error(err),
@@ -218,7 +211,7 @@ impl<'a> Scanner<'a> {
         self.push(TokenKind::StreamStart, start);
         self.simple_key_allowed = true;
         loop {
-            self.check_waiting_key()?;
+            self.release_tokens()?;
             self.scan_to_next_token();
             self.unroll_indent(self.mark.column as i64);
             if self.fetch_next_token()? {
@@ -253,35 +246,19 @@ impl<'a> Scanner<'a> {
     /// The simple key the parser is waiting on (the earliest one still holding back its token)
     /// is re-checked before each fetch, at the position right after the previous token: a
     /// key that became stale there is dropped, or is an error when it was required.
-    /// After the stream end the parser still waits on held-back tokens one key at a time:
-    /// every such key is stale by now, so each is dropped in turn, or fails if required.
-    fn drain_waiting_keys(&mut self) -> ScanResult<()> {
-        while let Some(level) = self.waiting_key() {
-            if self.key_is_valid(level)? {
-                break;
+    /// Hands tokens to the (simulated) parser as go-yaml's `fetch_more_tokens` does: the next
+    /// token is held back while the simple key recorded at its number is still valid (checked
+    /// at the current position, which may drop a stale key or fail on a required one).
+    fn release_tokens(&mut self) -> ScanResult<()> {
+        while self.released < self.tokens.len() {
+            if let Some(&level) = self.blocking.get(&self.released)
+                && self.key_is_valid(level)?
+            {
+                return Ok(());
             }
+            self.released += 1;
         }
         Ok(())
-    }
-
-    fn check_waiting_key(&mut self) -> ScanResult<()> {
-        if let Some(level) = self.waiting_key() {
-            self.key_is_valid(level)?;
-        }
-        Ok(())
-    }
-
-    /// The level of the earliest simple key still holding back its token.
-    fn waiting_key(&self) -> Option<usize> {
-        self.blocking
-            .iter()
-            .filter(|(number, level)| {
-                self.simple_keys
-                    .get(**level)
-                    .is_some_and(|k| k.possible && k.token_number == **number)
-            })
-            .min_by_key(|(number, _)| **number)
-            .map(|(_, level)| *level)
     }
 
     /// go-yaml checks a simple key lazily, where it is used: a key is stale once the scanner

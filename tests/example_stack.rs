@@ -150,3 +150,66 @@ fn loader_refuses_a_chart_escaping_symlink() {
         );
     }
 }
+
+#[test]
+fn cli_show_only_filters_like_helm_template() {
+    let run = |pattern: &str| {
+        Command::new(env!("CARGO_BIN_EXE_capstan"))
+            .args(["render", "-s", pattern])
+            .arg(example().join("cluster-class"))
+            .output()
+            .expect("capstan runs")
+    };
+    let output = run("templates/docker-*");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let sources: Vec<&str> = text.lines().filter(|l| l.starts_with("# Source: ")).collect();
+    assert_eq!(
+        sources.len(),
+        4,
+        "one DockerClusterTemplate and three DockerMachineTemplates: {sources:?}"
+    );
+    assert!(sources.iter().all(|s| s.contains("/templates/docker-")));
+    let missing = run("templates/nope.yaml");
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr)
+            .contains("could not find template templates/nope.yaml in chart")
+    );
+}
+
+#[test]
+fn cli_values_from_stdin_match_helm() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_capstan"))
+        .args(["render", "stack-v2"])
+        .arg(example().join("cluster-class"))
+        .args(["-n", "capi", "-f", "-", "-o", "templates-json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("capstan runs");
+    let values = std::fs::read(example().join("custom-values.yaml")).expect("values readable");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&values)
+        .expect("values written");
+    let output = child.wait_with_output().expect("capstan finishes");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let ours: BTreeMap<String, String> = serde_json::from_slice(&output.stdout).expect("JSON output");
+    check(
+        "capstan render -f - (stdin values)",
+        diff(&expected("cluster-class.custom.json"), &ours),
+    );
+}

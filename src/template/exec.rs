@@ -23,6 +23,10 @@ use crate::template::value::{GoType, ListKind, MapKind, Value};
 const MAX_EXEC_DEPTH: usize = 100_000;
 /// Helm's limit on nested `include` calls of one name.
 const MAX_INCLUDE_DEPTH: usize = 1000;
+/// Nested `tpl` calls allowed. Helm has no limit (unbounded `tpl` recursion dies of a Go
+/// stack overflow); each level here holds a copy of the template set, so memory must be
+/// bounded by an error instead.
+const MAX_TPL_DEPTH: usize = 200;
 /// The name of the root template of a set; `tpl` parses its text under it, like Helm.
 pub const ROOT_NAME: &str = "gotpl";
 /// What an invalid value prints as; Helm removes it from every file's output.
@@ -142,6 +146,8 @@ struct Shared {
     includes: HashMap<String, usize>,
     /// Statements and calls still allowed before execution is stopped.
     steps_left: u64,
+    /// `tpl` calls currently executing (see [`MAX_TPL_DEPTH`]).
+    tpl_depth: usize,
 }
 
 impl Shared {
@@ -149,6 +155,7 @@ impl Shared {
         Shared {
             includes: HashMap::new(),
             steps_left: budget,
+            tpl_depth: 0,
         }
     }
 }
@@ -239,6 +246,9 @@ struct State<'a, 's> {
     vars: Vec<(&'a str, EVal)>,
     at: At<'a>,
     depth: usize,
+    /// Whether the last argument evaluated was Go's invalid (zero) `reflect.Value` rather
+    /// than a nil interface: only `len` tells them apart.
+    arg_invalid: std::cell::Cell<bool>,
 }
 
 impl<'a, 's> State<'a, 's> {
@@ -250,6 +260,7 @@ impl<'a, 's> State<'a, 's> {
             vars: vec![("$", dot)],
             at: At::None,
             depth: 0,
+            arg_invalid: std::cell::Cell::new(false),
         }
     }
 
@@ -554,6 +565,7 @@ impl<'a, 's> State<'a, 's> {
             vars: vec![("$", new_dot.clone())],
             at: At::None,
             depth: self.depth + 1,
+            arg_invalid: std::cell::Cell::new(false),
         };
         match inner.walk_list(&new_dot, &tree.root, out) {
             Err(Ctl::Err(e)) => Err(Ctl::Err(e)),
@@ -816,6 +828,14 @@ impl<'a, 's> State<'a, 's> {
             let typ = func.param_type(num_in - 1);
             argv.push(self.validate_type(fin, typ)?);
         }
+        // Go's `len` of an invalid value panics inside reflect (a nil interface is fine).
+        if name == "len" && num_in == 1 && self.arg_invalid.get() {
+            self.at = node;
+            return Err(self.err(ExecErrorKind::Call {
+                func: name.to_string(),
+                cause: FuncError::msg("reflect: call of reflect.Value.Type on zero Value"),
+            }));
+        }
         match (func.imp)(self, &argv) {
             Ok(v) => {
                 let iface = v.is_nil();
@@ -857,9 +877,11 @@ impl<'a, 's> State<'a, 's> {
     /// Evaluates an argument for a parameter of type `typ` (Go's `evalArg`).
     fn eval_arg(&mut self, dot: &EVal, typ: GoType, arg: &'a Expr) -> R<Value> {
         self.at = At::Expr(arg);
+        self.arg_invalid.set(false);
         match arg {
             Expr::Dot(_) => self.validate_type(dot.clone(), typ),
             Expr::Nil(_) => {
+                self.arg_invalid.set(typ == GoType::Reflect);
                 if typ.can_be_nil() || typ == GoType::Reflect {
                     Ok(Value::Nil)
                 } else {
@@ -943,6 +965,7 @@ impl<'a, 's> State<'a, 's> {
 
     /// Go's `validateType`: checks assignability without converting numbers.
     fn validate_type(&self, val: EVal, typ: GoType) -> R<Value> {
+        self.arg_invalid.set(val.is_invalid());
         if val.is_invalid() {
             if typ.can_be_nil() || typ == GoType::Reflect {
                 return Ok(Value::Nil);
@@ -989,6 +1012,11 @@ impl CallContext for State<'_, '_> {
 
     fn tpl(&mut self, text: &str, data: Value) -> Result<String, FuncError> {
         let quoted = gofmt::quote(text);
+        if self.shared.tpl_depth >= MAX_TPL_DEPTH {
+            return Err(FuncError::msg(format!(
+                "error during tpl function execution for {quoted}: tpl nested more than {MAX_TPL_DEPTH} levels deep"
+            )));
+        }
         let mut set = self.set.clone();
         let tree = set
             .parse_returning_main(ROOT_NAME, text)
@@ -996,7 +1024,10 @@ impl CallContext for State<'_, '_> {
         // Like Go, run the freshly parsed tree itself: an empty text that did not replace an
         // existing (outer tpl's) template of the same name still executes as empty.
         let mut out = String::new();
-        grow(|| State::new(&set, &tree, &mut *self.shared, EVal::concrete(data)).run(&mut out))
+        self.shared.tpl_depth += 1;
+        let result = grow(|| State::new(&set, &tree, &mut *self.shared, EVal::concrete(data)).run(&mut out));
+        self.shared.tpl_depth -= 1;
+        result
             .map_err(|e| FuncError::msg(format!("error during tpl function execution for {quoted}: {e}")))?;
         Ok(out.replace(NO_VALUE, ""))
     }

@@ -97,6 +97,11 @@ pub trait Object {
     fn to_data(&self) -> Value {
         Value::Nil
     }
+    /// For structs: the fields `encoding/json` writes, in declaration order (JSON keeps struct
+    /// field order; `to_data`'s map would sort them). `None` encodes `to_data` instead.
+    fn json_fields(&self) -> Option<Vec<(String, Value)>> {
+        None
+    }
     /// For map-typed objects (`engine.files`): the entries, for `range`, `len` and `index`.
     /// A typed nil (a nil map or pointer): encodes as JSON `null` though it has a type.
     fn is_nil(&self) -> bool {

@@ -250,4 +250,13 @@ c("tpl-non-string", "{{ tpl 1 . }}")
 c("tpl-missing-text", "{{ tpl .Values.missing . }}", values=V)
 c("tpl-include-gotpl", "{{ tpl \"x{{ include \\\"gotpl\\\" . }}\" . }}")
 
+c("len-nil-literal", "{{ len nil }}")
+c("len-nil-var", "{{ $x := .Values.missing }}{{ len $x }}", values=V)
+c("len-nil-pipe", "{{ .Values.missing | len }}", values=V)
+c("len-nil-paren", "{{ len (.Values.missing) }}", values=V)
+c("len-after-invalid", "{{ $x := .Values.missing }}{{ len \"abc\" }}", values=V)
+c("len-nil-in-list", "{{ len (index (list nil) 0) }}")
+c("fail-multiline", "{{ fail \"a\\nb\\nc\" }}")
+c("required-multiline", "{{ required \"need\\nit\" .Values.missing }}", values=V)
+
 print(json.dumps(cases, indent=1, ensure_ascii=False))

@@ -1,0 +1,76 @@
+//! Chart rendering end to end (load + values + render), like `capstan render` minus output:
+//! always the example cluster-class chart under `stacks/`, plus a few corpus charts when the
+//! shared Helm corpus exists (`$CAPSTAN_SHARED`, `$CAPSTAN_SHARED_DIR`, `../shared`,
+//! `../../shared`); without it those are skipped with a note.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+
+use capstan::chart::load;
+use capstan::chart::render::{RenderOptions, render};
+use capstan::template::Value;
+use criterion::{Criterion, criterion_group, criterion_main};
+
+/// Corpus charts worth tracking: big template sets, heavy `include`/`tpl` use (bitnami
+/// common), many subcharts, and the cluster-stack charts capstan exists for.
+const CORPUS_CHARTS: &[&str] = &[
+    "bitnami_charts__bitnami_mastodon",
+    "bitnami_charts__bitnami_kube-prometheus",
+    "SovereignCloudStack_cluster-stacks__providers_docker_scs_cluster-class",
+];
+
+fn shared_dir() -> Option<PathBuf> {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    ["CAPSTAN_SHARED", "CAPSTAN_SHARED_DIR"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(PathBuf::from)
+        .chain([manifest.join("../shared"), manifest.join("../../shared")])
+        .find(|p| p.join("helm-corpus").is_dir())
+}
+
+/// Benchmarks one chart if it renders today; a chart the engine cannot render yet is
+/// reported and skipped rather than failing the whole run.
+fn bench_chart(c: &mut Criterion, name: &str, dir: &Path) {
+    let opts = RenderOptions::default();
+    let values = Value::empty_map();
+    let once = load::load(dir)
+        .map_err(|e| e.to_string())
+        .and_then(|chart| render(&chart, &values, &opts).map_err(|e| e.to_string()));
+    if let Err(e) = once {
+        eprintln!("render bench: skipping {name}: {e}");
+        return;
+    }
+    let chart = load::load(dir).expect("loaded above");
+    c.bench_function(&format!("load {name}"), |b| {
+        b.iter(|| load::load(black_box(dir)).expect("loads"))
+    });
+    c.bench_function(&format!("render {name}"), |b| {
+        b.iter(|| render(black_box(&chart), &values, &opts).expect("renders"))
+    });
+}
+
+fn bench(c: &mut Criterion) {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("stacks/example/cluster-class");
+    bench_chart(c, "example cluster-class", &example);
+    match shared_dir() {
+        Some(shared) => {
+            for id in CORPUS_CHARTS {
+                let dir = shared.join("helm-corpus/charts").join(id);
+                if dir.is_dir() {
+                    bench_chart(c, id, &dir);
+                } else {
+                    eprintln!("render bench: {id} is not in the corpus; skipped");
+                }
+            }
+        }
+        None => eprintln!("render bench: no shared Helm corpus (set CAPSTAN_SHARED); corpus charts skipped"),
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20);
+    targets = bench
+}
+criterion_main!(benches);

@@ -214,3 +214,20 @@ fn typed_values_keep_ints() {
     assert!(matches!(m.get("big"), Some(Value::Float(f)) if f.is_infinite()));
     assert!(m.get("k").unwrap().as_map().unwrap().get("1").is_some());
 }
+
+#[test]
+fn large_documents_load_in_linear_time() {
+    // 100k keys and a 100k-item list: quadratic work here would take minutes.
+    let mut text = String::new();
+    for i in 0..100_000 {
+        text.push_str(&format!("k{i}: {i}\n"));
+    }
+    text.push_str("list:\n");
+    for i in 0..100_000 {
+        text.push_str(&format!("- {{name: n{i}, v: {i}}}\n"));
+    }
+    let start = std::time::Instant::now();
+    let v = load_document(&text).unwrap();
+    assert_eq!(v.as_map().unwrap().len(), 100_001);
+    assert!(start.elapsed().as_secs() < 60, "took {:?}", start.elapsed());
+}

@@ -134,7 +134,31 @@ pub fn to_json_value(node: &YamlNode) -> Result<Value, YamlError> {
             format::go_float_g(bad, false)
         )));
     }
+    if let Some(open) = too_deep(&value, 1) {
+        return Err(YamlError::JsonDecode(format!(
+            "invalid character '{open}' exceeded max depth"
+        )));
+    }
     Ok(value)
+}
+
+/// `encoding/json` decodes at most 10000 nested arrays/objects: the opening character of
+/// the first container (in JSON text order) that goes deeper.
+fn too_deep(v: &Value, depth: usize) -> Option<char> {
+    const MAX_JSON_DEPTH: usize = 10000;
+    let open = match v {
+        Value::List(_) => '[',
+        Value::Map(_) => '{',
+        _ => return None,
+    };
+    if depth > MAX_JSON_DEPTH {
+        return Some(open);
+    }
+    grow(|| match v {
+        Value::List(l) => l.items.iter().find_map(|i| too_deep(i, depth + 1)),
+        Value::Map(m) => m.entries.borrow().values().find_map(|i| too_deep(i, depth + 1)),
+        _ => None,
+    })
 }
 
 /// The decoded document as a value with go-yaml's typing kept: ints stay `Value::Int` (a

@@ -115,6 +115,18 @@ fn nesting_is_bounded() {
         assert_eq!(json(&deep), "ERR yaml: exceeded max depth of 10000");
         let ok = format!("a: {}{}", "[".repeat(9000), "]".repeat(9000));
         assert!(load_document(&ok).is_ok());
+        let dashes = format!("a:\n{}x\n", "- ".repeat(10001));
+        assert_eq!(json(&dashes), "ERR yaml: line 2: exceeded max depth of 10000");
+        let mixed = format!(
+            "a:\n{}{}{}\n",
+            "- ".repeat(6000),
+            "[".repeat(6000),
+            "]".repeat(6000)
+        );
+        assert_eq!(
+            load_document(&mixed).unwrap_err().sigs_message(),
+            "error unmarshaling JSON: while decoding JSON: invalid character '[' exceeded max depth"
+        );
     });
     assert!(worker.unwrap().join().is_ok());
 }

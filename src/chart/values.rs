@@ -72,9 +72,9 @@ pub fn chart_defaults(chart: &Chart) -> Result<Value, ValuesError> {
 /// document is read by sigs.k8s.io/yaml into a `map[string]interface{}` (an empty document
 /// is an empty table; a list or scalar document is an error). Messages are Helm's.
 fn load_yaml_documents(text: &str) -> Result<Vec<Value>, String> {
-    let docs = yaml_load::split_documents(text).map_err(|e| format!("error reading yaml document: {e}"))?;
-    let mut out = Vec::with_capacity(docs.len());
-    for doc in docs {
+    let mut out = Vec::new();
+    for doc in yaml_load::split_documents(text) {
+        let doc = doc.map_err(|e| format!("error reading yaml document: {e}"))?;
         let value = yaml_load::load_document(&doc)
             .map_err(|e| format!("cannot unmarshal yaml document: {}", e.sigs_message()))?;
         out.push(match value {

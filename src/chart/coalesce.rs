@@ -166,11 +166,8 @@ pub fn coalesce_tables(dst: &Value, src: &Value, merge: bool) {
     let (Some(dst_map), Some(src_map)) = (table(dst), table(src)) else {
         return;
     };
-    for (key, val) in dst_map.snapshot() {
-        if val.is_nil() {
-            src_map.insert(key, Value::Nil);
-        }
-    }
+    // A null in `dst` deletes the key only where `src` has it (Helm 4.2.3, verified): a null
+    // the user adds under a new key stays in the values.
     for (key, val) in src_map.snapshot() {
         match dst_map.get(&key) {
             Some(Value::Nil) if !merge => {

@@ -50,7 +50,10 @@ fn parse_args() -> Result<Args, String> {
             "--tsv" => args.tsv = true,
             "--skip-rsa" => args.skip_rsa = true,
             "-h" | "--help" => {
-                return Err("usage: render_corpus [--reps N] [--filter SUBSTR] [--tsv] [--skip-rsa] [CHART_DIR…]".into());
+                return Err(
+                    "usage: render_corpus [--reps N] [--filter SUBSTR] [--tsv] [--skip-rsa] [CHART_DIR…]"
+                        .into(),
+                );
             }
             _ => args.charts.push(PathBuf::from(a)),
         }
@@ -85,7 +88,8 @@ struct CorpusEntry {
 }
 
 fn corpus_entries(corpus: &Path) -> Result<Vec<CorpusEntry>, String> {
-    let text = std::fs::read_to_string(corpus.join("corpus.json")).map_err(|e| format!("corpus.json: {e}"))?;
+    let text =
+        std::fs::read_to_string(corpus.join("corpus.json")).map_err(|e| format!("corpus.json: {e}"))?;
     serde_json::from_str(&text).map_err(|e| format!("corpus.json: {e}"))
 }
 
@@ -146,7 +150,10 @@ fn uses_keygen(t: &Target) -> bool {
 
 enum Outcome {
     /// Rendered; `identical` when every deterministic template equals Helm's golden output.
-    Rendered { identical: Option<bool>, templates: usize },
+    Rendered {
+        identical: Option<bool>,
+        templates: usize,
+    },
     Failed(String),
 }
 
@@ -230,7 +237,10 @@ fn main() {
         }
         let m = median(times);
         let (status, templates, detail) = match outcome {
-            Some(Outcome::Rendered { identical: same, templates }) => {
+            Some(Outcome::Rendered {
+                identical: same,
+                templates,
+            }) => {
                 rendered += 1;
                 if same == Some(true) {
                     identical += 1;
@@ -248,11 +258,20 @@ fn main() {
                 };
                 (status, templates, String::new())
             }
-            Some(Outcome::Failed(e)) => ("failed", 0, e.replace(['\n', '\t'], " ").chars().take(160).collect()),
+            Some(Outcome::Failed(e)) => (
+                "failed",
+                0,
+                e.replace(['\n', '\t'], " ").chars().take(160).collect(),
+            ),
             None => ("failed", 0, String::new()),
         };
         if args.tsv {
-            println!("{}\t{status}\t{:.3}\t{}\t{templates}\t{detail}", t.id, ms(m), u8::from(rsa));
+            println!(
+                "{}\t{status}\t{:.3}\t{}\t{templates}\t{detail}",
+                t.id,
+                ms(m),
+                u8::from(rsa)
+            );
         } else {
             println!(
                 "{:>9.3} ms  {status:<9} {}{}",

@@ -926,6 +926,11 @@ impl<'a, 's> State<'a, 's> {
                     .int
                     .map(Value::Int64)
                     .ok_or_else(|| self.errorf(format!("expected integer; found {arg}"))),
+                GoType::Uint32 => n
+                    .int
+                    .filter(|i| u32::try_from(*i).is_ok())
+                    .map(Value::Int)
+                    .ok_or_else(|| self.errorf(format!("expected unsigned integer; found {arg}"))),
                 GoType::Float64 => n
                     .float
                     .map(Value::Float)
@@ -941,6 +946,7 @@ impl<'a, 's> State<'a, 's> {
             GoType::Bool => format!("expected bool; found {arg}"),
             GoType::String => format!("expected string; found {arg}"),
             GoType::Int | GoType::Int64 => format!("expected integer; found {arg}"),
+            GoType::Uint32 => format!("expected unsigned integer; found {arg}"),
             GoType::Float64 => format!("expected float; found {arg}"),
             _ => format!("can't handle {arg} for arg of type {}", typ.name()),
         };
@@ -1038,7 +1044,7 @@ fn print_value(val: &EVal, out: &mut String) {
     match &val.v {
         Value::Nil => out.push_str(NO_VALUE),
         Value::String(s) => out.push_str(s),
-        v => out.push_str(&gofmt::format_value(v)),
+        v => out.push_str(&gofmt::format_action_value(v)),
     }
 }
 

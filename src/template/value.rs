@@ -93,6 +93,12 @@ pub trait Object {
     fn stringer(&self) -> Option<String> {
         None
     }
+    /// The `String()` result when the value is addressable, as a field printed directly by
+    /// an action is: pointer-receiver `String` methods count there, but not on the copies
+    /// `print`/`printf`/`toString` receive (Helm's `KubeVersion`).
+    fn addressable_stringer(&self) -> Option<String> {
+        self.stringer()
+    }
     /// The value `encoding/json` would marshal this object as (fields by JSON name).
     fn to_data(&self) -> Value {
         Value::Nil
@@ -124,6 +130,9 @@ pub enum GoType {
     Bool,
     Int,
     Int64,
+    /// `uint32` (sprig's `derivePassword` counter). No value has this type, so only integer
+    /// literals are accepted; they arrive as `Value::Int`.
+    Uint32,
     Float64,
     String,
     Bytes,
@@ -150,6 +159,7 @@ impl GoType {
             GoType::Reflect => "reflect.Value",
             GoType::Bool => "bool",
             GoType::Int => "int",
+            GoType::Uint32 => "uint32",
             GoType::Int64 => "int64",
             GoType::Float64 => "float64",
             GoType::String => "string",
@@ -181,7 +191,7 @@ impl GoType {
     pub fn zero(self) -> Value {
         match self {
             GoType::Bool => Value::Bool(false),
-            GoType::Int => Value::Int(0),
+            GoType::Int | GoType::Uint32 => Value::Int(0),
             GoType::Int64 => Value::Int64(0),
             GoType::Float64 => Value::Float(0.0),
             GoType::String => Value::from(""),

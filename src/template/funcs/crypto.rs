@@ -145,7 +145,7 @@ fn build_custom_cert(b64cert: &str, b64key: &str) -> Result<Value, FuncError> {
 }
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
-    use GoType::{Any, Int, ListAny, String as Str};
+    use GoType::{Any, Int, ListAny, String as Str, Uint32};
     let text = |f: fn(&str) -> String| Func::pure(&[Str], move |a| Ok(Value::from(f(arg_str(&a[0])))));
     map.insert("sha1sum", text(digest::sha1sum));
     map.insert("sha256sum", text(digest::sha256sum));
@@ -168,22 +168,8 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     );
     map.insert(
         "derivePassword",
-        Func::pure(&[Any, Str, Str, Str, Str], |a| {
-            let counter = match &a[0] {
-                Value::Int(n) | Value::Int64(n) => u32::try_from(*n).map_err(|_| {
-                    FuncError::msg(format!(
-                        "wrong type for value; expected uint32; got {}",
-                        a[0].type_name()
-                    ))
-                })?,
-                Value::Uint8(n) => u32::from(*n),
-                other => {
-                    return Err(FuncError::msg(format!(
-                        "wrong type for value; expected uint32; got {}",
-                        other.type_name()
-                    )));
-                }
-            };
+        Func::pure(&[Uint32, Str, Str, Str, Str], |a| {
+            let counter = u32::try_from(arg_int(&a[0])).unwrap_or_default();
             Ok(Value::from(digest::derive_password(
                 counter,
                 arg_str(&a[1]),

@@ -1,37 +1,29 @@
-//! Sprig v3.3.0 functions: paths. `base`, `dir`, `clean`, `ext`, `isAbs` follow Go's `path`
-//! package; the `os*` variants use `path/filepath`, which is the same on Linux, where Helm's
-//! output is defined.
+//! Sprig v3.3.0 functions: slash-separated paths (`base`, `dir`, `clean`, `ext`, `isAbs`,
+//! Go's `path` package) and their `os*` twins (`path/filepath`, identical on Linux).
 
 use std::rc::Rc;
 
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_str};
 use crate::template::value::{GoType, Value};
 
-/// A path-to-path function body.
+/// A path operation from text to text.
 type PathFn = fn(&str) -> String;
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     let _ = env;
-    let string_fns: [(&str, PathFn); 4] = [
-        ("base", base),
-        ("dir", dir),
-        ("clean", clean),
-        ("ext", |p| ext(p).to_string()),
-    ];
+    let string_fns: [(&str, PathFn); 4] = [("base", base), ("dir", dir), ("clean", clean), ("ext", ext)];
     for (name, f) in string_fns {
-        for full in [
-            name.to_string(),
-            format!("os{}{}", name[..1].to_uppercase(), &name[1..]),
-        ] {
+        let os_name = format!("os{}{}", name[..1].to_uppercase(), &name[1..]);
+        for n in [name, os_name.as_str()] {
             map.insert(
-                &full,
+                n,
                 Func::pure(&[GoType::String], move |a| Ok(Value::from(f(arg_str(&a[0]))))),
             );
         }
     }
-    for name in ["isAbs", "osIsAbs"] {
+    for n in ["isAbs", "osIsAbs"] {
         map.insert(
-            name,
+            n,
             Func::pure(&[GoType::String], |a| {
                 Ok(Value::Bool(arg_str(&a[0]).starts_with('/')))
             }),
@@ -39,15 +31,15 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     }
 }
 
-/// Go's `path.Clean`: the shortest equivalent path by lexical processing.
+/// The shortest equivalent path: no `//`, no `.` elements, `..` resolved lexically.
 pub fn clean(path: &str) -> String {
     if path.is_empty() {
         return ".".into();
     }
     let rooted = path.starts_with('/');
     let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
+    for elem in path.split('/') {
+        match elem {
             "" | "." => {}
             ".." => {
                 if parts.last().is_some_and(|p| *p != "..") {
@@ -67,7 +59,7 @@ pub fn clean(path: &str) -> String {
     }
 }
 
-/// Go's `path.Base`: the last element, trailing slashes removed.
+/// The last element, trailing slashes ignored; `.` for "" and `/` for all slashes.
 pub fn base(path: &str) -> String {
     if path.is_empty() {
         return ".".into();
@@ -76,25 +68,31 @@ pub fn base(path: &str) -> String {
     if trimmed.is_empty() {
         return "/".into();
     }
-    trimmed.rsplit('/').next().unwrap_or(trimmed).to_string()
+    match trimmed.rfind('/') {
+        Some(i) => trimmed[i + 1..].to_string(),
+        None => trimmed.to_string(),
+    }
 }
 
-/// Go's `path.Dir`: everything but the last element, cleaned.
+/// Everything but the last element, cleaned.
 pub fn dir(path: &str) -> String {
-    let cut = path.rfind('/').map_or(0, |i| i + 1);
-    clean(&path[..cut])
+    let head = match path.rfind('/') {
+        Some(i) => &path[..=i],
+        None => "",
+    };
+    clean(head)
 }
 
-/// Go's `path.Ext`: the suffix from the final dot of the last element.
-pub fn ext(path: &str) -> &str {
+/// The extension of the last element, with its dot; "" when there is none.
+pub fn ext(path: &str) -> String {
     for (i, c) in path.char_indices().rev() {
         match c {
             '/' => break,
-            '.' => return &path[i..],
+            '.' => return path[i..].to_string(),
             _ => {}
         }
     }
-    ""
+    String::new()
 }
 
 #[cfg(test)]
@@ -102,16 +100,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn like_go_path() {
+    fn go_path_semantics() {
         assert_eq!(clean("a//b/../c"), "a/c");
-        assert_eq!(clean("/../a/"), "/a");
-        assert_eq!(clean("../../a"), "../../a");
+        assert_eq!(clean("/../a/./"), "/a");
+        assert_eq!(clean("../../x/.."), "../..");
         assert_eq!(clean(""), ".");
-        assert_eq!(base("a/b/"), "b");
+        assert_eq!(base("/a/b/"), "b");
         assert_eq!(base("///"), "/");
-        assert_eq!(dir("a/b/c"), "a/b");
+        assert_eq!(base(""), ".");
+        assert_eq!(dir("/a/b/c"), "/a/b");
         assert_eq!(dir("abc"), ".");
-        assert_eq!(dir("/abc"), "/");
+        assert_eq!(dir("/"), "/");
         assert_eq!(ext("b.tar.gz"), ".gz");
         assert_eq!(ext("a.d/b"), "");
     }

@@ -66,7 +66,7 @@ fn build(chart: &Chart, name: String) -> Result<ChartValues<'_>, values::ValuesE
 }
 
 /// Whether a loaded chart satisfies a requirement's version range.
-/// Helm's `IsCompatibleRange`: an unparsable range or version never matches.
+/// Helm's `IsCompatibleRange`: Masterminds constraint matching; anything unparsable is no match.
 fn version_matches(range: &str, chart: &Chart) -> bool {
     crate::template::funcs::semver::constraint_matches(range, &chart.metadata.version).unwrap_or(false)
 }

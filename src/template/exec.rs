@@ -17,7 +17,7 @@ use crate::template::error::{Error, ExecError, ExecErrorKind, FuncError, ParseEr
 use crate::template::funcs::{CallContext, Func, FuncMap, Special};
 use crate::template::gofmt;
 use crate::template::parser;
-use crate::template::value::{GoType, ListKind, MapKind, Value};
+use crate::template::value::{GoType, ListKind, Map, MapKind, Value};
 
 /// Go's limit on nested `{{template}}` calls.
 const MAX_EXEC_DEPTH: usize = 100_000;
@@ -757,6 +757,12 @@ impl<'a, 's> State<'a, 's> {
                 })))
             }
             Value::Map(m) => {
+                // Helm's named `common.Values` has methods, which win over keys.
+                if m.kind == MapKind::Values
+                    && let Some(method) = values_method(m, name)
+                {
+                    return self.eval_call(dot, &method, name, node, args, fin);
+                }
                 if has_args {
                     return Err(self.errorf(format!("{name} is not a method but has arguments")));
                 }
@@ -1061,4 +1067,63 @@ fn print_value(val: &EVal, out: &mut String) {
 /// (nested templates, parentheses, ranges) would otherwise overflow it.
 fn grow<T>(f: impl FnOnce() -> T) -> T {
     stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f)
+}
+
+/// The methods of Helm's `common.Values` (`AsMap`, `YAML`, `Table`, `PathValue`) bound to `m`.
+fn values_method(m: &Map, name: &str) -> Option<Func> {
+    let this = m.clone();
+    let func = match name {
+        "AsMap" => Func::pure(&[], move |_| {
+            Ok(Value::Map(Map {
+                kind: MapKind::Any,
+                entries: this.entries.clone(),
+            }))
+        }),
+        "YAML" => Func::pure(&[], move |_| {
+            crate::encoding::yaml_emit::marshal(&Value::Map(this.clone()))
+                .map(Value::from)
+                .map_err(|e| FuncError::msg(e.to_string()))
+        }),
+        "Table" => Func::pure(&[GoType::String], move |a| {
+            values_table(&this, a[0].as_str().unwrap_or_default()).map(Value::Map)
+        }),
+        "PathValue" => Func::pure(&[GoType::String], move |a| {
+            let path = a[0].as_str().unwrap_or_default();
+            if path.is_empty() {
+                return Err(FuncError::msg("YAML path cannot be empty"));
+            }
+            let no_value = |k: &str| FuncError::msg(format!("{} is not a value", gofmt::quote(k)));
+            let (parents, key) = match path.rsplit_once('.') {
+                Some((parents, key)) => (Some(parents), key),
+                None => (None, path),
+            };
+            let table = match parents {
+                Some(p) => values_table(&this, p).map_err(|_| no_value(key))?,
+                None => this.clone(),
+            };
+            match table.get(key) {
+                Some(v) if !matches!(v, Value::Map(_)) => Ok(v),
+                _ => Err(no_value(key)),
+            }
+        }),
+        _ => return None,
+    };
+    Some(func)
+}
+
+/// `Values.Table("a.b")`: the nested table, or `"b" is not a table`.
+fn values_table(root: &Map, path: &str) -> Result<Map, FuncError> {
+    let mut table = root.clone();
+    for key in path.split('.') {
+        match table.get(key) {
+            Some(Value::Map(next)) if next.kind != MapKind::String => {
+                table = Map {
+                    kind: MapKind::Values,
+                    entries: next.entries.clone(),
+                };
+            }
+            _ => return Err(FuncError::msg(format!("{} is not a table", gofmt::quote(key)))),
+        }
+    }
+    Ok(table)
 }

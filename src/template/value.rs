@@ -335,40 +335,53 @@ impl Value {
         }
     }
 
-    /// `reflect.DeepEqual` on the dynamic values (types must match exactly).
+    /// `reflect.DeepEqual` on the dynamic values (types must match exactly). Like Go, a pair
+    /// of maps met again while comparing (maps that contain themselves) counts as equal, so
+    /// cyclic values compare in finite time.
     pub fn deep_equal(&self, other: &Value) -> bool {
-        match (self, other) {
-            (Value::Nil, Value::Nil) => true,
-            (Value::Bool(a), Value::Bool(b)) => a == b,
-            (Value::Int(a), Value::Int(b)) | (Value::Int64(a), Value::Int64(b)) => a == b,
-            (Value::Uint8(a), Value::Uint8(b)) => a == b,
-            // DeepEqual uses ==, so NaN != NaN.
-            (Value::Float(a), Value::Float(b)) => a == b,
-            (Value::String(a), Value::String(b)) => a == b,
-            (Value::Bytes(a), Value::Bytes(b)) => a == b,
-            (Value::List(a), Value::List(b)) => {
-                a.kind == b.kind
-                    && a.items.len() == b.items.len()
-                    && a.items.iter().zip(b.items.iter()).all(|(x, y)| x.deep_equal(y))
-            }
-            (Value::Map(a), Value::Map(b)) => {
-                if a.kind != b.kind {
-                    return false;
-                }
-                if Rc::ptr_eq(&a.entries, &b.entries) {
-                    return true;
-                }
-                let (a, b) = (a.entries.borrow(), b.entries.borrow());
-                a.len() == b.len()
-                    && a.iter()
-                        .zip(b.iter())
-                        .all(|((ka, va), (kb, vb))| ka == kb && va.deep_equal(vb))
-            }
-            (Value::Object(a), Value::Object(b)) => {
-                Rc::ptr_eq(a, b) || (a.type_name() == b.type_name() && a.format() == b.format())
-            }
-            _ => false,
+        deep_equal_seen(self, other, &mut std::collections::HashSet::new())
+    }
+}
+
+fn deep_equal_seen(a: &Value, b: &Value, seen: &mut std::collections::HashSet<(usize, usize)>) -> bool {
+    match (a, b) {
+        (Value::Nil, Value::Nil) => true,
+        (Value::Bool(a), Value::Bool(b)) => a == b,
+        (Value::Int(a), Value::Int(b)) | (Value::Int64(a), Value::Int64(b)) => a == b,
+        (Value::Uint8(a), Value::Uint8(b)) => a == b,
+        // DeepEqual uses ==, so NaN != NaN.
+        (Value::Float(a), Value::Float(b)) => a == b,
+        (Value::String(a), Value::String(b)) => a == b,
+        (Value::Bytes(a), Value::Bytes(b)) => a == b,
+        (Value::List(a), Value::List(b)) => {
+            a.kind == b.kind
+                && a.items.len() == b.items.len()
+                && a.items
+                    .iter()
+                    .zip(b.items.iter())
+                    .all(|(x, y)| stacker::maybe_grow(64 * 1024, 1024 * 1024, || deep_equal_seen(x, y, seen)))
         }
+        (Value::Map(a), Value::Map(b)) => {
+            if a.kind != b.kind {
+                return false;
+            }
+            let pair = (
+                Rc::as_ptr(&a.entries) as *const () as usize,
+                Rc::as_ptr(&b.entries) as *const () as usize,
+            );
+            if pair.0 == pair.1 || !seen.insert(pair) {
+                return true;
+            }
+            let (a, b) = (a.snapshot(), b.snapshot());
+            a.len() == b.len()
+                && a.iter().zip(b.iter()).all(|((ka, va), (kb, vb))| {
+                    ka == kb && stacker::maybe_grow(64 * 1024, 1024 * 1024, || deep_equal_seen(va, vb, seen))
+                })
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            Rc::ptr_eq(a, b) || (a.type_name() == b.type_name() && a.format() == b.format())
+        }
+        _ => false,
     }
 }
 

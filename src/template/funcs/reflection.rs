@@ -189,6 +189,30 @@ mod tests {
         })
     }
 
+    #[test]
+    fn deep_equal_terminates_on_cyclic_maps() {
+        let cyclic = || {
+            let m = Map::new(MapKind::Any, BTreeMap::new());
+            m.insert("a", Value::Map(m.clone()));
+            m.insert("l", Value::list(vec![Value::Map(m.clone())]));
+            Value::Map(m)
+        };
+        let (x, y) = (cyclic(), cyclic());
+        assert!(x.deep_equal(&y));
+        let funcs = FuncMap::helm();
+        let both = Value::list(vec![y.clone(), x.clone()]);
+        let calls = [
+            ("has", vec![x.clone(), both.clone()]),
+            ("uniq", vec![both.clone()]),
+            ("without", vec![both.clone(), x.clone()]),
+            ("deepEqual", vec![x.clone(), y.clone()]),
+        ];
+        for (name, args) in calls {
+            let f = funcs.get(name).expect("registered");
+            assert!((f.imp)(&mut NoContext, &args).is_ok(), "{name}");
+        }
+    }
+
     /// Every function, fed every combination of hostile arguments of each arity its
     /// signature allows (up to three), returns a value or an error and never panics.
     #[test]

@@ -382,7 +382,8 @@ fn untitle(s: &str) -> String {
 fn swapcase(s: &str) -> String {
     s.chars()
         .map(|c| {
-            if c.is_uppercase() || title_rune(c) == c && lower_rune(c) != c {
+            // Title-case runes (`ǅ`) are neither upper nor lower but have a lowercase form.
+            if c.is_uppercase() || (title_rune(c) == c && lower_rune(c) != c) {
                 lower_rune(c)
             } else if c.is_lowercase() {
                 upper_rune(c)
@@ -600,7 +601,7 @@ pub fn repeat(s: &str, count: i64) -> Result<String, FuncError> {
     let total = (s.len() as u64).checked_mul(count as u64);
     match total {
         Some(t) if t <= i64::MAX as u64 => {
-            if t as usize > MAX_STRING_BYTES || t > MAX_STRING_BYTES as u64 {
+            if t > MAX_STRING_BYTES as u64 {
                 return Err(too_long());
             }
             Ok(s.repeat(count as usize))

@@ -259,4 +259,22 @@ c("len-nil-in-list", "{{ len (index (list nil) 0) }}")
 c("fail-multiline", "{{ fail \"a\\nb\\nc\" }}")
 c("required-multiline", "{{ required \"need\\nit\" .Values.missing }}", values=V)
 
+# ---- range over a map mutated by its body (Go looks each value up when it gets there) ----
+c("range-map-set-during", "{{ range $k, $v := .Values.m }}{{ $_ := set $.Values.m \"c\" \"changed\" }}{{ $v }}{{ end }}", values=V)
+c("range-map-unset-during", "{{ range $k, $v := .Values.m }}{{ $_ := unset $.Values.m \"c\" }}[{{ $k }}={{ $v }}]{{ end }}", values=V)
+c("range-map-unset-typeof", "{{ range $k, $v := .Values.m }}{{ $_ := unset $.Values.m \"c\" }}{{ typeOf $v }};{{ end }}", values=V)
+c("range-map-add-during", "{{ range $k, $v := .Values.m }}{{ $_ := set $.Values.m \"d\" \"D\" }}{{ $k }}{{ end }}", values=V)
+c("range-list-append-during", "{{ $l := list 1 2 }}{{ range $l }}{{ $l = append $l 3 }}{{ . }}{{ end }}{{ len $l }}")
+c("range-dot-map-unset", "{{ range .Values.m }}{{ $_ := unset $.Values.m \"b\" }}<{{ . }}>{{ end }}", values=V)
+# ---- variable scoping across branches ----
+c("if-decl-visible-in-else", "{{ if $x := .Values.f }}{{ else }}[{{ $x }}]{{ end }}", values=V)
+c("if-decl-not-after-end", "{{ if $x := 1 }}{{ end }}{{ $x }}")
+c("else-if-decl-scope", "{{ if false }}{{ else if $y := .Values.s }}{{ $y }}{{ else }}{{ $y }}{{ end }}", values=V)
+c("range-decl-shadow-outer", "{{ $v := \"outer\" }}{{ range $v := .Values.l }}{{ end }}{{ $v }}", values=V)
+c("range-assign-two-vars-map", "{{ $k := \"\" }}{{ $v := \"\" }}{{ range $k, $v = .Values.m }}{{ end }}{{ $k }}{{ $v }}", values=V)
+c("range-assign-one-var", "{{ $v := \"\" }}{{ range $v = .Values.l }}{{ end }}{{ $v }}", values=V)
+c("with-assign", "{{ $x := \"a\" }}{{ with $x = \"b\" }}{{ . }}{{ end }}{{ $x }}")
+c("assign-to-dollar", "{{ $ = 1 }}{{ $ }}")
+c("declare-dollar", "{{ $ := 1 }}{{ $ }}")
+
 print(json.dumps(cases, indent=1, ensure_ascii=False))

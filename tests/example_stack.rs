@@ -213,3 +213,36 @@ fn cli_values_from_stdin_match_helm() {
         diff(&expected("cluster-class.custom.json"), &ours),
     );
 }
+
+#[test]
+fn cli_checks_the_charts_kube_version_like_helm_template() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kube-version/c");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("templates")).expect("temp chart");
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: c\nversion: 0.1.0\nkubeVersion: \">= 1.40.0\"\n",
+    )
+    .expect("Chart.yaml");
+    std::fs::write(dir.join("templates/a.yaml"), "kind: A\n").expect("template");
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_capstan"))
+            .arg("render")
+            .arg(&dir)
+            .args(extra)
+            .output()
+            .expect("capstan runs")
+    };
+    let refused = run(&[]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains("chart requires kubeVersion: >= 1.40.0 which is incompatible with Kubernetes v1.36.0")
+    );
+    let accepted = run(&["--kube-version", "v1.41.2"]);
+    assert!(
+        accepted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&accepted.stderr)
+    );
+}

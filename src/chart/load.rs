@@ -274,7 +274,8 @@ impl Walk<'_> {
                     return Err(LoadError::SymlinkCycle(rel));
                 }
                 self.stack.push(canonical);
-                self.dir(&path, &rel)?;
+                // Deeply nested directories must not overflow the stack.
+                stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.dir(&path, &rel))?;
                 self.stack.pop();
                 continue;
             }

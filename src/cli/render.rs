@@ -120,6 +120,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Some(v) => KubeVersion::parse(v).map_err(anyhow::Error::msg)?,
         None => KubeVersion::helm_default(),
     };
+    check_kube_version(&chart, &kube_version)?;
     let opts = RenderOptions {
         release_name,
         namespace: args.namespace.clone(),
@@ -215,6 +216,24 @@ fn release_and_chart(positional: &[String]) -> anyhow::Result<(String, String)> 
         }
         _ => bail!("expected [NAME] CHART"),
     }
+}
+
+/// `helm template` checks the chart's `kubeVersion` range against the (normalized) cluster
+/// version first; an unparsable range counts as incompatible, as in Helm.
+fn check_kube_version(chart: &Chart, kube: &KubeVersion) -> anyhow::Result<()> {
+    let range = &chart.metadata.kube_version;
+    if range.is_empty() {
+        return Ok(());
+    }
+    let compatible =
+        crate::template::funcs::semver::constraint_matches(range, &kube.normalized).unwrap_or(false);
+    if !compatible {
+        bail!(
+            "chart requires kubeVersion: {range} which is incompatible with Kubernetes {}",
+            kube.normalized
+        );
+    }
+    Ok(())
 }
 
 /// `helm template` refuses charts whose declared dependencies are not in `charts/`.

@@ -747,6 +747,15 @@ impl<'a, 's> State<'a, 's> {
                     ))),
                 }
             }
+            // Helm's `common.Values` has methods, and Go looks up methods before map keys:
+            // `.Values.AsMap` is the same map as a plain `map[string]interface {}` (cilium's
+            // `dig … .Values.AsMap`).
+            Value::Map(m) if m.kind == MapKind::Values && name == "AsMap" && !has_args => {
+                Ok(EVal::concrete(Value::Map(crate::template::value::Map {
+                    kind: MapKind::Any,
+                    entries: m.entries.clone(),
+                })))
+            }
             Value::Map(m) => {
                 // Helm's named `common.Values` has methods, which win over keys.
                 if m.kind == MapKind::Values

@@ -76,10 +76,19 @@ def capstan_ms(chart_dir, n):
     rows = [l.split("\t") for l in p.stdout.splitlines()[1:] if l.strip()]
     if not rows:
         return None, "failed", p.stderr.strip()[:160]
-    _id, status, wall, cpu, _rsa, _n, detail = (rows[0] + [""] * 7)[:7]
+    _id, status, wall, cpu, _rsa, _n, detail, first_wall = (rows[0] + [""] * 8)[:8]
     if status == "failed":
         return None, status, detail
-    return (float(wall), float(cpu)), status, detail
+    return (float(wall), float(cpu), float(first_wall)), status, detail
+
+def helm_cold_ms(chart_dir):
+    """What the issue names: `helm_oracle.py CHART --timing`, a fresh process rendering once."""
+    p = subprocess.run([sys.executable, os.path.join(shared, "tools", "helm_oracle.py"), chart_dir, "--timing"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for l in p.stderr.splitlines():
+        if l.startswith("render: "):
+            return float(l.split()[1])
+    return None
 
 def helm_ms(chart_dir, n):
     """Helm's in-process load+render medians (wall, process cpu: Go's GC threads included)."""
@@ -104,12 +113,13 @@ def fmt(x, w, p):
 def div(a, b):
     return a / b if (a is not None and b) else None
 
-HEADER = f"{'capstan ms':>10} {'(cpu)':>8} {'helm ms':>9} {'(cpu)':>8} {'ratio':>6} {'(cpu)':>6}  status     chart"
-def line(c, h, status, label):
-    cw, cc = c if c else (None, None)
+HEADER = (f"{'capstan ms':>10} {'(cpu)':>8} {'helm ms':>9} {'(cpu)':>8} {'ratio':>6} {'(cpu)':>6} "
+          f"{'cold: capstan':>13} {'helm':>8} {'ratio':>6}  status     chart")
+def line(c, h, hcold, status, label):
+    cw, cc, cfirst = c if c else (None, None, None)
     hw, hc = h if h else (None, None)
     return (f"{fmt(cw, 10, 2)} {fmt(cc, 8, 2)} {fmt(hw, 9, 1)} {fmt(hc, 8, 1)} {fmt(div(hw, cw), 6, 1)} "
-            f"{fmt(div(hc, cc), 6, 1)}  {status:<10} {label}")
+            f"{fmt(div(hc, cc), 6, 1)} {fmt(cfirst, 13, 2)} {fmt(hcold, 8, 1)} {fmt(div(hcold, cfirst), 6, 1)}  {status:<10} {label}")
 
 rows = []
 print(HEADER)
@@ -118,19 +128,23 @@ example = os.path.join(os.getcwd(), "stacks", "example", "cluster-class")
 if os.path.isdir(example) and not filt:
     c, status, _ = capstan_ms(example, reps)
     h = helm_ms(example, reps) if helm_on else None
-    print(line(c, h, status, "stacks/example/cluster-class (not in the statistics)"), flush=True)
+    hcold = helm_cold_ms(example) if helm_on else None
+    print(line(c, h, hcold, status, "stacks/example/cluster-class (not in the statistics)"), flush=True)
 for e in corpus:
     d = os.path.join(corpus_dir, "charts", e["id"])
     rsa = keygen(e)
     n = 1 if rsa else reps  # key generation takes seconds in Helm; once is enough
     c, status, detail = capstan_ms(d, n)
     h = helm_ms(d, n) if helm_on else None
+    hcold = helm_cold_ms(d) if helm_on else None
     rows.append(dict(id=e["id"], wall=c and c[0], cpu=c and c[1], helm_wall=h and h[0], helm_cpu=h and h[1],
                      ratio=div(h and h[0], c and c[0]), ratio_cpu=div(h and h[1], c and c[1]),
+                     cold=c and c[2], helm_cold=hcold, ratio_cold=div(hcold, c and c[2]),
                      status=status, rsa=rsa, detail=detail))
-    print(line(c, h, status, ("[rsa] " if rsa else "") + e["id"]), flush=True)
+    print(line(c, h, hcold, status, ("[rsa] " if rsa else "") + e["id"]), flush=True)
 
-cols = ("id", "wall", "cpu", "helm_wall", "helm_cpu", "ratio", "ratio_cpu", "status", "rsa", "detail")
+cols = ("id", "wall", "cpu", "helm_wall", "helm_cpu", "ratio", "ratio_cpu", "cold", "helm_cold", "ratio_cold",
+        "status", "rsa", "detail")
 with open(out_path, "w") as f:
     f.write("\t".join(cols) + "\n")
     for r in rows:
@@ -150,6 +164,11 @@ if both:
     print(f"median per-chart time of those charts: capstan {med([r['wall'] for r in both]):.2f} ms wall / "
           f"{med([r['cpu'] for r in both]):.2f} ms cpu; Helm {med([r['helm_wall'] for r in both]):.1f} ms wall / "
           f"{med([r['helm_cpu'] for r in both]):.1f} ms cpu")
+    cold = [r for r in both if r["ratio_cold"] is not None]
+    if cold:
+        print(f"cold (first render in a fresh process; Helm = `helm_oracle.py --timing`) over {len(cold)} charts: "
+              f"median ratio {med([r['ratio_cold'] for r in cold]):.1f}x; median capstan {med([r['cold'] for r in cold]):.2f} ms, "
+              f"Helm {med([r['helm_cold'] for r in cold]):.1f} ms")
 print(f"capstan corpus total without keygen charts ({len(plain)} charts, sum of medians): "
       f"{sum(r['wall'] for r in plain):.1f} ms wall, {sum(r['cpu'] for r in plain):.1f} ms cpu (target < 1000 ms)")
 print(f"capstan keygen charts ({len(rsa)}): {sum(r['wall'] for r in rsa):.1f} ms wall, {sum(r['cpu'] for r in rsa):.1f} ms cpu"

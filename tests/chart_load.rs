@@ -75,3 +75,26 @@ fn chart_loading_matches_helm() {
         unexpected.join("\n")
     );
 }
+
+/// Unbounded `tpl` recursion (Helm dies of a Go stack overflow) must end in an error with
+/// bounded memory.
+#[test]
+fn recursive_tpl_is_an_error() {
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tpl-recursion/c");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("templates")).expect("temp chart");
+    std::fs::write(
+        root.join("Chart.yaml"),
+        "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+    )
+    .expect("Chart.yaml");
+    std::fs::write(root.join("values.yaml"), "x: \"{{ tpl .Values.x . }}\"\n").expect("values.yaml");
+    std::fs::write(root.join("templates/t.yaml"), "{{ tpl .Values.x . }}").expect("template");
+    let got = answer(&root);
+    let error = got.get("error").expect("recursion fails");
+    assert!(
+        error.contains("tpl nested more than"),
+        "{}",
+        &error[..error.len().min(300)]
+    );
+}

@@ -150,3 +150,99 @@ fn loader_refuses_a_chart_escaping_symlink() {
         );
     }
 }
+
+#[test]
+fn cli_show_only_filters_like_helm_template() {
+    let run = |pattern: &str| {
+        Command::new(env!("CARGO_BIN_EXE_capstan"))
+            .args(["render", "-s", pattern])
+            .arg(example().join("cluster-class"))
+            .output()
+            .expect("capstan runs")
+    };
+    let output = run("templates/docker-*");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let sources: Vec<&str> = text.lines().filter(|l| l.starts_with("# Source: ")).collect();
+    assert_eq!(
+        sources.len(),
+        4,
+        "one DockerClusterTemplate and three DockerMachineTemplates: {sources:?}"
+    );
+    assert!(sources.iter().all(|s| s.contains("/templates/docker-")));
+    let missing = run("templates/nope.yaml");
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr)
+            .contains("could not find template templates/nope.yaml in chart")
+    );
+}
+
+#[test]
+fn cli_values_from_stdin_match_helm() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_capstan"))
+        .args(["render", "stack-v2"])
+        .arg(example().join("cluster-class"))
+        .args(["-n", "capi", "-f", "-", "-o", "templates-json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("capstan runs");
+    let values = std::fs::read(example().join("custom-values.yaml")).expect("values readable");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&values)
+        .expect("values written");
+    let output = child.wait_with_output().expect("capstan finishes");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let ours: BTreeMap<String, String> = serde_json::from_slice(&output.stdout).expect("JSON output");
+    check(
+        "capstan render -f - (stdin values)",
+        diff(&expected("cluster-class.custom.json"), &ours),
+    );
+}
+
+#[test]
+fn cli_checks_the_charts_kube_version_like_helm_template() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kube-version/c");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("templates")).expect("temp chart");
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: c\nversion: 0.1.0\nkubeVersion: \">= 1.40.0\"\n",
+    )
+    .expect("Chart.yaml");
+    std::fs::write(dir.join("templates/a.yaml"), "kind: A\n").expect("template");
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_capstan"))
+            .arg("render")
+            .arg(&dir)
+            .args(extra)
+            .output()
+            .expect("capstan runs")
+    };
+    let refused = run(&[]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains("chart requires kubeVersion: >= 1.40.0 which is incompatible with Kubernetes v1.36.0")
+    );
+    let accepted = run(&["--kube-version", "v1.41.2"]);
+    assert!(
+        accepted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&accepted.stderr)
+    );
+}

@@ -166,16 +166,15 @@ pub fn coalesce_tables(dst: &Value, src: &Value, merge: bool) {
     let (Some(dst_map), Some(src_map)) = (table(dst), table(src)) else {
         return;
     };
-    for (key, val) in dst_map.snapshot() {
-        if val.is_nil() {
-            src_map.insert(key, Value::Nil);
-        }
-    }
     for (key, val) in src_map.snapshot() {
         match dst_map.get(&key) {
-            Some(Value::Nil) if !merge => {
+            // A user null deletes a key only where the defaults had a value; a null for a
+            // key the defaults lack stays (verified: `{a: {x: null}}` over `a: {kk: 1}`
+            // renders `{"a":{"kk":1,"x":null}}`).
+            Some(Value::Nil) if !merge && !val.is_nil() => {
                 dst_map.entries.borrow_mut().remove(&key);
             }
+            Some(Value::Nil) => {}
             None => dst_map.insert(key, val),
             Some(dv) => {
                 if table(&val).is_some() && table(&dv).is_some() {

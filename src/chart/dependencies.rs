@@ -66,11 +66,9 @@ fn build(chart: &Chart, name: String) -> Result<ChartValues<'_>, values::ValuesE
 }
 
 /// Whether a loaded chart satisfies a requirement's version range.
+/// Helm's `IsCompatibleRange`: Masterminds constraint matching; anything unparsable is no match.
 fn version_matches(range: &str, chart: &Chart) -> bool {
-    let range = range.trim();
-    // Until Masterminds constraint matching is wired in, any present chart satisfies.
-    let _ = (range, &chart.metadata.version);
-    true
+    crate::template::funcs::semver::constraint_matches(range, &chart.metadata.version).unwrap_or(false)
 }
 
 /// Disables dependencies by tags and conditions, recursively, pruning the tree.

@@ -17,7 +17,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::chart::ignore::{IgnoreError, Rules};
-use crate::chart::metadata::{ChartYaml, DecodeError, ValidationError};
+use crate::chart::metadata::{ChartYaml, DecodeError, ValidationError, check_lock};
 use crate::chart::{Chart, ChartFile, values};
 
 /// Largest single file Helm accepts (`loader.MaxDecompressedFileSize`).
@@ -77,8 +77,8 @@ pub enum LoadError {
     EmptyArchive,
     #[error("chart illegally contains absolute paths")]
     AbsolutePath,
-    #[error("chart illegally contains content outside the base directory")]
-    OutsideBase,
+    #[error("chart illegally contains content outside the base directory: {0}")]
+    OutsideBase(String),
     #[error("chart illegally references parent directory")]
     ParentReference,
     #[error("chart contains illegally named files")]
@@ -218,7 +218,9 @@ fn load_dir(root: &Path, budget: &mut Budget) -> Result<Chart, LoadError> {
         files: &mut files,
         stack: vec![canonical_root.clone()],
     };
-    walk.dir(root, "")?;
+    // Helm names irregular files by their absolute path.
+    let absolute = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    walk.dir(&absolute, "")?;
     let mut chart = load_files(files, budget, 0)?;
     chart.source = root.to_path_buf();
     Ok(chart)
@@ -244,8 +246,9 @@ impl Walk<'_> {
             .collect::<Result<_, LoadError>>()?;
         entries.sort();
         for (name, path) in entries {
+            // Size errors name the file by its base name, like Helm.
             let rel = if rel.is_empty() {
-                name
+                name.clone()
             } else {
                 format!("{rel}/{name}")
             };
@@ -271,7 +274,8 @@ impl Walk<'_> {
                     return Err(LoadError::SymlinkCycle(rel));
                 }
                 self.stack.push(canonical);
-                self.dir(&path, &rel)?;
+                // Deeply nested directories must not overflow the stack.
+                stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.dir(&path, &rel))?;
                 self.stack.pop();
                 continue;
             }
@@ -283,13 +287,13 @@ impl Walk<'_> {
             }
             if meta.len() > MAX_FILE_SIZE {
                 return Err(LoadError::FileTooLarge {
-                    file: rel,
+                    file: name.clone(),
                     limit: MAX_FILE_SIZE,
                 });
             }
             let data = read_capped(&path, MAX_FILE_SIZE).map_err(|e| match e {
                 LoadError::FileTooLarge { limit, .. } => LoadError::FileTooLarge {
-                    file: rel.clone(),
+                    file: name.clone(),
                     limit,
                 },
                 other => other,
@@ -331,14 +335,17 @@ fn archive_files(data: &[u8], source: &str, budget: &mut Budget) -> Result<Vec<C
         }
         let parts: Vec<&str> = header_name.split('/').collect();
         let name = parts.get(1..).map(|p| p.join("/")).unwrap_or_default();
-        let name = clean_archive_path(&name)?;
+        let name = clean_archive_path(&name).map_err(|e| match e {
+            LoadError::OutsideBase(_) => LoadError::OutsideBase(go_quote(&header_name)),
+            other => other,
+        })?;
         if parts.first() == Some(&"Chart.yaml") {
             return Err(LoadError::ChartYamlNotInBase);
         }
         let size = entry.header().size().map_err(|e| archive_err(&header_name, e))?;
         if size > MAX_FILE_SIZE {
             return Err(LoadError::ArchiveFileTooLarge {
-                file: name,
+                file: header_name,
                 limit: MAX_FILE_SIZE,
             });
         }
@@ -355,7 +362,7 @@ fn archive_files(data: &[u8], source: &str, budget: &mut Budget) -> Result<Vec<C
         }
         if buf.len() as u64 > MAX_FILE_SIZE {
             return Err(LoadError::ArchiveFileTooLarge {
-                file: name,
+                file: header_name,
                 limit: MAX_FILE_SIZE,
             });
         }
@@ -394,7 +401,7 @@ fn clean_archive_path(name: &str) -> Result<String, LoadError> {
     }
     let cleaned = parts.join("/");
     if cleaned.is_empty() {
-        return Err(LoadError::OutsideBase);
+        return Err(LoadError::OutsideBase(String::new()));
     }
     if cleaned.starts_with("..") {
         return Err(LoadError::ParentReference);
@@ -446,7 +453,11 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
     for f in files {
         let is_v1 = |c: &Option<ChartYaml>| c.as_ref().is_some_and(|c| c.metadata.api_version == "v1");
         match f.name.as_str() {
-            "Chart.yaml" | "Chart.lock" => {}
+            "Chart.yaml" => {}
+            "Chart.lock" => check_lock(&text(&f.data)).map_err(|error| LoadError::Decode {
+                file: "Chart.lock".into(),
+                error,
+            })?,
             "values.yaml" => {
                 let values = text(&f.data);
                 values::parse(&values, "values.yaml").map_err(|e| LoadError::Values(e.msg))?;
@@ -466,6 +477,10 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
                 }
             }
             "requirements.lock" => {
+                check_lock(&text(&f.data)).map_err(|error| LoadError::Decode {
+                    file: "requirements.lock".into(),
+                    error,
+                })?;
                 chart_yaml.get_or_insert_with(ChartYaml::default);
                 if is_v1(&chart_yaml) {
                     other.push(f);
@@ -545,6 +560,11 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
     })
 }
 
+/// Go's `%q` for the plain names Helm quotes.
+fn go_quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+}
+
 /// File bytes as text for the YAML readers (invalid UTF-8 is replaced, not fatal).
 fn text(data: &[u8]) -> String {
     String::from_utf8_lossy(data).into_owned()
@@ -589,7 +609,7 @@ mod tests {
         );
         assert_eq!(
             archive_err(&[("Chart.yaml", b"x")]),
-            "chart illegally contains content outside the base directory"
+            "chart illegally contains content outside the base directory: \"Chart.yaml\""
         );
         assert_eq!(
             archive_err(&[("c/c:/x", b"x")]),
@@ -604,7 +624,7 @@ mod tests {
         assert_eq!(
             archive_err(&[("c/big.txt", &big)]),
             format!(
-                "decompressed chart file \"big.txt\" is larger than the maximum file size {MAX_FILE_SIZE}"
+                "decompressed chart file \"c/big.txt\" is larger than the maximum file size {MAX_FILE_SIZE}"
             )
         );
     }

@@ -260,6 +260,18 @@ impl ChartYaml {
     }
 }
 
+/// Checks a `Chart.lock`/`requirements.lock` the way Helm's load reads it (into its `Lock`
+/// struct): syntax errors and a non-mapping document fail the load; the content is unused.
+pub fn check_lock(text: &str) -> Result<(), DecodeError> {
+    match first_yaml_document(text).map_err(DecodeError::Yaml)? {
+        Value::Nil | Value::Map(_) => Ok(()),
+        other => Err(DecodeError::Shape(format!(
+            "cannot unmarshal {} into Go value of type v2.Lock",
+            json_kind(&other)
+        ))),
+    }
+}
+
 /// The first YAML document of `text` as a value with YAML's typing kept (ints stay ints,
 /// so `version: 12345678` is not float-formatted): the one place metadata parsing depends
 /// on the YAML loader. Map keys become strings the way sigs.k8s.io/yaml converts them.

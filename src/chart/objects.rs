@@ -228,11 +228,12 @@ impl Object for KubeVersion {
         }
     }
 
+    /// The struct layout: `String()` has a pointer receiver, so copies print field by field.
     fn format(&self) -> String {
-        self.normalized.clone()
+        KubeVersionStruct(self).to_string()
     }
 
-    fn stringer(&self) -> Option<String> {
+    fn addressable_stringer(&self) -> Option<String> {
         Some(self.normalized.clone())
     }
 
@@ -463,7 +464,12 @@ struct KubeVersionStruct<'a>(&'a KubeVersion);
 
 impl std::fmt::Display for KubeVersionStruct<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{{{} {} {}}}", self.0.version, self.0.major, self.0.minor)
+        let kv = self.0;
+        write!(
+            f,
+            "{{{} {} {} {}}}",
+            kv.version, kv.normalized, kv.major, kv.minor
+        )
     }
 }
 

@@ -158,7 +158,7 @@ fn collect(
     is_root: bool,
     out: &mut BTreeMap<String, Renderable>,
 ) -> Map {
-    let dot = Map::new(MapKind::Any, BTreeMap::new());
+    let dot = Map::new(MapKind::Values, BTreeMap::new());
     let deps = processed.dependencies.get(full_path).cloned().unwrap_or_default();
     dot.insert(
         "Chart",

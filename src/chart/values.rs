@@ -72,9 +72,9 @@ pub fn chart_defaults(chart: &Chart) -> Result<Value, ValuesError> {
 /// document is read by sigs.k8s.io/yaml into a `map[string]interface{}` (an empty document
 /// is an empty table; a list or scalar document is an error). Messages are Helm's.
 fn load_yaml_documents(text: &str) -> Result<Vec<Value>, String> {
-    let docs = yaml_load::split_documents(text).map_err(|e| format!("error reading yaml document: {e}"))?;
-    let mut out = Vec::with_capacity(docs.len());
-    for doc in docs {
+    let mut out = Vec::new();
+    for doc in yaml_load::split_documents(text) {
+        let doc = doc.map_err(|e| format!("error reading yaml document: {e}"))?;
         let value = yaml_load::load_document(&doc)
             .map_err(|e| format!("cannot unmarshal yaml document: {}", e.sigs_message()))?;
         out.push(match value {
@@ -109,4 +109,13 @@ fn json_kind(v: &Value) -> &'static str {
 /// `error converting YAML to JSON: yaml: line 3: …`.
 pub fn parse_document(text: &str) -> Result<Value, String> {
     yaml_load::load_document(text).map_err(|e| e.sigs_message())
+}
+
+/// Like [`parse_document`], but with go-yaml's typing kept (ints stay `Value::Int`), for
+/// decoders of typed Go structs such as Chart.yaml's metadata, where sigs.k8s.io/yaml turns
+/// an int into its decimal text and a float into float32 `%g` text (`1.10` → `"1.1"`).
+pub fn parse_document_typed(text: &str) -> Result<Value, String> {
+    yaml_load::parse_yaml(text)
+        .and_then(|node| yaml_load::to_typed_value(&node))
+        .map_err(|e| e.sigs_message())
 }

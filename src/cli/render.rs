@@ -8,6 +8,7 @@ use std::rc::Rc;
 use anyhow::{Context, bail};
 
 use crate::chart::coalesce::merge_tables;
+use crate::chart::ignore::Glob;
 use crate::chart::manifest::{self, StreamOptions};
 use crate::chart::objects::KubeVersion;
 use crate::chart::render::{RenderOptions, render};
@@ -27,7 +28,7 @@ pub struct Args {
     #[arg(required = true, num_args = 1..=2, value_name = "[NAME] CHART")]
     positional: Vec<String>,
 
-    /// Values files (YAML); later files win.
+    /// Values files (YAML; `-` reads stdin); later files win.
     #[arg(short = 'f', long = "values", value_name = "FILE")]
     values: Vec<PathBuf>,
 
@@ -67,6 +68,11 @@ pub struct Args {
     /// Render as an upgrade (`.Release.IsUpgrade`).
     #[arg(long)]
     is_upgrade: bool,
+
+    /// Accepted for `helm template` compatibility (the operator passes it). capstan works
+    /// offline: dependencies must already be in `charts/`, which is checked either way.
+    #[arg(long)]
+    dependency_update: bool,
 
     /// Print the chart's CRDs (unrendered) first.
     #[arg(long)]
@@ -114,6 +120,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Some(v) => KubeVersion::parse(v).map_err(anyhow::Error::msg)?,
         None => KubeVersion::helm_default(),
     };
+    check_kube_version(&chart, &kube_version)?;
     let opts = RenderOptions {
         release_name,
         namespace: args.namespace.clone(),
@@ -137,14 +144,19 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 include_crds: args.include_crds,
                 skip_tests: args.skip_tests,
                 no_hooks: args.no_hooks,
-                show_only: args.show_only.clone(),
+                // `--show-only` filters the finished stream, as `helm template` does.
+                show_only: Vec::new(),
             };
+            let mut stream = manifest::stream(&chart, &manifests, &stream_opts);
+            if !args.show_only.is_empty() {
+                stream = show_only(&stream, &args.show_only)?;
+            }
             if let Some(dir) = &args.output_dir {
                 write_output_dir(dir, &manifests)?;
             } else if args.output == Format::Yaml {
-                out.write_all(manifest::stream(&chart, &manifests, &stream_opts).as_bytes())?;
+                out.write_all(stream.as_bytes())?;
             } else {
-                let docs = manifest::split_documents(&manifest::stream(&chart, &manifests, &stream_opts));
+                let docs = manifest::split_documents(&stream);
                 let mut objects = Vec::new();
                 for doc in docs {
                     let value = values::parse_document(&doc).map_err(anyhow::Error::msg)?;
@@ -157,6 +169,36 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `helm template --show-only`: each pattern (a Go `filepath.Match` glob) selects the
+/// documents whose `# Source:` path, without the chart name, it matches; documents print
+/// per pattern, in stream order; a pattern that matches nothing is an error.
+fn show_only(stream: &str, patterns: &[String]) -> anyhow::Result<String> {
+    let docs = manifest::split_documents(stream);
+    let mut out = String::new();
+    for pattern in patterns {
+        let glob = Glob::compile(pattern).ok();
+        let mut missing = true;
+        for doc in &docs {
+            let Some(path) = doc
+                .lines()
+                .find_map(|l| l.strip_prefix("# Source: "))
+                .and_then(|source| source.split_once('/'))
+                .map(|(_, rest)| rest)
+            else {
+                continue;
+            };
+            if glob.as_ref().is_some_and(|g| g.matches(path)) {
+                out.push_str(&format!("---\n{doc}\n"));
+                missing = false;
+            }
+        }
+        if missing {
+            bail!("could not find template {pattern} in chart");
+        }
+    }
+    Ok(out)
 }
 
 /// `[NAME] CHART` like `helm template`; `CHART NAME` is accepted too when only the first
@@ -174,6 +216,24 @@ fn release_and_chart(positional: &[String]) -> anyhow::Result<(String, String)> 
         }
         _ => bail!("expected [NAME] CHART"),
     }
+}
+
+/// `helm template` checks the chart's `kubeVersion` range against the (normalized) cluster
+/// version first; an unparsable range counts as incompatible, as in Helm.
+fn check_kube_version(chart: &Chart, kube: &KubeVersion) -> anyhow::Result<()> {
+    let range = &chart.metadata.kube_version;
+    if range.is_empty() {
+        return Ok(());
+    }
+    let compatible =
+        crate::template::funcs::semver::constraint_matches(range, &kube.normalized).unwrap_or(false);
+    if !compatible {
+        bail!(
+            "chart requires kubeVersion: {range} which is incompatible with Kubernetes {}",
+            kube.normalized
+        );
+    }
+    Ok(())
 }
 
 /// `helm template` refuses charts whose declared dependencies are not in `charts/`.
@@ -210,8 +270,16 @@ fn user_values(args: &Args) -> anyhow::Result<crate::template::Value> {
     let base = strvals::empty();
     let mut files = Vec::new();
     for file in &args.values {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("reading values file {}", file.display()))?;
+        // `-f -` reads values from stdin, as the cluster-stack operator passes them.
+        let text = if file.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+                .context("reading values from stdin")?;
+            text
+        } else {
+            std::fs::read_to_string(file)
+                .with_context(|| format!("reading values file {}", file.display()))?
+        };
         files.push(values::parse(&text, &file.display().to_string())?);
     }
     // Later files win: merge from the last one (the destination wins when merging).

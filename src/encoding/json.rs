@@ -147,6 +147,10 @@ impl Encoder {
             }
             // A typed nil (a nil map behind a Go type) encodes as `null`.
             Value::Object(o) if o.is_nil() => self.out.push_str("null"),
+            Value::Object(o) if o.json_fields().is_some() => {
+                let fields = o.json_fields().unwrap_or_default();
+                self.object(&fields, depth)?;
+            }
             Value::Object(o) => match o.entries() {
                 Some(entries) => {
                     let sorted: BTreeMap<String, Value> = entries.into_iter().collect();
@@ -744,6 +748,40 @@ mod tests {
             assert_eq!(format_float(f).unwrap(), want, "{f}");
         }
         assert!(format_float(f64::NAN).is_err());
+    }
+
+    /// A struct whose JSON field order is not alphabetical.
+    struct Point;
+
+    impl crate::template::value::Object for Point {
+        fn type_name(&self) -> String {
+            "main.Point".into()
+        }
+        fn kind(&self) -> &'static str {
+            "struct"
+        }
+        fn field(&self, _: &str) -> Option<Value> {
+            None
+        }
+        fn format(&self) -> String {
+            "{2 1}".into()
+        }
+        fn json_fields(&self) -> Option<Vec<(String, Value)>> {
+            Some(vec![("Y".into(), Value::Int(2)), ("X".into(), Value::Int(1))])
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    #[test]
+    fn structs_keep_field_order() {
+        let v = Value::Object(Rc::new(Point));
+        assert_eq!(marshal(&v).unwrap(), r#"{"Y":2,"X":1}"#);
+        assert_eq!(
+            crate::template::funcs::helm::to_yaml_trimmed(&v),
+            "X: 1\n\"Y\": 2"
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! - [`json`]: Go `encoding/json` output (`toJson`, `toPrettyJson`, `toRawJson`) and input
 //!   (`fromJson`: every number a `float64`).
-//! - [`toml_emit`]: BurntSushi/toml encoding of a map (Helm's `toToml`).
+//! - [`toml_emit`], [`toml_load`]: BurntSushi/toml encoding and decoding (Helm's `toToml`,
+//!   `fromToml`).
 //! - [`yaml_emit`]: `sigs.k8s.io/yaml.Marshal` as Helm uses it (JSON round trip, then the
 //!   go-yaml v2 emitter).
 //! - [`yaml_load`]: go-yaml v2 (YAML 1.1) decoding, and the JSON round trip Helm applies to
@@ -11,5 +12,6 @@
 
 pub mod json;
 pub mod toml_emit;
+pub mod toml_load;
 pub mod yaml_emit;
 pub mod yaml_load;

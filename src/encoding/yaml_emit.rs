@@ -28,6 +28,9 @@ pub enum YamlEmitError {
     ControlCharacter,
     #[error("yaml: nesting too deep")]
     TooDeep,
+    /// A key holding a raw NEL: go-yaml's scanner sees a key spanning lines.
+    #[error("yaml: line {line}: did not find expected ',' or '}}'")]
+    KeyLineBreak { line: usize },
     /// More nodes than we are willing to hold (shared references can multiply a value).
     #[error("yaml: value too large")]
     TooLarge,
@@ -77,7 +80,7 @@ pub const V3_PRETTY: Flavor = Flavor {
 pub fn marshal(v: &Value) -> Result<String, YamlEmitError> {
     // The JSON step decides which values fail (NaN, cycles) and with which message.
     json::marshal(v)?;
-    let mut budget = MAX_NODES;
+    let mut budget = Build::new(true);
     let node = json_round_trip(v, 0, &mut budget)?;
     Ok(emit(&node, V2))
 }
@@ -86,7 +89,7 @@ pub fn marshal(v: &Value) -> Result<String, YamlEmitError> {
 pub fn marshal_pretty(v: &Value) -> Result<String, YamlEmitError> {
     // No JSON step: NaN and infinities are written (`.nan`); a reference cycle, on which Go
     // would overflow its stack, ends at the depth limit.
-    let mut budget = MAX_NODES;
+    let mut budget = Build::new(false);
     let node = direct_node(v, 0, &mut budget)?;
     Ok(emit(&node, V3_PRETTY))
 }
@@ -94,13 +97,32 @@ pub fn marshal_pretty(v: &Value) -> Result<String, YamlEmitError> {
 /// At most this many nodes are built for one encoding.
 const MAX_NODES: usize = 4_000_000;
 
-fn spend(budget: &mut usize) -> Result<(), YamlEmitError> {
-    *budget = budget.checked_sub(1).ok_or(YamlEmitError::TooLarge)?;
+/// State while building the tree.
+pub struct Build {
+    nodes_left: usize,
+    /// Building what go-yaml reads back from JSON (its reader rules apply to keys too).
+    json: bool,
+    /// Raw NELs (line breaks to go-yaml) written so far, in JSON order.
+    nels: usize,
+}
+
+impl Build {
+    pub fn new(json: bool) -> Build {
+        Build {
+            nodes_left: MAX_NODES,
+            json,
+            nels: 0,
+        }
+    }
+}
+
+fn spend(budget: &mut Build) -> Result<(), YamlEmitError> {
+    budget.nodes_left = budget.nodes_left.checked_sub(1).ok_or(YamlEmitError::TooLarge)?;
     Ok(())
 }
 
 /// The tree go-yaml v2 decodes from `json.Marshal(v)`.
-pub fn json_round_trip(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, YamlEmitError> {
+pub fn json_round_trip(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEmitError> {
     if depth > MAX_DEPTH {
         return Err(YamlEmitError::TooDeep);
     }
@@ -108,7 +130,7 @@ pub fn json_round_trip(v: &Value, depth: usize, budget: &mut usize) -> Result<No
     stacker::maybe_grow(64 * 1024, 1024 * 1024, || json_node(v, depth, budget))
 }
 
-fn json_node(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, YamlEmitError> {
+fn json_node(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEmitError> {
     Ok(match v {
         Value::Nil => Node::Null,
         Value::Bool(b) => Node::Bool(*b),
@@ -117,6 +139,7 @@ fn json_node(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, YamlEm
         Value::Float(f) => resolve_json_number(&json::format_float(*f)?),
         Value::String(s) => {
             check_reader_chars(s)?;
+            budget.nels += s.matches('\u{85}').count();
             Node::Str(fold_line_breaks(s))
         }
         Value::Bytes(b) => Node::Str(base64::engine::general_purpose::STANDARD.encode(b)),
@@ -128,7 +151,7 @@ fn json_node(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, YamlEm
         ),
         Value::Map(m) => map_node(m.snapshot(), depth, budget, json_round_trip)?,
         Value::Object(o) if o.is_nil() => Node::Null,
-        Value::Object(o) => match o.entries() {
+        Value::Object(o) => match o.json_fields().or_else(|| o.entries()) {
             Some(entries) => map_node(entries, depth, budget, json_round_trip)?,
             None => json_round_trip(&o.to_data(), depth + 1, budget)?,
         },
@@ -136,7 +159,7 @@ fn json_node(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, YamlEm
 }
 
 /// The tree go-yaml v3 sees when it encodes the Go value itself.
-fn direct_node(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, YamlEmitError> {
+fn direct_node(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEmitError> {
     if depth > MAX_DEPTH {
         return Err(YamlEmitError::TooDeep);
     }
@@ -144,7 +167,7 @@ fn direct_node(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, Yaml
     stacker::maybe_grow(64 * 1024, 1024 * 1024, || direct_inner(v, depth, budget))
 }
 
-fn direct_inner(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, YamlEmitError> {
+fn direct_inner(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEmitError> {
     Ok(match v {
         Value::Float(f) => Node::Float(*f),
         Value::String(s) => Node::Str(s.to_string()),
@@ -156,7 +179,7 @@ fn direct_inner(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, Yam
         ),
         Value::Map(m) => map_node(m.snapshot(), depth, budget, direct_node)?,
         Value::Object(o) if o.is_nil() => Node::Null,
-        Value::Object(o) => match o.entries() {
+        Value::Object(o) => match o.json_fields().or_else(|| o.entries()) {
             Some(entries) => map_node(entries, depth, budget, direct_node)?,
             None => direct_node(&o.to_data(), depth + 1, budget)?,
         },
@@ -164,18 +187,27 @@ fn direct_inner(v: &Value, depth: usize, budget: &mut usize) -> Result<Node, Yam
     })
 }
 
-type Convert = fn(&Value, usize, &mut usize) -> Result<Node, YamlEmitError>;
+type Convert = fn(&Value, usize, &mut Build) -> Result<Node, YamlEmitError>;
 
 fn map_node(
     entries: Vec<(String, Value)>,
     depth: usize,
-    budget: &mut usize,
+    budget: &mut Build,
     convert: Convert,
 ) -> Result<Node, YamlEmitError> {
-    let out = entries
-        .iter()
-        .map(|(k, v)| Ok((k.clone(), convert(v, depth + 1, budget)?)))
-        .collect::<Result<Vec<_>, YamlEmitError>>()?;
+    let mut out = Vec::with_capacity(entries.len());
+    for (k, v) in &entries {
+        if budget.json {
+            check_reader_chars(k)?;
+            // A line break inside a flow mapping key ends the key too early for go-yaml.
+            if k.contains('\u{85}') {
+                return Err(YamlEmitError::KeyLineBreak {
+                    line: budget.nels + 1,
+                });
+            }
+        }
+        out.push((k.clone(), convert(v, depth + 1, budget)?));
+    }
     Ok(Node::Map(out))
 }
 

@@ -167,13 +167,12 @@ impl ExecError {
     }
 }
 
-/// The text between Helm's warning markers, if the (single-line) message carries one.
+/// The text between Helm's warning markers, if the message carries one. Helm's pattern is
+/// `HELM_ERR_START((?s).*)HELM_ERR_END`: greedy, across newlines.
 fn find_warning(s: &str) -> Option<&str> {
     let start = s.find(HELM_WARN_START)? + HELM_WARN_START.len();
     let rest = &s[start..];
-    // Go's `(.*)` is greedy and does not cross newlines.
-    let line_end = rest.find('\n').unwrap_or(rest.len());
-    let end = rest[..line_end].rfind(HELM_WARN_END)?;
+    let end = rest.rfind(HELM_WARN_END)?;
     Some(&rest[..end])
 }
 

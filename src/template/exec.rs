@@ -17,12 +17,16 @@ use crate::template::error::{Error, ExecError, ExecErrorKind, FuncError, ParseEr
 use crate::template::funcs::{CallContext, Func, FuncMap, Special};
 use crate::template::gofmt;
 use crate::template::parser;
-use crate::template::value::{GoType, ListKind, MapKind, Value};
+use crate::template::value::{GoType, ListKind, Map, MapKind, Value};
 
 /// Go's limit on nested `{{template}}` calls.
 const MAX_EXEC_DEPTH: usize = 100_000;
 /// Helm's limit on nested `include` calls of one name.
 const MAX_INCLUDE_DEPTH: usize = 1000;
+/// Nested `tpl` calls allowed. Helm has no limit (unbounded `tpl` recursion dies of a Go
+/// stack overflow); each level here holds a copy of the template set, so memory must be
+/// bounded by an error instead.
+const MAX_TPL_DEPTH: usize = 200;
 /// The name of the root template of a set; `tpl` parses its text under it, like Helm.
 pub const ROOT_NAME: &str = "gotpl";
 /// What an invalid value prints as; Helm removes it from every file's output.
@@ -161,6 +165,8 @@ struct Shared {
     includes: HashMap<String, usize>,
     /// Statements and calls still allowed before execution is stopped.
     steps_left: u64,
+    /// `tpl` calls currently executing (see [`MAX_TPL_DEPTH`]).
+    tpl_depth: usize,
 }
 
 impl Shared {
@@ -168,6 +174,7 @@ impl Shared {
         Shared {
             includes: HashMap::new(),
             steps_left: budget,
+            tpl_depth: 0,
         }
     }
 }
@@ -258,6 +265,9 @@ struct State<'a, 's> {
     vars: Vec<(&'a str, EVal)>,
     at: At<'a>,
     depth: usize,
+    /// Whether the last argument evaluated was Go's invalid (zero) `reflect.Value` rather
+    /// than a nil interface: only `len` tells them apart.
+    arg_invalid: std::cell::Cell<bool>,
 }
 
 impl<'a, 's> State<'a, 's> {
@@ -269,6 +279,7 @@ impl<'a, 's> State<'a, 's> {
             vars: vec![("$", dot)],
             at: At::None,
             depth: 0,
+            arg_invalid: std::cell::Cell::new(false),
         }
     }
 
@@ -573,6 +584,7 @@ impl<'a, 's> State<'a, 's> {
             vars: vec![("$", new_dot.clone())],
             at: At::None,
             depth: self.depth + 1,
+            arg_invalid: std::cell::Cell::new(false),
         };
         match inner.walk_list(&new_dot, &tree.root, out) {
             Err(Ctl::Err(e)) => Err(Ctl::Err(e)),
@@ -754,7 +766,22 @@ impl<'a, 's> State<'a, 's> {
                     ))),
                 }
             }
+            // Helm's `common.Values` has methods, and Go looks up methods before map keys:
+            // `.Values.AsMap` is the same map as a plain `map[string]interface {}` (cilium's
+            // `dig … .Values.AsMap`).
+            Value::Map(m) if m.kind == MapKind::Values && name == "AsMap" && !has_args => {
+                Ok(EVal::concrete(Value::Map(crate::template::value::Map {
+                    kind: MapKind::Any,
+                    entries: m.entries.clone(),
+                })))
+            }
             Value::Map(m) => {
+                // Helm's named `common.Values` has methods, which win over keys.
+                if m.kind == MapKind::Values
+                    && let Some(method) = values_method(m, name)
+                {
+                    return self.eval_call(dot, &method, name, node, args, fin);
+                }
                 if has_args {
                     return Err(self.errorf(format!("{name} is not a method but has arguments")));
                 }
@@ -835,6 +862,14 @@ impl<'a, 's> State<'a, 's> {
             let typ = func.param_type(num_in - 1);
             argv.push(self.validate_type(fin, typ)?);
         }
+        // Go's `len` of an invalid value panics inside reflect (a nil interface is fine).
+        if name == "len" && num_in == 1 && self.arg_invalid.get() {
+            self.at = node;
+            return Err(self.err(ExecErrorKind::Call {
+                func: name.to_string(),
+                cause: FuncError::msg("reflect: call of reflect.Value.Type on zero Value"),
+            }));
+        }
         match (func.imp)(self, &argv) {
             Ok(v) => {
                 let iface = v.is_nil();
@@ -876,9 +911,11 @@ impl<'a, 's> State<'a, 's> {
     /// Evaluates an argument for a parameter of type `typ` (Go's `evalArg`).
     fn eval_arg(&mut self, dot: &EVal, typ: GoType, arg: &'a Expr) -> R<Value> {
         self.at = At::Expr(arg);
+        self.arg_invalid.set(false);
         match arg {
             Expr::Dot(_) => self.validate_type(dot.clone(), typ),
             Expr::Nil(_) => {
+                self.arg_invalid.set(typ == GoType::Reflect);
                 if typ.can_be_nil() || typ == GoType::Reflect {
                     Ok(Value::Nil)
                 } else {
@@ -923,6 +960,11 @@ impl<'a, 's> State<'a, 's> {
                     .int
                     .map(Value::Int64)
                     .ok_or_else(|| self.errorf(format!("expected integer; found {arg}"))),
+                GoType::Uint32 => n
+                    .int
+                    .filter(|i| u32::try_from(*i).is_ok())
+                    .map(Value::Int)
+                    .ok_or_else(|| self.errorf(format!("expected unsigned integer; found {arg}"))),
                 GoType::Float64 => n
                     .float
                     .map(Value::Float)
@@ -938,6 +980,7 @@ impl<'a, 's> State<'a, 's> {
             GoType::Bool => format!("expected bool; found {arg}"),
             GoType::String => format!("expected string; found {arg}"),
             GoType::Int | GoType::Int64 => format!("expected integer; found {arg}"),
+            GoType::Uint32 => format!("expected unsigned integer; found {arg}"),
             GoType::Float64 => format!("expected float; found {arg}"),
             _ => format!("can't handle {arg} for arg of type {}", typ.name()),
         };
@@ -962,6 +1005,7 @@ impl<'a, 's> State<'a, 's> {
 
     /// Go's `validateType`: checks assignability without converting numbers.
     fn validate_type(&self, val: EVal, typ: GoType) -> R<Value> {
+        self.arg_invalid.set(val.is_invalid());
         if val.is_invalid() {
             if typ.can_be_nil() || typ == GoType::Reflect {
                 return Ok(Value::Nil);
@@ -1008,6 +1052,11 @@ impl CallContext for State<'_, '_> {
 
     fn tpl(&mut self, text: &str, data: Value) -> Result<String, FuncError> {
         let quoted = gofmt::quote(text);
+        if self.shared.tpl_depth >= MAX_TPL_DEPTH {
+            return Err(FuncError::msg(format!(
+                "error during tpl function execution for {quoted}: tpl nested more than {MAX_TPL_DEPTH} levels deep"
+            )));
+        }
         let mut set = self.set.clone();
         let tree = set
             .parse_returning_main(ROOT_NAME, text)
@@ -1015,7 +1064,10 @@ impl CallContext for State<'_, '_> {
         // Like Go, run the freshly parsed tree itself: an empty text that did not replace an
         // existing (outer tpl's) template of the same name still executes as empty.
         let mut out = String::new();
-        grow(|| State::new(&set, &tree, &mut *self.shared, EVal::concrete(data)).run(&mut out))
+        self.shared.tpl_depth += 1;
+        let result = grow(|| State::new(&set, &tree, &mut *self.shared, EVal::concrete(data)).run(&mut out));
+        self.shared.tpl_depth -= 1;
+        result
             .map_err(|e| FuncError::msg(format!("error during tpl function execution for {quoted}: {e}")))?;
         Ok(out.replace(NO_VALUE, ""))
     }
@@ -1026,7 +1078,7 @@ fn print_value(val: &EVal, out: &mut String) {
     match &val.v {
         Value::Nil => out.push_str(NO_VALUE),
         Value::String(s) => out.push_str(s),
-        v => out.push_str(&gofmt::format_value(v)),
+        v => out.push_str(&gofmt::format_action_value(v)),
     }
 }
 
@@ -1034,4 +1086,63 @@ fn print_value(val: &EVal, out: &mut String) {
 /// (nested templates, parentheses, ranges) would otherwise overflow it.
 fn grow<T>(f: impl FnOnce() -> T) -> T {
     stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f)
+}
+
+/// The methods of Helm's `common.Values` (`AsMap`, `YAML`, `Table`, `PathValue`) bound to `m`.
+fn values_method(m: &Map, name: &str) -> Option<Func> {
+    let this = m.clone();
+    let func = match name {
+        "AsMap" => Func::pure(&[], move |_| {
+            Ok(Value::Map(Map {
+                kind: MapKind::Any,
+                entries: this.entries.clone(),
+            }))
+        }),
+        "YAML" => Func::pure(&[], move |_| {
+            crate::encoding::yaml_emit::marshal(&Value::Map(this.clone()))
+                .map(Value::from)
+                .map_err(|e| FuncError::msg(e.to_string()))
+        }),
+        "Table" => Func::pure(&[GoType::String], move |a| {
+            values_table(&this, a[0].as_str().unwrap_or_default()).map(Value::Map)
+        }),
+        "PathValue" => Func::pure(&[GoType::String], move |a| {
+            let path = a[0].as_str().unwrap_or_default();
+            if path.is_empty() {
+                return Err(FuncError::msg("YAML path cannot be empty"));
+            }
+            let no_value = |k: &str| FuncError::msg(format!("{} is not a value", gofmt::quote(k)));
+            let (parents, key) = match path.rsplit_once('.') {
+                Some((parents, key)) => (Some(parents), key),
+                None => (None, path),
+            };
+            let table = match parents {
+                Some(p) => values_table(&this, p).map_err(|_| no_value(key))?,
+                None => this.clone(),
+            };
+            match table.get(key) {
+                Some(v) if !matches!(v, Value::Map(_)) => Ok(v),
+                _ => Err(no_value(key)),
+            }
+        }),
+        _ => return None,
+    };
+    Some(func)
+}
+
+/// `Values.Table("a.b")`: the nested table, or `"b" is not a table`.
+fn values_table(root: &Map, path: &str) -> Result<Map, FuncError> {
+    let mut table = root.clone();
+    for key in path.split('.') {
+        match table.get(key) {
+            Some(Value::Map(next)) if next.kind != MapKind::String => {
+                table = Map {
+                    kind: MapKind::Values,
+                    entries: next.entries.clone(),
+                };
+            }
+            _ => return Err(FuncError::msg(format!("{} is not a table", gofmt::quote(key)))),
+        }
+    }
+    Ok(table)
 }

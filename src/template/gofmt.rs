@@ -21,6 +21,18 @@ pub fn format_value(v: &Value) -> String {
     p.finish()
 }
 
+/// How text/template prints an action's value: like [`format_value`], except that a struct
+/// whose `String` method has a pointer receiver uses it (the executor takes the address of
+/// addressable values before printing).
+pub fn format_action_value(v: &Value) -> String {
+    if let Value::Object(o) = v
+        && let Some(s) = o.addressable_stringer()
+    {
+        return s;
+    }
+    format_value(v)
+}
+
 /// Go's `fmt.Sprint`: operands in `%v`, a space between two operands when neither is a string.
 pub fn sprint(args: &[Value]) -> String {
     let mut p = Printer::new();

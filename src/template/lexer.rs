@@ -422,7 +422,8 @@ impl<'a> Lexer<'a> {
             '`' => self.lex_raw_quote(),
             '$' => self.lex_field_or_variable(Kind::Variable),
             '\'' => self.lex_char(),
-            '.' if !self.peek_char().is_some_and(|d| d.is_ascii_digit()) => {
+            // `.` starts a field unless a digit (or the end of input) follows: then a number.
+            '.' if self.peek_char().is_some_and(|d| !d.is_ascii_digit()) => {
                 self.lex_field_or_variable(Kind::Field)
             }
             '.' | '+' | '-' | '0'..='9' => {

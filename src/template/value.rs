@@ -93,9 +93,20 @@ pub trait Object {
     fn stringer(&self) -> Option<String> {
         None
     }
+    /// The `String()` result when the value is addressable, as a field printed directly by
+    /// an action is: pointer-receiver `String` methods count there, but not on the copies
+    /// `print`/`printf`/`toString` receive (Helm's `KubeVersion`).
+    fn addressable_stringer(&self) -> Option<String> {
+        self.stringer()
+    }
     /// The value `encoding/json` would marshal this object as (fields by JSON name).
     fn to_data(&self) -> Value {
         Value::Nil
+    }
+    /// For structs: the fields `encoding/json` writes, in declaration order (JSON keeps struct
+    /// field order; `to_data`'s map would sort them). `None` encodes `to_data` instead.
+    fn json_fields(&self) -> Option<Vec<(String, Value)>> {
+        None
     }
     /// For map-typed objects (`engine.files`): the entries, for `range`, `len` and `index`.
     /// A typed nil (a nil map or pointer): encodes as JSON `null` though it has a type.
@@ -119,6 +130,9 @@ pub enum GoType {
     Bool,
     Int,
     Int64,
+    /// `uint32` (sprig's `derivePassword` counter). No value has this type, so only integer
+    /// literals are accepted; they arrive as `Value::Int`.
+    Uint32,
     Float64,
     String,
     Bytes,
@@ -145,6 +159,7 @@ impl GoType {
             GoType::Reflect => "reflect.Value",
             GoType::Bool => "bool",
             GoType::Int => "int",
+            GoType::Uint32 => "uint32",
             GoType::Int64 => "int64",
             GoType::Float64 => "float64",
             GoType::String => "string",
@@ -176,7 +191,7 @@ impl GoType {
     pub fn zero(self) -> Value {
         match self {
             GoType::Bool => Value::Bool(false),
-            GoType::Int => Value::Int(0),
+            GoType::Int | GoType::Uint32 => Value::Int(0),
             GoType::Int64 => Value::Int64(0),
             GoType::Float64 => Value::Float(0.0),
             GoType::String => Value::from(""),
@@ -320,40 +335,53 @@ impl Value {
         }
     }
 
-    /// `reflect.DeepEqual` on the dynamic values (types must match exactly).
+    /// `reflect.DeepEqual` on the dynamic values (types must match exactly). Like Go, a pair
+    /// of maps met again while comparing (maps that contain themselves) counts as equal, so
+    /// cyclic values compare in finite time.
     pub fn deep_equal(&self, other: &Value) -> bool {
-        match (self, other) {
-            (Value::Nil, Value::Nil) => true,
-            (Value::Bool(a), Value::Bool(b)) => a == b,
-            (Value::Int(a), Value::Int(b)) | (Value::Int64(a), Value::Int64(b)) => a == b,
-            (Value::Uint8(a), Value::Uint8(b)) => a == b,
-            // DeepEqual uses ==, so NaN != NaN.
-            (Value::Float(a), Value::Float(b)) => a == b,
-            (Value::String(a), Value::String(b)) => a == b,
-            (Value::Bytes(a), Value::Bytes(b)) => a == b,
-            (Value::List(a), Value::List(b)) => {
-                a.kind == b.kind
-                    && a.items.len() == b.items.len()
-                    && a.items.iter().zip(b.items.iter()).all(|(x, y)| x.deep_equal(y))
-            }
-            (Value::Map(a), Value::Map(b)) => {
-                if a.kind != b.kind {
-                    return false;
-                }
-                if Rc::ptr_eq(&a.entries, &b.entries) {
-                    return true;
-                }
-                let (a, b) = (a.entries.borrow(), b.entries.borrow());
-                a.len() == b.len()
-                    && a.iter()
-                        .zip(b.iter())
-                        .all(|((ka, va), (kb, vb))| ka == kb && va.deep_equal(vb))
-            }
-            (Value::Object(a), Value::Object(b)) => {
-                Rc::ptr_eq(a, b) || (a.type_name() == b.type_name() && a.format() == b.format())
-            }
-            _ => false,
+        deep_equal_seen(self, other, &mut std::collections::HashSet::new())
+    }
+}
+
+fn deep_equal_seen(a: &Value, b: &Value, seen: &mut std::collections::HashSet<(usize, usize)>) -> bool {
+    match (a, b) {
+        (Value::Nil, Value::Nil) => true,
+        (Value::Bool(a), Value::Bool(b)) => a == b,
+        (Value::Int(a), Value::Int(b)) | (Value::Int64(a), Value::Int64(b)) => a == b,
+        (Value::Uint8(a), Value::Uint8(b)) => a == b,
+        // DeepEqual uses ==, so NaN != NaN.
+        (Value::Float(a), Value::Float(b)) => a == b,
+        (Value::String(a), Value::String(b)) => a == b,
+        (Value::Bytes(a), Value::Bytes(b)) => a == b,
+        (Value::List(a), Value::List(b)) => {
+            a.kind == b.kind
+                && a.items.len() == b.items.len()
+                && a.items
+                    .iter()
+                    .zip(b.items.iter())
+                    .all(|(x, y)| stacker::maybe_grow(64 * 1024, 1024 * 1024, || deep_equal_seen(x, y, seen)))
         }
+        (Value::Map(a), Value::Map(b)) => {
+            if a.kind != b.kind {
+                return false;
+            }
+            let pair = (
+                Rc::as_ptr(&a.entries) as *const () as usize,
+                Rc::as_ptr(&b.entries) as *const () as usize,
+            );
+            if pair.0 == pair.1 || !seen.insert(pair) {
+                return true;
+            }
+            let (a, b) = (a.snapshot(), b.snapshot());
+            a.len() == b.len()
+                && a.iter().zip(b.iter()).all(|((ka, va), (kb, vb))| {
+                    ka == kb && stacker::maybe_grow(64 * 1024, 1024 * 1024, || deep_equal_seen(va, vb, seen))
+                })
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            Rc::ptr_eq(a, b) || (a.type_name() == b.type_name() && a.format() == b.format())
+        }
+        _ => false,
     }
 }
 

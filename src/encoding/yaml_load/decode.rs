@@ -92,9 +92,9 @@ impl<'d> Decoder<'d> {
                 Ok(YamlNode::Seq(out))
             }
             NodeKind::Mapping(_) => {
-                let mut entries = Vec::new();
+                let mut entries = MapBuilder::default();
                 self.mapping_into(id, &mut entries)?;
-                Ok(YamlNode::Map(entries))
+                Ok(YamlNode::Map(entries.entries))
             }
             NodeKind::Alias { name, target } => {
                 let target = *target;
@@ -123,7 +123,7 @@ impl<'d> Decoder<'d> {
     }
 
     /// Decodes mapping `id` into `entries` (merging into what is there, later keys winning).
-    fn mapping_into(&mut self, id: NodeId, entries: &mut Vec<(YamlNode, YamlNode)>) -> Result<(), YamlError> {
+    fn mapping_into(&mut self, id: NodeId, entries: &mut MapBuilder) -> Result<(), YamlError> {
         let doc = self.doc;
         let NodeKind::Mapping(pairs) = self.kind(id)? else {
             return Err(YamlError::Decode(WANT_MAP.into()));
@@ -138,13 +138,13 @@ impl<'d> Decoder<'d> {
                 return Err(YamlError::Decode(format!("invalid map key: {}", key.go_syntax())));
             }
             let value = self.node(*v)?;
-            insert(entries, key, value);
+            entries.insert(key, value);
         }
         Ok(())
     }
 
     /// A `<<` value: a mapping, an alias of one, or a sequence of those (earlier ones win).
-    fn merge(&mut self, id: NodeId, entries: &mut Vec<(YamlNode, YamlNode)>) -> Result<(), YamlError> {
+    fn merge(&mut self, id: NodeId, entries: &mut MapBuilder) -> Result<(), YamlError> {
         match self.kind(id)? {
             NodeKind::Mapping(_) => {
                 self.count()?;
@@ -168,12 +168,7 @@ impl<'d> Decoder<'d> {
         }
     }
 
-    fn merge_alias(
-        &mut self,
-        name: &str,
-        target: NodeId,
-        entries: &mut Vec<(YamlNode, YamlNode)>,
-    ) -> Result<(), YamlError> {
+    fn merge_alias(&mut self, name: &str, target: NodeId, entries: &mut MapBuilder) -> Result<(), YamlError> {
         if !matches!(self.kind(target)?, NodeKind::Mapping(_)) {
             return Err(YamlError::Decode(WANT_MAP.into()));
         }
@@ -201,10 +196,42 @@ fn is_merge_key(doc: &Document, id: NodeId) -> bool {
     }
 }
 
-fn insert(entries: &mut Vec<(YamlNode, YamlNode)>, key: YamlNode, value: YamlNode) {
-    match entries.iter_mut().find(|(k, _)| k.same_key(&key)) {
-        Some(slot) => slot.1 = value,
-        None => entries.push((key, value)),
+/// A decoded mapping under construction: a repeated key keeps its place and takes the new
+/// value (string keys are indexed so large mappings stay linear).
+#[derive(Default)]
+struct MapBuilder {
+    entries: Vec<(YamlNode, YamlNode)>,
+    index: std::collections::HashMap<(u8, String), usize>,
+}
+
+/// A hashable identity for the key types Go compares by value (floats are searched).
+fn key_identity(key: &YamlNode) -> Option<(u8, String)> {
+    match key {
+        YamlNode::Str(s) => Some((0, s.clone())),
+        YamlNode::Int(i) => Some((1, i.to_string())),
+        YamlNode::Uint(u) => Some((2, u.to_string())),
+        YamlNode::Bool(b) => Some((3, b.to_string())),
+        YamlNode::Null => Some((4, String::new())),
+        _ => None,
+    }
+}
+
+impl MapBuilder {
+    fn insert(&mut self, key: YamlNode, value: YamlNode) {
+        let identity = key_identity(&key);
+        let found = match &identity {
+            Some(id) => self.index.get(id).copied(),
+            None => self.entries.iter().position(|(k, _)| k.same_key(&key)),
+        };
+        match found.and_then(|i| self.entries.get_mut(i)) {
+            Some(slot) => slot.1 = value,
+            None => {
+                if let Some(id) = identity {
+                    self.index.insert(id, self.entries.len());
+                }
+                self.entries.push((key, value));
+            }
+        }
     }
 }
 

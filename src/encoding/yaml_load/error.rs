@@ -88,6 +88,10 @@ pub enum YamlError {
     /// The JSON step failed (`json: unsupported value: +Inf`, `unsupported map key …`).
     #[error("{0}")]
     Json(String),
+    /// `encoding/json` refused to decode the JSON text (`invalid character '[' exceeded max
+    /// depth`).
+    #[error("{0}")]
+    JsonDecode(String),
     /// The k8s document reader rejected a `---` line with content after it.
     #[error("invalid Yaml document separator: {0}")]
     Separator(String),
@@ -125,6 +129,9 @@ impl YamlError {
         match self {
             YamlError::Syntax(_) | YamlError::Decode(_) | YamlError::Json(_) => {
                 format!("error converting YAML to JSON: {self}")
+            }
+            YamlError::JsonDecode(msg) => {
+                format!("error unmarshaling JSON: while decoding JSON: {msg}")
             }
             YamlError::Separator(_) => self.to_string(),
         }

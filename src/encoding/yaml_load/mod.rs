@@ -48,17 +48,20 @@ pub fn load_document(text: &str) -> Result<Value, YamlError> {
 
 /// Helm's `LoadValues` reading: the text split into documents by the Kubernetes YAML reader
 /// (`---` lines), each document loaded as by [`load_document`] (`Nil` for an empty one).
+/// Documents are read in turn, so the first failure (loading or splitting) is reported.
 pub fn load_documents(text: &str) -> Result<Vec<Value>, YamlError> {
-    split_documents(text)?
-        .iter()
-        .map(|doc| load_document(doc))
+    split_documents(text)
+        .into_iter()
+        .map(|doc| doc.and_then(|d| load_document(&d)))
         .collect()
 }
 
-/// The Kubernetes `YAMLReader` split: a line starting with `---` ends a document; only
-/// spaces or a `#` comment may follow it (anything else is an error). Lines are re-joined
-/// with `\n` (a `\r\n` ending becomes `\n`); empty documents are skipped.
-pub fn split_documents(text: &str) -> Result<Vec<String>, YamlError> {
+/// The Kubernetes `YAMLReader` split, document by document: a line starting with `---` ends
+/// a non-empty document (and is dropped); at the start of a document it is kept as the
+/// document's first line. Only spaces or a `#` comment may follow the dashes: anything else
+/// is an error, reported where the reader meets it (after the documents before it). Lines
+/// are re-joined with `\n` (a `\r\n` ending becomes `\n`).
+pub fn split_documents(text: &str) -> Vec<Result<String, YamlError>> {
     let mut docs = Vec::new();
     let mut buffer = String::new();
     let mut lines: Vec<&str> = text.split('\n').collect();
@@ -71,20 +74,21 @@ pub fn split_documents(text: &str) -> Result<Vec<String>, YamlError> {
         if let Some(rest) = line.strip_prefix("---") {
             let trimmed = rest.trim_matches(is_go_space);
             if !trimmed.is_empty() && !trimmed.starts_with('#') {
-                return Err(YamlError::Separator(trimmed.to_string()));
+                docs.push(Err(YamlError::Separator(trimmed.to_string())));
+                return docs;
             }
             if !buffer.is_empty() {
-                docs.push(std::mem::take(&mut buffer));
+                docs.push(Ok(std::mem::take(&mut buffer)));
+                continue;
             }
-            continue;
         }
         buffer.push_str(line);
         buffer.push('\n');
     }
     if !buffer.is_empty() {
-        docs.push(buffer);
+        docs.push(Ok(buffer));
     }
-    Ok(docs)
+    docs
 }
 
 /// Go's `unicode.IsSpace` (what `strings.TrimSpace` trims).
@@ -130,23 +134,68 @@ pub fn to_json_value(node: &YamlNode) -> Result<Value, YamlError> {
             format::go_float_g(bad, false)
         )));
     }
+    if let Some(open) = too_deep(&value, 1) {
+        return Err(YamlError::JsonDecode(format!(
+            "invalid character '{open}' exceeded max depth"
+        )));
+    }
     Ok(value)
 }
 
+/// `encoding/json` decodes at most 10000 nested arrays/objects: the opening character of
+/// the first container (in JSON text order) that goes deeper.
+fn too_deep(v: &Value, depth: usize) -> Option<char> {
+    const MAX_JSON_DEPTH: usize = 10000;
+    let open = match v {
+        Value::List(_) => '[',
+        Value::Map(_) => '{',
+        _ => return None,
+    };
+    if depth > MAX_JSON_DEPTH {
+        return Some(open);
+    }
+    grow(|| match v {
+        Value::List(l) => l.items.iter().find_map(|i| too_deep(i, depth + 1)),
+        Value::Map(m) => m.entries.borrow().values().find_map(|i| too_deep(i, depth + 1)),
+        _ => None,
+    })
+}
+
+/// The decoded document as a value with go-yaml's typing kept: ints stay `Value::Int` (a
+/// `uint64` beyond `int64` becomes its decimal text, which is what a string field gets),
+/// floats stay floats (non-finite ones too),
+/// and keys are converted to strings as sigs.k8s.io/yaml does. For decoders of typed Go
+/// structs (Chart.yaml metadata), which turn scalars into strings with
+/// [`YamlNode::go_string`]'s rules.
+pub fn to_typed_value(node: &YamlNode) -> Result<Value, YamlError> {
+    convert_with(node, true)
+}
+
 fn convert(node: &YamlNode) -> Result<Value, YamlError> {
+    convert_with(node, false)
+}
+
+fn convert_with(node: &YamlNode, keep_ints: bool) -> Result<Value, YamlError> {
     grow(|| {
         Ok(match node {
             YamlNode::Null => Value::Nil,
             YamlNode::Bool(b) => Value::Bool(*b),
+            YamlNode::Int(i) if keep_ints => Value::Int(*i),
             YamlNode::Int(i) => Value::Float(*i as f64),
+            YamlNode::Uint(u) if keep_ints => Value::from(u.to_string()),
             YamlNode::Uint(u) => Value::Float(*u as f64),
             YamlNode::Float(f) => Value::Float(*f),
             YamlNode::Str(s) => Value::from(s.as_str()),
-            YamlNode::Seq(items) => Value::list(items.iter().map(convert).collect::<Result<_, _>>()?),
+            YamlNode::Seq(items) => Value::list(
+                items
+                    .iter()
+                    .map(|i| convert_with(i, keep_ints))
+                    .collect::<Result<_, _>>()?,
+            ),
             YamlNode::Map(entries) => {
                 let mut map = BTreeMap::new();
                 for (k, v) in entries {
-                    map.insert(json_key(k, v)?, convert(v)?);
+                    map.insert(json_key(k, v)?, convert_with(v, keep_ints)?);
                 }
                 Value::map(map)
             }

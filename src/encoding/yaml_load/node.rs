@@ -61,12 +61,38 @@ impl YamlNode {
                 format!("[]interface {{}}{{{}}}", inner.join(", "))
             }
             YamlNode::Map(entries) => {
-                let inner: Vec<String> = entries
+                // fmt prints maps with sorted keys: nil first, then by dynamic type (in the
+                // order Go's runtime happens to give: string, uint64, int, float64, bool),
+                // then by value.
+                let mut sorted: Vec<&(YamlNode, YamlNode)> = entries.iter().collect();
+                sorted.sort_by(|(a, _), (b, _)| a.fmt_key_order(b));
+                let inner: Vec<String> = sorted
                     .iter()
                     .map(|(k, v)| format!("{}:{}", k.go_syntax_elem(), v.go_syntax_elem()))
                     .collect();
                 format!("map[interface {{}}]interface {{}}{{{}}}", inner.join(", "))
             }
+        }
+    }
+
+    fn fmt_key_order(&self, other: &YamlNode) -> std::cmp::Ordering {
+        let rank = |n: &YamlNode| match n {
+            YamlNode::Null => 0,
+            YamlNode::Str(_) => 1,
+            YamlNode::Uint(_) => 2,
+            YamlNode::Int(_) => 3,
+            YamlNode::Float(_) => 4,
+            YamlNode::Bool(_) => 5,
+            YamlNode::Seq(_) => 6,
+            YamlNode::Map(_) => 7,
+        };
+        match (self, other) {
+            (YamlNode::Str(a), YamlNode::Str(b)) => a.cmp(b),
+            (YamlNode::Uint(a), YamlNode::Uint(b)) => a.cmp(b),
+            (YamlNode::Int(a), YamlNode::Int(b)) => a.cmp(b),
+            (YamlNode::Float(a), YamlNode::Float(b)) => a.total_cmp(b),
+            (YamlNode::Bool(a), YamlNode::Bool(b)) => a.cmp(b),
+            _ => rank(self).cmp(&rank(other)),
         }
     }
 

@@ -113,14 +113,13 @@ impl<'t> Parser<'t> {
         if self.is(&TokenKind::StreamStart)? {
             self.skip();
         }
-        // Stray document-end markers before the first document are ignored.
-        while self.is(&TokenKind::DocumentEnd)? {
-            self.skip();
-        }
+        // (A `...` before the first document is not skipped: it is where a node should be.)
         let token = self.peek()?;
         match &token.kind {
             TokenKind::StreamEnd => return Ok(()),
-            TokenKind::VersionDirective | TokenKind::TagDirective { .. } | TokenKind::DocumentStart => {
+            TokenKind::VersionDirective { .. }
+            | TokenKind::TagDirective { .. }
+            | TokenKind::DocumentStart => {
                 self.directives()?;
                 let token = self.peek()?;
                 if token.kind != TokenKind::DocumentStart {
@@ -135,7 +134,7 @@ impl<'t> Parser<'t> {
                 let next = self.peek()?;
                 let root = if matches!(
                     next.kind,
-                    TokenKind::VersionDirective
+                    TokenKind::VersionDirective { .. }
                         | TokenKind::TagDirective { .. }
                         | TokenKind::DocumentStart
                         | TokenKind::DocumentEnd
@@ -164,12 +163,20 @@ impl<'t> Parser<'t> {
         loop {
             let token = self.peek()?;
             match &token.kind {
-                TokenKind::VersionDirective => {
+                TokenKind::VersionDirective { major, minor } => {
                     if seen_version {
                         return Err(self.fail(
                             "",
                             Mark::default(),
                             "found duplicate %YAML directive",
+                            token.start,
+                        ));
+                    }
+                    if (*major, *minor) != (1, 1) {
+                        return Err(self.fail(
+                            "",
+                            Mark::default(),
+                            "found incompatible YAML document",
                             token.start,
                         ));
                     }

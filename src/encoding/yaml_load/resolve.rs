@@ -108,6 +108,19 @@ fn natural(tag: &str, text: &str) -> (&'static str, YamlNode) {
             {
                 return (FLOAT, YamlNode::Float(f));
             }
+            // go-yaml's own binary fallback: the digits after `0b` may carry a sign.
+            if let Some(rest) = plain.strip_prefix("0b") {
+                if let Some(i) = parse_signed_radix(rest, 2) {
+                    return (INT, YamlNode::Int(i));
+                }
+                if let Some(u) = parse_unsigned_radix(rest, 2) {
+                    return (INT, YamlNode::Uint(u));
+                }
+            } else if let Some(rest) = plain.strip_prefix("-0b")
+                && let Some(i) = parse_signed_radix(&format!("-{rest}"), 2)
+            {
+                return (INT, YamlNode::Int(i));
+            }
             string()
         }
         _ => string(),
@@ -186,6 +199,29 @@ fn parse_go_unsigned(s: &str) -> Option<u64> {
         return None;
     }
     u64::from_str_radix(digits, radix).ok()
+}
+
+/// Go's `strconv.ParseInt(s, radix, 64)` for an explicit radix: optional sign, digits.
+fn parse_signed_radix(s: &str, radix: u32) -> Option<i64> {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let u = parse_unsigned_radix(body, radix)?;
+    if neg {
+        (u <= i64::MAX as u64 + 1).then(|| (u as i128).wrapping_neg() as i64)
+    } else {
+        i64::try_from(u).ok()
+    }
+}
+
+/// Go's `strconv.ParseUint(s, radix, 64)` for an explicit radix.
+fn parse_unsigned_radix(s: &str, radix: u32) -> Option<u64> {
+    if s.is_empty() || !s.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u64::from_str_radix(s, radix).ok()
 }
 
 /// Go's `strconv.ParseInt(s, 0, 64)`.

@@ -17,7 +17,11 @@ pub enum ScalarStyle {
 pub enum TokenKind {
     StreamStart,
     StreamEnd,
-    VersionDirective,
+    /// `%YAML major.minor`.
+    VersionDirective {
+        major: u32,
+        minor: u32,
+    },
     TagDirective {
         handle: String,
         prefix: String,
@@ -81,6 +85,12 @@ pub struct Scanner<'a> {
     indents: Vec<i64>,
     simple_key_allowed: bool,
     simple_keys: Vec<SimpleKey>,
+    /// Which saved simple keys hold back the token at their number (token number → level).
+    /// go-yaml forgets an entry when a flow level opened at that same token closes, which
+    /// lets `{` of `{: x}` through to the parser early; kept to report the same error.
+    blocking: std::collections::HashMap<usize, usize>,
+    /// How many tokens the parser has been given (the rest wait on a simple key).
+    released: usize,
 }
 
 /// Tokenizes the whole input. A scanning error becomes a final `Error` token placed where
@@ -95,16 +105,12 @@ pub fn tokenize(chars: &[char]) -> Vec<Token> {
         indents: Vec::new(),
         simple_key_allowed: false,
         simple_keys: vec![SimpleKey::default()],
+        blocking: std::collections::HashMap::new(),
+        released: 0,
     };
-    if let Err(err) = s.run() {
-        let visible = s
-            .simple_keys
-            .iter()
-            .filter(|k| k.possible)
-            .map(|k| k.token_number)
-            .min()
-            .unwrap_or(s.tokens.len());
-        s.tokens.truncate(visible);
+    if let Err(err) = s.run().and_then(|()| s.release_tokens()) {
+        // The parser only ever saw the tokens released before the failure.
+        s.tokens.truncate(s.released);
         let mark = err.problem_mark;
         s.tokens.push(Token {
             kind: TokenKind::Error(err),
@@ -205,8 +211,8 @@ impl<'a> Scanner<'a> {
         self.push(TokenKind::StreamStart, start);
         self.simple_key_allowed = true;
         loop {
+            self.release_tokens()?;
             self.scan_to_next_token();
-            self.stale_simple_keys()?;
             self.unroll_indent(self.mark.column as i64);
             if self.fetch_next_token()? {
                 return Ok(());
@@ -237,23 +243,49 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn stale_simple_keys(&mut self) -> ScanResult<()> {
-        let mark = self.mark;
-        for i in 0..self.simple_keys.len() {
-            let key = self.simple_keys[i];
-            if key.possible && (key.mark.line < mark.line || key.mark.index + MAX_SIMPLE_KEY_LEN < mark.index)
+    /// The simple key the parser is waiting on (the earliest one still holding back its token)
+    /// is re-checked before each fetch, at the position right after the previous token: a
+    /// key that became stale there is dropped, or is an error when it was required.
+    /// Hands tokens to the (simulated) parser as go-yaml's `fetch_more_tokens` does: the next
+    /// token is held back while the simple key recorded at its number is still valid (checked
+    /// at the current position, which may drop a stale key or fail on a required one).
+    fn release_tokens(&mut self) -> ScanResult<()> {
+        while self.released < self.tokens.len() {
+            if let Some(&level) = self.blocking.get(&self.released)
+                && self.key_is_valid(level)?
             {
-                if key.required {
-                    return Err(self.err(
-                        "while scanning a simple key",
-                        key.mark,
-                        "could not find expected ':'",
-                    ));
-                }
-                self.simple_keys[i].possible = false;
+                return Ok(());
             }
+            self.released += 1;
         }
         Ok(())
+    }
+
+    /// go-yaml checks a simple key lazily, where it is used: a key is stale once the scanner
+    /// has left its line or gone 1024 characters past it. A stale key is dropped, or is an
+    /// error when it was required.
+    fn key_is_valid(&mut self, level: usize) -> ScanResult<bool> {
+        let mark = self.mark;
+        let Some(key) = self.simple_keys.get_mut(level) else {
+            return Ok(false);
+        };
+        if !key.possible {
+            return Ok(false);
+        }
+        if key.mark.line < mark.line || key.mark.index + MAX_SIMPLE_KEY_LEN < mark.index {
+            if key.required {
+                let context_mark = key.mark;
+                return Err(SyntaxError::scanner(
+                    "while scanning a simple key",
+                    context_mark,
+                    "could not find expected ':'",
+                    mark,
+                ));
+            }
+            key.possible = false;
+            return Ok(false);
+        }
+        Ok(true)
     }
 
     /// Returns true at the end of the stream.
@@ -329,6 +361,7 @@ impl<'a> Scanner<'a> {
             if let Some(slot) = self.simple_keys.last_mut() {
                 *slot = key;
             }
+            self.blocking.insert(key.token_number, self.simple_keys.len() - 1);
         }
         Ok(())
     }
@@ -345,7 +378,11 @@ impl<'a> Scanner<'a> {
                     mark,
                 ));
             }
-            key.possible = false;
+            if key.possible {
+                key.possible = false;
+                let number = key.token_number;
+                self.blocking.remove(&number);
+            }
         }
         Ok(())
     }
@@ -420,7 +457,12 @@ impl<'a> Scanner<'a> {
         if self.flow_level >= MAX_DEPTH {
             return Err(self.err("", Mark::default(), "exceeded max depth of 10000"));
         }
-        self.simple_keys.push(SimpleKey::default());
+        // The new level's (empty) slot carries the number of the `[`/`{` token.
+        self.simple_keys.push(SimpleKey {
+            token_number: self.tokens.len(),
+            mark: self.mark,
+            ..SimpleKey::default()
+        });
         self.flow_level += 1;
         self.simple_key_allowed = true;
         let start = self.mark;
@@ -433,7 +475,9 @@ impl<'a> Scanner<'a> {
         self.remove_simple_key()?;
         if self.flow_level > 0 {
             self.flow_level -= 1;
-            self.simple_keys.pop();
+            if let Some(slot) = self.simple_keys.pop() {
+                self.blocking.remove(&slot.token_number);
+            }
         }
         self.simple_key_allowed = false;
         let start = self.mark;
@@ -492,8 +536,10 @@ impl<'a> Scanner<'a> {
     }
 
     fn fetch_value(&mut self) -> ScanResult<()> {
+        let level = self.simple_keys.len().saturating_sub(1);
+        let valid = self.key_is_valid(level)?;
         let key = self.simple_keys.last().copied().unwrap_or_default();
-        if key.possible {
+        if valid {
             let token = Token {
                 kind: TokenKind::Key,
                 start: key.mark,
@@ -510,6 +556,7 @@ impl<'a> Scanner<'a> {
             if let Some(slot) = self.simple_keys.last_mut() {
                 slot.possible = false;
             }
+            self.blocking.remove(&key.token_number);
             self.simple_key_allowed = false;
         } else {
             if self.flow_level == 0 {
@@ -716,7 +763,7 @@ impl<'a> Scanner<'a> {
         let kind = match name.as_str() {
             "YAML" => {
                 self.skip_blanks();
-                self.scan_version_number(start)?;
+                let major = self.scan_version_number(start)?;
                 if self.ch() != Some('.') {
                     return Err(self.err(
                         "while scanning a %YAML directive",
@@ -725,8 +772,8 @@ impl<'a> Scanner<'a> {
                     ));
                 }
                 self.skip();
-                self.scan_version_number(start)?;
-                TokenKind::VersionDirective
+                let minor = self.scan_version_number(start)?;
+                TokenKind::VersionDirective { major, minor }
             }
             "TAG" => {
                 self.skip_blanks();
@@ -781,11 +828,14 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn scan_version_number(&mut self, start: Mark) -> ScanResult<()> {
+    fn scan_version_number(&mut self, start: Mark) -> ScanResult<u32> {
         let mut n = 0;
-        while matches!(self.ch(), Some(c) if c.is_ascii_digit()) {
+        let mut value = 0u32;
+        while let Some(d) = self.ch().and_then(|c| c.to_digit(10)) {
+            value = value.saturating_mul(10).saturating_add(d);
             n += 1;
-            if n > 9 {
+            // go-yaml allows at most two digits per version number.
+            if n > 2 {
                 return Err(self.err(
                     "while scanning a %YAML directive",
                     start,
@@ -801,7 +851,7 @@ impl<'a> Scanner<'a> {
                 "did not find expected version number",
             ));
         }
-        Ok(())
+        Ok(value)
     }
 
     fn fetch_block_scalar(&mut self, literal: bool) -> ScanResult<()> {

@@ -115,6 +115,18 @@ fn nesting_is_bounded() {
         assert_eq!(json(&deep), "ERR yaml: exceeded max depth of 10000");
         let ok = format!("a: {}{}", "[".repeat(9000), "]".repeat(9000));
         assert!(load_document(&ok).is_ok());
+        let dashes = format!("a:\n{}x\n", "- ".repeat(10001));
+        assert_eq!(json(&dashes), "ERR yaml: line 2: exceeded max depth of 10000");
+        let mixed = format!(
+            "a:\n{}{}{}\n",
+            "- ".repeat(6000),
+            "[".repeat(6000),
+            "]".repeat(6000)
+        );
+        assert_eq!(
+            load_document(&mixed).unwrap_err().sigs_message(),
+            "error unmarshaling JSON: while decoding JSON: invalid character '[' exceeded max depth"
+        );
     });
     assert!(worker.unwrap().join().is_ok());
 }
@@ -158,13 +170,17 @@ fn syntax_errors_have_go_text() {
 
 #[test]
 fn documents_split_like_kubernetes() {
-    let docs = split_documents("a: 1\n---\nb: 2\n--- # c\n\n---\n").unwrap();
+    let docs: Vec<String> = split_documents("---\na: 1\n---\nb: 2\n--- # c\n\n---\n")
+        .into_iter()
+        .map(|d| d.unwrap())
+        .collect();
+    assert_eq!(docs, vec!["---\na: 1\n", "b: 2\n", "\n"]);
+    // The reader fails on the bad line itself, dropping the document it was reading.
+    let docs = split_documents("a: 1\n---\nc: 3\n--- b: 2\n");
+    assert_eq!(docs.len(), 2);
+    assert_eq!(docs[0].as_deref().ok(), Some("a: 1\n"));
     assert_eq!(
-        docs,
-        vec!["a: 1\n".to_string(), "b: 2\n".to_string(), "\n".to_string()]
-    );
-    assert_eq!(
-        split_documents("a: 1\n--- b: 2\n").unwrap_err().to_string(),
+        docs[1].as_ref().unwrap_err().to_string(),
         "invalid Yaml document separator: b: 2"
     );
 }
@@ -198,4 +214,32 @@ mod fuzz {
             let _ = load_documents(&text);
         }
     }
+}
+
+#[test]
+fn typed_values_keep_ints() {
+    let node = parse_yaml("version: 12345678\napp: 1.10\nbig: .inf\nk: {1: x}\n").unwrap();
+    let v = to_typed_value(&node).unwrap();
+    let m = v.as_map().unwrap();
+    assert!(matches!(m.get("version"), Some(Value::Int(12345678))));
+    assert!(matches!(m.get("app"), Some(Value::Float(f)) if f == 1.1));
+    assert!(matches!(m.get("big"), Some(Value::Float(f)) if f.is_infinite()));
+    assert!(m.get("k").unwrap().as_map().unwrap().get("1").is_some());
+}
+
+#[test]
+fn large_documents_load_in_linear_time() {
+    // 100k keys and a 100k-item list: quadratic work here would take minutes.
+    let mut text = String::new();
+    for i in 0..100_000 {
+        text.push_str(&format!("k{i}: {i}\n"));
+    }
+    text.push_str("list:\n");
+    for i in 0..100_000 {
+        text.push_str(&format!("- {{name: n{i}, v: {i}}}\n"));
+    }
+    let start = std::time::Instant::now();
+    let v = load_document(&text).unwrap();
+    assert_eq!(v.as_map().unwrap().len(), 100_001);
+    assert!(start.elapsed().as_secs() < 60, "took {:?}", start.elapsed());
 }

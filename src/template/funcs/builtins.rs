@@ -381,9 +381,10 @@ fn compare_other(a: &Value, b: &Value) -> Result<bool, FuncError> {
         (Value::Nil, _) | (_, Value::Nil) => Ok(false),
         (Value::List(_) | Value::Bytes(_), _) | (Value::Map(_), _) => {
             if a.type_name() != b.type_name() {
+                // Go formats the first value with %s (so `%!s(int=1)` markers appear).
                 return Err(FuncError::msg(format!(
                     "non-comparable types {}: {}, {}: {}",
-                    gofmt::format_value(a),
+                    gofmt::sprintf("%s", std::slice::from_ref(a)),
                     a.type_name(),
                     b.type_name(),
                     gofmt::format_value(b)
@@ -391,7 +392,7 @@ fn compare_other(a: &Value, b: &Value) -> Result<bool, FuncError> {
             }
             Err(FuncError::msg(format!(
                 "non-comparable type {}: {}",
-                gofmt::format_value(b),
+                gofmt::sprintf("%s", std::slice::from_ref(b)),
                 b.type_name()
             )))
         }

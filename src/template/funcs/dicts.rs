@@ -218,9 +218,6 @@ fn dig(a: &[Value]) -> Result<Value, FuncError> {
     Ok(default.clone())
 }
 
-/// Deep copies beyond this depth share the rest (bounds the recursion on pathological input).
-const MAX_COPY_DEPTH: usize = 1000;
-
 /// The identity of a map's shared storage.
 fn map_id(m: &Map) -> usize {
     Rc::as_ptr(&m.entries) as *const () as usize
@@ -241,7 +238,8 @@ fn merge_into(dst: &Map, src: &Map, overwrite: bool, merged: &mut HashSet<(usize
             (Some(Value::Map(dm)), Value::Map(sm))
                 if dm.kind != MapKind::String && sm.kind != MapKind::String =>
             {
-                merge_into(dm, sm, overwrite, merged);
+                // Deeply nested maps recurse deeply: grow the stack instead of overflowing.
+                stacker::maybe_grow(64 * 1024, 1024 * 1024, || merge_into(dm, sm, overwrite, merged));
             }
             (None, _) => {
                 if overwrite || !sv.is_nil() {
@@ -261,13 +259,15 @@ fn merge_into(dst: &Map, src: &Map, overwrite: bool, merged: &mut HashSet<(usize
 /// types; scalars and objects are immutable and shared. A map reached twice is copied once
 /// (so self-containing maps stay finite).
 pub fn deep_copy(v: &Value) -> Value {
-    deep_copy_at(v, 0, &mut HashMap::new())
+    deep_copy_at(v, &mut HashMap::new())
 }
 
-fn deep_copy_at(v: &Value, depth: usize, copies: &mut HashMap<usize, Map>) -> Value {
-    if depth > MAX_COPY_DEPTH {
-        return v.clone();
-    }
+fn deep_copy_at(v: &Value, copies: &mut HashMap<usize, Map>) -> Value {
+    // Deeply nested values recurse deeply: grow the stack instead of overflowing.
+    stacker::maybe_grow(64 * 1024, 1024 * 1024, || deep_copy_value(v, copies))
+}
+
+fn deep_copy_value(v: &Value, copies: &mut HashMap<usize, Map>) -> Value {
     match v {
         Value::Map(m) => {
             if let Some(done) = copies.get(&map_id(m)) {
@@ -276,19 +276,14 @@ fn deep_copy_at(v: &Value, depth: usize, copies: &mut HashMap<usize, Map>) -> Va
             let copy = Map::new(m.kind, BTreeMap::new());
             copies.insert(map_id(m), copy.clone());
             for (k, x) in m.snapshot() {
-                let x = deep_copy_at(&x, depth + 1, copies);
+                let x = deep_copy_at(&x, copies);
                 copy.insert(k, x);
             }
             Value::Map(copy)
         }
         Value::List(l) => Value::List(List {
             kind: l.kind,
-            items: Rc::new(
-                l.items
-                    .iter()
-                    .map(|x| deep_copy_at(x, depth + 1, copies))
-                    .collect(),
-            ),
+            items: Rc::new(l.items.iter().map(|x| deep_copy_at(x, copies)).collect()),
         }),
         other => other.clone(),
     }
@@ -359,6 +354,27 @@ mod tests {
         merge_into(&other, &m, false, &mut HashSet::new());
         let copy = deep_copy(&Value::Map(m.clone()));
         assert_eq!(copy.as_map().map(Map::len), Some(3));
+    }
+
+    #[test]
+    fn merge_handles_deep_nesting() {
+        let nest = || {
+            let top = dict(&[]);
+            let mut cur = top.clone();
+            for _ in 0..100_000 {
+                let next = dict(&[]);
+                cur.insert("n", Value::Map(next.clone()));
+                cur = next;
+            }
+            cur.insert("leaf", Value::Int(1));
+            top
+        };
+        let (dst, src) = (nest(), nest());
+        merge_into(&dst, &src, true, &mut HashSet::new());
+        let copy = deep_copy(&Value::Map(dst.clone()));
+        std::mem::forget(copy);
+        // Dropping a 100k-deep map recurses in Rc's drop glue; not what this test is about.
+        std::mem::forget((dst, src));
     }
 
     #[test]

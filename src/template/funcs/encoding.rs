@@ -1,6 +1,6 @@
 //! Encoding functions: sprig's `b64enc b64dec b32enc b32dec toPrettyJson toRawJson
 //! mustFromJson …` and Helm's overrides `toJson mustToJson fromJson fromJsonArray toYaml
-//! mustToYaml toYamlPretty fromYaml fromYamlArray toToml mustToToml`, with Helm's error
+//! mustToYaml toYamlPretty fromYaml fromYamlArray toToml mustToToml fromToml`, with Helm's error
 //! behaviour (most swallow errors into "" or an `Error` entry; `must*` variants raise them).
 
 use std::collections::BTreeMap;
@@ -9,7 +9,7 @@ use std::rc::Rc;
 use base64::Engine as _;
 
 use crate::encoding::json::{self, JsonError, Style};
-use crate::encoding::{toml_emit, yaml_emit, yaml_load};
+use crate::encoding::{toml_emit, toml_load, yaml_emit, yaml_load};
 use crate::template::error::FuncError;
 use crate::template::funcs::{FuncEnv, FuncMap, arg_str, helm};
 use crate::template::value::{GoType, Value};
@@ -74,6 +74,10 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "fromYamlArray",
         Func::pure(&[String], |args| Ok(from_yaml_array(arg_str(&args[0])))),
+    );
+    map.insert(
+        "fromToml",
+        Func::pure(&[String], |args| Ok(from_toml_map(arg_str(&args[0])))),
     );
     map.insert("toYaml", any_fn(|v| Ok(Value::from(helm::to_yaml_trimmed(v)))));
     map.insert(
@@ -195,6 +199,14 @@ pub fn from_yaml_array(text: &str) -> Value {
         ),
     };
     Value::list(vec![Value::from(error)])
+}
+
+/// Helm's `fromToml`: the decoded table, or `{"Error": …}`.
+pub fn from_toml_map(text: &str) -> Value {
+    match toml_load::parse(text) {
+        Ok(v) => v,
+        Err(e) => with_error(BTreeMap::new(), &e.to_string()),
+    }
 }
 
 const YAML_TO_JSON: &str = "error converting YAML to JSON: ";
@@ -343,6 +355,7 @@ fn decode_blocks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encoding::json;
 
     #[test]
     fn base64_errors_like_go() {
@@ -360,6 +373,32 @@ mod tests {
             b64_decode("aGk=x").unwrap_err(),
             "illegal base64 data at input byte 4"
         );
+    }
+
+    proptest::proptest! {
+        /// Decoders return errors, never panic, on arbitrary text.
+        #[test]
+        fn decoders_never_panic(s in "\\PC{0,48}|[\\[\\]{}\"':,.=0-9a-zA-Z\\\\ \n#+_-]{0,48}") {
+            let _ = json::unmarshal(&s);
+            let _ = from_json_map(&s);
+            let _ = from_json_array(&s);
+            let _ = toml_load::parse(&s);
+            let _ = b64_decode(&s);
+            let _ = b32_decode(&s);
+        }
+
+        /// Encoders handle any string content, as values and as keys.
+        #[test]
+        fn encoders_never_panic(s in "\\PC{0,48}|[\\x00-\\x7f\u{85}\u{a0}\u{2028}\u{feff}]{0,48}") {
+            let map = Value::map(BTreeMap::from([(s.clone(), Value::from(s.as_str()))]));
+            let list = Value::list(vec![map.clone(), Value::from(s.as_str())]);
+            for v in [&map, &list] {
+                let _ = yaml_emit::marshal(v);
+                let _ = yaml_emit::marshal_pretty(v);
+                let _ = json::marshal(v);
+                let _ = toml_emit::encode(v);
+            }
+        }
     }
 
     #[test]

@@ -1,10 +1,16 @@
 //! The sources of randomness and time that template functions use, injectable so renders
 //! can be made deterministic in tests.
 
+use std::cell::Cell;
+
+use rand_core::RngCore;
+
 /// Randomness and clock for template functions (`randAlphaNum`, `genCA`, `now`, …).
 pub struct FuncEnv {
     seed: Option<u64>,
     fixed_unix_seconds: Option<i64>,
+    /// The state of the seeded generator (unused with OS randomness).
+    seeded_state: Cell<u64>,
 }
 
 impl FuncEnv {
@@ -13,6 +19,7 @@ impl FuncEnv {
         FuncEnv {
             seed: None,
             fixed_unix_seconds: None,
+            seeded_state: Cell::new(0),
         }
     }
 
@@ -21,6 +28,7 @@ impl FuncEnv {
         FuncEnv {
             seed: Some(seed),
             fixed_unix_seconds: Some(unix_seconds),
+            seeded_state: Cell::new(seed),
         }
     }
 
@@ -30,5 +38,65 @@ impl FuncEnv {
 
     pub fn fixed_unix_seconds(&self) -> Option<i64> {
         self.fixed_unix_seconds
+    }
+
+    /// Fills `buf` with random bytes: the OS generator, or the seeded one when deterministic.
+    pub fn fill_random(&self, buf: &mut [u8]) {
+        if self.seed.is_none() && rand_core::OsRng.try_fill_bytes(buf).is_ok() {
+            return;
+        }
+        if self.seed.is_none() {
+            // No OS randomness (should not happen): fall back to a clock-seeded stream
+            // rather than failing the render.
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            self.seeded_state.set(self.seeded_state.get() ^ nanos);
+        }
+        for chunk in buf.chunks_mut(8) {
+            let word = self.next_seeded().to_le_bytes();
+            chunk.copy_from_slice(&word[..chunk.len()]);
+        }
+    }
+
+    /// A uniformly random integer in `0..n` (`n > 0`), without modulo bias.
+    pub fn random_below(&self, n: u64) -> u64 {
+        if n <= 1 {
+            return 0;
+        }
+        let zone = u64::MAX - (u64::MAX % n);
+        loop {
+            let mut b = [0u8; 8];
+            self.fill_random(&mut b);
+            let v = u64::from_le_bytes(b);
+            if v < zone {
+                return v % n;
+            }
+        }
+    }
+
+    /// SplitMix64: small, fast and good enough for reproducible test renders.
+    fn next_seeded(&self) -> u64 {
+        let s = self.seeded_state.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
+        self.seeded_state.set(s);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FuncEnv;
+
+    #[test]
+    fn seeded_randomness_repeats() {
+        let (a, b) = (FuncEnv::deterministic(7, 0), FuncEnv::deterministic(7, 0));
+        let (mut x, mut y) = ([0u8; 13], [0u8; 13]);
+        a.fill_random(&mut x);
+        b.fill_random(&mut y);
+        assert_eq!(x, y);
+        assert!(a.random_below(10) < 10);
     }
 }

@@ -5,6 +5,7 @@
 //! non-slice arguments fail with Go's panic texts. The `must*` variants fail the same way
 //! (text/template reports a recovered panic and a returned error identically).
 
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use crate::template::error::FuncError;
@@ -95,13 +96,7 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
         map.insert(
             name,
             Func::pure(&[Any], |a| {
-                let mut unique: Vec<Value> = Vec::new();
-                for item in elements(&a[0], "Cannot find uniq on type")? {
-                    if !unique.iter().any(|u| u.deep_equal(&item)) {
-                        unique.push(item);
-                    }
-                }
-                Ok(Value::list(unique))
+                Ok(Value::list(uniq(elements(&a[0], "Cannot find uniq on type")?)))
             }),
         );
     }
@@ -185,6 +180,60 @@ pub fn elements(v: &Value, what: &str) -> Result<Vec<Value>, FuncError> {
         Value::Bytes(b) => Ok(b.iter().map(|&x| Value::Uint8(x)).collect()),
         other => Err(FuncError::msg(format!("{what} {}", other.kind_name()))),
     }
+}
+
+/// The first occurrence of each distinct element (`reflect.DeepEqual`). Scalars are found
+/// through a hash set so long lists stay linear; composite values compare pairwise.
+fn uniq(items: Vec<Value>) -> Vec<Value> {
+    let mut seen: HashSet<ScalarKey> = HashSet::new();
+    let mut composites: Vec<Value> = Vec::new();
+    let mut unique = Vec::new();
+    for item in items {
+        let fresh = match scalar_key(&item) {
+            Some(Some(key)) => seen.insert(key),
+            // NaN equals nothing, not even itself.
+            Some(None) => true,
+            None => {
+                let fresh = !composites.iter().any(|c| c.deep_equal(&item));
+                if fresh {
+                    composites.push(item.clone());
+                }
+                fresh
+            }
+        };
+        if fresh {
+            unique.push(item);
+        }
+    }
+    unique
+}
+
+/// A hashable stand-in for a scalar that compares like `reflect.DeepEqual` (type and value).
+#[derive(Hash, PartialEq, Eq)]
+enum ScalarKey {
+    Nil,
+    Bool(bool),
+    Int(i64),
+    Int64(i64),
+    Uint8(u8),
+    Float(u64),
+    String(Rc<str>),
+}
+
+/// `None` for composite values; `Some(None)` for NaN, which is unequal to everything.
+fn scalar_key(v: &Value) -> Option<Option<ScalarKey>> {
+    Some(Some(match v {
+        Value::Nil => ScalarKey::Nil,
+        Value::Bool(b) => ScalarKey::Bool(*b),
+        Value::Int(i) => ScalarKey::Int(*i),
+        Value::Int64(i) => ScalarKey::Int64(*i),
+        Value::Uint8(u) => ScalarKey::Uint8(*u),
+        Value::Float(f) if f.is_nan() => return Some(None),
+        // 0.0 == -0.0 under `==`.
+        Value::Float(f) => ScalarKey::Float(if *f == 0.0 { 0 } else { f.to_bits() }),
+        Value::String(s) => ScalarKey::String(Rc::clone(s)),
+        _ => return None,
+    }))
 }
 
 /// A slice value of the same Go type as `like`, holding `items`.
@@ -385,6 +434,28 @@ mod tests {
         let strs = Value::string_list(vec!["a".into(), "b".into()]);
         let sliced = slice(&strs, &[Value::from("1")]).ok();
         assert_eq!(sliced.map(|v| v.type_name()).as_deref(), Some("[]string"));
+    }
+
+    #[test]
+    fn uniq_is_type_exact_and_linear() {
+        let items = vec![
+            Value::Int(1),
+            Value::Float(1.0),
+            Value::Int64(1),
+            Value::from("1"),
+            Value::Int(1),
+            Value::Float(-0.0),
+            Value::Float(0.0),
+            Value::Float(f64::NAN),
+            Value::Float(f64::NAN),
+            Value::list(vec![Value::Int(1)]),
+            Value::list(vec![Value::Int(1)]),
+            Value::Nil,
+            Value::Nil,
+        ];
+        assert_eq!(uniq(items).len(), 9);
+        let many: Vec<Value> = (0..200_000).map(|i| Value::Int(i % 1000)).collect();
+        assert_eq!(uniq(many).len(), 1000);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! the Latin-1 characters of the same value (see [`bytes_to_string`]), which is how the Helm
 //! oracle reports such output.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::hash::{BuildHasher, RandomState};
 use std::rc::Rc;
 
 use crate::template::error::FuncError;
@@ -21,8 +23,21 @@ pub const MAX_STRING_BYTES: usize = 256 << 20;
 type StrFn = fn(&str) -> String;
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
-    let _ = env;
     use GoType::{Any, Int, String};
+
+    let shuffle_env = Rc::clone(env);
+    let calls = Cell::new(0u64);
+    map.insert(
+        "shuffle",
+        Func::pure(&[String], move |a| {
+            calls.set(calls.get().wrapping_add(1));
+            let seed = match shuffle_env.seed() {
+                Some(seed) => seed ^ calls.get().wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                None => os_random_u64(),
+            };
+            Ok(Value::from(shuffle(arg_str(&a[0]), seed)))
+        }),
+    );
 
     map.insert("hello", Func::pure(&[], |_| Ok(Value::from("Hello!"))));
 
@@ -105,13 +120,13 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "wrap",
         Func::pure(&[Int, String], |a| {
-            Ok(Value::from(wrap(arg_str(&a[1]), arg_int(&a[0]), "\n")))
+            wrap(arg_str(&a[1]), arg_int(&a[0]), "\n").map(Value::from)
         }),
     );
     map.insert(
         "wrapWith",
         Func::pure(&[Int, String, String], |a| {
-            Ok(Value::from(wrap(arg_str(&a[2]), arg_int(&a[0]), arg_str(&a[1]))))
+            wrap(arg_str(&a[2]), arg_int(&a[0]), arg_str(&a[1])).map(Value::from)
         }),
     );
     map.insert(
@@ -219,7 +234,7 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "join",
         Func::pure(&[String, Any], |a| {
-            Ok(Value::from(strslice(&a[1]).join(arg_str(&a[0]))))
+            join(&strslice(&a[1]), arg_str(&a[0])).map(Value::from)
         }),
     );
     map.insert(
@@ -367,7 +382,8 @@ fn untitle(s: &str) -> String {
 fn swapcase(s: &str) -> String {
     s.chars()
         .map(|c| {
-            if c.is_uppercase() || title_rune(c) == c && lower_rune(c) != c {
+            // Title-case runes (`ǅ`) are neither upper nor lower but have a lowercase form.
+            if c.is_uppercase() || (title_rune(c) == c && lower_rune(c) != c) {
                 lower_rune(c)
             } else if c.is_lowercase() {
                 upper_rune(c)
@@ -508,6 +524,28 @@ fn initials(s: &str) -> String {
     out
 }
 
+/// `shuffle`: the runes of `s` in a random order (Fisher-Yates driven by splitmix64).
+fn shuffle(s: &str, seed: u64) -> String {
+    let mut runes: Vec<char> = s.chars().collect();
+    let mut state = seed;
+    for i in (1..runes.len()).rev() {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let j = (z % (i as u64 + 1)) as usize;
+        runes.swap(i, j);
+    }
+    runes.into_iter().collect()
+}
+
+/// Unpredictable bits from the OS-seeded keys of std's `RandomState` (shuffling needs no
+/// cryptographic strength).
+fn os_random_u64() -> u64 {
+    RandomState::new().hash_one(0u8)
+}
+
 /// `trunc`: the first `n` bytes, or for negative `n` the last `-n` bytes.
 fn trunc(n: i64, s: &str) -> Value {
     let len = s.len() as i64;
@@ -563,7 +601,7 @@ pub fn repeat(s: &str, count: i64) -> Result<String, FuncError> {
     let total = (s.len() as u64).checked_mul(count as u64);
     match total {
         Some(t) if t <= i64::MAX as u64 => {
-            if t as usize > MAX_STRING_BYTES || t > MAX_STRING_BYTES as u64 {
+            if t > MAX_STRING_BYTES as u64 {
                 return Err(too_long());
             }
             Ok(s.repeat(count as usize))
@@ -650,7 +688,7 @@ fn abbreviate(s: &[u8], offset: i64, width: i64) -> Option<Vec<u8>> {
         return Some(s.to_vec());
     }
     let mut offset = offset.min(len);
-    if len - offset < width - 3 {
+    if len.saturating_sub(offset) < width - 3 {
         offset = len - (width - 3);
     }
     if offset <= 4 {
@@ -673,7 +711,7 @@ fn abbreviate(s: &[u8], offset: i64, width: i64) -> Option<Vec<u8>> {
 /// goutils' `WrapCustom(s, width, newline, false)` on bytes: breaks at the last space that
 /// keeps a line within `width`; a longer word runs on to the next space. Newlines already in
 /// the text are ordinary characters.
-fn wrap(s: &str, width: i64, newline: &str) -> String {
+fn wrap(s: &str, width: i64, newline: &str) -> Result<String, FuncError> {
     let width = width.max(1) as usize;
     let b = s.as_bytes();
     let mut out: Vec<u8> = Vec::with_capacity(b.len() + 8);
@@ -689,6 +727,9 @@ fn wrap(s: &str, width: i64, newline: &str) -> String {
                 out.extend_from_slice(b.get(offset..offset + p).unwrap_or_default());
                 out.extend_from_slice(newline.as_bytes());
                 offset += p + 1;
+                if out.len() > MAX_STRING_BYTES {
+                    return Err(too_long());
+                }
             }
             None => {
                 let from = offset + width;
@@ -697,6 +738,9 @@ fn wrap(s: &str, width: i64, newline: &str) -> String {
                         out.extend_from_slice(b.get(offset..from + p).unwrap_or_default());
                         out.extend_from_slice(newline.as_bytes());
                         offset = from + p + 1;
+                        if out.len() > MAX_STRING_BYTES {
+                            return Err(too_long());
+                        }
                     }
                     None => {
                         out.extend_from_slice(b.get(offset..).unwrap_or_default());
@@ -707,7 +751,19 @@ fn wrap(s: &str, width: i64, newline: &str) -> String {
         }
     }
     out.extend_from_slice(b.get(offset..).unwrap_or_default());
-    bytes_to_string(&out)
+    Ok(bytes_to_string(&out))
+}
+
+/// Go's `strings.Join`, bounded like every built string.
+fn join(parts: &[String], sep: &str) -> Result<String, FuncError> {
+    let total = parts.iter().map(String::len).fold(
+        sep.len().saturating_mul(parts.len().saturating_sub(1)),
+        usize::saturating_add,
+    );
+    if total > MAX_STRING_BYTES {
+        return Err(too_long());
+    }
+    Ok(parts.join(sep))
 }
 
 #[cfg(test)]
@@ -836,6 +892,17 @@ mod tests {
     }
 
     #[test]
+    fn shuffle_permutes_runes() {
+        let mut out: Vec<char> = shuffle("héllo wörld", 42).chars().collect();
+        out.sort_unstable();
+        let mut want: Vec<char> = "héllo wörld".chars().collect();
+        want.sort_unstable();
+        assert_eq!(out, want);
+        assert_eq!(shuffle("abcdef", 7), shuffle("abcdef", 7));
+        assert_eq!(shuffle("", 1), "");
+    }
+
+    #[test]
     fn abbreviations() {
         let ab = |o, w, s: &str| abbreviate(s.as_bytes(), o, w).map(|b| bytes_to_string(&b));
         assert_eq!(ab(0, 5, "hello world").as_deref(), Some("he..."));
@@ -850,13 +917,19 @@ mod tests {
 
     #[test]
     fn wrapping() {
-        assert_eq!(wrap("Hello World and more", 5, "\n"), "Hello\nWorld\nand\nmore");
-        assert_eq!(wrap("abcdefgh ij", 3, "\n"), "abcdefgh\nij");
+        let w = |s: &str, n, sep: &str| wrap(s, n, sep).unwrap_or_default();
+        assert_eq!(w("Hello World and more", 5, "\n"), "Hello\nWorld\nand\nmore");
+        assert_eq!(w("abcdefgh ij", 3, "\n"), "abcdefgh\nij");
         assert_eq!(
-            wrap("line one is long\nshort\n  spaced   words here", 10, "\n"),
+            w("line one is long\nshort\n  spaced   words here", 10, "\n"),
             "line one\nis\nlong\nshort\n\nspaced  \nwords here"
         );
-        assert_eq!(wrap("a b c", 0, "\n"), "a\nb\nc");
+        assert_eq!(w("a b c", 0, "\n"), "a\nb\nc");
+        let huge_sep = "x".repeat(1 << 20);
+        assert!(wrap(&"a ".repeat(1 << 10), 1, &huge_sep).is_err());
+        let parts = vec!["a".to_string(); 1 << 10];
+        assert!(join(&parts, &huge_sep).is_err());
+        assert_eq!(join(&parts[..2], ",").ok().as_deref(), Some("a,a"));
     }
 
     #[test]

@@ -354,7 +354,9 @@ impl Printer {
                     self.buf.push(b']');
                     return;
                 }
-                if verb == 'v' {
+                // Structs apply the verb field by field; with string fields (all ours
+                // have) %s reads like %v.
+                if verb == 'v' || (verb == 's' && o.kind() == "struct") {
                     let text = o.format();
                     self.pad(text.as_bytes());
                 } else {

@@ -382,6 +382,9 @@ c("else-unclosed", '{{ if 1 }}{{ else\n\n')
 c("template-header-unclosed", '{{ template "x"\n\n')
 c("comment-unclosed-in-define", '{{ define "a" }}\n{{/* x\n')
 
+c("dot-at-eof", "{{ .")
+c("decl-dot-at-eof", "{{ $x := .")
+
 # Full Go parse messages (Helm keeps only the last ": " part of a file's parse error) show
 # through tpl, whose error keeps Go's single-line text.
 vectors = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vectors", "lang-parse.json")))

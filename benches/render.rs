@@ -17,6 +17,9 @@ const CORPUS_CHARTS: &[&str] = &[
     "bitnami_charts__bitnami_mastodon",
     "bitnami_charts__bitnami_kube-prometheus",
     "SovereignCloudStack_cluster-stacks__providers_docker_scs_cluster-class",
+    "prometheus-community_helm-charts__charts_kube-state-metrics",
+    // The largest output of the corpus (4.4 MiB of CRDs through `.Files`).
+    "prometheus-community_helm-charts__charts_prometheus-operator-crds",
 ];
 
 fn shared_dir() -> Option<PathBuf> {

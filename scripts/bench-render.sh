@@ -70,80 +70,117 @@ def keygen(e):
                for t in e.get("nondeterministic_templates", []))
 
 def capstan_ms(chart_dir, n):
-    """In-process load+render median from examples/render_corpus.rs."""
+    """In-process load+render medians (wall, cpu) from examples/render_corpus.rs."""
     p = subprocess.run([os.path.join(bin_dir, "examples", "render_corpus"), "--tsv", "--reps", str(n), chart_dir],
                        capture_output=True, text=True)
     rows = [l.split("\t") for l in p.stdout.splitlines()[1:] if l.strip()]
     if not rows:
         return None, "failed", p.stderr.strip()[:160]
-    _id, status, ms, _rsa, _n, detail = (rows[0] + [""] * 6)[:6]
-    return float(ms), status, detail
+    _id, status, wall, cpu, _rsa, _n, detail, first_wall = (rows[0] + [""] * 8)[:8]
+    if status == "failed":
+        return None, status, detail
+    return (float(wall), float(cpu), float(first_wall)), status, detail
+
+def helm_cold_ms(chart_dir):
+    """What the issue names: `helm_oracle.py CHART --timing`, a fresh process rendering once."""
+    p = subprocess.run([sys.executable, os.path.join(shared, "tools", "helm_oracle.py"), chart_dir, "--timing"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for l in p.stderr.splitlines():
+        if l.startswith("render: "):
+            return float(l.split()[1])
+    return None
 
 def helm_ms(chart_dir, n):
-    times = []
+    """Helm's in-process load+render medians (wall, process cpu: Go's GC threads included)."""
+    walls, cpus = [], []
     for _ in range(n):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             helm_oracle.render(chart_dir, {})
-        except Exception as ex:  # Helm refuses the chart
+        except Exception:  # Helm refuses the chart
             return None
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+        walls.append((time.perf_counter() - t0) * 1000)
+        cpus.append((time.process_time() - c0) * 1000)
+    return statistics.median(walls), statistics.median(cpus)
 
 if helm_on and corpus:
     # The first render in a process pays the Go runtime's start-up; keep it out of the numbers.
     helm_oracle.render(os.path.join(corpus_dir, "charts", corpus[0]["id"]), {})
 
+def fmt(x, w, p):
+    return f"{x:>{w}.{p}f}" if x is not None else f"{'-':>{w}}"
+
+def div(a, b):
+    return a / b if (a is not None and b) else None
+
+HEADER = (f"{'capstan ms':>10} {'(cpu)':>8} {'helm ms':>9} {'(cpu)':>8} {'ratio':>6} {'(cpu)':>6} "
+          f"{'cold: capstan':>13} {'helm':>8} {'ratio':>6}  status     chart")
+def line(c, h, hcold, status, label):
+    cw, cc, cfirst = c if c else (None, None, None)
+    hw, hc = h if h else (None, None)
+    return (f"{fmt(cw, 10, 2)} {fmt(cc, 8, 2)} {fmt(hw, 9, 1)} {fmt(hc, 8, 1)} {fmt(div(hw, cw), 6, 1)} "
+            f"{fmt(div(hc, cc), 6, 1)} {fmt(cfirst, 13, 2)} {fmt(hcold, 8, 1)} {fmt(div(hcold, cfirst), 6, 1)}  {status:<10} {label}")
+
 rows = []
-fmt = lambda x, w, p: f"{x:>{w}.{p}f}" if x is not None else f"{'-':>{w}}"
-print(f"{'capstan ms':>10} {'helm ms':>9} {'ratio':>7}  status     chart")
+print(HEADER)
 # The example cluster-stack chart first (not part of the corpus statistics).
 example = os.path.join(os.getcwd(), "stacks", "example", "cluster-class")
 if os.path.isdir(example) and not filt:
     c, status, _ = capstan_ms(example, reps)
     h = helm_ms(example, reps) if helm_on else None
-    print(f"{fmt(c, 10, 3)} {fmt(h, 9, 1)} {fmt(h / c if c and h else None, 7, 1)}  {status:<10} stacks/example/cluster-class (not in the statistics)", flush=True)
+    hcold = helm_cold_ms(example) if helm_on else None
+    print(line(c, h, hcold, status, "stacks/example/cluster-class (not in the statistics)"), flush=True)
 for e in corpus:
     d = os.path.join(corpus_dir, "charts", e["id"])
     rsa = keygen(e)
     n = 1 if rsa else reps  # key generation takes seconds in Helm; once is enough
     c, status, detail = capstan_ms(d, n)
     h = helm_ms(d, n) if helm_on else None
-    ratio = h / c if (c and h and status != "failed") else None
-    rows.append(dict(id=e["id"], capstan=c if status != "failed" else None, helm=h, ratio=ratio, status=status, rsa=rsa, detail=detail))
-    print(f"{fmt(c if status != 'failed' else None, 10, 3)} {fmt(h, 9, 1)} {fmt(ratio, 7, 1)}  {status:<10} {'[rsa] ' if rsa else ''}{e['id']}", flush=True)
+    hcold = helm_cold_ms(d) if helm_on else None
+    rows.append(dict(id=e["id"], wall=c and c[0], cpu=c and c[1], helm_wall=h and h[0], helm_cpu=h and h[1],
+                     ratio=div(h and h[0], c and c[0]), ratio_cpu=div(h and h[1], c and c[1]),
+                     cold=c and c[2], helm_cold=hcold, ratio_cold=div(hcold, c and c[2]),
+                     status=status, rsa=rsa, detail=detail))
+    print(line(c, h, hcold, status, ("[rsa] " if rsa else "") + e["id"]), flush=True)
 
+cols = ("id", "wall", "cpu", "helm_wall", "helm_cpu", "ratio", "ratio_cpu", "cold", "helm_cold", "ratio_cold",
+        "status", "rsa", "detail")
 with open(out_path, "w") as f:
-    f.write("id\tcapstan_ms\thelm_ms\tratio\tstatus\trsa\tdetail\n")
+    f.write("\t".join(cols) + "\n")
     for r in rows:
-        f.write("\t".join(str(r[k]) if r[k] is not None else "" for k in ("id", "capstan", "helm", "ratio", "status", "rsa", "detail")) + "\n")
+        f.write("\t".join("" if r[k] is None else (f"{r[k]:.3f}" if isinstance(r[k], float) else str(r[k])) for k in cols) + "\n")
 
-ok = [r for r in rows if r["capstan"] is not None]
+med = statistics.median
+ok = [r for r in rows if r["wall"] is not None]
 plain = [r for r in ok if not r["rsa"]]
 rsa = [r for r in ok if r["rsa"]]
 print()
-print(f"charts: {len(rows)}; rendered by capstan: {len(ok)} (identical to Helm: {sum(r['status'] == 'identical' for r in ok)}); failed: {len(rows) - len(ok)}")
-ratios = [r["ratio"] for r in ok if r["ratio"] is not None]
-if ratios:
-    print(f"median Helm/capstan ratio over {len(ratios)} charts rendered by both: {statistics.median(ratios):.1f}x "
-          f"(min {min(ratios):.1f}x, max {max(ratios):.1f}x; target >= 10x)")
-    pr = [r["ratio"] for r in plain if r["ratio"] is not None]
-    if pr:
-        print(f"median ratio without keygen charts ({len(pr)}): {statistics.median(pr):.1f}x")
-if ok:
-    print(f"median per-chart capstan time: {statistics.median(r['capstan'] for r in ok):.3f} ms"
-          + (f"; Helm: {statistics.median(r['helm'] for r in ok if r['helm'] is not None):.1f} ms" if helm_on else ""))
-print(f"capstan corpus total without keygen charts ({len(plain)}): {sum(r['capstan'] for r in plain):.1f} ms (target < 1000 ms)")
-print(f"capstan keygen charts ({len(rsa)}): {sum(r['capstan'] for r in rsa):.1f} ms"
-      + (f"; Helm: {sum(r['helm'] for r in rsa if r['helm'] is not None):.1f} ms" if helm_on else ""))
+print(f"charts: {len(rows)}; rendered by capstan: {len(ok)} (identical to Helm: {sum(r['status'] == 'identical' for r in ok)}); "
+      f"failed: {len(rows) - len(ok)}; keygen charts among the rendered: {len(rsa)}")
+both = [r for r in ok if r["ratio"] is not None]
+if both:
+    print(f"median Helm/capstan ratio over {len(both)} charts rendered by both: wall {med([r['ratio'] for r in both]):.1f}x, "
+          f"cpu {med([r['ratio_cpu'] for r in both]):.1f}x (target >= 10x)")
+    print(f"median per-chart time of those charts: capstan {med([r['wall'] for r in both]):.2f} ms wall / "
+          f"{med([r['cpu'] for r in both]):.2f} ms cpu; Helm {med([r['helm_wall'] for r in both]):.1f} ms wall / "
+          f"{med([r['helm_cpu'] for r in both]):.1f} ms cpu")
+    cold = [r for r in both if r["ratio_cold"] is not None]
+    if cold:
+        print(f"cold (first render in a fresh process; Helm = `helm_oracle.py --timing`) over {len(cold)} charts: "
+              f"median ratio {med([r['ratio_cold'] for r in cold]):.1f}x; median capstan {med([r['cold'] for r in cold]):.2f} ms, "
+              f"Helm {med([r['helm_cold'] for r in cold]):.1f} ms")
+print(f"capstan corpus total without keygen charts ({len(plain)} charts, sum of medians): "
+      f"{sum(r['wall'] for r in plain):.1f} ms wall, {sum(r['cpu'] for r in plain):.1f} ms cpu (target < 1000 ms)")
+print(f"capstan keygen charts ({len(rsa)}): {sum(r['wall'] for r in rsa):.1f} ms wall, {sum(r['cpu'] for r in rsa):.1f} ms cpu"
+      + (f"; Helm on the same charts: {sum(r['helm_wall'] or 0 for r in rsa):.1f} ms wall" if helm_on else ""))
 if helm_on:
-    hp = [r["helm"] for r in plain if r["helm"] is not None]
-    print(f"Helm corpus total without keygen charts: {sum(hp):.1f} ms")
+    print(f"Helm on the same non-keygen charts: {sum(r['helm_wall'] or 0 for r in plain):.1f} ms wall, "
+          f"{sum(r['helm_cpu'] or 0 for r in plain):.1f} ms cpu")
 
 # One sequential pass over the whole corpus in one process (no repeats), keygen charts skipped.
 p = subprocess.run([os.path.join(bin_dir, "examples", "render_corpus"), "--tsv", "--reps", "1", "--skip-rsa", "--filter", filt],
                    capture_output=True, text=True, env=dict(os.environ, CAPSTAN_SHARED=shared))
-wall = [l for l in p.stderr.splitlines() if l.startswith("wall time")]
+wall = [l for l in p.stderr.splitlines() if l.startswith("this run")]
 print("single-threaded pass over the corpus without keygen charts, one process: " + (wall[0] if wall else "?"))
 
 # Peak RSS of `capstan render` on the largest chart (by Helm's output size) that it renders.
@@ -151,11 +188,15 @@ def out_size(e):
     return os.path.getsize(os.path.join(corpus_dir, "golden", e["id"] + ".json"))
 for e in sorted(corpus, key=out_size, reverse=True)[:5]:
     d = os.path.join(corpus_dir, "charts", e["id"])
-    proc = subprocess.Popen([os.path.join(bin_dir, "capstan"), "render", d], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _pid, status, ru = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) == 0:
+    # Through /usr/bin/time: Linux carries a process's peak RSS across exec, so a child forked
+    # straight from this Python (which holds Helm's Go runtime) would report Python's peak.
+    p = subprocess.run(["/usr/bin/time", "-f", "maxrss_kib=%M", os.path.join(bin_dir, "capstan"), "render", d],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    rss = [l for l in p.stderr.splitlines() if l.startswith("maxrss_kib=")]
+    if p.returncode == 0 and rss:
+        kib = int(rss[-1].split("=")[1])
         print(f"peak RSS of `capstan render` on the largest chart it renders ({e['id']}, "
-              f"{out_size(e) // 1024} KiB of Helm output): {ru.ru_maxrss / 1024:.1f} MiB (target < 64 MiB)")
+              f"{out_size(e) // 1024} KiB of Helm output): {kib / 1024:.1f} MiB (target < 64 MiB)")
         break
     print(f"(largest chart {e['id']} does not render with `capstan render` yet; trying the next)")
 print(f"per-chart table written to {out_path}")

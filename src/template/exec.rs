@@ -55,7 +55,11 @@ pub enum MissingKey {
 #[derive(Clone)]
 pub struct Templates {
     funcs: Rc<FuncMap>,
-    trees: HashMap<String, Rc<Tree>>,
+    /// The trees parsed while the set was not shared. Behind an `Rc` so that `tpl`, which
+    /// works on a copy of the set, copies a pointer instead of every define of the chart.
+    trees: Rc<HashMap<String, Rc<Tree>>>,
+    /// Trees added to a copy (by `tpl`), which shadow `trees`; small.
+    added: HashMap<String, Rc<Tree>>,
     missing_key: MissingKey,
     step_budget: u64,
 }
@@ -69,7 +73,8 @@ impl Templates {
     pub fn new(funcs: FuncMap) -> Templates {
         Templates {
             funcs: Rc::new(funcs),
-            trees: HashMap::new(),
+            trees: Rc::new(HashMap::new()),
+            added: HashMap::new(),
             missing_key: MissingKey::Default,
             step_budget: DEFAULT_STEP_BUDGET,
         }
@@ -113,20 +118,34 @@ impl Templates {
     }
 
     fn add_tree(&mut self, tree: Rc<Tree>) {
-        if tree.is_empty() && self.trees.contains_key(&tree.name) {
+        if tree.is_empty() && self.has(&tree.name) {
             return;
         }
-        self.trees.insert(tree.name.clone(), tree);
+        match Rc::get_mut(&mut self.trees) {
+            // Not shared with a copy: add in place (every parse before execution).
+            Some(trees) => {
+                self.added.remove(&tree.name);
+                trees.insert(tree.name.clone(), tree);
+            }
+            None => {
+                self.added.insert(tree.name.clone(), tree);
+            }
+        }
+    }
+
+    /// The template of that name.
+    fn tree(&self, name: &str) -> Option<&Rc<Tree>> {
+        self.added.get(name).or_else(|| self.trees.get(name))
     }
 
     /// Whether a template of that name exists.
     pub fn has(&self, name: &str) -> bool {
-        self.trees.contains_key(name)
+        self.tree(name).is_some()
     }
 
     /// Executes template `name` with `data` as dot and `$`.
     pub fn execute(&self, name: &str, data: &Value) -> Result<String, Error> {
-        let Some(tree) = self.trees.get(name) else {
+        let Some(tree) = self.tree(name) else {
             return Err(Error::NoTemplate {
                 name: name.to_string(),
                 set: ROOT_NAME.into(),
@@ -548,7 +567,7 @@ impl<'a, 's> State<'a, 's> {
 
     fn walk_template(&mut self, node: &'a Node, dot: &EVal, t: &'a TemplateCall, out: &mut String) -> R<()> {
         self.at = At::Node(node);
-        let Some(tree) = self.set.trees.get(&t.name) else {
+        let Some(tree) = self.set.tree(&t.name) else {
             return Err(self.errorf(format!("template {} not defined", gofmt::quote(&t.name))));
         };
         if self.depth >= MAX_EXEC_DEPTH {
@@ -1010,7 +1029,7 @@ impl<'a, 's> State<'a, 's> {
 
 impl CallContext for State<'_, '_> {
     fn include(&mut self, name: &str, data: Value) -> Result<String, FuncError> {
-        let Some(tree) = self.set.trees.get(name) else {
+        let Some(tree) = self.set.tree(name) else {
             return Err(FuncError::NoTemplate {
                 name: name.to_string(),
             });

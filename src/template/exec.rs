@@ -663,9 +663,8 @@ impl<'a, 's> State<'a, 's> {
             && matches!(text.as_bytes()[1], b'x' | b'X')
             && !text.contains(['p', 'P']);
         let is_rune = text.starts_with('\'');
-        if n.complex.is_some() {
-            // Go yields a complex128 here; the value model has no complex numbers.
-            return Err(self.errorf(format!("complex constant {text} is not supported")));
+        if let Some((re, im)) = n.complex {
+            return Ok(EVal::concrete(Value::Object(Rc::new(Complex128 { re, im }))));
         }
         if let Some(f) = n.float
             && !is_hex_int
@@ -1145,4 +1144,36 @@ fn values_table(root: &Map, path: &str) -> Result<Map, FuncError> {
         }
     }
     Ok(table)
+}
+
+/// A Go `complex128` (what an imaginary literal such as `1i` evaluates to). Templates can only
+/// print it or pass it on, so it is an object rather than a number of the value model.
+struct Complex128 {
+    re: f64,
+    im: f64,
+}
+
+impl crate::template::value::Object for Complex128 {
+    fn type_name(&self) -> String {
+        "complex128".into()
+    }
+    fn kind(&self) -> &'static str {
+        "complex128"
+    }
+    fn field(&self, _name: &str) -> Option<Value> {
+        None
+    }
+    fn truth(&self) -> Option<bool> {
+        Some(self.re != 0.0 || self.im != 0.0)
+    }
+    /// Go's `%v`: `(1+2i)`, both parts in `%g` form, the imaginary one always signed.
+    fn format(&self) -> String {
+        let re = gofmt::format_float(self.re, b'g', -1, 64);
+        let im = gofmt::format_float(self.im, b'g', -1, 64);
+        let sign = if im.starts_with(['-', '+']) { "" } else { "+" };
+        format!("({re}{sign}{im}i)")
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }

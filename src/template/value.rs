@@ -109,6 +109,10 @@ pub trait Object {
         None
     }
     /// For map-typed objects (`engine.files`): the entries, for `range`, `len` and `index`.
+    /// Go's truth of a value that is neither a container nor a struct (`complex128`: non-zero).
+    fn truth(&self) -> Option<bool> {
+        None
+    }
     /// A typed nil (a nil map or pointer): encodes as JSON `null` though it has a type.
     fn is_nil(&self) -> bool {
         false
@@ -331,7 +335,9 @@ impl Value {
             Value::Bytes(b) => !b.is_empty(),
             Value::List(l) => !l.items.is_empty(),
             Value::Map(m) => !m.entries.borrow().is_empty(),
-            Value::Object(o) => o.entries().is_none_or(|e| !e.is_empty()),
+            Value::Object(o) => o
+                .truth()
+                .unwrap_or_else(|| o.entries().is_none_or(|e| !e.is_empty())),
         }
     }
 

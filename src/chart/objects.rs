@@ -245,6 +245,15 @@ impl Object for KubeVersion {
         ]))
     }
 
+    /// `encoding/json` keeps the struct's field order: Version, Major, Minor.
+    fn json_fields(&self) -> Option<Vec<(String, Value)>> {
+        Some(vec![
+            ("Version".to_string(), Value::from(self.version.as_str())),
+            ("Major".to_string(), Value::from(self.major.as_str())),
+            ("Minor".to_string(), Value::from(self.minor.as_str())),
+        ])
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

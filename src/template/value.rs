@@ -108,7 +108,6 @@ pub trait Object {
     fn json_fields(&self) -> Option<Vec<(String, Value)>> {
         None
     }
-    /// For map-typed objects (`engine.files`): the entries, for `range`, `len` and `index`.
     /// Go's truth of a value that is neither a container nor a struct (`complex128`: non-zero).
     fn truth(&self) -> Option<bool> {
         None
@@ -117,6 +116,7 @@ pub trait Object {
     fn is_nil(&self) -> bool {
         false
     }
+    /// For map-typed objects (`engine.files`): the entries, for `range`, `len` and `index`.
     fn entries(&self) -> Option<Vec<(String, Value)>> {
         None
     }

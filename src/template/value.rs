@@ -503,9 +503,77 @@ impl Value {
         match self {
             Value::Map(m) => Value::Map(Map {
                 kind: MapKind::Values,
-                entries: m.entries,
+                entries: m.entries.clone(),
             }),
             other => other,
         }
+    }
+}
+
+/// Frees nested containers iteratively: a value nested many thousands of levels deep (from
+/// `fromJson`, values files or a template loop) would otherwise overflow the stack when the
+/// recursive drop glue walks it.
+fn drop_children(stack: &mut Vec<Value>) {
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Map(m) => take_map_children(&m, stack),
+            Value::List(mut l) => take_list_children(&mut l, stack),
+            _ => {}
+        }
+    }
+}
+
+fn take_map_children(map: &Map, stack: &mut Vec<Value>) {
+    if Rc::strong_count(&map.entries) == 1
+        && let Ok(mut entries) = map.entries.try_borrow_mut()
+    {
+        stack.extend(std::mem::take(&mut *entries).into_values());
+    }
+}
+
+fn take_list_children(list: &mut List, stack: &mut Vec<Value>) {
+    if let Some(items) = Rc::get_mut(&mut list.items) {
+        stack.append(items);
+    }
+}
+
+impl Drop for Map {
+    fn drop(&mut self) {
+        let mut stack = Vec::new();
+        take_map_children(self, &mut stack);
+        drop_children(&mut stack);
+    }
+}
+
+impl Drop for List {
+    fn drop(&mut self) {
+        let mut stack = Vec::new();
+        take_list_children(self, &mut stack);
+        drop_children(&mut stack);
+    }
+}
+
+#[cfg(test)]
+mod drop_tests {
+    use super::*;
+
+    #[test]
+    fn very_deep_values_drop_without_overflowing_the_stack() {
+        // Runs on a small thread stack on purpose: recursive drop glue would overflow it.
+        let handle = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(|| {
+                let mut v = Value::Nil;
+                for i in 0..200_000 {
+                    v = if i % 2 == 0 {
+                        Value::map(BTreeMap::from([("k".to_string(), v)]))
+                    } else {
+                        Value::list(vec![v])
+                    };
+                }
+                drop(v);
+            })
+            .expect("thread starts");
+        assert!(handle.join().is_ok());
     }
 }

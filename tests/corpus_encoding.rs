@@ -15,8 +15,10 @@
 //! Without the shared corpus the test is skipped with a printed reason (a failure under
 //! `CI=true`).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+mod shared;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::Command;
 
 use capstan::chart::coalesce::coalesce_values;
@@ -165,16 +167,6 @@ fn first_diff(kind: &str, want: &str, got: &str) -> String {
     )
 }
 
-fn known_failures(path: &Path) -> BTreeSet<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(String::from)
-        .collect()
-}
-
 #[test]
 fn corpus_values_encode_like_helm() {
     let answers = match load_answers() {
@@ -182,7 +174,7 @@ fn corpus_values_encode_like_helm() {
         Err(reason) => return skip(&reason),
     };
     let known_path = repo().join("testdata/template/known-failures/corpus-encoding.txt");
-    let known = known_failures(&known_path);
+    let known = shared::name_list(&known_path);
 
     let mut encoder_failures = Vec::new();
     let mut pipeline_failing = Vec::new();

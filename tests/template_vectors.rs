@@ -10,8 +10,9 @@
 //! `VECTORS_UPDATE_KNOWN=1` rewrites the known-failures lists of the areas that ran to exactly
 //! the cases that differ now (review the diff before committing it).
 
+mod shared;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 
 use capstan::chart::load::load;
@@ -133,30 +134,16 @@ fn run_case(case: &Json) -> Result<Answer, String> {
         Err(err) => return Ok(Answer::Error(err.to_string())),
     };
     let opts = options_for(case)?;
-    let rendered = std::panic::catch_unwind(AssertUnwindSafe(|| render(&chart, &user_values, &opts)))
-        .map_err(|panic| {
-            let msg = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            format!("PANIC: {msg}")
-        })?;
-    Ok(match rendered {
-        Ok(out) => Answer::Output(out),
-        Err(err) => Answer::Error(err.to_string()),
+    shared::guarded(|| {
+        Ok(match render(&chart, &user_values, &opts) {
+            Ok(out) => Answer::Output(out),
+            Err(err) => Answer::Error(err.to_string()),
+        })
     })
 }
 
 fn known_failures(area: &str) -> BTreeSet<String> {
-    let path = testdata().join("known-failures").join(format!("{area}.txt"));
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(String::from)
-        .collect()
+    shared::name_list(&testdata().join("known-failures").join(format!("{area}.txt")))
 }
 
 fn first_difference(want: &Answer, got: &Answer) -> String {

@@ -90,3 +90,15 @@ pub fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
         }
     }
 }
+
+/// A list file of names, one per line (`#` comments and blank lines ignored); empty when absent.
+/// The known-failures lists of the differential tests use it.
+pub fn name_list(path: &Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(String::from)
+        .collect()
+}

@@ -3,8 +3,9 @@
 //! with the oracle venv (`scripts/oracle-env.sh`) and cached under the target directory;
 //! without the venv or `../shared` the test skips with a printed reason.
 //!
-//! Charts with non-deterministic templates and charts the `helm template` CLI refuses are
-//! left out. Prints `render stream: N/M charts identical`; fails only below the floor.
+//! Charts the `helm template` CLI refuses are left out; charts with non-deterministic
+//! templates (generated secrets, certificates) are compared document by document, structurally
+//! where a document differs. Prints `render stream: N/M charts identical`; fails only below the floor.
 
 mod shared;
 
@@ -18,7 +19,7 @@ use capstan::chart::render::{RenderOptions, render};
 use capstan::template::Value;
 
 /// Charts whose stream is known to be identical; a drop below this is a regression.
-const IDENTICAL_FLOOR: usize = 90;
+const IDENTICAL_FLOOR: usize = 125;
 
 #[derive(serde::Deserialize)]
 struct Answer {
@@ -39,7 +40,7 @@ fn helm_template_stream_matches_helm() {
     let filter = std::env::var("CAPSTAN_CONFORMANCE_FILTER").unwrap_or_default();
     let entries: Vec<_> = shared::corpus(&corpus)
         .into_iter()
-        .filter(|e| e.nondeterministic_templates.is_empty() && !e.helm_template_cli_would_fail)
+        .filter(|e| !e.helm_template_cli_would_fail)
         .filter(|e| e.id.contains(&filter))
         .collect();
     let charts: BTreeMap<String, PathBuf> = entries
@@ -59,7 +60,12 @@ fn helm_template_stream_matches_helm() {
     let mut identical = 0;
     for (id, path) in &charts {
         let outcome = match answers.get(id) {
-            Some(answer) => shared::guarded(|| compare(path, answer)),
+            Some(answer) => {
+                let structural = entries
+                    .iter()
+                    .any(|e| &e.id == id && !e.nondeterministic_templates.is_empty());
+                shared::guarded(|| compare(path, answer, structural))
+            }
             None => Err("no answer from the oracle".into()),
         };
         match outcome {
@@ -83,7 +89,7 @@ fn helm_template_stream_matches_helm() {
 }
 
 /// Our stream for the chart (no hooks, no CRDs: what the oracle's install returns).
-fn compare(path: &Path, answer: &Answer) -> Result<(), String> {
+fn compare(path: &Path, answer: &Answer, structural: bool) -> Result<(), String> {
     let ours = load::load(path)
         .map_err(|e| format!("load: {e}"))
         .and_then(|chart| {
@@ -101,6 +107,9 @@ fn compare(path: &Path, answer: &Answer) -> Result<(), String> {
             if ours.trim() == want.trim() {
                 return Ok(());
             }
+            if structural {
+                return same_documents(want.trim(), ours.trim());
+            }
             for (i, (w, h)) in want.trim().lines().zip(ours.trim().lines()).enumerate() {
                 if w != h {
                     return Err(format!("line {}: want {w:?}, got {h:?}", i + 1));
@@ -113,6 +122,21 @@ fn compare(path: &Path, answer: &Answer) -> Result<(), String> {
         (Err(ours), _, _) => Err(ours),
         (Ok(_), None, None) => Err("empty oracle answer".into()),
     }
+}
+
+/// For charts with generated content: the same documents in the same order, each identical or
+/// equal in structure (generated strings masked).
+fn same_documents(want: &str, ours: &str) -> Result<(), String> {
+    let (w, o): (Vec<&str>, Vec<&str>) = (want.split("\n---\n").collect(), ours.split("\n---\n").collect());
+    if w.len() != o.len() {
+        return Err(format!("{} documents vs {}", w.len(), o.len()));
+    }
+    for (a, b) in w.iter().zip(&o) {
+        if a != b {
+            shared::compare::structurally_equal(a, b)?;
+        }
+    }
+    Ok(())
 }
 
 /// Helm's streams for `charts`, from the cache when it has every chart.

@@ -26,6 +26,7 @@ pub fn deep_copy(v: &Value) -> Value {
         Value::List(l) => Value::List(crate::template::value::List {
             kind: l.kind,
             items: std::rc::Rc::new(l.items.iter().map(deep_copy).collect()),
+            nil: l.nil,
         }),
         other => other.clone(),
     }

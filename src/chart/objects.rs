@@ -293,10 +293,10 @@ impl Object for VersionSet {
     }
 
     fn to_data(&self) -> Value {
-        Value::List(crate::template::value::List {
-            kind: ListKind::String,
-            items: Rc::new(self.versions.iter().map(|v| Value::from(v.as_str())).collect()),
-        })
+        Value::List(crate::template::value::List::new(
+            ListKind::String,
+            self.versions.iter().map(|v| Value::from(v.as_str())).collect(),
+        ))
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -479,35 +479,5 @@ impl std::fmt::Display for KubeVersionStruct<'_> {
             "{{{} {} {} {}}}",
             kv.version, kv.normalized, kv.major, kv.minor
         )
-    }
-}
-
-/// A nil `map[string]string`: what `.Chart.Annotations` is when Chart.yaml has none. Unlike
-/// a nil interface it prints `map[]`, has a type, ranges over nothing, and is JSON `null`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NilStringMap;
-
-impl Object for NilStringMap {
-    fn type_name(&self) -> String {
-        "map[string]string".into()
-    }
-    fn kind(&self) -> &'static str {
-        "map"
-    }
-    /// Any key of a nil map reads as the element type's zero value.
-    fn field(&self, _name: &str) -> Option<Value> {
-        Some(Value::from(""))
-    }
-    fn format(&self) -> String {
-        "map[]".into()
-    }
-    fn is_nil(&self) -> bool {
-        true
-    }
-    fn entries(&self) -> Option<Vec<(String, Value)>> {
-        Some(Vec::new())
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use crate::chart::coalesce::{ChartValues, coalesce_values};
 use crate::chart::dependencies::{self, Processed};
 use crate::chart::metadata::{Dependency, Metadata};
-use crate::chart::objects::{Capabilities, Files, KubeVersion, NilStringMap};
+use crate::chart::objects::{Capabilities, Files, KubeVersion};
 use crate::chart::{Chart, schema, values};
 use crate::template::exec::NO_VALUE;
 use crate::template::funcs::FuncEnv;
@@ -261,7 +261,7 @@ fn chart_object(m: &Metadata, name: &str, deps: &[Dependency], is_root: bool) ->
                 .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
                 .collect(),
         )),
-        None => Value::Object(Rc::new(NilStringMap)),
+        None => Value::nil_map(MapKind::String),
     };
     Value::map(BTreeMap::from([
         ("Name".to_string(), s(name)),

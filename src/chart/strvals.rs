@@ -3,7 +3,6 @@
 //! strings (`--set-string` keeps everything a string).
 
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 use crate::chart::coalesce::{new_table, table};
 use crate::template::value::{List, ListKind, Value};
@@ -211,10 +210,7 @@ fn set_in(current: Option<Value>, path: &[Segment], value: Value) -> Result<Valu
             let existing = std::mem::replace(&mut items[*i], Value::Nil);
             let existing = if existing.is_nil() { None } else { Some(existing) };
             items[*i] = set_in(existing, rest, value)?;
-            Ok(Value::List(List {
-                kind: ListKind::Any,
-                items: Rc::new(items),
-            }))
+            Ok(Value::List(List::new(ListKind::Any, items)))
         }
     }
 }

@@ -131,6 +131,8 @@ impl Encoder {
                     .push_str(&base64::engine::general_purpose::STANDARD.encode(b));
                 self.out.push('"');
             }
+            Value::List(l) if l.nil => self.out.push_str("null"),
+            Value::Map(m) if m.nil => self.out.push_str("null"),
             Value::List(l) => {
                 let id = (Rc::as_ptr(&l.items) as usize, l.items.len());
                 let recorded = self.enter(id, v)?;

@@ -22,6 +22,11 @@ pub enum TomlError {
 
 const MAX_DEPTH: usize = 1_000;
 
+/// Whether a table entry is left out: nil, or a nil map or slice (the encoder skips nils).
+fn skipped(v: &Value) -> bool {
+    v.is_nil() || v.is_typed_nil()
+}
+
 /// Encodes `v` as a TOML document (a map), or a non-table value as one inline value.
 pub fn encode(v: &Value) -> Result<String, TomlError> {
     if v.is_nil() {
@@ -108,7 +113,7 @@ impl Encoder {
         let mut direct = Vec::new();
         let mut sub = Vec::new();
         for (k, v) in entries {
-            if v.is_nil() {
+            if skipped(v) {
                 continue;
             }
             match kind(v)? {
@@ -214,7 +219,7 @@ fn element(out: &mut String, v: &Value, depth: usize) -> Result<(), TomlError> {
             let entries = entries_of(v).unwrap_or_default();
             let (mut direct, mut tables) = (Vec::new(), Vec::new());
             for entry in &entries {
-                if !entry.1.is_nil() && kind(&entry.1)? != Kind::Plain {
+                if !skipped(&entry.1) && kind(&entry.1)? != Kind::Plain {
                     tables.push(entry);
                 } else {
                     direct.push(entry);
@@ -225,7 +230,7 @@ fn element(out: &mut String, v: &Value, depth: usize) -> Result<(), TomlError> {
             for (group, trailing) in [(direct, has_tables), (tables, false)] {
                 let last = group.len().saturating_sub(1);
                 for (i, (k, item)) in group.into_iter().enumerate() {
-                    if item.is_nil() {
+                    if skipped(item) {
                         continue;
                     }
                     let _ = write!(out, "{} = ", quote_key(k));

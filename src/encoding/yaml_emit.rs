@@ -143,6 +143,9 @@ fn json_node(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEm
             Node::Str(fold_line_breaks(s))
         }
         Value::Bytes(b) => Node::Str(base64::engine::general_purpose::STANDARD.encode(b)),
+        // Typed nils marshal as JSON `null`.
+        Value::List(l) if l.nil => Node::Null,
+        Value::Map(m) if m.nil => Node::Null,
         Value::List(l) => Node::Seq(
             l.items
                 .iter()

@@ -769,10 +769,7 @@ impl<'a, 's> State<'a, 's> {
             // `.Values.AsMap` is the same map as a plain `map[string]interface {}` (cilium's
             // `dig … .Values.AsMap`).
             Value::Map(m) if m.kind == MapKind::Values && name == "AsMap" && !has_args => {
-                Ok(EVal::concrete(Value::Map(crate::template::value::Map {
-                    kind: MapKind::Any,
-                    entries: m.entries.clone(),
-                })))
+                Ok(EVal::concrete(Value::Map(m.retyped(MapKind::Any))))
             }
             Value::Map(m) => {
                 // Helm's named `common.Values` has methods, which win over keys.
@@ -1091,12 +1088,7 @@ fn grow<T>(f: impl FnOnce() -> T) -> T {
 fn values_method(m: &Map, name: &str) -> Option<Func> {
     let this = m.clone();
     let func = match name {
-        "AsMap" => Func::pure(&[], move |_| {
-            Ok(Value::Map(Map {
-                kind: MapKind::Any,
-                entries: this.entries.clone(),
-            }))
-        }),
+        "AsMap" => Func::pure(&[], move |_| Ok(Value::Map(this.retyped(MapKind::Any)))),
         "YAML" => Func::pure(&[], move |_| {
             crate::encoding::yaml_emit::marshal(&Value::Map(this.clone()))
                 .map(Value::from)
@@ -1135,10 +1127,7 @@ fn values_table(root: &Map, path: &str) -> Result<Map, FuncError> {
     for key in path.split('.') {
         match table.get(key) {
             Some(Value::Map(next)) if next.kind != MapKind::String => {
-                table = Map {
-                    kind: MapKind::Values,
-                    entries: next.entries.clone(),
-                };
+                table = next.retyped(MapKind::Values);
             }
             _ => return Err(FuncError::msg(format!("{} is not a table", gofmt::quote(key)))),
         }

@@ -40,6 +40,9 @@ pub enum Value {
 pub struct List {
     pub kind: ListKind,
     pub items: Rc<Vec<Value>>,
+    /// A nil slice (Go keeps it apart from an empty one: JSON/YAML `null`, `%#v`, DeepEqual).
+    /// It is always empty.
+    pub nil: bool,
 }
 
 /// The element type of a slice.
@@ -61,6 +64,9 @@ pub enum ListKind {
 pub struct Map {
     pub kind: MapKind,
     pub entries: Rc<RefCell<BTreeMap<String, Value>>>,
+    /// A nil map: reads like an empty map, but writing to it is an error and it encodes as
+    /// JSON/YAML `null`. It is always empty.
+    pub nil: bool,
 }
 
 /// The Go type of a map.
@@ -230,18 +236,43 @@ impl Value {
 
     /// A new `[]interface {}`.
     pub fn list(items: Vec<Value>) -> Value {
-        Value::List(List {
-            kind: ListKind::Any,
-            items: Rc::new(items),
-        })
+        Value::List(List::new(ListKind::Any, items))
     }
 
     /// A new `[]string`.
     pub fn string_list(items: Vec<String>) -> Value {
+        Value::List(List::new(
+            ListKind::String,
+            items.into_iter().map(Value::from).collect(),
+        ))
+    }
+
+    /// A nil slice of the given element type (what Go functions return for "no result").
+    pub fn nil_list(kind: ListKind) -> Value {
         Value::List(List {
-            kind: ListKind::String,
-            items: Rc::new(items.into_iter().map(Value::from).collect()),
+            kind,
+            items: Rc::new(Vec::new()),
+            nil: true,
         })
+    }
+
+    /// A nil map of the given type (`json.Unmarshal` of `null` into a map).
+    pub fn nil_map(kind: MapKind) -> Value {
+        Value::Map(Map {
+            kind,
+            entries: Rc::new(RefCell::new(BTreeMap::new())),
+            nil: true,
+        })
+    }
+
+    /// Whether this is a nil map or slice: a typed nil that JSON and YAML encode as `null`.
+    pub fn is_typed_nil(&self) -> bool {
+        match self {
+            Value::List(l) => l.nil,
+            Value::Map(m) => m.nil,
+            Value::Object(o) => o.is_nil(),
+            _ => false,
+        }
     }
 
     /// A new `map[string]interface {}`.
@@ -361,6 +392,7 @@ fn deep_equal_seen(a: &Value, b: &Value, seen: &mut std::collections::HashSet<(u
         (Value::Bytes(a), Value::Bytes(b)) => a == b,
         (Value::List(a), Value::List(b)) => {
             a.kind == b.kind
+                && a.nil == b.nil
                 && a.items.len() == b.items.len()
                 && a.items
                     .iter()
@@ -368,7 +400,7 @@ fn deep_equal_seen(a: &Value, b: &Value, seen: &mut std::collections::HashSet<(u
                     .all(|(x, y)| stacker::maybe_grow(64 * 1024, 1024 * 1024, || deep_equal_seen(x, y, seen)))
         }
         (Value::Map(a), Value::Map(b)) => {
-            if a.kind != b.kind {
+            if a.kind != b.kind || a.nil != b.nil {
                 return false;
             }
             let pair = (
@@ -391,11 +423,41 @@ fn deep_equal_seen(a: &Value, b: &Value, seen: &mut std::collections::HashSet<(u
     }
 }
 
+impl List {
+    /// A new (non-nil) slice.
+    pub fn new(kind: ListKind, items: Vec<Value>) -> List {
+        List {
+            kind,
+            items: Rc::new(items),
+            nil: false,
+        }
+    }
+
+    /// The same slice (shared items, same nil-ness) with another element type.
+    pub fn retyped(&self, kind: ListKind) -> List {
+        List {
+            kind,
+            items: Rc::clone(&self.items),
+            nil: self.nil,
+        }
+    }
+}
+
 impl Map {
     pub fn new(kind: MapKind, entries: BTreeMap<String, Value>) -> Map {
         Map {
             kind,
             entries: Rc::new(RefCell::new(entries)),
+            nil: false,
+        }
+    }
+
+    /// The same map (shared entries, same nil-ness) as another Go map type.
+    pub fn retyped(&self, kind: MapKind) -> Map {
+        Map {
+            kind,
+            entries: Rc::clone(&self.entries),
+            nil: self.nil,
         }
     }
 
@@ -501,10 +563,7 @@ impl Value {
     /// The same map re-typed as Helm's named `common.Values` (shares the entries).
     pub fn into_values(self) -> Value {
         match self {
-            Value::Map(m) => Value::Map(Map {
-                kind: MapKind::Values,
-                entries: m.entries.clone(),
-            }),
+            Value::Map(m) => Value::Map(m.retyped(MapKind::Values)),
             other => other,
         }
     }

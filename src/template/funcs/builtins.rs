@@ -296,6 +296,7 @@ fn slice(item: &Value, indexes: &[Value]) -> Result<Value, FuncError> {
         Value::List(l) => Value::List(crate::template::value::List {
             kind: l.kind,
             items: Rc::new(l.items[from..to].to_vec()),
+            nil: l.nil,
         }),
         Value::Bytes(b) => Value::Bytes(b[from..to].into()),
         _ => Value::Nil,
@@ -378,7 +379,8 @@ fn eq(arg1: &Value, rest: &[Value]) -> Result<bool, FuncError> {
 fn compare_other(a: &Value, b: &Value) -> Result<bool, FuncError> {
     match (a, b) {
         (Value::Nil, Value::Nil) => Ok(true),
-        (Value::Nil, _) | (_, Value::Nil) => Ok(false),
+        // A typed nil (nil map or slice) equals the untyped nil.
+        (Value::Nil, other) | (other, Value::Nil) => Ok(other.is_typed_nil()),
         (Value::List(_) | Value::Bytes(_), _) | (Value::Map(_), _) => {
             if a.type_name() != b.type_name() {
                 // Go formats the first value with %s (so `%!s(int=1)` markers appear).

@@ -39,7 +39,9 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "set",
         Func::pure(&[MapAny, String, Any], |a| {
-            let m = as_map(&a[0]).ok_or_else(|| FuncError::msg("assignment to entry in nil map"))?;
+            let m = as_map(&a[0])
+                .filter(|m| !m.nil)
+                .ok_or_else(|| FuncError::msg("assignment to entry in nil map"))?;
             m.insert(arg_str(&a[1]), a[2].clone());
             Ok(plain(m))
         }),
@@ -120,9 +122,10 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
         map.insert(
             name,
             Func::pure_variadic(&[MapAny], MapAny, move |a| {
+                // mergo gives a nil destination a new map (the caller's stays nil).
                 let dst = match as_map(&a[0]) {
-                    Some(m) => m.clone(),
-                    None => Map::new(MapKind::Any, BTreeMap::new()),
+                    Some(m) if !m.nil => m.clone(),
+                    _ => Map::new(MapKind::Any, BTreeMap::new()),
                 };
                 let mut merged = HashSet::new();
                 for src in a.get(1..).unwrap_or_default().iter().filter_map(as_map) {
@@ -154,10 +157,7 @@ fn as_map(v: &Value) -> Option<&Map> {
 
 /// The same map typed as the plain `map[string]interface {}` sprig's signatures return.
 fn plain(m: &Map) -> Value {
-    Value::Map(Map {
-        kind: MapKind::Any,
-        entries: Rc::clone(&m.entries),
-    })
+    Value::Map(m.retyped(MapKind::Any))
 }
 
 /// A new `map[string]interface {}` with the entries whose keys pass `keep`.
@@ -236,7 +236,7 @@ fn merge_into(dst: &Map, src: &Map, overwrite: bool, merged: &mut HashSet<(usize
         let dv = dst.get(&key);
         match (&dv, &sv) {
             (Some(Value::Map(dm)), Value::Map(sm))
-                if dm.kind != MapKind::String && sm.kind != MapKind::String =>
+                if dm.kind != MapKind::String && sm.kind != MapKind::String && !dm.nil =>
             {
                 // Deeply nested maps recurse deeply: grow the stack instead of overflowing.
                 stacker::maybe_grow(64 * 1024, 1024 * 1024, || merge_into(dm, sm, overwrite, merged));
@@ -273,6 +273,9 @@ fn deep_copy_value(v: &Value, copies: &mut HashMap<usize, Map>) -> Value {
             if let Some(done) = copies.get(&map_id(m)) {
                 return Value::Map(done.clone());
             }
+            if m.nil {
+                return Value::nil_map(m.kind);
+            }
             let copy = Map::new(m.kind, BTreeMap::new());
             copies.insert(map_id(m), copy.clone());
             for (k, x) in m.snapshot() {
@@ -284,6 +287,7 @@ fn deep_copy_value(v: &Value, copies: &mut HashMap<usize, Map>) -> Value {
         Value::List(l) => Value::List(List {
             kind: l.kind,
             items: Rc::new(l.items.iter().map(|x| deep_copy_at(x, copies)).collect()),
+            nil: l.nil,
         }),
         other => other.clone(),
     }

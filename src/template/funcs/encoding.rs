@@ -12,7 +12,7 @@ use crate::encoding::json::{self, JsonError, Style};
 use crate::encoding::{toml_emit, toml_load, yaml_emit, yaml_load};
 use crate::template::error::FuncError;
 use crate::template::funcs::{FuncEnv, FuncMap, arg_str, helm};
-use crate::template::value::{GoType, Value};
+use crate::template::value::{GoType, ListKind, MapKind, Value};
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     let _ = env;
@@ -146,9 +146,8 @@ pub fn from_json_map(text: &str) -> Value {
             Some(e) => with_error(m.entries.borrow().clone(), &e.to_string()),
             None => Value::Map(m),
         },
-        // Go leaves a nil map, which prints `map[]` but encodes as `null`. We return an empty
-        // map: a typed-nil object would be refused by functions taking maps (`hasKey`, `get`).
-        ("null", _) => Value::empty_map(),
+        // Go leaves a nil map: it prints `map[]` but encodes as `null`.
+        ("null", _) => Value::nil_map(MapKind::Any),
         (kind, _) => with_error(BTreeMap::new(), &type_error(kind, "map[string]interface {}")),
     }
 }
@@ -165,7 +164,7 @@ pub fn from_json_array(text: &str) -> Value {
         Ok(json::Decoded { value, .. }) => match value {
             v @ Value::List(_) => v,
             // Go's nil slice (see `from_json_map` on nil maps).
-            _ => Value::list(Vec::new()),
+            _ => Value::nil_list(ListKind::Any),
         },
     }
 }

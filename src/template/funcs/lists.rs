@@ -68,6 +68,10 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
             name,
             Func::pure(&[Any], |a| {
                 let items = elements(&a[0], "Cannot find rest on type")?;
+                // sprig returns a nil `[]interface {}` for an empty list.
+                if items.is_empty() {
+                    return Ok(Value::nil_list(ListKind::Any));
+                }
                 Ok(Value::list(items.into_iter().skip(1).collect()))
             }),
         );
@@ -77,6 +81,9 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
             name,
             Func::pure(&[Any], |a| {
                 let mut items = elements(&a[0], "Cannot find initial on type")?;
+                if items.is_empty() {
+                    return Ok(Value::nil_list(ListKind::Any));
+                }
                 items.pop();
                 Ok(Value::list(items))
             }),
@@ -239,10 +246,7 @@ fn scalar_key(v: &Value) -> Option<Option<ScalarKey>> {
 /// A slice value of the same Go type as `like`, holding `items`.
 fn same_kind(like: &Value, items: Vec<Value>) -> Value {
     match like {
-        Value::List(l) => Value::List(List {
-            kind: l.kind,
-            items: Rc::new(items),
-        }),
+        Value::List(l) => Value::List(List::new(l.kind, items)),
         Value::Bytes(_) => Value::Bytes(
             items
                 .iter()
@@ -269,6 +273,10 @@ fn slice(list: &Value, indices: &[Value]) -> Result<Value, FuncError> {
             )));
         }
     };
+    // sprig answers an empty list with an untyped nil, before looking at the indices.
+    if items.is_empty() {
+        return Ok(Value::Nil);
+    }
     let len = items.len() as i64;
     let start = indices.first().map_or(0, cast_to_int);
     let end = indices.get(1).map_or(len, cast_to_int);
@@ -370,10 +378,7 @@ fn chunk(size: i64, list: &Value) -> Result<Value, FuncError> {
         }
         chunks.push(Value::list(part));
     }
-    Ok(Value::List(List {
-        kind: ListKind::AnyList,
-        items: Rc::new(chunks),
-    }))
+    Ok(Value::List(List::new(ListKind::AnyList, chunks)))
 }
 
 #[cfg(test)]

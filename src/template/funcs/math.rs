@@ -260,10 +260,10 @@ fn until_step(start: i64, stop: i64, step: i64) -> Result<Vec<i64>, FuncError> {
 
 /// A Go `[]int`.
 fn int_list(items: Vec<i64>) -> Value {
-    Value::List(List {
-        kind: ListKind::Int,
-        items: Rc::new(items.into_iter().map(Value::Int).collect()),
-    })
+    Value::List(List::new(
+        ListKind::Int,
+        items.into_iter().map(Value::Int).collect(),
+    ))
 }
 
 /// sprig's `seq`: `seq end`, `seq start end` or `seq start step end`, inclusive, counting

@@ -170,10 +170,7 @@ mod tests {
             Value::Bytes(vec![0xc3, 0x28, b' '].into()),
             Value::list(vec![Value::Nil, Value::Int(1), Value::from("a"), Value::Int(1)]),
             Value::string_list(vec!["b".into(), "a".into()]),
-            Value::List(List {
-                kind: ListKind::AnyList,
-                items: std::rc::Rc::new(vec![Value::list(vec![])]),
-            }),
+            Value::List(List::new(ListKind::AnyList, vec![Value::list(vec![])])),
             Value::empty_map(),
             Value::Map(cyclic),
             Value::Map(Map::new(MapKind::String, BTreeMap::new())),

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use crate::template::error::FuncError;
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_int, arg_str};
-use crate::template::value::{GoType, List, ListKind, Value};
+use crate::template::value::{GoType, ListKind, Value};
 
 /// A compiled Go regexp.
 pub struct GoRegex {
@@ -156,10 +156,7 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
 
 /// A nil `[]string` (prints `[]`, encodes as `null`).
 fn nil_strings() -> Value {
-    Value::List(List {
-        kind: ListKind::String,
-        items: Rc::new(Vec::new()),
-    })
+    Value::nil_list(ListKind::String)
 }
 
 /// `FindAllStringIndex(s, n)`: `None` (nil) when `n == 0` or nothing matches.

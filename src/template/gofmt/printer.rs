@@ -285,6 +285,15 @@ impl Printer {
             Value::Float(x) => self.fmt_float_verb(*x, verb, v),
             Value::String(s) => self.fmt_string_verb(s.as_bytes(), verb, v),
             Value::Bytes(b) => self.fmt_bytes(b, verb, "[]byte", depth),
+            // `%#v` spells a typed nil as `T(nil)`.
+            Value::List(l) if l.nil && self.f.sharp_v => {
+                self.write(&v.type_name());
+                self.write("(nil)");
+            }
+            Value::Map(m) if m.nil && self.f.sharp_v => {
+                self.write(&v.type_name());
+                self.write("(nil)");
+            }
             Value::List(l) => {
                 if self.f.sharp_v {
                     self.write(&v.type_name());

@@ -7,7 +7,6 @@ use serde_json::Value as Json;
 
 use super::{sprint, sprintf, sprintln};
 use crate::template::value::{List, ListKind, Map, MapKind, Value};
-use std::rc::Rc;
 
 fn arg(j: &Json) -> Value {
     let t = j["t"].as_str().unwrap_or_default();
@@ -39,10 +38,7 @@ fn arg(j: &Json) -> Value {
         "string" => Value::from(v.as_str().unwrap_or_default()),
         "bytes" => Value::Bytes(v.as_str().unwrap_or_default().as_bytes().into()),
         "list" => Value::list(items()),
-        "slist" => Value::List(List {
-            kind: ListKind::String,
-            items: Rc::new(items()),
-        }),
+        "slist" => Value::List(List::new(ListKind::String, items())),
         "map" => Value::map(ents()),
         "smap" => Value::Map(Map::new(MapKind::String, ents())),
         other => panic!("unknown arg type {other}"),

@@ -392,7 +392,7 @@ impl<'a, 's> State<'a, 's> {
                 let val = self.eval_pipeline(dot, &a.pipe)?;
                 if a.pipe.decl.is_empty() {
                     self.at = At::Node(node);
-                    print_value(&val, out);
+                    print_value(&val, out).map_err(|e| self.errorf(e.to_string()))?;
                 }
                 self.check_output(out)
             }
@@ -1070,12 +1070,13 @@ impl CallContext for State<'_, '_> {
 }
 
 /// Writes an action's value like Go's `printValue`: invalid values print `<no value>`.
-fn print_value(val: &EVal, out: &mut String) {
+fn print_value(val: &EVal, out: &mut String) -> Result<(), gofmt::CycleError> {
     match &val.v {
         Value::Nil => out.push_str(NO_VALUE),
         Value::String(s) => out.push_str(s),
-        v => out.push_str(&gofmt::format_action_value(v)),
+        v => out.push_str(&gofmt::try_format_action_value(v)?),
     }
+    Ok(())
 }
 
 /// Runs `f` on a stack with room to spare, growing it on the heap when deep recursion

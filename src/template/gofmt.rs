@@ -11,8 +11,14 @@ pub use escape::{html_escape, js_escape, query_escape};
 pub use float::format_float;
 pub use quote::{is_print, quote, quote_bytes, quote_rune};
 
+pub use printer::CycleError;
+
 use crate::template::value::Value;
 use printer::Printer;
+
+// The plain functions below never fail: a value that contains itself prints its repeated map
+// as `...`. The `try_` forms report that cycle instead, for output a user sees (an action's
+// text, `print`, `printf`, `println`), where Go would crash.
 
 /// Go's `fmt.Sprint` of one value: `%v` (`<nil>`, `map[a:1]`, `[a b]`, `1e+06`).
 pub fn format_value(v: &Value) -> String {
@@ -21,16 +27,23 @@ pub fn format_value(v: &Value) -> String {
     p.finish()
 }
 
+/// [`format_value`], or the cycle that keeps it from being printed.
+pub fn try_format_value(v: &Value) -> Result<String, CycleError> {
+    let mut p = Printer::new();
+    p.print_arg(v, 'v');
+    p.finish_checked()
+}
+
 /// How text/template prints an action's value: like [`format_value`], except that a struct
 /// whose `String` method has a pointer receiver uses it (the executor takes the address of
-/// addressable values before printing).
-pub fn format_action_value(v: &Value) -> String {
+/// addressable values before printing). A value that contains itself is an error.
+pub fn try_format_action_value(v: &Value) -> Result<String, CycleError> {
     if let Value::Object(o) = v
         && let Some(s) = o.addressable_stringer()
     {
-        return s;
+        return Ok(s);
     }
-    format_value(v)
+    try_format_value(v)
 }
 
 /// Go's `fmt.Sprint`: operands in `%v`, a space between two operands when neither is a string.
@@ -38,6 +51,27 @@ pub fn sprint(args: &[Value]) -> String {
     let mut p = Printer::new();
     p.sprint(args);
     p.finish()
+}
+
+/// [`sprint`], or the cycle that keeps it from being printed.
+pub fn try_sprint(args: &[Value]) -> Result<String, CycleError> {
+    let mut p = Printer::new();
+    p.sprint(args);
+    p.finish_checked()
+}
+
+/// [`sprintln`], or the cycle that keeps it from being printed.
+pub fn try_sprintln(args: &[Value]) -> Result<String, CycleError> {
+    let mut p = Printer::new();
+    p.sprintln(args);
+    p.finish_checked()
+}
+
+/// [`sprintf`], or the cycle that keeps it from being printed.
+pub fn try_sprintf(format: &str, args: &[Value]) -> Result<String, CycleError> {
+    let mut p = Printer::new();
+    p.sprintf(format, args);
+    p.finish_checked()
 }
 
 /// Go's `fmt.Sprintln`: operands in `%v` separated by spaces, then a newline.

@@ -30,16 +30,21 @@ pub fn register(map: &mut FuncMap) {
     );
     map.insert(
         "print",
-        Func::pure_variadic(&[], Any, |args| Ok(Value::from(gofmt::sprint(args)))),
+        Func::pure_variadic(&[], Any, |args| {
+            Ok(Value::from(gofmt::try_sprint(args).map_err(printing)?))
+        }),
     );
     map.insert(
         "println",
-        Func::pure_variadic(&[], Any, |args| Ok(Value::from(gofmt::sprintln(args)))),
+        Func::pure_variadic(&[], Any, |args| {
+            Ok(Value::from(gofmt::try_sprintln(args).map_err(printing)?))
+        }),
     );
     map.insert(
         "printf",
         Func::pure_variadic(&[String], Any, |args| {
-            Ok(Value::from(gofmt::sprintf(super::arg_str(&args[0]), &args[1..])))
+            let text = gofmt::try_sprintf(super::arg_str(&args[0]), &args[1..]).map_err(printing)?;
+            Ok(Value::from(text))
         }),
     );
     map.insert(
@@ -339,6 +344,11 @@ fn bad_comparison(a: &Value, b: &Value) -> FuncError {
         a.type_name(),
         b.type_name()
     ))
+}
+
+/// A value that contains itself reaches a print function.
+fn printing(e: gofmt::CycleError) -> FuncError {
+    FuncError::msg(e.to_string())
 }
 
 fn eq(arg1: &Value, rest: &[Value]) -> Result<bool, FuncError> {

@@ -4,6 +4,7 @@
 
 use std::rc::Rc;
 
+use crate::template::error::FuncError;
 use crate::template::funcs::strings::{strslice, strval};
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_str};
 use crate::template::gofmt;
@@ -29,7 +30,16 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
             Ok(Value::Int64(parse_int(&text, 8).unwrap_or(0)))
         }),
     );
-    map.insert("toString", Func::pure(&[Any], |a| Ok(Value::from(strval(&a[0])))));
+    map.insert(
+        "toString",
+        Func::pure(&[Any], |a| match &a[0] {
+            // Containers may contain themselves: report that instead of printing forever.
+            v @ (Value::List(_) | Value::Map(_)) => gofmt::try_format_value(v)
+                .map(Value::from)
+                .map_err(|e| FuncError::msg(e.to_string())),
+            v => Ok(Value::from(strval(v))),
+        }),
+    );
     map.insert(
         "toStrings",
         Func::pure(&[Any], |a| Ok(Value::string_list(strslice(&a[0])))),

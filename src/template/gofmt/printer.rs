@@ -35,7 +35,30 @@ pub struct Printer {
     f: Flags,
     /// Set while printing a bad-verb marker: Stringers are not consulted then.
     erroring: bool,
+    /// The maps being printed: meeting one again means the value contains itself, which Go
+    /// would print forever (until its stack overflows).
+    open_maps: std::collections::HashSet<usize>,
+    /// The Go type of the first map found to contain itself.
+    cycle: Option<String>,
 }
+
+/// A value that contains itself cannot be printed (Go recurses until the process crashes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CycleError {
+    pub type_name: String,
+}
+
+impl std::fmt::Display for CycleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot print a value that contains itself (a cycle through {})",
+            self.type_name
+        )
+    }
+}
+
+impl std::error::Error for CycleError {}
 
 impl Printer {
     pub fn new() -> Printer {
@@ -43,6 +66,16 @@ impl Printer {
             buf: Vec::new(),
             f: Flags::default(),
             erroring: false,
+            open_maps: std::collections::HashSet::new(),
+            cycle: None,
+        }
+    }
+
+    /// The text, or the cycle that made it incomplete (the text then elides the repeated map).
+    pub fn finish_checked(self) -> Result<String, CycleError> {
+        match self.cycle.clone() {
+            Some(type_name) => Err(CycleError { type_name }),
+            None => Ok(self.finish()),
         }
     }
 
@@ -264,8 +297,37 @@ impl Printer {
         self.print_value(arg, verb, 0);
     }
 
+    /// A map's `%v`/`%#v` form: `map[k:v …]` or `T{"k":v, …}`, keys in sorted order.
+    fn print_map(&mut self, m: &crate::template::value::Map, v: &Value, verb: char, depth: usize) {
+        let entries = m.snapshot();
+        if self.f.sharp_v {
+            self.write(&v.type_name());
+            self.buf.push(b'{');
+        } else {
+            self.write("map[");
+        }
+        for (k, (key, val)) in entries.iter().enumerate() {
+            if k > 0 {
+                if self.f.sharp_v {
+                    self.write(", ");
+                } else {
+                    self.buf.push(b' ');
+                }
+            }
+            self.fmt_string_verb(key.as_bytes(), verb, &Value::from(key.as_str()));
+            self.buf.push(b':');
+            self.print_value(val, verb, depth + 1);
+        }
+        self.buf.push(if self.f.sharp_v { b'}' } else { b']' });
+    }
+
     /// Prints an operand or an element of one (Go's `printValue`): nil elements are `<nil>`.
     fn print_value(&mut self, v: &Value, verb: char, depth: usize) {
+        // Deeply nested values recurse deeply: grow the stack instead of overflowing.
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.print_value_inner(v, verb, depth))
+    }
+
+    fn print_value_inner(&mut self, v: &Value, verb: char, depth: usize) {
         match v {
             Value::Nil => {
                 if depth == 0 {
@@ -317,26 +379,14 @@ impl Printer {
                 }
             }
             Value::Map(m) => {
-                let entries = m.snapshot();
-                if self.f.sharp_v {
-                    self.write(&v.type_name());
-                    self.buf.push(b'{');
-                } else {
-                    self.write("map[");
+                let id = std::rc::Rc::as_ptr(&m.entries) as *const () as usize;
+                if !self.open_maps.insert(id) {
+                    self.cycle.get_or_insert_with(|| v.type_name());
+                    self.write("...");
+                    return;
                 }
-                for (k, (key, val)) in entries.iter().enumerate() {
-                    if k > 0 {
-                        if self.f.sharp_v {
-                            self.write(", ");
-                        } else {
-                            self.buf.push(b' ');
-                        }
-                    }
-                    self.fmt_string_verb(key.as_bytes(), verb, &Value::from(key.as_str()));
-                    self.buf.push(b':');
-                    self.print_value(val, verb, depth + 1);
-                }
-                self.buf.push(if self.f.sharp_v { b'}' } else { b']' });
+                self.print_map(m, v, verb, depth);
+                self.open_maps.remove(&id);
             }
             Value::Object(o) => {
                 if !self.erroring

@@ -73,3 +73,41 @@ fn matches_go_fmt() {
         failures.iter().take(40).cloned().collect::<Vec<_>>().join("\n")
     );
 }
+
+#[test]
+fn a_map_that_contains_itself_is_an_error_not_endless_output() {
+    let m = Map::new(MapKind::Any, BTreeMap::from([("x".to_string(), Value::Int(1))]));
+    m.insert("self", Value::list(vec![Value::Map(m.clone())]));
+    let v = Value::Map(m);
+    let err = super::try_format_value(&v).expect_err("a cycle is reported");
+    assert_eq!(err.type_name, "map[string]interface {}");
+    assert!(super::try_sprintf("%v", std::slice::from_ref(&v)).is_err());
+    assert!(super::try_sprint(std::slice::from_ref(&v)).is_err());
+    // The infallible form still terminates, eliding the repeated map.
+    assert_eq!(super::format_value(&v), "map[self:[...] x:1]");
+}
+
+#[test]
+fn a_map_shared_twice_is_not_a_cycle() {
+    let inner = Value::map(BTreeMap::from([("a".to_string(), Value::Int(1))]));
+    let outer = Value::list(vec![inner.clone(), inner]);
+    assert_eq!(
+        super::try_format_value(&outer).as_deref(),
+        Ok("[map[a:1] map[a:1]]")
+    );
+}
+
+#[test]
+fn very_deep_values_print_without_overflowing_the_stack() {
+    let handle = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(|| {
+            let mut v = Value::Nil;
+            for _ in 0..50_000 {
+                v = Value::list(vec![v]);
+            }
+            super::format_value(&v).len()
+        })
+        .expect("thread starts");
+    assert_eq!(handle.join().ok(), Some(50_000 * 2 + "<nil>".len()));
+}

@@ -21,14 +21,20 @@ pub fn format_value(v: &Value) -> String {
     p.finish()
 }
 
-/// How text/template prints an action's value: like [`format_value`], except that a struct
-/// whose `String` method has a pointer receiver uses it (the executor takes the address of
-/// addressable values before printing).
-pub fn format_action_value(v: &Value) -> String {
-    if let Value::Object(o) = v
+/// How text/template prints an action's value: like [`format_value`], except that an
+/// `addressable` struct whose `String` method has a pointer receiver uses it (the executor
+/// takes the address of addressable values before printing), and a pointer prints the value
+/// it points to.
+pub fn format_action_value(v: &Value, addressable: bool) -> String {
+    if addressable
+        && let Value::Object(o) = v
         && let Some(s) = o.addressable_stringer()
     {
         return s;
+    }
+    let mut p = Printer::new();
+    if p.print_pointee(v) {
+        return p.finish();
     }
     format_value(v)
 }

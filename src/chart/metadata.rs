@@ -438,6 +438,7 @@ fn scalar_string(v: &Value, at: &str) -> Result<Option<String>, DecodeError> {
         Value::Bool(b) => b.to_string(),
         Value::Int(i) | Value::Int64(i) => i.to_string(),
         Value::Uint8(u) => u.to_string(),
+        Value::Uint64(u) => u.to_string(),
         Value::Float(f) => format_float32_g(*f),
         other => return Err(type_error(other, at, "string")),
     }))
@@ -455,7 +456,7 @@ fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Nil => "null",
         Value::Bool(_) => "bool",
-        Value::Int(_) | Value::Int64(_) | Value::Uint8(_) | Value::Float(_) => "number",
+        Value::Int(_) | Value::Int64(_) | Value::Uint8(_) | Value::Uint64(_) | Value::Float(_) => "number",
         Value::String(_) | Value::Bytes(_) => "string",
         Value::List(_) => "array",
         Value::Map(_) | Value::Object(_) => "object",

@@ -233,6 +233,15 @@ impl Object for KubeVersion {
         KubeVersionStruct(self).to_string()
     }
 
+    fn fmt_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        Some(vec![
+            ("Version", Value::from(self.version.as_str())),
+            ("normalizedVersion", Value::from(self.normalized.as_str())),
+            ("Major", Value::from(self.major.as_str())),
+            ("Minor", Value::from(self.minor.as_str())),
+        ])
+    }
+
     fn addressable_stringer(&self) -> Option<String> {
         Some(self.normalized.clone())
     }
@@ -392,13 +401,13 @@ impl Capabilities {
     }
 }
 
-/// `.Capabilities.HelmVersion` (Helm's `BuildInfo`).
+/// `.Capabilities.HelmVersion` (Helm's `version.BuildInfo`).
 #[derive(Debug, Clone)]
 struct BuildInfo;
 
 impl Object for BuildInfo {
     fn type_name(&self) -> String {
-        "common.BuildInfo".into()
+        "version.BuildInfo".into()
     }
 
     fn kind(&self) -> &'static str {
@@ -417,6 +426,21 @@ impl Object for BuildInfo {
 
     fn format(&self) -> String {
         "{v4.2   go1.26.6 v1.36}".into()
+    }
+
+    fn fmt_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        Some(
+            [
+                "Version",
+                "GitCommit",
+                "GitTreeState",
+                "GoVersion",
+                "KubeClientVersion",
+            ]
+            .into_iter()
+            .map(|name| (name, self.field(name).unwrap_or(Value::Nil)))
+            .collect(),
+        )
     }
 
     fn to_data(&self) -> Value {
@@ -452,6 +476,15 @@ impl Object for Capabilities {
             KubeVersionStruct(&self.kube_version),
             self.api_versions.format(),
             BuildInfo.format()
+        )
+    }
+
+    fn fmt_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        Some(
+            ["KubeVersion", "APIVersions", "HelmVersion"]
+                .into_iter()
+                .map(|name| (name, self.field(name).unwrap_or(Value::Nil)))
+                .collect(),
         )
     }
 

@@ -179,6 +179,7 @@ fn to_json(v: &Value) -> Json {
         Value::Bool(b) => Json::Bool(*b),
         Value::Int(i) | Value::Int64(i) => Json::from(*i),
         Value::Uint8(u) => Json::from(*u),
+        Value::Uint64(u) => Json::from(*u),
         Value::Float(f) => serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number),
         Value::String(s) => Json::String(s.to_string()),
         Value::Bytes(b) => {

@@ -335,6 +335,7 @@ fn value_to_json(v: &crate::template::Value) -> serde_json::Value {
         Value::Bool(b) => (*b).into(),
         Value::Int(i) | Value::Int64(i) => (*i).into(),
         Value::Uint8(u) => (*u).into(),
+        Value::Uint64(u) => (*u).into(),
         Value::Float(f) => {
             serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number)
         }

@@ -123,6 +123,9 @@ impl Encoder {
             Value::Uint8(u) => {
                 let _ = write!(self.out, "{u}");
             }
+            Value::Uint64(u) => {
+                let _ = write!(self.out, "{u}");
+            }
             Value::Float(f) => self.out.push_str(&format_float(*f)?),
             Value::String(s) => write_string(&mut self.out, s, self.style.escape_html),
             Value::Bytes(b) => {

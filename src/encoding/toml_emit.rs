@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use crate::encoding::toml_load::{LOCAL_DATE, LOCAL_DATETIME, LOCAL_TIME};
+use crate::template::funcs::dates::{self, GoTime, Zone};
 use crate::template::value::Value;
 
 /// Why a value cannot be written as TOML; `Display` is BurntSushi's error text.
@@ -196,6 +198,9 @@ fn element(out: &mut String, v: &Value, depth: usize) -> Result<(), TomlError> {
         Value::Uint8(u) => {
             let _ = write!(out, "{u}");
         }
+        Value::Uint64(u) => {
+            let _ = write!(out, "{u}");
+        }
         Value::Float(f) => out.push_str(&float(*f)),
         Value::String(s) => out.push_str(&quote(s)),
         Value::Bytes(b) => out.push_str(&quote(&String::from_utf8_lossy(b))),
@@ -212,6 +217,7 @@ fn element(out: &mut String, v: &Value, depth: usize) -> Result<(), TomlError> {
             }
             out.push(']');
         }
+        Value::Object(_) if let Some(t) = dates::as_time(v) => out.push_str(&datetime(&t)),
         Value::Map(_) | Value::Object(_) => {
             // Inline tables keep the encoder's order too: plain values, then tables. A
             // separator follows every plain entry but the group's last (nil entries, skipped,
@@ -244,6 +250,18 @@ fn element(out: &mut String, v: &Value, depth: usize) -> Result<(), TomlError> {
         }
     }
     Ok(())
+}
+
+/// A `time.Time` as the encoder writes it: RFC 3339 with nanoseconds, or, for the decoder's
+/// local kinds, the TOML form of that kind (read in UTC).
+fn datetime(t: &GoTime) -> String {
+    let layout = match t.zone.name.as_str() {
+        LOCAL_DATETIME => "2006-01-02T15:04:05.999999999",
+        LOCAL_DATE => "2006-01-02",
+        LOCAL_TIME => "15:04:05.999999999",
+        _ => return t.format("2006-01-02T15:04:05.999999999Z07:00"),
+    };
+    t.in_zone(Zone::utc()).format(layout)
 }
 
 fn float(f: f64) -> String {

@@ -1,12 +1,21 @@
 //! TOML decoding as Helm's `fromToml` sees it (BurntSushi/toml into `map[string]interface {}`):
-//! integers are `int64`, floats `float64`, tables maps, arrays lists. Error texts follow the
+//! integers are `int64`, floats `float64`, tables maps, arrays `[]interface {}`, arrays of
+//! tables `[]map[string]interface {}`, date-times `time.Time` (local ones in the library's
+//! [`LOCAL_DATETIME`], [`LOCAL_DATE`] and [`LOCAL_TIME`] locations). Error texts follow the
 //! library's `toml: line N (last key "k"): …` shape for the common mistakes.
-//!
-//! Not covered: date-times decode to their text (Go gives `time.Time`).
 
 use std::collections::BTreeMap;
 
-use crate::template::value::Value;
+use crate::template::funcs::dates::{self, Zone};
+use crate::template::value::{List, ListKind, Value};
+
+/// The location of a local date-time (`1979-05-27T07:32:00`): a fixed zone at offset 0 whose
+/// name prints where a zone abbreviation would.
+pub const LOCAL_DATETIME: &str = "datetime-local";
+/// The location of a local date (`1979-05-27`, midnight).
+pub const LOCAL_DATE: &str = "date-local";
+/// The location of a local time (`07:32:00`, on January 1 of year 0).
+pub const LOCAL_TIME: &str = "time-local";
 
 /// A document that cannot be decoded; `Display` is the library's message.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -104,13 +113,21 @@ impl Table {
                     let v = match item {
                         Item::Value(v) => v,
                         Item::Table(t) => t.into_value(),
-                        Item::Array(ts) => Value::list(ts.into_iter().map(Table::into_value).collect()),
+                        Item::Array(ts) => table_array(ts),
                     };
                     (k, v)
                 })
                 .collect(),
         )
     }
+}
+
+/// An array of tables (`[[name]]`): a `[]map[string]interface {}`.
+fn table_array(tables: Vec<Table>) -> Value {
+    Value::List(List::new(
+        ListKind::MapAny,
+        tables.into_iter().map(Table::into_value).collect(),
+    ))
 }
 
 struct Parser {
@@ -356,7 +373,7 @@ impl Parser {
                     items.push(match item {
                         Item::Value(v) => v,
                         Item::Table(t) => t.into_value(),
-                        Item::Array(ts) => Value::list(ts.into_iter().map(Table::into_value).collect()),
+                        Item::Array(ts) => table_array(ts),
                     });
                     self.skip_array_space();
                     match self.bump() {
@@ -470,9 +487,45 @@ impl Parser {
             return Ok(Item::Value(Value::Float(f)));
         }
         if is_datetime(&word) {
-            return Ok(Item::Value(Value::from(word)));
+            return self.datetime(&word).map(Item::Value);
         }
         Err(self.err(&format!("expected value but found {word:?} instead")))
+    }
+
+    /// A date-time, date or time as a `time.Time`: the library tries these layouts in turn
+    /// (the ones without seconds are TOML 1.1), after upper-casing `t`/`z` and turning the
+    /// space between date and time into `T`.
+    fn datetime(&self, word: &str) -> Result<Value, TomlParseError> {
+        let text: String = word
+            .chars()
+            .map(|c| match c {
+                't' | ' ' => 'T',
+                'z' => 'Z',
+                c => c,
+            })
+            .collect();
+        let local = |name: &str| Zone::fixed(name, 0, name);
+        let layouts = [
+            ("2006-01-02T15:04:05.999999999Z07:00", dates::local_zone()),
+            ("2006-01-02T15:04:05.999999999", local(LOCAL_DATETIME)),
+            ("2006-01-02", local(LOCAL_DATE)),
+            ("15:04:05.999999999", local(LOCAL_TIME)),
+            ("2006-01-02T15:04Z07:00", dates::local_zone()),
+            ("2006-01-02T15:04", local(LOCAL_DATETIME)),
+            ("15:04", local(LOCAL_TIME)),
+        ];
+        for (layout, zone) in layouts {
+            if let Ok(t) = dates::parse_in_location(layout, &text, &zone) {
+                if missing_leading_zero(&text, layout) {
+                    break;
+                }
+                return Ok(dates::time_value(t));
+            }
+        }
+        Err(self.err(&format!(
+            "invalid datetime: {}",
+            crate::template::gofmt::quote(&text)
+        )))
     }
 
     fn integer(&self, word: &str) -> Result<Option<Value>, TomlParseError> {
@@ -646,14 +699,29 @@ fn is_float(word: &str) -> bool {
         && !body.ends_with('.')
 }
 
+/// Go's parser accepts one-digit hours; TOML does not. The separators of the layout must sit
+/// at the same places in the text, up to the fraction or the zone.
+fn missing_leading_zero(text: &str, layout: &str) -> bool {
+    for (i, c) in layout.bytes().enumerate() {
+        if c == b'.' || c == b'Z' {
+            return false;
+        }
+        if !c.is_ascii_digit() && text.as_bytes().get(i) != Some(&c) {
+            return true;
+        }
+    }
+    false
+}
+
+/// The lexer takes digits followed by `-` or `:` for a date-time (the parser then checks it
+/// against the layouts), and reads on over digits and `-:.+ TtZz`.
 fn is_datetime(word: &str) -> bool {
-    let b = word.as_bytes();
-    let date = b.len() >= 10 && b[4] == b'-' && b[7] == b'-';
-    let time = b.len() >= 8 && b[2] == b':' && b[5] == b':';
-    (date || time)
+    let first_other = word.bytes().find(|c| !c.is_ascii_digit());
+    word.starts_with(|c: char| c.is_ascii_digit())
+        && matches!(first_other, Some(b'-' | b':'))
         && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | ':' | '.' | '+' | ' '))
+            .bytes()
+            .all(|c| c.is_ascii_digit() || b"-:.+ TtZz".contains(&c))
 }
 
 #[cfg(test)]
@@ -681,6 +749,54 @@ mod tests {
         assert_eq!(
             j("ml = \"\"\"\nl1\nl2\"\"\"\nh = 0xff"),
             r#"{"h":255,"ml":"l1\nl2"}"#
+        );
+    }
+
+    #[test]
+    fn arrays_of_tables_are_map_slices() {
+        let Ok(Value::Map(m)) = parse("[[arr]]\nq = 1\n[[arr]]\nq = 2\ninline = [{q = 1}]\n") else {
+            panic!("a table");
+        };
+        let arr = m.get("arr").map(|v| v.type_name());
+        assert_eq!(arr.as_deref(), Some("[]map[string]interface {}"));
+        let inline = m
+            .get("arr")
+            .and_then(|v| v.as_list().and_then(|l| l.items.get(1).cloned()));
+        let inline = inline.and_then(|t| t.as_map().and_then(|t| t.get("inline")));
+        assert_eq!(inline.map(|v| v.type_name()).as_deref(), Some("[]interface {}"));
+    }
+
+    #[test]
+    fn datetimes_are_times_in_their_locations() {
+        let shown = |text: &str| match parse(text) {
+            Ok(Value::Map(m)) => m
+                .snapshot()
+                .into_iter()
+                .map(|(k, v)| format!("{k}={}", crate::template::gofmt::format_value(&v)))
+                .collect::<Vec<_>>()
+                .join("|"),
+            Ok(_) => "not a table".into(),
+            Err(e) => e.to_string(),
+        };
+        assert_eq!(
+            shown(
+                "a = 1979-05-27T07:32:00+07:00\nb = 1979-05-27 07:32:00z\nc = 1979-05-27\nd = 07:32:00.5\ne = 1979-05-27T07:32"
+            ),
+            "a=1979-05-27 07:32:00 +0700 +0700|b=1979-05-27 07:32:00 +0000 UTC|\
+             c=1979-05-27 00:00:00 +0000 date-local|d=0000-01-01 07:32:00.5 +0000 time-local|\
+             e=1979-05-27 07:32:00 +0000 datetime-local"
+        );
+        assert_eq!(
+            shown("a = 7:32:00"),
+            "toml: line 1 (last key \"a\"): invalid datetime: \"7:32:00\""
+        );
+        assert_eq!(
+            shown("a = 2023-02-29 10:00:00"),
+            "toml: line 1 (last key \"a\"): invalid datetime: \"2023-02-29T10:00:00\""
+        );
+        assert_eq!(
+            j("d = 1979-05-27T07:32:00.999"),
+            r#"{"d":"1979-05-27T07:32:00.999Z"}"#
         );
     }
 

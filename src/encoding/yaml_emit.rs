@@ -136,6 +136,7 @@ fn json_node(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEm
         Value::Bool(b) => Node::Bool(*b),
         Value::Int(i) | Value::Int64(i) => Node::Int(*i),
         Value::Uint8(u) => Node::Int(i64::from(*u)),
+        Value::Uint64(u) => resolve_json_number(&u.to_string()),
         Value::Float(f) => resolve_json_number(&json::format_float(*f)?),
         Value::String(s) => {
             check_reader_chars(s)?;

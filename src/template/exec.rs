@@ -185,12 +185,20 @@ struct EVal {
     v: Value,
     /// The static type is `interface{}` (the value came out of a map or slice element).
     iface: bool,
+    /// Go can take the value's address: a field reached through a pointer (variables and
+    /// `with` keep it so; function results and interface values are copies). Printing it
+    /// uses a `String` method with a pointer receiver.
+    addressable: bool,
 }
 
 impl EVal {
     /// A concrete value; `Value::Nil` here is Go's invalid value.
     fn concrete(v: Value) -> EVal {
-        EVal { v, iface: false }
+        EVal {
+            v,
+            iface: false,
+            addressable: false,
+        }
     }
 
     fn invalid() -> EVal {
@@ -443,6 +451,7 @@ impl<'a, 's> State<'a, 's> {
                     let elem = EVal {
                         v: item.clone(),
                         iface: elem_iface,
+                        addressable: false,
                     };
                     if self.range_iteration(b, EVal::concrete(Value::Int(i as i64)), elem, mark, out)? {
                         break;
@@ -463,7 +472,11 @@ impl<'a, 's> State<'a, 's> {
                 let elem_iface = m.kind != MapKind::String;
                 for (k, v) in m.snapshot() {
                     ran = true;
-                    let elem = EVal { v, iface: elem_iface };
+                    let elem = EVal {
+                        v,
+                        iface: elem_iface,
+                        addressable: false,
+                    };
                     if self.range_iteration(b, EVal::concrete(Value::from(k)), elem, mark, out)? {
                         break;
                     }
@@ -496,7 +509,7 @@ impl<'a, 's> State<'a, 's> {
                     }
                 }
             }
-            Value::Int(_) | Value::Int64(_) | Value::Uint8(_) => {
+            Value::Int(_) | Value::Int64(_) | Value::Uint8(_) | Value::Uint64(_) => {
                 if b.pipe.decl.len() > 1 {
                     return Err(self.errorf(format!(
                         "can't use {} to iterate over more than one variable",
@@ -507,6 +520,8 @@ impl<'a, 's> State<'a, 's> {
                     Value::Int(n) => (n, Value::Int),
                     Value::Int64(n) => (n, Value::Int64),
                     Value::Uint8(n) => (i64::from(n), |i| Value::Uint8(i as u8)),
+                    // More iterations than an i64 counts could never finish anyway.
+                    Value::Uint64(n) => (i64::try_from(n).unwrap_or(i64::MAX), |i| Value::Uint64(i as u64)),
                     _ => (0, Value::Int),
                 };
                 for i in 0..n.max(0) {
@@ -599,8 +614,9 @@ impl<'a, 's> State<'a, 's> {
         let mut value: Option<EVal> = None;
         for cmd in &pipe.cmds {
             let v = self.eval_command(dot, cmd, value.take())?;
-            // Go unwraps interface values between stages: a nil interface becomes invalid.
-            value = Some(EVal::concrete(v.v));
+            // Go unwraps interface values between stages: a nil interface becomes invalid,
+            // and the value inside is a copy. Other values stay as they are (addressable).
+            value = Some(if v.iface { EVal::concrete(v.v) } else { v });
         }
         let value = value.unwrap_or_else(EVal::invalid);
         for var in &pipe.decl {
@@ -758,7 +774,13 @@ impl<'a, 's> State<'a, 's> {
                         let _ = v;
                         Err(self.errorf(format!("{name} has arguments but cannot be invoked as function")))
                     }
-                    Some(v) => Ok(EVal::concrete(v)),
+                    // A field of a struct behind a pointer is addressable, and so are the
+                    // fields of an addressable struct.
+                    Some(v) => Ok(EVal {
+                        v,
+                        iface: false,
+                        addressable: o.kind() == "ptr" || (receiver.addressable && !receiver.iface),
+                    }),
                     None => Err(self.errorf(format!(
                         "can't evaluate field {name} in type {}",
                         receiver.static_type()
@@ -783,12 +805,17 @@ impl<'a, 's> State<'a, 's> {
                 }
                 let elem_iface = m.kind != MapKind::String;
                 match m.get(name) {
-                    Some(v) => Ok(EVal { v, iface: elem_iface }),
+                    Some(v) => Ok(EVal {
+                        v,
+                        iface: elem_iface,
+                        addressable: false,
+                    }),
                     None => match self.set.missing_key {
                         MissingKey::Default => Ok(EVal::invalid()),
                         MissingKey::Zero => Ok(EVal {
                             v: m.zero_elem(),
                             iface: elem_iface,
+                            addressable: false,
                         }),
                         MissingKey::Error => {
                             Err(self.errorf(format!("map has no entry for key {}", gofmt::quote(name))))
@@ -869,7 +896,11 @@ impl<'a, 's> State<'a, 's> {
         match (func.imp)(self, &argv) {
             Ok(v) => {
                 let iface = v.is_nil();
-                Ok(EVal { v, iface })
+                Ok(EVal {
+                    v,
+                    iface,
+                    addressable: false,
+                })
             }
             Err(mut cause) => {
                 // Go's `call` is told the callee's source text, which its error names.
@@ -1074,7 +1105,7 @@ fn print_value(val: &EVal, out: &mut String) -> Result<(), gofmt::CycleError> {
     match &val.v {
         Value::Nil => out.push_str(NO_VALUE),
         Value::String(s) => out.push_str(s),
-        v => out.push_str(&gofmt::try_format_action_value(v)?),
+        v => out.push_str(&gofmt::try_format_action_value(v, val.addressable && !val.iface)?),
     }
     Ok(())
 }

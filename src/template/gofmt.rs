@@ -34,14 +34,20 @@ pub fn try_format_value(v: &Value) -> Result<String, CycleError> {
     p.finish_checked()
 }
 
-/// How text/template prints an action's value: like [`format_value`], except that a struct
-/// whose `String` method has a pointer receiver uses it (the executor takes the address of
-/// addressable values before printing). A value that contains itself is an error.
-pub fn try_format_action_value(v: &Value) -> Result<String, CycleError> {
-    if let Value::Object(o) = v
+/// How text/template prints an action's value: like [`format_value`], except that an
+/// `addressable` struct whose `String` method has a pointer receiver uses it (the executor
+/// takes the address of addressable values before printing), and a pointer prints the value
+/// it points to. A value that contains itself is an error.
+pub fn try_format_action_value(v: &Value, addressable: bool) -> Result<String, CycleError> {
+    if addressable
+        && let Value::Object(o) = v
         && let Some(s) = o.addressable_stringer()
     {
         return Ok(s);
+    }
+    let mut p = Printer::new();
+    if p.print_pointee(v) {
+        return p.finish_checked();
     }
     try_format_value(v)
 }

@@ -24,6 +24,8 @@ pub enum Value {
     Int64(i64),
     /// Go `uint8` (`index "abc" 1`).
     Uint8(u8),
+    /// Go `uint64` (Masterminds semver's `Major`/`Minor`/`Patch`).
+    Uint64(u64),
     /// Go `float64` (every number from YAML/JSON values).
     Float(f64),
     String(Rc<str>),
@@ -56,6 +58,8 @@ pub enum ListKind {
     Int,
     /// `[][]interface {}` (sprig `chunk`)
     AnyList,
+    /// `[]map[string]interface {}` (`fromToml`'s arrays of tables)
+    MapAny,
 }
 
 /// A Go map with string keys. Keys iterate in byte order, which is how Go's `range`, `fmt` and
@@ -95,6 +99,12 @@ pub trait Object {
     }
     /// Go's `%v` rendering (the `String()` method for Stringers, struct layout otherwise).
     fn format(&self) -> String;
+    /// For structs and pointers to structs: the fields in declaration order, with their Go
+    /// names, which `fmt` prints one by one (the verb applies to each; `%+v` adds the names,
+    /// `%#v` writes Go syntax). `None` leaves printing to [`Object::format`].
+    fn fmt_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        None
+    }
     /// The `String()` result when the Go type is a `fmt.Stringer`.
     fn stringer(&self) -> Option<String> {
         None
@@ -318,6 +328,7 @@ impl Value {
             Value::Int(_) => "int".into(),
             Value::Int64(_) => "int64".into(),
             Value::Uint8(_) => "uint8".into(),
+            Value::Uint64(_) => "uint64".into(),
             Value::Float(_) => "float64".into(),
             Value::String(_) => "string".into(),
             Value::Bytes(_) => "[]uint8".into(),
@@ -326,6 +337,7 @@ impl Value {
                 ListKind::String => "[]string",
                 ListKind::Int => "[]int",
                 ListKind::AnyList => "[][]interface {}",
+                ListKind::MapAny => "[]map[string]interface {}",
             }
             .into(),
             Value::Map(m) => match m.kind {
@@ -346,6 +358,7 @@ impl Value {
             Value::Int(_) => "int",
             Value::Int64(_) => "int64",
             Value::Uint8(_) => "uint8",
+            Value::Uint64(_) => "uint64",
             Value::Float(_) => "float64",
             Value::String(_) => "string",
             Value::Bytes(_) | Value::List(_) => "slice",
@@ -361,6 +374,7 @@ impl Value {
             Value::Bool(b) => *b,
             Value::Int(i) | Value::Int64(i) => *i != 0,
             Value::Uint8(u) => *u != 0,
+            Value::Uint64(u) => *u != 0,
             Value::Float(f) => *f != 0.0,
             Value::String(s) => !s.is_empty(),
             Value::Bytes(b) => !b.is_empty(),
@@ -386,6 +400,7 @@ fn deep_equal_seen(a: &Value, b: &Value, seen: &mut std::collections::HashSet<(u
         (Value::Bool(a), Value::Bool(b)) => a == b,
         (Value::Int(a), Value::Int(b)) | (Value::Int64(a), Value::Int64(b)) => a == b,
         (Value::Uint8(a), Value::Uint8(b)) => a == b,
+        (Value::Uint64(a), Value::Uint64(b)) => a == b,
         // DeepEqual uses ==, so NaN != NaN.
         (Value::Float(a), Value::Float(b)) => a == b,
         (Value::String(a), Value::String(b)) => a == b,
@@ -521,6 +536,7 @@ impl fmt::Debug for Value {
             Value::Int(i) => write!(f, "Int({i})"),
             Value::Int64(i) => write!(f, "Int64({i})"),
             Value::Uint8(u) => write!(f, "Uint8({u})"),
+            Value::Uint64(u) => write!(f, "Uint64({u})"),
             Value::Float(x) => write!(f, "Float({x:?})"),
             Value::String(s) => write!(f, "String({s:?})"),
             Value::Bytes(b) => write!(f, "Bytes({b:?})"),

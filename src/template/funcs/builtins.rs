@@ -166,6 +166,8 @@ fn index_arg(index: &Value, cap: usize) -> Result<usize, FuncError> {
     let x = match index {
         Value::Int(i) | Value::Int64(i) => *i,
         Value::Uint8(u) => i64::from(*u),
+        // Go converts with int64(index.Uint()), which wraps.
+        Value::Uint64(u) => *u as i64,
         Value::Nil => return Err(FuncError::msg("cannot index slice/array with nil")),
         other => {
             return Err(FuncError::msg(format!(
@@ -323,17 +325,20 @@ fn basic_kind(v: &Value) -> Kind {
     match v {
         Value::Bool(_) => Kind::Bool,
         Value::Int(_) | Value::Int64(_) => Kind::Int,
-        Value::Uint8(_) => Kind::Uint,
+        Value::Uint8(_) | Value::Uint64(_) => Kind::Uint,
         Value::Float(_) => Kind::Float,
         Value::String(_) => Kind::String,
         _ => Kind::Other,
     }
 }
 
-fn int_of(v: &Value) -> i64 {
+/// An integer of either signedness, exactly: text/template compares a signed and an unsigned
+/// integer by value (a negative int is less than every uint).
+fn int_of(v: &Value) -> i128 {
     match v {
-        Value::Int(i) | Value::Int64(i) => *i,
-        Value::Uint8(u) => i64::from(*u),
+        Value::Int(i) | Value::Int64(i) => i128::from(*i),
+        Value::Uint8(u) => i128::from(*u),
+        Value::Uint64(u) => i128::from(*u),
         _ => 0,
     }
 }

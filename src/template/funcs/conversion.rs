@@ -53,6 +53,8 @@ pub fn to_int64(v: &Value) -> i64 {
     match v {
         Value::Int(i) | Value::Int64(i) => *i,
         Value::Uint8(u) => i64::from(*u),
+        // Go's int64(uint64) wraps.
+        Value::Uint64(u) => *u as i64,
         Value::Float(f) => float_to_int64(*f),
         Value::String(s) => parse_int(trim_zero_decimal(s), 0).unwrap_or(0),
         Value::Bool(b) => i64::from(*b),
@@ -66,6 +68,7 @@ pub fn to_float64(v: &Value) -> f64 {
     match v {
         Value::Int(i) | Value::Int64(i) => *i as f64,
         Value::Uint8(u) => f64::from(*u),
+        Value::Uint64(u) => *u as f64,
         Value::Float(f) => *f,
         Value::String(s) => parse_float(s).unwrap_or(0.0),
         Value::Bool(b) => f64::from(u8::from(*b)),

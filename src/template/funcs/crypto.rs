@@ -42,6 +42,12 @@ impl Object for Certificate {
     fn format(&self) -> String {
         format!("{{{} {}}}", self.cert, self.key)
     }
+    fn fmt_fields(&self) -> Option<Vec<(&'static str, Value)>> {
+        Some(vec![
+            ("Cert", Value::from(self.cert.as_str())),
+            ("Key", Value::from(self.key.as_str())),
+        ])
+    }
     fn to_data(&self) -> Value {
         let mut m = BTreeMap::new();
         m.insert("Cert".to_string(), Value::from(self.cert.as_str()));

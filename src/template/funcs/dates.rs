@@ -40,6 +40,16 @@ fn local() -> Zone {
     Zone::fixed("Local", 0, "UTC")
 }
 
+/// Go's `time.Local`: the renderer runs in UTC, as the oracle does.
+pub fn local_zone() -> Zone {
+    local()
+}
+
+/// `time.ParseInLocation(layout, value, zone)`; the error is Go's message.
+pub fn parse_in_location(layout: &str, value: &str, zone: &Zone) -> Result<GoTime, String> {
+    time::parse(layout, value, zone)
+}
+
 /// Go's zero `time.Time{}` (January 1, year 1, UTC).
 fn zero_time() -> GoTime {
     GoTime {
@@ -54,7 +64,7 @@ pub fn time_value(t: GoTime) -> Value {
 }
 
 /// The `time.Time` inside a value, if it holds one.
-fn as_time(v: &Value) -> Option<GoTime> {
+pub fn as_time(v: &Value) -> Option<GoTime> {
     match v {
         Value::Object(o) => o.as_any().downcast_ref::<TimeObject>().map(|t| t.0.clone()),
         _ => None,
@@ -282,6 +292,7 @@ impl Object for TimeObject {
                     .saturating_mul(1_000_000_000)
                     .saturating_add(i64::from(t.nanos)),
             ),
+            "Location" => Value::Object(Rc::new(LocationObject(t.zone.name.clone()))),
             "UTC" => time_value(t.in_zone(Zone::utc())),
             "Local" => time_value(t.in_zone(local())),
             "IsZero" => Value::Bool(t.unix == zero_time().unix && t.nanos == 0),
@@ -311,6 +322,35 @@ impl Object for TimeObject {
     /// `MarshalJSON`: RFC 3339 with nanoseconds.
     fn to_data(&self) -> Value {
         Value::from(self.0.format("2006-01-02T15:04:05.999999999Z07:00"))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A `*time.Location`: it prints its name.
+struct LocationObject(String);
+
+impl Object for LocationObject {
+    fn type_name(&self) -> String {
+        "*time.Location".into()
+    }
+
+    fn kind(&self) -> &'static str {
+        "ptr"
+    }
+
+    fn field(&self, name: &str) -> Option<Value> {
+        (name == "String").then(|| Value::from(self.0.as_str()))
+    }
+
+    fn format(&self) -> String {
+        self.0.clone()
+    }
+
+    fn stringer(&self) -> Option<String> {
+        Some(self.0.clone())
     }
 
     fn as_any(&self) -> &dyn Any {

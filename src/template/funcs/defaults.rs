@@ -54,6 +54,7 @@ pub fn is_empty(v: &Value) -> bool {
         Value::Bool(b) => !b,
         Value::Int(i) | Value::Int64(i) => *i == 0,
         Value::Uint8(u) => *u == 0,
+        Value::Uint64(u) => *u == 0,
         Value::Float(f) => *f == 0.0,
         Value::String(s) => s.is_empty(),
         Value::Bytes(b) => b.is_empty(),

@@ -223,6 +223,7 @@ enum ScalarKey {
     Int(i64),
     Int64(i64),
     Uint8(u8),
+    Uint64(u64),
     Float(u64),
     String(Rc<str>),
 }
@@ -235,6 +236,7 @@ fn scalar_key(v: &Value) -> Option<Option<ScalarKey>> {
         Value::Int(i) => ScalarKey::Int(*i),
         Value::Int64(i) => ScalarKey::Int64(*i),
         Value::Uint8(u) => ScalarKey::Uint8(*u),
+        Value::Uint64(u) => ScalarKey::Uint64(*u),
         Value::Float(f) if f.is_nan() => return Some(None),
         // 0.0 == -0.0 under `==`.
         Value::Float(f) => ScalarKey::Float(if *f == 0.0 { 0 } else { f.to_bits() }),
@@ -296,6 +298,8 @@ pub fn cast_to_int(v: &Value) -> i64 {
     match v {
         Value::Int(i) | Value::Int64(i) => *i,
         Value::Uint8(u) => i64::from(*u),
+        // Go's int(uint64) wraps.
+        Value::Uint64(u) => *u as i64,
         Value::Float(f) if f.is_finite() => *f as i64,
         Value::Bool(b) => i64::from(*b),
         Value::String(s) => parse_go_int(s.trim()).unwrap_or(0),

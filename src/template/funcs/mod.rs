@@ -178,6 +178,7 @@ pub fn arg_int(v: &Value) -> i64 {
     match v {
         Value::Int(i) | Value::Int64(i) => *i,
         Value::Uint8(u) => i64::from(*u),
+        Value::Uint64(u) => *u as i64,
         _ => 0,
     }
 }

@@ -79,10 +79,9 @@ impl Object for VersionObject {
     fn field(&self, name: &str) -> Option<Value> {
         let v = &self.v;
         Some(match name {
-            // Go returns uint64; int64 prints and compares the same for any real version.
-            "Major" => Value::Int64(v.major as i64),
-            "Minor" => Value::Int64(v.minor as i64),
-            "Patch" => Value::Int64(v.patch as i64),
+            "Major" => Value::Uint64(v.major),
+            "Minor" => Value::Uint64(v.minor),
+            "Patch" => Value::Uint64(v.patch),
             "Prerelease" => Value::from(v.pre.as_str()),
             "Metadata" => Value::from(v.metadata.as_str()),
             // Pointer-receiver methods are not in a plain struct's method set.

@@ -344,6 +344,7 @@ impl Printer {
             },
             Value::Int(i) | Value::Int64(i) => self.fmt_integer_verb(*i as u64, true, verb, v),
             Value::Uint8(u) => self.fmt_integer_verb(u64::from(*u), false, verb, v),
+            Value::Uint64(u) => self.fmt_integer_verb(*u, false, verb, v),
             Value::Float(x) => self.fmt_float_verb(*x, verb, v),
             Value::String(s) => self.fmt_string_verb(s.as_bytes(), verb, v),
             Value::Bytes(b) => self.fmt_bytes(b, verb, "[]byte", depth),
@@ -356,28 +357,7 @@ impl Printer {
                 self.write(&v.type_name());
                 self.write("(nil)");
             }
-            Value::List(l) => {
-                if self.f.sharp_v {
-                    self.write(&v.type_name());
-                    self.buf.push(b'{');
-                    for (k, item) in l.items.iter().enumerate() {
-                        if k > 0 {
-                            self.write(", ");
-                        }
-                        self.print_value(item, verb, depth + 1);
-                    }
-                    self.buf.push(b'}');
-                } else {
-                    self.buf.push(b'[');
-                    for (k, item) in l.items.iter().enumerate() {
-                        if k > 0 {
-                            self.buf.push(b' ');
-                        }
-                        self.print_value(item, verb, depth + 1);
-                    }
-                    self.buf.push(b']');
-                }
-            }
+            Value::List(l) => self.print_slice(&v.type_name(), &l.items, verb, depth),
             Value::Map(m) => {
                 let id = std::rc::Rc::as_ptr(&m.entries) as *const () as usize;
                 if !self.open_maps.insert(id) {
@@ -413,6 +393,27 @@ impl Printer {
                     self.buf.push(b']');
                     return;
                 }
+                if o.kind() == "slice"
+                    && let Value::List(l) = o.to_data()
+                {
+                    // Named slice types (`common.VersionSet`) print like their elements.
+                    self.print_slice(&o.type_name(), &l.items, verb, depth);
+                    return;
+                }
+                if let Some(fields) = o.fmt_fields() {
+                    let type_name = o.type_name();
+                    match type_name.strip_prefix('*') {
+                        // A pointer to a struct: `&{…}` as an operand; deeper down Go prints
+                        // the address, which differs on every run (ours is a placeholder).
+                        Some(pointee) if depth == 0 => {
+                            self.buf.push(b'&');
+                            self.print_struct(pointee, &fields, verb, depth + 1);
+                        }
+                        Some(_) => self.fmt_pointer(v, verb),
+                        None => self.print_struct(&type_name, &fields, verb, depth),
+                    }
+                    return;
+                }
                 // Structs apply the verb field by field; with string fields (all ours
                 // have) %s reads like %v.
                 if verb == 'v' || (verb == 's' && o.kind() == "struct") {
@@ -423,6 +424,66 @@ impl Printer {
                 }
             }
         }
+    }
+
+    /// A slice: `[a b]`, or `type{a, b}` under `%#v`; the verb applies to each element.
+    fn print_slice(&mut self, type_name: &str, items: &[Value], verb: char, depth: usize) {
+        if self.f.sharp_v {
+            self.write(type_name);
+            self.buf.push(b'{');
+        } else {
+            self.buf.push(b'[');
+        }
+        for (k, item) in items.iter().enumerate() {
+            if k > 0 {
+                if self.f.sharp_v {
+                    self.write(", ");
+                } else {
+                    self.buf.push(b' ');
+                }
+            }
+            self.print_value(item, verb, depth + 1);
+        }
+        self.buf.push(if self.f.sharp_v { b'}' } else { b']' });
+    }
+
+    /// A struct: `{a b}`, `{A:a B:b}` under `%+v`, `type{A:a, B:b}` under `%#v`; the verb
+    /// applies to each field.
+    fn print_struct(&mut self, type_name: &str, fields: &[(&'static str, Value)], verb: char, depth: usize) {
+        if self.f.sharp_v {
+            self.write(type_name);
+        }
+        self.buf.push(b'{');
+        for (k, (name, field)) in fields.iter().enumerate() {
+            if k > 0 {
+                if self.f.sharp_v {
+                    self.write(", ");
+                } else {
+                    self.buf.push(b' ');
+                }
+            }
+            if self.f.plus_v || self.f.sharp_v {
+                self.write(name);
+                self.buf.push(b':');
+            }
+            self.print_value(field, verb, depth + 1);
+        }
+        self.buf.push(b'}');
+    }
+
+    /// How text/template prints an action's value that is a pointer to a struct without a
+    /// `String` method: it prints the struct pointed to (`{…}`, not `&{…}`). `false` when
+    /// the value is not such a pointer.
+    pub fn print_pointee(&mut self, v: &Value) -> bool {
+        if let Value::Object(o) = v
+            && o.stringer().is_none()
+            && let Some(fields) = o.fmt_fields()
+            && let Some(pointee) = o.type_name().strip_prefix('*')
+        {
+            self.print_struct(pointee, &fields, 'v', 0);
+            return true;
+        }
+        false
     }
 
     /// `%!verb(type=value)` for an operand the verb does not apply to.
@@ -958,6 +1019,7 @@ fn int_from_arg(args: &[Value], arg_num: usize) -> (i64, bool, usize) {
     let (n, ok) = match arg {
         Value::Int(i) | Value::Int64(i) => (*i, true),
         Value::Uint8(u) => (i64::from(*u), true),
+        Value::Uint64(u) => i64::try_from(*u).map_or((0, false), |n| (n, true)),
         _ => (0, false),
     };
     if ok && n.unsigned_abs() > MAX_NUM as u64 {

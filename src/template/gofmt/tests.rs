@@ -29,6 +29,7 @@ fn arg(j: &Json) -> Value {
         "int" => Value::Int(v.as_i64().unwrap_or_default()),
         "int64" => Value::Int64(v.as_i64().unwrap_or_default()),
         "uint8" => Value::Uint8(v.as_u64().unwrap_or_default() as u8),
+        "uint64" => Value::Uint64(v.as_u64().unwrap_or_default()),
         "float" => Value::Float(match v.as_str().unwrap_or_default() {
             "inf" => f64::INFINITY,
             "-inf" => f64::NEG_INFINITY,

@@ -390,6 +390,8 @@ pub fn parse(layout: &str, value: &str, zone: &Zone) -> Result<GoTime, String> {
         (0i64, 1u32, 1u32, 0u32, 0u32, 0u32, 0u32);
     let mut pm: Option<bool> = None;
     let mut offset: Option<i32> = None;
+    // `Z` and `UTC` put the time in UTC itself, whatever the location asked for.
+    let mut utc = false;
     let mut yday: Option<u32> = None;
     // An unknown zone abbreviation: Go fabricates a zone of that name at offset 0.
     let mut abbrev: Option<String> = None;
@@ -501,11 +503,14 @@ pub fn parse(layout: &str, value: &str, zone: &Zone) -> Result<GoTime, String> {
                 trim,
                 sep: _,
             } => {
-                let Some(frac) = v.strip_prefix('.').or_else(|| v.strip_prefix(',')) else {
-                    if trim {
-                        l = after;
-                        continue;
-                    }
+                let frac = v.strip_prefix('.').or_else(|| v.strip_prefix(','));
+                // A trimmed fraction (`.999`) is omitted unless a digit follows the point.
+                let omitted = !frac.is_some_and(|f| f.starts_with(|c: char| c.is_ascii_digit()));
+                if trim && omitted {
+                    l = after;
+                    continue;
+                }
+                let Some(frac) = frac else {
                     return Err(fail(v, &elem));
                 };
                 let n = frac.bytes().take_while(u8::is_ascii_digit).count();
@@ -531,6 +536,7 @@ pub fn parse(layout: &str, value: &str, zone: &Zone) -> Result<GoTime, String> {
                 }
                 if &v[..n] == "UTC" {
                     offset = Some(0);
+                    utc = true;
                 } else {
                     abbrev = Some(v[..n].to_string());
                 }
@@ -544,6 +550,7 @@ pub fn parse(layout: &str, value: &str, zone: &Zone) -> Result<GoTime, String> {
             } => {
                 if z && let Some(r) = v.strip_prefix('Z') {
                     offset = Some(0);
+                    utc = true;
                     v = r;
                 } else {
                     let sign = match v.as_bytes().first() {
@@ -597,6 +604,7 @@ pub fn parse(layout: &str, value: &str, zone: &Zone) -> Result<GoTime, String> {
         + i64::from(minute) * 60
         + i64::from(second);
     let (unix, zone) = match offset {
+        Some(_) if utc => (local, Zone::utc()),
         Some(off) => {
             let unix = local - i64::from(off);
             let (zoff, _) = zone.lookup(unix);

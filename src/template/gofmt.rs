@@ -24,13 +24,13 @@ pub fn format_value(v: &Value) -> String {
 /// How text/template prints an action's value: like [`format_value`], except that a struct
 /// whose `String` method has a pointer receiver uses it (the executor takes the address of
 /// addressable values before printing).
-pub fn format_action_value(v: &Value) -> String {
+pub fn format_action_value(v: &Value) -> Vec<u8> {
     if let Value::Object(o) = v
         && let Some(s) = o.addressable_stringer()
     {
-        return s;
+        return s.into_bytes();
     }
-    format_value(v)
+    format_value_bytes(v)
 }
 
 /// Go's `fmt.Sprint`: operands in `%v`, a space between two operands when neither is a string.
@@ -50,8 +50,41 @@ pub fn sprintln(args: &[Value]) -> String {
 /// Go's `fmt.Sprintf`, error markers (`%!d(string=x)`, `%!(EXTRA …)`) included.
 pub fn sprintf(format: &str, args: &[Value]) -> String {
     let mut p = Printer::new();
-    p.sprintf(format, args);
+    p.sprintf(format.as_bytes(), args);
     p.finish()
+}
+
+/// [`sprint`] as the bytes Go prints: byte strings among the operands keep their bytes.
+pub fn sprint_bytes(args: &[Value]) -> Vec<u8> {
+    let mut p = Printer::new();
+    p.sprint(args);
+    p.finish_bytes()
+}
+
+/// [`sprint`] as a Go string value (see [`sprint_bytes`]).
+pub fn sprint_value(args: &[Value]) -> Value {
+    Value::from_go_bytes(sprint_bytes(args))
+}
+
+/// [`sprintln`] as a Go string value.
+pub fn sprintln_value(args: &[Value]) -> Value {
+    let mut p = Printer::new();
+    p.sprintln(args);
+    Value::from_go_bytes(p.finish_bytes())
+}
+
+/// [`sprintf`] as a Go string value, with the format given as Go string bytes.
+pub fn sprintf_value(format: &[u8], args: &[Value]) -> Value {
+    let mut p = Printer::new();
+    p.sprintf(format, args);
+    Value::from_go_bytes(p.finish_bytes())
+}
+
+/// [`format_value`] as the bytes Go prints (`%v`), byte strings included.
+pub fn format_value_bytes(v: &Value) -> Vec<u8> {
+    let mut p = Printer::new();
+    p.print_arg(v, 'v');
+    p.finish_bytes()
 }
 
 #[cfg(test)]

@@ -4,10 +4,10 @@
 
 use std::rc::Rc;
 
-use crate::template::funcs::strings::{strslice, strval};
+use crate::template::funcs::strings::{strslice_values, strval_value};
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_str};
 use crate::template::gofmt;
-use crate::template::value::{GoType, Value};
+use crate::template::value::{GoType, List, ListKind, Value};
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     let _ = env;
@@ -29,10 +29,15 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
             Ok(Value::Int64(parse_int(&text, 8).unwrap_or(0)))
         }),
     );
-    map.insert("toString", Func::pure(&[Any], |a| Ok(Value::from(strval(&a[0])))));
+    map.insert("toString", Func::pure(&[Any], |a| Ok(strval_value(&a[0]))));
     map.insert(
         "toStrings",
-        Func::pure(&[Any], |a| Ok(Value::string_list(strslice(&a[0])))),
+        Func::pure(&[Any], |a| {
+            Ok(Value::List(List {
+                kind: ListKind::String,
+                items: Rc::new(strslice_values(&a[0])),
+            }))
+        }),
     );
 }
 

@@ -46,11 +46,17 @@ impl Printer {
         }
     }
 
+    /// The printed text; bytes that are not UTF-8 (from byte strings) become U+FFFD each.
     pub fn finish(self) -> String {
         match String::from_utf8(self.buf) {
             Ok(s) => s,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            Err(e) => crate::template::value::go_lossy(e.as_bytes()).into_owned(),
         }
+    }
+
+    /// The printed bytes, as Go's `Sprint*` return them (a Go string, maybe not UTF-8).
+    pub fn finish_bytes(self) -> Vec<u8> {
+        self.buf
     }
 
     fn write(&mut self, s: &str) {
@@ -61,7 +67,7 @@ impl Printer {
     pub fn sprint(&mut self, args: &[Value]) {
         let mut prev_string = false;
         for (i, arg) in args.iter().enumerate() {
-            let is_string = matches!(arg, Value::String(_));
+            let is_string = matches!(arg, Value::String(_) | Value::ByteString(_));
             if i > 0 && !is_string && !prev_string {
                 self.buf.push(b' ');
             }
@@ -82,8 +88,8 @@ impl Printer {
     }
 
     /// `fmt.Sprintf`.
-    pub fn sprintf(&mut self, format: &str, args: &[Value]) {
-        let fmt = format.as_bytes();
+    pub fn sprintf(&mut self, format: &[u8], args: &[Value]) {
+        let fmt = format;
         let end = fmt.len();
         let mut arg_num = 0usize;
         let mut reordered = false;
@@ -284,6 +290,7 @@ impl Printer {
             Value::Uint8(u) => self.fmt_integer_verb(u64::from(*u), false, verb, v),
             Value::Float(x) => self.fmt_float_verb(*x, verb, v),
             Value::String(s) => self.fmt_string_verb(s.as_bytes(), verb, v),
+            Value::ByteString(b) => self.fmt_string_verb(b, verb, v),
             Value::Bytes(b) => self.fmt_bytes(b, verb, "[]byte", depth),
             Value::List(l) => {
                 if self.f.sharp_v {

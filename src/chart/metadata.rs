@@ -457,7 +457,7 @@ fn json_kind(v: &Value) -> &'static str {
         Value::Nil => "null",
         Value::Bool(_) => "bool",
         Value::Int(_) | Value::Int64(_) | Value::Uint8(_) | Value::Uint64(_) | Value::Float(_) => "number",
-        Value::String(_) | Value::Bytes(_) => "string",
+        Value::String(_) | Value::ByteString(_) | Value::Bytes(_) => "string",
         Value::List(_) => "array",
         Value::Map(_) | Value::Object(_) => "object",
     }

@@ -10,7 +10,7 @@ use base64::Engine as _;
 use crate::chart::glob::Glob;
 use crate::template::funcs::{Func, arg_str, helm::to_yaml_trimmed};
 use crate::template::gofmt;
-use crate::template::value::{GoType, ListKind, Object, Value};
+use crate::template::value::{GoType, List, ListKind, Object, Value, go_lossy};
 
 /// `.Files`: a chart's non-template files (`map[string][]byte` with methods).
 #[derive(Debug, Clone, Default)]
@@ -60,9 +60,12 @@ impl Files {
         let Some(data) = self.get(name) else {
             return Value::string_list(Vec::new());
         };
-        let text = String::from_utf8_lossy(data);
-        let text = text.strip_suffix('\n').unwrap_or(&text);
-        Value::string_list(text.split('\n').map(str::to_string).collect())
+        // Go splits `string(data)`: a line of binary data is a byte string.
+        let text = data.strip_suffix(b"\n").unwrap_or(data);
+        Value::List(List::new(
+            ListKind::String,
+            text.split(|&b| b == b'\n').map(Value::from_go_bytes).collect(),
+        ))
     }
 }
 
@@ -83,11 +86,10 @@ impl Object for Files {
         let this = self.clone();
         let f = match name {
             "Get" => Func::pure(&[GoType::String], move |args| {
-                let data = this.get(arg_str(&args[0]));
-                Ok(Value::from(
-                    data.map(|d| String::from_utf8_lossy(d).into_owned())
-                        .unwrap_or_default(),
-                ))
+                // Go's `string(data)`: binary content stays bytes (a byte string).
+                Ok(this
+                    .get(arg_str(&args[0]))
+                    .map_or_else(|| Value::from(""), |d| Value::from_go_bytes(&d[..])))
             }),
             "GetBytes" => Func::pure(&[GoType::String], move |args| {
                 Ok(Value::Bytes(
@@ -104,7 +106,7 @@ impl Object for Files {
                     return Ok(Value::from(""));
                 }
                 Ok(Value::from(to_yaml_trimmed(
-                    &this.by_base_name(|d| String::from_utf8_lossy(d).into_owned()),
+                    &this.by_base_name(|d| go_lossy(d).into_owned()),
                 )))
             }),
             "AsSecrets" => Func::pure(&[], move |_| {
@@ -512,5 +514,49 @@ impl std::fmt::Display for KubeVersionStruct<'_> {
             "{{{} {} {} {}}}",
             kv.version, kv.normalized, kv.major, kv.minor
         )
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::error::FuncError;
+    use crate::template::funcs::CallContext;
+
+    struct NoContext;
+
+    impl CallContext for NoContext {
+        fn include(&mut self, _: &str, _: Value) -> Result<Vec<u8>, FuncError> {
+            Err(FuncError::msg("no include"))
+        }
+        fn tpl(&mut self, _: &str, _: Value) -> Result<Vec<u8>, FuncError> {
+            Err(FuncError::msg("no tpl"))
+        }
+    }
+
+    fn call(files: &Files, method: &str, name: &str) -> Value {
+        match files.method(method) {
+            Some(f) => (f.imp)(&mut NoContext, &[Value::from(name)]).unwrap_or(Value::Nil),
+            None => Value::Nil,
+        }
+    }
+
+    #[test]
+    fn binary_files_read_as_go_byte_strings() {
+        let files = Files::new(BTreeMap::from([
+            ("bin".to_string(), vec![0xff, b'a', b'\n', 0xc3, b'\n']),
+            ("txt".to_string(), "hé\n".as_bytes().to_vec()),
+        ]));
+        let got = call(&files, "Get", "bin");
+        assert!(matches!(&got, Value::ByteString(b) if b[..] == [0xff, b'a', b'\n', 0xc3, b'\n']));
+        assert_eq!(got.type_name(), "string");
+        assert_eq!(call(&files, "Get", "txt").as_str(), Some("hé\n"));
+        assert_eq!(call(&files, "Get", "missing").as_str(), Some(""));
+        let lines = call(&files, "Lines", "bin");
+        let items: Vec<Option<&[u8]>> = lines
+            .as_list()
+            .map(|l| l.items.iter().map(Value::go_str_bytes).collect())
+            .unwrap_or_default();
+        assert_eq!(items, [Some(&[0xff, b'a'][..]), Some(&[0xc3][..])]);
+        assert_eq!(lines.type_name(), "[]string");
     }
 }

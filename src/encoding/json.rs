@@ -128,6 +128,7 @@ impl Encoder {
             }
             Value::Float(f) => self.out.push_str(&format_float(*f)?),
             Value::String(s) => write_string(&mut self.out, s, self.style.escape_html),
+            Value::ByteString(b) => write_byte_string(&mut self.out, b, self.style.escape_html),
             Value::Bytes(b) => {
                 self.out.push('"');
                 self.out
@@ -213,6 +214,24 @@ impl Encoder {
 /// A JSON string literal as Go writes it.
 pub fn write_string(out: &mut String, s: &str, escape_html: bool) {
     out.push('"');
+    write_string_body(out, s, escape_html);
+    out.push('"');
+}
+
+/// A Go string that is not valid UTF-8, as `encoding/json` writes it: each invalid byte
+/// becomes the escape `\ufffd`.
+pub fn write_byte_string(out: &mut String, bytes: &[u8], escape_html: bool) {
+    out.push('"');
+    for chunk in bytes.utf8_chunks() {
+        write_string_body(out, chunk.valid(), escape_html);
+        for _ in chunk.invalid() {
+            out.push_str("\\ufffd");
+        }
+    }
+    out.push('"');
+}
+
+fn write_string_body(out: &mut String, s: &str, escape_html: bool) {
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -234,7 +253,6 @@ pub fn write_string(out: &mut String, s: &str, escape_html: bool) {
             c => out.push(c),
         }
     }
-    out.push('"');
 }
 
 /// Go's float64 encoding: shortest digits, `'f'` form unless the magnitude is below 1e-6 or
@@ -797,6 +815,14 @@ mod tests {
         let mut raw = String::new();
         write_string(&mut raw, "<&>", false);
         assert_eq!(raw, r#""<&>""#);
+    }
+
+    #[test]
+    fn byte_strings_write_each_invalid_byte_as_replacement_escape() {
+        let mut s = String::new();
+        write_byte_string(&mut s, b"<\xe2\x82\xff\xef\xbf\xbd", true);
+        // A valid U+FFFD stays literal; each invalid byte becomes the escape.
+        assert_eq!(s, "\"\\u003c\\ufffd\\ufffd\\ufffd\u{fffd}\"");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::encoding::toml_load::{LOCAL_DATE, LOCAL_DATETIME, LOCAL_TIME};
 use crate::template::funcs::dates::{self, GoTime, Zone};
-use crate::template::value::Value;
+use crate::template::value::{Value, go_lossy};
 
 /// Why a value cannot be written as TOML; `Display` is BurntSushi's error text.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -203,6 +203,7 @@ fn element(out: &mut String, v: &Value, depth: usize) -> Result<(), TomlError> {
         }
         Value::Float(f) => out.push_str(&float(*f)),
         Value::String(s) => out.push_str(&quote(s)),
+        Value::ByteString(b) => out.push_str(&quote(&go_lossy(b))),
         Value::Bytes(b) => out.push_str(&quote(&String::from_utf8_lossy(b))),
         Value::List(l) => {
             out.push('[');

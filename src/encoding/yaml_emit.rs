@@ -45,6 +45,9 @@ pub enum Node {
     Uint(u64),
     Float(f64),
     Str(String),
+    /// A string that is not valid UTF-8, which go-yaml v3 writes as a `!!binary` scalar: the
+    /// base64 text, broken into lines of 70 when longer than one line.
+    Binary(String),
     Seq(Vec<Node>),
     /// Entries in any order: the emitter sorts keys the way its go-yaml version does.
     Map(Vec<(String, Node)>),
@@ -138,10 +141,12 @@ fn json_node(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, YamlEm
         Value::Uint8(u) => Node::Int(i64::from(*u)),
         Value::Uint64(u) => resolve_json_number(&u.to_string()),
         Value::Float(f) => resolve_json_number(&json::format_float(*f)?),
-        Value::String(s) => {
-            check_reader_chars(s)?;
+        Value::String(_) | Value::ByteString(_) => {
+            // `encoding/json` writes each invalid byte of a byte string as `\ufffd`.
+            let s = v.go_str_lossy().unwrap_or_default();
+            check_reader_chars(&s)?;
             budget.nels += s.matches('\u{85}').count();
-            Node::Str(fold_line_breaks(s))
+            Node::Str(fold_line_breaks(&s))
         }
         Value::Bytes(b) => Node::Str(base64::engine::general_purpose::STANDARD.encode(b)),
         // Typed nils marshal as JSON `null`.
@@ -175,6 +180,7 @@ fn direct_inner(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, Yam
     Ok(match v {
         Value::Float(f) => Node::Float(*f),
         Value::String(s) => Node::Str(s.to_string()),
+        Value::ByteString(b) => Node::Binary(yaml_base64(b)),
         Value::List(l) => Node::Seq(
             l.items
                 .iter()
@@ -189,6 +195,22 @@ fn direct_inner(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, Yam
         },
         other => json_node(other, depth, budget)?,
     })
+}
+
+/// go-yaml v3's `encodeBase64`: standard base64, and when it is longer than one line of 70
+/// characters, every line (the last included) ends in a newline.
+fn yaml_base64(data: &[u8]) -> String {
+    const LINE: usize = 70;
+    let text = base64::engine::general_purpose::STANDARD.encode(data);
+    if text.len() < LINE {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + text.len() / LINE + 1);
+    for line in text.as_bytes().chunks(LINE) {
+        out.push_str(std::str::from_utf8(line).unwrap_or_default());
+        out.push('\n');
+    }
+    out
 }
 
 type Convert = fn(&Value, usize, &mut Build) -> Result<Node, YamlEmitError>;
@@ -897,6 +919,7 @@ impl Emitter {
             Node::Uint(u) => self.scalar_plain(&u.to_string(), simple_key),
             Node::Float(f) => self.scalar_plain(&format_float_g(*f), simple_key),
             Node::Str(s) => self.string(s, simple_key),
+            Node::Binary(text) => self.binary(text),
             Node::Seq(items) if items.is_empty() => self.empty_flow("[]"),
             Node::Map(entries) if entries.is_empty() => self.empty_flow("{}"),
             Node::Seq(items) => self.sequence(items, mapping_value),
@@ -940,6 +963,20 @@ impl Emitter {
                 self.write_indicator(":", true, false, true);
             }
             self.node(value, true, false);
+        }
+        self.indent = saved;
+    }
+
+    /// A `!!binary` scalar: the tag, then the base64 text plain, or as a literal block when
+    /// it spans lines.
+    fn binary(&mut self, text: &str) {
+        let saved = self.indent;
+        self.increase_indent(true, false);
+        self.write_indicator("!!binary", true, false, false);
+        if text.contains('\n') {
+            self.write_literal(text);
+        } else {
+            self.write_plain(text, true);
         }
         self.indent = saved;
     }

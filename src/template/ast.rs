@@ -154,11 +154,12 @@ pub enum Expr {
     Nil(Pos),
     Bool(Pos, bool),
     Number(Number),
-    /// A string or raw string literal: `text` is the unquoted value, `quoted` the source form.
+    /// A string or raw string literal: `value` is the unquoted Go string (a byte string when
+    /// `\x`/octal escapes leave invalid UTF-8), `quoted` the source form.
     String {
         pos: Pos,
         quoted: String,
-        text: Rc<str>,
+        value: crate::template::value::Value,
     },
     /// A function name.
     Identifier(Pos, String),

@@ -17,7 +17,7 @@ use crate::template::error::{Error, ExecError, ExecErrorKind, FuncError, ParseEr
 use crate::template::funcs::{CallContext, Func, FuncMap, Special};
 use crate::template::gofmt;
 use crate::template::parser;
-use crate::template::value::{GoType, ListKind, Map, MapKind, Value};
+use crate::template::value::{GoType, ListKind, Map, MapKind, Value, go_lossy};
 
 /// Go's limit on nested `{{template}}` calls.
 const MAX_EXEC_DEPTH: usize = 100_000;
@@ -152,11 +152,16 @@ impl Templates {
             });
         };
         let mut shared = Shared::new(self.step_budget);
-        let mut out = String::new();
+        let mut out = Vec::new();
         State::new(self, tree, &mut shared, EVal::concrete(data.clone()))
             .run(&mut out)
             .map_err(Error::Exec)?;
-        Ok(out)
+        // Go's output is bytes; byte strings printed by actions may leave invalid UTF-8,
+        // which reads as one U+FFFD per invalid byte (as Helm's callers see it).
+        Ok(match String::from_utf8(out) {
+            Ok(text) => text,
+            Err(e) => go_lossy(e.as_bytes()).into_owned(),
+        })
     }
 }
 
@@ -292,7 +297,7 @@ impl<'a, 's> State<'a, 's> {
     }
 
     /// Executes the whole tree.
-    fn run(&mut self, out: &mut String) -> Result<(), Box<ExecError>> {
+    fn run(&mut self, out: &mut Vec<u8>) -> Result<(), Box<ExecError>> {
         let dot = self.vars[0].1.clone();
         match self.walk_list(&dot, &self.tree.root, out) {
             Ok(()) => Ok(()),
@@ -333,7 +338,7 @@ impl<'a, 's> State<'a, 's> {
     }
 
     /// Stops templates whose output would exhaust memory.
-    fn check_output(&self, out: &str) -> R<()> {
+    fn check_output(&self, out: &[u8]) -> R<()> {
         if out.len() > MAX_OUTPUT_BYTES {
             return Err(self.errorf(format!("template output exceeds {MAX_OUTPUT_BYTES} bytes")));
         }
@@ -380,19 +385,19 @@ impl<'a, 's> State<'a, 's> {
 
     // ---- statements ----
 
-    fn walk_list(&mut self, dot: &EVal, list: &'a List, out: &mut String) -> R<()> {
+    fn walk_list(&mut self, dot: &EVal, list: &'a List, out: &mut Vec<u8>) -> R<()> {
         for node in &list.nodes {
             self.walk(dot, node, out)?;
         }
         Ok(())
     }
 
-    fn walk(&mut self, dot: &EVal, node: &'a Node, out: &mut String) -> R<()> {
+    fn walk(&mut self, dot: &EVal, node: &'a Node, out: &mut Vec<u8>) -> R<()> {
         self.at = At::Node(node);
         self.spend()?;
         match node {
             Node::Text(t) => {
-                out.push_str(&String::from_utf8_lossy(&t.text));
+                out.extend_from_slice(&t.text);
                 self.check_output(out)
             }
             Node::Comment(_) => Ok(()),
@@ -413,7 +418,7 @@ impl<'a, 's> State<'a, 's> {
         }
     }
 
-    fn walk_if_or_with(&mut self, is_with: bool, dot: &EVal, b: &'a Branch, out: &mut String) -> R<()> {
+    fn walk_if_or_with(&mut self, is_with: bool, dot: &EVal, b: &'a Branch, out: &mut Vec<u8>) -> R<()> {
         let mark = self.mark();
         let result = grow(|| {
             let val = self.eval_pipeline(dot, &b.pipe)?;
@@ -430,7 +435,7 @@ impl<'a, 's> State<'a, 's> {
         result
     }
 
-    fn walk_range(&mut self, node: &'a Node, dot: &EVal, b: &'a Branch, out: &mut String) -> R<()> {
+    fn walk_range(&mut self, node: &'a Node, dot: &EVal, b: &'a Branch, out: &mut Vec<u8>) -> R<()> {
         self.at = At::Node(node);
         let outer = self.mark();
         let result = self.range_body(dot, b, out);
@@ -438,7 +443,7 @@ impl<'a, 's> State<'a, 's> {
         result
     }
 
-    fn range_body(&mut self, dot: &EVal, b: &'a Branch, out: &mut String) -> R<()> {
+    fn range_body(&mut self, dot: &EVal, b: &'a Branch, out: &mut Vec<u8>) -> R<()> {
         let val = self.eval_pipeline(dot, &b.pipe)?;
         let mark = self.mark();
         let mut ran = false;
@@ -549,7 +554,7 @@ impl<'a, 's> State<'a, 's> {
         index: EVal,
         elem: EVal,
         mark: usize,
-        out: &mut String,
+        out: &mut Vec<u8>,
     ) -> R<bool> {
         let decl = &b.pipe.decl;
         if !decl.is_empty() {
@@ -580,7 +585,7 @@ impl<'a, 's> State<'a, 's> {
         }
     }
 
-    fn walk_template(&mut self, node: &'a Node, dot: &EVal, t: &'a TemplateCall, out: &mut String) -> R<()> {
+    fn walk_template(&mut self, node: &'a Node, dot: &EVal, t: &'a TemplateCall, out: &mut Vec<u8>) -> R<()> {
         self.at = At::Node(node);
         let Some(tree) = self.set.tree(&t.name) else {
             return Err(self.errorf(format!("template {} not defined", gofmt::quote(&t.name))));
@@ -653,7 +658,7 @@ impl<'a, 's> State<'a, 's> {
                     Expr::Dot(_) => Ok(dot.clone()),
                     Expr::Nil(_) => Err(self.errorf("nil is not a command")),
                     Expr::Number(n) => self.ideal_constant(first, n),
-                    Expr::String { text, .. } => Ok(EVal::concrete(Value::String(Rc::clone(text)))),
+                    Expr::String { value, .. } => Ok(EVal::concrete(value.clone())),
                     _ => Err(self.errorf(format!(
                         "can't evaluate command {}",
                         gofmt::quote(&first.to_string())
@@ -893,6 +898,7 @@ impl<'a, 's> State<'a, 's> {
                 cause: FuncError::msg("reflect: call of reflect.Value.Type on zero Value"),
             }));
         }
+        func.prepare_args(&mut argv);
         match (func.imp)(self, &argv) {
             Ok(v) => {
                 let iface = v.is_nil();
@@ -973,8 +979,8 @@ impl<'a, 's> State<'a, 's> {
                 GoType::Bool | GoType::Any | GoType::Reflect => Ok(Value::Bool(*b)),
                 _ => self.literal_mismatch(arg, typ),
             },
-            Expr::String { text, .. } => match typ {
-                GoType::String | GoType::Any | GoType::Reflect => Ok(Value::String(Rc::clone(text))),
+            Expr::String { value, .. } => match typ {
+                GoType::String | GoType::Any | GoType::Reflect => Ok(value.clone()),
                 _ => self.literal_mismatch(arg, typ),
             },
             Expr::Number(n) => match typ {
@@ -1055,7 +1061,7 @@ impl<'a, 's> State<'a, 's> {
 }
 
 impl CallContext for State<'_, '_> {
-    fn include(&mut self, name: &str, data: Value) -> Result<String, FuncError> {
+    fn include(&mut self, name: &str, data: Value) -> Result<Vec<u8>, FuncError> {
         let Some(tree) = self.set.tree(name) else {
             return Err(FuncError::NoTemplate {
                 name: name.to_string(),
@@ -1068,7 +1074,7 @@ impl CallContext for State<'_, '_> {
             )));
         }
         *count += 1;
-        let mut out = String::new();
+        let mut out = Vec::new();
         let result =
             grow(|| State::new(self.set, tree, &mut *self.shared, EVal::concrete(data)).run(&mut out));
         if let Some(count) = self.shared.includes.get_mut(name) {
@@ -1077,7 +1083,7 @@ impl CallContext for State<'_, '_> {
         result.map(|()| out).map_err(FuncError::Template)
     }
 
-    fn tpl(&mut self, text: &str, data: Value) -> Result<String, FuncError> {
+    fn tpl(&mut self, text: &str, data: Value) -> Result<Vec<u8>, FuncError> {
         let quoted = gofmt::quote(text);
         if self.shared.tpl_depth >= MAX_TPL_DEPTH {
             return Err(FuncError::msg(format!(
@@ -1090,24 +1096,44 @@ impl CallContext for State<'_, '_> {
             .map_err(|e| FuncError::msg(format!("cannot parse template {quoted}: {e}")))?;
         // Like Go, run the freshly parsed tree itself: an empty text that did not replace an
         // existing (outer tpl's) template of the same name still executes as empty.
-        let mut out = String::new();
+        let mut out = Vec::new();
         self.shared.tpl_depth += 1;
         let result = grow(|| State::new(&set, &tree, &mut *self.shared, EVal::concrete(data)).run(&mut out));
         self.shared.tpl_depth -= 1;
         result
             .map_err(|e| FuncError::msg(format!("error during tpl function execution for {quoted}: {e}")))?;
-        Ok(out.replace(NO_VALUE, ""))
+        Ok(remove_no_value(out))
     }
 }
 
 /// Writes an action's value like Go's `printValue`: invalid values print `<no value>`.
-fn print_value(val: &EVal, out: &mut String) -> Result<(), gofmt::CycleError> {
+fn print_value(val: &EVal, out: &mut Vec<u8>) -> Result<(), gofmt::CycleError> {
     match &val.v {
-        Value::Nil => out.push_str(NO_VALUE),
-        Value::String(s) => out.push_str(s),
-        v => out.push_str(&gofmt::try_format_action_value(v, val.addressable && !val.iface)?),
+        Value::Nil => out.extend_from_slice(NO_VALUE.as_bytes()),
+        Value::String(s) => out.extend_from_slice(s.as_bytes()),
+        Value::ByteString(b) => out.extend_from_slice(b),
+        v => out.extend_from_slice(&gofmt::try_format_action_value(v, val.addressable && !val.iface)?),
     }
     Ok(())
+}
+
+/// Go's `strings.ReplaceAll(out, "<no value>", "")` on output bytes.
+fn remove_no_value(out: Vec<u8>) -> Vec<u8> {
+    let needle = NO_VALUE.as_bytes();
+    if !out.windows(needle.len()).any(|w| w == needle) {
+        return out;
+    }
+    let mut kept = Vec::with_capacity(out.len());
+    let mut i = 0;
+    while i < out.len() {
+        if out.get(i..i + needle.len()) == Some(needle) {
+            i += needle.len();
+        } else {
+            kept.push(out[i]);
+            i += 1;
+        }
+    }
+    kept
 }
 
 /// Runs `f` on a stack with room to spare, growing it on the heap when deep recursion

@@ -18,7 +18,8 @@ use printer::Printer;
 
 // The plain functions below never fail: a value that contains itself prints its repeated map
 // as `...`. The `try_` forms report that cycle instead, for output a user sees (an action's
-// text, `print`, `printf`, `println`), where Go would crash.
+// text, `print`, `printf`, `println`, `toString`), where Go would crash. The `_value` forms
+// return Go strings, which keep the bytes of operands that are not UTF-8.
 
 /// Go's `fmt.Sprint` of one value: `%v` (`<nil>`, `map[a:1]`, `[a b]`, `1e+06`).
 pub fn format_value(v: &Value) -> String {
@@ -27,29 +28,36 @@ pub fn format_value(v: &Value) -> String {
     p.finish()
 }
 
-/// [`format_value`], or the cycle that keeps it from being printed.
-pub fn try_format_value(v: &Value) -> Result<String, CycleError> {
+/// [`format_value`] as the bytes Go prints (`%v`), byte strings included.
+pub fn format_value_bytes(v: &Value) -> Vec<u8> {
     let mut p = Printer::new();
     p.print_arg(v, 'v');
-    p.finish_checked()
+    p.finish_bytes()
+}
+
+/// [`format_value`] as a Go string, or the cycle that keeps it from being printed.
+pub fn try_format_value(v: &Value) -> Result<Value, CycleError> {
+    let mut p = Printer::new();
+    p.print_arg(v, 'v');
+    p.finish_checked().map(Value::from_go_bytes)
 }
 
 /// How text/template prints an action's value: like [`format_value`], except that an
 /// `addressable` struct whose `String` method has a pointer receiver uses it (the executor
 /// takes the address of addressable values before printing), and a pointer prints the value
 /// it points to. A value that contains itself is an error.
-pub fn try_format_action_value(v: &Value, addressable: bool) -> Result<String, CycleError> {
+pub fn try_format_action_value(v: &Value, addressable: bool) -> Result<Vec<u8>, CycleError> {
     if addressable
         && let Value::Object(o) = v
         && let Some(s) = o.addressable_stringer()
     {
-        return Ok(s);
+        return Ok(s.into_bytes());
     }
     let mut p = Printer::new();
-    if p.print_pointee(v) {
-        return p.finish_checked();
+    if !p.print_pointee(v) {
+        p.print_arg(v, 'v');
     }
-    try_format_value(v)
+    p.finish_checked()
 }
 
 /// Go's `fmt.Sprint`: operands in `%v`, a space between two operands when neither is a string.
@@ -57,27 +65,6 @@ pub fn sprint(args: &[Value]) -> String {
     let mut p = Printer::new();
     p.sprint(args);
     p.finish()
-}
-
-/// [`sprint`], or the cycle that keeps it from being printed.
-pub fn try_sprint(args: &[Value]) -> Result<String, CycleError> {
-    let mut p = Printer::new();
-    p.sprint(args);
-    p.finish_checked()
-}
-
-/// [`sprintln`], or the cycle that keeps it from being printed.
-pub fn try_sprintln(args: &[Value]) -> Result<String, CycleError> {
-    let mut p = Printer::new();
-    p.sprintln(args);
-    p.finish_checked()
-}
-
-/// [`sprintf`], or the cycle that keeps it from being printed.
-pub fn try_sprintf(format: &str, args: &[Value]) -> Result<String, CycleError> {
-    let mut p = Printer::new();
-    p.sprintf(format, args);
-    p.finish_checked()
 }
 
 /// Go's `fmt.Sprintln`: operands in `%v` separated by spaces, then a newline.
@@ -90,8 +77,37 @@ pub fn sprintln(args: &[Value]) -> String {
 /// Go's `fmt.Sprintf`, error markers (`%!d(string=x)`, `%!(EXTRA …)`) included.
 pub fn sprintf(format: &str, args: &[Value]) -> String {
     let mut p = Printer::new();
-    p.sprintf(format, args);
+    p.sprintf(format.as_bytes(), args);
     p.finish()
+}
+
+/// [`sprint`] as the bytes Go prints: byte strings among the operands keep their bytes.
+pub fn sprint_bytes(args: &[Value]) -> Vec<u8> {
+    let mut p = Printer::new();
+    p.sprint(args);
+    p.finish_bytes()
+}
+
+/// [`sprint`] as a Go string, or the cycle that keeps it from being printed.
+pub fn try_sprint_value(args: &[Value]) -> Result<Value, CycleError> {
+    let mut p = Printer::new();
+    p.sprint(args);
+    p.finish_checked().map(Value::from_go_bytes)
+}
+
+/// [`sprintln`] as a Go string, or the cycle that keeps it from being printed.
+pub fn try_sprintln_value(args: &[Value]) -> Result<Value, CycleError> {
+    let mut p = Printer::new();
+    p.sprintln(args);
+    p.finish_checked().map(Value::from_go_bytes)
+}
+
+/// [`sprintf`] (format given as Go string bytes) as a Go string, or the cycle that keeps it
+/// from being printed.
+pub fn try_sprintf_value(format: &[u8], args: &[Value]) -> Result<Value, CycleError> {
+    let mut p = Printer::new();
+    p.sprintf(format, args);
+    p.finish_checked().map(Value::from_go_bytes)
 }
 
 #[cfg(test)]

@@ -666,11 +666,12 @@ impl<'a> Parser<'a, '_> {
                 Expr::Pipe(Box::new(pipe?))
             }
             Kind::String | Kind::RawString => {
-                let text = literal::unquote(&tok.val).ok_or_else(|| self.error(literal::INVALID_SYNTAX))?;
+                let bytes =
+                    literal::unquote_bytes(&tok.val).ok_or_else(|| self.error(literal::INVALID_SYNTAX))?;
                 Expr::String {
                     pos: tok.pos,
                     quoted: tok.val.to_string(),
-                    text: Rc::from(text),
+                    value: crate::template::value::Value::from_go_bytes(bytes),
                 }
             }
             _ => {

@@ -7,6 +7,7 @@
 //! `set`/`merge` mutate the shared `.Values`), so they live behind `Rc<RefCell<…>>`; lists are
 //! never mutated in place by any template function, so they are shared immutably.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -28,7 +29,13 @@ pub enum Value {
     Uint64(u64),
     /// Go `float64` (every number from YAML/JSON values).
     Float(f64),
+    /// A Go `string` holding valid UTF-8 (the normal case).
     String(Rc<str>),
+    /// A Go `string` whose bytes are not valid UTF-8 (what `trunc`/`substr`/`slice` leave
+    /// when they cut inside a character, or `b64dec` of binary data). Its Go type is `string`
+    /// everywhere. Only [`Value::from_go_bytes`] creates it, so it never holds valid UTF-8:
+    /// a `String` and a `ByteString` are never the same Go string.
+    ByteString(Rc<[u8]>),
     /// Go `[]byte` (`.Files.GetBytes`, `randBytes` inputs).
     Bytes(Rc<[u8]>),
     List(List),
@@ -227,7 +234,7 @@ impl GoType {
             (GoType::Int, Value::Int(_)) => true,
             (GoType::Int64, Value::Int64(_)) => true,
             (GoType::Float64, Value::Float(_)) => true,
-            (GoType::String, Value::String(_)) => true,
+            (GoType::String, Value::String(_) | Value::ByteString(_)) => true,
             (GoType::Bytes, Value::Bytes(_)) => true,
             (GoType::ListAny, Value::List(l)) => l.kind == ListKind::Any,
             (GoType::StringList, Value::List(l)) => l.kind == ListKind::String,
@@ -299,10 +306,47 @@ impl Value {
         matches!(self, Value::Nil)
     }
 
+    /// The text of a valid-UTF-8 string (`None` for a [`Value::ByteString`]).
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::String(s) => Some(s),
             _ => None,
+        }
+    }
+
+    /// A Go `string` from its bytes: [`Value::String`] when they are valid UTF-8, otherwise
+    /// [`Value::ByteString`]. The only way to make a `ByteString`.
+    pub fn from_go_bytes(bytes: impl Into<Vec<u8>>) -> Value {
+        match String::from_utf8(bytes.into()) {
+            Ok(s) => Value::String(s.into()),
+            Err(e) => Value::ByteString(e.into_bytes().into()),
+        }
+    }
+
+    /// The bytes of a Go `string` (either representation); `None` for other types.
+    pub fn go_str_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Value::String(s) => Some(s.as_bytes()),
+            Value::ByteString(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// A Go `string` as text the way Go decodes it (each invalid byte becomes one U+FFFD);
+    /// `None` for other types.
+    pub fn go_str_lossy(&self) -> Option<Cow<'_, str>> {
+        match self {
+            Value::String(s) => Some(Cow::Borrowed(s)),
+            Value::ByteString(b) => Some(go_lossy(b)),
+            _ => None,
+        }
+    }
+
+    /// A `ByteString` replaced by its [`go_lossy`] text; every other value as it is.
+    pub fn into_lossy(self) -> Value {
+        match self {
+            Value::ByteString(b) => Value::from(go_lossy(&b).into_owned()),
+            other => other,
         }
     }
 
@@ -330,7 +374,7 @@ impl Value {
             Value::Uint8(_) => "uint8".into(),
             Value::Uint64(_) => "uint64".into(),
             Value::Float(_) => "float64".into(),
-            Value::String(_) => "string".into(),
+            Value::String(_) | Value::ByteString(_) => "string".into(),
             Value::Bytes(_) => "[]uint8".into(),
             Value::List(l) => match l.kind {
                 ListKind::Any => "[]interface {}",
@@ -360,7 +404,7 @@ impl Value {
             Value::Uint8(_) => "uint8",
             Value::Uint64(_) => "uint64",
             Value::Float(_) => "float64",
-            Value::String(_) => "string",
+            Value::String(_) | Value::ByteString(_) => "string",
             Value::Bytes(_) | Value::List(_) => "slice",
             Value::Map(_) => "map",
             Value::Object(o) => o.kind(),
@@ -377,7 +421,7 @@ impl Value {
             Value::Uint64(u) => *u != 0,
             Value::Float(f) => *f != 0.0,
             Value::String(s) => !s.is_empty(),
-            Value::Bytes(b) => !b.is_empty(),
+            Value::ByteString(b) | Value::Bytes(b) => !b.is_empty(),
             Value::List(l) => !l.items.is_empty(),
             Value::Map(m) => !m.entries.borrow().is_empty(),
             Value::Object(o) => o
@@ -404,7 +448,7 @@ fn deep_equal_seen(a: &Value, b: &Value, seen: &mut std::collections::HashSet<(u
         // DeepEqual uses ==, so NaN != NaN.
         (Value::Float(a), Value::Float(b)) => a == b,
         (Value::String(a), Value::String(b)) => a == b,
-        (Value::Bytes(a), Value::Bytes(b)) => a == b,
+        (Value::ByteString(a), Value::ByteString(b)) | (Value::Bytes(a), Value::Bytes(b)) => a == b,
         (Value::List(a), Value::List(b)) => {
             a.kind == b.kind
                 && a.nil == b.nil
@@ -539,6 +583,7 @@ impl fmt::Debug for Value {
             Value::Uint64(u) => write!(f, "Uint64({u})"),
             Value::Float(x) => write!(f, "Float({x:?})"),
             Value::String(s) => write!(f, "String({s:?})"),
+            Value::ByteString(b) => write!(f, "ByteString({:?})", go_lossy(b)),
             Value::Bytes(b) => write!(f, "Bytes({b:?})"),
             Value::List(l) => f.debug_tuple("List").field(&l.kind).field(&l.items).finish(),
             Value::Map(m) => f
@@ -585,6 +630,23 @@ impl Value {
     }
 }
 
+/// Go's decoding of a byte string as text (`for range`, `[]rune(s)`, `encoding/json`): valid
+/// UTF-8 as it is, and each byte that does not start a valid sequence becomes one U+FFFD
+/// (Go's `utf8.DecodeRune` reports width 1). This differs from Rust's `from_utf8_lossy`,
+/// which replaces a truncated sequence as a whole.
+pub fn go_lossy(bytes: &[u8]) -> Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        // Every byte of an invalid run is a separate error for Go.
+        out.extend(std::iter::repeat_n('\u{fffd}', chunk.invalid().len()));
+    }
+    Cow::Owned(out)
+}
+
 /// Frees nested containers iteratively: a value nested many thousands of levels deep (from
 /// `fromJson`, values files or a template loop) would otherwise overflow the stack when the
 /// recursive drop glue walks it.
@@ -629,8 +691,39 @@ impl Drop for List {
 }
 
 #[cfg(test)]
-mod drop_tests {
+mod tests {
     use super::*;
+
+    #[test]
+    fn go_bytes_are_a_byte_string_only_when_invalid_utf8() {
+        assert!(matches!(Value::from_go_bytes(b"h\xc3\xa9".to_vec()), Value::String(s) if &*s == "hé"));
+        assert!(matches!(Value::from_go_bytes(Vec::new()), Value::String(s) if s.is_empty()));
+        let cut = Value::from_go_bytes(&b"h\xc3"[..]);
+        assert!(matches!(&cut, Value::ByteString(b) if &b[..] == b"h\xc3"));
+        assert_eq!(cut.type_name(), "string");
+        assert_eq!(cut.kind_name(), "string");
+        assert!(cut.truth());
+        assert!(GoType::String.accepts(&cut));
+        assert!(cut.deep_equal(&Value::from_go_bytes(b"h\xc3".to_vec())));
+        assert!(!cut.deep_equal(&Value::from("h\u{fffd}")));
+        assert_eq!(cut.go_str_bytes(), Some(&b"h\xc3"[..]));
+        assert_eq!(cut.as_str(), None);
+        assert_eq!(cut.into_lossy().as_str(), Some("h\u{fffd}"));
+    }
+
+    #[test]
+    fn go_lossy_replaces_each_invalid_byte() {
+        assert_eq!(go_lossy(b"plain"), "plain");
+        assert!(matches!(go_lossy(b"plain"), Cow::Borrowed(_)));
+        assert_eq!(go_lossy(b"h\xc3"), "h\u{fffd}");
+        // A truncated three-byte sequence is two errors in Go (one in from_utf8_lossy).
+        assert_eq!(go_lossy(b"\xe2\x82x"), "\u{fffd}\u{fffd}x");
+        assert_eq!(go_lossy(b"a\xe2\x82"), "a\u{fffd}\u{fffd}");
+        // Surrogates and overlong forms: one per byte.
+        assert_eq!(go_lossy(b"\xed\xa0\x80"), "\u{fffd}\u{fffd}\u{fffd}");
+        assert_eq!(go_lossy(b"\xc0\x80\xff\xc3\xa9"), "\u{fffd}\u{fffd}\u{fffd}é");
+        assert_eq!(go_lossy(b"\xf0\x9f\x98"), "\u{fffd}\u{fffd}\u{fffd}");
+    }
 
     #[test]
     fn very_deep_values_drop_without_overflowing_the_stack() {

@@ -30,33 +30,29 @@ pub fn register(map: &mut FuncMap) {
     );
     map.insert(
         "print",
-        Func::pure_variadic(&[], Any, |args| {
-            Ok(Value::from(gofmt::try_sprint(args).map_err(printing)?))
-        }),
+        Func::pure_variadic(&[], Any, |args| gofmt::try_sprint_value(args).map_err(printing)),
     );
     map.insert(
         "println",
-        Func::pure_variadic(&[], Any, |args| {
-            Ok(Value::from(gofmt::try_sprintln(args).map_err(printing)?))
-        }),
+        Func::pure_variadic(&[], Any, |args| gofmt::try_sprintln_value(args).map_err(printing)),
     );
     map.insert(
         "printf",
         Func::pure_variadic(&[String], Any, |args| {
-            let text = gofmt::try_sprintf(super::arg_str(&args[0]), &args[1..]).map_err(printing)?;
-            Ok(Value::from(text))
-        }),
+            gofmt::try_sprintf_value(super::arg_bytes(&args[0]), &args[1..]).map_err(printing)
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "html",
         Func::pure_variadic(&[], Any, |args| {
-            Ok(Value::from(gofmt::html_escape(&escaper_text(args))))
+            Ok(escape_bytes(&escaper_text(args), gofmt::html_escape))
         }),
     );
     map.insert(
         "js",
         Func::pure_variadic(&[], Any, |args| {
-            Ok(Value::from(gofmt::js_escape(&escaper_text(args))))
+            Ok(escape_bytes(&escaper_text(args), gofmt::js_escape))
         }),
     );
     map.insert(
@@ -113,11 +109,24 @@ pub fn register(map: &mut FuncMap) {
     );
 }
 
+/// Applies a text escaper to the valid UTF-8 runs of Go string bytes; Go's `html` and `js`
+/// escapers copy invalid bytes unchanged.
+fn escape_bytes(bytes: &[u8], escape: fn(&str) -> String) -> Value {
+    let mut out = Vec::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.extend_from_slice(escape(chunk.valid()).as_bytes());
+        out.extend_from_slice(chunk.invalid());
+    }
+    Value::from_go_bytes(out)
+}
+
 /// The text the escaper builtins work on: a lone string as is, otherwise `fmt.Sprint` with
-/// missing values printed as `<no value>`.
-fn escaper_text(args: &[Value]) -> String {
-    if let [Value::String(s)] = args {
-        return s.to_string();
+/// missing values printed as `<no value>`; the bytes of a Go string.
+fn escaper_text(args: &[Value]) -> Vec<u8> {
+    if let [v] = args
+        && let Some(bytes) = v.go_str_bytes()
+    {
+        return bytes.to_vec();
     }
     let printable: Vec<Value> = args
         .iter()
@@ -129,7 +138,7 @@ fn escaper_text(args: &[Value]) -> String {
             }
         })
         .collect();
-    gofmt::sprint(&printable)
+    gofmt::sprint_bytes(&printable)
 }
 
 /// The elements of a slice-typed object (`common.VersionSet`), which Go indexes and measures
@@ -148,7 +157,7 @@ fn length(item: &Value) -> Result<Value, FuncError> {
     let n = match item {
         Value::Nil => return Err(FuncError::msg("len of nil pointer")),
         Value::String(s) => s.len(),
-        Value::Bytes(b) => b.len(),
+        Value::ByteString(b) | Value::Bytes(b) => b.len(),
         Value::List(l) => l.items.len(),
         Value::Map(m) => m.len(),
         Value::Object(o) => match (o.entries(), slice_object_items(o.as_ref())) {
@@ -197,9 +206,10 @@ fn index(item: &Value, indexes: &[Value]) -> Result<Value, FuncError> {
                     None => return Err(FuncError::msg("reflect: slice index out of range")),
                 }
             }
-            Value::String(s) => {
+            Value::String(_) | Value::ByteString(_) => {
+                let s = item.go_str_bytes().unwrap_or_default();
                 let x = index_arg(idx, s.len())?;
-                match s.as_bytes().get(x) {
+                match s.get(x) {
                     Some(b) => Value::Uint8(*b),
                     None => return Err(FuncError::msg("reflect: string index out of range")),
                 }
@@ -213,7 +223,7 @@ fn index(item: &Value, indexes: &[Value]) -> Result<Value, FuncError> {
             }
             Value::Map(m) => {
                 let key = map_key(idx)?;
-                m.get(key).unwrap_or_else(|| m.zero_elem())
+                m.get(&key).unwrap_or_else(|| m.zero_elem())
             }
             Value::Object(o) if slice_object_items(o.as_ref()).is_some() => {
                 let items = slice_object_items(o.as_ref()).unwrap_or_default();
@@ -228,7 +238,7 @@ fn index(item: &Value, indexes: &[Value]) -> Result<Value, FuncError> {
                 o.entries()
                     .unwrap_or_default()
                     .into_iter()
-                    .find(|(k, _)| k == key)
+                    .find(|(k, _)| *k == *key)
                     .map(|(_, v)| v)
                     .unwrap_or(Value::Nil)
             }
@@ -243,10 +253,13 @@ fn index(item: &Value, indexes: &[Value]) -> Result<Value, FuncError> {
     Ok(item)
 }
 
-/// A map key for `index`: must be a string (Go's `prepareArg`).
-fn map_key(idx: &Value) -> Result<&str, FuncError> {
+/// A map key for `index`: must be a string (Go's `prepareArg`). Map keys are text, so a byte
+/// string looks up its Go-decoded text.
+fn map_key(idx: &Value) -> Result<std::borrow::Cow<'_, str>, FuncError> {
+    if let Some(s) = idx.go_str_lossy() {
+        return Ok(s);
+    }
     match idx {
-        Value::String(s) => Ok(s),
         Value::Nil => Err(FuncError::msg("value is nil; should be of type string")),
         other => Err(FuncError::msg(format!(
             "value has type {}; should be string",
@@ -266,11 +279,11 @@ fn slice(item: &Value, indexes: &[Value]) -> Result<Value, FuncError> {
         )));
     }
     let len = match item {
-        Value::String(s) => {
+        Value::String(_) | Value::ByteString(_) => {
             if indexes.len() == 3 {
                 return Err(FuncError::msg("cannot 3-index slice a string"));
             }
-            s.len()
+            item.go_str_bytes().map_or(0, <[u8]>::len)
         }
         Value::List(l) => l.items.len(),
         Value::Bytes(b) => b.len(),
@@ -299,7 +312,12 @@ fn slice(item: &Value, indexes: &[Value]) -> Result<Value, FuncError> {
     }
     let (from, to) = (idx[0], idx[1]);
     Ok(match item {
-        Value::String(s) => Value::from(String::from_utf8_lossy(&s.as_bytes()[from..to]).into_owned()),
+        // Cutting inside a character leaves a byte string, as in Go.
+        Value::String(_) | Value::ByteString(_) => Value::from_go_bytes(
+            item.go_str_bytes()
+                .and_then(|s| s.get(from..to))
+                .unwrap_or_default(),
+        ),
         Value::List(l) => Value::List(crate::template::value::List {
             kind: l.kind,
             items: Rc::new(l.items[from..to].to_vec()),
@@ -327,7 +345,7 @@ fn basic_kind(v: &Value) -> Kind {
         Value::Int(_) | Value::Int64(_) => Kind::Int,
         Value::Uint8(_) | Value::Uint64(_) => Kind::Uint,
         Value::Float(_) => Kind::Float,
-        Value::String(_) => Kind::String,
+        Value::String(_) | Value::ByteString(_) => Kind::String,
         _ => Kind::Other,
     }
 }
@@ -377,7 +395,7 @@ fn eq(arg1: &Value, rest: &[Value]) -> Result<bool, FuncError> {
             match (arg1, arg) {
                 (Value::Bool(a), Value::Bool(b)) => a == b,
                 (Value::Float(a), Value::Float(b)) => a == b,
-                (Value::String(a), Value::String(b)) => a == b,
+                _ if k1 == Kind::String => arg1.go_str_bytes() == arg.go_str_bytes(),
                 _ if k1 == Kind::Int || k1 == Kind::Uint => int_of(arg1) == int_of(arg),
                 _ => compare_other(arg1, arg)?,
             }
@@ -432,7 +450,8 @@ fn lt(a: &Value, b: &Value) -> Result<bool, FuncError> {
     match (a, b) {
         (Value::Bool(_), _) => Err(FuncError::msg("invalid type for comparison")),
         (Value::Float(x), Value::Float(y)) => Ok(x < y),
-        (Value::String(x), Value::String(y)) => Ok(x < y),
+        // Go compares strings bytewise.
+        _ if k1 == Kind::String => Ok(a.go_str_bytes() < b.go_str_bytes()),
         _ => Ok(int_of(a) < int_of(b)),
     }
 }

@@ -5,10 +5,10 @@
 use std::rc::Rc;
 
 use crate::template::error::FuncError;
-use crate::template::funcs::strings::{strslice, strval};
+use crate::template::funcs::strings::{strslice_values, strval_value};
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_str};
 use crate::template::gofmt;
-use crate::template::value::{GoType, Value};
+use crate::template::value::{GoType, List, ListKind, Value};
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     let _ = env;
@@ -34,15 +34,17 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
         "toString",
         Func::pure(&[Any], |a| match &a[0] {
             // Containers may contain themselves: report that instead of printing forever.
-            v @ (Value::List(_) | Value::Map(_)) => gofmt::try_format_value(v)
-                .map(Value::from)
-                .map_err(|e| FuncError::msg(e.to_string())),
-            v => Ok(Value::from(strval(v))),
+            v @ (Value::List(_) | Value::Map(_)) => {
+                gofmt::try_format_value(v).map_err(|e| FuncError::msg(e.to_string()))
+            }
+            v => Ok(strval_value(v)),
         }),
     );
     map.insert(
         "toStrings",
-        Func::pure(&[Any], |a| Ok(Value::string_list(strslice(&a[0])))),
+        Func::pure(&[Any], |a| {
+            Ok(Value::List(List::new(ListKind::String, strslice_values(&a[0]))))
+        }),
     );
 }
 

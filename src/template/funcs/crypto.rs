@@ -13,7 +13,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
 use crate::template::error::FuncError;
-use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_int, arg_str};
+use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_bytes, arg_int, arg_str};
 use crate::template::value::{GoType, Object, Value};
 use certs::{CertRequest, Signer};
 use keys::PrivateKey;
@@ -152,7 +152,10 @@ fn build_custom_cert(b64cert: &str, b64key: &str) -> Result<Value, FuncError> {
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     use GoType::{Any, Int, ListAny, String as Str, Uint32};
-    let text = |f: fn(&str) -> String| Func::pure(&[Str], move |a| Ok(Value::from(f(arg_str(&a[0])))));
+    // Digests hash the bytes of the Go string, byte strings included.
+    let text = |f: fn(&[u8]) -> String| {
+        Func::pure(&[Str], move |a| Ok(Value::from(f(arg_bytes(&a[0]))))).keeping_bytes()
+    };
     map.insert("sha1sum", text(digest::sha1sum));
     map.insert("sha256sum", text(digest::sha256sum));
     map.insert("sha512sum", text(digest::sha512sum));

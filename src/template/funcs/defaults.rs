@@ -57,7 +57,7 @@ pub fn is_empty(v: &Value) -> bool {
         Value::Uint64(u) => *u == 0,
         Value::Float(f) => *f == 0.0,
         Value::String(s) => s.is_empty(),
-        Value::Bytes(b) => b.is_empty(),
+        Value::ByteString(b) | Value::Bytes(b) => b.is_empty(),
         Value::List(l) => l.items.is_empty(),
         Value::Map(m) => m.is_empty(),
         Value::Object(o) => o.kind() == "map" && o.entries().is_none_or(|e| e.is_empty()),

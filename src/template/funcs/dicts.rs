@@ -199,9 +199,9 @@ fn dig(a: &[Value]) -> Result<Value, FuncError> {
         Value::Map(m) if m.kind == MapKind::Any => m.clone(),
         other => return Err(conversion_error(other, "map[string]interface {}")),
     };
-    let keys: Vec<&str> = keys
+    let keys: Vec<std::borrow::Cow<'_, str>> = keys
         .iter()
-        .map(|k| k.as_str().ok_or_else(|| conversion_error(k, "string")))
+        .map(|k| k.go_str_lossy().ok_or_else(|| conversion_error(k, "string")))
         .collect::<Result<_, _>>()?;
     for (i, key) in keys.iter().enumerate() {
         let Some(step) = current.get(key) else {

@@ -11,23 +11,28 @@ use base64::Engine as _;
 use crate::encoding::json::{self, JsonError, Style};
 use crate::encoding::{toml_emit, toml_load, yaml_emit, yaml_load};
 use crate::template::error::FuncError;
-use crate::template::funcs::{FuncEnv, FuncMap, arg_str, helm};
+use crate::template::funcs::{FuncEnv, FuncMap, arg_bytes, arg_str, helm};
 use crate::template::value::{GoType, ListKind, MapKind, Value};
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     let _ = env;
     use crate::template::funcs::Func;
     use GoType::{Any, String};
-    let string_fn = |f: fn(&str) -> std::string::String| {
-        Func::pure(&[String], move |args| Ok(Value::from(f(arg_str(&args[0])))))
+    // Encoders take the bytes of the Go string (byte strings included); decoders return Go's
+    // `string(bytes)`, a byte string when the data is binary.
+    let encode_fn = |f: fn(&[u8]) -> std::string::String| {
+        Func::pure(&[String], move |args| Ok(Value::from(f(arg_bytes(&args[0]))))).keeping_bytes()
+    };
+    let decode_fn = |f: fn(&str) -> Result<Vec<u8>, std::string::String>| {
+        Func::pure(&[String], move |args| Ok(decoded(f(arg_str(&args[0])))))
     };
     map.insert(
         "b64enc",
-        string_fn(|s| base64::engine::general_purpose::STANDARD.encode(s)),
+        encode_fn(|s| base64::engine::general_purpose::STANDARD.encode(s)),
     );
-    map.insert("b64dec", string_fn(|s| lossy(b64_decode(s))));
-    map.insert("b32enc", string_fn(|s| b32_encode(s.as_bytes())));
-    map.insert("b32dec", string_fn(|s| lossy(b32_decode(s))));
+    map.insert("b64dec", decode_fn(b64_decode));
+    map.insert("b32enc", encode_fn(b32_encode));
+    map.insert("b32dec", decode_fn(b32_decode));
 
     let any_fn = |f: fn(&Value) -> Result<Value, FuncError>| Func::pure(&[Any], move |args| f(&args[0]));
     map.insert(
@@ -126,11 +131,12 @@ fn trim_newline(s: &str) -> String {
     s.strip_suffix('\n').unwrap_or(s).to_string()
 }
 
-/// Go's `string(bytes)` can hold invalid UTF-8; ours cannot, so bad bytes become U+FFFD.
-fn lossy(r: Result<Vec<u8>, String>) -> String {
+/// A decoder's answer: Go's `string(bytes)` (a byte string for binary data), or sprig's
+/// error text in its place.
+fn decoded(r: Result<Vec<u8>, String>) -> Value {
     match r {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(msg) => msg,
+        Ok(bytes) => Value::from_go_bytes(bytes),
+        Err(msg) => Value::from(msg),
     }
 }
 
@@ -423,10 +429,10 @@ mod vector_tests {
     struct NoContext;
 
     impl CallContext for NoContext {
-        fn include(&mut self, _: &str, _: Value) -> Result<String, FuncError> {
+        fn include(&mut self, _: &str, _: Value) -> Result<Vec<u8>, FuncError> {
             Err(FuncError::msg("no include here"))
         }
-        fn tpl(&mut self, _: &str, _: Value) -> Result<String, FuncError> {
+        fn tpl(&mut self, _: &str, _: Value) -> Result<Vec<u8>, FuncError> {
             Err(FuncError::msg("no tpl here"))
         }
     }

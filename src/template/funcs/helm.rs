@@ -13,13 +13,15 @@ pub fn register(map: &mut FuncMap) {
     map.insert(
         "include",
         Func::new(&[String, Any], |ctx, args| {
-            ctx.include(arg_str(&args[0]), args[1].clone()).map(Value::from)
+            ctx.include(arg_str(&args[0]), args[1].clone())
+                .map(Value::from_go_bytes)
         }),
     );
     map.insert(
         "tpl",
         Func::new(&[String, Any], |ctx, args| {
-            ctx.tpl(arg_str(&args[0]), args[1].clone()).map(Value::from)
+            ctx.tpl(arg_str(&args[0]), args[1].clone())
+                .map(Value::from_go_bytes)
         }),
     );
     map.insert(

@@ -226,6 +226,7 @@ enum ScalarKey {
     Uint64(u64),
     Float(u64),
     String(Rc<str>),
+    ByteString(Rc<[u8]>),
 }
 
 /// `None` for composite values; `Some(None)` for NaN, which is unequal to everything.
@@ -241,6 +242,7 @@ fn scalar_key(v: &Value) -> Option<Option<ScalarKey>> {
         // 0.0 == -0.0 under `==`.
         Value::Float(f) => ScalarKey::Float(if *f == 0.0 { 0 } else { f.to_bits() }),
         Value::String(s) => ScalarKey::String(Rc::clone(s)),
+        Value::ByteString(b) => ScalarKey::ByteString(Rc::clone(b)),
         _ => return None,
     }))
 }

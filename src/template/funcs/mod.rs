@@ -34,16 +34,18 @@ use crate::template::value::{GoType, Value};
 
 /// What a function can ask of the executor that calls it.
 pub trait CallContext {
-    /// Executes the named template with `data` and returns its output (Helm's `include`).
-    fn include(&mut self, name: &str, data: Value) -> Result<String, FuncError>;
+    /// Executes the named template with `data` and returns its output (Helm's `include`):
+    /// bytes, since byte strings may leave invalid UTF-8 in it.
+    fn include(&mut self, name: &str, data: Value) -> Result<Vec<u8>, FuncError>;
 
     /// Parses `text` into a copy of the template set under the root name and executes it
     /// with `data` (Helm's `tpl`); the result has `<no value>` removed like a file's output.
-    fn tpl(&mut self, text: &str, data: Value) -> Result<String, FuncError>;
+    fn tpl(&mut self, text: &str, data: Value) -> Result<Vec<u8>, FuncError>;
 }
 
 /// The implementation of a function: receives arguments already checked against the
-/// signature (so a `String` parameter always holds `Value::String`).
+/// signature (so a `String` parameter always holds `Value::String`, unless the function
+/// was made with [`Func::keeping_bytes`], when it may also hold a `Value::ByteString`).
 pub type FuncImpl = Rc<dyn Fn(&mut dyn CallContext, &[Value]) -> Result<Value, FuncError>>;
 
 /// A callable template function with its Go signature.
@@ -55,6 +57,9 @@ pub struct Func {
     pub imp: FuncImpl,
     /// Builtins the executor treats specially (short-circuit `and`/`or`).
     pub special: Option<Special>,
+    /// Whether `string` parameters receive byte strings as they are (see
+    /// [`Func::keeping_bytes`]).
+    pub keep_bytes: bool,
 }
 
 /// Builtins with evaluation rules of their own.
@@ -75,6 +80,7 @@ impl Func {
             variadic: None,
             imp: Rc::new(imp),
             special: None,
+            keep_bytes: false,
         }
     }
 
@@ -89,6 +95,7 @@ impl Func {
             variadic: Some(variadic),
             imp: Rc::new(imp),
             special: None,
+            keep_bytes: false,
         }
     }
 
@@ -104,6 +111,28 @@ impl Func {
         imp: impl Fn(&[Value]) -> Result<Value, FuncError> + 'static,
     ) -> Func {
         Func::variadic(params, variadic, move |_, args| imp(args))
+    }
+
+    /// A function that works on the bytes of its `string` parameters (`len`-like counting,
+    /// cutting, hashing, encoding): they receive a [`Value::ByteString`] unchanged. Every
+    /// other function sees a byte string passed for a `string` parameter as Go decodes it
+    /// to text (one U+FFFD per invalid byte), so it needs no case for it.
+    pub fn keeping_bytes(mut self) -> Func {
+        self.keep_bytes = true;
+        self
+    }
+
+    /// Prepares arguments already checked against the signature for the implementation:
+    /// byte strings in `string` parameters become text unless the function keeps bytes.
+    pub fn prepare_args(&self, args: &mut [Value]) {
+        if self.keep_bytes {
+            return;
+        }
+        for (i, arg) in args.iter_mut().enumerate() {
+            if matches!(arg, Value::ByteString(_)) && self.param_type(i) == GoType::String {
+                *arg = std::mem::replace(arg, Value::Nil).into_lossy();
+            }
+        }
     }
 
     /// The type of the i-th argument (fixed or variadic).
@@ -168,9 +197,15 @@ impl FuncMap {
     }
 }
 
-/// The string in an argument the signature declared as `string`.
+/// The string in an argument the signature declared as `string` (of a function that does
+/// not keep bytes, so it is never a byte string).
 pub fn arg_str(v: &Value) -> &str {
     v.as_str().unwrap_or("")
+}
+
+/// The bytes of an argument the signature declared as `string`, byte strings included.
+pub fn arg_bytes(v: &Value) -> &[u8] {
+    v.go_str_bytes().unwrap_or_default()
 }
 
 /// The integer in an argument the signature declared as `int`/`int64`.
@@ -180,5 +215,31 @@ pub fn arg_int(v: &Value) -> i64 {
         Value::Uint8(u) => i64::from(*u),
         Value::Uint64(u) => *u as i64,
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_strings_reach_string_parameters_decoded_unless_kept() {
+        let cut = Value::from_go_bytes(&b"h\xc3"[..]);
+        let id = |args: &[Value]| Ok(args[0].clone());
+        let mut args = vec![cut.clone(), cut.clone()];
+        Func::pure(&[GoType::String, GoType::Any], id).prepare_args(&mut args);
+        assert_eq!(args[0].as_str(), Some("h\u{fffd}"));
+        // `interface {}` parameters see the value as it is.
+        assert!(matches!(&args[1], Value::ByteString(_)));
+
+        let mut args = vec![cut.clone()];
+        Func::pure_variadic(&[], GoType::String, id).prepare_args(&mut args);
+        assert_eq!(args[0].as_str(), Some("h\u{fffd}"));
+
+        let mut args = vec![cut];
+        Func::pure(&[GoType::String], id)
+            .keeping_bytes()
+            .prepare_args(&mut args);
+        assert_eq!(arg_bytes(&args[0]), b"h\xc3");
     }
 }

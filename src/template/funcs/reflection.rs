@@ -141,10 +141,10 @@ mod tests {
     struct NoContext;
 
     impl CallContext for NoContext {
-        fn include(&mut self, _: &str, _: Value) -> Result<String, FuncError> {
+        fn include(&mut self, _: &str, _: Value) -> Result<Vec<u8>, FuncError> {
             Err(FuncError::msg("no include"))
         }
-        fn tpl(&mut self, _: &str, _: Value) -> Result<String, FuncError> {
+        fn tpl(&mut self, _: &str, _: Value) -> Result<Vec<u8>, FuncError> {
             Err(FuncError::msg("no tpl"))
         }
     }

@@ -1,9 +1,9 @@
 //! Sprig v3.3.0 functions: strings.
 //!
-//! Go strings are byte strings: `trunc`, `substr`, `abbrev`, `wrap` and `initials` count and
-//! cut bytes, exactly like sprig. When a cut splits a UTF-8 sequence the stray bytes are kept as
-//! the Latin-1 characters of the same value (see [`bytes_to_string`]), which is how the Helm
-//! oracle reports such output.
+//! Go strings are byte strings: `trunc`, `substr`, `abbrev`, `wrap`, `initials` and `nospace`
+//! count and cut bytes, exactly like sprig. A cut that splits a UTF-8 sequence leaves a
+//! [`Value::ByteString`] with exactly Go's bytes; these functions (and `quote`, `squote`,
+//! `cat`, `join`) take byte strings as they are.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::rc::Rc;
 
 use crate::template::error::FuncError;
-use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_int, arg_str};
+use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_bytes, arg_int, arg_str};
 use crate::template::gofmt;
 use crate::template::value::{GoType, ListKind, Map, MapKind, Value};
 
@@ -42,7 +42,7 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert("hello", Func::pure(&[], |_| Ok(Value::from("Hello!"))));
 
     // Unary string -> string functions.
-    let unary: [(&str, StrFn); 11] = [
+    let unary: [(&str, StrFn); 9] = [
         ("trim", |s| s.trim_matches(is_go_space).to_string()),
         ("upper", |s| s.chars().map(upper_rune).collect()),
         ("lower", |s| s.chars().map(lower_rune).collect()),
@@ -52,8 +52,6 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
         ("snakecase", |s| lower_with_separator(s, '_')),
         ("kebabcase", |s| lower_with_separator(s, '-')),
         ("camelcase", camelcase),
-        ("nospace", nospace),
-        ("initials", initials),
     ];
     for (name, f) in unary {
         map.insert(
@@ -61,6 +59,16 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
             Func::pure(&[String], move |a| Ok(Value::from(f(arg_str(&a[0]))))),
         );
     }
+
+    // goutils works on the bytes of these, each taken as the Latin-1 rune of its value.
+    map.insert(
+        "nospace",
+        Func::pure(&[String], |a| Ok(nospace(arg_bytes(&a[0])))).keeping_bytes(),
+    );
+    map.insert(
+        "initials",
+        Func::pure(&[String], |a| Ok(Value::from(initials(arg_bytes(&a[0]))))).keeping_bytes(),
+    );
 
     for name in ["trimAll", "trimall"] {
         map.insert(
@@ -71,63 +79,70 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
             }),
         );
     }
+    // Prefix and suffix functions compare bytes, so byte strings keep theirs.
     map.insert(
         "trimSuffix",
         Func::pure(&[String, String], |a| {
-            let (suffix, s) = (arg_str(&a[0]), arg_str(&a[1]));
-            Ok(Value::from(s.strip_suffix(suffix).unwrap_or(s)))
-        }),
+            let (suffix, s) = (arg_bytes(&a[0]), arg_bytes(&a[1]));
+            Ok(Value::from_go_bytes(s.strip_suffix(suffix).unwrap_or(s)))
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "trimPrefix",
         Func::pure(&[String, String], |a| {
-            let (prefix, s) = (arg_str(&a[0]), arg_str(&a[1]));
-            Ok(Value::from(s.strip_prefix(prefix).unwrap_or(s)))
-        }),
+            let (prefix, s) = (arg_bytes(&a[0]), arg_bytes(&a[1]));
+            Ok(Value::from_go_bytes(s.strip_prefix(prefix).unwrap_or(s)))
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "trunc",
-        Func::pure(&[Int, String], |a| Ok(trunc(arg_int(&a[0]), arg_str(&a[1])))),
+        Func::pure(&[Int, String], |a| Ok(trunc(arg_int(&a[0]), arg_bytes(&a[1])))).keeping_bytes(),
     );
     map.insert(
         "substr",
         Func::pure(&[Int, Int, String], |a| {
-            substr(arg_int(&a[0]), arg_int(&a[1]), arg_str(&a[2]))
-        }),
+            substr(arg_int(&a[0]), arg_int(&a[1]), arg_bytes(&a[2]))
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "repeat",
         Func::pure(&[Int, String], |a| {
-            repeat(arg_str(&a[1]), arg_int(&a[0])).map(Value::from)
-        }),
+            repeat_bytes(arg_bytes(&a[1]), arg_int(&a[0])).map(Value::from_go_bytes)
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "abbrev",
         Func::pure(&[Int, String], |a| {
-            let s = arg_str(&a[1]);
-            Ok(abbreviate(s.as_bytes(), 0, arg_int(&a[0]))
-                .map_or_else(|| Value::from(s), |b| Value::from(bytes_to_string(&b))))
-        }),
+            Ok(abbreviate(arg_bytes(&a[1]), 0, arg_int(&a[0]))
+                .map_or_else(|| a[1].clone(), Value::from_go_bytes))
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "abbrevboth",
         Func::pure(&[Int, Int, String], |a| {
-            let s = arg_str(&a[2]);
-            Ok(abbreviate(s.as_bytes(), arg_int(&a[0]), arg_int(&a[1]))
-                .map_or_else(|| Value::from(s), |b| Value::from(bytes_to_string(&b))))
-        }),
+            Ok(abbreviate(arg_bytes(&a[2]), arg_int(&a[0]), arg_int(&a[1]))
+                .map_or_else(|| a[2].clone(), Value::from_go_bytes))
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "wrap",
         Func::pure(&[Int, String], |a| {
-            wrap(arg_str(&a[1]), arg_int(&a[0]), "\n").map(Value::from)
-        }),
+            wrap(arg_bytes(&a[1]), arg_int(&a[0]), b"\n").map(Value::from_go_bytes)
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "wrapWith",
         Func::pure(&[Int, String, String], |a| {
-            wrap(arg_str(&a[2]), arg_int(&a[0]), arg_str(&a[1])).map(Value::from)
-        }),
+            wrap(arg_bytes(&a[2]), arg_int(&a[0]), arg_bytes(&a[1])).map(Value::from_go_bytes)
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "contains",
@@ -138,22 +153,25 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "hasPrefix",
         Func::pure(&[String, String], |a| {
-            Ok(Value::Bool(arg_str(&a[1]).starts_with(arg_str(&a[0]))))
-        }),
+            Ok(Value::Bool(arg_bytes(&a[1]).starts_with(arg_bytes(&a[0]))))
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "hasSuffix",
         Func::pure(&[String, String], |a| {
-            Ok(Value::Bool(arg_str(&a[1]).ends_with(arg_str(&a[0]))))
-        }),
+            Ok(Value::Bool(arg_bytes(&a[1]).ends_with(arg_bytes(&a[0]))))
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "quote",
         Func::pure_variadic(&[], Any, |a| {
+            // `%q` escapes the invalid bytes of a byte string (`"h\xc3"`).
             let parts: Vec<_> = a
                 .iter()
                 .filter(|v| !v.is_nil())
-                .map(|v| gofmt::quote(&strval(v)))
+                .map(|v| gofmt::quote_bytes(&strval_bytes(v), b'"', false))
                 .collect();
             Ok(Value::from(parts.join(" ")))
         }),
@@ -161,12 +179,12 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "squote",
         Func::pure_variadic(&[], Any, |a| {
-            let parts: Vec<_> = a
+            let parts: Vec<Vec<u8>> = a
                 .iter()
                 .filter(|v| !v.is_nil())
-                .map(|v| format!("'{}'", strval(v)))
+                .map(|v| [&b"'"[..], &strval_bytes(v), b"'"].concat())
                 .collect();
-            Ok(Value::from(parts.join(" ")))
+            Ok(Value::from_go_bytes(parts.join(&b' ')))
         }),
     );
     map.insert(
@@ -176,22 +194,24 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
             let parts: Vec<_> = a
                 .iter()
                 .filter(|v| !v.is_nil())
-                .map(gofmt::format_value)
+                .map(gofmt::format_value_bytes)
                 .collect();
-            Ok(Value::from(parts.join(" ")))
+            Ok(Value::from_go_bytes(parts.join(&b' ')))
         }),
     );
     map.insert(
         "indent",
         Func::pure(&[Int, String], |a| {
-            indent(arg_int(&a[0]), arg_str(&a[1])).map(Value::from)
-        }),
+            indent(arg_int(&a[0]), arg_bytes(&a[1])).map(Value::from_go_bytes)
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "nindent",
         Func::pure(&[Int, String], |a| {
-            indent(arg_int(&a[0]), arg_str(&a[1])).map(|s| Value::from(format!("\n{s}")))
-        }),
+            indent(arg_int(&a[0]), arg_bytes(&a[1])).map(|s| Value::from_go_bytes([&b"\n"[..], &s].concat()))
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "replace",
@@ -234,8 +254,11 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "join",
         Func::pure(&[String, Any], |a| {
-            join(&strslice(&a[1]), arg_str(&a[0])).map(Value::from)
-        }),
+            let parts: Vec<Value> = strslice_values(&a[1]);
+            let parts: Vec<&[u8]> = parts.iter().map(arg_bytes).collect();
+            join(&parts, arg_bytes(&a[0])).map(Value::from_go_bytes)
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "sortAlpha",
@@ -250,54 +273,55 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     );
 }
 
-/// Sprig's `strval`: strings and byte slices as text, Stringers via `String()`, the rest `%v`.
-pub fn strval(v: &Value) -> String {
+/// Sprig's `strval` as a Go string value: strings as they are (byte strings included), byte
+/// slices as `string(b)`, Stringers via `String()`, the rest `%v`.
+pub fn strval_value(v: &Value) -> Value {
     match v {
+        Value::String(_) | Value::ByteString(_) => v.clone(),
+        Value::Bytes(b) => Value::from_go_bytes(&b[..]),
+        Value::Object(o) => Value::from(o.stringer().unwrap_or_else(|| gofmt::format_value(v))),
+        other => Value::from_go_bytes(gofmt::format_value_bytes(other)),
+    }
+}
+
+/// Sprig's `strval` as bytes (see [`strval_value`]).
+pub fn strval_bytes(v: &Value) -> Vec<u8> {
+    match strval_value(v) {
+        Value::String(s) => s.as_bytes().to_vec(),
+        Value::ByteString(b) => b.to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+/// Sprig's `strval` as text: invalid bytes become one U+FFFD each, as Go decodes them.
+pub fn strval(v: &Value) -> String {
+    match strval_value(v).into_lossy() {
         Value::String(s) => s.to_string(),
-        Value::Bytes(b) => bytes_to_string(b),
-        Value::Object(o) => o.stringer().unwrap_or_else(|| gofmt::format_value(v)),
-        other => gofmt::format_value(other),
+        _ => String::new(),
     }
 }
 
 /// Sprig's `strslice`: a list as strings (nil elements dropped, `[]string` as is), nil as no
-/// strings, any other value as the one string `strval` gives.
-pub fn strslice(v: &Value) -> Vec<String> {
+/// strings, any other value as the one string `strval` gives; each a Go string value.
+pub fn strslice_values(v: &Value) -> Vec<Value> {
     match v {
         Value::Nil => Vec::new(),
-        Value::List(l) if l.kind == ListKind::String => l.items.iter().map(strval).collect(),
-        Value::List(l) => l.items.iter().filter(|x| !x.is_nil()).map(strval).collect(),
-        Value::Bytes(b) => b.iter().map(|x| x.to_string()).collect(),
-        other => vec![strval(other)],
+        Value::List(l) if l.kind == ListKind::String => l.items.iter().map(strval_value).collect(),
+        Value::List(l) => l.items.iter().filter(|x| !x.is_nil()).map(strval_value).collect(),
+        Value::Bytes(b) => b.iter().map(|x| Value::from(x.to_string())).collect(),
+        other => vec![strval_value(other)],
     }
 }
 
-/// Go bytes as text: valid UTF-8 as is; each byte of an invalid sequence becomes the
-/// character with that code (Latin-1), so no input ever panics or is silently dropped.
-pub fn bytes_to_string(bytes: &[u8]) -> String {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => s.to_string(),
-        Err(_) => {
-            let mut out = String::with_capacity(bytes.len());
-            let mut rest = bytes;
-            while !rest.is_empty() {
-                match std::str::from_utf8(rest) {
-                    Ok(s) => {
-                        out.push_str(s);
-                        break;
-                    }
-                    Err(e) => {
-                        let (good, bad) = rest.split_at(e.valid_up_to());
-                        out.push_str(std::str::from_utf8(good).unwrap_or_default());
-                        let n = e.error_len().unwrap_or(bad.len()).max(1);
-                        out.extend(bad.iter().take(n).map(|&b| char::from(b)));
-                        rest = bad.get(n..).unwrap_or_default();
-                    }
-                }
-            }
-            out
-        }
-    }
+/// [`strslice_values`] as text (invalid bytes decoded the Go way).
+pub fn strslice(v: &Value) -> Vec<String> {
+    strslice_values(v)
+        .into_iter()
+        .map(|s| match s.into_lossy() {
+            Value::String(s) => s.to_string(),
+            _ => String::new(),
+        })
+        .collect()
 }
 
 /// Go's `unicode.IsSpace` (the Unicode White_Space property, as Rust's `is_whitespace`).
@@ -498,26 +522,38 @@ fn camelcase(s: &str) -> String {
     out
 }
 
-/// `nospace`: works on bytes as if they were Latin-1 characters, like sprig: bytes that are
-/// spaces in Latin-1 are removed (so NBSP's second byte `0xA0` goes too) and every other
-/// byte comes out as the character with its value (`à` becomes `Ã`).
-fn nospace(s: &str) -> String {
-    s.bytes()
-        .filter(|&b| !matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ' | 0x85 | 0xa0))
-        .map(char::from)
-        .collect()
+/// Go's `unicode.IsSpace` of a byte taken as the Latin-1 rune of its value.
+fn is_latin1_space(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ' | 0x85 | 0xa0)
 }
 
-/// `initials`: the first byte of each whitespace-separated word, as a Latin-1 character.
-fn initials(s: &str) -> String {
+/// `nospace` (goutils' `DeleteWhiteSpace`): works on bytes as if they were Latin-1
+/// characters: bytes that are spaces in Latin-1 are removed (so NBSP's second byte `0xA0`
+/// goes too) and every other byte comes out as the character with its value (`à` becomes
+/// `Ã`). A string without such bytes is returned unchanged.
+fn nospace(s: &[u8]) -> Value {
+    if !s.iter().copied().any(is_latin1_space) {
+        return Value::from_go_bytes(s);
+    }
+    Value::from(
+        s.iter()
+            .copied()
+            .filter(|&b| !is_latin1_space(b))
+            .map(char::from)
+            .collect::<String>(),
+    )
+}
+
+/// `initials` (goutils' `Initials`): the first byte of each word, as a Latin-1 character;
+/// words are separated by bytes that are spaces in Latin-1.
+fn initials(s: &[u8]) -> String {
     let mut out = String::new();
     let mut at_word_start = true;
-    for c in s.chars() {
-        if is_go_space(c) {
+    for &b in s {
+        if is_latin1_space(b) {
             at_word_start = true;
         } else if at_word_start {
-            let mut buf = [0u8; 4];
-            out.push(char::from(c.encode_utf8(&mut buf).as_bytes()[0]));
+            out.push(char::from(b));
             at_word_start = false;
         }
     }
@@ -547,9 +583,8 @@ fn os_random_u64() -> u64 {
 }
 
 /// `trunc`: the first `n` bytes, or for negative `n` the last `-n` bytes.
-fn trunc(n: i64, s: &str) -> Value {
-    let len = s.len() as i64;
-    let bytes = s.as_bytes();
+fn trunc(n: i64, bytes: &[u8]) -> Value {
+    let len = bytes.len() as i64;
     let cut = if n >= 0 && len > n {
         bytes.get(..n as usize)
     } else if n < 0 && len + n > 0 {
@@ -557,14 +592,11 @@ fn trunc(n: i64, s: &str) -> Value {
     } else {
         None
     };
-    match cut {
-        Some(b) => Value::from(bytes_to_string(b)),
-        None => Value::from(s),
-    }
+    Value::from_go_bytes(cut.unwrap_or(bytes))
 }
 
 /// `substr start end s` on bytes, with Go's slice panics as errors.
-fn substr(start: i64, end: i64, s: &str) -> Result<Value, FuncError> {
+fn substr(start: i64, end: i64, s: &[u8]) -> Result<Value, FuncError> {
     let len = s.len() as i64;
     let (from, to) = if start < 0 {
         (0, end)
@@ -585,8 +617,8 @@ fn substr(start: i64, end: i64, s: &str) -> Result<Value, FuncError> {
     if from > to {
         return Err(slice_error(format!("[{from}:{to}]")));
     }
-    let bytes = s.as_bytes().get(from as usize..to as usize).unwrap_or_default();
-    Ok(Value::from(bytes_to_string(bytes)))
+    let bytes = s.get(from as usize..to as usize).unwrap_or_default();
+    Ok(Value::from_go_bytes(bytes))
 }
 
 fn slice_error(bounds: String) -> FuncError {
@@ -595,6 +627,11 @@ fn slice_error(bounds: String) -> FuncError {
 
 /// Go's `strings.Repeat`, with its panics as errors and a bound on the result.
 pub fn repeat(s: &str, count: i64) -> Result<String, FuncError> {
+    repeat_bytes(s.as_bytes(), count).map(|b| String::from_utf8(b).unwrap_or_default())
+}
+
+/// [`repeat`] on the bytes of a Go string.
+fn repeat_bytes(s: &[u8], count: i64) -> Result<Vec<u8>, FuncError> {
     if count < 0 {
         return Err(FuncError::msg("strings: negative Repeat count"));
     }
@@ -614,14 +651,22 @@ fn too_long() -> FuncError {
     FuncError::msg(format!("string result exceeds {MAX_STRING_BYTES} bytes"))
 }
 
-/// `indent`: the pad before the text and after every newline.
-fn indent(n: i64, s: &str) -> Result<String, FuncError> {
-    let pad = repeat(" ", n)?;
-    let newlines = s.bytes().filter(|&b| b == b'\n').count();
+/// `indent`: the pad before the text and after every newline (on bytes: Go strings).
+fn indent(n: i64, s: &[u8]) -> Result<Vec<u8>, FuncError> {
+    let pad = repeat_bytes(b" ", n)?;
+    let newlines = s.iter().filter(|&&b| b == b'\n').count();
     if pad.len().saturating_mul(newlines + 1).saturating_add(s.len()) > MAX_STRING_BYTES {
         return Err(too_long());
     }
-    Ok(format!("{pad}{}", s.replace('\n', &format!("\n{pad}"))))
+    let mut out = Vec::with_capacity(s.len() + pad.len() * (newlines + 1));
+    out.extend_from_slice(&pad);
+    for &b in s {
+        out.push(b);
+        if b == b'\n' {
+            out.extend_from_slice(&pad);
+        }
+    }
+    Ok(out)
 }
 
 /// Go's `strings.Replace(s, old, new, -1)`: an empty `old` matches before every rune and at
@@ -711,9 +756,8 @@ fn abbreviate(s: &[u8], offset: i64, width: i64) -> Option<Vec<u8>> {
 /// goutils' `WrapCustom(s, width, newline, false)` on bytes: breaks at the last space that
 /// keeps a line within `width`; a longer word runs on to the next space. Newlines already in
 /// the text are ordinary characters.
-fn wrap(s: &str, width: i64, newline: &str) -> Result<String, FuncError> {
+fn wrap(b: &[u8], width: i64, newline: &[u8]) -> Result<Vec<u8>, FuncError> {
     let width = width.max(1) as usize;
-    let b = s.as_bytes();
     let mut out: Vec<u8> = Vec::with_capacity(b.len() + 8);
     let mut offset = 0usize;
     while b.len() - offset > width {
@@ -725,7 +769,7 @@ fn wrap(s: &str, width: i64, newline: &str) -> Result<String, FuncError> {
         match window.iter().rposition(|&c| c == b' ') {
             Some(p) => {
                 out.extend_from_slice(b.get(offset..offset + p).unwrap_or_default());
-                out.extend_from_slice(newline.as_bytes());
+                out.extend_from_slice(newline);
                 offset += p + 1;
                 if out.len() > MAX_STRING_BYTES {
                     return Err(too_long());
@@ -736,7 +780,7 @@ fn wrap(s: &str, width: i64, newline: &str) -> Result<String, FuncError> {
                 match b.get(from..).and_then(|r| r.iter().position(|&c| c == b' ')) {
                     Some(p) => {
                         out.extend_from_slice(b.get(offset..from + p).unwrap_or_default());
-                        out.extend_from_slice(newline.as_bytes());
+                        out.extend_from_slice(newline);
                         offset = from + p + 1;
                         if out.len() > MAX_STRING_BYTES {
                             return Err(too_long());
@@ -751,12 +795,12 @@ fn wrap(s: &str, width: i64, newline: &str) -> Result<String, FuncError> {
         }
     }
     out.extend_from_slice(b.get(offset..).unwrap_or_default());
-    Ok(bytes_to_string(&out))
+    Ok(out)
 }
 
-/// Go's `strings.Join`, bounded like every built string.
-fn join(parts: &[String], sep: &str) -> Result<String, FuncError> {
-    let total = parts.iter().map(String::len).fold(
+/// Go's `strings.Join` on the bytes of Go strings, bounded like every built string.
+fn join(parts: &[&[u8]], sep: &[u8]) -> Result<Vec<u8>, FuncError> {
+    let total = parts.iter().map(|p| p.len()).fold(
         sep.len().saturating_mul(parts.len().saturating_sub(1)),
         usize::saturating_add,
     );
@@ -772,38 +816,45 @@ mod tests {
 
     #[test]
     fn trunc_counts_bytes_both_ways() {
-        assert_eq!(trunc(5, "hello world").as_str(), Some("hello"));
-        assert_eq!(trunc(-3, "hello world").as_str(), Some("rld"));
-        assert_eq!(trunc(-50, "short").as_str(), Some("short"));
-        assert_eq!(trunc(2, "héllo").as_str(), Some("h\u{c3}"));
+        assert_eq!(trunc(5, b"hello world").as_str(), Some("hello"));
+        assert_eq!(trunc(-3, b"hello world").as_str(), Some("rld"));
+        assert_eq!(trunc(-50, b"short").as_str(), Some("short"));
+        // Cutting inside `é` leaves Go's bytes, not a stand-in character.
+        let cut = trunc(2, "héllo".as_bytes());
+        assert!(matches!(&cut, Value::ByteString(b) if &b[..] == b"h\xc3"));
+        assert_eq!(
+            trunc(-4, "héllo".as_bytes()).go_str_bytes(),
+            Some(&b"\xa9llo"[..])
+        );
+        assert_eq!(trunc(3, "héllo".as_bytes()).as_str(), Some("hé"));
     }
 
     #[test]
     fn substr_reports_go_slice_panics() {
         assert_eq!(
-            substr(1, 3, "hello")
+            substr(1, 3, b"hello")
                 .ok()
                 .and_then(|v| v.as_str().map(String::from)),
             Some("el".into())
         );
         assert_eq!(
-            substr(-1, 2, "hello")
+            substr(-1, 2, b"hello")
                 .ok()
                 .and_then(|v| v.as_str().map(String::from)),
             Some("he".into())
         );
         assert_eq!(
-            substr(2, 99, "hello")
+            substr(2, 99, b"hello")
                 .ok()
                 .and_then(|v| v.as_str().map(String::from)),
             Some("llo".into())
         );
-        let err = substr(3, 1, "hello").err().map(|e| e.to_string());
+        let err = substr(3, 1, b"hello").err().map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
             Some("runtime error: slice bounds out of range [3:1]")
         );
-        let err = substr(9, 10, "hello").err().map(|e| e.to_string());
+        let err = substr(9, 10, b"hello").err().map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
             Some("runtime error: slice bounds out of range [9:5]")
@@ -904,7 +955,7 @@ mod tests {
 
     #[test]
     fn abbreviations() {
-        let ab = |o, w, s: &str| abbreviate(s.as_bytes(), o, w).map(|b| bytes_to_string(&b));
+        let ab = |o, w, s: &str| abbreviate(s.as_bytes(), o, w).and_then(|b| String::from_utf8(b).ok());
         assert_eq!(ab(0, 5, "hello world").as_deref(), Some("he..."));
         assert_eq!(ab(0, 3, "hello world"), None);
         assert_eq!(ab(5, 10, "1234 5678 9123").as_deref(), Some("...5678..."));
@@ -917,7 +968,12 @@ mod tests {
 
     #[test]
     fn wrapping() {
-        let w = |s: &str, n, sep: &str| wrap(s, n, sep).unwrap_or_default();
+        let w = |s: &str, n, sep: &str| {
+            wrap(s.as_bytes(), n, sep.as_bytes())
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .unwrap_or_default()
+        };
         assert_eq!(w("Hello World and more", 5, "\n"), "Hello\nWorld\nand\nmore");
         assert_eq!(w("abcdefgh ij", 3, "\n"), "abcdefgh\nij");
         assert_eq!(
@@ -926,10 +982,10 @@ mod tests {
         );
         assert_eq!(w("a b c", 0, "\n"), "a\nb\nc");
         let huge_sep = "x".repeat(1 << 20);
-        assert!(wrap(&"a ".repeat(1 << 10), 1, &huge_sep).is_err());
-        let parts = vec!["a".to_string(); 1 << 10];
-        assert!(join(&parts, &huge_sep).is_err());
-        assert_eq!(join(&parts[..2], ",").ok().as_deref(), Some("a,a"));
+        assert!(wrap("a ".repeat(1 << 10).as_bytes(), 1, huge_sep.as_bytes()).is_err());
+        let parts = vec![&b"a"[..]; 1 << 10];
+        assert!(join(&parts, huge_sep.as_bytes()).is_err());
+        assert_eq!(join(&parts[..2], b",").ok().as_deref(), Some(&b"a,a"[..]));
     }
 
     #[test]
@@ -943,9 +999,16 @@ mod tests {
 
     #[test]
     fn byte_level_helpers() {
-        assert_eq!(nospace(" h e\tl\nl o\u{a0}x "), "hello\u{c2}x");
-        assert_eq!(initials("First Try"), "FT");
-        assert_eq!(initials("élan über"), "\u{c3}\u{c3}");
-        assert_eq!(indent(2, "a\nb\n").ok().as_deref(), Some("  a\n  b\n  "));
+        assert_eq!(
+            nospace(" h e\tl\nl o\u{a0}x ".as_bytes()).as_str(),
+            Some("hello\u{c2}x")
+        );
+        assert_eq!(nospace("héllo".as_bytes()).as_str(), Some("héllo"));
+        assert_eq!(nospace(b"h\xc3").go_str_bytes(), Some(&b"h\xc3"[..]));
+        assert_eq!(initials(b"First Try"), "FT");
+        assert_eq!(initials("élan über".as_bytes()), "\u{c3}\u{c3}");
+        // `à` is c3 a0 and 0xA0 is a Latin-1 space.
+        assert_eq!(initials("xày".as_bytes()), "xy");
+        assert_eq!(indent(2, b"a\nb\n").ok().as_deref(), Some(&b"  a\n  b\n  "[..]));
     }
 }

@@ -42,7 +42,9 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
                 };
                 match m.get(key) {
                     None => Ok(String::new()),
-                    Some(Value::String(s)) => Ok(s.to_string()),
+                    Some(v @ (Value::String(_) | Value::ByteString(_))) => {
+                        Ok(v.go_str_lossy().unwrap_or_default().into_owned())
+                    }
                     Some(other) => Err(FuncError::msg(format!(
                         "unable to parse {key} key, must be of type string, but {} found",
                         other.kind_name()

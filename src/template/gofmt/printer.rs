@@ -72,18 +72,24 @@ impl Printer {
     }
 
     /// The text, or the cycle that made it incomplete (the text then elides the repeated map).
-    pub fn finish_checked(self) -> Result<String, CycleError> {
-        match self.cycle.clone() {
+    pub fn finish_checked(self) -> Result<Vec<u8>, CycleError> {
+        match self.cycle {
             Some(type_name) => Err(CycleError { type_name }),
-            None => Ok(self.finish()),
+            None => Ok(self.buf),
         }
     }
 
+    /// The printed text; bytes that are not UTF-8 (from byte strings) become U+FFFD each.
     pub fn finish(self) -> String {
         match String::from_utf8(self.buf) {
             Ok(s) => s,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            Err(e) => crate::template::value::go_lossy(e.as_bytes()).into_owned(),
         }
+    }
+
+    /// The printed bytes, as Go's `Sprint*` return them (a Go string, maybe not UTF-8).
+    pub fn finish_bytes(self) -> Vec<u8> {
+        self.buf
     }
 
     fn write(&mut self, s: &str) {
@@ -94,7 +100,7 @@ impl Printer {
     pub fn sprint(&mut self, args: &[Value]) {
         let mut prev_string = false;
         for (i, arg) in args.iter().enumerate() {
-            let is_string = matches!(arg, Value::String(_));
+            let is_string = matches!(arg, Value::String(_) | Value::ByteString(_));
             if i > 0 && !is_string && !prev_string {
                 self.buf.push(b' ');
             }
@@ -115,8 +121,8 @@ impl Printer {
     }
 
     /// `fmt.Sprintf`.
-    pub fn sprintf(&mut self, format: &str, args: &[Value]) {
-        let fmt = format.as_bytes();
+    pub fn sprintf(&mut self, format: &[u8], args: &[Value]) {
+        let fmt = format;
         let end = fmt.len();
         let mut arg_num = 0usize;
         let mut reordered = false;
@@ -347,6 +353,7 @@ impl Printer {
             Value::Uint64(u) => self.fmt_integer_verb(*u, false, verb, v),
             Value::Float(x) => self.fmt_float_verb(*x, verb, v),
             Value::String(s) => self.fmt_string_verb(s.as_bytes(), verb, v),
+            Value::ByteString(b) => self.fmt_string_verb(b, verb, v),
             Value::Bytes(b) => self.fmt_bytes(b, verb, "[]byte", depth),
             // `%#v` spells a typed nil as `T(nil)`.
             Value::List(l) if l.nil && self.f.sharp_v => {

@@ -108,9 +108,18 @@ fn unquote_char(s: &str, quote: u8) -> Option<Unquoted<'_>> {
     }
 }
 
-/// Go's `strconv.Unquote` of a `"…"` or `` `…` `` literal. Raw bytes from `\x`/octal escapes
-/// that do not form UTF-8 become U+FFFD (Rust strings are UTF-8).
+/// Go's `strconv.Unquote` of a `"…"` or `` `…` `` literal as text: raw bytes from `\x`/octal
+/// escapes that do not form UTF-8 become U+FFFD, one per byte (template names).
 pub fn unquote(quoted: &str) -> Option<String> {
+    unquote_bytes(quoted).map(|b| match String::from_utf8(b) {
+        Ok(s) => s,
+        Err(e) => crate::template::value::go_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// Go's `strconv.Unquote` of a `"…"` or `` `…` `` literal: the bytes of the Go string, which
+/// `\x` and octal escapes can make invalid UTF-8.
+pub fn unquote_bytes(quoted: &str) -> Option<Vec<u8>> {
     let bytes = quoted.as_bytes();
     if bytes.len() < 2 {
         return None;
@@ -126,7 +135,7 @@ pub fn unquote(quoted: &str) -> Option<String> {
                 return None;
             }
             // Carriage returns are discarded from raw strings.
-            Some(inner.replace('\r', ""))
+            Some(inner.replace('\r', "").into_bytes())
         }
         b'"' => {
             if inner.contains('\n') {
@@ -145,7 +154,7 @@ pub fn unquote(quoted: &str) -> Option<String> {
                 }
                 rest = u.tail;
             }
-            Some(String::from_utf8_lossy(&out).into_owned())
+            Some(out)
         }
         _ => None,
     }
@@ -409,6 +418,10 @@ mod tests {
         assert_eq!(unquote(r#""\'""#), None);
         assert_eq!(unquote(r#""\400""#), None);
         assert_eq!(unquote(r#""\ud800""#), None);
+        // `\x` and octal escapes make bytes, which need not be UTF-8.
+        assert_eq!(unquote_bytes(r#""h\xc3""#).as_deref(), Some(&b"h\xc3"[..]));
+        assert_eq!(unquote_bytes(r#""\303\251""#).as_deref(), Some("é".as_bytes()));
+        assert_eq!(unquote(r#""h\xe2\x82""#).as_deref(), Some("h\u{fffd}\u{fffd}"));
     }
 
     #[test]

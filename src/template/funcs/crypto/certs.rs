@@ -34,11 +34,11 @@ pub struct Signer<'a> {
 /// Sprig's `getNetIPs`: every entry must be a string holding an IP address.
 fn ip_addresses(ips: &[Value]) -> Result<Vec<IpAddr>, String> {
     ips.iter()
-        .map(|ip| match ip {
-            Value::String(s) => s.parse::<IpAddr>().map_err(|_| format!("error parsing ip: {s}")),
-            other => Err(format!(
+        .map(|ip| match ip.go_str_lossy() {
+            Some(s) => s.parse::<IpAddr>().map_err(|_| format!("error parsing ip: {s}")),
+            None => Err(format!(
                 "error parsing ip: {} is not a string",
-                crate::template::gofmt::format_value(other)
+                crate::template::gofmt::format_value(ip)
             )),
         })
         .collect()
@@ -47,11 +47,11 @@ fn ip_addresses(ips: &[Value]) -> Result<Vec<IpAddr>, String> {
 /// Sprig's `getAlternateDNSStrs`: every entry must be a string.
 fn dns_names(dns: &[Value]) -> Result<Vec<String>, String> {
     dns.iter()
-        .map(|d| match d {
-            Value::String(s) => Ok(s.to_string()),
-            other => Err(format!(
+        .map(|d| match d.go_str_lossy() {
+            Some(s) => Ok(s.into_owned()),
+            None => Err(format!(
                 "error processing alternate dns name: {} is not a string",
-                crate::template::gofmt::format_value(other)
+                crate::template::gofmt::format_value(d)
             )),
         })
         .collect()

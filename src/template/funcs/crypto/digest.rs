@@ -16,23 +16,23 @@ fn hex(bytes: &[u8]) -> String {
         })
 }
 
-pub fn sha1sum(s: &str) -> String {
-    hex(digest::digest(&digest::SHA1_FOR_LEGACY_USE_ONLY, s.as_bytes()).as_ref())
+pub fn sha1sum(s: &[u8]) -> String {
+    hex(digest::digest(&digest::SHA1_FOR_LEGACY_USE_ONLY, s).as_ref())
 }
 
-pub fn sha256sum(s: &str) -> String {
-    hex(digest::digest(&digest::SHA256, s.as_bytes()).as_ref())
+pub fn sha256sum(s: &[u8]) -> String {
+    hex(digest::digest(&digest::SHA256, s).as_ref())
 }
 
-pub fn sha512sum(s: &str) -> String {
-    hex(digest::digest(&digest::SHA512, s.as_bytes()).as_ref())
+pub fn sha512sum(s: &[u8]) -> String {
+    hex(digest::digest(&digest::SHA512, s).as_ref())
 }
 
 /// Adler-32 as a decimal number.
-pub fn adler32sum(s: &str) -> String {
+pub fn adler32sum(s: &[u8]) -> String {
     const MOD: u32 = 65521;
     let (mut a, mut b) = (1u32, 0u32);
-    for chunk in s.as_bytes().chunks(5552) {
+    for chunk in s.chunks(5552) {
         for &byte in chunk {
             a += u32::from(byte);
             b += a;
@@ -166,14 +166,14 @@ mod tests {
 
     #[test]
     fn sums_match_helm() {
-        assert_eq!(sha1sum("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+        assert_eq!(sha1sum(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
         assert_eq!(
-            sha256sum(""),
+            sha256sum(b""),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
-        assert!(sha512sum("abc").starts_with("ddaf35a193617aba"));
-        assert_eq!(adler32sum("abc"), "38600999");
-        assert_eq!(adler32sum(""), "1");
+        assert!(sha512sum(b"abc").starts_with("ddaf35a193617aba"));
+        assert_eq!(adler32sum(b"abc"), "38600999");
+        assert_eq!(adler32sum(b""), "1");
     }
 
     #[test]

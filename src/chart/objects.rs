@@ -519,19 +519,7 @@ impl std::fmt::Display for KubeVersionStruct<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::template::error::FuncError;
-    use crate::template::funcs::CallContext;
-
-    struct NoContext;
-
-    impl CallContext for NoContext {
-        fn include(&mut self, _: &str, _: Value) -> Result<Vec<u8>, FuncError> {
-            Err(FuncError::msg("no include"))
-        }
-        fn tpl(&mut self, _: &str, _: Value) -> Result<Vec<u8>, FuncError> {
-            Err(FuncError::msg("no tpl"))
-        }
-    }
+    use crate::template::funcs::NoContext;
 
     fn call(files: &Files, method: &str, name: &str) -> Value {
         match files.method(method) {

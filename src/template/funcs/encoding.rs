@@ -422,20 +422,8 @@ mod tests {
 mod vector_tests {
     use std::collections::BTreeMap;
 
-    use crate::template::error::FuncError;
-    use crate::template::funcs::{CallContext, FuncMap};
+    use crate::template::funcs::{FuncMap, NoContext};
     use crate::template::value::Value;
-
-    struct NoContext;
-
-    impl CallContext for NoContext {
-        fn include(&mut self, _: &str, _: Value) -> Result<Vec<u8>, FuncError> {
-            Err(FuncError::msg("no include here"))
-        }
-        fn tpl(&mut self, _: &str, _: Value) -> Result<Vec<u8>, FuncError> {
-            Err(FuncError::msg("no tpl here"))
-        }
-    }
 
     /// `Ok(None)` when the template uses something this evaluator does not support.
     fn render(template: &str, values: &Value, funcs: &FuncMap) -> Result<Option<String>, String> {

@@ -43,6 +43,21 @@ pub trait CallContext {
     fn tpl(&mut self, text: &str, data: Value) -> Result<Vec<u8>, FuncError>;
 }
 
+/// A context for calling functions outside an executor (unit tests): `include` and `tpl`
+/// are errors.
+#[cfg(test)]
+pub struct NoContext;
+
+#[cfg(test)]
+impl CallContext for NoContext {
+    fn include(&mut self, _: &str, _: Value) -> Result<Vec<u8>, FuncError> {
+        Err(FuncError::msg("no include outside an executor"))
+    }
+    fn tpl(&mut self, _: &str, _: Value) -> Result<Vec<u8>, FuncError> {
+        Err(FuncError::msg("no tpl outside an executor"))
+    }
+}
+
 /// The implementation of a function: receives arguments already checked against the
 /// signature (so a `String` parameter always holds `Value::String`, unless the function
 /// was made with [`Func::keeping_bytes`], when it may also hold a `Value::ByteString`).

@@ -48,8 +48,7 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
 mod tests {
     use std::collections::BTreeMap;
 
-    use crate::template::error::FuncError;
-    use crate::template::funcs::{CallContext, FuncMap};
+    use crate::template::funcs::{FuncMap, NoContext};
     use crate::template::value::{List, ListKind, Map, MapKind, Value};
 
     /// The functions of the families in strings/lists/dicts/defaults/reflection.
@@ -137,17 +136,6 @@ mod tests {
         "kindIs",
         "deepEqual",
     ];
-
-    struct NoContext;
-
-    impl CallContext for NoContext {
-        fn include(&mut self, _: &str, _: Value) -> Result<Vec<u8>, FuncError> {
-            Err(FuncError::msg("no include"))
-        }
-        fn tpl(&mut self, _: &str, _: Value) -> Result<Vec<u8>, FuncError> {
-            Err(FuncError::msg("no tpl"))
-        }
-    }
 
     fn pool() -> Vec<Value> {
         let cyclic = Map::new(MapKind::Any, BTreeMap::new());

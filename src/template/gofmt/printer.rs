@@ -314,11 +314,7 @@ impl Printer {
         }
         for (k, (key, val)) in entries.iter().enumerate() {
             if k > 0 {
-                if self.f.sharp_v {
-                    self.write(", ");
-                } else {
-                    self.buf.push(b' ');
-                }
+                self.element_separator();
             }
             self.fmt_string_verb(key.as_bytes(), verb, &Value::from(key.as_str()));
             self.buf.push(b':');
@@ -443,15 +439,20 @@ impl Printer {
         }
         for (k, item) in items.iter().enumerate() {
             if k > 0 {
-                if self.f.sharp_v {
-                    self.write(", ");
-                } else {
-                    self.buf.push(b' ');
-                }
+                self.element_separator();
             }
             self.print_value(item, verb, depth + 1);
         }
         self.buf.push(if self.f.sharp_v { b'}' } else { b']' });
+    }
+
+    /// Between the elements of a composite: `, ` under `%#v`, a space otherwise.
+    fn element_separator(&mut self) {
+        if self.f.sharp_v {
+            self.write(", ");
+        } else {
+            self.buf.push(b' ');
+        }
     }
 
     /// A struct: `{a b}`, `{A:a B:b}` under `%+v`, `type{A:a, B:b}` under `%#v`; the verb
@@ -463,11 +464,7 @@ impl Printer {
         self.buf.push(b'{');
         for (k, (name, field)) in fields.iter().enumerate() {
             if k > 0 {
-                if self.f.sharp_v {
-                    self.write(", ");
-                } else {
-                    self.buf.push(b' ');
-                }
+                self.element_separator();
             }
             if self.f.plus_v || self.f.sharp_v {
                 self.write(name);

@@ -13,6 +13,7 @@ use std::fmt;
 use std::rc::Rc;
 
 use crate::template::ast::{Branch, Command, Expr, List, Node, Number, Pipe, TemplateCall, Tree, Variable};
+use crate::template::cycles;
 use crate::template::error::{Error, ExecError, ExecErrorKind, FuncError, ParseError};
 use crate::template::funcs::{CallContext, Func, FuncMap, Special};
 use crate::template::gofmt;
@@ -153,9 +154,12 @@ impl Templates {
         };
         let mut shared = Shared::new(self.step_budget);
         let mut out = Vec::new();
-        State::new(self, tree, &mut shared, EVal::concrete(data.clone()))
-            .run(&mut out)
-            .map_err(Error::Exec)?;
+        let collector = cycles::Collector::start();
+        let result = State::new(self, tree, &mut shared, EVal::concrete(data.clone())).run(&mut out);
+        // The execution's variables are gone now: reclaim the self-containing maps it made
+        // that `data` cannot reach.
+        collector.finish(&[data]);
+        result.map_err(Error::Exec)?;
         // Go's output is bytes; byte strings printed by actions may leave invalid UTF-8,
         // which reads as one U+FFFD per invalid byte (as Helm's callers see it).
         Ok(match String::from_utf8(out) {

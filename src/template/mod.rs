@@ -7,6 +7,7 @@
 //! - [`Templates`]: parse a set of named templates once, execute them many times.
 
 pub mod ast;
+pub mod cycles;
 pub mod error;
 pub mod exec;
 pub mod funcs;

@@ -504,9 +504,12 @@ impl List {
 
 impl Map {
     pub fn new(kind: MapKind, entries: BTreeMap<String, Value>) -> Map {
+        let entries = Rc::new(RefCell::new(entries));
+        // A template may make the map contain itself: let the execution reclaim it then.
+        crate::template::cycles::track(&entries);
         Map {
             kind,
-            entries: Rc::new(RefCell::new(entries)),
+            entries,
             nil: false,
         }
     }

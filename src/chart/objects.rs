@@ -211,7 +211,25 @@ impl KubeVersion {
     }
 }
 
+impl KubeVersion {
+    /// A deep copy: the unexported normalized version comes back empty.
+    fn copied(&self) -> KubeVersion {
+        KubeVersion {
+            normalized: String::new(),
+            ..self.clone()
+        }
+    }
+}
+
 impl Object for KubeVersion {
+    fn deep_copy(&self) -> Option<Value> {
+        Some(Value::Object(Rc::new(self.copied())))
+    }
+
+    fn pointer_receiver(&self, name: &str) -> bool {
+        matches!(name, "GitVersion" | "String")
+    }
+
     fn type_name(&self) -> String {
         "common.KubeVersion".into()
     }
@@ -244,8 +262,14 @@ impl Object for KubeVersion {
         ])
     }
 
+    /// `String()` prints the normalized version, or the version as given when there is none
+    /// (a deep copy loses the unexported normalized form).
     fn addressable_stringer(&self) -> Option<String> {
-        Some(self.normalized.clone())
+        Some(if self.normalized.is_empty() {
+            self.version.clone()
+        } else {
+            self.normalized.clone()
+        })
     }
 
     fn to_data(&self) -> Value {
@@ -449,12 +473,29 @@ impl Object for BuildInfo {
         Capabilities::helm_version()
     }
 
+    /// `encoding/json` in field order, by the JSON tags; git commit and tree state are
+    /// `omitempty` and empty.
+    fn json_fields(&self) -> Option<Vec<(String, Value)>> {
+        Some(vec![
+            ("version".to_string(), Value::from("v4.2")),
+            ("go_version".to_string(), Value::from("go1.26.6")),
+            ("kube_client_version".to_string(), Value::from("v1.36")),
+        ])
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
 }
 
 impl Object for Capabilities {
+    fn deep_copy(&self) -> Option<Value> {
+        Some(Value::Object(Rc::new(Capabilities {
+            kube_version: self.kube_version.copied(),
+            api_versions: self.api_versions.clone(),
+        })))
+    }
+
     fn type_name(&self) -> String {
         "*common.Capabilities".into()
     }
@@ -496,6 +537,16 @@ impl Object for Capabilities {
             ("APIVersions".to_string(), self.api_versions.to_data()),
             ("HelmVersion".to_string(), Capabilities::helm_version()),
         ]))
+    }
+
+    /// `encoding/json` keeps the struct's field order (the fields encode themselves).
+    fn json_fields(&self) -> Option<Vec<(String, Value)>> {
+        Some(
+            ["KubeVersion", "APIVersions", "HelmVersion"]
+                .into_iter()
+                .map(|name| (name.to_string(), self.field(name).unwrap_or(Value::Nil)))
+                .collect(),
+        )
     }
 
     fn as_any(&self) -> &dyn Any {

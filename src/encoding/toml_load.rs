@@ -46,11 +46,12 @@ pub fn parse(text: &str) -> Result<Value, TomlParseError> {
         if c == '[' {
             let array = p.peek_at(1) == Some('[');
             p.i += if array { 2 } else { 1 };
-            let path = p.key_path(if array { "]]" } else { "]" })?;
+            let path = p.key_path(if array { "]]" } else { "]" }, None)?;
             let end = if array { "]]" } else { "]" };
             p.skip_ws();
             if !p.eat(end) {
-                let got = p.peek().map_or("EOF".to_string(), |c| format!("{c:?}"));
+                // At the end of input the library's lexer reads a NUL rune.
+                let got = crate::template::gofmt::quote_rune(p.peek().unwrap_or('\0'), false);
                 // The library reports the line after a newline it has already read.
                 if p.peek() == Some('\n') {
                     p.line += 1;
@@ -62,10 +63,12 @@ pub fn parse(text: &str) -> Result<Value, TomlParseError> {
             p.define_table(&mut root, &path, array)?;
             current = path;
         } else {
-            let path = p.key_path("=")?;
+            // The library names the table being filled as the last key.
+            let context = (!current.is_empty()).then(|| current.join("."));
+            let path = p.key_path("=", context.clone())?;
             p.skip_ws();
             if !p.eat("=") {
-                return Err(p.err_plain("expected '=' after key"));
+                return Err(p.missing_separator(context));
             }
             p.last_key = Some(path.join("."));
             p.skip_ws();
@@ -217,7 +220,25 @@ impl Parser {
     }
 
     /// A dotted key up to (not including) `end`.
-    fn key_path(&mut self, end: &str) -> Result<Vec<String>, TomlParseError> {
+    /// The error for a key not followed by `=`, in the library's words.
+    fn missing_separator(&self, last_key: Option<String>) -> TomlParseError {
+        let msg = match self.peek() {
+            None => "unexpected EOF; expected key separator '='".to_string(),
+            Some(c) => format!(
+                "expected '.' or '=', but got {} instead",
+                crate::template::gofmt::quote_rune(c, false)
+            ),
+        };
+        TomlParseError {
+            line: self.line,
+            last_key,
+            msg,
+        }
+    }
+
+    /// A dotted key up to `end` (`=` of a key/value pair, `]`/`]]` of a table header).
+    /// `last_key` is what errors name as the key being defined.
+    fn key_path(&mut self, end: &str, last_key: Option<String>) -> Result<Vec<String>, TomlParseError> {
         let mut path = Vec::new();
         loop {
             self.skip_ws();
@@ -240,11 +261,24 @@ impl Parser {
                     }
                     self.s[start..self.i].iter().collect()
                 }
-                Some(c) if end.starts_with(c) => {
-                    return Err(self.err_plain(&format!("unexpected '{c}': key name appears blank")));
+                Some(c) if !end.starts_with(c) => {
+                    return Err(self.err_plain(&format!("unexpected key character '{c}'")));
                 }
-                Some(c) => return Err(self.err_plain(&format!("unexpected key character '{c}'"))),
-                None => return Err(self.err_plain("unexpected EOF; expected key")),
+                // A missing key (the end of the key, or of the input, where one should be).
+                _ => {
+                    let msg = if end != "=" {
+                        "unexpected end of table name (table names cannot be empty)"
+                    } else if path.is_empty() {
+                        "unexpected '=': key name appears blank"
+                    } else {
+                        "unexpected '='"
+                    };
+                    return Err(TomlParseError {
+                        line: self.line,
+                        last_key,
+                        msg: msg.to_string(),
+                    });
+                }
             };
             path.push(key);
             self.skip_ws();
@@ -396,12 +430,17 @@ impl Parser {
                 if self.peek() == Some('}') {
                     self.i += 1;
                 } else {
+                    let outer = self.last_key.clone();
                     loop {
-                        let path = self.key_path("=")?;
+                        let path = self.key_path("=", self.last_key.clone())?;
                         self.skip_ws();
                         if !self.eat("=") {
-                            return Err(self.err("expected '=' in inline table"));
+                            return Err(self.missing_separator(self.last_key.clone()));
                         }
+                        // Errors from here on name the entry's full key (`x.a`).
+                        let mut full = outer.clone().map(|k| vec![k]).unwrap_or_default();
+                        full.extend(path.iter().cloned());
+                        self.last_key = Some(full.join("."));
                         self.skip_ws();
                         let v = self.value(depth + 1)?;
                         self.insert_dotted(&mut t, &path, v)?;
@@ -409,7 +448,11 @@ impl Parser {
                         match self.bump() {
                             Some(',') => continue,
                             Some('}') => break,
-                            None => return Err(self.err("unexpected EOF; expected '}'")),
+                            None => {
+                                return Err(self.err(
+                                    "expected a comma or an inline table terminator '}', but got end of file instead",
+                                ));
+                            }
                             Some(c) => {
                                 return Err(self.err(&format!(
                                     "expected a comma or an inline table terminator '}}', but got '{c}' instead"

@@ -51,6 +51,10 @@ pub enum Node {
     Seq(Vec<Node>),
     /// Entries in any order: the emitter sorts keys the way its go-yaml version does.
     Map(Vec<(String, Node)>),
+    /// A Go struct encoded directly by go-yaml v3: its fields in declaration order.
+    Struct(Vec<(String, Node)>),
+    /// A `time.Time` encoded directly by go-yaml v3: RFC 3339 text as a plain scalar.
+    Timestamp(String),
 }
 
 /// Emitter settings that differ between go-yaml v2 (`toYaml`) and v3 (`toYamlPretty`).
@@ -189,6 +193,21 @@ fn direct_inner(v: &Value, depth: usize, budget: &mut Build) -> Result<Node, Yam
         ),
         Value::Map(m) => map_node(m.snapshot(), depth, budget, direct_node)?,
         Value::Object(o) if o.is_nil() => Node::Null,
+        // go-yaml v3 writes a time as its RFC 3339 text (the JSON form without quotes).
+        Value::Object(o) if o.type_name() == "time.Time" => match o.to_data() {
+            Value::String(text) => Node::Timestamp(text.to_string()),
+            other => direct_node(&other, depth + 1, budget)?,
+        },
+        // A struct: its exported fields in order, named by their lowercased Go names.
+        Value::Object(o) if o.fmt_fields().is_some() => {
+            let mut fields = Vec::new();
+            for (name, value) in o.fmt_fields().unwrap_or_default() {
+                if name.starts_with(|c: char| c.is_ascii_uppercase()) {
+                    fields.push((name.to_ascii_lowercase(), direct_node(&value, depth + 1, budget)?));
+                }
+            }
+            Node::Struct(fields)
+        }
         Value::Object(o) => match o.json_fields().or_else(|| o.entries()) {
             Some(entries) => map_node(entries, depth, budget, direct_node)?,
             None => direct_node(&o.to_data(), depth + 1, budget)?,
@@ -921,9 +940,16 @@ impl Emitter {
             Node::Str(s) => self.string(s, simple_key),
             Node::Binary(text) => self.binary(text),
             Node::Seq(items) if items.is_empty() => self.empty_flow("[]"),
-            Node::Map(entries) if entries.is_empty() => self.empty_flow("{}"),
+            Node::Timestamp(text) => self.scalar_plain(text, simple_key),
+            Node::Map(entries) | Node::Struct(entries) if entries.is_empty() => self.empty_flow("{}"),
             Node::Seq(items) => self.sequence(items, mapping_value),
-            Node::Map(entries) => self.mapping(entries),
+            Node::Map(entries) => {
+                let v3 = self.flavor.v3;
+                let mut sorted: Vec<&(String, Node)> = entries.iter().collect();
+                sorted.sort_by(|a, b| natural_cmp_in(&a.0, &b.0, v3));
+                self.mapping(&sorted);
+            }
+            Node::Struct(fields) => self.mapping(&fields.iter().collect::<Vec<_>>()),
         }
     }
 
@@ -944,13 +970,11 @@ impl Emitter {
         self.indent = saved;
     }
 
-    fn mapping(&mut self, entries: &[(String, Node)]) {
+    /// A block mapping of `entries` in the order given.
+    fn mapping(&mut self, entries: &[&(String, Node)]) {
         let saved = self.indent;
         self.increase_indent(false, false);
-        let v3 = self.flavor.v3;
-        let mut sorted: Vec<&(String, Node)> = entries.iter().collect();
-        sorted.sort_by(|a, b| natural_cmp_in(&a.0, &b.0, v3));
-        for (key, value) in sorted {
+        for (key, value) in entries.iter().copied() {
             self.write_indent();
             let simple = key.len() <= MAX_SIMPLE_KEY && !analyze(key, self.flavor.v3).multiline;
             if simple {

@@ -778,7 +778,12 @@ impl<'a, 's> State<'a, 's> {
                 if let Some(method) = o.method(name) {
                     return self.eval_call(dot, &method, name, node, args, fin);
                 }
+                let addressable = receiver.addressable && !receiver.iface;
                 match o.field(name) {
+                    Some(_) if o.pointer_receiver(name) && !addressable => Err(self.errorf(format!(
+                        "can't evaluate field {name} in type {}",
+                        receiver.static_type()
+                    ))),
                     Some(v) if has_args => {
                         let _ = v;
                         Err(self.errorf(format!("{name} has arguments but cannot be invoked as function")))
@@ -788,7 +793,7 @@ impl<'a, 's> State<'a, 's> {
                     Some(v) => Ok(EVal {
                         v,
                         iface: false,
-                        addressable: o.kind() == "ptr" || (receiver.addressable && !receiver.iface),
+                        addressable: o.kind() == "ptr" || addressable,
                     }),
                     None => Err(self.errorf(format!(
                         "can't evaluate field {name} in type {}",

@@ -143,6 +143,18 @@ pub trait Object {
     fn entries(&self) -> Option<Vec<(String, Value)>> {
         None
     }
+    /// Whether the member `name` is a method with a pointer receiver: Go finds it only on
+    /// an addressable value (a field reached through a pointer), not on a copy.
+    fn pointer_receiver(&self, name: &str) -> bool {
+        let _ = name;
+        false
+    }
+    /// What sprig's `deepCopy` makes of this object: Go's copystructure copies exported
+    /// fields only, so unexported state comes back zero. `None` when that changes nothing
+    /// (the copy may then share this object, which is immutable).
+    fn deep_copy(&self) -> Option<Value> {
+        None
+    }
     /// Downcasting support for functions that need the concrete type.
     fn as_any(&self) -> &dyn std::any::Any;
 }

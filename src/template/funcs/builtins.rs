@@ -163,7 +163,12 @@ fn length(item: &Value) -> Result<Value, FuncError> {
         Value::Object(o) => match (o.entries(), slice_object_items(o.as_ref())) {
             (Some(e), _) => e.len(),
             (None, Some(items)) => items.len(),
-            (None, None) => return Err(FuncError::msg(format!("len of type {}", o.type_name()))),
+            // `len` looks through a pointer, so the error names the type pointed to.
+            (None, None) => {
+                let name = o.type_name();
+                let pointee = name.strip_prefix('*').unwrap_or(&name);
+                return Err(FuncError::msg(format!("len of type {pointee}")));
+            }
         },
         other => return Err(FuncError::msg(format!("len of type {}", other.type_name()))),
     };

@@ -289,6 +289,7 @@ fn deep_copy_value(v: &Value, copies: &mut HashMap<usize, Map>) -> Value {
             items: Rc::new(l.items.iter().map(|x| deep_copy_at(x, copies)).collect()),
             nil: l.nil,
         }),
+        Value::Object(o) => o.deep_copy().unwrap_or_else(|| v.clone()),
         other => other.clone(),
     }
 }

@@ -512,6 +512,9 @@ impl Printer {
     /// addresses differ on every run anyway.
     fn fmt_pointer(&mut self, arg: &Value, verb: char) {
         match arg {
+            // Only the address verbs print an address; `%s` of a pointer is a bad verb, whose
+            // marker prints the value pointed to (`%!s(*T=&{…})`).
+            _ if !matches!(verb, 'v' | 'p' | 'b' | 'o' | 'd' | 'x' | 'X') => self.bad_verb(verb, arg),
             Value::Map(_) | Value::List(_) | Value::Bytes(_) | Value::Object(_) => {
                 let saved = self.f.sharp;
                 self.f.sharp = !self.f.sharp;

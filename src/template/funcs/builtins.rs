@@ -420,7 +420,9 @@ fn compare_other(a: &Value, b: &Value) -> Result<bool, FuncError> {
         // A typed nil (nil map or slice) equals the untyped nil.
         (Value::Nil, other) | (other, Value::Nil) => Ok(other.is_typed_nil()),
         (Value::List(_) | Value::Bytes(_), _) | (Value::Map(_), _) => {
-            if a.type_name() != b.type_name() {
+            // Go's `canCompare` looks at kinds, not types: two maps of different types get
+            // the message about the second one alone.
+            if a.kind_name() != b.kind_name() {
                 // Go formats the first value with %s (so `%!s(int=1)` markers appear).
                 return Err(FuncError::msg(format!(
                     "non-comparable types {}: {}, {}: {}",

@@ -503,6 +503,11 @@ V("typed-haskey-map-string-string", "{{ hasKey (split \",\" \"a,b\") \"_0\" }}")
 A = "lang-errors"
 R = lambda n, t, **kw: case(A, n, t, **kw)
 R("exec-nil-pointer-position", "a: 1\nb: {{ .Values.missing.x }}\n")
+# Go's canCompare looks at kinds: two maps of different named types are one kind.
+R("eq-maps-of-different-types", '{{ eq .Values.em .Values }}', values={"em": {}})
+R("ne-values-and-map", '{{ ne .Values .Values.m }}', values={"m": {"d": [1, 2]}})
+R("eq-list-and-strings", '{{ eq (list 1) (splitList "," "a") }}')
+R("eq-map-and-list", '{{ eq (dict) (list) }}')
 R("exec-column-after-unicode", "é: {{ .Values.missing.x }}")
 R("exec-column-after-tab", "\t\t{{ .Values.missing.x }}")
 R("exec-multiline-action-position", "x\n{{\n  .Values.missing.x\n}}")
@@ -544,6 +549,13 @@ R("exec-range-over-float-position", "{{ range 1.5 }}{{ end }}")
 # ---------------------------------------------------------------- lang-traps
 A = "lang-traps"
 T = lambda n, t, **kw: case(A, n, t, **kw)
+# Go strings are bytes: cuts inside a UTF-8 character, escapes and indexing.
+T("bytes-literal-escapes", "{{ \"\\xc3\" | len }}|{{ \"h\\xc3\\xa9\" }}|{{ printf \"%q\" \"\\xff\" }}|{{ \"\\xff\" | typeOf }}|{{ `\\xff` | len }}|{{ \"\\303\\251\" }}")
+T("bytes-slice-string", "{{ slice \"héllo\" 0 2 | len }}")
+T("bytes-index-string", "{{ index (substr 0 2 \"héllo\") 1 }}|{{ index \"é\" 0 }}|{{ index \"é\" 1 | printf \"%c\" }}|{{ index (trunc -3 \"héllo\") 2 }}")
+T("bytes-output-rejoined", "{{ substr 0 2 \"héllo\" }}{{ substr 2 6 \"héllo\" }}|{{ substr 0 1 \"€\" }}|{{ substr 1 3 \"€\" }}|{{ $x := trunc 1 \"€\" }}{{ $x }}{{ $x }}")
+T("bytes-len-range", "{{ $s := substr 0 2 \"héllo\" }}{{ len $s }} {{ if eq $s (trunc 2 \"héllo\") }}same{{ end }} {{ $s | printf \"%s\" | len }} {{ range $i, $c := list $s $s }}{{ $c | len }}{{ end }}")
+T("bytes-index-past-end", "{{ index (trunc 2 \"héllo\") 2 }}")
 T("eq-port-values-vs-literal", "{{ if eq .Values.port 8080 }}x{{ end }}", values={"port": 8080})
 T("eq-port-string-compare", "{{ if eq (.Values.port | toString) \"8080\" }}ok{{ end }}", values={"port": 8080})
 T("big-number-rendering", "replicas: {{ .Values.n }}", values={"n": 10000000})

@@ -9,7 +9,7 @@ mod quote;
 
 pub use escape::{html_escape, js_escape, query_escape};
 pub use float::format_float;
-pub use quote::{is_print, quote, quote_bytes, quote_rune};
+pub use quote::{decode_rune, is_print, quote, quote_bytes, quote_rune};
 
 pub use printer::CycleError;
 

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use crate::template::error::FuncError;
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_bytes, arg_int, arg_str};
 use crate::template::gofmt;
-use crate::template::value::{GoType, ListKind, Map, MapKind, Value};
+use crate::template::value::{GoType, List, ListKind, Map, MapKind, Value};
 
 /// The largest string a function may build; larger results are errors instead of allocations
 /// (the executor bounds a template's whole output the same way).
@@ -147,8 +147,10 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "contains",
         Func::pure(&[String, String], |a| {
-            Ok(Value::Bool(arg_str(&a[1]).contains(arg_str(&a[0]))))
-        }),
+            let (s, sub) = (arg_bytes(&a[1]), arg_bytes(&a[0]));
+            Ok(Value::Bool(memchr::memmem::find(s, sub).is_some()))
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "hasPrefix",
@@ -216,8 +218,9 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "replace",
         Func::pure(&[String, String, String], |a| {
-            replace(arg_str(&a[2]), arg_str(&a[0]), arg_str(&a[1])).map(Value::from)
-        }),
+            replace(arg_bytes(&a[2]), arg_bytes(&a[0]), arg_bytes(&a[1])).map(Value::from_go_bytes)
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "plural",
@@ -232,24 +235,31 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     map.insert(
         "split",
         Func::pure(&[String, String], |a| {
-            Ok(indexed_map(split_n(arg_str(&a[1]), arg_str(&a[0]), -1)))
-        }),
+            Ok(indexed_map(split_n(arg_bytes(&a[1]), arg_bytes(&a[0]), -1)))
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "splitn",
         Func::pure(&[String, Int, String], |a| {
             Ok(indexed_map(split_n(
-                arg_str(&a[2]),
-                arg_str(&a[0]),
+                arg_bytes(&a[2]),
+                arg_bytes(&a[0]),
                 arg_int(&a[1]),
             )))
-        }),
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "splitList",
         Func::pure(&[String, String], |a| {
-            Ok(Value::string_list(split_n(arg_str(&a[1]), arg_str(&a[0]), -1)))
-        }),
+            let parts = split_n(arg_bytes(&a[1]), arg_bytes(&a[0]), -1);
+            Ok(Value::List(List::new(
+                ListKind::String,
+                parts.into_iter().map(Value::from_go_bytes).collect(),
+            )))
+        })
+        .keeping_bytes(),
     );
     map.insert(
         "join",
@@ -671,49 +681,76 @@ fn indent(n: i64, s: &[u8]) -> Result<Vec<u8>, FuncError> {
 
 /// Go's `strings.Replace(s, old, new, -1)`: an empty `old` matches before every rune and at
 /// the end, as Rust's `replace` does.
-fn replace(s: &str, old: &str, new: &str) -> Result<String, FuncError> {
-    let matches = if old.is_empty() {
-        s.chars().count() + 1
-    } else {
-        s.matches(old).count()
-    };
-    if matches.saturating_mul(new.len()).saturating_add(s.len()) > MAX_STRING_BYTES {
-        return Err(too_long());
-    }
-    Ok(s.replace(old, new))
+/// The length of the UTF-8 sequence at the start of `s` as Go decodes it: an invalid byte
+/// is a sequence of one.
+fn rune_width(s: &[u8]) -> usize {
+    gofmt::decode_rune(s).map_or(1, |(_, width)| width)
 }
 
-/// Go's `strings.SplitN`: `n < 0` means all parts, `n == 0` none; an empty separator splits
-/// after each UTF-8 sequence.
-pub fn split_n(s: &str, sep: &str, n: i64) -> Vec<String> {
+/// Where `old` matches in `s` (Go's `strings.Replace`/`Split` on bytes): an empty `old`
+/// matches at the start and after each UTF-8 sequence.
+fn match_starts(s: &[u8], old: &[u8]) -> Vec<usize> {
+    if !old.is_empty() {
+        return memchr::memmem::find_iter(s, old).collect();
+    }
+    let mut starts = vec![0];
+    let mut at = 0;
+    while at < s.len() {
+        at += rune_width(&s[at..]);
+        starts.push(at);
+    }
+    starts
+}
+
+/// Go's `strings.Replace(s, old, new, -1)` on the bytes of Go strings.
+fn replace(s: &[u8], old: &[u8], new: &[u8]) -> Result<Vec<u8>, FuncError> {
+    let starts = match_starts(s, old);
+    if starts.len().saturating_mul(new.len()).saturating_add(s.len()) > MAX_STRING_BYTES {
+        return Err(too_long());
+    }
+    let mut out = Vec::with_capacity(s.len() + starts.len() * new.len());
+    let mut done = 0;
+    for start in starts {
+        out.extend_from_slice(s.get(done..start).unwrap_or_default());
+        out.extend_from_slice(new);
+        done = start + old.len();
+    }
+    out.extend_from_slice(s.get(done..).unwrap_or_default());
+    Ok(out)
+}
+
+/// Go's `strings.SplitN` on bytes: `n < 0` means all parts, `n == 0` none; an empty
+/// separator splits after each UTF-8 sequence.
+pub fn split_n(s: &[u8], sep: &[u8], n: i64) -> Vec<Vec<u8>> {
     if n == 0 {
         return Vec::new();
     }
     let limit = if n < 0 { usize::MAX } else { n as usize };
-    if sep.is_empty() {
-        let mut parts: Vec<String> = Vec::new();
-        let mut rest = s;
-        while let Some(c) = rest.chars().next() {
-            if parts.len() + 1 == limit {
-                break;
-            }
-            parts.push(c.to_string());
-            rest = &rest[c.len_utf8()..];
-        }
-        if !rest.is_empty() {
-            parts.push(rest.to_string());
-        }
-        return parts;
+    let mut parts = Vec::new();
+    let mut rest = s;
+    while parts.len() + 1 < limit && !rest.is_empty() {
+        let cut = if sep.is_empty() {
+            Some(rune_width(rest))
+        } else {
+            memchr::memmem::find(rest, sep)
+        };
+        let Some(cut) = cut else { break };
+        parts.push(rest[..cut].to_vec());
+        rest = &rest[cut + sep.len()..];
     }
-    s.splitn(limit, sep).map(String::from).collect()
+    // Go keeps the remainder; with a separator it is kept even when empty ("a," → "a", "").
+    if !sep.is_empty() || !rest.is_empty() {
+        parts.push(rest.to_vec());
+    }
+    parts
 }
 
 /// `split`/`splitn` results: `map[string]string` with keys `_0`, `_1`, …
-fn indexed_map(parts: Vec<String>) -> Value {
+fn indexed_map(parts: Vec<Vec<u8>>) -> Value {
     let entries: BTreeMap<String, Value> = parts
         .into_iter()
         .enumerate()
-        .map(|(i, p)| (format!("_{i}"), Value::from(p)))
+        .map(|(i, p)| (format!("_{i}"), Value::from_go_bytes(p)))
         .collect();
     Value::Map(Map::new(MapKind::String, entries))
 }
@@ -990,11 +1027,24 @@ mod tests {
 
     #[test]
     fn splitting() {
-        assert_eq!(split_n("a,b,,c", ",", -1), ["a", "b", "", "c"]);
-        assert_eq!(split_n("héllo", "", -1), ["h", "é", "l", "l", "o"]);
-        assert_eq!(split_n("abc", "", 2), ["a", "bc"]);
-        assert_eq!(split_n("a,b", ",", 0), Vec::<String>::new());
-        assert_eq!(split_n("", ",", -1), [""]);
+        let split = |s: &str, sep: &str, n: i64| -> Vec<String> {
+            split_n(s.as_bytes(), sep.as_bytes(), n)
+                .into_iter()
+                .map(|p| String::from_utf8_lossy(&p).into_owned())
+                .collect()
+        };
+        assert_eq!(split("a,b,,c", ",", -1), ["a", "b", "", "c"]);
+        assert_eq!(split("héllo", "", -1), ["h", "é", "l", "l", "o"]);
+        assert_eq!(split("abc", "", 2), ["a", "bc"]);
+        assert_eq!(split("a,b", ",", 0), Vec::<String>::new());
+        assert_eq!(split("", ",", -1), [""]);
+        assert_eq!(split("a,", ",", -1), ["a", ""]);
+        assert_eq!(split("", "", -1), Vec::<String>::new());
+        // An invalid byte is a sequence of its own.
+        assert_eq!(
+            split_n(b"a\xc3b", b"", -1),
+            [b"a".to_vec(), vec![0xc3], b"b".to_vec()]
+        );
     }
 
     #[test]

@@ -53,6 +53,15 @@ pub fn encode(v: &Value) -> Result<String, TomlError> {
 fn entries_of(v: &Value) -> Option<Vec<(String, Value)>> {
     match v {
         Value::Map(m) => Some(m.snapshot()),
+        // A struct: its exported fields in declaration order, by their Go names.
+        Value::Object(o) if o.fmt_fields().is_some() => Some(
+            o.fmt_fields()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(name, _)| name.starts_with(|c: char| c.is_ascii_uppercase()))
+                .map(|(name, value)| (name.to_string(), value))
+                .collect(),
+        ),
         Value::Object(o) => o.entries().or_else(|| entries_of(&o.to_data())),
         _ => None,
     }
@@ -219,6 +228,8 @@ fn element(out: &mut String, v: &Value, depth: usize) -> Result<(), TomlError> {
             out.push(']');
         }
         Value::Object(_) if let Some(t) = dates::as_time(v) => out.push_str(&datetime(&t)),
+        // A text marshaler (`*semver.Version`) encodes as the text it marshals to.
+        Value::Object(o) if entries_of(v).is_none() => element(out, &o.to_data(), depth + 1)?,
         Value::Map(_) | Value::Object(_) => {
             // Inline tables keep the encoder's order too: plain values, then tables. A
             // separator follows every plain entry but the group's last (nil entries, skipped,

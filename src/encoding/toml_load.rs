@@ -262,7 +262,17 @@ impl Parser {
                     self.s[start..self.i].iter().collect()
                 }
                 Some(c) if !end.starts_with(c) => {
-                    return Err(self.err_plain(&format!("unexpected key character '{c}'")));
+                    let quoted = crate::template::gofmt::quote_rune(c, false);
+                    let msg = if end == "=" {
+                        format!("expected '.' or '=', but got {quoted} instead")
+                    } else {
+                        format!("expected '.' or '{end}' to end table name, but got {quoted} instead")
+                    };
+                    return Err(TomlParseError {
+                        line: self.line,
+                        last_key,
+                        msg,
+                    });
                 }
                 // A missing key (the end of the key, or of the input, where one should be).
                 _ => {

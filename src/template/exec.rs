@@ -939,7 +939,7 @@ impl<'a, 's> State<'a, 's> {
         let stop_on = special == Special::Or;
         let mut last = EVal::invalid();
         for arg in args {
-            last = EVal::concrete(self.eval_arg(dot, GoType::Reflect, arg)?);
+            last = self.eval_and_or_operand(dot, arg)?;
             if last.v.truth() == stop_on {
                 return Ok(last);
             }
@@ -948,6 +948,30 @@ impl<'a, 's> State<'a, 's> {
             last = EVal::concrete(self.validate_type(fin, GoType::Reflect)?);
         }
         Ok(last)
+    }
+
+    /// An operand of `and`/`or`: Go hands back the operand's own `reflect.Value`, so a field
+    /// reached through a pointer stays addressable (`{{ or .x .Capabilities.KubeVersion }}`
+    /// prints through its pointer-receiver `String`).
+    fn eval_and_or_operand(&mut self, dot: &EVal, arg: &'a Expr) -> R<EVal> {
+        let evaluated = match arg {
+            Expr::Field(_, names) => {
+                self.at = At::Expr(arg);
+                Some(self.eval_field_chain(dot, dot.clone(), At::Expr(arg), names, &[], None)?)
+            }
+            Expr::Chain { node, fields, .. } => {
+                self.at = At::Expr(arg);
+                Some(self.eval_chain(dot, arg, node, fields, &[], None)?)
+            }
+            _ => None,
+        };
+        match evaluated {
+            Some(ev) if !ev.is_invalid() => {
+                self.arg_invalid.set(false);
+                Ok(ev)
+            }
+            _ => Ok(EVal::concrete(self.eval_arg(dot, GoType::Reflect, arg)?)),
+        }
     }
 
     /// Evaluates an argument for a parameter of type `typ` (Go's `evalArg`).

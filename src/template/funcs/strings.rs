@@ -438,18 +438,35 @@ fn is_connector(c: char) -> bool {
 /// letter or digit, or the last capital of an acronym followed by a lowercase letter), and
 /// before a run of digits that follows a letter and leads into a lowercase letter (`ab1c` ->
 /// `ab_1c`), unless the current word itself began with a digit (`x_1y2z`).
+/// Go's `unicode.IsSymbol`: math, currency, modifier and other symbols.
+fn is_symbol(c: char) -> bool {
+    use unicode_general_category::{GeneralCategory as G, get_general_category};
+    matches!(
+        get_general_category(c),
+        G::MathSymbol | G::CurrencySymbol | G::ModifierSymbol | G::OtherSymbol
+    )
+}
+
 fn lower_with_separator(s: &str, sep: char) -> String {
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len() + 4);
     let mut at_word_start = true;
     let mut word_starts_with_digit = false;
     for (i, &c) in chars.iter().enumerate() {
+        let prev = i.checked_sub(1).and_then(|p| chars.get(p)).copied();
         if is_connector(c) {
-            out.push(sep);
+            // In a run of connectors right after punctuation, `-` and `_` stay as they are
+            // (`a(-b` in snake case); white space still becomes the separator.
+            let before_run = chars[..i].iter().rev().find(|&&p| !is_connector(p));
+            let after_punct = before_run.is_some_and(|&p| !p.is_alphanumeric() && !is_symbol(p));
+            out.push(if after_punct && matches!(c, '-' | '_') {
+                c
+            } else {
+                sep
+            });
             at_word_start = true;
             continue;
         }
-        let prev = i.checked_sub(1).and_then(|p| chars.get(p)).copied();
         let prev_in_word = prev.filter(|&p| !is_connector(p));
         if c.is_uppercase() {
             let next = chars.get(i + 1).copied();
@@ -474,6 +491,18 @@ fn lower_with_separator(s: &str, sep: char) -> String {
                 at_word_start = true;
             }
             out.push(c);
+        } else if is_symbol(c) {
+            // A run of symbols (`+`, `$`, `^`) is a word of its own, set apart from letters
+            // and digits on both sides; punctuation (`(`, `.`) is not.
+            if prev_in_word.is_some_and(char::is_alphanumeric) {
+                out.push(sep);
+            }
+            out.push(c);
+            if chars.get(i + 1).is_some_and(|n| n.is_alphabetic()) {
+                out.push(sep);
+                at_word_start = true;
+                continue;
+            }
         } else {
             out.push(c);
         }

@@ -17,6 +17,9 @@ pub enum TomlError {
     NilInArray,
     #[error("toml: nesting too deep")]
     TooDeep,
+    /// A table that contains itself (Go's encoder recurses until Helm crashes).
+    #[error("toml: a table contains itself")]
+    Cycle,
     /// Encoding a nil interface panics inside reflect; Helm reports the panic text.
     #[error("reflect: call of reflect.Value.Type on zero Value")]
     Nil,
@@ -45,6 +48,7 @@ pub fn encode(v: &Value) -> Result<String, TomlError> {
     let mut e = Encoder {
         out: String::new(),
         written: false,
+        open: std::collections::HashSet::new(),
     };
     e.table_body(&[], &entries, 0)?;
     Ok(e.out)
@@ -98,6 +102,8 @@ fn kind(v: &Value) -> Result<Kind, TomlError> {
 struct Encoder {
     out: String,
     written: bool,
+    /// The maps whose tables are being written: meeting one again is a cycle.
+    open: std::collections::HashSet<usize>,
 }
 
 impl Encoder {
@@ -158,7 +164,19 @@ impl Encoder {
                 self.write(&format!("{indent}[{header}]"));
                 self.newline();
                 let entries = entries_of(v).unwrap_or_default();
-                self.table_body(&child, &entries, depth + 1)?;
+                let id = v
+                    .as_map()
+                    .map(|m| std::rc::Rc::as_ptr(&m.entries) as *const () as usize);
+                if let Some(id) = id
+                    && !self.open.insert(id)
+                {
+                    return Err(TomlError::Cycle);
+                }
+                let written = self.table_body(&child, &entries, depth + 1);
+                if let Some(id) = id {
+                    self.open.remove(&id);
+                }
+                written?;
             }
         }
         Ok(())
@@ -289,5 +307,32 @@ fn float(f: f64) -> String {
         s
     } else {
         format!("{s}.0")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::template::value::{Map, MapKind};
+
+    #[test]
+    fn a_table_that_contains_itself_is_an_error_not_endless_output() {
+        let m = Map::new(MapKind::Any, BTreeMap::from([("x".to_string(), Value::Int(1))]));
+        m.insert("self", Value::Map(m.clone()));
+        assert_eq!(encode(&Value::Map(m.clone())), Err(TomlError::Cycle));
+        // Break the cycle so the test does not leak it.
+        m.entries.borrow_mut().clear();
+    }
+
+    #[test]
+    fn a_table_shared_twice_is_written_twice() {
+        let shared = Value::map(BTreeMap::from([("k".to_string(), Value::Int(1))]));
+        let top = Value::map(BTreeMap::from([
+            ("a".to_string(), shared.clone()),
+            ("b".to_string(), shared),
+        ]));
+        assert_eq!(encode(&top).as_deref(), Ok("[a]\n  k = 1\n\n[b]\n  k = 1\n"));
     }
 }

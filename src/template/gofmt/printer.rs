@@ -515,10 +515,13 @@ impl Printer {
             // Only the address verbs print an address; `%s` of a pointer is a bad verb, whose
             // marker prints the value pointed to (`%!s(*T=&{…})`).
             _ if !matches!(verb, 'v' | 'p' | 'b' | 'o' | 'd' | 'x' | 'X') => self.bad_verb(verb, arg),
+            // Only reference kinds have an address; a struct value is a bad verb.
+            Value::Object(o) if !matches!(o.kind(), "ptr" | "map" | "slice") => self.bad_verb(verb, arg),
             Value::Map(_) | Value::List(_) | Value::Bytes(_) | Value::Object(_) => {
                 let saved = self.f.sharp;
                 self.f.sharp = !self.f.sharp;
-                self.fmt_integer(0xc000010000, 16, false, 'v', LOWER_HEX);
+                // Twelve hex digits, like the heap addresses Helm prints, so widths pad alike.
+                self.fmt_integer(0x1c0000010000, 16, false, 'v', LOWER_HEX);
                 self.f.sharp = saved;
             }
             _ => self.bad_verb(verb, arg),

@@ -16,6 +16,40 @@ pub use printer::CycleError;
 use crate::template::value::Value;
 use printer::Printer;
 
+/// Go's `strconv` rule for `_` in numbers (`underscoreOK`): only between digits, or after a
+/// base prefix. Template literals and `ParseFloat` (YAML values) share it.
+pub fn underscore_ok(s: &str) -> bool {
+    let b = s.strip_prefix(['+', '-']).unwrap_or(s).as_bytes();
+    let mut saw = b'^';
+    let mut i = 0;
+    let mut hex = false;
+    if b.len() >= 2 && b[0] == b'0' && matches!(b[1].to_ascii_lowercase(), b'b' | b'o' | b'x') {
+        i = 2;
+        saw = b'0';
+        hex = b[1].eq_ignore_ascii_case(&b'x');
+    }
+    while i < b.len() {
+        let c = b[i];
+        i += 1;
+        if c.is_ascii_digit() || (hex && c.is_ascii_hexdigit()) {
+            saw = b'0';
+            continue;
+        }
+        if c == b'_' {
+            if saw != b'0' {
+                return false;
+            }
+            saw = b'_';
+            continue;
+        }
+        if saw == b'_' {
+            return false;
+        }
+        saw = b'!';
+    }
+    saw != b'_'
+}
+
 // The plain functions below never fail: a value that contains itself prints its repeated map
 // as `...`. The `try_` forms report that cycle instead, for output a user sees (an action's
 // text, `print`, `printf`, `println`, `toString`), where Go would crash. The `_value` forms

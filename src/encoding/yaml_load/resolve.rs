@@ -88,10 +88,14 @@ fn natural(tag: &str, text: &str) -> (&'static str, YamlNode) {
         return (tag_of(&v), v);
     }
     match hint {
-        b'.' => match parse_float_text(text) {
-            Some(f) => (FLOAT, YamlNode::Float(f)),
-            None => string(),
-        },
+        // go-yaml hands these to `ParseFloat` as they are: underscores between digits pass.
+        b'.' => {
+            let plain: String = text.chars().filter(|c| *c != '_').collect();
+            match parse_float_text(&plain) {
+                Some(f) if crate::template::gofmt::underscore_ok(text) => (FLOAT, YamlNode::Float(f)),
+                _ => string(),
+            }
+        }
         b'D' | b'S' => {
             if (tag.is_empty() || tag == TIMESTAMP) && is_timestamp(text) {
                 return (TIMESTAMP, YamlNode::Str(text.to_string()));

@@ -2,6 +2,8 @@
 //! (`strconv.Unquote`/`UnquoteChar`) and number constants (every interpretation a literal has,
 //! like `parse.NumberNode`).
 
+use crate::template::gofmt::underscore_ok;
+
 /// Go's `strconv.ErrSyntax` text, which the parser reports for bad quoted literals.
 pub const INVALID_SYNTAX: &str = "invalid syntax";
 
@@ -186,39 +188,6 @@ pub fn char_constant(text: &str) -> Result<i64, LiteralError> {
         )));
     }
     Ok(i64::from(u.value))
-}
-
-/// Go's `underscoreOK`: underscores only between digits (or after a base prefix).
-fn underscore_ok(s: &str) -> bool {
-    let b = s.strip_prefix(['+', '-']).unwrap_or(s).as_bytes();
-    let mut saw = b'^';
-    let mut i = 0;
-    let mut hex = false;
-    if b.len() >= 2 && b[0] == b'0' && matches!(b[1].to_ascii_lowercase(), b'b' | b'o' | b'x') {
-        i = 2;
-        saw = b'0';
-        hex = b[1].eq_ignore_ascii_case(&b'x');
-    }
-    while i < b.len() {
-        let c = b[i];
-        i += 1;
-        if c.is_ascii_digit() || (hex && c.is_ascii_hexdigit()) {
-            saw = b'0';
-            continue;
-        }
-        if c == b'_' {
-            if saw != b'0' {
-                return false;
-            }
-            saw = b'_';
-            continue;
-        }
-        if saw == b'_' {
-            return false;
-        }
-        saw = b'!';
-    }
-    saw != b'_'
 }
 
 /// Go's `strconv.ParseUint(s, 0, 64)`.

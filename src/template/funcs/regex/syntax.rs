@@ -438,8 +438,13 @@ impl Translator<'_> {
         }
         let invalid = |t: &Self, end: usize| err("invalid escape sequence", &t.src[t.pos(start)..t.pos(end)]);
         match c {
-            '0' => {
-                let mut v = 0u32;
+            // Octal: `\0` and up to two more digits, or `\1`..`\7` followed by at least one
+            // more (a lone `\1` would be a backreference, which RE2 does not have).
+            '0'..='7' => {
+                if c != '0' && !self.peek(0).is_some_and(|d| ('0'..='7').contains(&d)) {
+                    return Err(invalid(self, self.i));
+                }
+                let mut v = c.to_digit(8).unwrap_or(0);
                 let mut k = 0;
                 while k < 2 && self.peek(0).is_some_and(|d| ('0'..='7').contains(&d)) {
                     v = v * 8 + self.peek(0).and_then(|d| d.to_digit(8)).unwrap_or(0);

@@ -82,6 +82,10 @@ pub fn translate(src: &str) -> Result<Translated, SyntaxError> {
         last: Last::Nothing,
         levels: vec![0],
         atom_mult: 1,
+        atom_seq: 0,
+        atom_out: 0,
+        group_out: Vec::new(),
+        deferred_flags: None,
     };
     t.run()?;
     Ok(Translated {
@@ -103,6 +107,17 @@ struct Translator<'a> {
     /// That product for the last atom.
     atom_mult: u32,
     last: Last,
+    /// Counts atoms, to tell whether a token made one.
+    atom_seq: u64,
+    /// Where the output of the last operand begins (a repetition may need to wrap it).
+    atom_out: usize,
+    /// Where the output of each open group begins.
+    group_out: Vec<usize>,
+    /// A flag group (`(?i)`) that followed an operand, held back until the next token:
+    /// Go applies a repetition right after it to that operand (and forgets the nesting
+    /// check), so `a+(?i)*` is `(?:a+)*` with the flags after. `true` until a repetition
+    /// has used it.
+    deferred_flags: Option<(String, bool)>,
 }
 
 impl Translator<'_> {
@@ -118,10 +133,31 @@ impl Translator<'_> {
         &self.src[self.pos(i)..]
     }
 
+    /// Before a group's opening output: writes held-back flags, and records where it begins.
+    fn open_group_output(&mut self) {
+        self.flush_flags();
+        self.group_out.push(self.out.len());
+    }
+
+    /// Writes held-back flags (see [`Translator::deferred_flags`]).
+    fn flush_flags(&mut self) {
+        if let Some((flags, _)) = self.deferred_flags.take() {
+            self.out.push_str(&flags);
+        }
+    }
+
     fn run(&mut self) -> Result<(), SyntaxError> {
         while let Some(c) = self.peek(0) {
+            if !matches!(c, '*' | '+' | '?' | '{' | '(') {
+                self.flush_flags();
+            }
+            let before = self.out.len();
+            let seq = self.atom_seq;
             match c {
-                '(' => self.group()?,
+                '(' => {
+                    self.group()?;
+                    continue;
+                }
                 ')' => {
                     if self.open == 0 {
                         return Err(err("unexpected )", self.src));
@@ -135,6 +171,8 @@ impl Translator<'_> {
                         1
                     };
                     self.set_atom(inner);
+                    self.atom_out = self.group_out.pop().unwrap_or(0);
+                    continue;
                 }
                 '|' => {
                     self.out.push('|');
@@ -154,9 +192,12 @@ impl Translator<'_> {
                 '{' => match self.counted()? {
                     Some((start, op)) => self.repeat(start, &op)?,
                     None => {
+                        self.flush_flags();
+                        self.atom_out = self.out.len();
                         self.out.push_str("\\{");
                         self.i += 1;
                         self.set_atom(1);
+                        continue;
                     }
                 },
                 '[' => self.class()?,
@@ -176,7 +217,11 @@ impl Translator<'_> {
                     self.i += 1;
                 }
             }
+            if self.atom_seq != seq {
+                self.atom_out = before;
+            }
         }
+        self.flush_flags();
         if self.open > 0 {
             return Err(err("missing closing )", self.src));
         }
@@ -194,6 +239,7 @@ impl Translator<'_> {
 
     /// Records an atom whose counted-repetition product is `mult`.
     fn set_atom(&mut self, mult: u32) {
+        self.atom_seq += 1;
         self.last = Last::Atom;
         self.atom_mult = mult;
         if let Some(level) = self.levels.last_mut() {
@@ -203,6 +249,18 @@ impl Translator<'_> {
 
     /// Emits a repetition operator after checking it has something to repeat.
     fn repeat(&mut self, start: usize, op: &str) -> Result<(), SyntaxError> {
+        match self.deferred_flags.take() {
+            Some((flags, true)) => {
+                // The operand before the flags takes the operator; Rust needs it grouped.
+                let operand = self.out.split_off(self.atom_out);
+                self.out.push_str("(?:");
+                self.out.push_str(&operand);
+                self.out.push(')');
+                self.last = Last::Atom;
+                self.deferred_flags = Some((flags, false));
+            }
+            other => self.deferred_flags = other,
+        }
         match self.last {
             Last::Nothing => return Err(err("missing argument to repetition operator", op)),
             Last::Repeat(prev) => {
@@ -276,6 +334,7 @@ impl Translator<'_> {
             self.open += 1;
             self.levels.push(0);
             self.names.push(None);
+            self.open_group_output();
             self.out.push('(');
             self.last = Last::Nothing;
             return Ok(());
@@ -298,6 +357,7 @@ impl Translator<'_> {
             self.i += rest[..prefix_len + end + 1].chars().count();
             self.open += 1;
             self.levels.push(0);
+            self.open_group_output();
             self.out.push('(');
             self.last = Last::Nothing;
             return Ok(());
@@ -320,9 +380,21 @@ impl Translator<'_> {
                     any_flag = false;
                 }
                 ':' | ')' if any_flag || (!seen_minus && c == ':') => {
-                    let text = &self.src[self.pos(start)..self.pos(j + 1)];
-                    self.out.push_str(text);
+                    let text = self.src[self.pos(start)..self.pos(j + 1)].to_string();
                     self.i = j + 1;
+                    if c == ')' && !matches!(self.last, Last::Nothing) {
+                        // Held back: a repetition next applies to the operand before it.
+                        let mut held = self.deferred_flags.take().map(|(f, _)| f).unwrap_or_default();
+                        held.push_str(&text);
+                        self.deferred_flags = Some((held, true));
+                        return Ok(());
+                    }
+                    if c == ':' {
+                        self.open_group_output();
+                    } else {
+                        self.flush_flags();
+                    }
+                    self.out.push_str(&text);
                     if c == ':' {
                         self.open += 1;
                         self.levels.push(0);
@@ -587,6 +659,16 @@ mod tests {
 
     fn msg(p: &str) -> String {
         translate(p).err().map(|e| e.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_repetition_after_flags_applies_to_the_operand_before_them() {
+        let out = |p: &str| translate(p).map(|t| t.pattern).unwrap_or_default();
+        assert_eq!(out("a+(?i)*b"), "(?:a+)*(?i)b");
+        assert_eq!(out("(a)(?s){2}"), "(?:(a)){2}(?s)");
+        // Flags that follow a group's opening stay inside it.
+        assert_eq!(out("((?i)a)"), "((?i)a)");
+        assert_eq!(out("a(?i)"), "a(?i)");
     }
 
     #[test]

@@ -248,10 +248,8 @@ impl Object for KubeVersion {
         }
     }
 
-    /// The struct layout: `String()` has a pointer receiver, so copies print field by field.
-    fn format(&self) -> String {
-        KubeVersionStruct(self).to_string()
-    }
+    // `format`: the struct layout from `fmt_fields` (`String()` has a pointer receiver, so
+    // copies print field by field).
 
     fn fmt_fields(&self) -> Option<Vec<(&'static str, Value)>> {
         Some(vec![
@@ -450,10 +448,6 @@ impl Object for BuildInfo {
         }
     }
 
-    fn format(&self) -> String {
-        "{v4.2   go1.26.6 v1.36}".into()
-    }
-
     fn fmt_fields(&self) -> Option<Vec<(&'static str, Value)>> {
         Some(
             [
@@ -513,15 +507,6 @@ impl Object for Capabilities {
         }
     }
 
-    fn format(&self) -> String {
-        format!(
-            "&{{{} {} {}}}",
-            KubeVersionStruct(&self.kube_version),
-            self.api_versions.format(),
-            BuildInfo.format()
-        )
-    }
-
     fn fmt_fields(&self) -> Option<Vec<(&'static str, Value)>> {
         Some(
             ["KubeVersion", "APIVersions", "HelmVersion"]
@@ -551,20 +536,6 @@ impl Object for Capabilities {
 
     fn as_any(&self) -> &dyn Any {
         self
-    }
-}
-
-/// `%v` of a KubeVersion inside a struct prints its fields, not its String().
-struct KubeVersionStruct<'a>(&'a KubeVersion);
-
-impl std::fmt::Display for KubeVersionStruct<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kv = self.0;
-        write!(
-            f,
-            "{{{} {} {} {}}}",
-            kv.version, kv.normalized, kv.major, kv.minor
-        )
     }
 }
 #[cfg(test)]

@@ -173,18 +173,19 @@ impl Parser {
     }
 
     fn err(&self, msg: &str) -> TomlParseError {
-        TomlParseError {
-            line: self.line,
-            last_key: self.last_key.clone(),
-            msg: msg.to_string(),
-        }
+        self.err_naming(self.last_key.clone(), msg)
     }
 
     fn err_plain(&self, msg: &str) -> TomlParseError {
+        self.err_naming(None, msg)
+    }
+
+    /// An error on the current line that names `last_key` as the key being defined.
+    fn err_naming(&self, last_key: Option<String>, msg: impl Into<String>) -> TomlParseError {
         TomlParseError {
             line: self.line,
-            last_key: None,
-            msg: msg.to_string(),
+            last_key,
+            msg: msg.into(),
         }
     }
 
@@ -229,11 +230,7 @@ impl Parser {
                 crate::template::gofmt::quote_rune(c, false)
             ),
         };
-        TomlParseError {
-            line: self.line,
-            last_key,
-            msg,
-        }
+        self.err_naming(last_key, msg)
     }
 
     /// A dotted key up to `end` (`=` of a key/value pair, `]`/`]]` of a table header).
@@ -268,11 +265,7 @@ impl Parser {
                     } else {
                         format!("expected '.' or '{end}' to end table name, but got {quoted} instead")
                     };
-                    return Err(TomlParseError {
-                        line: self.line,
-                        last_key,
-                        msg,
-                    });
+                    return Err(self.err_naming(last_key, msg));
                 }
                 // A missing key (the end of the key, or of the input, where one should be).
                 _ => {
@@ -283,11 +276,7 @@ impl Parser {
                     } else {
                         "unexpected '='"
                     };
-                    return Err(TomlParseError {
-                        line: self.line,
-                        last_key,
-                        msg: msg.to_string(),
-                    });
+                    return Err(self.err_naming(last_key, msg));
                 }
             };
             path.push(key);

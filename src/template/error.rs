@@ -60,6 +60,13 @@ impl FuncError {
     }
 }
 
+/// A value that contains itself reached a print function.
+impl From<crate::template::gofmt::CycleError> for FuncError {
+    fn from(e: crate::template::gofmt::CycleError) -> FuncError {
+        FuncError::msg(e.to_string())
+    }
+}
+
 impl fmt::Display for FuncError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -18,7 +18,7 @@ use crate::template::error::{Error, ExecError, ExecErrorKind, FuncError, ParseEr
 use crate::template::funcs::{CallContext, Func, FuncMap, Special};
 use crate::template::gofmt;
 use crate::template::parser;
-use crate::template::value::{GoType, ListKind, Map, MapKind, Value, go_lossy};
+use crate::template::value::{GoType, ListKind, Map, MapKind, Value, go_text};
 
 /// Go's limit on nested `{{template}}` calls.
 const MAX_EXEC_DEPTH: usize = 100_000;
@@ -162,10 +162,7 @@ impl Templates {
         result.map_err(Error::Exec)?;
         // Go's output is bytes; byte strings printed by actions may leave invalid UTF-8,
         // which reads as one U+FFFD per invalid byte (as Helm's callers see it).
-        Ok(match String::from_utf8(out) {
-            Ok(text) => text,
-            Err(e) => go_lossy(e.as_bytes()).into_owned(),
-        })
+        Ok(go_text(out))
     }
 }
 
@@ -966,11 +963,12 @@ impl<'a, 's> State<'a, 's> {
             _ => None,
         };
         match evaluated {
-            Some(ev) if !ev.is_invalid() => {
-                self.arg_invalid.set(false);
+            // An invalid operand stays invalid (Go's `evalArg` of a `reflect.Value`).
+            Some(ev) => {
+                self.arg_invalid.set(ev.is_invalid());
                 Ok(ev)
             }
-            _ => Ok(EVal::concrete(self.eval_arg(dot, GoType::Reflect, arg)?)),
+            None => Ok(EVal::concrete(self.eval_arg(dot, GoType::Reflect, arg)?)),
         }
     }
 
@@ -1153,19 +1151,16 @@ fn print_value(val: &EVal, out: &mut Vec<u8>) -> Result<(), gofmt::CycleError> {
 /// Go's `strings.ReplaceAll(out, "<no value>", "")` on output bytes.
 fn remove_no_value(out: Vec<u8>) -> Vec<u8> {
     let needle = NO_VALUE.as_bytes();
-    if !out.windows(needle.len()).any(|w| w == needle) {
+    let mut kept = Vec::with_capacity(out.len());
+    let mut done = 0;
+    for start in memchr::memmem::find_iter(&out, needle) {
+        kept.extend_from_slice(&out[done..start]);
+        done = start + needle.len();
+    }
+    if done == 0 {
         return out;
     }
-    let mut kept = Vec::with_capacity(out.len());
-    let mut i = 0;
-    while i < out.len() {
-        if out.get(i..i + needle.len()) == Some(needle) {
-            i += needle.len();
-        } else {
-            kept.push(out[i]);
-            i += 1;
-        }
-    }
+    kept.extend_from_slice(&out[done..]);
     kept
 }
 

@@ -62,6 +62,14 @@ pub fn format_value(v: &Value) -> String {
     p.finish()
 }
 
+/// Go's `%v` of a struct (`{a b}`), or of a pointer to one (`&{a b}`) when `type_name`
+/// starts with `*`.
+pub fn format_struct(type_name: &str, fields: &[(&'static str, Value)]) -> String {
+    let mut p = Printer::new();
+    p.print_struct_operand(type_name, fields);
+    p.finish()
+}
+
 /// [`format_value`] as the bytes Go prints (`%v`), byte strings included.
 pub fn format_value_bytes(v: &Value) -> Vec<u8> {
     let mut p = Printer::new();

@@ -105,7 +105,11 @@ pub trait Object {
         None
     }
     /// Go's `%v` rendering (the `String()` method for Stringers, struct layout otherwise).
-    fn format(&self) -> String;
+    /// Structs with [`Object::fmt_fields`] get it from their fields.
+    fn format(&self) -> String {
+        let fields = self.fmt_fields().unwrap_or_default();
+        crate::template::gofmt::format_struct(&self.type_name(), &fields)
+    }
     /// For structs and pointers to structs: the fields in declaration order, with their Go
     /// names, which `fmt` prints one by one (the verb applies to each; `%+v` adds the names,
     /// `%#v` writes Go syntax). `None` leaves printing to [`Object::format`].
@@ -642,6 +646,15 @@ impl Value {
             Value::Map(m) => Value::Map(m.retyped(MapKind::Values)),
             other => other,
         }
+    }
+}
+
+/// Go string bytes as Rust text, decoded the Go way (see [`go_lossy`]); valid UTF-8 is
+/// taken over without copying.
+pub fn go_text(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => go_lossy(e.as_bytes()).into_owned(),
     }
 }
 

@@ -30,16 +30,16 @@ pub fn register(map: &mut FuncMap) {
     );
     map.insert(
         "print",
-        Func::pure_variadic(&[], Any, |args| gofmt::try_sprint_value(args).map_err(printing)),
+        Func::pure_variadic(&[], Any, |args| Ok(gofmt::try_sprint_value(args)?)),
     );
     map.insert(
         "println",
-        Func::pure_variadic(&[], Any, |args| gofmt::try_sprintln_value(args).map_err(printing)),
+        Func::pure_variadic(&[], Any, |args| Ok(gofmt::try_sprintln_value(args)?)),
     );
     map.insert(
         "printf",
         Func::pure_variadic(&[String], Any, |args| {
-            gofmt::try_sprintf_value(super::arg_bytes(&args[0]), &args[1..]).map_err(printing)
+            Ok(gofmt::try_sprintf_value(super::arg_bytes(&args[0]), &args[1..])?)
         })
         .keeping_bytes(),
     );
@@ -372,11 +372,6 @@ fn bad_comparison(a: &Value, b: &Value) -> FuncError {
         a.type_name(),
         b.type_name()
     ))
-}
-
-/// A value that contains itself reaches a print function.
-fn printing(e: gofmt::CycleError) -> FuncError {
-    FuncError::msg(e.to_string())
 }
 
 fn eq(arg1: &Value, rest: &[Value]) -> Result<bool, FuncError> {

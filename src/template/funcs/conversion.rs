@@ -4,7 +4,6 @@
 
 use std::rc::Rc;
 
-use crate::template::error::FuncError;
 use crate::template::funcs::strings::{strslice_values, strval_value};
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_str};
 use crate::template::gofmt;
@@ -34,9 +33,7 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
         "toString",
         Func::pure(&[Any], |a| match &a[0] {
             // Containers may contain themselves: report that instead of printing forever.
-            v @ (Value::List(_) | Value::Map(_)) => {
-                gofmt::try_format_value(v).map_err(|e| FuncError::msg(e.to_string()))
-            }
+            v @ (Value::List(_) | Value::Map(_)) => Ok(gofmt::try_format_value(v)?),
             v => Ok(strval_value(v)),
         }),
     );

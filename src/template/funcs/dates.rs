@@ -32,17 +32,13 @@ fn now(env: &FuncEnv) -> GoTime {
     GoTime {
         unix,
         nanos,
-        zone: local(),
+        zone: local_zone(),
     }
-}
-
-fn local() -> Zone {
-    Zone::fixed("Local", 0, "UTC")
 }
 
 /// Go's `time.Local`: the renderer runs in UTC, as the oracle does.
 pub fn local_zone() -> Zone {
-    local()
+    Zone::fixed("Local", 0, "UTC")
 }
 
 /// `time.ParseInLocation(layout, value, zone)`; the error is Go's message.
@@ -77,7 +73,7 @@ fn date_arg(env: &FuncEnv, v: &Value) -> GoTime {
         Value::Int(s) | Value::Int64(s) => GoTime {
             unix: *s,
             nanos: 0,
-            zone: local(),
+            zone: local_zone(),
         },
         other => as_time(other).unwrap_or_else(|| now(env)),
     }
@@ -188,14 +184,14 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
         "toDate",
         Func::pure(&[String, String], |a| {
             Ok(time_value(
-                time::parse(arg_str(&a[0]), arg_str(&a[1]), &local()).unwrap_or_else(|_| zero_time()),
+                time::parse(arg_str(&a[0]), arg_str(&a[1]), &local_zone()).unwrap_or_else(|_| zero_time()),
             ))
         }),
     );
     map.insert(
         "mustToDate",
         Func::pure(&[String, String], |a| {
-            time::parse(arg_str(&a[0]), arg_str(&a[1]), &local())
+            time::parse(arg_str(&a[0]), arg_str(&a[1]), &local_zone())
                 .map(time_value)
                 .map_err(FuncError::msg)
         }),
@@ -294,7 +290,7 @@ impl Object for TimeObject {
             ),
             "Location" => Value::Object(Rc::new(LocationObject(t.zone.name.clone()))),
             "UTC" => time_value(t.in_zone(Zone::utc())),
-            "Local" => time_value(t.in_zone(local())),
+            "Local" => time_value(t.in_zone(local_zone())),
             "IsZero" => Value::Bool(t.unix == zero_time().unix && t.nanos == 0),
             "String" => Value::from(t.string()),
             _ => return None,

@@ -65,15 +65,7 @@ fn other_version(arg: &Value) -> Result<Version, FuncError> {
 impl Object for VersionObject {
     /// Every field of a semver version is unexported: a deep copy is the zero version.
     fn deep_copy(&self) -> Option<Value> {
-        let zero = Version {
-            major: 0,
-            minor: 0,
-            patch: 0,
-            pre: String::new(),
-            metadata: String::new(),
-            original: String::new(),
-        };
-        Some(version_value(zero, self.pointer))
+        Some(version_value(Version::default(), self.pointer))
     }
 
     fn type_name(&self) -> String {

@@ -5,6 +5,7 @@
 //! [`Value::ByteString`] with exactly Go's bytes; these functions (and `quote`, `squote`,
 //! `cat`, `join`) take byte strings as they are.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, RandomState};
@@ -296,19 +297,17 @@ pub fn strval_value(v: &Value) -> Value {
 
 /// Sprig's `strval` as bytes (see [`strval_value`]).
 pub fn strval_bytes(v: &Value) -> Vec<u8> {
-    match strval_value(v) {
-        Value::String(s) => s.as_bytes().to_vec(),
-        Value::ByteString(b) => b.to_vec(),
-        _ => Vec::new(),
-    }
+    arg_bytes(&strval_value(v)).to_vec()
 }
 
 /// Sprig's `strval` as text: invalid bytes become one U+FFFD each, as Go decodes them.
 pub fn strval(v: &Value) -> String {
-    match strval_value(v).into_lossy() {
-        Value::String(s) => s.to_string(),
-        _ => String::new(),
-    }
+    go_string_text(&strval_value(v))
+}
+
+/// The text of a Go string value (invalid bytes decoded the Go way); "" for other values.
+fn go_string_text(v: &Value) -> String {
+    v.go_str_lossy().map(Cow::into_owned).unwrap_or_default()
 }
 
 /// Sprig's `strslice`: a list as strings (nil elements dropped, `[]string` as is), nil as no
@@ -325,13 +324,7 @@ pub fn strslice_values(v: &Value) -> Vec<Value> {
 
 /// [`strslice_values`] as text (invalid bytes decoded the Go way).
 pub fn strslice(v: &Value) -> Vec<String> {
-    strslice_values(v)
-        .into_iter()
-        .map(|s| match s.into_lossy() {
-            Value::String(s) => s.to_string(),
-            _ => String::new(),
-        })
-        .collect()
+    strslice_values(v).iter().map(go_string_text).collect()
 }
 
 /// Go's `unicode.IsSpace` (the Unicode White_Space property, as Rust's `is_whitespace`).
@@ -452,14 +445,18 @@ fn lower_with_separator(s: &str, sep: char) -> String {
     let mut out = String::with_capacity(s.len() + 4);
     let mut at_word_start = true;
     let mut word_starts_with_digit = false;
+    // Whether the current run of connectors follows punctuation (decided at its first one,
+    // so long runs stay linear).
+    let mut run_after_punct = false;
     for (i, &c) in chars.iter().enumerate() {
         let prev = i.checked_sub(1).and_then(|p| chars.get(p)).copied();
         if is_connector(c) {
             // In a run of connectors right after punctuation, `-` and `_` stay as they are
             // (`a(-b` in snake case); white space still becomes the separator.
-            let before_run = chars[..i].iter().rev().find(|&&p| !is_connector(p));
-            let after_punct = before_run.is_some_and(|&p| !p.is_alphanumeric() && !is_symbol(p));
-            out.push(if after_punct && matches!(c, '-' | '_') {
+            if !prev.is_some_and(is_connector) {
+                run_after_punct = prev.is_some_and(|p| !p.is_alphanumeric() && !is_symbol(p));
+            }
+            out.push(if run_after_punct && matches!(c, '-' | '_') {
                 c
             } else {
                 sep
@@ -482,11 +479,14 @@ fn lower_with_separator(s: &str, sep: char) -> String {
             out.push(lower_rune(c));
         } else if c.is_numeric() {
             let after_letter = prev_in_word.is_some_and(|p| p.is_alphabetic() && !p.is_numeric());
-            let into_lowercase = chars
-                .get(i..)
-                .and_then(|rest| rest.iter().find(|x| !x.is_numeric()))
-                .is_some_and(|x| x.is_lowercase());
-            if after_letter && into_lowercase && !word_starts_with_digit {
+            // Looked ahead only where a letter meets a digit, so digit runs stay linear.
+            let into_lowercase = || {
+                chars
+                    .get(i..)
+                    .and_then(|rest| rest.iter().find(|x| !x.is_numeric()))
+                    .is_some_and(|x| x.is_lowercase())
+            };
+            if after_letter && !word_starts_with_digit && into_lowercase() {
                 out.push(sep);
                 at_word_start = true;
             }

@@ -81,10 +81,7 @@ impl Printer {
 
     /// The printed text; bytes that are not UTF-8 (from byte strings) become U+FFFD each.
     pub fn finish(self) -> String {
-        match String::from_utf8(self.buf) {
-            Ok(s) => s,
-            Err(e) => crate::template::value::go_lossy(e.as_bytes()).into_owned(),
-        }
+        crate::template::value::go_text(self.buf)
     }
 
     /// The printed bytes, as Go's `Sprint*` return them (a Go string, maybe not UTF-8).
@@ -121,8 +118,7 @@ impl Printer {
     }
 
     /// `fmt.Sprintf`.
-    pub fn sprintf(&mut self, format: &[u8], args: &[Value]) {
-        let fmt = format;
+    pub fn sprintf(&mut self, fmt: &[u8], args: &[Value]) {
         let end = fmt.len();
         let mut arg_num = 0usize;
         let mut reordered = false;
@@ -405,15 +401,14 @@ impl Printer {
                 }
                 if let Some(fields) = o.fmt_fields() {
                     let type_name = o.type_name();
-                    match type_name.strip_prefix('*') {
-                        // A pointer to a struct: `&{…}` as an operand; deeper down Go prints
-                        // the address, which differs on every run (ours is a placeholder).
-                        Some(pointee) if depth == 0 => {
-                            self.buf.push(b'&');
-                            self.print_struct(pointee, &fields, verb, depth + 1);
-                        }
-                        Some(_) => self.fmt_pointer(v, verb),
-                        None => self.print_struct(&type_name, &fields, verb, depth),
+                    if depth == 0 {
+                        self.print_struct_operand_verb(&type_name, &fields, verb);
+                    } else if type_name.starts_with('*') {
+                        // Deeper down Go prints a pointer's address, which differs on every
+                        // run (ours is a placeholder).
+                        self.fmt_pointer(v, verb);
+                    } else {
+                        self.print_struct(&type_name, &fields, verb, depth);
                     }
                     return;
                 }
@@ -473,6 +468,21 @@ impl Printer {
             self.print_value(field, verb, depth + 1);
         }
         self.buf.push(b'}');
+    }
+
+    /// A struct as an operand in `%v`: `{…}`, or `&{…}` for a pointer to one.
+    pub fn print_struct_operand(&mut self, type_name: &str, fields: &[(&'static str, Value)]) {
+        self.print_struct_operand_verb(type_name, fields, 'v');
+    }
+
+    fn print_struct_operand_verb(&mut self, type_name: &str, fields: &[(&'static str, Value)], verb: char) {
+        match type_name.strip_prefix('*') {
+            Some(pointee) => {
+                self.buf.push(b'&');
+                self.print_struct(pointee, fields, verb, 1);
+            }
+            None => self.print_struct(type_name, fields, verb, 0),
+        }
     }
 
     /// How text/template prints an action's value that is a pointer to a struct without a

@@ -113,10 +113,7 @@ fn unquote_char(s: &str, quote: u8) -> Option<Unquoted<'_>> {
 /// Go's `strconv.Unquote` of a `"…"` or `` `…` `` literal as text: raw bytes from `\x`/octal
 /// escapes that do not form UTF-8 become U+FFFD, one per byte (template names).
 pub fn unquote(quoted: &str) -> Option<String> {
-    unquote_bytes(quoted).map(|b| match String::from_utf8(b) {
-        Ok(s) => s,
-        Err(e) => crate::template::value::go_lossy(e.as_bytes()).into_owned(),
-    })
+    unquote_bytes(quoted).map(crate::template::value::go_text)
 }
 
 /// Go's `strconv.Unquote` of a `"…"` or `` `…` `` literal: the bytes of the Go string, which

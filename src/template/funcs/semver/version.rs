@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 
 /// A parsed semantic version; `original` is the text it came from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Version {
     pub major: u64,
     pub minor: u64,

@@ -1,6 +1,7 @@
 //! capstan: a release manager for Cluster API cluster stacks.
 //!
 //! Module map (see `docs/architecture.md`):
+//! - [`go`]: Go's runtime model — values, `fmt`/`strconv` printing, time — the ground floor.
 //! - [`template`]: the Go `text/template` engine with Go value semantics (no Helm, no Kubernetes).
 //! - [`encoding`]: byte-exact JSON/YAML encoders and the YAML 1.1 loader.
 //! - [`chart`]: Helm charts: loading, values, dependencies, rendering, manifests.
@@ -9,4 +10,5 @@
 pub mod chart;
 pub mod cli;
 pub mod encoding;
+pub mod go;
 pub mod template;

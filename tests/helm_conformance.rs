@@ -16,8 +16,8 @@ use std::path::Path;
 
 use capstan::chart::render::{RenderOptions, render};
 use capstan::chart::{Chart, load};
+use capstan::go::value::GoType;
 use capstan::template::funcs::{Func, FuncMap};
-use capstan::template::value::GoType;
 use capstan::template::{Templates, Value};
 
 use shared::compare::{first_difference, structurally_equal};

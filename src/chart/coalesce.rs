@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::chart::Chart;
-use crate::template::value::{Map, MapKind, Value};
+use crate::go::value::{Map, MapKind, Value};
 
 pub const GLOBAL_KEY: &str = "global";
 
@@ -23,7 +23,7 @@ pub fn deep_copy(v: &Value) -> Value {
                 .map(|(k, v)| (k.clone(), deep_copy(v)))
                 .collect(),
         )),
-        Value::List(l) => Value::List(crate::template::value::List {
+        Value::List(l) => Value::List(crate::go::value::List {
             kind: l.kind,
             items: std::rc::Rc::new(l.items.iter().map(deep_copy).collect()),
             nil: l.nil,

@@ -11,7 +11,7 @@ use crate::chart::coalesce::{
 };
 use crate::chart::metadata::Dependency;
 use crate::chart::{Chart, values};
-use crate::template::value::Value;
+use crate::go::value::Value;
 
 /// The chart tree with values ready to render: enabled subcharts only, processed defaults.
 pub struct Processed<'c> {
@@ -180,8 +180,8 @@ fn import_values(
                 }
                 _ => continue,
             };
-            rewritten.push(Value::Map(crate::template::value::Map::new(
-                crate::template::value::MapKind::String,
+            rewritten.push(Value::Map(crate::go::value::Map::new(
+                crate::go::value::MapKind::String,
                 BTreeMap::from([
                     ("child".to_string(), Value::from(child.as_str())),
                     ("parent".to_string(), Value::from(parent.as_str())),

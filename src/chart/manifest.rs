@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::chart::Chart;
 use crate::chart::values;
-use crate::template::value::Value;
+use crate::go::value::Value;
 
 /// Kinds in the order Helm installs them; unknown kinds follow, alphabetically.
 pub const INSTALL_ORDER: &[&str] = &[

@@ -43,7 +43,7 @@ pub struct Dependency {
     pub tags: Vec<String>,
     pub enabled: bool,
     /// `import-values` entries as written (strings or `{child, parent}` maps).
-    pub import_values: Vec<crate::template::value::Value>,
+    pub import_values: Vec<crate::go::value::Value>,
     pub alias: String,
 }
 
@@ -56,7 +56,7 @@ pub struct Maintainer {
 }
 
 use crate::encoding::yaml_load::{self, YamlNode};
-use crate::template::value::Value;
+use crate::go::value::Value;
 
 /// Why `Chart.yaml` or `requirements.yaml` could not be decoded (Helm's wording, which the
 /// loader prefixes with `cannot load <file>: `).

@@ -8,9 +8,9 @@ use std::rc::Rc;
 use base64::Engine as _;
 
 use crate::chart::glob::Glob;
-use crate::template::funcs::{Func, arg_str, helm::to_yaml_trimmed};
-use crate::template::gofmt;
-use crate::template::value::{GoType, List, ListKind, Object, Value, go_lossy};
+use crate::go::fmt as gofmt;
+use crate::go::value::{GoType, List, ListKind, Method, Object, Value, go_lossy};
+use crate::template::funcs::{arg_str, helm::to_yaml_trimmed};
 
 /// `.Files`: a chart's non-template files (`map[string][]byte` with methods).
 #[derive(Debug, Clone, Default)]
@@ -50,10 +50,7 @@ impl Files {
             let base = name.rsplit('/').next().unwrap_or(name);
             map.insert(base.to_string(), Value::from(encode(data)));
         }
-        Value::Map(crate::template::value::Map::new(
-            crate::template::value::MapKind::String,
-            map,
-        ))
+        Value::Map(crate::go::value::Map::new(crate::go::value::MapKind::String, map))
     }
 
     fn lines(&self, name: &str) -> Value {
@@ -82,26 +79,26 @@ impl Object for Files {
         None
     }
 
-    fn method(&self, name: &str) -> Option<Func> {
+    fn method(&self, name: &str) -> Option<Method> {
         let this = self.clone();
         let f = match name {
-            "Get" => Func::pure(&[GoType::String], move |args| {
+            "Get" => Method::new(&[GoType::String], move |args| {
                 // Go's `string(data)`: binary content stays bytes (a byte string).
                 Ok(this
                     .get(arg_str(&args[0]))
                     .map_or_else(|| Value::from(""), |d| Value::from_go_bytes(&d[..])))
             }),
-            "GetBytes" => Func::pure(&[GoType::String], move |args| {
+            "GetBytes" => Method::new(&[GoType::String], move |args| {
                 Ok(Value::Bytes(
                     this.get(arg_str(&args[0]))
                         .cloned()
                         .unwrap_or_else(|| Rc::from(Vec::new())),
                 ))
             }),
-            "Glob" => Func::pure(&[GoType::String], move |args| {
+            "Glob" => Method::new(&[GoType::String], move |args| {
                 Ok(Value::Object(Rc::new(this.glob(arg_str(&args[0])))))
             }),
-            "AsConfig" => Func::pure(&[], move |_| {
+            "AsConfig" => Method::new(&[], move |_| {
                 if this.files.is_empty() {
                     return Ok(Value::from(""));
                 }
@@ -109,14 +106,14 @@ impl Object for Files {
                     &this.by_base_name(|d| go_lossy(d).into_owned()),
                 )))
             }),
-            "AsSecrets" => Func::pure(&[], move |_| {
+            "AsSecrets" => Method::new(&[], move |_| {
                 if this.files.is_empty() {
                     return Ok(Value::from(""));
                 }
                 let encoded = this.by_base_name(|d| base64::engine::general_purpose::STANDARD.encode(d));
                 Ok(Value::from(to_yaml_trimmed(&encoded)))
             }),
-            "Lines" => Func::pure(&[GoType::String], move |args| Ok(this.lines(arg_str(&args[0])))),
+            "Lines" => Method::new(&[GoType::String], move |args| Ok(this.lines(arg_str(&args[0])))),
             _ => return None,
         };
         Some(f)
@@ -311,10 +308,10 @@ impl Object for VersionSet {
         None
     }
 
-    fn method(&self, name: &str) -> Option<Func> {
+    fn method(&self, name: &str) -> Option<Method> {
         let versions = Rc::clone(&self.versions);
         (name == "Has").then(|| {
-            Func::pure(&[GoType::String], move |args| {
+            Method::new(&[GoType::String], move |args| {
                 let wanted = arg_str(&args[0]);
                 Ok(Value::Bool(versions.iter().any(|v| v == wanted)))
             })
@@ -326,7 +323,7 @@ impl Object for VersionSet {
     }
 
     fn to_data(&self) -> Value {
-        Value::List(crate::template::value::List::new(
+        Value::List(crate::go::value::List::new(
             ListKind::String,
             self.versions.iter().map(|v| Value::from(v.as_str())).collect(),
         ))
@@ -541,11 +538,10 @@ impl Object for Capabilities {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::template::funcs::NoContext;
 
     fn call(files: &Files, method: &str, name: &str) -> Value {
         match files.method(method) {
-            Some(f) => (f.imp)(&mut NoContext, &[Value::from(name)]).unwrap_or(Value::Nil),
+            Some(f) => (f.call)(&[Value::from(name)]).unwrap_or(Value::Nil),
             None => Value::Nil,
         }
     }

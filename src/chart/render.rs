@@ -10,9 +10,9 @@ use crate::chart::dependencies::{self, Processed};
 use crate::chart::metadata::{Dependency, Metadata};
 use crate::chart::objects::{Capabilities, Files, KubeVersion};
 use crate::chart::{Chart, schema, values};
+use crate::go::value::{Map, MapKind, Value};
 use crate::template::exec::NO_VALUE;
 use crate::template::funcs::FuncEnv;
-use crate::template::value::{Map, MapKind, Value};
 use crate::template::{FuncMap, MissingKey, Templates};
 
 /// Release and cluster facts a render sees (`helm template`'s flags).

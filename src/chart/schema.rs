@@ -11,7 +11,7 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::Value as Json;
 
 use crate::chart::coalesce::ChartValues;
-use crate::template::value::Value;
+use crate::go::value::Value;
 
 /// Values that do not satisfy a chart's schema, or a schema that cannot be used.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -182,7 +182,7 @@ fn to_json(v: &Value) -> Json {
         Value::Uint64(u) => Json::from(*u),
         Value::Float(f) => serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number),
         Value::String(s) => Json::String(s.to_string()),
-        Value::ByteString(b) => Json::String(crate::template::value::go_lossy(b).into_owned()),
+        Value::ByteString(b) => Json::String(crate::go::value::go_lossy(b).into_owned()),
         Value::Bytes(b) => {
             use base64::Engine;
             Json::String(base64::engine::general_purpose::STANDARD.encode(b))

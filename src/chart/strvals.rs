@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::chart::coalesce::{new_table, table};
-use crate::template::value::{List, ListKind, Value};
+use crate::go::value::{List, ListKind, Value};
 
 /// Helm refuses list indexes above this.
 const MAX_INDEX: usize = 65536;
@@ -282,7 +282,7 @@ pub fn empty() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::template::gofmt::format_value;
+    use crate::go::fmt::format_value;
 
     fn set(exprs: &[&str]) -> Value {
         let v = empty();

@@ -4,7 +4,7 @@
 use crate::chart::Chart;
 use crate::chart::coalesce::{new_table, table};
 use crate::encoding::yaml_load;
-use crate::template::value::Value;
+use crate::go::value::Value;
 
 /// A values file that cannot be read.
 #[derive(Debug, Clone, thiserror::Error)]

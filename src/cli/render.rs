@@ -340,7 +340,7 @@ fn value_to_json(v: &crate::template::Value) -> serde_json::Value {
             serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number)
         }
         Value::String(s) => s.to_string().into(),
-        Value::ByteString(b) | Value::Bytes(b) => crate::template::value::go_lossy(b).into_owned().into(),
+        Value::ByteString(b) | Value::Bytes(b) => crate::go::value::go_lossy(b).into_owned().into(),
         Value::List(l) => l.items.iter().map(value_to_json).collect(),
         Value::Map(m) => m
             .entries

@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use crate::encoding::toml_load::{LOCAL_DATE, LOCAL_DATETIME, LOCAL_TIME};
-use crate::template::funcs::dates::{self, GoTime, Zone};
-use crate::template::value::{Value, go_lossy};
+use crate::go::time::{self as dates, GoTime, Zone};
+use crate::go::value::{Value, go_lossy};
 
 /// Why a value cannot be written as TOML; `Display` is BurntSushi's error text.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -315,7 +315,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::template::value::{Map, MapKind};
+    use crate::go::value::{Map, MapKind};
 
     #[test]
     fn a_table_that_contains_itself_is_an_error_not_endless_output() {

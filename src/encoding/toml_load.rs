@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::template::funcs::dates::{self, Zone};
-use crate::template::value::{List, ListKind, Value};
+use crate::go::time::{self as dates, Zone};
+use crate::go::value::{List, ListKind, Value};
 
 /// The location of a local date-time (`1979-05-27T07:32:00`): a fixed zone at offset 0 whose
 /// name prints where a zone abbreviation would.
@@ -51,7 +51,7 @@ pub fn parse(text: &str) -> Result<Value, TomlParseError> {
             p.skip_ws();
             if !p.eat(end) {
                 // At the end of input the library's lexer reads a NUL rune.
-                let got = crate::template::gofmt::quote_rune(p.peek().unwrap_or('\0'), false);
+                let got = crate::go::fmt::quote_rune(p.peek().unwrap_or('\0'), false);
                 // The library reports the line after a newline it has already read.
                 if p.peek() == Some('\n') {
                     p.line += 1;
@@ -227,7 +227,7 @@ impl Parser {
             None => "unexpected EOF; expected key separator '='".to_string(),
             Some(c) => format!(
                 "expected '.' or '=', but got {} instead",
-                crate::template::gofmt::quote_rune(c, false)
+                crate::go::fmt::quote_rune(c, false)
             ),
         };
         self.err_naming(last_key, msg)
@@ -259,7 +259,7 @@ impl Parser {
                     self.s[start..self.i].iter().collect()
                 }
                 Some(c) if !end.starts_with(c) => {
-                    let quoted = crate::template::gofmt::quote_rune(c, false);
+                    let quoted = crate::go::fmt::quote_rune(c, false);
                     let msg = if end == "=" {
                         format!("expected '.' or '=', but got {quoted} instead")
                     } else {
@@ -564,10 +564,7 @@ impl Parser {
                 return Ok(dates::time_value(t));
             }
         }
-        Err(self.err(&format!(
-            "invalid datetime: {}",
-            crate::template::gofmt::quote(&text)
-        )))
+        Err(self.err(&format!("invalid datetime: {}", crate::go::fmt::quote(&text))))
     }
 
     fn integer(&self, word: &str) -> Result<Option<Value>, TomlParseError> {
@@ -814,7 +811,7 @@ mod tests {
             Ok(Value::Map(m)) => m
                 .snapshot()
                 .into_iter()
-                .map(|(k, v)| format!("{k}={}", crate::template::gofmt::format_value(&v)))
+                .map(|(k, v)| format!("{k}={}", crate::go::fmt::format_value(&v)))
                 .collect::<Vec<_>>()
                 .join("|"),
             Ok(_) => "not a table".into(),

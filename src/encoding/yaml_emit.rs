@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 use base64::Engine as _;
 
 use crate::encoding::json;
-use crate::template::value::Value;
+use crate::go::value::Value;
 
 /// Nesting deeper than this is refused (the emitter recurses once per level).
 const MAX_DEPTH: usize = 10_000;

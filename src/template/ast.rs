@@ -159,7 +159,7 @@ pub enum Expr {
     String {
         pos: Pos,
         quoted: String,
-        value: crate::template::value::Value,
+        value: crate::go::value::Value,
     },
     /// A function name.
     Identifier(Pos, String),
@@ -361,5 +361,5 @@ impl fmt::Display for Expr {
 
 /// Go's `%q` of a string (`strconv.Quote`), used when printing template names.
 pub fn go_quote(s: &str) -> String {
-    crate::template::gofmt::quote(s)
+    crate::go::fmt::quote(s)
 }

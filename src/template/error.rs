@@ -61,8 +61,8 @@ impl FuncError {
 }
 
 /// A value that contains itself reached a print function.
-impl From<crate::template::gofmt::CycleError> for FuncError {
-    fn from(e: crate::template::gofmt::CycleError) -> FuncError {
+impl From<crate::go::fmt::CycleError> for FuncError {
+    fn from(e: crate::go::fmt::CycleError) -> FuncError {
         FuncError::msg(e.to_string())
     }
 }
@@ -76,7 +76,7 @@ impl fmt::Display for FuncError {
                 write!(
                     f,
                     "template: no template {} associated with template \"gotpl\"",
-                    crate::template::gofmt::quote(name)
+                    crate::go::fmt::quote(name)
                 )
             }
         }
@@ -94,7 +94,7 @@ impl fmt::Display for ExecError {
                     f,
                     "template: {}: executing {} at <{}>: ",
                     current.location,
-                    crate::template::gofmt::quote(&current.name),
+                    crate::go::fmt::quote(&current.name),
                     ctx
                 )?,
                 None => write!(f, "template: {}: ", current.location)?,
@@ -148,7 +148,7 @@ impl ExecError {
                 Some(ctx) => format!(
                     "{}\n  executing {} at <{}>:\n    ",
                     current.location,
-                    crate::template::gofmt::quote(&current.name),
+                    crate::go::fmt::quote(&current.name),
                     ctx
                 ),
                 None => format!("{}\n  ", current.location),
@@ -193,8 +193,8 @@ pub enum Error {
     /// `ExecuteTemplate` of a name that was never defined.
     #[error(
         "template: no template {} associated with template {}",
-        crate::template::gofmt::quote(name),
-        crate::template::gofmt::quote(set)
+        crate::go::fmt::quote(name),
+        crate::go::fmt::quote(set)
     )]
     NoTemplate { name: String, set: String },
 }

@@ -12,13 +12,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 
+use crate::go::fmt as gofmt;
+use crate::go::value::cycles;
+use crate::go::value::{GoType, ListKind, Map, MapKind, Value, go_text};
 use crate::template::ast::{Branch, Command, Expr, List, Node, Number, Pipe, TemplateCall, Tree, Variable};
-use crate::template::cycles;
 use crate::template::error::{Error, ExecError, ExecErrorKind, FuncError, ParseError};
 use crate::template::funcs::{CallContext, Func, FuncMap, Special};
-use crate::template::gofmt;
 use crate::template::parser;
-use crate::template::value::{GoType, ListKind, Map, MapKind, Value, go_text};
 
 /// Go's limit on nested `{{template}}` calls.
 const MAX_EXEC_DEPTH: usize = 100_000;
@@ -773,7 +773,7 @@ impl<'a, 's> State<'a, 's> {
             ))),
             Value::Object(o) => {
                 if let Some(method) = o.method(name) {
-                    return self.eval_call(dot, &method, name, node, args, fin);
+                    return self.eval_call(dot, &Func::from(method), name, node, args, fin);
                 }
                 let addressable = receiver.addressable && !receiver.iface;
                 match o.field(name) {
@@ -1228,7 +1228,7 @@ struct Complex128 {
     im: f64,
 }
 
-impl crate::template::value::Object for Complex128 {
+impl crate::go::value::Object for Complex128 {
     fn type_name(&self) -> String {
         "complex128".into()
     }

@@ -100,9 +100,9 @@ impl fmt::Display for Token<'_> {
             k if k.is_keyword() => write!(f, "<{}>", self.val),
             _ if self.val.len() > 10 => {
                 let head: String = self.val.chars().take(10).collect();
-                write!(f, "{}...", crate::template::gofmt::quote(&head))
+                write!(f, "{}...", crate::go::fmt::quote(&head))
             }
-            _ => f.write_str(&crate::template::gofmt::quote(&self.val)),
+            _ => f.write_str(&crate::go::fmt::quote(&self.val)),
         }
     }
 }
@@ -170,7 +170,7 @@ fn right_trim_len(s: &str) -> usize {
 
 /// Go's `%#U`: `U+0021 '!'`, without the quoted form for unprintable characters.
 pub fn go_char_u(c: char) -> String {
-    if crate::template::gofmt::is_print(c) {
+    if crate::go::fmt::is_print(c) {
         format!("U+{:04X} '{c}'", u32::from(c))
     } else {
         format!("U+{:04X}", u32::from(c))
@@ -577,7 +577,7 @@ impl<'a> Lexer<'a> {
 
     fn bad_number(&mut self) -> Token<'a> {
         let text = self.input.get(self.start..self.pos).unwrap_or("");
-        let msg = format!("bad number syntax: {}", crate::template::gofmt::quote(text));
+        let msg = format!("bad number syntax: {}", crate::go::fmt::quote(text));
         self.error(msg)
     }
 

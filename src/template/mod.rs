@@ -2,21 +2,18 @@
 //! uses it. Knows nothing of Helm charts or Kubernetes: charts build on it in `crate::chart`.
 //!
 //! - [`lexer`], [`parser`] → [`ast`]: the language.
-//! - [`value`]: the Go value model; [`gofmt`]: Go's `fmt`/`strconv` printing rules.
+//! - Values, printing and time come from [`crate::go`], the layer below.
 //! - [`exec`]: the executor; [`funcs`]: typed function registry and function families.
 //! - [`Templates`]: parse a set of named templates once, execute them many times.
 
 pub mod ast;
-pub mod cycles;
 pub mod error;
 pub mod exec;
 pub mod funcs;
-pub mod gofmt;
 pub mod lexer;
 pub mod parser;
-pub mod value;
 
+pub use crate::go::value::{GoType, Value};
 pub use error::{Error, ExecError, FuncError, ParseError};
 pub use exec::{MissingKey, Templates};
 pub use funcs::{Func, FuncMap};
-pub use value::{GoType, Value};

@@ -10,11 +10,11 @@ mod literal;
 
 use std::rc::Rc;
 
+use crate::go::fmt::quote;
 use crate::template::ast::{
     Action, Branch, Command, Expr, List, Node, Number, Pipe, TemplateCall, Text, Tree, Variable,
 };
 use crate::template::error::ParseError;
-use crate::template::gofmt::quote;
 use crate::template::lexer::{Kind, Lexer, Token};
 
 /// Go's limit on nested parenthesised pipelines.
@@ -671,7 +671,7 @@ impl<'a> Parser<'a, '_> {
                 Expr::String {
                     pos: tok.pos,
                     quoted: tok.val.to_string(),
-                    value: crate::template::value::Value::from_go_bytes(bytes),
+                    value: crate::go::value::Value::from_go_bytes(bytes),
                 }
             }
             _ => {

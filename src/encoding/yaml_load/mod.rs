@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 pub use error::{Mark, SyntaxError, YamlError};
 pub use node::YamlNode;
 
-use crate::template::value::Value;
+use crate::go::value::Value;
 use error::Stage;
 
 /// Runs `f` on a stack with room for deeply nested documents.

@@ -92,7 +92,7 @@ fn natural(tag: &str, text: &str) -> (&'static str, YamlNode) {
         b'.' => {
             let plain: String = text.chars().filter(|c| *c != '_').collect();
             match parse_float_text(&plain) {
-                Some(f) if crate::template::gofmt::underscore_ok(text) => (FLOAT, YamlNode::Float(f)),
+                Some(f) if crate::go::fmt::underscore_ok(text) => (FLOAT, YamlNode::Float(f)),
                 _ => string(),
             }
         }

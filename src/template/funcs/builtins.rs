@@ -3,10 +3,10 @@
 
 use std::rc::Rc;
 
+use crate::go::fmt as gofmt;
+use crate::go::value::{GoType, Value};
 use crate::template::error::FuncError;
 use crate::template::funcs::{Func, FuncMap, Special};
-use crate::template::gofmt;
-use crate::template::value::{GoType, Value};
 
 pub fn register(map: &mut FuncMap) {
     use GoType::{Any, Reflect, String};
@@ -143,7 +143,7 @@ fn escaper_text(args: &[Value]) -> Vec<u8> {
 
 /// The elements of a slice-typed object (`common.VersionSet`), which Go indexes and measures
 /// like any slice.
-fn slice_object_items(o: &dyn crate::template::value::Object) -> Option<Vec<Value>> {
+fn slice_object_items(o: &dyn crate::go::value::Object) -> Option<Vec<Value>> {
     if o.kind() != "slice" {
         return None;
     }
@@ -323,7 +323,7 @@ fn slice(item: &Value, indexes: &[Value]) -> Result<Value, FuncError> {
                 .and_then(|s| s.get(from..to))
                 .unwrap_or_default(),
         ),
-        Value::List(l) => Value::List(crate::template::value::List {
+        Value::List(l) => Value::List(crate::go::value::List {
             kind: l.kind,
             items: Rc::new(l.items[from..to].to_vec()),
             nil: l.nil,

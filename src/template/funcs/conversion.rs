@@ -4,10 +4,10 @@
 
 use std::rc::Rc;
 
+use crate::go::fmt as gofmt;
+use crate::go::value::{GoType, List, ListKind, Value};
 use crate::template::funcs::strings::{strslice_values, strval_value};
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_str};
-use crate::template::gofmt;
-use crate::template::value::{GoType, List, ListKind, Value};
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     let _ = env;

@@ -12,9 +12,9 @@ use std::rc::Rc;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
+use crate::go::value::{GoType, Object, Value};
 use crate::template::error::FuncError;
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_bytes, arg_int, arg_str};
-use crate::template::value::{GoType, Object, Value};
 use certs::{CertRequest, Signer};
 use keys::PrivateKey;
 

@@ -2,8 +2,8 @@
 
 use std::rc::Rc;
 
+use crate::go::value::{GoType, Value};
 use crate::template::funcs::{Func, FuncEnv, FuncMap};
-use crate::template::value::{GoType, Value};
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     let _ = env;

@@ -7,11 +7,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
+use crate::go::value::{GoType, List, Map, MapKind, Value};
 use crate::template::error::FuncError;
 use crate::template::funcs::defaults::is_empty;
 use crate::template::funcs::strings::strval;
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_str};
-use crate::template::value::{GoType, List, Map, MapKind, Value};
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     let _ = env;

@@ -10,9 +10,9 @@ use base64::Engine as _;
 
 use crate::encoding::json::{self, JsonError, Style};
 use crate::encoding::{toml_emit, toml_load, yaml_emit, yaml_load};
+use crate::go::value::{GoType, ListKind, MapKind, Value};
 use crate::template::error::FuncError;
 use crate::template::funcs::{FuncEnv, FuncMap, arg_bytes, arg_str, helm};
-use crate::template::value::{GoType, ListKind, MapKind, Value};
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     let _ = env;
@@ -422,8 +422,8 @@ mod tests {
 mod vector_tests {
     use std::collections::BTreeMap;
 
+    use crate::go::value::Value;
     use crate::template::funcs::{FuncMap, NoContext};
-    use crate::template::value::Value;
 
     /// `Ok(None)` when the template uses something this evaluator does not support.
     fn render(template: &str, values: &Value, funcs: &FuncMap) -> Result<Option<String>, String> {

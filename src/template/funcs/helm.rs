@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::go::value::{GoType, Value};
 use crate::template::error::{FuncError, HELM_WARN_END, HELM_WARN_START};
 use crate::template::funcs::{Func, FuncMap, arg_str};
-use crate::template::value::{GoType, Value};
 
 /// Registers Helm's functions into `map`.
 pub fn register(map: &mut FuncMap) {

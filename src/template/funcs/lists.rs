@@ -8,9 +8,9 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
+use crate::go::value::{GoType, List, ListKind, Value};
 use crate::template::error::FuncError;
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_int};
-use crate::template::value::{GoType, List, ListKind, Value};
 
 /// Go's message for the nil-pointer panic sprig hits on a nil list.
 pub const NIL_DEREF: &str = "runtime error: invalid memory address or nil pointer dereference";

@@ -6,10 +6,10 @@ mod decimal;
 
 use std::rc::Rc;
 
+use crate::go::value::{GoType, List, ListKind, Value};
 use crate::template::error::FuncError;
 use crate::template::funcs::conversion::{to_float64, to_int64};
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_int};
-use crate::template::value::{GoType, List, ListKind, Value};
 
 use decimal::Decimal;
 

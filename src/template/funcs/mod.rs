@@ -29,8 +29,8 @@ pub use env::FuncEnv;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use crate::go::value::{GoType, Method, Value};
 use crate::template::error::FuncError;
-use crate::template::value::{GoType, Value};
 
 /// What a function can ask of the executor that calls it.
 pub trait CallContext {
@@ -156,6 +156,14 @@ impl Func {
             Some(t) => *t,
             None => self.variadic.unwrap_or(GoType::Any),
         }
+    }
+}
+
+/// A method of a value, callable like a function (`.Files.Get "x"`, `$t.Format "…"`).
+impl From<Method> for Func {
+    fn from(m: Method) -> Func {
+        let call = m.call;
+        Func::pure(&m.params, move |args| call(args).map_err(FuncError::Message))
     }
 }
 

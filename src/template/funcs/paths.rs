@@ -3,8 +3,8 @@
 
 use std::rc::Rc;
 
+use crate::go::value::{GoType, Value};
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_str};
-use crate::template::value::{GoType, Value};
 
 /// A path operation from text to text.
 type PathFn = fn(&str) -> String;

@@ -7,9 +7,9 @@ use std::rc::Rc;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
+use crate::go::value::{GoType, Value};
 use crate::template::error::FuncError;
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_int, arg_str};
-use crate::template::value::{GoType, Value};
 
 const ALPHA: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const ALPHANUM: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";

@@ -3,8 +3,8 @@
 
 use std::rc::Rc;
 
+use crate::go::value::{GoType, Value};
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_str};
-use crate::template::value::{GoType, Value};
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     let _ = env;
@@ -48,8 +48,8 @@ pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
 mod tests {
     use std::collections::BTreeMap;
 
+    use crate::go::value::{List, ListKind, Map, MapKind, Value};
     use crate::template::funcs::{FuncMap, NoContext};
-    use crate::template::value::{List, ListKind, Map, MapKind, Value};
 
     /// The functions of the families in strings/lists/dicts/defaults/reflection.
     const NAMES: &[&str] = &[

@@ -6,9 +6,9 @@ mod syntax;
 
 use std::rc::Rc;
 
+use crate::go::value::{GoType, ListKind, Value};
 use crate::template::error::FuncError;
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_int, arg_str};
-use crate::template::value::{GoType, ListKind, Value};
 
 /// A compiled Go regexp.
 pub struct GoRegex {
@@ -68,7 +68,7 @@ fn go_regexp_quote(s: &str) -> String {
     if backquotable {
         format!("`{s}`")
     } else {
-        crate::template::gofmt::quote(s)
+        crate::go::fmt::quote(s)
     }
 }
 

@@ -10,9 +10,9 @@ use std::rc::Rc;
 pub use constraint::{Constraints, constraint_matches};
 pub use version::Version;
 
+use crate::go::value::{GoType, Method, Object, Value};
 use crate::template::error::FuncError;
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_str};
-use crate::template::value::{GoType, Object, Value};
 
 const VERSION_PTR: &str = "*semver.Version";
 
@@ -99,7 +99,7 @@ impl Object for VersionObject {
         })
     }
 
-    fn method(&self, name: &str) -> Option<Func> {
+    fn method(&self, name: &str) -> Option<Method> {
         let v = self.v.clone();
         let pointer_only = matches!(
             name,
@@ -110,8 +110,9 @@ impl Object for VersionObject {
         }
         let compare = move |f: fn(std::cmp::Ordering) -> Value| {
             let v = v.clone();
-            Func::pure(&[GoType::Named(VERSION_PTR)], move |a| {
-                Ok(f(v.compare(&other_version(&a[0])?)))
+            Method::new(&[GoType::Named(VERSION_PTR)], move |a| {
+                let other = other_version(&a[0]).map_err(|e| e.to_string())?;
+                Ok(f(v.compare(&other)))
             })
         };
         Some(match name {
@@ -123,10 +124,10 @@ impl Object for VersionObject {
             "Equal" => compare(|o| Value::Bool(o.is_eq())),
             "SetPrerelease" => {
                 let v = self.v.clone();
-                Func::pure(&[GoType::String], move |a| {
+                Method::new(&[GoType::String], move |a| {
                     let pre = arg_str(&a[0]);
                     if !pre.is_empty() {
-                        version::validate_prerelease(pre).map_err(FuncError::msg)?;
+                        version::validate_prerelease(pre).map_err(|e| e.to_string())?;
                     }
                     let next = Version {
                         pre: pre.to_string(),
@@ -137,10 +138,10 @@ impl Object for VersionObject {
             }
             "SetMetadata" => {
                 let v = self.v.clone();
-                Func::pure(&[GoType::String], move |a| {
+                Method::new(&[GoType::String], move |a| {
                     let meta = arg_str(&a[0]);
                     if !meta.is_empty() {
-                        version::validate_metadata(meta).map_err(FuncError::msg)?;
+                        version::validate_metadata(meta).map_err(|e| e.to_string())?;
                     }
                     let next = Version {
                         metadata: meta.to_string(),

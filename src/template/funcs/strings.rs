@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use std::hash::{BuildHasher, RandomState};
 use std::rc::Rc;
 
+use crate::go::fmt as gofmt;
+use crate::go::value::{GoType, List, ListKind, Map, MapKind, Value};
 use crate::template::error::FuncError;
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_bytes, arg_int, arg_str};
-use crate::template::gofmt;
-use crate::template::value::{GoType, List, ListKind, Map, MapKind, Value};
 
 /// The largest string a function may build; larger results are errors instead of allocations
 /// (the executor bounds a template's whole output the same way).

@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use crate::go::fmt::quote;
+use crate::go::value::{GoType, Value};
 use crate::template::error::FuncError;
 use crate::template::funcs::{Func, FuncEnv, FuncMap, arg_str};
-use crate::template::gofmt::quote;
-use crate::template::value::{GoType, Value};
 
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     let _ = env;

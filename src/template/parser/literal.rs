@@ -2,7 +2,7 @@
 //! (`strconv.Unquote`/`UnquoteChar`) and number constants (every interpretation a literal has,
 //! like `parse.NumberNode`).
 
-use crate::template::gofmt::underscore_ok;
+use crate::go::fmt::underscore_ok;
 
 /// Go's `strconv.ErrSyntax` text, which the parser reports for bad quoted literals.
 pub const INVALID_SYNTAX: &str = "invalid syntax";
@@ -113,7 +113,7 @@ fn unquote_char(s: &str, quote: u8) -> Option<Unquoted<'_>> {
 /// Go's `strconv.Unquote` of a `"…"` or `` `…` `` literal as text: raw bytes from `\x`/octal
 /// escapes that do not form UTF-8 become U+FFFD, one per byte (template names).
 pub fn unquote(quoted: &str) -> Option<String> {
-    unquote_bytes(quoted).map(crate::template::value::go_text)
+    unquote_bytes(quoted).map(crate::go::value::go_text)
 }
 
 /// Go's `strconv.Unquote` of a `"…"` or `` `…` `` literal: the bytes of the Go string, which
@@ -337,7 +337,7 @@ pub fn number(text: &str, is_complex_token: bool) -> Result<NumberValue, Literal
         if !text.contains(['.', 'e', 'E', 'p', 'P']) {
             return Err(LiteralError::Message(format!(
                 "integer overflow: {}",
-                crate::template::gofmt::quote(text)
+                crate::go::fmt::quote(text)
             )));
         }
         n.float = Some(f);
@@ -346,7 +346,7 @@ pub fn number(text: &str, is_complex_token: bool) -> Result<NumberValue, Literal
     if n.int.is_none() && n.uint.is_none() && n.float.is_none() {
         return Err(LiteralError::Message(format!(
             "illegal number syntax: {}",
-            crate::template::gofmt::quote(text)
+            crate::go::fmt::quote(text)
         )));
     }
     Ok(n)

@@ -13,8 +13,8 @@ use rcgen::{
 
 use super::der;
 use super::keys::PrivateKey;
+use crate::go::value::Value;
 use crate::template::funcs::FuncEnv;
-use crate::template::value::Value;
 
 /// What a certificate asks for besides its key.
 pub struct CertRequest<'a> {
@@ -38,7 +38,7 @@ fn ip_addresses(ips: &[Value]) -> Result<Vec<IpAddr>, String> {
             Some(s) => s.parse::<IpAddr>().map_err(|_| format!("error parsing ip: {s}")),
             None => Err(format!(
                 "error parsing ip: {} is not a string",
-                crate::template::gofmt::format_value(ip)
+                crate::go::fmt::format_value(ip)
             )),
         })
         .collect()
@@ -51,7 +51,7 @@ fn dns_names(dns: &[Value]) -> Result<Vec<String>, String> {
             Some(s) => Ok(s.into_owned()),
             None => Err(format!(
                 "error processing alternate dns name: {} is not a string",
-                crate::template::gofmt::format_value(d)
+                crate::go::fmt::format_value(d)
             )),
         })
         .collect()

@@ -208,6 +208,6 @@ fn certificate_prints_like_a_go_struct() {
         key: "K".into(),
     };
     let v = cert_value(c.cert.clone(), c.key.clone());
-    assert_eq!(crate::template::gofmt::format_value(&v), "{C K}");
+    assert_eq!(crate::go::fmt::format_value(&v), "{C K}");
     assert_eq!(v.type_name(), "sprig.certificate");
 }

@@ -130,7 +130,7 @@ fn op_at(s: &str, i: usize) -> Option<(Op, usize)> {
 }
 
 fn improper(segment: &str) -> String {
-    format!("improper constraint: {}", crate::template::gofmt::quote(segment))
+    format!("improper constraint: {}", crate::go::fmt::quote(segment))
 }
 
 fn is_x(s: &str) -> bool {

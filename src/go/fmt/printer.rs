@@ -7,7 +7,7 @@
 
 use super::float::format_float;
 use super::quote::{can_backquote, is_print, quote_bytes, quote_rune};
-use crate::template::value::Value;
+use crate::go::value::Value;
 
 const LOWER_HEX: &[u8; 16] = b"0123456789abcdef";
 const UPPER_HEX: &[u8; 16] = b"0123456789ABCDEF";
@@ -81,7 +81,7 @@ impl Printer {
 
     /// The printed text; bytes that are not UTF-8 (from byte strings) become U+FFFD each.
     pub fn finish(self) -> String {
-        crate::template::value::go_text(self.buf)
+        crate::go::value::go_text(self.buf)
     }
 
     /// The printed bytes, as Go's `Sprint*` return them (a Go string, maybe not UTF-8).
@@ -300,7 +300,7 @@ impl Printer {
     }
 
     /// A map's `%v`/`%#v` form: `map[k:v …]` or `T{"k":v, …}`, keys in sorted order.
-    fn print_map(&mut self, m: &crate::template::value::Map, v: &Value, verb: char, depth: usize) {
+    fn print_map(&mut self, m: &crate::go::value::Map, v: &Value, verb: char, depth: usize) {
         let entries = m.snapshot();
         if self.f.sharp_v {
             self.write(&v.type_name());

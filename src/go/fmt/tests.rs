@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value as Json;
 
 use super::{sprint, sprintf, sprintln};
-use crate::template::value::{List, ListKind, Map, MapKind, Value};
+use crate::go::value::{List, ListKind, Map, MapKind, Value};
 
 fn arg(j: &Json) -> Value {
     let t = j["t"].as_str().unwrap_or_default();

@@ -13,7 +13,7 @@ pub use quote::{decode_rune, is_print, quote, quote_bytes, quote_rune};
 
 pub use printer::CycleError;
 
-use crate::template::value::Value;
+use crate::go::value::Value;
 use printer::Printer;
 
 /// Go's `strconv` rule for `_` in numbers (`underscoreOK`): only between digits, or after a

@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 use std::rc::{Rc, Weak};
 
-use crate::template::value::Value;
+use crate::go::value::Value;
 
 type Entries = RefCell<BTreeMap<String, Value>>;
 
@@ -118,7 +118,7 @@ fn reachable_maps(roots: &[&Value]) -> HashSet<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::template::value::{Map, MapKind};
+    use crate::go::value::{Map, MapKind};
 
     fn weak_of(m: &Map) -> Weak<Entries> {
         Rc::downgrade(&m.entries)

@@ -54,7 +54,7 @@ fn fraction(v: u64, scale: u64) -> String {
 
 /// Go's quoting in time error messages.
 fn quote(s: &str) -> String {
-    crate::template::gofmt::quote(s)
+    crate::go::fmt::quote(s)
 }
 
 /// `time.ParseDuration`.

@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::rc::Rc;
 
+pub mod cycles;
+
 /// A dynamic Go value.
 #[derive(Clone)]
 pub enum Value {
@@ -91,6 +93,27 @@ pub enum MapKind {
     String,
 }
 
+/// A method value bound to its receiver (Go's `reflect.Value.MethodByName`): its parameter
+/// types and the call. Methods return a value or Go's error text; whoever calls them (the
+/// template executor) checks arguments against `params` first.
+#[derive(Clone)]
+pub struct Method {
+    pub params: Vec<GoType>,
+    pub call: MethodCall,
+}
+
+/// The body of a [`Method`]: arguments in, a value or Go's error text out.
+pub type MethodCall = Rc<dyn Fn(&[Value]) -> Result<Value, String>>;
+
+impl Method {
+    pub fn new(params: &[GoType], call: impl Fn(&[Value]) -> Result<Value, String> + 'static) -> Method {
+        Method {
+            params: params.to_vec(),
+            call: Rc::new(call),
+        }
+    }
+}
+
 /// A Go struct-like value: fields, methods, a `%T` name and a `%v` form.
 pub trait Object {
     /// Go's `%T` (`*common.Capabilities`, `engine.files`, `*semver.Version`, …).
@@ -100,15 +123,15 @@ pub trait Object {
     /// A field, or a method taking no arguments, by name. `None` when there is no such member.
     fn field(&self, name: &str) -> Option<Value>;
     /// A method that takes arguments, called like a function (`.Files.Get "x"`).
-    fn method(&self, name: &str) -> Option<crate::template::funcs::Func> {
+    fn method(&self, name: &str) -> Option<Method> {
         let _ = name;
         None
     }
     /// Go's `%v` rendering (the `String()` method for Stringers, struct layout otherwise).
-    /// Structs with [`Object::fmt_fields`] get it from their fields.
+    /// Structs with [`Object::fmt_fields`] need not implement it: `go::fmt` prints them from
+    /// their fields (print them through `go::fmt::format_value`, not with this method).
     fn format(&self) -> String {
-        let fields = self.fmt_fields().unwrap_or_default();
-        crate::template::gofmt::format_struct(&self.type_name(), &fields)
+        String::new()
     }
     /// For structs and pointers to structs: the fields in declaration order, with their Go
     /// names, which `fmt` prints one by one (the verb applies to each; `%+v` adds the names,
@@ -492,7 +515,18 @@ fn deep_equal_seen(a: &Value, b: &Value, seen: &mut std::collections::HashSet<(u
                 })
         }
         (Value::Object(a), Value::Object(b)) => {
-            Rc::ptr_eq(a, b) || (a.type_name() == b.type_name() && a.format() == b.format())
+            Rc::ptr_eq(a, b)
+                || (a.type_name() == b.type_name()
+                    && match (a.fmt_fields(), b.fmt_fields()) {
+                        (Some(fa), Some(fb)) => {
+                            fa.len() == fb.len()
+                                && fa
+                                    .iter()
+                                    .zip(&fb)
+                                    .all(|((na, va), (nb, vb))| na == nb && va.deep_equal(vb))
+                        }
+                        _ => a.format() == b.format(),
+                    })
         }
         _ => false,
     }
@@ -522,7 +556,7 @@ impl Map {
     pub fn new(kind: MapKind, entries: BTreeMap<String, Value>) -> Map {
         let entries = Rc::new(RefCell::new(entries));
         // A template may make the map contain itself: let the execution reclaim it then.
-        crate::template::cycles::track(&entries);
+        crate::go::value::cycles::track(&entries);
         Map {
             kind,
             entries,

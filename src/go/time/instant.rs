@@ -375,7 +375,7 @@ fn digits(s: &str, min: usize, max: usize) -> Option<(i64, &str)> {
 
 /// `time.ParseInLocation(layout, value, zone)` for the common layout elements.
 pub fn parse(layout: &str, value: &str, zone: &Zone) -> Result<GoTime, String> {
-    let q = crate::template::gofmt::quote;
+    let q = crate::go::fmt::quote;
     let fail = |v: &str, l: &str| {
         format!(
             "parsing time {} as {}: cannot parse {} as {}",

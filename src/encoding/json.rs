@@ -393,6 +393,31 @@ fn check_syntax(s: &[u8]) -> Result<(), JsonError> {
     }
 }
 
+fn skip_ws(s: &[u8], i: &mut usize) {
+    while *i < s.len() && is_ws(s[*i]) {
+        *i += 1;
+    }
+}
+
+/// After an element of an object or array: a `,` (skipped, with the space after it) means
+/// more follow; `close` ends the container (true). Anything else is Go's error `context`.
+fn element_closes(s: &[u8], i: &mut usize, close: u8, context: &str) -> Result<bool, JsonError> {
+    skip_ws(s, i);
+    match s.get(*i) {
+        None => Err(eof()),
+        Some(b',') => {
+            *i += 1;
+            skip_ws(s, i);
+            Ok(false)
+        }
+        Some(&c) if c == close => {
+            *i += 1;
+            Ok(true)
+        }
+        Some(&c) => Err(syntax(c, context)),
+    }
+}
+
 fn check_value(s: &[u8], i: &mut usize, depth: usize) -> Result<(), JsonError> {
     stacker::maybe_grow(64 * 1024, 1024 * 1024, || check_value_inner(s, i, depth))
 }
@@ -404,11 +429,7 @@ fn check_value_inner(s: &[u8], i: &mut usize, depth: usize) -> Result<(), JsonEr
     {
         return Err(syntax(c, "exceeded max depth"));
     }
-    let skip = |i: &mut usize| {
-        while *i < s.len() && is_ws(s[*i]) {
-            *i += 1;
-        }
-    };
+    let skip = |i: &mut usize| skip_ws(s, i);
     let Some(&c) = s.get(*i) else {
         return Err(eof());
     };
@@ -434,18 +455,8 @@ fn check_value_inner(s: &[u8], i: &mut usize, depth: usize) -> Result<(), JsonEr
                 }
                 skip(i);
                 check_value(s, i, depth + 1)?;
-                skip(i);
-                match s.get(*i) {
-                    None => return Err(eof()),
-                    Some(b',') => {
-                        *i += 1;
-                        skip(i);
-                    }
-                    Some(b'}') => {
-                        *i += 1;
-                        return Ok(());
-                    }
-                    Some(&c) => return Err(syntax(c, "after object key:value pair")),
+                if element_closes(s, i, b'}', "after object key:value pair")? {
+                    return Ok(());
                 }
             }
         }
@@ -458,18 +469,8 @@ fn check_value_inner(s: &[u8], i: &mut usize, depth: usize) -> Result<(), JsonEr
             }
             loop {
                 check_value(s, i, depth + 1)?;
-                skip(i);
-                match s.get(*i) {
-                    None => return Err(eof()),
-                    Some(b',') => {
-                        *i += 1;
-                        skip(i);
-                    }
-                    Some(b']') => {
-                        *i += 1;
-                        return Ok(());
-                    }
-                    Some(&c) => return Err(syntax(c, "after array element")),
+                if element_closes(s, i, b']', "after array element")? {
+                    return Ok(());
                 }
             }
         }

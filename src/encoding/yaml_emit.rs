@@ -1031,39 +1031,21 @@ impl Emitter {
         if !self.whitespace {
             self.put(' ');
         }
-        let chars: Vec<char> = s.chars().collect();
-        let (mut spaces, mut breaks) = (false, false);
-        for (i, &c) in chars.iter().enumerate() {
-            if c == ' ' {
-                if allow_breaks && !spaces && self.over_width() && chars.get(i + 1) != Some(&' ') {
-                    self.write_indent();
-                } else {
-                    self.put(c);
-                }
-                spaces = true;
-            } else if is_break(c) {
-                if !breaks && c == '\n' {
-                    self.put_break();
-                }
-                self.write_break(c);
-                self.indention = true;
-                breaks = true;
-            } else {
-                if breaks {
-                    self.write_indent();
-                }
-                self.put(c);
-                self.indention = false;
-                spaces = false;
-                breaks = false;
-            }
-        }
+        self.write_folding(s, allow_breaks, false);
         self.whitespace = false;
         self.indention = false;
     }
 
     fn write_single(&mut self, s: &str, allow_breaks: bool) {
         self.write_indicator("'", true, false, false);
+        self.write_folding(s, allow_breaks, true);
+        self.write_indicator("'", false, false, false);
+    }
+
+    /// The text of a plain or single-quoted scalar: a space may fold into a line break past
+    /// the width (in quotes, never the first or last character), line breaks are kept (the
+    /// first `\n` of a run doubled, as folding would eat it), and in quotes `'` is doubled.
+    fn write_folding(&mut self, s: &str, allow_breaks: bool, single_quoted: bool) {
         let chars: Vec<char> = s.chars().collect();
         let last = chars.len().saturating_sub(1);
         let (mut spaces, mut breaks) = (false, false);
@@ -1072,8 +1054,7 @@ impl Emitter {
                 if allow_breaks
                     && !spaces
                     && self.over_width()
-                    && i != 0
-                    && i != last
+                    && (!single_quoted || (i != 0 && i != last))
                     && chars.get(i + 1) != Some(&' ')
                 {
                     self.write_indent();
@@ -1092,7 +1073,7 @@ impl Emitter {
                 if breaks {
                     self.write_indent();
                 }
-                if c == '\'' {
+                if single_quoted && c == '\'' {
                     self.put('\'');
                 }
                 self.put(c);
@@ -1101,7 +1082,6 @@ impl Emitter {
                 breaks = false;
             }
         }
-        self.write_indicator("'", false, false, false);
     }
 
     fn write_double(&mut self, s: &str, allow_breaks: bool) {

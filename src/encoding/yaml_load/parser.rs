@@ -414,50 +414,62 @@ impl<'t> Parser<'t> {
         let start = self.peek()?.start;
         self.skip();
         let mut items = Vec::new();
-        let mut first = true;
-        loop {
-            let mut token = self.peek()?;
-            if token.kind != TokenKind::FlowSequenceEnd {
-                if !first {
-                    if token.kind == TokenKind::FlowEntry {
-                        self.skip();
-                        token = self.peek()?;
-                    } else {
-                        return Err(self.fail(
-                            "while parsing a flow sequence",
-                            start,
-                            "did not find expected ',' or ']'",
-                            token.start,
-                        ));
-                    }
-                }
-                first = false;
-                if token.kind == TokenKind::Key {
-                    // A single-pair mapping inside a flow sequence (`[a: 1]`).
-                    let pair_start = token.start;
-                    let mark = token.end;
-                    self.skip();
-                    let key = if self.is_any(&[
-                        &TokenKind::Value,
-                        &TokenKind::FlowEntry,
-                        &TokenKind::FlowSequenceEnd,
-                    ])? {
-                        self.empty_scalar(mark)
-                    } else {
-                        self.node(false, false)?
-                    };
-                    let value = self.flow_value(&TokenKind::FlowSequenceEnd)?;
-                    let id = self.add(NodeKind::Mapping(vec![(key, value)]), String::new(), pair_start);
-                    items.push(id);
-                    continue;
-                } else if token.kind != TokenKind::FlowSequenceEnd {
-                    items.push(self.node(false, false)?);
-                    continue;
-                }
+        let end = TokenKind::FlowSequenceEnd;
+        while let Some(token) = self.next_flow_entry(
+            items.is_empty(),
+            &end,
+            start,
+            "while parsing a flow sequence",
+            "did not find expected ',' or ']'",
+        )? {
+            if token.kind == TokenKind::Key {
+                // A single-pair mapping inside a flow sequence (`[a: 1]`).
+                let pair = self.flow_pair(token, &end)?;
+                items.push(self.add(NodeKind::Mapping(vec![pair]), String::new(), token.start));
+            } else {
+                items.push(self.node(false, false)?);
+            }
+        }
+        Ok(NodeKind::Sequence(items))
+    }
+
+    /// Moves to the next entry of a flow collection: past the `,` that must separate it from
+    /// the one before (unless it is the first). `None` once the collection's end was consumed.
+    fn next_flow_entry(
+        &mut self,
+        first: bool,
+        end: &TokenKind,
+        start: Mark,
+        context: &'static str,
+        problem: &'static str,
+    ) -> Result<Option<&'t Token>, YamlError> {
+        let mut token = self.peek()?;
+        if token.kind != *end && !first {
+            if token.kind != TokenKind::FlowEntry {
+                return Err(self.fail(context, start, problem, token.start));
             }
             self.skip();
-            return Ok(NodeKind::Sequence(items));
+            token = self.peek()?;
         }
+        if token.kind == *end {
+            self.skip();
+            return Ok(None);
+        }
+        Ok(Some(token))
+    }
+
+    /// An explicit or implicit flow pair starting at a `Key` token: `key: value`, where either
+    /// part may be empty.
+    fn flow_pair(&mut self, key_token: &Token, end: &TokenKind) -> Result<(NodeId, NodeId), YamlError> {
+        let mark = key_token.end;
+        self.skip();
+        let key = if self.is_any(&[&TokenKind::Value, &TokenKind::FlowEntry, end])? {
+            self.empty_scalar(mark)
+        } else {
+            self.node(false, false)?
+        };
+        let value = self.flow_value(end)?;
+        Ok((key, value))
     }
 
     /// The value part of a flow pair: `: node`, `:` alone, or nothing.
@@ -480,49 +492,22 @@ impl<'t> Parser<'t> {
         let start = self.peek()?.start;
         self.skip();
         let mut pairs = Vec::new();
-        let mut first = true;
-        loop {
-            let mut token = self.peek()?;
-            if token.kind != TokenKind::FlowMappingEnd {
-                if !first {
-                    if token.kind == TokenKind::FlowEntry {
-                        self.skip();
-                        token = self.peek()?;
-                    } else {
-                        return Err(self.fail(
-                            "while parsing a flow mapping",
-                            start,
-                            "did not find expected ',' or '}'",
-                            token.start,
-                        ));
-                    }
-                }
-                first = false;
-                if token.kind == TokenKind::Key {
-                    let mark = token.end;
-                    self.skip();
-                    let key = if self.is_any(&[
-                        &TokenKind::Value,
-                        &TokenKind::FlowEntry,
-                        &TokenKind::FlowMappingEnd,
-                    ])? {
-                        self.empty_scalar(mark)
-                    } else {
-                        self.node(false, false)?
-                    };
-                    let value = self.flow_value(&TokenKind::FlowMappingEnd)?;
-                    pairs.push((key, value));
-                    continue;
-                } else if token.kind != TokenKind::FlowMappingEnd {
-                    let key = self.node(false, false)?;
-                    let mark = self.peek()?.start;
-                    let value = self.empty_scalar(mark);
-                    pairs.push((key, value));
-                    continue;
-                }
+        let end = TokenKind::FlowMappingEnd;
+        while let Some(token) = self.next_flow_entry(
+            pairs.is_empty(),
+            &end,
+            start,
+            "while parsing a flow mapping",
+            "did not find expected ',' or '}'",
+        )? {
+            if token.kind == TokenKind::Key {
+                pairs.push(self.flow_pair(token, &end)?);
+            } else {
+                let key = self.node(false, false)?;
+                let mark = self.peek()?.start;
+                pairs.push((key, self.empty_scalar(mark)));
             }
-            self.skip();
-            return Ok(NodeKind::Mapping(pairs));
         }
+        Ok(NodeKind::Mapping(pairs))
     }
 }

@@ -465,10 +465,7 @@ impl<'a> Scanner<'a> {
         });
         self.flow_level += 1;
         self.simple_key_allowed = true;
-        let start = self.mark;
-        self.skip();
-        self.push(kind, start);
-        Ok(())
+        self.push_indicator(kind)
     }
 
     fn fetch_flow_collection_end(&mut self, kind: TokenKind) -> ScanResult<()> {
@@ -480,58 +477,53 @@ impl<'a> Scanner<'a> {
             }
         }
         self.simple_key_allowed = false;
-        let start = self.mark;
-        self.skip();
-        self.push(kind, start);
-        Ok(())
+        self.push_indicator(kind)
     }
 
     fn fetch_flow_entry(&mut self) -> ScanResult<()> {
         self.remove_simple_key()?;
         self.simple_key_allowed = true;
-        let start = self.mark;
-        self.skip();
-        self.push(TokenKind::FlowEntry, start);
-        Ok(())
+        self.push_indicator(TokenKind::FlowEntry)
     }
 
     fn fetch_block_entry(&mut self) -> ScanResult<()> {
-        if self.flow_level == 0 {
-            if !self.simple_key_allowed {
-                return Err(self.err(
-                    "",
-                    Mark::default(),
-                    "block sequence entries are not allowed in this context",
-                ));
-            }
-            let mark = self.mark;
-            self.roll_indent(self.mark.column as i64, None, TokenKind::BlockSequenceStart, mark)?;
-        }
+        self.open_block_collection(
+            TokenKind::BlockSequenceStart,
+            "block sequence entries are not allowed in this context",
+        )?;
         self.remove_simple_key()?;
         self.simple_key_allowed = true;
-        let start = self.mark;
-        self.skip();
-        self.push(TokenKind::BlockEntry, start);
-        Ok(())
+        self.push_indicator(TokenKind::BlockEntry)
     }
 
     fn fetch_key(&mut self) -> ScanResult<()> {
-        if self.flow_level == 0 {
-            if !self.simple_key_allowed {
-                return Err(self.err(
-                    "",
-                    Mark::default(),
-                    "mapping keys are not allowed in this context",
-                ));
-            }
-            let mark = self.mark;
-            self.roll_indent(self.mark.column as i64, None, TokenKind::BlockMappingStart, mark)?;
-        }
+        self.open_block_collection(
+            TokenKind::BlockMappingStart,
+            "mapping keys are not allowed in this context",
+        )?;
         self.remove_simple_key()?;
         self.simple_key_allowed = self.flow_level == 0;
+        self.push_indicator(TokenKind::Key)
+    }
+
+    /// In block context, an entry or key indicator may open a block collection at its column
+    /// (`start`); where no simple key may start, it is the given error.
+    fn open_block_collection(&mut self, start: TokenKind, not_allowed: &'static str) -> ScanResult<()> {
+        if self.flow_level > 0 {
+            return Ok(());
+        }
+        if !self.simple_key_allowed {
+            return Err(self.err("", Mark::default(), not_allowed));
+        }
+        let mark = self.mark;
+        self.roll_indent(self.mark.column as i64, None, start, mark)
+    }
+
+    /// Consumes a one-character indicator and emits its token.
+    fn push_indicator(&mut self, kind: TokenKind) -> ScanResult<()> {
         let start = self.mark;
         self.skip();
-        self.push(TokenKind::Key, start);
+        self.push(kind, start);
         Ok(())
     }
 
@@ -572,10 +564,7 @@ impl<'a> Scanner<'a> {
             }
             self.simple_key_allowed = self.flow_level == 0;
         }
-        let start = self.mark;
-        self.skip();
-        self.push(TokenKind::Value, start);
-        Ok(())
+        self.push_indicator(TokenKind::Value)
     }
 
     fn fetch_anchor(&mut self, alias: bool) -> ScanResult<()> {

@@ -94,7 +94,7 @@ pub fn render(
         &mut renderables,
     );
 
-    let mut set = Templates::new(FuncMap::helm_with(&opts.env));
+    let mut set = Templates::with_funcs(FuncMap::helm_shared(&opts.env));
     set.set_missing_key(if opts.strict {
         MissingKey::Error
     } else {

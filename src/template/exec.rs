@@ -72,8 +72,13 @@ pub const DEFAULT_STEP_BUDGET: u64 = 100_000_000;
 
 impl Templates {
     pub fn new(funcs: FuncMap) -> Templates {
+        Templates::with_funcs(Rc::new(funcs))
+    }
+
+    /// A set over a shared function map (see [`FuncMap::helm_shared`]).
+    pub fn with_funcs(funcs: Rc<FuncMap>) -> Templates {
         Templates {
-            funcs: Rc::new(funcs),
+            funcs,
             trees: Rc::new(HashMap::new()),
             added: HashMap::new(),
             missing_key: MissingKey::Default,

@@ -199,6 +199,28 @@ impl FuncMap {
         map
     }
 
+    /// [`FuncMap::helm_with`] built once per thread and environment: the last map built on
+    /// this thread is reused while renders pass the same `env` (the same `Rc`), so repeated
+    /// renders with one [`FuncEnv`] share one map. The functions capture `env` itself, so a
+    /// seeded environment stays deterministic; a different `env` builds (and caches) a new map.
+    pub fn helm_shared(env: &Rc<FuncEnv>) -> Rc<FuncMap> {
+        thread_local! {
+            static HELM: std::cell::RefCell<Option<(Rc<FuncEnv>, Rc<FuncMap>)>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        HELM.with(|cell| {
+            let mut cached = cell.borrow_mut();
+            if let Some((cached_env, map)) = cached.as_ref()
+                && Rc::ptr_eq(cached_env, env)
+            {
+                return Rc::clone(map);
+            }
+            let map = Rc::new(FuncMap::helm_with(env));
+            *cached = Some((Rc::clone(env), Rc::clone(&map)));
+            map
+        })
+    }
+
     pub fn insert(&mut self, name: &str, func: Func) {
         self.funcs.insert(name.to_string(), Rc::new(func));
     }
@@ -264,5 +286,24 @@ mod tests {
             .keeping_bytes()
             .prepare_args(&mut args);
         assert_eq!(arg_bytes(&args[0]), b"h\xc3");
+    }
+
+    #[test]
+    fn shared_helm_map_is_reused_per_env_and_keeps_seeded_output() {
+        use crate::template::Templates;
+        let render = |env: &Rc<FuncEnv>| {
+            let mut set = Templates::with_funcs(FuncMap::helm_shared(env));
+            set.parse("t", "{{ randAlphaNum 12 }}").expect("parses");
+            set.execute("t", &Value::Nil).expect("executes")
+        };
+        let a = Rc::new(FuncEnv::deterministic(7, 0));
+        assert!(Rc::ptr_eq(&FuncMap::helm_shared(&a), &FuncMap::helm_shared(&a)));
+        let first = render(&a);
+        // A fresh env with the same seed gets its own map and the same sequence.
+        let b = Rc::new(FuncEnv::deterministic(7, 0));
+        assert!(!Rc::ptr_eq(&FuncMap::helm_shared(&a), &FuncMap::helm_shared(&b)));
+        assert_eq!(render(&b), first);
+        // The same env continues its sequence, as with a map built per render.
+        assert_ne!(render(&a), first);
     }
 }

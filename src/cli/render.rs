@@ -218,40 +218,14 @@ fn release_and_chart(positional: &[String]) -> anyhow::Result<(String, String)> 
     }
 }
 
-/// `helm template` checks the chart's `kubeVersion` range against the (normalized) cluster
-/// version first; an unparsable range counts as incompatible, as in Helm.
+/// `helm template` checks the chart's `kubeVersion` range against the cluster version.
 fn check_kube_version(chart: &Chart, kube: &KubeVersion) -> anyhow::Result<()> {
-    let range = &chart.metadata.kube_version;
-    if range.is_empty() {
-        return Ok(());
-    }
-    let compatible =
-        crate::template::funcs::semver::constraint_matches(range, &kube.normalized).unwrap_or(false);
-    if !compatible {
-        bail!(
-            "chart requires kubeVersion: {range} which is incompatible with Kubernetes {}",
-            kube.normalized
-        );
-    }
-    Ok(())
+    Ok(crate::chart::checks::check_kube_version(chart, kube)?)
 }
 
 /// `helm template` refuses charts whose declared dependencies are not in `charts/`.
 fn check_dependencies(chart: &Chart) -> anyhow::Result<()> {
-    let missing: Vec<&str> = chart
-        .metadata
-        .dependencies
-        .iter()
-        .filter(|d| !chart.dependencies.iter().any(|c| c.name() == d.name))
-        .map(|d| d.name.as_str())
-        .collect();
-    if !missing.is_empty() {
-        bail!(
-            "An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}",
-            missing.join(", ")
-        );
-    }
-    Ok(())
+    Ok(crate::chart::checks::check_dependencies(chart)?)
 }
 
 /// The engine output as the corpus goldens store it: keys sorted, one-space indent,

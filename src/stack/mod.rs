@@ -10,9 +10,13 @@
 //! problem is a [`DocumentError`] naming the file and the field.
 
 pub mod addon_config;
+mod archive;
 mod doc;
 pub mod metadata;
 pub mod name;
+pub mod release;
+pub mod render;
+pub mod values;
 pub mod version;
 
 pub use addon_config::{Action, AddonConfig, ConditionObject, Hook, Stage, WaitCondition};

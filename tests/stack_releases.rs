@@ -14,32 +14,12 @@
 
 mod shared;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::rc::Rc;
 
-use capstan::chart::Chart;
-use capstan::chart::manifest::{self, StreamOptions};
-use capstan::chart::objects::KubeVersion;
 use capstan::stack::release::{Addon, Release};
-use capstan::stack::render::{PartInput, RenderOptions, render_part, render_release};
-use capstan::stack::values::ClusterObjects;
+use capstan::stack::render::render_release;
 use capstan::stack::{ReleaseTag, Version};
-use capstan::template::funcs::FuncEnv;
-
-pub fn testdata(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name)
-}
-
-pub fn example_objects() -> ClusterObjects {
-    ClusterObjects::load(
-        &testdata("cluster.yaml"),
-        Some(&testdata("control-plane.yaml")),
-        Some(&testdata("infra-cluster.yaml")),
-    )
-    .expect("the example objects load")
-}
+use shared::stack::{self, deterministic, example_objects};
 
 fn releases(shared: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(shared.join("cluster-stack-releases"))
@@ -50,13 +30,6 @@ fn releases(shared: &Path) -> Vec<PathBuf> {
         .collect();
     dirs.sort();
     dirs
-}
-
-fn deterministic() -> RenderOptions {
-    RenderOptions {
-        namespace: None,
-        env: Rc::new(FuncEnv::deterministic(1, 1_700_000_000)),
-    }
 }
 
 #[test]
@@ -164,228 +137,24 @@ fn runtime_values_of_the_example_cluster() {
     }
 }
 
-/// One question for the oracle and what capstan answered.
-pub struct Question {
-    id: String,
-    request: serde_json::Value,
-    ours: Ours,
-}
-
-pub enum Ours {
-    Rendered(BTreeMap<String, String>),
-    Stream(String),
-}
-
-/// The questions for one rendered part: engine output with the part's settings, and the
-/// install stream (default Kubernetes version, no hooks or CRDs).
-pub fn questions_for(
-    id: &str,
-    chart_path: &Path,
-    chart: &Chart,
-    part: &capstan::stack::render::Part,
-    scratch: &Path,
-) -> Vec<Question> {
-    let values_path = part.values.as_ref().map(|v| {
-        let path = scratch.join(format!("{}.values.yaml", id.replace('/', "_")));
-        std::fs::write(&path, &v.text).unwrap();
-        path
-    });
-    let env = Rc::new(FuncEnv::deterministic(1, 1_700_000_000));
-    let default_version = render_part(
-        PartInput {
-            name: part.name.clone(),
-            chart,
-            release_name: part.release_name.clone(),
-            namespace: part.namespace.clone(),
-            kube_version: KubeVersion::helm_default(),
-            values: part.values.clone(),
-            include_crds: false,
-        },
-        &env,
-    )
-    .expect("renders with Helm's default Kubernetes version too");
-    let stream = manifest::stream(
-        chart,
-        &default_version.manifests,
-        &StreamOptions {
-            no_hooks: true,
-            ..StreamOptions::default()
-        },
-    );
-    let base = serde_json::json!({
-        "chart": chart_path,
-        "values": values_path,
-        "name": part.release_name,
-        "namespace": part.namespace,
-    });
-    let mut engine = base.clone();
-    engine["kube_version"] = serde_json::Value::from(part.kube_version.clone());
-    engine["stream"] = false.into();
-    let mut install = base;
-    install["stream"] = true.into();
-    vec![
-        Question {
-            id: format!("{id} engine"),
-            request: engine,
-            ours: Ours::Rendered(part.rendered.clone()),
-        },
-        Question {
-            id: format!("{id} stream"),
-            request: install,
-            ours: Ours::Stream(stream),
-        },
-    ]
-}
-
-/// Asks the oracle every question in one process; `Err` when the oracle cannot run.
-pub fn ask_helm(
-    shared: &Path,
-    python: &Path,
-    requests: &BTreeMap<String, serde_json::Value>,
-    scratch: &Path,
-) -> Result<BTreeMap<String, serde_json::Value>, String> {
-    let file = scratch.join("requests.json");
-    std::fs::write(&file, serde_json::to_string(requests).unwrap()).map_err(|e| e.to_string())?;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/shared/stack_oracle.py");
-    let out = Command::new(python)
-        .arg(script)
-        .arg(shared)
-        .arg(&file)
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())
-}
-
-/// The first difference between capstan's answer and Helm's, or `None`.
-pub fn verdict(
-    answer: &serde_json::Value,
-    rendered: &BTreeMap<String, String>,
-    stream: &Option<String>,
-) -> Option<String> {
-    if let Some(err) = answer.get("error") {
-        return Some(format!("Helm failed: {err}"));
-    }
-    match stream {
-        Some(ours) => {
-            let want = answer["manifest"].as_str().unwrap_or_default();
-            first_line_difference(want.trim_end(), ours.trim_end())
-        }
-        None => {
-            let want: BTreeMap<String, String> =
-                serde_json::from_value(answer["rendered"].clone()).unwrap_or_default();
-            if !want.keys().eq(rendered.keys()) {
-                return Some(format!(
-                    "templates differ: helm {:?}, capstan {:?}",
-                    want.keys().collect::<Vec<_>>(),
-                    rendered.keys().collect::<Vec<_>>()
-                ));
-            }
-            want.iter()
-                .find_map(|(k, w)| first_line_difference(w, &rendered[k]).map(|d| format!("{k}: {d}")))
-        }
-    }
-}
-
-fn first_line_difference(want: &str, got: &str) -> Option<String> {
-    if want == got {
-        return None;
-    }
-    let (w, g): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
-    let at = (0..w.len().max(g.len()))
-        .find(|&i| w.get(i) != g.get(i))
-        .unwrap_or(0);
-    Some(format!(
-        "line {}: helm {:?}, capstan {:?}",
-        at + 1,
-        w.get(at),
-        g.get(at)
-    ))
-}
-
-/// Unpacks a `.tgz` (a trusted fixture) so Helm can load one chart directory of it.
-pub fn unpack(archive: &Path, into: &Path) {
-    let data = std::fs::read(archive).unwrap();
-    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(data.as_slice()));
-    tar.unpack(into).unwrap();
-}
-
 #[test]
 fn shared_releases_render_like_helm() {
     let Some(shared) = shared::dir("stack releases vs helm") else {
         return;
     };
-    let Some(python) = std::env::var_os("CAPSTAN_HELM_PYTHON")
-        .map(PathBuf::from)
-        .or_else(shared::oracle_python)
-    else {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-        assert!(
-            !ci,
-            "stack releases vs helm: the Helm oracle venv is missing (scripts/oracle-env.sh)"
-        );
-        println!("SKIPPED stack releases vs helm: no Helm oracle venv (run scripts/oracle-env.sh)");
+    let Some(python) = stack::helm_python("stack releases vs helm") else {
         return;
     };
     let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stack-releases-oracle");
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).unwrap();
     let objects = example_objects();
-    let mut questions: Vec<Question> = Vec::new();
+    let mut questions = Vec::new();
     for dir in releases(&shared) {
         let release = Release::load(&dir).unwrap();
-        let tag = release.tag().tag();
-        let parts = render_release(&release, &objects, &deterministic()).unwrap();
-        let class_chart = release.cluster_class_chart().unwrap();
-        let addon_charts = release.addon_charts().unwrap();
-        for (i, part) in parts.iter().enumerate() {
-            let (chart_path, chart) = if i == 0 {
-                (release.cluster_class_asset().to_path_buf(), &class_chart)
-            } else {
-                let addon = &addon_charts[i - 1];
-                let path = match (release.addon(), &addon.stage) {
-                    (Addon::Single { chart, .. }, _) => chart.clone(),
-                    (Addon::Staged { archive, .. }, Some(stage)) => {
-                        let into = scratch.join(&tag);
-                        if !into.exists() {
-                            unpack(archive, &into);
-                        }
-                        into.join(stage)
-                    }
-                    (Addon::Staged { .. }, None) => unreachable!("stages have names"),
-                };
-                (path, &addon.chart)
-            };
-            questions.extend(questions_for(
-                &format!("{tag} {}", part.name),
-                &chart_path,
-                chart,
-                part,
-                &scratch,
-            ));
-        }
-    }
-    let requests: BTreeMap<String, serde_json::Value> = questions
-        .iter()
-        .map(|q| (q.id.clone(), q.request.clone()))
-        .collect();
-    let answers = ask_helm(&shared, &python, &requests, &scratch).expect("the oracle answers");
-    let mut failures = Vec::new();
-    for q in &questions {
-        let (rendered, stream) = match &q.ours {
-            Ours::Rendered(r) => (r.clone(), None),
-            Ours::Stream(s) => (BTreeMap::new(), Some(s.clone())),
-        };
-        match verdict(&answers[&q.id], &rendered, &stream) {
-            None => println!("same     {}", q.id),
-            Some(why) => {
-                println!("DIFFERS  {}: {why}", q.id);
-                failures.push(q.id.clone());
-            }
-        }
+        questions.extend(stack::release_questions(&release, &objects, &scratch));
     }
     assert_eq!(questions.len(), 2 * 9, "nine parts across the four releases");
+    let failures = stack::differences(&shared, &python, &questions, &scratch);
     assert!(failures.is_empty(), "parts that differ from Helm: {failures:?}");
 }

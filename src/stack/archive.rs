@@ -132,7 +132,6 @@ pub(crate) fn chart_files(entries: &[Entry], dir: &str) -> Result<Vec<ChartFile>
 
 /// Writes `files` (`/`-separated paths) as a gzipped tar at `dest`, in the given order, with
 /// fixed metadata so equal inputs give equal bytes.
-#[allow(dead_code)] // used by build.rs (next)
 pub(crate) fn write_tgz(dest: &Path, files: &[(String, Vec<u8>)]) -> std::io::Result<()> {
     let file = std::fs::File::create(dest)?;
     let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());

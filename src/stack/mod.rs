@@ -11,6 +11,7 @@
 
 pub mod addon_config;
 mod archive;
+pub mod build;
 mod doc;
 pub mod metadata;
 pub mod name;

@@ -18,43 +18,52 @@ use crate::template::funcs::FuncEnv;
 /// Arguments of `capstan render`.
 #[derive(Debug, clap::Args)]
 #[command(
-    about = "Render a Helm chart offline, byte-for-byte like `helm template` (Helm v4.2.3)",
+    about = "Render a Helm chart, or a whole cluster-stack release, offline like `helm template` (Helm v4.2.3)",
     long_about = "Render a Helm chart offline, byte-for-byte like `helm template` (Helm v4.2.3).\n\n\
         Usage like helm: `capstan render [NAME] CHART`, where CHART is a chart directory or a .tgz \
-        archive and NAME the release name (default: release-name)."
+        archive and NAME the release name (default: release-name).\n\n\
+        `capstan render RELEASE --cluster cluster.yaml` renders a whole cluster-stack release instead: \
+        RELEASE is a release directory (metadata.yaml and chart archives) or a stack source tree \
+        (csctl.yaml); the ClusterClass chart and the addon chart(s) are rendered with the runtime values \
+        computed from the Cluster (and --control-plane, --infra-cluster), one stream per part."
 )]
 pub struct Args {
-    /// `[NAME] CHART`: optional release name, then the chart directory or .tgz.
-    #[arg(required = true, num_args = 1..=2, value_name = "[NAME] CHART")]
+    /// `[NAME] CHART`: optional release name, then the chart directory or .tgz; or RELEASE.
+    #[arg(required = true, num_args = 1..=2, value_name = "[NAME] CHART | RELEASE")]
     positional: Vec<String>,
+
+    /// Workload objects for rendering a whole release.
+    #[command(flatten)]
+    pub(super) objects: super::stack_input::ObjectArgs,
 
     /// Values files (YAML; `-` reads stdin); later files win.
     #[arg(short = 'f', long = "values", value_name = "FILE")]
-    values: Vec<PathBuf>,
+    pub(super) values: Vec<PathBuf>,
 
     /// Set values (`a.b=1,c[0]=x`); numbers become int64 like Helm's --set.
     #[arg(long = "set", value_name = "KEY=VAL")]
-    set: Vec<String>,
+    pub(super) set: Vec<String>,
 
     /// Set values as strings.
     #[arg(long = "set-string", value_name = "KEY=VAL")]
-    set_string: Vec<String>,
+    pub(super) set_string: Vec<String>,
 
     /// Set values from JSON (`a.b={"x":1}`).
     #[arg(long = "set-json", value_name = "KEY=JSON")]
-    set_json: Vec<String>,
+    pub(super) set_json: Vec<String>,
 
     /// Set values from files (`key=path`): the value is the file's content.
     #[arg(long = "set-file", value_name = "KEY=PATH")]
-    set_file: Vec<String>,
+    pub(super) set_file: Vec<String>,
 
-    /// Release namespace.
-    #[arg(short = 'n', long, default_value = "default")]
-    namespace: String,
+    /// Release namespace (default: `default`; for a release, the ClusterClass part's
+    /// namespace, default: the Cluster's).
+    #[arg(short = 'n', long)]
+    pub(super) namespace: Option<String>,
 
     /// Kubernetes version for `.Capabilities` and the chart's kubeVersion check.
     #[arg(long, value_name = "VERSION")]
-    kube_version: Option<String>,
+    pub(super) kube_version: Option<String>,
 
     /// Extra API versions for `.Capabilities.APIVersions` (repeatable or comma-separated).
     #[arg(
@@ -63,7 +72,7 @@ pub struct Args {
         value_name = "GROUP/VERSION",
         value_delimiter = ','
     )]
-    api_versions: Vec<String>,
+    pub(super) api_versions: Vec<String>,
 
     /// Render as an upgrade (`.Release.IsUpgrade`).
     #[arg(long)]
@@ -88,7 +97,7 @@ pub struct Args {
 
     /// Only print manifests from these templates (`chart/templates/x.yaml`).
     #[arg(short = 's', long = "show-only", value_name = "PATH")]
-    show_only: Vec<String>,
+    pub(super) show_only: Vec<String>,
 
     /// Fail on references to missing values (`missingkey=error`).
     #[arg(long)]
@@ -96,22 +105,32 @@ pub struct Args {
 
     /// Write each template's manifests to files below this directory instead of stdout.
     #[arg(long, value_name = "DIR")]
-    output_dir: Option<PathBuf>,
+    pub(super) output_dir: Option<PathBuf>,
 
     /// Output format: the manifest stream, a JSON list of objects, or the raw per-template
     /// engine output as a JSON object (`{"chart/templates/x.yaml": "text", …}`).
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Yaml)]
-    output: Format,
+    pub(super) output: Format,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Format {
+pub(super) enum Format {
     Yaml,
     Json,
     TemplatesJson,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    if let [single] = args.positional.as_slice()
+        && (super::stack_input::is_release(Path::new(single)) || args.objects.any())
+    {
+        return super::render_release::run(args, single);
+    }
+    if args.objects.any() {
+        bail!(
+            "--cluster, --control-plane and --infra-cluster apply to a whole release: give one RELEASE argument"
+        );
+    }
     let (release_name, chart_path) = release_and_chart(&args.positional)?;
     let chart = load::load(Path::new(&chart_path)).with_context(|| format!("loading chart {chart_path}"))?;
     check_dependencies(&chart)?;
@@ -123,7 +142,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     check_kube_version(&chart, &kube_version)?;
     let opts = RenderOptions {
         release_name,
-        namespace: args.namespace.clone(),
+        namespace: args.namespace.clone().unwrap_or_else(|| "default".to_string()),
         is_install: !args.is_upgrade,
         is_upgrade: args.is_upgrade,
         kube_version,
@@ -302,7 +321,7 @@ fn write_output_dir(dir: &Path, m: &manifest::Manifests) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn value_to_json(v: &crate::template::Value) -> serde_json::Value {
+pub(super) fn value_to_json(v: &crate::template::Value) -> serde_json::Value {
     use crate::template::Value;
     match v {
         Value::Nil => serde_json::Value::Null,

@@ -12,6 +12,7 @@
 pub mod addon_config;
 mod archive;
 pub mod build;
+pub mod diff;
 mod doc;
 pub mod metadata;
 pub mod name;

@@ -158,3 +158,214 @@ fn shared_releases_render_like_helm() {
     let failures = stack::differences(&shared, &python, &questions, &scratch);
     assert!(failures.is_empty(), "parts that differ from Helm: {failures:?}");
 }
+
+/// The lines a unified diff removes and adds (headers and context left out).
+fn edits(diff: &str) -> (Vec<&str>, Vec<&str>) {
+    let body = diff
+        .lines()
+        .filter(|l| !l.starts_with("---") && !l.starts_with("+++"));
+    let (mut minus, mut plus) = (Vec::new(), Vec::new());
+    for line in body {
+        if let Some(l) = line.strip_prefix('-') {
+            minus.push(l);
+        } else if let Some(l) = line.strip_prefix('+') {
+            plus.push(l);
+        }
+    }
+    (minus, plus)
+}
+
+#[test]
+fn diff_v1_to_v2_shows_removed_and_changed_objects_only() {
+    use capstan::stack::diff::{Change, diff_releases};
+    let Some(shared) = shared::dir("releases diff v1 v2") else {
+        return;
+    };
+    let root = shared.join("cluster-stack-releases");
+    let objects = example_objects();
+    let render = |name: &str| {
+        let release = Release::load(&root.join(name)).unwrap();
+        let parts = render_release(&release, &objects, &deterministic()).unwrap();
+        (release.tag().cluster_class_name(), parts)
+    };
+    let (old_class, old) = render("docker-ferrol-1-27-v1");
+    let (new_class, new) = render("docker-ferrol-1-27-v2");
+    let diffs = diff_releases(&old, &old_class, &new, &new_class).unwrap();
+    assert_eq!(diffs.len(), 2);
+
+    // The ClusterClass part: every object renamed with the release, nothing else changed.
+    let class = &diffs[0];
+    assert_eq!(class.part, "cluster-class");
+    assert_eq!(class.changes.len(), 5);
+    for change in &class.changes {
+        let Change::Changed { old, new, diff } = change else {
+            panic!("cluster-class: only changes expected, got {change:?}");
+        };
+        assert_eq!(new.name, old.name.replacen("-v1", "-v2", 1));
+        let (minus, plus) = edits(diff);
+        assert!(!minus.is_empty());
+        let renamed: Vec<String> = minus
+            .iter()
+            .map(|l| l.replace("docker-ferrol-1-27-v1", "docker-ferrol-1-27-v2"))
+            .collect();
+        assert_eq!(renamed, plus, "{diff}");
+    }
+
+    // The addon: v2 dropped the nginx Deployment, and the metrics-server objects carry the
+    // new addon version in their labels; kindnet is unchanged.
+    let addon = &diffs[1];
+    assert_eq!(addon.part, "cluster-addon");
+    let removed: Vec<String> = addon
+        .changes
+        .iter()
+        .filter_map(|c| match c {
+            Change::Removed { key } => Some(key.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(removed, ["apps/Deployment web"]);
+    assert!(!addon.changes.iter().any(|c| matches!(c, Change::Added { .. })));
+    let changed: Vec<&Change> = addon
+        .changes
+        .iter()
+        .filter(|c| matches!(c, Change::Changed { .. }))
+        .collect();
+    assert_eq!(changed.len(), 10);
+    for change in changed {
+        let Change::Changed { old, new, diff } = change else {
+            unreachable!()
+        };
+        assert_eq!(old, new);
+        assert_eq!(
+            edits(diff),
+            (
+                vec!["    clusterAddonVersion: v1"],
+                vec!["    clusterAddonVersion: v2"]
+            ),
+            "{new}: {diff}"
+        );
+    }
+    assert_eq!(addon.unchanged, 4, "kindnet's objects");
+}
+
+/// A copy of a shared release that a test may break.
+fn writable_copy(from: &Path, to: &Path) {
+    let _ = std::fs::remove_dir_all(to);
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        if entry.file_type().unwrap().is_file() {
+            let dest = to.join(entry.file_name());
+            std::fs::write(&dest, std::fs::read(entry.path()).unwrap()).unwrap();
+        }
+    }
+}
+
+#[test]
+fn broken_releases_fail_precisely() {
+    let Some(shared) = shared::dir("broken releases") else {
+        return;
+    };
+    let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("broken-releases");
+    let v1 = shared.join("cluster-stack-releases/docker-ferrol-1-27-v1");
+    let dir = scratch.join("docker-ferrol-1-27-v1");
+    let metadata = std::fs::read_to_string(v1.join("metadata.yaml")).unwrap();
+    type Breakage<'a> = Box<dyn Fn(&Path) + 'a>;
+    let cases: Vec<(&str, Breakage, String)> = vec![
+        (
+            "no metadata",
+            Box::new(|d: &Path| std::fs::remove_file(d.join("metadata.yaml")).unwrap()),
+            format!("{}: file not found", dir.join("metadata.yaml").display()),
+        ),
+        (
+            "wrong apiVersion",
+            Box::new(|d: &Path| std::fs::write(d.join("metadata.yaml"), metadata.replace("v1alpha1", "v1")).unwrap()),
+            format!("{}: field apiVersion: expected \"metadata.clusterstack.x-k8s.io/v1alpha1\", found \"metadata.clusterstack.x-k8s.io/v1\"", dir.join("metadata.yaml").display()),
+        ),
+        (
+            "bad version",
+            Box::new(|d: &Path| std::fs::write(d.join("metadata.yaml"), metadata.replace("clusterStack: v1", "clusterStack: v1-beta")).unwrap()),
+            "field versions.clusterStack: invalid cluster-stack version \"v1-beta\": pre-release part \"beta\" has no '.' between channel and patch".to_string(),
+        ),
+        (
+            "addon version without its asset",
+            Box::new(|d: &Path| std::fs::write(d.join("metadata.yaml"), metadata.replace("clusterAddon: v1", "clusterAddon: v5")).unwrap()),
+            "the addon chart docker-ferrol-1-27-cluster-addon-v5.tgz (versions.components.clusterAddon v5 of metadata.yaml) is missing (found: docker-ferrol-1-27-cluster-addon-v1.tgz)".to_string(),
+        ),
+        (
+            "stack version without its ClusterClass",
+            Box::new(|d: &Path| std::fs::write(d.join("metadata.yaml"), metadata.replace("clusterStack: v1", "clusterStack: v7")).unwrap()),
+            "no ClusterClass chart <stack>-cluster-class-v7.tgz for versions.clusterStack v7 of metadata.yaml (found: docker-ferrol-1-27-cluster-class-v1.tgz)".to_string(),
+        ),
+        (
+            "Kubernetes of another stack",
+            Box::new(|d: &Path| std::fs::write(d.join("metadata.yaml"), metadata.replace("v1.27.3", "v1.28.1")).unwrap()),
+            "metadata.yaml: versions.kubernetes v1.28.1 is not of Kubernetes 1.27 the stack docker-ferrol-1-27 is for".to_string(),
+        ),
+    ];
+    for (what, breakage, expected) in cases {
+        writable_copy(&v1, &dir);
+        breakage(&dir);
+        let err = Release::load(&dir).unwrap_err().to_string();
+        assert!(
+            err.contains(&expected),
+            "{what}:\n  got:  {err}\n  want: {expected}"
+        );
+    }
+
+    // A truncated chart archive fails when its chart is loaded, naming release and file.
+    writable_copy(&v1, &dir);
+    let class = dir.join("docker-ferrol-1-27-cluster-class-v1.tgz");
+    let data = std::fs::read(&class).unwrap();
+    std::fs::write(&class, &data[..data.len() / 2]).unwrap();
+    let release = Release::load(&dir).unwrap();
+    let err = render_release(&release, &example_objects(), &deterministic())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!(
+            "release docker-ferrol-1-27-v1: cluster-class chart {}: ",
+            class.display()
+        )),
+        "{err}"
+    );
+
+    // A multi-stage addon archive with an entry outside its root is refused on load.
+    let staged = shared.join("cluster-stack-releases/docker-ferrol-1-27-v0-sha-hipstsw");
+    let dir = scratch.join("staged");
+    writable_copy(&staged, &dir);
+    let archive = dir.join("docker-ferrol-1-27-cluster-addon-v0-sha.hipstsw.tgz");
+    let file = std::fs::File::create(&archive).unwrap();
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        file,
+        flate2::Compression::default(),
+    ));
+    let mut header = tar::Header::new_gnu();
+    header.as_old_mut().name[..10].copy_from_slice(b"../escaped");
+    header.set_size(1);
+    header.set_mode(0o644);
+    header.set_cksum();
+    builder.append(&header, &b"x"[..]).unwrap();
+    builder.into_inner().unwrap().finish().unwrap();
+    let err = Release::load(&dir).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "{}: entry \"../escaped\" refers to a parent directory",
+            archive.display()
+        )
+    );
+
+    // A stage named in clusteraddon.yaml but missing from the archive.
+    writable_copy(&staged, &dir);
+    let config = std::fs::read_to_string(dir.join("clusteraddon.yaml")).unwrap();
+    std::fs::write(
+        dir.join("clusteraddon.yaml"),
+        config.replace("name: ngnix", "name: cni"),
+    )
+    .unwrap();
+    let err = Release::load(&dir).unwrap_err().to_string();
+    assert!(
+        err.ends_with("clusteraddon.yaml names stage \"cni\" (hook BeforeClusterUpgrade), but docker-ferrol-1-27-cluster-addon-v0-sha.hipstsw.tgz has no chart directory cni/ (it has: metrics-server, ngnix)"),
+        "{err}"
+    );
+}

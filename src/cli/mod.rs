@@ -1,5 +1,6 @@
 //! The `capstan` command line: one file per subcommand; parsing and output only.
 
+mod output;
 mod releases;
 mod render;
 mod render_release;

@@ -34,36 +34,36 @@ pub struct Args {
 
     /// Workload objects for rendering a whole release.
     #[command(flatten)]
-    pub(super) objects: super::stack_input::ObjectArgs,
+    objects: super::stack_input::ObjectArgs,
 
     /// Values files (YAML; `-` reads stdin); later files win.
     #[arg(short = 'f', long = "values", value_name = "FILE")]
-    pub(super) values: Vec<PathBuf>,
+    values: Vec<PathBuf>,
 
     /// Set values (`a.b=1,c[0]=x`); numbers become int64 like Helm's --set.
     #[arg(long = "set", value_name = "KEY=VAL")]
-    pub(super) set: Vec<String>,
+    set: Vec<String>,
 
     /// Set values as strings.
     #[arg(long = "set-string", value_name = "KEY=VAL")]
-    pub(super) set_string: Vec<String>,
+    set_string: Vec<String>,
 
     /// Set values from JSON (`a.b={"x":1}`).
     #[arg(long = "set-json", value_name = "KEY=JSON")]
-    pub(super) set_json: Vec<String>,
+    set_json: Vec<String>,
 
     /// Set values from files (`key=path`): the value is the file's content.
     #[arg(long = "set-file", value_name = "KEY=PATH")]
-    pub(super) set_file: Vec<String>,
+    set_file: Vec<String>,
 
     /// Release namespace (default: `default`; for a release, the ClusterClass part's
     /// namespace, default: the Cluster's).
     #[arg(short = 'n', long)]
-    pub(super) namespace: Option<String>,
+    namespace: Option<String>,
 
     /// Kubernetes version for `.Capabilities` and the chart's kubeVersion check.
     #[arg(long, value_name = "VERSION")]
-    pub(super) kube_version: Option<String>,
+    kube_version: Option<String>,
 
     /// Extra API versions for `.Capabilities.APIVersions` (repeatable or comma-separated).
     #[arg(
@@ -72,7 +72,7 @@ pub struct Args {
         value_name = "GROUP/VERSION",
         value_delimiter = ','
     )]
-    pub(super) api_versions: Vec<String>,
+    api_versions: Vec<String>,
 
     /// Render as an upgrade (`.Release.IsUpgrade`).
     #[arg(long)]
@@ -97,7 +97,7 @@ pub struct Args {
 
     /// Only print manifests from these templates (`chart/templates/x.yaml`).
     #[arg(short = 's', long = "show-only", value_name = "PATH")]
-    pub(super) show_only: Vec<String>,
+    show_only: Vec<String>,
 
     /// Fail on references to missing values (`missingkey=error`).
     #[arg(long)]
@@ -105,16 +105,16 @@ pub struct Args {
 
     /// Write each template's manifests to files below this directory instead of stdout.
     #[arg(long, value_name = "DIR")]
-    pub(super) output_dir: Option<PathBuf>,
+    output_dir: Option<PathBuf>,
 
     /// Output format: the manifest stream, a JSON list of objects, or the raw per-template
     /// engine output as a JSON object (`{"chart/templates/x.yaml": "text", …}`).
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Yaml)]
-    pub(super) output: Format,
+    output: Format,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(super) enum Format {
+enum Format {
     Yaml,
     Json,
     TemplatesJson,
@@ -124,7 +124,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if let [single] = args.positional.as_slice()
         && (super::stack_input::is_release(Path::new(single)) || args.objects.any())
     {
-        return super::render_release::run(args, single);
+        return render_release(args, single);
     }
     if args.objects.any() {
         bail!(
@@ -180,7 +180,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 for doc in docs {
                     let value = values::parse_document(&doc).map_err(anyhow::Error::msg)?;
                     if !value.is_nil() {
-                        objects.push(value_to_json(&value));
+                        objects.push(super::output::value_to_json(&value));
                     }
                 }
                 writeln!(out, "{}", serde_json::to_string_pretty(&objects)?)?;
@@ -321,26 +321,29 @@ fn write_output_dir(dir: &Path, m: &manifest::Manifests) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(super) fn value_to_json(v: &crate::template::Value) -> serde_json::Value {
-    use crate::template::Value;
-    match v {
-        Value::Nil => serde_json::Value::Null,
-        Value::Bool(b) => (*b).into(),
-        Value::Int(i) | Value::Int64(i) => (*i).into(),
-        Value::Uint8(u) => (*u).into(),
-        Value::Uint64(u) => (*u).into(),
-        Value::Float(f) => {
-            serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number)
-        }
-        Value::String(s) => s.to_string().into(),
-        Value::ByteString(b) | Value::Bytes(b) => crate::go::value::go_lossy(b).into_owned().into(),
-        Value::List(l) => l.items.iter().map(value_to_json).collect(),
-        Value::Map(m) => m
-            .entries
-            .borrow()
-            .iter()
-            .map(|(k, v)| (k.clone(), value_to_json(v)))
-            .collect(),
-        Value::Object(o) => value_to_json(&o.to_data()),
+/// `capstan render RELEASE --cluster …`: the flags that make sense for a whole release.
+fn render_release(args: &Args, release: &str) -> anyhow::Result<()> {
+    let unsupported = [
+        (!args.values.is_empty(), "-f/--values"),
+        (!args.set.is_empty(), "--set"),
+        (!args.set_string.is_empty(), "--set-string"),
+        (!args.set_json.is_empty(), "--set-json"),
+        (!args.set_file.is_empty(), "--set-file"),
+        (args.kube_version.is_some(), "--kube-version"),
+        (!args.api_versions.is_empty(), "--api-versions"),
+        (!args.show_only.is_empty(), "--show-only"),
+        (args.output == Format::TemplatesJson, "-o templates-json"),
+    ];
+    if let Some((_, flag)) = unsupported.iter().find(|(on, _)| *on) {
+        bail!(
+            "{flag} applies to a single chart; a release is rendered with the values computed from --cluster"
+        );
     }
+    super::render_release::run(&super::render_release::Request {
+        release,
+        objects: &args.objects,
+        namespace: args.namespace.clone(),
+        output_dir: args.output_dir.as_deref(),
+        json: args.output == Format::Json,
+    })
 }

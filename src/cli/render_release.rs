@@ -12,28 +12,24 @@ use crate::chart::{manifest, values};
 use crate::stack::render::{self, Part, RenderOptions};
 use crate::template::funcs::FuncEnv;
 
-use super::render::{Args, Format, value_to_json};
-use super::stack_input;
+use super::output::value_to_json;
+use super::stack_input::{self, ObjectArgs};
 
-pub fn run(args: &Args, release_arg: &str) -> anyhow::Result<()> {
-    let unsupported = [
-        (!args.values.is_empty(), "-f/--values"),
-        (!args.set.is_empty(), "--set"),
-        (!args.set_string.is_empty(), "--set-string"),
-        (!args.set_json.is_empty(), "--set-json"),
-        (!args.set_file.is_empty(), "--set-file"),
-        (args.kube_version.is_some(), "--kube-version"),
-        (!args.api_versions.is_empty(), "--api-versions"),
-        (!args.show_only.is_empty(), "--show-only"),
-        (args.output == Format::TemplatesJson, "-o templates-json"),
-    ];
-    if let Some((_, flag)) = unsupported.iter().find(|(on, _)| *on) {
-        bail!(
-            "{flag} applies to a single chart; a release is rendered with the values computed from --cluster"
-        );
-    }
+/// What to render and how to print it.
+pub struct Request<'a> {
+    /// The RELEASE argument.
+    pub release: &'a str,
+    pub objects: &'a ObjectArgs,
+    /// Namespace of the ClusterClass part.
+    pub namespace: Option<String>,
+    pub output_dir: Option<&'a Path>,
+    /// `-o json` instead of the manifest stream.
+    pub json: bool,
+}
+
+pub fn run(args: &Request<'_>) -> anyhow::Result<()> {
     let objects = args.objects.load()?;
-    let opened = stack_input::open(release_arg)?;
+    let opened = stack_input::open(args.release)?;
     let opts = RenderOptions {
         namespace: args.namespace.clone(),
         env: Rc::new(FuncEnv::system()),
@@ -46,9 +42,10 @@ pub fn run(args: &Args, release_arg: &str) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    match args.output {
-        Format::Yaml => out.write_all(render::labelled_stream(&parts).as_bytes())?,
-        Format::Json => {
+    if !args.json {
+        out.write_all(render::labelled_stream(&parts).as_bytes())?;
+    } else {
+        {
             let mut list = Vec::new();
             for part in &parts {
                 let mut objects = Vec::new();
@@ -70,7 +67,6 @@ pub fn run(args: &Args, release_arg: &str) -> anyhow::Result<()> {
             }
             writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
         }
-        Format::TemplatesJson => unreachable!("refused above"),
     }
     Ok(())
 }

@@ -77,6 +77,18 @@ fn shared_releases_load_with_their_layout() {
                 assert!(values_template.is_some());
             }
         }
+        let (required, optional) = capstan::stack::release::release_files(&tag, release.metadata());
+        for file in &required {
+            assert!(dir.join(file).is_file(), "{name}: {file}");
+        }
+        assert_eq!(
+            required[2],
+            format!("docker-ferrol-1-27-cluster-addon-{addon_version}.tgz")
+        );
+        assert_eq!(
+            optional,
+            ["clusteraddon.yaml", "cluster-addon-values.yaml", "hashes.json"]
+        );
         let wrong = ReleaseTag::parse("docker-ferrol-1-27-v9").unwrap();
         let err = Release::load_tagged(&dir, &wrong).unwrap_err().to_string();
         assert!(

@@ -35,6 +35,25 @@ pub const OVERWRITE_FILE: &str = "overwrite.yaml";
 /// csctl's content hashes of the source a release was built from.
 pub const HASHES_FILE: &str = "hashes.json";
 
+/// The files of a published release capstan reads, once its `metadata.yaml` is known: the
+/// required ones (metadata, ClusterClass chart, addon chart — named by the metadata's addon
+/// version) and the optional ones (`clusteraddon.yaml`, `cluster-addon-values.yaml`,
+/// `hashes.json`). Other assets (node images) are not needed to render.
+pub fn release_files(tag: &ReleaseTag, metadata: &Metadata) -> (Vec<String>, Vec<String>) {
+    (
+        vec![
+            METADATA_FILE.to_string(),
+            tag.cluster_class_asset(),
+            tag.cluster_addon_asset(&metadata.cluster_addon),
+        ],
+        vec![
+            ADDON_CONFIG_FILE.to_string(),
+            ADDON_VALUES_FILE.to_string(),
+            HASHES_FILE.to_string(),
+        ],
+    )
+}
+
 /// A release directory that does not hold a valid release.
 #[derive(Debug, thiserror::Error)]
 pub enum ReleaseError {

@@ -5,10 +5,12 @@
 //! - [`template`]: the Go `text/template` engine with Go value semantics (no Helm, no Kubernetes).
 //! - [`encoding`]: byte-exact JSON/YAML encoders and the YAML 1.1 loader.
 //! - [`chart`]: Helm charts: loading, values, dependencies, rendering, manifests.
+//! - [`stack`]: cluster stacks: versions, names, release layout, runtime values, whole-release render.
 //! - [`cli`]: argument parsing and output formatting for the `capstan` binary.
 
 pub mod chart;
 pub mod cli;
 pub mod encoding;
 pub mod go;
+pub mod stack;
 pub mod template;

@@ -156,6 +156,25 @@ pub fn load_archive(data: &[u8], source: &str) -> Result<Chart, LoadError> {
     Ok(chart)
 }
 
+/// Helm's `loader.LoadFiles`: a chart from files already in memory (names relative to the
+/// chart root, `/`-separated), such as one chart directory of a multi-chart archive. Like
+/// archive loading, no `.helmignore` is applied here (filter the files first to get directory
+/// semantics); a UTF-8 BOM is dropped and the load's size limits apply.
+pub fn load_files_in_memory(files: Vec<ChartFile>, source: &str) -> Result<Chart, LoadError> {
+    let mut budget = Budget::new();
+    let mut clean = Vec::with_capacity(files.len());
+    for f in files {
+        budget.take(f.data.len() as u64)?;
+        clean.push(ChartFile {
+            name: f.name,
+            data: strip_bom(f.data),
+        });
+    }
+    let mut chart = load_files(clean, &mut budget, 0)?;
+    chart.source = PathBuf::from(source);
+    Ok(chart)
+}
+
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> LoadError + '_ {
     move |error| LoadError::Io {
         path: path.to_path_buf(),

@@ -3,6 +3,7 @@
 //!
 //! Builds on [`crate::template`]; knows nothing of Kubernetes APIs or cluster stacks.
 
+pub mod checks;
 pub mod coalesce;
 pub mod dependencies;
 pub mod glob;

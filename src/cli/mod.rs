@@ -1,6 +1,10 @@
 //! The `capstan` command line: one file per subcommand; parsing and output only.
 
+mod output;
+mod releases;
 mod render;
+mod render_release;
+mod stack_input;
 mod version;
 
 use std::process::ExitCode;
@@ -32,8 +36,10 @@ enum LogFormat {
 enum Command {
     /// Print capstan's version and build information.
     Version(version::Args),
-    /// Render a Helm chart offline, like `helm template`.
+    /// Render a Helm chart, or a whole cluster-stack release for a Cluster, offline.
     Render(Box<render::Args>),
+    /// Cluster-stack releases: compare what an upgrade changes.
+    Releases(releases::Args),
 }
 
 /// Entry point of the binary: parse arguments, set up logging, run the subcommand.
@@ -43,6 +49,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Version(args) => version::run(&args),
         Command::Render(args) => render::run(&args),
+        Command::Releases(args) => releases::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

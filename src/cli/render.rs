@@ -18,15 +18,23 @@ use crate::template::funcs::FuncEnv;
 /// Arguments of `capstan render`.
 #[derive(Debug, clap::Args)]
 #[command(
-    about = "Render a Helm chart offline, byte-for-byte like `helm template` (Helm v4.2.3)",
+    about = "Render a Helm chart, or a whole cluster-stack release, offline like `helm template` (Helm v4.2.3)",
     long_about = "Render a Helm chart offline, byte-for-byte like `helm template` (Helm v4.2.3).\n\n\
         Usage like helm: `capstan render [NAME] CHART`, where CHART is a chart directory or a .tgz \
-        archive and NAME the release name (default: release-name)."
+        archive and NAME the release name (default: release-name).\n\n\
+        `capstan render RELEASE --cluster cluster.yaml` renders a whole cluster-stack release instead: \
+        RELEASE is a release directory (metadata.yaml and chart archives) or a stack source tree \
+        (csctl.yaml); the ClusterClass chart and the addon chart(s) are rendered with the runtime values \
+        computed from the Cluster (and --control-plane, --infra-cluster), one stream per part."
 )]
 pub struct Args {
-    /// `[NAME] CHART`: optional release name, then the chart directory or .tgz.
-    #[arg(required = true, num_args = 1..=2, value_name = "[NAME] CHART")]
+    /// `[NAME] CHART`: optional release name, then the chart directory or .tgz; or RELEASE.
+    #[arg(required = true, num_args = 1..=2, value_name = "[NAME] CHART | RELEASE")]
     positional: Vec<String>,
+
+    /// Workload objects for rendering a whole release.
+    #[command(flatten)]
+    objects: super::stack_input::ObjectArgs,
 
     /// Values files (YAML; `-` reads stdin); later files win.
     #[arg(short = 'f', long = "values", value_name = "FILE")]
@@ -48,9 +56,10 @@ pub struct Args {
     #[arg(long = "set-file", value_name = "KEY=PATH")]
     set_file: Vec<String>,
 
-    /// Release namespace.
-    #[arg(short = 'n', long, default_value = "default")]
-    namespace: String,
+    /// Release namespace (default: `default`; for a release, the ClusterClass part's
+    /// namespace, default: the Cluster's).
+    #[arg(short = 'n', long)]
+    namespace: Option<String>,
 
     /// Kubernetes version for `.Capabilities` and the chart's kubeVersion check.
     #[arg(long, value_name = "VERSION")]
@@ -112,6 +121,16 @@ enum Format {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    if let [single] = args.positional.as_slice()
+        && (super::stack_input::is_release(Path::new(single)) || args.objects.any())
+    {
+        return render_release(args, single);
+    }
+    if args.objects.any() {
+        bail!(
+            "--cluster, --control-plane and --infra-cluster apply to a whole release: give one RELEASE argument"
+        );
+    }
     let (release_name, chart_path) = release_and_chart(&args.positional)?;
     let chart = load::load(Path::new(&chart_path)).with_context(|| format!("loading chart {chart_path}"))?;
     check_dependencies(&chart)?;
@@ -123,7 +142,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     check_kube_version(&chart, &kube_version)?;
     let opts = RenderOptions {
         release_name,
-        namespace: args.namespace.clone(),
+        namespace: args.namespace.clone().unwrap_or_else(|| "default".to_string()),
         is_install: !args.is_upgrade,
         is_upgrade: args.is_upgrade,
         kube_version,
@@ -161,7 +180,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 for doc in docs {
                     let value = values::parse_document(&doc).map_err(anyhow::Error::msg)?;
                     if !value.is_nil() {
-                        objects.push(value_to_json(&value));
+                        objects.push(super::output::value_to_json(&value));
                     }
                 }
                 writeln!(out, "{}", serde_json::to_string_pretty(&objects)?)?;
@@ -218,40 +237,14 @@ fn release_and_chart(positional: &[String]) -> anyhow::Result<(String, String)> 
     }
 }
 
-/// `helm template` checks the chart's `kubeVersion` range against the (normalized) cluster
-/// version first; an unparsable range counts as incompatible, as in Helm.
+/// `helm template` checks the chart's `kubeVersion` range against the cluster version.
 fn check_kube_version(chart: &Chart, kube: &KubeVersion) -> anyhow::Result<()> {
-    let range = &chart.metadata.kube_version;
-    if range.is_empty() {
-        return Ok(());
-    }
-    let compatible =
-        crate::template::funcs::semver::constraint_matches(range, &kube.normalized).unwrap_or(false);
-    if !compatible {
-        bail!(
-            "chart requires kubeVersion: {range} which is incompatible with Kubernetes {}",
-            kube.normalized
-        );
-    }
-    Ok(())
+    Ok(crate::chart::checks::check_kube_version(chart, kube)?)
 }
 
 /// `helm template` refuses charts whose declared dependencies are not in `charts/`.
 fn check_dependencies(chart: &Chart) -> anyhow::Result<()> {
-    let missing: Vec<&str> = chart
-        .metadata
-        .dependencies
-        .iter()
-        .filter(|d| !chart.dependencies.iter().any(|c| c.name() == d.name))
-        .map(|d| d.name.as_str())
-        .collect();
-    if !missing.is_empty() {
-        bail!(
-            "An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}",
-            missing.join(", ")
-        );
-    }
-    Ok(())
+    Ok(crate::chart::checks::check_dependencies(chart)?)
 }
 
 /// The engine output as the corpus goldens store it: keys sorted, one-space indent,
@@ -328,26 +321,29 @@ fn write_output_dir(dir: &Path, m: &manifest::Manifests) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn value_to_json(v: &crate::template::Value) -> serde_json::Value {
-    use crate::template::Value;
-    match v {
-        Value::Nil => serde_json::Value::Null,
-        Value::Bool(b) => (*b).into(),
-        Value::Int(i) | Value::Int64(i) => (*i).into(),
-        Value::Uint8(u) => (*u).into(),
-        Value::Uint64(u) => (*u).into(),
-        Value::Float(f) => {
-            serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number)
-        }
-        Value::String(s) => s.to_string().into(),
-        Value::ByteString(b) | Value::Bytes(b) => crate::go::value::go_lossy(b).into_owned().into(),
-        Value::List(l) => l.items.iter().map(value_to_json).collect(),
-        Value::Map(m) => m
-            .entries
-            .borrow()
-            .iter()
-            .map(|(k, v)| (k.clone(), value_to_json(v)))
-            .collect(),
-        Value::Object(o) => value_to_json(&o.to_data()),
+/// `capstan render RELEASE --cluster …`: the flags that make sense for a whole release.
+fn render_release(args: &Args, release: &str) -> anyhow::Result<()> {
+    let unsupported = [
+        (!args.values.is_empty(), "-f/--values"),
+        (!args.set.is_empty(), "--set"),
+        (!args.set_string.is_empty(), "--set-string"),
+        (!args.set_json.is_empty(), "--set-json"),
+        (!args.set_file.is_empty(), "--set-file"),
+        (args.kube_version.is_some(), "--kube-version"),
+        (!args.api_versions.is_empty(), "--api-versions"),
+        (!args.show_only.is_empty(), "--show-only"),
+        (args.output == Format::TemplatesJson, "-o templates-json"),
+    ];
+    if let Some((_, flag)) = unsupported.iter().find(|(on, _)| *on) {
+        bail!(
+            "{flag} applies to a single chart; a release is rendered with the values computed from --cluster"
+        );
     }
+    super::render_release::run(&super::render_release::Request {
+        release,
+        objects: &args.objects,
+        namespace: args.namespace.clone(),
+        output_dir: args.output_dir.as_deref(),
+        json: args.output == Format::Json,
+    })
 }

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 pub mod compare;
+pub mod stack;
 
 use serde::Deserialize;
 

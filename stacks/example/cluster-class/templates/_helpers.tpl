@@ -1,6 +1,8 @@
-{{/* The versioned name of every template object: <chart>-<version with dots as dashes>. */}}
+{{/* The versioned name of every template object: <release>-<chart version>. Rendered as part of
+a cluster-stack release, that is the ClusterClass name of the scheme, e.g.
+docker-example-1-30-v2 (release docker-example-1-30, chart version v2). */}}
 {{- define "cluster-class.versionedName" -}}
-{{- printf "%s-%s" .Chart.Name (.Chart.Version | replace "." "-") | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name .Chart.Version | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{/* Labels shared by all objects. */}}

@@ -1,0 +1,118 @@
+//! `capstan releases …`: commands about releases of cluster stacks.
+
+use std::io::Write;
+
+use crate::stack::diff::{Change, diff_releases};
+use crate::stack::render::{RenderOptions, render_release};
+
+use super::stack_input::{self, ObjectArgs};
+
+/// Arguments of `capstan releases`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// What an upgrade from OLD to NEW changes for a Cluster: objects added, removed and
+    /// changed (with a unified diff), for the ClusterClass part and the addon part.
+    Diff(DiffArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct DiffArgs {
+    /// The release upgraded from: a release directory or a stack source tree.
+    old: String,
+    /// The release upgraded to.
+    new: String,
+    #[command(flatten)]
+    objects: ObjectArgs,
+    /// Namespace of the ClusterClass part (default: the Cluster's).
+    #[arg(short = 'n', long)]
+    namespace: Option<String>,
+    /// Output: text (summary and unified diffs) or json.
+    #[arg(short = 'o', long, value_enum, default_value_t = DiffFormat::Text)]
+    output: DiffFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DiffFormat {
+    Text,
+    Json,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    match &args.command {
+        Command::Diff(diff) => run_diff(diff),
+    }
+}
+
+fn run_diff(args: &DiffArgs) -> anyhow::Result<()> {
+    let objects = args.objects.load()?;
+    let opts = RenderOptions {
+        namespace: args.namespace.clone(),
+        ..RenderOptions::default()
+    };
+    let old = stack_input::open(&args.old)?;
+    let new = stack_input::open(&args.new)?;
+    let old_parts = render_release(&old.release, &objects, &opts)?;
+    let new_parts = render_release(&new.release, &objects, &opts)?;
+    let diffs = diff_releases(
+        &old_parts,
+        &old.release.tag().cluster_class_name(),
+        &new_parts,
+        &new.release.tag().cluster_class_name(),
+    )?;
+    let mut out = std::io::stdout().lock();
+    if args.output == DiffFormat::Json {
+        let list: Vec<serde_json::Value> = diffs
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "part": d.part,
+                    "unchanged": d.unchanged,
+                    "changes": d.changes.iter().map(|c| match c {
+                        Change::Added { key } => serde_json::json!({"change": "added", "object": key.to_string()}),
+                        Change::Removed { key } => serde_json::json!({"change": "removed", "object": key.to_string()}),
+                        Change::Changed { old, new, diff } => serde_json::json!({
+                            "change": "changed", "object": new.to_string(), "was": old.to_string(), "diff": diff,
+                        }),
+                    }).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
+        return Ok(());
+    }
+    writeln!(out, "{} → {}", old.release.tag(), new.release.tag())?;
+    for d in &diffs {
+        let count = |f: fn(&Change) -> bool| d.changes.iter().filter(|c| f(c)).count();
+        writeln!(
+            out,
+            "\n{}: {} added, {} removed, {} changed, {} unchanged",
+            d.part,
+            count(|c| matches!(c, Change::Added { .. })),
+            count(|c| matches!(c, Change::Removed { .. })),
+            count(|c| matches!(c, Change::Changed { .. })),
+            d.unchanged
+        )?;
+        for c in &d.changes {
+            match c {
+                Change::Added { key } => writeln!(out, "  added    {key}")?,
+                Change::Removed { key } => writeln!(out, "  removed  {key}")?,
+                Change::Changed { old, new, .. } if old != new => {
+                    writeln!(out, "  changed  {new} (was {})", old.name)?
+                }
+                Change::Changed { new, .. } => writeln!(out, "  changed  {new}")?,
+            }
+        }
+        for c in &d.changes {
+            if let Change::Changed { diff, .. } = c {
+                write!(out, "\n{diff}")?;
+            }
+        }
+    }
+    Ok(())
+}

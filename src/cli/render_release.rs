@@ -1,0 +1,99 @@
+//! `capstan render RELEASE --cluster FILE`: every part of a whole release (the ClusterClass
+//! chart, then the addon chart or each addon stage) for one workload Cluster.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::rc::Rc;
+
+use anyhow::{Context, bail};
+
+use crate::chart::{manifest, values};
+use crate::stack::render::{self, Part, RenderOptions};
+use crate::template::funcs::FuncEnv;
+
+use super::output::value_to_json;
+use super::stack_input::{self, ObjectArgs};
+
+/// What to render and how to print it.
+pub struct Request<'a> {
+    /// The RELEASE argument.
+    pub release: &'a str,
+    pub objects: &'a ObjectArgs,
+    /// Namespace of the ClusterClass part.
+    pub namespace: Option<String>,
+    pub output_dir: Option<&'a Path>,
+    /// `-o json` instead of the manifest stream.
+    pub json: bool,
+}
+
+pub fn run(args: &Request<'_>) -> anyhow::Result<()> {
+    let objects = args.objects.load()?;
+    let opened = stack_input::open(args.release)?;
+    let opts = RenderOptions {
+        namespace: args.namespace.clone(),
+        env: Rc::new(FuncEnv::system()),
+    };
+    let parts = render::render_release(&opened.release, &objects, &opts)?;
+    let mut out = std::io::stdout().lock();
+    if let Some(dir) = &args.output_dir {
+        for part in &parts {
+            write_part(dir, part)?;
+        }
+        return Ok(());
+    }
+    if !args.json {
+        out.write_all(render::labelled_stream(&parts).as_bytes())?;
+    } else {
+        {
+            let mut list = Vec::new();
+            for part in &parts {
+                let mut objects = Vec::new();
+                for doc in manifest::split_documents(&part.stream) {
+                    let value = values::parse_document(&doc).map_err(anyhow::Error::msg)?;
+                    if !value.is_nil() {
+                        objects.push(value_to_json(&value));
+                    }
+                }
+                list.push(serde_json::json!({
+                    "part": part.name,
+                    "chart": part.chart,
+                    "releaseName": part.release_name,
+                    "namespace": part.namespace,
+                    "kubeVersion": part.kube_version,
+                    "values": part.values.as_ref().map(|v| v.text.clone()),
+                    "objects": objects,
+                }));
+            }
+            writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
+        }
+    }
+    Ok(())
+}
+
+/// `<dir>/<part>/<template path>`, like `helm template --output-dir` per part.
+fn write_part(dir: &Path, part: &Part) -> anyhow::Result<()> {
+    let mut files: BTreeMap<String, String> = BTreeMap::new();
+    for doc in manifest::split_documents(&part.stream) {
+        let Some(source) = doc.lines().find_map(|l| l.strip_prefix("# Source: ")) else {
+            continue;
+        };
+        files
+            .entry(source.to_string())
+            .or_default()
+            .push_str(&format!("---\n{doc}\n"));
+    }
+    for (source, text) in files {
+        let rel = format!("{}/{source}", part.name);
+        if rel.split('/').any(|c| c == ".." || c.is_empty()) {
+            bail!("refusing to write outside the output directory: {rel}");
+        }
+        let path = dir.join(&rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}

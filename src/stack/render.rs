@@ -1,0 +1,251 @@
+//! Rendering a whole release for one Cluster, offline, the way the reference operator runs
+//! `helm template` for it:
+//!
+//! | part | release name | namespace | Kubernetes version | values | CRDs |
+//! |---|---|---|---|---|---|
+//! | `cluster-class` | `<provider>-<name>-<k8sMajor>-<k8sMinor>` | the option (default: the Cluster's) | Helm's default | none | no |
+//! | `cluster-addon` | `cluster-addon` | `kube-system` | `versions.kubernetes` | `cluster-addon-values.yaml` | included |
+//! | `cluster-addon/<stage>` | `cluster-addon` | `kube-system` | `versions.kubernetes` | the stage's `overwrite.yaml` | included |
+//!
+//! Each part is Helm's `helm template` stream for its chart; [`labelled_stream`] joins them for
+//! output, each document's `# Source:` header prefixed with the part.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use crate::chart::checks;
+use crate::chart::manifest::{self, Manifests, StreamOptions};
+use crate::chart::objects::KubeVersion;
+use crate::chart::render::{RenderOptions as ChartOptions, render};
+use crate::chart::{Chart, coalesce};
+use crate::template::funcs::FuncEnv;
+
+use super::release::{Release, ReleaseError};
+use super::values::{ClusterObjects, ComputedValues, compute_values};
+
+/// The namespace the addon charts are rendered into (as the reference operator does).
+pub const ADDON_NAMESPACE: &str = "kube-system";
+/// The Helm release name of the addon charts.
+pub const ADDON_RELEASE_NAME: &str = "cluster-addon";
+
+/// Options of a whole-release render.
+#[derive(Clone)]
+pub struct RenderOptions {
+    /// Namespace of the ClusterClass part; `None`: the Cluster's namespace, else `default`.
+    pub namespace: Option<String>,
+    /// Randomness and time for template functions.
+    pub env: Rc<FuncEnv>,
+}
+
+impl Default for RenderOptions {
+    fn default() -> RenderOptions {
+        RenderOptions {
+            namespace: None,
+            env: Rc::new(FuncEnv::system()),
+        }
+    }
+}
+
+/// One rendered part of a release.
+#[derive(Debug, Clone)]
+pub struct Part {
+    /// `cluster-class`, `cluster-addon`, or `cluster-addon/<stage>`.
+    pub name: String,
+    /// The chart's name (Chart.yaml).
+    pub chart: String,
+    pub release_name: String,
+    pub namespace: String,
+    /// The Kubernetes version the chart saw (`.Capabilities.KubeVersion`).
+    pub kube_version: String,
+    /// The runtime values, when the part has a values template.
+    pub values: Option<ComputedValues>,
+    /// The engine output, template path → text (what `helm template` renders before
+    /// splitting).
+    pub rendered: BTreeMap<String, String>,
+    pub manifests: Manifests,
+    /// The `helm template` stream of this part alone.
+    pub stream: String,
+}
+
+/// A release that could not be rendered; names the release, the part and the chart.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error(transparent)]
+    Release(#[from] ReleaseError),
+    #[error("release {release}: {part} (chart {chart}): {message}")]
+    Part {
+        release: String,
+        part: String,
+        chart: String,
+        message: String,
+    },
+}
+
+/// What to render for one part.
+pub struct PartInput<'a> {
+    pub name: String,
+    pub chart: &'a Chart,
+    pub release_name: String,
+    pub namespace: String,
+    pub kube_version: KubeVersion,
+    pub values: Option<ComputedValues>,
+    pub include_crds: bool,
+}
+
+/// Renders every part of `release` for the Cluster in `objects`: the ClusterClass chart,
+/// then the addon chart or each stage of the addon (in order of first appearance in
+/// `clusteraddon.yaml`).
+pub fn render_release(
+    release: &Release,
+    objects: &ClusterObjects,
+    opts: &RenderOptions,
+) -> Result<Vec<Part>, RenderError> {
+    let tag = release.tag().to_string();
+    let part_error = |part: &str, chart: &str, message: String| RenderError::Part {
+        release: tag.clone(),
+        part: part.to_string(),
+        chart: chart.to_string(),
+        message,
+    };
+    let namespace = opts
+        .namespace
+        .clone()
+        .or_else(|| objects.cluster_namespace())
+        .unwrap_or_else(|| "default".to_string());
+    let mut parts = Vec::new();
+    let class_chart = release.cluster_class_chart()?;
+    parts.push(
+        render_part(
+            PartInput {
+                name: "cluster-class".into(),
+                chart: &class_chart,
+                release_name: release.tag().cluster_class_release_name(),
+                namespace,
+                kube_version: KubeVersion::helm_default(),
+                values: None,
+                include_crds: false,
+            },
+            &opts.env,
+        )
+        .map_err(|m| part_error("cluster-class", class_chart.name(), m))?,
+    );
+    let kube_version = KubeVersion::parse(&release.metadata().kubernetes).map_err(|e| {
+        part_error(
+            "cluster-addon",
+            "-",
+            format!("metadata.yaml: versions.kubernetes: {e}"),
+        )
+    })?;
+    for addon in release.addon_charts()? {
+        let name = match &addon.stage {
+            None => "cluster-addon".to_string(),
+            Some(stage) => format!("cluster-addon/{stage}"),
+        };
+        let values = match &addon.values_template {
+            None => None,
+            Some((file, text)) => Some(
+                compute_values(text, file, objects)
+                    .map_err(|e| part_error(&name, addon.chart.name(), e.to_string()))?,
+            ),
+        };
+        parts.push(
+            render_part(
+                PartInput {
+                    name: name.clone(),
+                    chart: &addon.chart,
+                    release_name: ADDON_RELEASE_NAME.into(),
+                    namespace: ADDON_NAMESPACE.into(),
+                    kube_version: kube_version.clone(),
+                    values,
+                    include_crds: true,
+                },
+                &opts.env,
+            )
+            .map_err(|m| part_error(&name, addon.chart.name(), m))?,
+        );
+    }
+    Ok(parts)
+}
+
+/// Renders one chart like `helm template` with the part's settings; the error is Helm's
+/// message.
+pub fn render_part(input: PartInput<'_>, env: &Rc<FuncEnv>) -> Result<Part, String> {
+    let chart = input.chart;
+    checks::check_dependencies(chart).map_err(|e| e.to_string())?;
+    checks::check_kube_version(chart, &input.kube_version).map_err(|e| e.to_string())?;
+    let values = match &input.values {
+        Some(v) => v.values.clone(),
+        None => coalesce::new_table(),
+    };
+    let opts = ChartOptions {
+        release_name: input.release_name.clone(),
+        namespace: input.namespace.clone(),
+        kube_version: input.kube_version.clone(),
+        env: env.clone(),
+        ..ChartOptions::default()
+    };
+    let rendered = render(chart, &values, &opts).map_err(|e| e.to_string())?;
+    let manifests = manifest::build(chart, &rendered).map_err(|e| e.to_string())?;
+    let stream = manifest::stream(
+        chart,
+        &manifests,
+        &StreamOptions {
+            include_crds: input.include_crds,
+            ..StreamOptions::default()
+        },
+    );
+    Ok(Part {
+        name: input.name,
+        chart: chart.name().to_string(),
+        release_name: input.release_name,
+        namespace: input.namespace,
+        kube_version: input.kube_version.normalized.clone(),
+        values: input.values,
+        rendered,
+        manifests,
+        stream,
+    })
+}
+
+/// All parts as one stream: each document's `# Source: <template>` header becomes
+/// `# Source: <part>/<template>` (e.g. `cluster-addon/cni/CNI/charts/cilium/templates/x.yaml`).
+pub fn labelled_stream(parts: &[Part]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        out.push_str(&label_sources(&part.stream, &part.name));
+    }
+    out
+}
+
+/// Prefixes the `# Source:` header that follows each `---` line of `stream` with `part/`.
+pub fn label_sources(stream: &str, part: &str) -> String {
+    let mut out = String::with_capacity(stream.len() + 64);
+    let mut after_separator = false;
+    for line in stream.split_inclusive('\n') {
+        match line.strip_prefix("# Source: ") {
+            Some(rest) if after_separator => {
+                out.push_str("# Source: ");
+                out.push_str(part);
+                out.push('/');
+                out.push_str(rest);
+            }
+            _ => out.push_str(line),
+        }
+        after_separator = line.trim_end() == "---";
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_only_headers() {
+        let s = "---\n# Source: c/templates/a.yaml\nkind: A\n# Source: not a header\n---\n# Source: c/crds/b.yaml\nkind: B\n";
+        assert_eq!(
+            label_sources(s, "cluster-addon/cni"),
+            "---\n# Source: cluster-addon/cni/c/templates/a.yaml\nkind: A\n# Source: not a header\n---\n# Source: cluster-addon/cni/c/crds/b.yaml\nkind: B\n"
+        );
+    }
+}

@@ -11,4 +11,5 @@ pub mod chart;
 pub mod cli;
 pub mod encoding;
 pub mod go;
+pub mod source;
 pub mod template;

@@ -1,5 +1,6 @@
 //! Where stack releases come from and where they are kept: the verified, crash-safe,
-//! content-addressed [`cache`]. (GitHub releases, git refs and local directories follow.)
+//! content-addressed [`cache`] and the GitHub releases client [`github`]. (git refs and local directories follow.)
 //! Knows nothing of the Kubernetes API.
 
 pub mod cache;
+pub mod github;

@@ -130,3 +130,103 @@ async fn asset_download_follows_redirect_without_token() {
             .contains("Bad credentials")
     );
 }
+
+#[tokio::test]
+async fn pull_shared_releases_through_the_fake_then_nothing_on_second_pull() {
+    let root = std::env::var_os("CAPSTAN_SHARED")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"))
+        .join("cluster-stack-releases");
+    if !root.is_dir() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "missing {}",
+            root.display()
+        );
+        eprintln!("SKIPPED pull_shared_releases: {} is missing", root.display());
+        return;
+    }
+    let gh = FakeGitHub::start().await;
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    for d in &dirs {
+        gh.add_release_dir("scs/cluster-stacks", d).unwrap();
+    }
+    let c = client(&gh, None);
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = capstan::source::cache::Cache::open(tmp.path()).unwrap();
+    for d in &dirs {
+        let tag = d.file_name().unwrap().to_str().unwrap();
+        let s = capstan::source::pull::pull_github(&c, &cache, "scs/cluster-stacks", tag, |_| {})
+            .await
+            .unwrap();
+        for (name, f) in &s.manifest.files {
+            let want = std::fs::read(d.join(name)).unwrap();
+            assert_eq!(
+                std::fs::read(cache.blob_path(&f.sha256).unwrap()).unwrap(),
+                want,
+                "{tag}/{name}"
+            );
+        }
+        cache.verify_release(&s.manifest).unwrap();
+        let again = capstan::source::pull::pull_github(&c, &cache, "scs/cluster-stacks", tag, |_| {})
+            .await
+            .unwrap();
+        assert_eq!((again.downloaded_bytes, again.downloaded_files), (0, 0));
+    }
+    let e =
+        capstan::source::pull::pull_github(&c, &cache, "scs/cluster-stacks", "docker-ferrol-1-27-v9", |_| {})
+            .await
+            .unwrap_err()
+            .to_string();
+    assert!(
+        e.contains("has no release \"docker-ferrol-1-27-v9\"") && e.contains("docker-ferrol-1-27-v1"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn truncated_or_corrupt_downloads_leave_no_release() {
+    let gh = FakeGitHub::start().await;
+    gh.add_release(
+        "o/r",
+        "docker-ferrol-1-27-v1",
+        false,
+        false,
+        vec![("a.tgz".into(), b"0123456789".to_vec())],
+    );
+    let c = client(&gh, None);
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = capstan::source::cache::Cache::open(tmp.path()).unwrap();
+    gh.truncate_assets(Some(4));
+    let e = capstan::source::pull::pull_github(&c, &cache, "o/r", "docker-ferrol-1-27-v1", |_| {})
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("a.tgz: size mismatch: expected 10 bytes, got 4"),
+        "{e}"
+    );
+    gh.truncate_assets(None);
+    gh.corrupt_assets(true);
+    let e = capstan::source::pull::pull_github(&c, &cache, "o/r", "docker-ferrol-1-27-v1", |_| {})
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("a.tgz: sha256 mismatch"), "{e}");
+    assert!(cache.releases().unwrap().is_empty());
+    assert_eq!(std::fs::read_dir(tmp.path().join("tmp")).unwrap().count(), 0);
+    assert_eq!(
+        std::fs::read_dir(tmp.path().join("blobs/sha256"))
+            .unwrap()
+            .count(),
+        0
+    );
+    gh.corrupt_assets(false);
+    let ok = capstan::source::pull::pull_github(&c, &cache, "o/r", "docker-ferrol-1-27-v1", |_| {})
+        .await
+        .unwrap();
+    assert_eq!(ok.downloaded_bytes, 10);
+}

@@ -81,6 +81,8 @@ struct Inner {
     fail_retry_after: Option<u64>,
     /// Serve asset bodies cut to this many bytes (a truncated download).
     truncate_assets_to: Option<usize>,
+    /// Serve asset bodies with their first byte flipped (a wrong checksum, right size).
+    corrupt_assets: bool,
     /// Token the API requires when set (`Authorization: Bearer …` or `token …`).
     required_token: Option<String>,
     counts: Counts,
@@ -125,6 +127,7 @@ impl FakeGitHub {
             fail_status: 502,
             fail_retry_after: None,
             truncate_assets_to: None,
+            corrupt_assets: false,
             required_token: None,
             counts: Counts::default(),
             api_addr: api.local_addr().expect("api addr"),
@@ -262,6 +265,11 @@ impl FakeGitHub {
     /// Cut every asset body to `n` bytes (with a matching `Content-Length`), or stop doing so.
     pub fn truncate_assets(&self, n: Option<usize>) {
         self.lock().truncate_assets_to = n;
+    }
+
+    /// Flip the first byte of every served asset body (or stop doing so).
+    pub fn corrupt_assets(&self, on: bool) {
+        self.lock().corrupt_assets = on;
     }
 
     /// Require this token on API requests (401 without it, like a private repository).
@@ -570,7 +578,12 @@ async fn download_asset(
         .truncate_assets_to
         .map_or(content.len(), |n| n.min(content.len()));
     inner.counts.body_bytes += len as u64;
-    let bytes = content[..len].to_vec();
+    let mut bytes = content[..len].to_vec();
+    if inner.corrupt_assets
+        && let Some(b) = bytes.first_mut()
+    {
+        *b ^= 0xff;
+    }
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/octet-stream")],

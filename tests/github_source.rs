@@ -230,3 +230,21 @@ async fn truncated_or_corrupt_downloads_leave_no_release() {
         .unwrap();
     assert_eq!(ok.downloaded_bytes, 10);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_pulls_of_one_release_download_once() {
+    let gh = FakeGitHub::start().await;
+    let files: Vec<(String, Vec<u8>)> = (0..4)
+        .map(|i| (format!("f{i}.tgz"), vec![i as u8; 100_000]))
+        .collect();
+    gh.add_release("o/r", "docker-ferrol-1-27-v1", false, false, files);
+    let c = client(&gh, None);
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = capstan::source::cache::Cache::open(tmp.path()).unwrap();
+    let pull = || capstan::source::pull::pull_github(&c, &cache, "o/r", "docker-ferrol-1-27-v1", |_| {});
+    let (a, b) = tokio::join!(pull(), pull());
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.manifest, b.manifest);
+    assert_eq!(a.downloaded_files + b.downloaded_files, 4);
+    assert_eq!(gh.counts().asset_download, 4);
+}

@@ -13,4 +13,5 @@ pub mod cli;
 pub mod encoding;
 pub mod go;
 pub mod stack;
+pub mod source;
 pub mod template;

@@ -2,6 +2,10 @@
 
 mod render;
 mod version;
+// `capstan apply` / `capstan diff` (issue 12) and the flags they share.
+mod apply;
+mod diff;
+mod kube;
 
 use std::process::ExitCode;
 
@@ -34,6 +38,10 @@ enum Command {
     Version(version::Args),
     /// Render a Helm chart offline, like `helm template`.
     Render(Box<render::Args>),
+    /// Server-side apply manifests to a cluster.
+    Apply(Box<apply::Args>),
+    /// Show what `capstan apply` would change (exit code 1 when anything differs).
+    Diff(Box<diff::Args>),
 }
 
 /// Entry point of the binary: parse arguments, set up logging, run the subcommand.
@@ -41,11 +49,13 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.log_format);
     let result = match cli.command {
-        Command::Version(args) => version::run(&args),
-        Command::Render(args) => render::run(&args),
+        Command::Version(args) => version::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Render(args) => render::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Apply(args) => apply::run(&args),
+        Command::Diff(args) => return diff::run(&args),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(err) => {
             eprintln!("Error: {err:#}");
             ExitCode::FAILURE
@@ -55,7 +65,9 @@ pub fn main() -> ExitCode {
 
 fn init_tracing(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("CAPSTAN_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    // kube-client logs every failed request; capstan reports them per object instead.
+    let filter =
+        EnvFilter::try_from_env("CAPSTAN_LOG").unwrap_or_else(|_| EnvFilter::new("warn,kube_client=off"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -93,11 +93,15 @@ pub struct ApplyReport {
     /// (someone else owns them now).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub prune_skipped: Vec<ObjectKey>,
+    /// The inventory could not be updated after the apply (it still lists every object, as
+    /// it was widened before; the next apply corrects it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inventory_error: Option<String>,
 }
 
 impl ApplyReport {
     pub fn failed(&self) -> bool {
-        self.results.iter().any(ObjectResult::is_failure)
+        self.inventory_error.is_some() || self.results.iter().any(ObjectResult::is_failure)
     }
 
     /// The result for `key`.
@@ -118,8 +122,12 @@ pub struct Applier {
 }
 
 /// What is known about the live copy of an object before it is sent.
+#[derive(Clone)]
 enum Live {
+    /// One of capstan's objects (of this inventory), in full.
     Present(Value),
+    /// Exists but is not (or no longer) marked as capstan's: its resourceVersion.
+    Foreign(String),
     Absent,
     /// The object's resource could not be listed.
     Unknown,
@@ -234,13 +242,11 @@ impl Applier {
             let live = self.snapshot(&prepared, &owner, opts).await;
             let is_crd_wave = prepared.iter().any(|p| order::is_crd(&p.key.group, &p.key.kind));
             let wave_results: Vec<ObjectResult> = futures::stream::iter(prepared.into_iter().map(|p| {
-                let live = live.get(&p.key).map_or(Live::Unknown, |l| match l {
-                    Some(v) => Live::Present(v.clone()),
-                    None => Live::Absent,
-                });
+                let live = live.get(&p.key).cloned().unwrap_or(Live::Unknown);
                 self.apply_prepared(p, live, opts, &requests)
             }))
             .buffer_unordered(opts.concurrency.max(1))
+            .inspect(|r| self.report_progress(r))
             .collect()
             .await;
             let mut wave_results = wave_results;
@@ -248,9 +254,7 @@ impl Applier {
                 self.wait_established(&mut wave_results, opts.crd_timeout).await;
                 self.discovery.invalidate().await;
             }
-            for r in wave_results {
-                self.push(&mut results, r);
-            }
+            results.extend(wave_results);
             if track
                 && namespaces_only
                 && let Err(e) = self.widen_inventory(&old, &entries, opts).await
@@ -262,6 +266,7 @@ impl Applier {
         let new_keys: HashSet<ObjectKey> = entries.iter().map(|e| e.key.clone()).collect();
         let mut prune_skipped = Vec::new();
         let mut kept = Vec::new();
+        let mut inventory_error = None;
         if opts.prune
             && let Some(inv) = &opts.inventory
         {
@@ -296,8 +301,10 @@ impl Applier {
             // Objects whose apply failed stay with their old hash: they are still desired.
             let final_set = inventory::union(&[], &final_entries);
             // On failure the widened inventory written before the waves still covers every
-            // object.
-            inventory::write(&self.client, inv, &final_set, &opts.field_manager).await?;
+            // object; the failure is reported, the per-object results stay.
+            if let Err(e) = inventory::write(&self.client, inv, &final_set, &opts.field_manager).await {
+                inventory_error = Some(e.to_string());
+            }
         }
         if let Some(limit) = opts.wait
             && !opts.dry_run
@@ -309,6 +316,7 @@ impl Applier {
             results,
             summary,
             prune_skipped,
+            inventory_error,
         })
     }
 
@@ -406,10 +414,14 @@ impl Applier {
     }
 
     fn push(&self, results: &mut Vec<ObjectResult>, r: ObjectResult) {
-        if let Some(progress) = &self.progress {
-            progress(&r);
-        }
+        self.report_progress(&r);
         results.push(r);
+    }
+
+    fn report_progress(&self, r: &ObjectResult) {
+        if let Some(progress) = &self.progress {
+            progress(r);
+        }
     }
 
     /// Resolves an object's kind; a kind a CRD of this apply defines is waited for.
@@ -442,7 +454,7 @@ impl Applier {
         prepared: &[Prepared],
         owner: &Ownership,
         opts: &ApplyOptions,
-    ) -> HashMap<ObjectKey, Option<Value>> {
+    ) -> HashMap<ObjectKey, Live> {
         let selector = match &owner.inventory {
             Some(inv) => format!("{}={}", ssa::INVENTORY_ID_LABEL, ssa::inventory_id(inv)),
             None => format!("{}={}", ssa::MANAGED_BY_LABEL, ssa::MANAGED_BY),
@@ -463,28 +475,65 @@ impl Applier {
         }
         let lists = groups.into_values().map(|(resource, members)| {
             let selector = selector.clone();
-            async move {
-                let ns = members.first().and_then(|p| p.key.namespace.clone());
-                let api = ssa::api_for(&self.client, resource, ns.as_deref());
-                let params = ListParams::default().labels(&selector);
-                let (list, _) = ssa::with_retry(opts.retry, || api.list(&params)).await;
-                (resource, members, list)
-            }
+            async move { self.list_live(resource, &members, &selector, opts).await }
         });
-        let mut out = HashMap::new();
-        let answers: Vec<_> = futures::stream::iter(lists).buffer_unordered(4).collect().await;
-        for (resource, members, list) in answers {
-            let Ok(list) = list else { continue };
-            let mut by_name: HashMap<String, Value> = HashMap::new();
-            for item in list.items {
-                let name = item.metadata.name.clone().unwrap_or_default();
-                by_name.insert(name, with_types(item, resource));
-            }
-            for p in members {
-                out.insert(p.key.clone(), by_name.remove(&p.key.name));
-            }
+        futures::stream::iter(lists)
+            .buffer_unordered(4)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// The live copies of `members` (all of one resource and namespace): capstan's objects
+    /// in full from a list filtered by `selector`; whether the others exist from a list of
+    /// metadata only, when any is missing from the first.
+    async fn list_live(
+        &self,
+        resource: &ApiResource,
+        members: &[&Prepared],
+        selector: &str,
+        opts: &ApplyOptions,
+    ) -> Vec<(ObjectKey, Live)> {
+        let ns = members.first().and_then(|p| p.key.namespace.clone());
+        let api = ssa::api_for(&self.client, resource, ns.as_deref());
+        let params = ListParams::default().labels(selector);
+        let (list, _) = ssa::with_retry(opts.retry, || api.list(&params)).await;
+        let Ok(list) = list else { return Vec::new() };
+        let mut ours: HashMap<String, Value> = HashMap::new();
+        for item in list.items {
+            let name = item.metadata.name.clone().unwrap_or_default();
+            ours.insert(name, with_types(item, resource));
         }
-        out
+        let mut others: Option<HashMap<String, String>> = None;
+        if members.iter().any(|p| !ours.contains_key(&p.key.name)) {
+            let all = ListParams::default();
+            let (meta, _) = ssa::with_retry(opts.retry, || api.list_metadata(&all)).await;
+            let Ok(meta) = meta else { return Vec::new() };
+            others = Some(
+                meta.items
+                    .into_iter()
+                    .map(|m| {
+                        let name = m.metadata.name.unwrap_or_default();
+                        (name, m.metadata.resource_version.unwrap_or_default())
+                    })
+                    .collect(),
+            );
+        }
+        members
+            .iter()
+            .map(|p| {
+                let live = match ours.remove(&p.key.name) {
+                    Some(v) => Live::Present(v),
+                    None => match others.as_ref().and_then(|o| o.get(&p.key.name)) {
+                        Some(rv) => Live::Foreign(rv.clone()),
+                        None => Live::Absent,
+                    },
+                };
+                (p.key.clone(), live)
+            })
+            .collect()
     }
 
     async fn apply_prepared(
@@ -523,17 +572,25 @@ impl Applier {
         requests.fetch_add(attempts as usize, Ordering::Relaxed);
         match answer {
             Ok(obj) => {
+                let after = obj.metadata.resource_version.as_deref();
                 let action = match &live {
-                    Live::Absent => Action::Created,
                     Live::Present(l) => {
-                        let before = l.pointer("/metadata/resourceVersion");
-                        if before.and_then(Value::as_str) == obj.metadata.resource_version.as_deref() {
+                        let before = l.pointer("/metadata/resourceVersion").and_then(Value::as_str);
+                        if before == after {
                             Action::Unchanged
                         } else {
                             Action::Configured
                         }
                     }
-                    // Created unless another manager already had a say in it.
+                    Live::Foreign(before) => {
+                        if Some(before.as_str()) == after {
+                            Action::Unchanged
+                        } else {
+                            Action::Configured
+                        }
+                    }
+                    Live::Absent => Action::Created,
+                    // Not listed: created, unless another manager already had a say in it.
                     Live::Unknown => {
                         let others = obj
                             .metadata

@@ -160,8 +160,9 @@ pub fn live_matches(p: &Prepared, live: &Value) -> bool {
 }
 
 /// `desired ⊆ live`: objects field by field, lists element by element (same length),
-/// scalars equal (numbers by value); a `null`, `[]` or `{}` in desired matches a missing or
-/// `null` field (the server drops empty fields of built-in types).
+/// scalars equal (numbers by value); a zero value (`null`, `[]`, `{}`, `false`, `0`, `""`) in
+/// desired matches a missing or `null` field (the server drops empty fields of built-in
+/// types, `omitempty`).
 fn contained(desired: &Value, live: &Value) -> bool {
     match (desired, live) {
         (d, Value::Null) => is_empty(d),
@@ -180,9 +181,11 @@ fn contained(desired: &Value, live: &Value) -> bool {
 fn is_empty(v: &Value) -> bool {
     match v {
         Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
         Value::Array(a) => a.is_empty(),
         Value::Object(o) => o.is_empty(),
-        _ => false,
     }
 }
 

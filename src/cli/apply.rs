@@ -96,6 +96,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 for key in &report.prune_skipped {
                     writeln!(out, "{key} not pruned: no longer carries this inventory's id")?;
                 }
+                if let Some(e) = &report.inventory_error {
+                    writeln!(out, "inventory not updated: {e}")?;
+                }
                 let dry = if args.dry_run { " (server dry run)" } else { "" };
                 writeln!(out, "{}{dry}", report.summary)?;
             }

@@ -241,14 +241,24 @@ impl Applier {
             }
             let live = self.snapshot(&prepared, &owner, opts).await;
             let is_crd_wave = prepared.iter().any(|p| order::is_crd(&p.key.group, &p.key.kind));
-            let wave_results: Vec<ObjectResult> = futures::stream::iter(prepared.into_iter().map(|p| {
-                let live = live.get(&p.key).cloned().unwrap_or(Live::Unknown);
-                self.apply_prepared(p, live, opts, &requests)
-            }))
-            .buffer_unordered(opts.concurrency.max(1))
-            .inspect(|r| self.report_progress(r))
-            .collect()
-            .await;
+            // Futures are collected before they are streamed: a stream holding the closure
+            // would make `apply`'s future not provably `Send` (not spawnable).
+            let tasks: Vec<_> = prepared
+                .into_iter()
+                .map(|p| {
+                    let live = live.get(&p.key).cloned().unwrap_or(Live::Unknown);
+                    let requests = &requests;
+                    async move {
+                        let r = self.apply_prepared(p, live, opts, requests).await;
+                        self.report_progress(&r);
+                        r
+                    }
+                })
+                .collect();
+            let wave_results: Vec<ObjectResult> = futures::stream::iter(tasks)
+                .buffer_unordered(opts.concurrency.max(1))
+                .collect()
+                .await;
             let mut wave_results = wave_results;
             if is_crd_wave && !opts.dry_run {
                 self.wait_established(&mut wave_results, opts.crd_timeout).await;
@@ -330,26 +340,29 @@ impl Applier {
         let owner = Ownership {
             inventory: opts.inventory.as_ref().map(InventoryRef::id),
         };
-        let futures = objects.iter().map(|o| {
-            let owner = owner.clone();
-            async move {
-                match self.discovery.resolve(&o.group, &o.version, &o.kind).await {
-                    Ok(info) => {
-                        let p = ssa::prepare(o, &info, &opts.namespace, &owner);
-                        self.diff_prepared(&p, opts).await.0
-                    }
-                    Err(e) => {
-                        let key = o.key_in(o.namespace.as_deref().or(Some(&opts.namespace)));
-                        ObjectDiff {
-                            diff: diff::unified(&key, None, &o.data),
-                            key,
-                            live: false,
-                            message: e.to_string(),
+        let futures: Vec<_> = objects
+            .iter()
+            .map(|o| {
+                let owner = owner.clone();
+                async move {
+                    match self.discovery.resolve(&o.group, &o.version, &o.kind).await {
+                        Ok(info) => {
+                            let p = ssa::prepare(o, &info, &opts.namespace, &owner);
+                            self.diff_prepared(&p, opts).await.0
+                        }
+                        Err(e) => {
+                            let key = o.key_in(o.namespace.as_deref().or(Some(&opts.namespace)));
+                            ObjectDiff {
+                                diff: diff::unified(&key, None, &o.data),
+                                key,
+                                live: false,
+                                message: e.to_string(),
+                            }
                         }
                     }
                 }
-            }
-        });
+            })
+            .collect();
         Ok(futures::stream::iter(futures)
             .buffered(opts.concurrency.max(1))
             .collect()
@@ -473,10 +486,13 @@ impl Applier {
                 .1
                 .push(p);
         }
-        let lists = groups.into_values().map(|(resource, members)| {
-            let selector = selector.clone();
-            async move { self.list_live(resource, &members, &selector, opts).await }
-        });
+        let lists: Vec<_> = groups
+            .into_values()
+            .map(|(resource, members)| {
+                let selector = selector.clone();
+                async move { self.list_live(resource, &members, &selector, opts).await }
+            })
+            .collect();
         futures::stream::iter(lists)
             .buffer_unordered(4)
             .collect::<Vec<_>>()
@@ -690,7 +706,8 @@ impl Applier {
             .map(|(i, r)| {
                 let key = r.key.clone();
                 async move { (i, self.wait_one(&key, deadline).await) }
-            });
+            })
+            .collect::<Vec<_>>();
         let outcomes: Vec<(usize, Result<(), String>)> = futures::stream::iter(checks)
             .buffer_unordered(opts.concurrency.max(1))
             .collect()
@@ -714,13 +731,16 @@ impl Applier {
         waves.reverse();
         let mut out = Vec::new();
         for wave in waves {
-            let tasks = wave.into_iter().map(|i| {
-                let entry = candidates[i].clone();
-                async move {
-                    let outcome = self.prune_one(&entry, inventory_id, opts).await;
-                    (entry, outcome)
-                }
-            });
+            let tasks = wave
+                .into_iter()
+                .map(|i| {
+                    let entry = candidates[i].clone();
+                    async move {
+                        let outcome = self.prune_one(&entry, inventory_id, opts).await;
+                        (entry, outcome)
+                    }
+                })
+                .collect::<Vec<_>>();
             let done: Vec<_> = futures::stream::iter(tasks)
                 .buffer_unordered(opts.concurrency.max(1))
                 .collect()
@@ -844,4 +864,20 @@ fn crd_kinds(objects: &[DesiredObject]) -> HashSet<(String, String)> {
             Some((group.to_string(), kind.to_string()))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The operator spawns applies on its runtime: their futures must be `Send`.
+    #[test]
+    fn apply_and_diff_futures_are_send() {
+        fn send<T: Send>(_: &T) {}
+        fn check(a: &Applier, objects: &[DesiredObject], opts: &ApplyOptions) {
+            send(&a.apply(objects, opts));
+            send(&a.diff(objects, opts));
+        }
+        let _ = check;
+    }
 }

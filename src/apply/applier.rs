@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kube::Client;
-use kube::api::{ApiResource, DeleteParams, ListParams, Preconditions, TypeMeta};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, Preconditions, TypeMeta};
 use serde_json::Value;
 
 use super::diff::{self, ObjectDiff};
@@ -195,13 +195,24 @@ impl Applier {
         let mut entries: Vec<Entry> = Vec::new();
         let mut seen: HashMap<ObjectKey, String> = HashMap::new();
 
+        tracing::debug!(
+            objects = objects.len(),
+            inventory = old.len(),
+            "server checked, inventory read"
+        );
+        let (mut preprepared, mut prefetched) = self.prefetch(objects, &owner, opts).await;
+        tracing::debug!(listed = prefetched.len(), "live objects listed");
         for wave in order::waves(objects, |o| (o.group.as_str(), o.kind.as_str())) {
             let mut prepared = Vec::new();
             for &i in &wave {
                 let o = &objects[i];
-                match self.resolve(o, &crd_kinds, opts).await {
-                    Ok(info) => {
-                        let p = ssa::prepare(o, &info, &opts.namespace, &owner);
+                let resolved = match preprepared.remove(&i) {
+                    Some(p) => Ok(p),
+                    None => (self.resolve(o, &crd_kinds, opts).await)
+                        .map(|info| ssa::prepare(o, &info, &opts.namespace, &owner)),
+                };
+                match resolved {
+                    Ok(p) => {
                         if let Some(first) = seen.get(&p.key) {
                             let msg = format!("{} repeats {} of {first}", o.origin, p.key);
                             self.push(&mut results, failed(p.key.clone(), msg, None));
@@ -239,14 +250,24 @@ impl Applier {
                 }
                 continue;
             }
-            let live = self.snapshot(&prepared, &owner, opts).await;
+            let mut live: HashMap<ObjectKey, Live> = HashMap::new();
+            let mut unlisted = Vec::new();
+            for p in &prepared {
+                match prefetched.remove(&p.key) {
+                    Some(l) => {
+                        live.insert(p.key.clone(), l);
+                    }
+                    None => unlisted.push(p.clone()),
+                }
+            }
+            live.extend(self.snapshot(&unlisted, &owner, opts).await);
             let is_crd_wave = prepared.iter().any(|p| order::is_crd(&p.key.group, &p.key.kind));
             // Futures are collected before they are streamed: a stream holding the closure
             // would make `apply`'s future not provably `Send` (not spawnable).
             let tasks: Vec<_> = prepared
                 .into_iter()
                 .map(|p| {
-                    let live = live.get(&p.key).cloned().unwrap_or(Live::Unknown);
+                    let live = live.remove(&p.key).unwrap_or(Live::Unknown);
                     let requests = &requests;
                     async move {
                         let r = self.apply_prepared(p, live, opts, requests).await;
@@ -264,6 +285,7 @@ impl Applier {
                 self.wait_established(&mut wave_results, opts.crd_timeout).await;
                 self.discovery.invalidate().await;
             }
+            tracing::debug!(objects = wave_results.len(), "wave applied");
             results.extend(wave_results);
             if track
                 && namespaces_only
@@ -459,6 +481,29 @@ impl Applier {
         }
     }
 
+    /// The live copies of every object whose kind the server knows already, listed all at
+    /// once (concurrently) before the first wave: lists of later waves do not wait for the
+    /// earlier waves' applies. (Objects of kinds defined by CRDs of this apply are listed in
+    /// their wave.)
+    /// Returns the prepared objects by input index, and the live copies.
+    async fn prefetch(
+        &self,
+        objects: &[DesiredObject],
+        owner: &Ownership,
+        opts: &ApplyOptions,
+    ) -> (HashMap<usize, Prepared>, HashMap<ObjectKey, Live>) {
+        let mut prepared = HashMap::new();
+        for (i, o) in objects.iter().enumerate() {
+            if let Ok(info) = self.discovery.resolve(&o.group, &o.version, &o.kind).await {
+                prepared.insert(i, ssa::prepare(o, &info, &opts.namespace, owner));
+            }
+        }
+        tracing::debug!(prepared = prepared.len(), "kinds resolved, objects prepared");
+        let all: Vec<Prepared> = prepared.values().cloned().collect();
+        let live = self.snapshot(&all, owner, opts).await;
+        (prepared, live)
+    }
+
     /// The live copies of a wave's objects, one list per resource and namespace, restricted
     /// to capstan's objects (of this inventory, when there is one). Objects of a resource
     /// whose list failed are missing from the map.
@@ -515,12 +560,34 @@ impl Applier {
         let ns = members.first().and_then(|p| p.key.namespace.clone());
         let api = ssa::api_for(&self.client, resource, ns.as_deref());
         let params = ListParams::default().labels(selector);
-        let (list, _) = ssa::with_retry(opts.retry, || api.list(&params)).await;
-        let Ok(list) = list else { return Vec::new() };
+        // As plain JSON: typed metadata (managedFields…) would only be turned back into JSON.
+        let url = <DynamicObject as kube::Resource>::url_path(resource, ns.as_deref());
+        let list = ssa::with_retry(opts.retry, || async {
+            let req = kube::core::Request::new(&url)
+                .list(&params)
+                .map_err(kube::Error::BuildRequest)?;
+            self.client.request::<Value>(req).await
+        })
+        .await
+        .0;
+        let Ok(Value::Object(mut list)) = list else {
+            return Vec::new();
+        };
         let mut ours: HashMap<String, Value> = HashMap::new();
-        for item in list.items {
-            let name = item.metadata.name.clone().unwrap_or_default();
-            ours.insert(name, with_types(item, resource));
+        if let Some(Value::Array(items)) = list.remove("items") {
+            for mut item in items {
+                let name = item
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                if let Value::Object(map) = &mut item {
+                    map.entry("apiVersion")
+                        .or_insert_with(|| resource.api_version.clone().into());
+                    map.entry("kind").or_insert_with(|| resource.kind.clone().into());
+                }
+                ours.insert(name, item);
+            }
         }
         let mut others: Option<HashMap<String, String>> = None;
         if members.iter().any(|p| !ours.contains_key(&p.key.name)) {

@@ -11,6 +11,7 @@
 //! - [`inventory`]: what an owner applied, and pruning what left the set.
 //! - [`diff`]: drift as unified diffs from server-side dry runs.
 //! - [`health`]: readiness per kind.
+//! - [`client`]: the HTTP client (kube's layers, no Nagle delay).
 //! - [`applier`]: [`Applier`], which runs all of it.
 //!
 //! Unchanged objects: each applied object carries the hash of its desired body
@@ -21,6 +22,7 @@
 //! changes nothing is reported `unchanged` too, by its resourceVersion).
 
 pub mod applier;
+pub mod client;
 pub mod diff;
 pub mod discovery;
 pub mod health;

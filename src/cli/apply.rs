@@ -54,9 +54,16 @@ enum Output {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let runtime = runtime()?;
+    let target = runtime.block_on(connect(&args.kube))?;
+    // The connection (TLS handshake) is set up while the manifests are parsed.
+    let warm = runtime.spawn({
+        let applier = target.applier();
+        async move { applier.check_server().await }
+    });
     let objects = load_objects(&args.kube)?;
-    runtime()?.block_on(async {
-        let target = connect(&args.kube).await?;
+    runtime.block_on(async {
+        let _ = warm.await;
         let opts = ApplyOptions {
             field_manager: args.kube.field_manager.clone(),
             force: args.kube.force(),

@@ -121,7 +121,8 @@ pub async fn connect(args: &KubeArgs) -> anyhow::Result<Target> {
         .namespace
         .clone()
         .unwrap_or_else(|| config.default_namespace.clone());
-    let client = Client::try_from(config).with_context(|| format!("setting up a client for {server}"))?;
+    let client =
+        crate::apply::client::client(config).with_context(|| format!("setting up a client for {server}"))?;
     Ok(Target {
         client,
         server,

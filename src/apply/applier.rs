@@ -531,92 +531,28 @@ impl Applier {
                 .1
                 .push(p);
         }
-        let lists: Vec<_> = groups
+        // Each list is its own task: the JSON of the answers is parsed on all threads.
+        let tasks: Vec<_> = groups
             .into_values()
             .map(|(resource, members)| {
-                let selector = selector.clone();
-                async move { self.list_live(resource, &members, &selector, opts).await }
+                let keys: Vec<ObjectKey> = members.iter().map(|p| p.key.clone()).collect();
+                tokio::spawn(list_live(
+                    self.client.clone(),
+                    resource.clone(),
+                    keys,
+                    selector.clone(),
+                    opts.retry,
+                ))
             })
             .collect();
-        futures::stream::iter(lists)
-            .buffer_unordered(4)
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .flatten()
-            .collect()
-    }
-
-    /// The live copies of `members` (all of one resource and namespace): capstan's objects
-    /// in full from a list filtered by `selector`; whether the others exist from a list of
-    /// metadata only, when any is missing from the first.
-    async fn list_live(
-        &self,
-        resource: &ApiResource,
-        members: &[&Prepared],
-        selector: &str,
-        opts: &ApplyOptions,
-    ) -> Vec<(ObjectKey, Live)> {
-        let ns = members.first().and_then(|p| p.key.namespace.clone());
-        let api = ssa::api_for(&self.client, resource, ns.as_deref());
-        let params = ListParams::default().labels(selector);
-        // As plain JSON: typed metadata (managedFields…) would only be turned back into JSON.
-        let url = <DynamicObject as kube::Resource>::url_path(resource, ns.as_deref());
-        let list = ssa::with_retry(opts.retry, || async {
-            let req = kube::core::Request::new(&url)
-                .list(&params)
-                .map_err(kube::Error::BuildRequest)?;
-            self.client.request::<Value>(req).await
-        })
-        .await
-        .0;
-        let Ok(Value::Object(mut list)) = list else {
-            return Vec::new();
-        };
-        let mut ours: HashMap<String, Value> = HashMap::new();
-        if let Some(Value::Array(items)) = list.remove("items") {
-            for mut item in items {
-                let name = item
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                if let Value::Object(map) = &mut item {
-                    map.entry("apiVersion")
-                        .or_insert_with(|| resource.api_version.clone().into());
-                    map.entry("kind").or_insert_with(|| resource.kind.clone().into());
-                }
-                ours.insert(name, item);
+        let mut out = HashMap::new();
+        for task in tasks {
+            // A panicked task (never expected) leaves its objects unlisted: they are sent.
+            if let Ok(found) = task.await {
+                out.extend(found);
             }
         }
-        let mut others: Option<HashMap<String, String>> = None;
-        if members.iter().any(|p| !ours.contains_key(&p.key.name)) {
-            let all = ListParams::default();
-            let (meta, _) = ssa::with_retry(opts.retry, || api.list_metadata(&all)).await;
-            let Ok(meta) = meta else { return Vec::new() };
-            others = Some(
-                meta.items
-                    .into_iter()
-                    .map(|m| {
-                        let name = m.metadata.name.unwrap_or_default();
-                        (name, m.metadata.resource_version.unwrap_or_default())
-                    })
-                    .collect(),
-            );
-        }
-        members
-            .iter()
-            .map(|p| {
-                let live = match ours.remove(&p.key.name) {
-                    Some(v) => Live::Present(v),
-                    None => match others.as_ref().and_then(|o| o.get(&p.key.name)) {
-                        Some(rv) => Live::Foreign(rv.clone()),
-                        None => Live::Absent,
-                    },
-                };
-                (p.key.clone(), live)
-            })
-            .collect()
+        out
     }
 
     async fn apply_prepared(
@@ -889,6 +825,78 @@ impl Applier {
 
 /// One list request of a snapshot: group, version, resource, namespace.
 type ListKey = (String, String, String, Option<String>);
+
+/// The live copies of `members` (all of one resource and namespace): capstan's objects in
+/// full from a list filtered by `selector` (as plain JSON: typed metadata would only be turned
+/// back into JSON); whether the others exist from a list of metadata only, when any is missing
+/// from the first. Empty when listing fails (the objects are then sent as `Live::Unknown`).
+async fn list_live(
+    client: Client,
+    resource: ApiResource,
+    members: Vec<ObjectKey>,
+    selector: String,
+    retry: Retry,
+) -> Vec<(ObjectKey, Live)> {
+    let ns = members.first().and_then(|k| k.namespace.clone());
+    let params = ListParams::default().labels(&selector);
+    let url = <DynamicObject as kube::Resource>::url_path(&resource, ns.as_deref());
+    let list = ssa::with_retry(retry, || async {
+        let req = kube::core::Request::new(&url)
+            .list(&params)
+            .map_err(kube::Error::BuildRequest)?;
+        client.request::<Value>(req).await
+    })
+    .await
+    .0;
+    let Ok(Value::Object(mut list)) = list else {
+        return Vec::new();
+    };
+    let mut ours: HashMap<String, Value> = HashMap::new();
+    if let Some(Value::Array(items)) = list.remove("items") {
+        for mut item in items {
+            let name = item
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            if let Value::Object(map) = &mut item {
+                map.entry("apiVersion")
+                    .or_insert_with(|| resource.api_version.clone().into());
+                map.entry("kind").or_insert_with(|| resource.kind.clone().into());
+            }
+            ours.insert(name, item);
+        }
+    }
+    let mut others: Option<HashMap<String, String>> = None;
+    if members.iter().any(|k| !ours.contains_key(&k.name)) {
+        let api = ssa::api_for(&client, &resource, ns.as_deref());
+        let all = ListParams::default();
+        let (meta, _) = ssa::with_retry(retry, || api.list_metadata(&all)).await;
+        let Ok(meta) = meta else { return Vec::new() };
+        others = Some(
+            meta.items
+                .into_iter()
+                .map(|m| {
+                    let name = m.metadata.name.unwrap_or_default();
+                    (name, m.metadata.resource_version.unwrap_or_default())
+                })
+                .collect(),
+        );
+    }
+    members
+        .into_iter()
+        .map(|k| {
+            let live = match ours.remove(&k.name) {
+                Some(v) => Live::Present(v),
+                None => match others.as_ref().and_then(|o| o.get(&k.name)) {
+                    Some(rv) => Live::Foreign(rv.clone()),
+                    None => Live::Absent,
+                },
+            };
+            (k, live)
+        })
+        .collect()
+}
 
 enum PruneOutcome {
     /// Deleted (or already gone): drop from the inventory.

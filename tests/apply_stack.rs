@@ -47,6 +47,7 @@ async fn stack_charts_crds_conflicts_and_failures() {
     cluster_class_upgrade(&applier, &cluster, &cc_v1, &cc_v2).await;
     addon_upgrade(&applier, &addon_v1, &addon_v2).await;
     crd_and_custom_resource_in_one_go(&applier).await;
+    prune_spares_crds_and_what_others_own(&applier, &cluster).await;
     conflicts(&applier, &cluster).await;
     invalid_objects_fail_alone(&applier).await;
 }
@@ -234,6 +235,76 @@ async fn crd_and_custom_resource_in_one_go(applier: &Applier) {
     );
     // CRDs come first in the results (apply order).
     assert_eq!(report.results[0].key.kind, "CustomResourceDefinition");
+}
+
+/// Pruning deletes only what still carries the inventory's mark, keeps CRDs unless asked.
+async fn prune_spares_crds_and_what_others_own(applier: &Applier, cluster: &TestCluster) {
+    let chart = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/apply/addon-with-crd");
+    let mut desired = objects(&render("owned", &chart, "default", &["--include-crds"]));
+    desired.extend(objects(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stays-ours}\n---\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata: {name: taken-over}\n",
+    ));
+    let opts = capstan::apply::ApplyOptions {
+        prune: true,
+        ..options("default", Some("owned"))
+    };
+    let report = applier.apply(&desired, &opts).await.expect("apply");
+    assert_all_synced(&report, "owned set");
+
+    // Someone else takes `taken-over` into their own inventory.
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    let theirs = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "taken-over", "annotations": {"capstan.dev/inventory": "default/someone-else"}}});
+    api.patch(
+        "taken-over",
+        &PatchParams::apply("someone-else").force(),
+        &Patch::Apply(&theirs),
+    )
+    .await
+    .expect("take over");
+
+    let report = applier.apply(&[], &opts).await.expect("prune all");
+    let got = outcome(&report);
+    assert_eq!(
+        got.get("ConfigMap/stays-ours"),
+        Some(&(SyncStatus::Pruned, Action::Pruned)),
+        "{}",
+        lines(&report)
+    );
+    assert_eq!(
+        got.get("Widget/owned-widget"),
+        Some(&(SyncStatus::Pruned, Action::Pruned)),
+        "{}",
+        lines(&report)
+    );
+    assert_eq!(
+        got.get("CustomResourceDefinition/widgets.test.capstan.dev"),
+        Some(&(SyncStatus::Synced, Action::None)),
+        "{}",
+        lines(&report)
+    );
+    assert!(!got.contains_key("ConfigMap/taken-over"), "{}", lines(&report));
+    assert_eq!(report.prune_skipped.len(), 1);
+    assert_eq!(report.prune_skipped[0].name, "taken-over");
+    assert!(
+        api.get_opt("taken-over").await.expect("get").is_some(),
+        "never delete what others own"
+    );
+    assert!(api.get_opt("stays-ours").await.expect("get").is_none());
+
+    // Asked to, the CRD goes too (it stayed in the inventory).
+    let with_crds = capstan::apply::ApplyOptions {
+        prune_crds: true,
+        ..opts
+    };
+    let report = applier.apply(&[], &with_crds).await.expect("prune CRDs");
+    assert_eq!(
+        outcome(&report).get("CustomResourceDefinition/widgets.test.capstan.dev"),
+        Some(&(SyncStatus::Pruned, Action::Pruned)),
+        "{}",
+        lines(&report)
+    );
 }
 
 /// Another field manager owns `data.owner`: with force off the object fails with the

@@ -262,24 +262,37 @@ impl Applier {
             }
             live.extend(self.snapshot(&unlisted, &owner, opts).await);
             let is_crd_wave = prepared.iter().any(|p| order::is_crd(&p.key.group, &p.key.kind));
+            // Unchanged objects are settled at once; the others are sent concurrently.
             // Futures are collected before they are streamed: a stream holding the closure
             // would make `apply`'s future not provably `Send` (not spawnable).
-            let tasks: Vec<_> = prepared
-                .into_iter()
-                .map(|p| {
-                    let live = live.remove(&p.key).unwrap_or(Live::Unknown);
-                    let requests = &requests;
-                    async move {
-                        let r = self.apply_prepared(p, live, opts, requests).await;
-                        self.report_progress(&r);
-                        r
-                    }
-                })
-                .collect();
-            let wave_results: Vec<ObjectResult> = futures::stream::iter(tasks)
+            let mut wave_results: Vec<(usize, ObjectResult)> = Vec::new();
+            let mut tasks = Vec::new();
+            for (n, p) in prepared.into_iter().enumerate() {
+                let live = live.remove(&p.key).unwrap_or(Live::Unknown);
+                if let Live::Present(l) = &live
+                    && !opts.only_drifted
+                    && ssa::live_matches(&p, l)
+                {
+                    let r = synced(p, Action::Unchanged, String::new());
+                    self.report_progress(&r);
+                    wave_results.push((n, r));
+                    continue;
+                }
+                let requests = &requests;
+                tasks.push(async move {
+                    let r = self.apply_prepared(p, live, opts, requests).await;
+                    self.report_progress(&r);
+                    (n, r)
+                });
+            }
+            let sent: Vec<(usize, ObjectResult)> = futures::stream::iter(tasks)
                 .buffer_unordered(opts.concurrency.max(1))
                 .collect()
                 .await;
+            wave_results.extend(sent);
+            // Results in input order, whatever order the answers came in.
+            wave_results.sort_by_key(|(n, _)| *n);
+            let wave_results: Vec<ObjectResult> = wave_results.into_iter().map(|(_, r)| r).collect();
             let mut wave_results = wave_results;
             if is_crd_wave && !opts.dry_run {
                 self.wait_established(&mut wave_results, opts.crd_timeout).await;
@@ -492,16 +505,26 @@ impl Applier {
         owner: &Ownership,
         opts: &ApplyOptions,
     ) -> (HashMap<usize, Prepared>, HashMap<ObjectKey, Live>) {
-        let mut prepared = HashMap::new();
+        let mut resolved = Vec::new();
         for (i, o) in objects.iter().enumerate() {
             if let Ok(info) = self.discovery.resolve(&o.group, &o.version, &o.kind).await {
-                prepared.insert(i, ssa::prepare(o, &info, &opts.namespace, owner));
+                resolved.push((i, info));
             }
         }
-        tracing::debug!(prepared = prepared.len(), "kinds resolved, objects prepared");
-        let all: Vec<Prepared> = prepared.values().cloned().collect();
-        let live = self.snapshot(&all, owner, opts).await;
-        (prepared, live)
+        // The lists run while the objects are prepared.
+        let members = resolved.iter().map(|(i, info)| {
+            let o = &objects[*i];
+            let ns = info
+                .namespaced
+                .then(|| o.namespace.as_deref().unwrap_or(&opts.namespace));
+            (o.key_in(ns), &info.resource)
+        });
+        let lists = self.spawn_lists(members, owner, opts);
+        let prepared = resolved
+            .into_iter()
+            .map(|(i, info)| (i, ssa::prepare(&objects[i], &info, &opts.namespace, owner)))
+            .collect();
+        (prepared, collect_lists(lists).await)
     }
 
     /// The live copies of a wave's objects, one list per resource and namespace, restricted
@@ -513,29 +536,39 @@ impl Applier {
         owner: &Ownership,
         opts: &ApplyOptions,
     ) -> HashMap<ObjectKey, Live> {
+        let members = prepared.iter().map(|p| (p.key.clone(), &p.resource));
+        collect_lists(self.spawn_lists(members, owner, opts)).await
+    }
+
+    /// Starts one list task per resource and namespace of `members`; each runs on its own,
+    /// so the answers' JSON is parsed on all threads.
+    fn spawn_lists<'a>(
+        &self,
+        members: impl Iterator<Item = (ObjectKey, &'a ApiResource)>,
+        owner: &Ownership,
+        opts: &ApplyOptions,
+    ) -> Vec<tokio::task::JoinHandle<Vec<(ObjectKey, Live)>>> {
         let selector = match &owner.inventory {
             Some(inv) => format!("{}={}", ssa::INVENTORY_ID_LABEL, ssa::inventory_id(inv)),
             None => format!("{}={}", ssa::MANAGED_BY_LABEL, ssa::MANAGED_BY),
         };
-        let mut groups: BTreeMap<ListKey, (&ApiResource, Vec<&Prepared>)> = BTreeMap::new();
-        for p in prepared {
+        let mut groups: BTreeMap<ListKey, (&ApiResource, Vec<ObjectKey>)> = BTreeMap::new();
+        for (key, resource) in members {
             let k = (
-                p.key.group.clone(),
-                p.key.version.clone(),
-                p.resource.plural.clone(),
-                p.key.namespace.clone(),
+                key.group.clone(),
+                key.version.clone(),
+                resource.plural.clone(),
+                key.namespace.clone(),
             );
             groups
                 .entry(k)
-                .or_insert_with(|| (&p.resource, Vec::new()))
+                .or_insert_with(|| (resource, Vec::new()))
                 .1
-                .push(p);
+                .push(key);
         }
-        // Each list is its own task: the JSON of the answers is parsed on all threads.
-        let tasks: Vec<_> = groups
+        groups
             .into_values()
-            .map(|(resource, members)| {
-                let keys: Vec<ObjectKey> = members.iter().map(|p| p.key.clone()).collect();
+            .map(|(resource, keys)| {
                 tokio::spawn(list_live(
                     self.client.clone(),
                     resource.clone(),
@@ -544,15 +577,7 @@ impl Applier {
                     opts.retry,
                 ))
             })
-            .collect();
-        let mut out = HashMap::new();
-        for task in tasks {
-            // A panicked task (never expected) leaves its objects unlisted: they are sent.
-            if let Ok(found) = task.await {
-                out.extend(found);
-            }
-        }
-        out
+            .collect()
     }
 
     async fn apply_prepared(
@@ -562,19 +587,7 @@ impl Applier {
         opts: &ApplyOptions,
         requests: &AtomicUsize,
     ) -> ObjectResult {
-        let done = |action: Action, message: String, p: Prepared| ObjectResult {
-            key: p.key,
-            status: SyncStatus::Synced,
-            action,
-            message,
-            last_applied_hash: Some(p.hash),
-        };
-        if let Live::Present(l) = &live
-            && !opts.only_drifted
-            && ssa::live_matches(&p, l)
-        {
-            return done(Action::Unchanged, String::new(), p);
-        }
+        let done = |action: Action, message: String, p: Prepared| synced(p, action, message);
         if opts.only_drifted && matches!(live, Live::Present(_)) {
             let (d, _) = self.diff_prepared(&p, opts).await;
             if !d.drifted() && d.message.is_empty() {
@@ -826,6 +839,20 @@ impl Applier {
 /// One list request of a snapshot: group, version, resource, namespace.
 type ListKey = (String, String, String, Option<String>);
 
+/// The answers of [`Applier::spawn_lists`]'s tasks.
+async fn collect_lists(
+    tasks: Vec<tokio::task::JoinHandle<Vec<(ObjectKey, Live)>>>,
+) -> HashMap<ObjectKey, Live> {
+    let mut out = HashMap::new();
+    for task in tasks {
+        // A panicked task (never expected) leaves its objects unlisted: they are sent.
+        if let Ok(found) = task.await {
+            out.extend(found);
+        }
+    }
+    out
+}
+
 /// The live copies of `members` (all of one resource and namespace): capstan's objects in
 /// full from a list filtered by `selector` (as plain JSON: typed metadata would only be turned
 /// back into JSON); whether the others exist from a list of metadata only, when any is missing
@@ -905,6 +932,16 @@ enum PruneOutcome {
     Keep(ObjectResult),
     /// Carries another inventory's id or none: not ours any more; dropped from the inventory.
     NotOurs,
+}
+
+fn synced(p: Prepared, action: Action, message: String) -> ObjectResult {
+    ObjectResult {
+        key: p.key,
+        status: SyncStatus::Synced,
+        action,
+        message,
+        last_applied_hash: Some(p.hash),
+    }
 }
 
 fn failed(key: ObjectKey, message: String, hash: Option<String>) -> ObjectResult {

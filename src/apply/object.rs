@@ -123,18 +123,54 @@ pub struct ParseError {
 
 /// Parses a multi-document YAML (or JSON) stream. `source` names it in errors.
 pub fn parse_stream(text: &str, source: &str) -> Result<Vec<DesiredObject>, ParseError> {
+    let docs = yaml_load::split_documents(text);
+    // Documents are independent: long streams are decoded on all cores, in chunks; the
+    // first error in document order wins, as in a sequential read.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = docs.len().div_ceil(threads).max(PARALLEL_MIN_DOCUMENTS);
+    let parts: Vec<Result<Vec<DesiredObject>, ParseError>> = if docs.len() > chunk {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = docs
+                .chunks(chunk)
+                .enumerate()
+                .map(|(n, part)| scope.spawn(move || parse_documents(part, n * chunk, source)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    } else {
+        vec![parse_documents(&docs, 0, source)]
+    };
     let mut out = Vec::new();
-    for (i, doc) in yaml_load::split_documents(text).into_iter().enumerate() {
+    for part in parts {
+        out.extend(part?);
+    }
+    Ok(out)
+}
+
+/// Below this many documents a stream is decoded on one thread.
+const PARALLEL_MIN_DOCUMENTS: usize = 64;
+
+/// Decodes `docs`, the first of which is document `first + 1` of `source`.
+fn parse_documents(
+    docs: &[Result<String, yaml_load::YamlError>],
+    first: usize,
+    source: &str,
+) -> Result<Vec<DesiredObject>, ParseError> {
+    let mut out = Vec::new();
+    for (i, doc) in docs.iter().enumerate() {
         let origin = Origin {
             source: source.to_string(),
-            document: i + 1,
+            document: first + i + 1,
         };
         let err = |message: String| ParseError {
             origin: origin.clone(),
             message,
         };
-        let doc = doc.map_err(|e| err(e.to_string()))?;
-        let node = yaml_load::parse_yaml(&doc).map_err(|e| err(located(&e)))?;
+        let doc = doc.as_ref().map_err(|e| err(e.to_string()))?;
+        let node = yaml_load::parse_yaml(doc).map_err(|e| err(located(&e)))?;
         let value = to_json(&node).map_err(err)?;
         push_value(value, &origin, &mut out)?;
     }
@@ -237,6 +273,21 @@ mod tests {
         assert_eq!(objs[0].data["data"], serde_json::json!({"true": true, "num": 1}));
         assert_eq!((objs[1].group.as_str(), objs[1].version.as_str()), ("apps", "v1"));
         assert_eq!(objs[1].namespace.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn long_streams_keep_order_and_report_the_first_error() {
+        let doc = |i: usize| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\n");
+        let text: Vec<String> = (0..500).map(doc).collect();
+        let objs = parse_stream(&text.join("---\n"), "big.yaml").expect("parses");
+        let names: Vec<String> = objs.iter().map(|o| o.name.clone()).collect();
+        assert_eq!(names, (0..500).map(|i| format!("cm-{i}")).collect::<Vec<_>>());
+        assert_eq!(objs[499].origin.document, 500);
+        let mut bad = text.clone();
+        bad[450] = "kind: X\n".into();
+        bad[120] = "apiVersion: v1\n".into();
+        let err = parse_stream(&bad.join("---\n"), "big.yaml").expect_err("bad documents");
+        assert_eq!(err.to_string(), "big.yaml (document 121): missing kind");
     }
 
     #[test]

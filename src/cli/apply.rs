@@ -93,7 +93,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             eprint!("\r\x1b[2K");
         }
         let report = report?;
-        let mut out = std::io::stdout().lock();
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         match args.output {
             Output::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
             Output::Text => {
@@ -110,6 +110,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 writeln!(out, "{}{dry}", report.summary)?;
             }
         }
+        out.flush()?;
         if report.failed() {
             bail!(
                 "{} of {} objects failed",

@@ -404,6 +404,19 @@ metadata: {name: bad-class}
 spec:
   infrastructure: not-an-object
 ---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: brokens.test.capstan.dev}
+spec:
+  group: test.capstan.dev
+  scope: Everywhere
+  names: {plural: brokens, singular: broken, kind: Broken}
+  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]
+---
+apiVersion: test.capstan.dev/v1
+kind: Broken
+metadata: {name: of-a-broken-crd}
+---
 apiVersion: v1
 kind: Service
 metadata: {name: fine-2}
@@ -411,10 +424,17 @@ spec:
   ports: [{port: 80, protocol: TCP}]  # v1.20 apply needs the protocol (a list-map key)
 ";
     let desired: Vec<DesiredObject> = objects(text);
+    let started = std::time::Instant::now();
     let report = applier
         .apply(&desired, &options("default", None))
         .await
         .expect("apply");
+    // The custom resource of the CRD that failed is not waited for (CRD timeout: 60 s).
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
     let by_name: BTreeMap<&str, &capstan::apply::ObjectResult> =
         report.results.iter().map(|r| (r.key.name.as_str(), r)).collect();
     for ok in ["fine-1", "fine-2"] {
@@ -436,7 +456,14 @@ spec:
         class.contains("spec.infrastructure") && class.contains("Invalid"),
         "{class}"
     );
-    assert_eq!(report.summary.failed, 3);
+    let crd = message("brokens.test.capstan.dev");
+    assert!(crd.contains("spec.scope") && crd.contains("Invalid"), "{crd}");
+    assert!(
+        message("of-a-broken-crd").contains("no resource for kind Broken"),
+        "{}",
+        lines(&report)
+    );
+    assert_eq!(report.summary.failed, 5);
 }
 
 async fn get(

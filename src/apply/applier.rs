@@ -189,7 +189,7 @@ impl Applier {
         };
         let old_keys: HashSet<ObjectKey> = old.iter().map(|e| e.key.clone()).collect();
         // Kinds this apply defines through CRDs: their discovery may lag their establishment.
-        let crd_kinds = crd_kinds(objects);
+        let mut crd_kinds = crd_kinds(objects);
         let requests = AtomicUsize::new(0);
         let mut results = Vec::new();
         let mut entries: Vec<Entry> = Vec::new();
@@ -297,6 +297,10 @@ impl Applier {
             if is_crd_wave && !opts.dry_run {
                 self.wait_established(&mut wave_results, opts.crd_timeout).await;
                 self.discovery.invalidate().await;
+                // Kinds of CRDs that failed are not waited for again.
+                for r in wave_results.iter().filter(|r| r.status == SyncStatus::Failed) {
+                    crd_kinds.retain(|_, crd| *crd != r.key.name);
+                }
             }
             tracing::debug!(objects = wave_results.len(), "wave applied");
             results.extend(wave_results);
@@ -476,7 +480,7 @@ impl Applier {
     async fn resolve(
         &self,
         o: &DesiredObject,
-        crd_kinds: &HashSet<(String, String)>,
+        crd_kinds: &HashMap<(String, String), String>,
         opts: &ApplyOptions,
     ) -> Result<ResourceInfo, DiscoveryError> {
         let deadline = Instant::now() + opts.crd_timeout;
@@ -485,7 +489,7 @@ impl Applier {
                 Err(DiscoveryError::UnknownKind { .. })
                     if !opts.dry_run
                         && Instant::now() < deadline
-                        && crd_kinds.contains(&(o.group.clone(), o.kind.clone())) =>
+                        && crd_kinds.contains_key(&(o.group.clone(), o.kind.clone())) =>
                 {
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
@@ -965,15 +969,16 @@ fn with_types(mut obj: kube::api::DynamicObject, resource: &ApiResource) -> Valu
     serde_json::to_value(&obj).unwrap_or_default()
 }
 
-/// `(group, kind)` of each custom resource kind defined by a CRD among `objects`.
-fn crd_kinds(objects: &[DesiredObject]) -> HashSet<(String, String)> {
+/// `(group, kind)` of each custom resource kind defined by a CRD among `objects`, with the
+/// CRD's name.
+fn crd_kinds(objects: &[DesiredObject]) -> HashMap<(String, String), String> {
     objects
         .iter()
         .filter(|o| order::is_crd(&o.group, &o.kind))
         .filter_map(|o| {
             let group = o.data.pointer("/spec/group")?.as_str()?;
             let kind = o.data.pointer("/spec/names/kind")?.as_str()?;
-            Some((group.to_string(), kind.to_string()))
+            Some(((group.to_string(), kind.to_string()), o.name.clone()))
         })
         .collect()
 }

@@ -201,6 +201,7 @@ async fn drift_cli_waits_and_errors() {
 
     dry_run_changes_nothing(&cluster, dir.path()).await;
     waits(&applier).await;
+    ready_condition(&applier, &cluster).await;
     errors(&cluster, dir.path(), &file).await;
 }
 
@@ -254,6 +255,70 @@ spec:
         "{}",
         deploy.message
     );
+}
+
+/// `--wait` on a custom resource follows its `Ready` condition.
+async fn ready_condition(applier: &Applier, cluster: &TestCluster) {
+    let text = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gauges.test.capstan.dev}
+spec:
+  group: test.capstan.dev
+  scope: Namespaced
+  names: {plural: gauges, singular: gauge, kind: Gauge}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+apiVersion: test.capstan.dev/v1
+kind: Gauge
+metadata: {name: level}
+spec: {target: 3}
+";
+    let desired = objects(text);
+    let report = applier.apply(&desired, &options(NS, None)).await.expect("apply");
+    assert_all_synced(&report, "gauge");
+    let gvk = kube::api::GroupVersionKind::gvk("test.capstan.dev", "v1", "Gauge");
+    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        cluster.client(),
+        NS,
+        &kube::api::ApiResource::from_gvk_with_plural(&gvk, "gauges"),
+    );
+    let set_ready = |status: &'static str| {
+        let api = api.clone();
+        async move {
+            let patch = serde_json::json!({"status": {"conditions": [
+                {"type": "Ready", "status": status, "reason": "Filling", "message": "2 of 3"}]}});
+            api.patch_status("level", &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .expect("patch status");
+        }
+    };
+    let waiting = ApplyOptions {
+        wait: Some(Duration::from_secs(1)),
+        ..options(NS, None)
+    };
+    set_ready("False").await;
+    let report = applier.apply(&desired, &waiting).await.expect("apply and wait");
+    let gauge = report
+        .results
+        .iter()
+        .find(|r| r.key.kind == "Gauge")
+        .expect("gauge result");
+    assert_eq!(gauge.status, SyncStatus::Failed, "{}", gauge.line());
+    assert_eq!(gauge.message, "not ready within 1s: Ready: Filling: 2 of 3");
+    set_ready("True").await;
+    let report = applier.apply(&desired, &waiting).await.expect("apply and wait");
+    assert_all_synced(&report, "gauge ready");
 }
 
 async fn errors(cluster: &TestCluster, dir: &Path, good: &Path) {

@@ -219,3 +219,40 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     }
     Ok(Duration::from_secs(total))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        for bad in ["", "5x", "m", "5m3"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn force_is_the_default_and_can_be_turned_off() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            kube: KubeArgs,
+        }
+        let parse = |args: &[&str]| {
+            let mut all = vec!["capstan", "-f", "x.yaml"];
+            all.extend(args);
+            <Cli as clap::Parser>::try_parse_from(all)
+                .expect("parses")
+                .kube
+                .force()
+        };
+        assert!(parse(&[]));
+        assert!(!parse(&["--no-force-conflicts"]));
+        assert!(!parse(&["--no-force"]));
+        assert!(parse(&["--no-force", "--force-conflicts"]));
+    }
+}

@@ -184,7 +184,9 @@ impl Applier {
             inventory: opts.inventory.as_ref().map(InventoryRef::id),
         };
         let old = match &opts.inventory {
-            Some(inv) => inventory::read(&self.client, inv).await?.unwrap_or_default(),
+            Some(inv) => inventory::read(&self.client, inv, opts.retry)
+                .await?
+                .unwrap_or_default(),
             None => Vec::new(),
         };
         let old_keys: HashSet<ObjectKey> = old.iter().map(|e| e.key.clone()).collect();
@@ -351,7 +353,9 @@ impl Applier {
             let final_set = inventory::union(&[], &final_entries);
             // On failure the widened inventory written before the waves still covers every
             // object; the failure is reported, the per-object results stay.
-            if let Err(e) = inventory::write(&self.client, inv, &final_set, &opts.field_manager).await {
+            if let Err(e) =
+                inventory::write(&self.client, inv, &final_set, &opts.field_manager, opts.retry).await
+            {
                 inventory_error = Some(e.to_string());
             }
         }
@@ -422,6 +426,7 @@ impl Applier {
                     inv,
                     &inventory::union(old, entries),
                     &opts.field_manager,
+                    opts.retry,
                 )
                 .await
             }

@@ -15,7 +15,7 @@ use kube::Client;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 
-use super::ssa::{MANAGED_BY, MANAGED_BY_LABEL, api_message};
+use super::ssa::{MANAGED_BY, MANAGED_BY_LABEL, Retry, with_retry};
 use super::status::ObjectKey;
 
 /// The data key of the inventory ConfigMap holding the object list (JSON).
@@ -58,11 +58,16 @@ pub enum InventoryError {
 }
 
 /// The recorded objects; `None` when the inventory does not exist yet.
-pub async fn read(client: &Client, inv: &InventoryRef) -> Result<Option<Vec<Entry>>, InventoryError> {
+pub async fn read(
+    client: &Client,
+    inv: &InventoryRef,
+    retry: Retry,
+) -> Result<Option<Vec<Entry>>, InventoryError> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), &inv.namespace);
-    let cm = api.get_opt(&inv.name).await.map_err(|e| InventoryError::Read {
+    let (cm, _) = with_retry(retry, || api.get_opt(&inv.name)).await;
+    let cm = cm.map_err(|e| InventoryError::Read {
         id: inv.id(),
-        message: api_message(&e),
+        message: e.to_string(),
     })?;
     let Some(cm) = cm else { return Ok(None) };
     let text = cm
@@ -85,6 +90,7 @@ pub async fn write(
     inv: &InventoryRef,
     entries: &[Entry],
     field_manager: &str,
+    retry: Retry,
 ) -> Result<(), InventoryError> {
     let mut by_key: BTreeMap<&ObjectKey, &Entry> = BTreeMap::new();
     for e in entries {
@@ -110,13 +116,12 @@ pub async fn write(
     };
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), &inv.namespace);
     let params = PatchParams::apply(field_manager).force();
-    api.patch(&inv.name, &params, &Patch::Apply(&cm))
-        .await
-        .map(drop)
-        .map_err(|e| InventoryError::Write {
-            id: inv.id(),
-            message: api_message(&e),
-        })
+    let patch = Patch::Apply(&cm);
+    let (written, _) = with_retry(retry, || api.patch(&inv.name, &params, &patch)).await;
+    written.map(drop).map_err(|e| InventoryError::Write {
+        id: inv.id(),
+        message: e.to_string(),
+    })
 }
 
 /// `old ∪ new` by key (the new entry wins).

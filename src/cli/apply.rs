@@ -85,7 +85,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             let done = Arc::new(AtomicUsize::new(0));
             applier = applier.with_progress(Arc::new(move |_r: &ObjectResult| {
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                eprint!("\r{}\r", progress_bar(n, total));
+                // Redrawn once per percent.
+                if n == total || n.is_multiple_of(total.div_ceil(100)) {
+                    eprint!("\r{}\r", progress_bar(n, total));
+                }
             }));
         }
         let report = applier.apply(&objects, &opts).await;

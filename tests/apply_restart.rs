@@ -97,6 +97,13 @@ async fn api_server_restart_during_a_500_object_apply() {
         let first = task.await.expect("apply task").expect("apply returns a report");
         let elapsed = started.elapsed();
 
+        // The kill came in the middle and was noticed (failures or retries).
+        assert!(at < OBJECTS, "round {round}: the apply was over before the kill");
+        assert!(
+            first.summary.failed > 0 || first.summary.apply_requests > OBJECTS,
+            "round {round}: {:?}",
+            first.summary
+        );
         // Bounded: every object has a result, failures say why, nothing was pruned.
         assert_eq!(first.results.len(), OBJECTS, "round {round}: {}", lines(&first));
         assert_eq!(first.summary.pruned, 0, "round {round}: {}", lines(&first));

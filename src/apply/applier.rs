@@ -264,38 +264,7 @@ impl Applier {
             }
             live.extend(self.snapshot(&unlisted, &owner, opts).await);
             let is_crd_wave = prepared.iter().any(|p| order::is_crd(&p.key.group, &p.key.kind));
-            // Unchanged objects are settled at once; the others are sent concurrently.
-            // Futures are collected before they are streamed: a stream holding the closure
-            // would make `apply`'s future not provably `Send` (not spawnable).
-            let mut wave_results: Vec<(usize, ObjectResult)> = Vec::new();
-            let mut tasks = Vec::new();
-            for (n, p) in prepared.into_iter().enumerate() {
-                let live = live.remove(&p.key).unwrap_or(Live::Unknown);
-                if let Live::Present(l) = &live
-                    && !opts.only_drifted
-                    && ssa::live_matches(&p, l)
-                {
-                    let r = synced(p, Action::Unchanged, String::new());
-                    self.report_progress(&r);
-                    wave_results.push((n, r));
-                    continue;
-                }
-                let requests = &requests;
-                tasks.push(async move {
-                    let r = self.apply_prepared(p, live, opts, requests).await;
-                    self.report_progress(&r);
-                    (n, r)
-                });
-            }
-            let sent: Vec<(usize, ObjectResult)> = futures::stream::iter(tasks)
-                .buffer_unordered(opts.concurrency.max(1))
-                .collect()
-                .await;
-            wave_results.extend(sent);
-            // Results in input order, whatever order the answers came in.
-            wave_results.sort_by_key(|(n, _)| *n);
-            let wave_results: Vec<ObjectResult> = wave_results.into_iter().map(|(_, r)| r).collect();
-            let mut wave_results = wave_results;
+            let mut wave_results = self.send_wave(prepared, live, opts, &requests).await;
             if is_crd_wave && !opts.dry_run {
                 self.wait_established(&mut wave_results, opts.crd_timeout).await;
                 self.discovery.invalidate().await;
@@ -314,55 +283,11 @@ impl Applier {
             }
         }
 
-        let new_keys: HashSet<ObjectKey> = entries.iter().map(|e| e.key.clone()).collect();
-        let mut prune_skipped = Vec::new();
-        let mut kept = Vec::new();
-        let mut inventory_error = None;
-        if opts.prune
-            && let Some(inv) = &opts.inventory
-        {
-            let candidates: Vec<Entry> = old
-                .iter()
-                .filter(|e| !new_keys.contains(&e.key))
-                .cloned()
-                .collect();
-            let outcome = self.prune(candidates, &inv.id(), opts).await;
-            for (entry, result) in outcome {
-                match result {
-                    PruneOutcome::Done(r) => self.push(&mut results, r),
-                    PruneOutcome::Keep(r) => {
-                        kept.push(entry);
-                        self.push(&mut results, r);
-                    }
-                    PruneOutcome::NotOurs => prune_skipped.push(entry.key),
-                }
-            }
-        } else {
-            kept = old
-                .iter()
-                .filter(|e| !new_keys.contains(&e.key))
-                .cloned()
-                .collect();
-        }
-        if let Some(inv) = &opts.inventory
-            && !opts.dry_run
-        {
-            let mut final_entries = entries;
-            final_entries.extend(kept);
-            // Objects whose apply failed stay with their old hash: they are still desired.
-            let final_set = inventory::union(&[], &final_entries);
-            // On failure the widened inventory written before the waves still covers every
-            // object; the failure is reported, the per-object results stay.
-            if let Err(e) =
-                inventory::write(&self.client, inv, &final_set, &opts.field_manager, opts.retry).await
-            {
-                inventory_error = Some(e.to_string());
-            }
-        }
+        let (prune_skipped, inventory_error) = self.prune_and_record(&old, entries, opts, &mut results).await;
         if let Some(limit) = opts.wait
             && !opts.dry_run
         {
-            self.wait_ready(&mut results, objects, opts, limit).await;
+            self.wait_ready(&mut results, opts, limit).await;
         }
         let summary = Summary::of(&results, requests.load(Ordering::Relaxed));
         Ok(ApplyReport {
@@ -410,6 +335,93 @@ impl Applier {
             .buffered(opts.concurrency.max(1))
             .collect()
             .await)
+    }
+
+    /// Applies one wave: objects whose live copy already matches are `unchanged` at once,
+    /// the others are sent concurrently. Results in input order.
+    async fn send_wave(
+        &self,
+        prepared: Vec<Prepared>,
+        mut live: HashMap<ObjectKey, Live>,
+        opts: &ApplyOptions,
+        requests: &AtomicUsize,
+    ) -> Vec<ObjectResult> {
+        // Futures are collected before they are streamed: a stream holding the closure
+        // would make `apply`'s future not provably `Send` (not spawnable).
+        let mut results: Vec<(usize, ObjectResult)> = Vec::new();
+        let mut tasks = Vec::new();
+        for (n, p) in prepared.into_iter().enumerate() {
+            let live = live.remove(&p.key).unwrap_or(Live::Unknown);
+            if let Live::Present(l) = &live
+                && !opts.only_drifted
+                && ssa::live_matches(&p, l)
+            {
+                let r = synced(p, Action::Unchanged, String::new());
+                self.report_progress(&r);
+                results.push((n, r));
+                continue;
+            }
+            tasks.push(async move {
+                let r = self.apply_prepared(p, live, opts, requests).await;
+                self.report_progress(&r);
+                (n, r)
+            });
+        }
+        let sent: Vec<(usize, ObjectResult)> = futures::stream::iter(tasks)
+            .buffer_unordered(opts.concurrency.max(1))
+            .collect()
+            .await;
+        results.extend(sent);
+        // Whatever order the answers came in.
+        results.sort_by_key(|(n, _)| *n);
+        results.into_iter().map(|(_, r)| r).collect()
+    }
+
+    /// After the waves: prunes what left the set (when asked) and records the inventory as
+    /// the new set plus what could not be pruned. Returns the objects not pruned because
+    /// another owner has them now, and the inventory write's failure.
+    async fn prune_and_record(
+        &self,
+        old: &[Entry],
+        entries: Vec<Entry>,
+        opts: &ApplyOptions,
+        results: &mut Vec<ObjectResult>,
+    ) -> (Vec<ObjectKey>, Option<String>) {
+        let Some(inv) = &opts.inventory else {
+            return (Vec::new(), None);
+        };
+        let new_keys: HashSet<&ObjectKey> = entries.iter().map(|e| &e.key).collect();
+        let gone: Vec<Entry> = old
+            .iter()
+            .filter(|e| !new_keys.contains(&e.key))
+            .cloned()
+            .collect();
+        let mut prune_skipped = Vec::new();
+        let mut kept = Vec::new();
+        if opts.prune {
+            for (entry, outcome) in self.prune(gone, &inv.id(), opts).await {
+                match outcome {
+                    PruneOutcome::Done(r) => self.push(results, r),
+                    PruneOutcome::Keep(r) => {
+                        kept.push(entry);
+                        self.push(results, r);
+                    }
+                    PruneOutcome::NotOurs => prune_skipped.push(entry.key),
+                }
+            }
+        } else {
+            kept = gone;
+        }
+        if opts.dry_run {
+            return (prune_skipped, None);
+        }
+        // Objects whose apply failed stay listed: they are still desired. On a failed write
+        // the widened inventory written before the waves still covers every object.
+        let mut final_entries = entries;
+        final_entries.extend(kept);
+        let final_set = inventory::union(&[], &final_entries);
+        let written = inventory::write(&self.client, inv, &final_set, &opts.field_manager, opts.retry).await;
+        (prune_skipped, written.err().map(|e| e.to_string()))
     }
 
     /// Records `old ∪ entries` as the inventory (before the objects are applied).
@@ -716,13 +728,7 @@ impl Applier {
     }
 
     /// `--wait`: synced objects that are not ready within `limit` fail.
-    async fn wait_ready(
-        &self,
-        results: &mut [ObjectResult],
-        _objects: &[DesiredObject],
-        opts: &ApplyOptions,
-        limit: Duration,
-    ) {
+    async fn wait_ready(&self, results: &mut [ObjectResult], opts: &ApplyOptions, limit: Duration) {
         let deadline = Instant::now() + limit;
         let checks = results
             .iter()

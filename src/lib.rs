@@ -4,14 +4,18 @@
 //! - [`go`]: Go's runtime model — values, `fmt`/`strconv` printing, time — the ground floor.
 //! - [`template`]: the Go `text/template` engine with Go value semantics (no Helm, no Kubernetes).
 //! - [`encoding`]: byte-exact JSON/YAML encoders and the YAML 1.1 loader.
+//! - [`kinds`]: Helm's install order of Kubernetes kinds, shared by `chart` and `apply`.
 //! - [`chart`]: Helm charts: loading, values, dependencies, rendering, manifests.
 //! - [`stack`]: cluster stacks: versions, names, release layout, runtime values, whole-release render.
+//! - [`apply`]: server-side apply of manifests: order, status, inventory/prune, diff, health.
 //! - [`cli`]: argument parsing and output formatting for the `capstan` binary.
 
+pub mod apply;
 pub mod chart;
 pub mod cli;
 pub mod encoding;
 pub mod go;
-pub mod stack;
+pub mod kinds;
 pub mod source;
+pub mod stack;
 pub mod template;

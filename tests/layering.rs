@@ -12,20 +12,24 @@ use std::path::{Path, PathBuf};
 /// Each top-level module and the modules it may use (besides itself).
 const MAY_USE: &[(&str, &[&str])] = &[
     ("go", &[]),
+    // Kubernetes kind facts (Helm's install order) shared by `chart` and `apply`.
+    ("kinds", &[]),
     ("encoding", &["go"]),
     ("template", &["go", "encoding"]),
-    ("chart", &["go", "encoding", "template"]),
-    ("stack", &["go", "encoding", "template", "chart"]),
-    ("source", &["go", "encoding", "stack"]),
-    ("apply", &["go", "encoding"]),
+    ("chart", &["go", "kinds", "encoding", "template"]),
+    ("stack", &["go", "kinds", "encoding", "template", "chart"]),
+    ("source", &["go", "kinds", "encoding", "stack"]),
+    ("apply", &["go", "kinds", "encoding"]),
     (
         "operator",
-        &["go", "encoding", "template", "chart", "stack", "source", "apply"],
+        &[
+            "go", "kinds", "encoding", "template", "chart", "stack", "source", "apply",
+        ],
     ),
     (
         "cli",
         &[
-            "go", "encoding", "template", "chart", "stack", "source", "apply", "operator",
+            "go", "kinds", "encoding", "template", "chart", "stack", "source", "apply", "operator",
         ],
     ),
 ];

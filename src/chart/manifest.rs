@@ -8,47 +8,9 @@ use crate::chart::Chart;
 use crate::chart::values;
 use crate::go::value::Value;
 
-/// Kinds in the order Helm installs them; unknown kinds follow, alphabetically.
-pub const INSTALL_ORDER: &[&str] = &[
-    "PriorityClass",
-    "Namespace",
-    "NetworkPolicy",
-    "ResourceQuota",
-    "LimitRange",
-    "PodSecurityPolicy",
-    "PodDisruptionBudget",
-    "ServiceAccount",
-    "Secret",
-    "SecretList",
-    "ConfigMap",
-    "StorageClass",
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "CustomResourceDefinition",
-    "ClusterRole",
-    "ClusterRoleList",
-    "ClusterRoleBinding",
-    "ClusterRoleBindingList",
-    "Role",
-    "RoleList",
-    "RoleBinding",
-    "RoleBindingList",
-    "Service",
-    "DaemonSet",
-    "Pod",
-    "ReplicationController",
-    "ReplicaSet",
-    "Deployment",
-    "HorizontalPodAutoscaler",
-    "StatefulSet",
-    "Job",
-    "CronJob",
-    "IngressClass",
-    "Ingress",
-    "APIService",
-    "MutatingWebhookConfiguration",
-    "ValidatingWebhookConfiguration",
-];
+/// Kinds in the order Helm installs them; unknown kinds follow, alphabetically. The table
+/// lives in [`crate::kinds`] so the applier shares it without depending on charts.
+pub use crate::kinds::INSTALL_ORDER;
 
 const HOOK_ANNOTATION: &str = "helm.sh/hook";
 const HOOK_EVENTS: &[&str] = &[

@@ -6,6 +6,10 @@ mod render;
 mod render_release;
 mod stack_input;
 mod version;
+// `capstan apply` / `capstan diff` (issue 12) and the flags they share.
+mod apply;
+mod diff;
+mod kube;
 
 use std::process::ExitCode;
 
@@ -40,6 +44,10 @@ enum Command {
     Render(Box<render::Args>),
     /// Cluster-stack releases: compare what an upgrade changes.
     Releases(releases::Args),
+    /// Server-side apply manifests to a cluster.
+    Apply(Box<apply::Args>),
+    /// Show what `capstan apply` would change (exit code 1 when anything differs).
+    Diff(Box<diff::Args>),
 }
 
 /// Entry point of the binary: parse arguments, set up logging, run the subcommand.
@@ -47,12 +55,14 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.log_format);
     let result = match cli.command {
-        Command::Version(args) => version::run(&args),
-        Command::Render(args) => render::run(&args),
-        Command::Releases(args) => releases::run(&args),
+        Command::Releases(args) => releases::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Version(args) => version::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Render(args) => render::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Apply(args) => apply::run(&args),
+        Command::Diff(args) => return diff::run(&args),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(err) => {
             eprintln!("Error: {err:#}");
             ExitCode::FAILURE
@@ -62,7 +72,9 @@ pub fn main() -> ExitCode {
 
 fn init_tracing(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("CAPSTAN_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    // kube-client logs every failed request; capstan reports them per object instead.
+    let filter =
+        EnvFilter::try_from_env("CAPSTAN_LOG").unwrap_or_else(|_| EnvFilter::new("warn,kube_client=off"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -27,6 +27,9 @@ pub struct TestCluster {
     server: String,
     kubeconfig: PathBuf,
     client: Client,
+    apiserver_bin: PathBuf,
+    api_args: Vec<String>,
+    restarts: usize,
     // Drop order matters: the API server stops before etcd, files go last.
     apiserver: ChildGuard,
     etcd: ChildGuard,
@@ -114,6 +117,7 @@ impl TestCluster {
             &api_args,
             &root.join("kube-apiserver.log"),
         )?;
+        let apiserver_bin = bins.kube_apiserver.clone();
 
         let server = format!("https://127.0.0.1:{api_port}");
         let kubeconfig = root.join("kubeconfig");
@@ -128,6 +132,9 @@ impl TestCluster {
             server,
             kubeconfig,
             client,
+            apiserver_bin,
+            api_args,
+            restarts: 0,
             apiserver,
             etcd,
             dir,
@@ -179,6 +186,23 @@ impl TestCluster {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
+    }
+
+    /// Kills the kube-apiserver (SIGKILL); etcd keeps running. For fault tests: requests
+    /// fail until [`TestCluster::start_apiserver`].
+    pub fn kill_apiserver(&mut self) {
+        self.apiserver.kill();
+    }
+
+    /// Starts the kube-apiserver again (same port, same etcd) and waits until it is ready.
+    pub async fn start_apiserver(&mut self) -> Result<()> {
+        self.restarts += 1;
+        let log = self
+            .dir
+            .path()
+            .join(format!("kube-apiserver-{}.log", self.restarts));
+        self.apiserver = ChildGuard::spawn("kube-apiserver", &self.apiserver_bin, &self.api_args, &log)?;
+        self.wait_ready().await
     }
 
     /// A client authenticated as a cluster admin (group `system:masters`).

@@ -46,6 +46,12 @@ impl ChildGuard {
         self.child.id()
     }
 
+    /// Kills the process (SIGKILL) and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// `Some(description)` once the process has exited.
     pub fn exited(&mut self) -> Option<String> {
         match self.child.try_wait() {

@@ -5,10 +5,12 @@
 //! - [`template`]: the Go `text/template` engine with Go value semantics (no Helm, no Kubernetes).
 //! - [`encoding`]: byte-exact JSON/YAML encoders and the YAML 1.1 loader.
 //! - [`chart`]: Helm charts: loading, values, dependencies, rendering, manifests.
+//! - [`operator`]: the `clusterstack.x-k8s.io` API types, their CRDs and webhook rules.
 //! - [`cli`]: argument parsing and output formatting for the `capstan` binary.
 
 pub mod chart;
 pub mod cli;
 pub mod encoding;
 pub mod go;
+pub mod operator;
 pub mod template;

@@ -1,5 +1,6 @@
 //! The `capstan` command line: one file per subcommand; parsing and output only.
 
+mod crds;
 mod render;
 mod version;
 
@@ -34,6 +35,8 @@ enum Command {
     Version(version::Args),
     /// Render a Helm chart offline, like `helm template`.
     Render(Box<render::Args>),
+    /// Print the CustomResourceDefinitions of capstan's clusterstack.x-k8s.io API (YAML).
+    Crds(crds::Args),
 }
 
 /// Entry point of the binary: parse arguments, set up logging, run the subcommand.
@@ -43,6 +46,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Version(args) => version::run(&args),
         Command::Render(args) => render::run(&args),
+        Command::Crds(args) => crds::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,7 +10,6 @@
 //! `--crds DIR` also installs the CRDs of a directory first.
 
 #[path = "../tests/support/mod.rs"]
-#[allow(unused_imports)]
 mod support;
 
 use std::io::Read;

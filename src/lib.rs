@@ -8,6 +8,7 @@
 //! - [`chart`]: Helm charts: loading, values, dependencies, rendering, manifests.
 //! - [`stack`]: cluster stacks: versions, names, release layout, runtime values, whole-release render.
 //! - [`apply`]: server-side apply of manifests: order, status, inventory/prune, diff, health.
+//! - [`operator`]: the `clusterstack.x-k8s.io` API types, their CRDs and webhook rules.
 //! - [`cli`]: argument parsing and output formatting for the `capstan` binary.
 
 pub mod apply;
@@ -16,6 +17,7 @@ pub mod cli;
 pub mod encoding;
 pub mod go;
 pub mod kinds;
+pub mod operator;
 pub mod source;
 pub mod stack;
 pub mod template;

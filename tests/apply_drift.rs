@@ -5,7 +5,6 @@
 //! rejected token. One API server for the whole file.
 
 mod apply_common;
-#[allow(unused_imports)]
 mod support;
 
 use std::collections::BTreeMap;

@@ -4,7 +4,6 @@
 //! `CAPSTAN_APPLY_RESTARTS=N` runs N rounds (each with changed objects, so all are sent).
 
 mod apply_common;
-#[allow(unused_imports)]
 mod support;
 
 use std::sync::Arc;

@@ -5,7 +5,6 @@
 //! in order on it).
 
 mod apply_common;
-#[allow(unused_imports)]
 mod support;
 
 use std::collections::BTreeMap;

@@ -1,5 +1,6 @@
 //! The `capstan` command line: one file per subcommand; parsing and output only.
 
+mod crds;
 mod output;
 mod releases;
 mod render;
@@ -48,6 +49,8 @@ enum Command {
     Apply(Box<apply::Args>),
     /// Show what `capstan apply` would change (exit code 1 when anything differs).
     Diff(Box<diff::Args>),
+    /// Print the CustomResourceDefinitions of capstan's clusterstack.x-k8s.io API (YAML).
+    Crds(crds::Args),
 }
 
 /// Entry point of the binary: parse arguments, set up logging, run the subcommand.
@@ -60,6 +63,7 @@ pub fn main() -> ExitCode {
         Command::Render(args) => render::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Apply(args) => apply::run(&args),
         Command::Diff(args) => return diff::run(&args),
+        Command::Crds(args) => crds::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -9,6 +9,9 @@ pub fn value_to_json(v: &crate::template::Value) -> serde_json::Value {
         Value::Int(i) | Value::Int64(i) => (*i).into(),
         Value::Uint8(u) => (*u).into(),
         Value::Uint64(u) => (*u).into(),
+        // YAML numbers load as float64 (Helm's values typing); Go's encoding/json prints an
+        // integral float64 without a fraction (`1`, not `1.0`), so Kubernetes reads an integer.
+        Value::Float(f) if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 => (*f as i64).into(),
         Value::Float(f) => {
             serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number)
         }

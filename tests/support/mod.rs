@@ -11,7 +11,7 @@
 //! let cluster = support::TestCluster::start(&bins, "mgmt").await.unwrap();
 //! let client = cluster.client();
 //! ```
-#![allow(dead_code)] // each test binary uses its own subset of the harness
+#![allow(dead_code, unused_imports)] // each test binary uses its own subset of the harness
 
 mod binaries;
 mod cluster;

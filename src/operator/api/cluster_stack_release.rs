@@ -1,0 +1,69 @@
+//! `ClusterStackRelease`: one release of a cluster stack in a namespace, named after its
+//! release tag (`docker-ferrol-1-27-v2`). Its status lists every object applied for it.
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::conditions::Condition;
+use super::resource::Resource;
+
+/// One release of a cluster stack, named after its release tag.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+// `printcolumn(...)` entries repeat `type_ = "string"`, which clippy takes for duplicates.
+#[allow(clippy::duplicated_attributes)]
+#[kube(
+    group = "clusterstack.x-k8s.io",
+    version = "v1alpha1",
+    kind = "ClusterStackRelease",
+    namespaced,
+    status = "ClusterStackReleaseStatus",
+    shortname = "cskr",
+    derive = "PartialEq",
+    doc = "One release of a cluster stack, named after its release tag: its ClusterClass and \
+           the objects applied for it.",
+    printcolumn(
+        name = "K8s Version",
+        type_ = "string",
+        json_path = ".status.kubernetesVersion"
+    ),
+    printcolumn(name = "Ready", type_ = "boolean", json_path = ".status.ready"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
+    ),
+    printcolumn(
+        name = "Message",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].message"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStackReleaseSpec {
+    /// The provider's `<X>ClusterStackRelease`, when the stack has a provider-specific part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::object_reference_schema")]
+    pub provider_ref: Option<ObjectReference>,
+}
+
+/// What the operator observed of a release.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStackReleaseStatus {
+    /// Every object applied for the release, with the outcome of its last apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<Resource>,
+    /// Kubernetes version of the release with its patch level, e.g. `v1.27.3`, from the
+    /// release's metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
+    /// Whether the release is ready to use.
+    #[serde(default)]
+    pub ready: bool,
+    /// Observations (`Downloaded`, `Rendered`, `Applied`, …); `Ready` summarises them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}

@@ -1,0 +1,4 @@
+//! Admission webhooks of the operator. [`validate`] holds the rules as pure functions; the
+//! HTTPS server that answers the API server with them comes later.
+
+pub mod validate;

@@ -14,7 +14,8 @@ mod shared;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use capstan::chart::render::{RenderOptions, render};
+use capstan::chart::compiled::CompiledChart;
+use capstan::chart::render::RenderOptions;
 use capstan::chart::{Chart, load};
 use capstan::go::value::GoType;
 use capstan::template::funcs::{Func, FuncMap};
@@ -201,8 +202,10 @@ fn check_chart(corpus: &Path, entry: &shared::CorpusEntry) -> Result<(), String>
         serde_json::from_str(&std::fs::read_to_string(golden_path).map_err(|e| format!("golden: {e}"))?)
             .map_err(|e| format!("golden: {e}"))?;
     let chart = load::load(&corpus.join("charts").join(&entry.id)).map_err(|e| format!("load: {e}"))?;
-    let ours =
-        render(&chart, &Value::empty_map(), &RenderOptions::default()).map_err(|e| format!("render: {e}"))?;
+    // Compiled like the operator renders: the render takes the template set parsed at compile time.
+    let ours = CompiledChart::new(chart)
+        .and_then(|c| c.render(&Value::empty_map(), &RenderOptions::default()))
+        .map_err(|e| format!("render: {e}"))?;
     if !golden.keys().eq(ours.keys()) {
         let missing: Vec<_> = golden.keys().filter(|k| !ours.contains_key(*k)).collect();
         let extra: Vec<_> = ours.keys().filter(|k| !golden.contains_key(*k)).collect();
@@ -228,7 +231,9 @@ fn check_chart(corpus: &Path, entry: &shared::CorpusEntry) -> Result<(), String>
 fn check_failure(corpus: &Path, failure: &shared::ExpectedFailure) -> Result<(), String> {
     let (stage, error) = match load::load(&corpus.join("failing").join(&failure.id)) {
         Err(e) => ("load", e.to_string()),
-        Ok(chart) => match render(&chart, &Value::empty_map(), &RenderOptions::default()) {
+        Ok(chart) => match CompiledChart::new(chart)
+            .and_then(|c| c.render(&Value::empty_map(), &RenderOptions::default()))
+        {
             Err(e) => ("render", e.to_string()),
             Ok(_) => return Err(format!("rendered, but Helm fails with: {}", failure.helm_error)),
         },

@@ -11,7 +11,9 @@ use crate::chart::coalesce::{
 };
 use crate::chart::metadata::Dependency;
 use crate::chart::{Chart, values};
-use crate::go::value::Value;
+use crate::go::value::frozen::Frozen;
+use crate::go::value::{MapKind, Value};
+use std::sync::Arc;
 
 /// The chart tree with values ready to render: enabled subcharts only, processed defaults.
 pub struct Processed<'c> {
@@ -168,7 +170,7 @@ fn import_values(
     for dep in deps.iter_mut() {
         let mut rewritten = Vec::new();
         for iv in &dep.import_values {
-            let (child, parent) = match iv {
+            let (child, parent) = match &iv.thaw() {
                 Value::String(s) => (format!("exports.{s}"), ".".to_string()),
                 Value::Map(m) => {
                     let get = |k: &str| {
@@ -180,13 +182,14 @@ fn import_values(
                 }
                 _ => continue,
             };
-            rewritten.push(Value::Map(crate::go::value::Map::new(
-                crate::go::value::MapKind::String,
-                BTreeMap::from([
-                    ("child".to_string(), Value::from(child.as_str())),
-                    ("parent".to_string(), Value::from(parent.as_str())),
+            rewritten.push(Frozen::Map {
+                kind: MapKind::String,
+                nil: false,
+                entries: Arc::from(vec![
+                    ("child".to_string(), Frozen::String(child.as_str().into())),
+                    ("parent".to_string(), Frozen::String(parent.as_str().into())),
                 ]),
-            )));
+            });
             if let Some(table) = path_table(&cvals, &format!("{}.{child}", dep.name)) {
                 merge_tables(&imported, &path_to_map(&parent, deep_copy(&table)));
             }

@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 
 use crate::chart::ignore::{IgnoreError, Rules};
 use crate::chart::metadata::{ChartYaml, DecodeError, ValidationError, check_lock};
-use crate::chart::{Chart, ChartFile, values};
+use crate::chart::{Chart, ChartFile, Memo, values};
+use crate::go::value::frozen::Frozen;
 
 /// Largest single file Helm accepts (`loader.MaxDecompressedFileSize`).
 pub const MAX_FILE_SIZE: u64 = 5 * 1024 * 1024;
@@ -467,6 +468,7 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
     let mut templates = Vec::new();
     let mut other = Vec::new();
     let mut values_text = None;
+    let memo = Memo::default();
     let mut schema = None;
     let mut subcharts: BTreeMap<String, Vec<ChartFile>> = BTreeMap::new();
     for f in files {
@@ -479,7 +481,11 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
             })?,
             "values.yaml" => {
                 let values = text(&f.data);
-                values::parse(&values, "values.yaml").map_err(|e| LoadError::Values(e.msg))?;
+                // Helm reads values.yaml at load time; the decoded tree is kept for renders.
+                let parsed = values::parse(&values, "values.yaml").map_err(|e| LoadError::Values(e.msg))?;
+                if let Ok(frozen) = Frozen::freeze(&parsed) {
+                    let _ = memo.defaults.set(frozen);
+                }
                 values_text = Some(values);
             }
             "values.schema.json" => schema = Some(f.data),
@@ -576,6 +582,7 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
         schema,
         dependencies,
         source: PathBuf::new(),
+        memo,
     })
 }
 

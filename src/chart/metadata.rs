@@ -43,7 +43,7 @@ pub struct Dependency {
     pub tags: Vec<String>,
     pub enabled: bool,
     /// `import-values` entries as written (strings or `{child, parent}` maps).
-    pub import_values: Vec<crate::go::value::Value>,
+    pub import_values: Vec<crate::go::value::frozen::Frozen>,
     pub alias: String,
 }
 
@@ -363,7 +363,14 @@ fn dependency(entries: &[(String, Value)]) -> Result<Dependency, DecodeError> {
             "enabled" => set_bool(&mut d.enabled, v, &at)?,
             "import-values" => match v {
                 Value::Nil => d.import_values.clear(),
-                Value::List(l) => d.import_values = l.items.as_ref().clone(),
+                Value::List(l) => {
+                    d.import_values = l
+                        .items
+                        .iter()
+                        .map(crate::go::value::frozen::Frozen::freeze)
+                        .collect::<Result<_, _>>()
+                        .map_err(|e| DecodeError::Shape(format!("{at}: {e}")))?
+                }
                 other => return Err(type_error(other, &at, "[]interface {}")),
             },
             _ => {}

@@ -5,6 +5,7 @@
 
 pub mod checks;
 pub mod coalesce;
+pub mod compiled;
 pub mod dependencies;
 pub mod glob;
 pub mod ignore;
@@ -19,6 +20,9 @@ pub mod values;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use crate::go::value::frozen::Frozen;
 
 pub use metadata::{Dependency, Maintainer, Metadata};
 
@@ -39,6 +43,17 @@ pub struct Chart {
     pub dependencies: Vec<Chart>,
     /// Where it was loaded from, for error messages.
     pub source: PathBuf,
+    /// What every render derives from the fields above, computed once. A chart is not
+    /// changed after loading; a changed copy must start from `Memo::default()`.
+    pub memo: Memo,
+}
+
+/// Per-chart results shared by every render and thread: the decoded `values.yaml` and the
+/// `.Files` map.
+#[derive(Debug, Clone, Default)]
+pub struct Memo {
+    pub(crate) defaults: OnceLock<Frozen>,
+    files: OnceLock<Arc<objects::FileMap>>,
 }
 
 /// A file of a chart: its path relative to the chart root and its bytes.
@@ -61,11 +76,15 @@ impl Chart {
         })
     }
 
-    /// `.Files` content as a name → bytes map.
-    pub fn files_map(&self) -> BTreeMap<String, Vec<u8>> {
-        self.files
-            .iter()
-            .map(|f| (f.name.clone(), f.data.clone()))
-            .collect()
+    /// `.Files` content as a name → bytes map, built once and shared.
+    pub fn files_map(&self) -> Arc<objects::FileMap> {
+        Arc::clone(self.memo.files.get_or_init(|| {
+            Arc::new(
+                self.files
+                    .iter()
+                    .map(|f| (f.name.clone(), Arc::from(&f.data[..])))
+                    .collect::<BTreeMap<_, _>>(),
+            )
+        }))
     }
 }

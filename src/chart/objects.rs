@@ -4,6 +4,7 @@
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use base64::Engine as _;
 
@@ -12,20 +13,21 @@ use crate::go::fmt as gofmt;
 use crate::go::value::{GoType, List, ListKind, Method, Object, Value, go_lossy};
 use crate::template::funcs::{arg_str, helm::to_yaml_trimmed};
 
+/// A chart's files by name; shared by every render of the chart, on any thread.
+pub type FileMap = BTreeMap<String, Arc<[u8]>>;
+
 /// `.Files`: a chart's non-template files (`map[string][]byte` with methods).
 #[derive(Debug, Clone, Default)]
 pub struct Files {
-    files: Rc<BTreeMap<String, Rc<[u8]>>>,
+    files: Arc<FileMap>,
 }
 
 impl Files {
-    pub fn new(files: BTreeMap<String, Vec<u8>>) -> Files {
-        Files {
-            files: Rc::new(files.into_iter().map(|(k, v)| (k, Rc::from(v))).collect()),
-        }
+    pub fn new(files: Arc<FileMap>) -> Files {
+        Files { files }
     }
 
-    fn get(&self, name: &str) -> Option<&Rc<[u8]>> {
+    fn get(&self, name: &str) -> Option<&Arc<[u8]>> {
         self.files.get(name)
     }
 
@@ -36,10 +38,10 @@ impl Files {
             .files
             .iter()
             .filter(|(name, _)| glob.as_ref().is_ok_and(|g| g.matches(name)))
-            .map(|(k, v)| (k.clone(), Rc::clone(v)))
+            .map(|(k, v)| (k.clone(), Arc::clone(v)))
             .collect();
         Files {
-            files: Rc::new(selected),
+            files: Arc::new(selected),
         }
     }
 
@@ -91,8 +93,7 @@ impl Object for Files {
             "GetBytes" => Method::new(&[GoType::String], move |args| {
                 Ok(Value::Bytes(
                     this.get(arg_str(&args[0]))
-                        .cloned()
-                        .unwrap_or_else(|| Rc::from(Vec::new())),
+                        .map_or_else(|| Rc::from(Vec::new()), |d| Rc::from(&d[..])),
                 ))
             }),
             "Glob" => Method::new(&[GoType::String], move |args| {
@@ -131,7 +132,7 @@ impl Object for Files {
         Some(
             self.files
                 .iter()
-                .map(|(k, v)| (k.clone(), Value::Bytes(Rc::clone(v))))
+                .map(|(k, v)| (k.clone(), Value::Bytes(Rc::from(&v[..]))))
                 .collect(),
         )
     }
@@ -146,7 +147,7 @@ impl Files {
         Value::map(
             self.files
                 .iter()
-                .map(|(k, v)| (k.clone(), Value::Bytes(Rc::clone(v))))
+                .map(|(k, v)| (k.clone(), Value::Bytes(Rc::from(&v[..]))))
                 .collect(),
         )
     }
@@ -548,10 +549,13 @@ mod tests {
 
     #[test]
     fn binary_files_read_as_go_byte_strings() {
-        let files = Files::new(BTreeMap::from([
-            ("bin".to_string(), vec![0xff, b'a', b'\n', 0xc3, b'\n']),
-            ("txt".to_string(), "hé\n".as_bytes().to_vec()),
-        ]));
+        let files = Files::new(Arc::new(BTreeMap::from([
+            (
+                "bin".to_string(),
+                Arc::from(&[0xff, b'a', b'\n', 0xc3, b'\n'][..]),
+            ),
+            ("txt".to_string(), Arc::from("hé\n".as_bytes())),
+        ])));
         let got = call(&files, "Get", "bin");
         assert!(matches!(&got, Value::ByteString(b) if b[..] == [0xff, b'a', b'\n', 0xc3, b'\n']));
         assert_eq!(got.type_name(), "string");

@@ -2,8 +2,9 @@
 //! template set named by full path, the built-in objects per chart, Helm's parse/execution
 //! order, and `<no value>` removal per file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use crate::chart::coalesce::{ChartValues, coalesce_values};
 use crate::chart::dependencies::{self, Processed};
@@ -12,6 +13,7 @@ use crate::chart::objects::{Capabilities, Files, KubeVersion};
 use crate::chart::{Chart, schema, values};
 use crate::go::value::{Map, MapKind, Value};
 use crate::template::exec::NO_VALUE;
+use crate::template::exec::TreeSet;
 use crate::template::funcs::FuncEnv;
 use crate::template::{FuncMap, MissingKey, Templates};
 
@@ -59,53 +61,63 @@ pub enum RenderError {
     Template(String),
 }
 
-/// One template to render: its full name, text and the top-level object of its chart.
-struct Renderable {
-    text: String,
+/// One template to render: its text and the top-level object of its chart.
+struct Renderable<'c> {
+    data: &'c [u8],
     dot: Map,
     base_path: String,
 }
 
+/// Parsed template sets of one chart, by the ordered names of their templates (which
+/// subcharts a render enables depends on its values, so a chart can have several sets).
+/// Shared by the renders of a [`crate::chart::compiled::CompiledChart`] on every thread.
+#[derive(Default)]
+pub struct ParsedSets {
+    sets: Mutex<HashMap<Vec<String>, Arc<TreeSet>>>,
+}
+
+/// More distinct sets than real charts ever need; past it the cache starts over.
+const MAX_PARSED_SETS: usize = 64;
+
+impl ParsedSets {
+    fn get(&self, order: &[String]) -> Option<Arc<TreeSet>> {
+        let sets = self.sets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        sets.get(order).cloned()
+    }
+
+    fn insert(&self, order: &[String], trees: Arc<TreeSet>) {
+        let mut sets = self.sets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if sets.len() >= MAX_PARSED_SETS {
+            sets.clear();
+        }
+        sets.insert(order.to_vec(), trees);
+    }
+}
+
 /// Renders `chart` with the user's `values`: `{template path → output}` for every non-partial
 /// template of the chart and its enabled subcharts, NOTES.txt and empty outputs included.
+/// Parses every template; to render a chart many times, use a `CompiledChart`.
 pub fn render(
     chart: &Chart,
     user_values: &Value,
     opts: &RenderOptions,
 ) -> Result<BTreeMap<String, String>, RenderError> {
+    render_with(chart, user_values, opts, None)
+}
+
+/// [`render`], taking parsed template sets from `parsed` and adding the ones it parses.
+pub fn render_with(
+    chart: &Chart,
+    user_values: &Value,
+    opts: &RenderOptions,
+    parsed: Option<&ParsedSets>,
+) -> Result<BTreeMap<String, String>, RenderError> {
     let processed = dependencies::process(chart, user_values)?;
     let values = coalesce_values(&processed.tree, user_values, false).into_values();
     schema::validate(&processed.tree, &values)?;
-    let caps = Value::Object(Rc::new(Capabilities::new(
-        opts.kube_version.clone(),
-        &opts.api_versions,
-    )));
-    let release = release_object(opts);
-
-    let mut renderables = BTreeMap::new();
-    collect(
-        &processed,
-        &processed.tree,
-        chart.name(),
-        &values,
-        &caps,
-        &release,
-        true,
-        &mut renderables,
-    );
-
-    let mut set = Templates::with_funcs(FuncMap::helm_shared(&opts.env));
-    set.set_missing_key(if opts.strict {
-        MissingKey::Error
-    } else {
-        MissingKey::Zero
-    });
+    let renderables = renderables(chart, &processed, &values, opts);
     let order = helm_order(renderables.keys());
-    for name in &order {
-        let r = &renderables[name.as_str()];
-        set.parse(name, &r.text)
-            .map_err(|e| RenderError::Template(e.helm_message()))?;
-    }
+    let set = template_set(&renderables, &order, opts, parsed)?;
 
     let mut out = BTreeMap::new();
     for name in &order {
@@ -131,6 +143,73 @@ pub fn render(
     Ok(out)
 }
 
+/// Parses the templates `user_values` enable into `parsed`, without rendering.
+pub fn prepare(chart: &Chart, user_values: &Value, parsed: &ParsedSets) -> Result<(), RenderError> {
+    let opts = RenderOptions::default();
+    let processed = dependencies::process(chart, user_values)?;
+    let values = coalesce_values(&processed.tree, user_values, false).into_values();
+    let renderables = renderables(chart, &processed, &values, &opts);
+    let order = helm_order(renderables.keys());
+    template_set(&renderables, &order, &opts, Some(parsed)).map(drop)
+}
+
+fn renderables<'c>(
+    chart: &'c Chart,
+    processed: &Processed<'c>,
+    values: &Value,
+    opts: &RenderOptions,
+) -> BTreeMap<String, Renderable<'c>> {
+    let caps = Value::Object(Rc::new(Capabilities::new(
+        opts.kube_version.clone(),
+        &opts.api_versions,
+    )));
+    let release = release_object(opts);
+    let mut renderables = BTreeMap::new();
+    collect(
+        processed,
+        &processed.tree,
+        chart.name(),
+        values,
+        &caps,
+        &release,
+        true,
+        &mut renderables,
+    );
+    renderables
+}
+
+/// The template set of a render: parsed here in Helm's order, or taken from `parsed` when
+/// an earlier render enabled the same templates.
+fn template_set(
+    renderables: &BTreeMap<String, Renderable<'_>>,
+    order: &[String],
+    opts: &RenderOptions,
+    parsed: Option<&ParsedSets>,
+) -> Result<Templates, RenderError> {
+    let funcs = FuncMap::helm_shared(&opts.env);
+    let mut set = match parsed.and_then(|p| p.get(order)) {
+        Some(trees) => Templates::from_trees(funcs, trees),
+        None => {
+            let mut set = Templates::with_funcs(funcs);
+            for name in order {
+                let text = String::from_utf8_lossy(renderables[name.as_str()].data);
+                set.parse(name, &text)
+                    .map_err(|e| RenderError::Template(e.helm_message()))?;
+            }
+            if let Some(p) = parsed {
+                p.insert(order, set.trees());
+            }
+            set
+        }
+    };
+    set.set_missing_key(if opts.strict {
+        MissingKey::Error
+    } else {
+        MissingKey::Zero
+    });
+    Ok(set)
+}
+
 fn base_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
@@ -148,15 +227,15 @@ pub fn helm_order<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
 /// Builds the top-level object of `node`'s chart and registers its templates; returns it
 /// for the parent's `.Subcharts`.
 #[allow(clippy::too_many_arguments)]
-fn collect(
-    processed: &Processed<'_>,
-    node: &ChartValues<'_>,
+fn collect<'c>(
+    processed: &Processed<'c>,
+    node: &ChartValues<'c>,
     full_path: &str,
     values: &Value,
     caps: &Value,
     release: &Value,
     is_root: bool,
-    out: &mut BTreeMap<String, Renderable>,
+    out: &mut BTreeMap<String, Renderable<'c>>,
 ) -> Map {
     let dot = Map::new(MapKind::Values, BTreeMap::new());
     let deps = processed.dependencies.get(full_path).cloned().unwrap_or_default();
@@ -201,7 +280,7 @@ fn collect(
         out.insert(
             format!("{full_path}/{}", t.name),
             Renderable {
-                text: String::from_utf8_lossy(&t.data).into_owned(),
+                data: &t.data,
                 dot: dot.clone(),
                 base_path: format!("{full_path}/templates"),
             },
@@ -249,7 +328,10 @@ fn chart_object(m: &Metadata, name: &str, deps: &[Dependency], is_root: bool) ->
                 ("Condition".to_string(), s(&d.condition)),
                 ("Tags".to_string(), strings(&d.tags)),
                 ("Enabled".to_string(), Value::Bool(d.enabled)),
-                ("ImportValues".to_string(), Value::list(d.import_values.clone())),
+                (
+                    "ImportValues".to_string(),
+                    Value::list(d.import_values.iter().map(|v| v.thaw()).collect()),
+                ),
                 ("Alias".to_string(), s(&d.alias)),
             ]))
         })

@@ -219,6 +219,7 @@ mod tests {
             schema: Some(schema.as_bytes().to_vec()),
             dependencies: Vec::new(),
             source: "t".into(),
+            memo: Default::default(),
         }
     }
 

@@ -5,6 +5,7 @@ use crate::chart::Chart;
 use crate::chart::coalesce::{new_table, table};
 use crate::encoding::yaml_load;
 use crate::go::value::Value;
+use crate::go::value::frozen::Frozen;
 
 /// A values file that cannot be read.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -58,14 +59,22 @@ fn merge_maps(a: &Value, b: &Value) -> Value {
 
 /// The chart's own default values (`values.yaml`), or an empty table.
 pub fn chart_defaults(chart: &Chart) -> Result<Value, ValuesError> {
-    match &chart.values_text {
-        Some(text) => parse_with_context(
-            text,
-            &format!("{}/values.yaml", chart.name()),
-            "cannot load values.yaml".to_string(),
-        ),
-        None => Ok(new_table()),
+    if let Some(frozen) = chart.memo.defaults.get() {
+        return Ok(frozen.thaw());
     }
+    let Some(text) = &chart.values_text else {
+        return Ok(new_table());
+    };
+    let parsed = parse_with_context(
+        text,
+        &format!("{}/values.yaml", chart.name()),
+        "cannot load values.yaml".to_string(),
+    )?;
+    // Charts built in memory (not by the loader) are decoded here, once.
+    if let Ok(frozen) = Frozen::freeze(&parsed) {
+        let _ = chart.memo.defaults.set(frozen);
+    }
+    Ok(parsed)
 }
 
 /// Helm's `LoadValues`: the Kubernetes reader splits the text at `---` lines, and each

@@ -8,10 +8,11 @@ use std::rc::Rc;
 use anyhow::{Context, bail};
 
 use crate::chart::coalesce::merge_tables;
+use crate::chart::compiled::CompiledChart;
 use crate::chart::ignore::Glob;
 use crate::chart::manifest::{self, StreamOptions};
 use crate::chart::objects::KubeVersion;
-use crate::chart::render::{RenderOptions, render};
+use crate::chart::render::RenderOptions;
 use crate::chart::{Chart, load, strvals, values};
 use crate::template::funcs::FuncEnv;
 
@@ -151,7 +152,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         env: Rc::new(FuncEnv::system()),
         ..RenderOptions::default()
     };
-    let rendered = render(&chart, &user_values, &opts)?;
+    let compiled = CompiledChart::new(chart)?;
+    let rendered = compiled.render(&user_values, &opts)?;
+    let chart = compiled.chart();
     let mut out = std::io::stdout().lock();
     match args.output {
         Format::TemplatesJson => {

@@ -14,6 +14,7 @@ use std::fmt;
 use std::rc::Rc;
 
 pub mod cycles;
+pub mod frozen;
 
 /// A dynamic Go value.
 #[derive(Clone)]

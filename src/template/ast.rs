@@ -5,7 +5,9 @@
 //! its byte offset in the source and prints itself exactly like Go's `String()` methods.
 
 use std::fmt;
-use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::go::value::Value;
 
 /// Byte offset of a node in its template's source text.
 pub type Pos = usize;
@@ -18,7 +20,7 @@ pub struct Tree {
     /// Name used in error locations: the file the text was parsed from.
     pub parse_name: String,
     /// The full source text of the file (positions index into it).
-    pub text: Rc<str>,
+    pub text: Arc<str>,
     pub root: List,
 }
 
@@ -85,7 +87,7 @@ impl Node {
 #[derive(Debug, Clone)]
 pub struct Text {
     pub pos: Pos,
-    pub text: Rc<[u8]>,
+    pub text: Arc<[u8]>,
 }
 
 /// `{{/* ... */}}`; kept so trees print back faithfully.
@@ -145,6 +147,31 @@ pub struct Command {
     pub args: Vec<Expr>,
 }
 
+/// The value of a string literal. Kept apart from [`Value`] (whose strings are `Rc`) so that
+/// parse trees are `Send + Sync` and one compiled chart can be rendered from many threads.
+#[derive(Debug, Clone)]
+pub enum StrLit {
+    Utf8(Arc<str>),
+    /// Escapes that leave invalid UTF-8 (`"\xff"`): a Go string that is not valid UTF-8.
+    Bytes(Arc<[u8]>),
+}
+
+impl StrLit {
+    pub fn from_go_bytes(bytes: Vec<u8>) -> StrLit {
+        match String::from_utf8(bytes) {
+            Ok(s) => StrLit::Utf8(s.into()),
+            Err(e) => StrLit::Bytes(e.into_bytes().into()),
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        match self {
+            StrLit::Utf8(s) => Value::String(s.as_ref().into()),
+            StrLit::Bytes(b) => Value::ByteString(b.as_ref().into()),
+        }
+    }
+}
+
 /// An operand.
 #[derive(Debug, Clone)]
 pub enum Expr {
@@ -159,7 +186,7 @@ pub enum Expr {
     String {
         pos: Pos,
         quoted: String,
-        value: crate::go::value::Value,
+        value: StrLit,
     },
     /// A function name.
     Identifier(Pos, String),

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::go::fmt as gofmt;
 use crate::go::value::cycles;
@@ -50,6 +51,10 @@ pub enum MissingKey {
     Error,
 }
 
+/// Parsed templates by name: what a [`Templates`] set shares with its copies and, being
+/// `Send + Sync`, with sets on other threads.
+pub type TreeSet = HashMap<String, Arc<Tree>>;
+
 /// A set of named templates sharing one define namespace and one function map.
 ///
 /// Parse once, execute many times; cloning is cheap (trees are shared).
@@ -58,9 +63,9 @@ pub struct Templates {
     funcs: Rc<FuncMap>,
     /// The trees parsed while the set was not shared. Behind an `Rc` so that `tpl`, which
     /// works on a copy of the set, copies a pointer instead of every define of the chart.
-    trees: Rc<HashMap<String, Rc<Tree>>>,
+    trees: Arc<TreeSet>,
     /// Trees added to a copy (by `tpl`), which shadow `trees`; small.
-    added: HashMap<String, Rc<Tree>>,
+    added: HashMap<String, Arc<Tree>>,
     missing_key: MissingKey,
     step_budget: u64,
 }
@@ -79,11 +84,26 @@ impl Templates {
     pub fn with_funcs(funcs: Rc<FuncMap>) -> Templates {
         Templates {
             funcs,
-            trees: Rc::new(HashMap::new()),
+            trees: Arc::new(HashMap::new()),
             added: HashMap::new(),
             missing_key: MissingKey::Default,
             step_budget: DEFAULT_STEP_BUDGET,
         }
+    }
+
+    /// A set over trees parsed before, possibly by another thread: the parse trees are
+    /// immutable and `Send + Sync`, the function map is this thread's.
+    pub fn from_trees(funcs: Rc<FuncMap>, trees: Arc<TreeSet>) -> Templates {
+        Templates {
+            trees,
+            ..Templates::with_funcs(funcs)
+        }
+    }
+
+    /// The parsed trees of the set, to be shared with sets on other threads
+    /// ([`Templates::from_trees`]). Trees added by `tpl` to a copy are not included.
+    pub fn trees(&self) -> Arc<TreeSet> {
+        Arc::clone(&self.trees)
     }
 
     pub fn set_missing_key(&mut self, missing_key: MissingKey) {
@@ -112,22 +132,22 @@ impl Templates {
 
     /// [`Templates::parse`], also returning the file's own tree (whether or not it was
     /// added to the set).
-    fn parse_returning_main(&mut self, name: &str, text: &str) -> Result<Rc<Tree>, ParseError> {
+    fn parse_returning_main(&mut self, name: &str, text: &str) -> Result<Arc<Tree>, ParseError> {
         let funcs = Rc::clone(&self.funcs);
         let parsed = parser::parse(name, text, &|f| funcs.contains(f))?;
-        let main = Rc::new(parsed.main);
-        self.add_tree(Rc::clone(&main));
+        let main = Arc::new(parsed.main);
+        self.add_tree(Arc::clone(&main));
         for tree in parsed.defines {
-            self.add_tree(Rc::new(tree));
+            self.add_tree(Arc::new(tree));
         }
         Ok(main)
     }
 
-    fn add_tree(&mut self, tree: Rc<Tree>) {
+    fn add_tree(&mut self, tree: Arc<Tree>) {
         if tree.is_empty() && self.has(&tree.name) {
             return;
         }
-        match Rc::get_mut(&mut self.trees) {
+        match Arc::get_mut(&mut self.trees) {
             // Not shared with a copy: add in place (every parse before execution).
             Some(trees) => {
                 self.added.remove(&tree.name);
@@ -140,7 +160,7 @@ impl Templates {
     }
 
     /// The template of that name.
-    fn tree(&self, name: &str) -> Option<&Rc<Tree>> {
+    fn tree(&self, name: &str) -> Option<&Arc<Tree>> {
         self.added.get(name).or_else(|| self.trees.get(name))
     }
 
@@ -664,7 +684,7 @@ impl<'a, 's> State<'a, 's> {
                     Expr::Dot(_) => Ok(dot.clone()),
                     Expr::Nil(_) => Err(self.errorf("nil is not a command")),
                     Expr::Number(n) => self.ideal_constant(first, n),
-                    Expr::String { value, .. } => Ok(EVal::concrete(value.clone())),
+                    Expr::String { value, .. } => Ok(EVal::concrete(value.to_value())),
                     _ => Err(self.errorf(format!(
                         "can't evaluate command {}",
                         gofmt::quote(&first.to_string())
@@ -1016,7 +1036,7 @@ impl<'a, 's> State<'a, 's> {
                 _ => self.literal_mismatch(arg, typ),
             },
             Expr::String { value, .. } => match typ {
-                GoType::String | GoType::Any | GoType::Reflect => Ok(value.clone()),
+                GoType::String | GoType::Any | GoType::Reflect => Ok(value.to_value()),
                 _ => self.literal_mismatch(arg, typ),
             },
             Expr::Number(n) => match typ {

@@ -8,7 +8,7 @@
 
 mod literal;
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::go::fmt::quote;
 use crate::template::ast::{
@@ -36,7 +36,7 @@ pub struct ParsedFile {
 pub fn parse(parse_name: &str, text: &str, is_func: &dyn Fn(&str) -> bool) -> Result<ParsedFile, ParseError> {
     let mut p = Parser {
         parse_name,
-        source: Rc::from(text),
+        source: Arc::from(text),
         lexer: Lexer::new(text),
         toks: Vec::new(),
         cur: 0,
@@ -102,7 +102,7 @@ impl Scope {
 
 struct Parser<'a, 'f> {
     parse_name: &'a str,
-    source: Rc<str>,
+    source: Arc<str>,
     lexer: Lexer<'a>,
     /// Every token lexed so far; `cur` is the next one to hand out.
     toks: Vec<Token<'a>>,
@@ -207,7 +207,7 @@ impl<'a> Parser<'a, '_> {
         Tree {
             name,
             parse_name: self.parse_name.to_string(),
-            text: Rc::clone(&self.source),
+            text: Arc::clone(&self.source),
             root,
         }
     }
@@ -299,7 +299,7 @@ impl<'a> Parser<'a, '_> {
         match tok.kind {
             Kind::Text => Ok(Item::Node(Node::Text(Text {
                 pos: tok.pos,
-                text: Rc::from(tok.val.as_bytes()),
+                text: Arc::from(tok.val.as_bytes()),
             }))),
             Kind::LeftDelim => {
                 self.scope.action_line = tok.line;
@@ -671,7 +671,7 @@ impl<'a> Parser<'a, '_> {
                 Expr::String {
                     pos: tok.pos,
                     quoted: tok.val.to_string(),
-                    value: crate::go::value::Value::from_go_bytes(bytes),
+                    value: crate::template::ast::StrLit::from_go_bytes(bytes),
                 }
             }
             _ => {

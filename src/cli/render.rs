@@ -161,7 +161,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             out.write_all(templates_json(&rendered)?.as_bytes())?;
         }
         Format::Yaml | Format::Json => {
-            let manifests = manifest::build(&chart, &rendered)?;
+            let manifests = manifest::build(chart, &rendered)?;
             let stream_opts = StreamOptions {
                 include_crds: args.include_crds,
                 skip_tests: args.skip_tests,
@@ -169,7 +169,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 // `--show-only` filters the finished stream, as `helm template` does.
                 show_only: Vec::new(),
             };
-            let mut stream = manifest::stream(&chart, &manifests, &stream_opts);
+            let mut stream = manifest::stream(chart, &manifests, &stream_opts);
             if !args.show_only.is_empty() {
                 stream = show_only(&stream, &args.show_only)?;
             }

@@ -18,6 +18,10 @@ use capstan::chart::compiled::CompiledChart;
 use capstan::chart::render::RenderOptions;
 use capstan::chart::{load, values};
 
+// The allocator of the `capstan` binary, so the numbers are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let (Some(chart_dir), Some(values_file)) = (args.next(), args.next()) else {
@@ -43,7 +47,8 @@ fn main() -> anyhow::Result<()> {
         .collect();
 
     let start = Instant::now();
-    let chart = load::load(std::path::Path::new(&chart_dir)).with_context(|| format!("loading {chart_dir}"))?;
+    let chart =
+        load::load(std::path::Path::new(&chart_dir)).with_context(|| format!("loading {chart_dir}"))?;
     let compiled = CompiledChart::new(chart)?;
     let compile_ms = start.elapsed().as_secs_f64() * 1000.0;
 

@@ -26,12 +26,14 @@ fn values_text(chart: &str, i: usize) -> String {
             "controlPlane:\n  replicas: {}\nnetwork:\n  podCIDR: 10.{i}.0.0/16\n",
             1 + 2 * (i % 3)
         )),
-        // Odd sets disable two subcharts: their templates leave the set.
-        _ => text.push_str(&format!(
-            "postgresql:\n  enabled: {}\nredis:\n  enabled: {}\n",
-            i.is_multiple_of(2),
-            i.is_multiple_of(2)
-        )),
+        // Subcharts enabled, disabled, their values nulled or left alone: different
+        // template sets, and value sets that share an enablement with different values.
+        _ => text.push_str(match i % 4 {
+            0 => "postgresql:\n  enabled: true\nredis:\n  enabled: true\n",
+            1 => "postgresql:\n  enabled: false\nredis:\n  enabled: false\n",
+            2 => "postgresql: null\ntags:\n  unused: false\n",
+            _ => "redis:\n  enabled: false\n  architecture: standalone\n",
+        }),
     }
     text
 }

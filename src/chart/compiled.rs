@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::chart::render::{self, ParsedSets, RenderError, RenderOptions};
+use crate::chart::render::{self, RenderCache, RenderError, RenderOptions};
 use crate::chart::{Chart, values};
 use crate::go::value::Value;
 
@@ -12,12 +12,13 @@ use crate::go::value::Value;
 ///
 /// `Send + Sync`: share one with `Arc` and render it from any number of threads at once.
 /// What is shared is immutable — the chart's files, the decoded `values.yaml` of every
-/// chart, the parse trees of each set of enabled subcharts met so far; everything a render
+/// chart, and for each enablement of subcharts met so far its dependency processing and
+/// parse trees (see [`crate::chart::enablement`]); everything a render
 /// changes (values, built-in objects, the function environment of `RenderOptions`) is
 /// created inside the render, on its thread.
 pub struct CompiledChart {
     chart: Chart,
-    parsed: ParsedSets,
+    cache: RenderCache,
 }
 
 impl CompiledChart {
@@ -27,10 +28,10 @@ impl CompiledChart {
     pub fn new(chart: Chart) -> Result<CompiledChart, RenderError> {
         decode_values(&chart)?;
         let compiled = CompiledChart {
+            cache: RenderCache::new(&chart),
             chart,
-            parsed: ParsedSets::default(),
         };
-        let _ = render::prepare(&compiled.chart, &Value::empty_map(), &compiled.parsed);
+        let _ = render::prepare(&compiled.chart, &Value::empty_map(), &compiled.cache);
         Ok(compiled)
     }
 
@@ -45,7 +46,7 @@ impl CompiledChart {
         user_values: &Value,
         opts: &RenderOptions,
     ) -> Result<BTreeMap<String, String>, RenderError> {
-        render::render_with(&self.chart, user_values, opts, Some(&self.parsed))
+        render::render_with(&self.chart, user_values, opts, Some(&self.cache))
     }
 }
 

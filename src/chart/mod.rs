@@ -7,6 +7,7 @@ pub mod checks;
 pub mod coalesce;
 pub mod compiled;
 pub mod dependencies;
+pub mod enablement;
 pub mod glob;
 pub mod ignore;
 pub mod load;

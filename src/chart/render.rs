@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::chart::coalesce::{ChartValues, coalesce_values};
 use crate::chart::dependencies::{self, Processed};
+use crate::chart::enablement::{FrozenProcessed, Key, Probes};
 use crate::chart::metadata::{Dependency, Metadata};
 use crate::chart::objects::{Capabilities, Files, KubeVersion};
 use crate::chart::{Chart, schema, values};
@@ -68,26 +69,62 @@ struct Renderable<'c> {
     base_path: String,
 }
 
-/// Parsed template sets of one chart, by the ordered names of their templates (which
-/// subcharts a render enables depends on its values, so a chart can have several sets).
-/// Shared by the renders of a [`crate::chart::compiled::CompiledChart`] on every thread.
-#[derive(Default)]
-pub struct ParsedSets {
+/// What renders of one chart can share, on every thread: the dependency processing of each
+/// enablement of subcharts met so far (by the user values that decide it) and the parsed
+/// template set of each. Kept by a [`crate::chart::compiled::CompiledChart`].
+pub struct RenderCache {
+    probes: Probes,
+    processed: Mutex<Vec<(Key, Arc<FrozenProcessed>)>>,
     sets: Mutex<HashMap<Vec<String>, Arc<TreeSet>>>,
 }
 
-/// More distinct sets than real charts ever need; past it the cache starts over.
-const MAX_PARSED_SETS: usize = 64;
+/// More enablements than real charts ever see; past it a cache starts over.
+const MAX_CACHED: usize = 64;
 
-impl ParsedSets {
-    fn get(&self, order: &[String]) -> Option<Arc<TreeSet>> {
-        let sets = self.sets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        sets.get(order).cloned()
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl RenderCache {
+    pub fn new(chart: &Chart) -> RenderCache {
+        RenderCache {
+            probes: Probes::of(chart),
+            processed: Mutex::new(Vec::new()),
+            sets: Mutex::new(HashMap::new()),
+        }
     }
 
-    fn insert(&self, order: &[String], trees: Arc<TreeSet>) {
-        let mut sets = self.sets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if sets.len() >= MAX_PARSED_SETS {
+    /// Dependency processing for `user`, reused when an earlier render's values agreed on
+    /// every path that decides the enabled subcharts.
+    fn process<'c>(&self, chart: &'c Chart, user: &Value) -> Result<Processed<'c>, RenderError> {
+        let Some(key) = self.probes.key(user) else {
+            return Ok(dependencies::process(chart, user)?);
+        };
+        let hit = locked(&self.processed)
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, p)| Arc::clone(p));
+        if let Some(processed) = hit.and_then(|p| p.thaw(chart)) {
+            return Ok(processed);
+        }
+        let processed = dependencies::process(chart, user)?;
+        if let Some(frozen) = FrozenProcessed::freeze(&processed) {
+            let mut cached = locked(&self.processed);
+            if cached.len() >= MAX_CACHED {
+                cached.clear();
+            }
+            cached.push((key, Arc::new(frozen)));
+        }
+        Ok(processed)
+    }
+
+    fn set(&self, order: &[String]) -> Option<Arc<TreeSet>> {
+        locked(&self.sets).get(order).cloned()
+    }
+
+    fn insert_set(&self, order: &[String], trees: Arc<TreeSet>) {
+        let mut sets = locked(&self.sets);
+        if sets.len() >= MAX_CACHED {
             sets.clear();
         }
         sets.insert(order.to_vec(), trees);
@@ -105,19 +142,23 @@ pub fn render(
     render_with(chart, user_values, opts, None)
 }
 
-/// [`render`], taking parsed template sets from `parsed` and adding the ones it parses.
+/// [`render`], reusing from `cache` what earlier renders of the same chart prepared, and
+/// adding to it.
 pub fn render_with(
     chart: &Chart,
     user_values: &Value,
     opts: &RenderOptions,
-    parsed: Option<&ParsedSets>,
+    cache: Option<&RenderCache>,
 ) -> Result<BTreeMap<String, String>, RenderError> {
-    let processed = dependencies::process(chart, user_values)?;
+    let processed = match cache {
+        Some(cache) => cache.process(chart, user_values)?,
+        None => dependencies::process(chart, user_values)?,
+    };
     let values = coalesce_values(&processed.tree, user_values, false).into_values();
     schema::validate(&processed.tree, &values)?;
     let renderables = renderables(chart, &processed, &values, opts);
     let order = helm_order(renderables.keys());
-    let set = template_set(&renderables, &order, opts, parsed)?;
+    let set = template_set(&renderables, &order, opts, cache)?;
 
     let mut out = BTreeMap::new();
     for name in &order {
@@ -143,14 +184,15 @@ pub fn render_with(
     Ok(out)
 }
 
-/// Parses the templates `user_values` enable into `parsed`, without rendering.
-pub fn prepare(chart: &Chart, user_values: &Value, parsed: &ParsedSets) -> Result<(), RenderError> {
+/// Processes dependencies and parses the templates for `user_values` into `cache`, without
+/// rendering.
+pub fn prepare(chart: &Chart, user_values: &Value, cache: &RenderCache) -> Result<(), RenderError> {
     let opts = RenderOptions::default();
-    let processed = dependencies::process(chart, user_values)?;
+    let processed = cache.process(chart, user_values)?;
     let values = coalesce_values(&processed.tree, user_values, false).into_values();
     let renderables = renderables(chart, &processed, &values, &opts);
     let order = helm_order(renderables.keys());
-    template_set(&renderables, &order, &opts, Some(parsed)).map(drop)
+    template_set(&renderables, &order, &opts, Some(cache)).map(drop)
 }
 
 fn renderables<'c>(
@@ -184,10 +226,10 @@ fn template_set(
     renderables: &BTreeMap<String, Renderable<'_>>,
     order: &[String],
     opts: &RenderOptions,
-    parsed: Option<&ParsedSets>,
+    cache: Option<&RenderCache>,
 ) -> Result<Templates, RenderError> {
     let funcs = FuncMap::helm_shared(&opts.env);
-    let mut set = match parsed.and_then(|p| p.get(order)) {
+    let mut set = match cache.and_then(|c| c.set(order)) {
         Some(trees) => Templates::from_trees(funcs, trees),
         None => {
             let mut set = Templates::with_funcs(funcs);
@@ -196,8 +238,8 @@ fn template_set(
                 set.parse(name, &text)
                     .map_err(|e| RenderError::Template(e.helm_message()))?;
             }
-            if let Some(p) = parsed {
-                p.insert(order, set.trees());
+            if let Some(c) = cache {
+                c.insert_set(order, set.trees());
             }
             set
         }

@@ -49,12 +49,14 @@ pub struct Chart {
     pub memo: Memo,
 }
 
-/// Per-chart results shared by every render and thread: the decoded `values.yaml` and the
-/// `.Files` map.
+/// Per-chart results shared by every render and thread: the decoded `values.yaml`, the
+/// `.Files` map and the compiled values schema.
 #[derive(Debug, Clone, Default)]
 pub struct Memo {
     pub(crate) defaults: OnceLock<Frozen>,
     files: OnceLock<Arc<objects::FileMap>>,
+    /// `values.schema.json`, compiled (or why it cannot be).
+    pub(crate) schema: OnceLock<Result<Arc<jsonschema::Validator>, String>>,
 }
 
 /// A file of a chart: its path relative to the chart root and its bytes.

@@ -14,7 +14,7 @@ use crate::chart::objects::{Capabilities, Files, KubeVersion};
 use crate::chart::{Chart, schema, values};
 use crate::go::value::{Map, MapKind, Value};
 use crate::template::exec::NO_VALUE;
-use crate::template::exec::TreeSet;
+use crate::template::exec::SharedTrees;
 use crate::template::funcs::FuncEnv;
 use crate::template::{FuncMap, MissingKey, Templates};
 
@@ -75,7 +75,7 @@ struct Renderable<'c> {
 pub struct RenderCache {
     probes: Probes,
     processed: Mutex<Vec<(Key, Arc<FrozenProcessed>)>>,
-    sets: Mutex<HashMap<Vec<String>, Arc<TreeSet>>>,
+    sets: Mutex<HashMap<Vec<String>, SharedTrees>>,
 }
 
 /// More enablements than real charts ever see; past it a cache starts over.
@@ -118,11 +118,11 @@ impl RenderCache {
         Ok(processed)
     }
 
-    fn set(&self, order: &[String]) -> Option<Arc<TreeSet>> {
+    fn set(&self, order: &[String]) -> Option<SharedTrees> {
         locked(&self.sets).get(order).cloned()
     }
 
-    fn insert_set(&self, order: &[String], trees: Arc<TreeSet>) {
+    fn insert_set(&self, order: &[String], trees: SharedTrees) {
         let mut sets = locked(&self.sets);
         if sets.len() >= MAX_CACHED {
             sets.clear();
@@ -230,7 +230,7 @@ fn template_set(
 ) -> Result<Templates, RenderError> {
     let funcs = FuncMap::helm_shared(&opts.env);
     let mut set = match cache.and_then(|c| c.set(order)) {
-        Some(trees) => Templates::from_trees(funcs, trees),
+        Some(shared) => Templates::from_shared(funcs, shared),
         None => {
             let mut set = Templates::with_funcs(funcs);
             for name in order {
@@ -239,7 +239,7 @@ fn template_set(
                     .map_err(|e| RenderError::Template(e.helm_message()))?;
             }
             if let Some(c) = cache {
-                c.insert_set(order, set.trees());
+                c.insert_set(order, set.shared());
             }
             set
         }

@@ -7,6 +7,8 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::Value as Json;
 
@@ -34,7 +36,12 @@ pub fn validate(chart: &ChartValues<'_>, values: &Value) -> Result<(), SchemaErr
 
 fn collect(chart: &ChartValues<'_>, values: &Value, report: &mut String) -> Result<(), SchemaError> {
     if let Some(schema) = &chart.chart.schema {
-        let lines = check(schema, &to_json(values)).map_err(|msg| {
+        let validator = chart
+            .chart
+            .memo
+            .schema
+            .get_or_init(|| compile(schema).map(Arc::new));
+        let lines = check(validator, &to_json(values)).map_err(|msg| {
             SchemaError(format!(
                 "{}: values.schema.json: {msg}",
                 chart.chart.source.display()
@@ -59,10 +66,18 @@ fn collect(chart: &ChartValues<'_>, values: &Value, report: &mut String) -> Resu
     Ok(())
 }
 
-/// Validates one instance; returns the error lines (empty when valid).
-fn check(schema: &[u8], instance: &Json) -> Result<Vec<String>, String> {
+/// Compiles a chart's schema (once per chart: renders share it).
+fn compile(schema: &[u8]) -> Result<jsonschema::Validator, String> {
     let schema: Json = serde_json::from_slice(schema).map_err(|e| format!("invalid JSON: {e}"))?;
-    let validator = jsonschema::validator_for(&schema).map_err(|e| format!("invalid schema: {e}"))?;
+    jsonschema::validator_for(&schema).map_err(|e| format!("invalid schema: {e}"))
+}
+
+/// Validates one instance; returns the error lines (empty when valid).
+fn check(
+    validator: &Result<Arc<jsonschema::Validator>, String>,
+    instance: &Json,
+) -> Result<Vec<String>, String> {
+    let validator = validator.as_ref().map_err(String::clone)?;
     // Group by the first segment of the location, like Helm's nested "validation failed".
     let mut groups: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     for err in validator.iter_errors(instance) {

@@ -55,6 +55,49 @@ pub enum MissingKey {
 /// `Send + Sync`, with sets on other threads.
 pub type TreeSet = HashMap<String, Arc<Tree>>;
 
+/// A set's parsed templates together with the texts `tpl` parsed while executing it, for
+/// sets on other threads ([`Templates::from_shared`]). `Send + Sync`.
+#[derive(Clone)]
+pub struct SharedTrees {
+    trees: Arc<TreeSet>,
+    tpl: Arc<TplCache>,
+}
+
+/// Texts `tpl` parsed: charts pass the same value templates to `tpl` on every render.
+#[derive(Default)]
+struct TplCache {
+    parsed: std::sync::Mutex<HashMap<String, Arc<TplTrees>>>,
+}
+
+/// A `tpl` text's own tree and its defines.
+struct TplTrees {
+    main: Arc<Tree>,
+    defines: Vec<Arc<Tree>>,
+}
+
+/// Texts differ between renders when values do; past this many the cache starts over.
+const MAX_TPL_CACHED: usize = 4096;
+
+impl TplCache {
+    fn get(&self, text: &str) -> Option<Arc<TplTrees>> {
+        let parsed = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        parsed.get(text).cloned()
+    }
+
+    fn insert(&self, text: &str, trees: Arc<TplTrees>) {
+        let mut parsed = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        if parsed.len() >= MAX_TPL_CACHED {
+            parsed.clear();
+        }
+        parsed.insert(text.to_string(), trees);
+    }
+}
+
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<SharedTrees>();
+};
+
 /// A set of named templates sharing one define namespace and one function map.
 ///
 /// Parse once, execute many times; cloning is cheap (trees are shared).
@@ -66,6 +109,7 @@ pub struct Templates {
     trees: Arc<TreeSet>,
     /// Trees added to a copy (by `tpl`), which shadow `trees`; small.
     added: HashMap<String, Arc<Tree>>,
+    tpl: Arc<TplCache>,
     missing_key: MissingKey,
     step_budget: u64,
 }
@@ -86,24 +130,30 @@ impl Templates {
             funcs,
             trees: Arc::new(HashMap::new()),
             added: HashMap::new(),
+            tpl: Arc::default(),
             missing_key: MissingKey::Default,
             step_budget: DEFAULT_STEP_BUDGET,
         }
     }
 
     /// A set over trees parsed before, possibly by another thread: the parse trees are
-    /// immutable and `Send + Sync`, the function map is this thread's.
-    pub fn from_trees(funcs: Rc<FuncMap>, trees: Arc<TreeSet>) -> Templates {
+    /// immutable and `Send + Sync`, the function map is this thread's. The function map
+    /// must know the same names as the one the trees were parsed with.
+    pub fn from_shared(funcs: Rc<FuncMap>, shared: SharedTrees) -> Templates {
         Templates {
-            trees,
+            trees: shared.trees,
+            tpl: shared.tpl,
             ..Templates::with_funcs(funcs)
         }
     }
 
     /// The parsed trees of the set, to be shared with sets on other threads
-    /// ([`Templates::from_trees`]). Trees added by `tpl` to a copy are not included.
-    pub fn trees(&self) -> Arc<TreeSet> {
-        Arc::clone(&self.trees)
+    /// ([`Templates::from_shared`]). Trees added by `tpl` to a copy are not included.
+    pub fn shared(&self) -> SharedTrees {
+        SharedTrees {
+            trees: Arc::clone(&self.trees),
+            tpl: Arc::clone(&self.tpl),
+        }
     }
 
     pub fn set_missing_key(&mut self, missing_key: MissingKey) {
@@ -141,6 +191,32 @@ impl Templates {
             self.add_tree(Arc::new(tree));
         }
         Ok(main)
+    }
+
+    /// [`Templates::parse_returning_main`] for `tpl`: texts with actions are parsed once
+    /// and kept in the cache the set shares (plain texts are cheaper to parse than to keep).
+    fn parse_tpl(&mut self, text: &str) -> Result<Arc<Tree>, ParseError> {
+        if !text.contains("{{") {
+            return self.parse_returning_main(ROOT_NAME, text);
+        }
+        let parsed = match self.tpl.get(text) {
+            Some(parsed) => parsed,
+            None => {
+                let funcs = Rc::clone(&self.funcs);
+                let file = parser::parse(ROOT_NAME, text, &|f| funcs.contains(f))?;
+                let parsed = Arc::new(TplTrees {
+                    main: Arc::new(file.main),
+                    defines: file.defines.into_iter().map(Arc::new).collect(),
+                });
+                self.tpl.insert(text, Arc::clone(&parsed));
+                parsed
+            }
+        };
+        self.add_tree(Arc::clone(&parsed.main));
+        for tree in &parsed.defines {
+            self.add_tree(Arc::clone(tree));
+        }
+        Ok(Arc::clone(&parsed.main))
     }
 
     fn add_tree(&mut self, tree: Arc<Tree>) {
@@ -1148,7 +1224,7 @@ impl CallContext for State<'_, '_> {
         }
         let mut set = self.set.clone();
         let tree = set
-            .parse_returning_main(ROOT_NAME, text)
+            .parse_tpl(text)
             .map_err(|e| FuncError::msg(format!("cannot parse template {quoted}: {e}")))?;
         // Like Go, run the freshly parsed tree itself: an empty text that did not replace an
         // existing (outer tpl's) template of the same name still executes as empty.

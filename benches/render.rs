@@ -6,7 +6,8 @@
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
-use capstan::chart::load;
+use capstan::chart::compiled::CompiledChart;
+use capstan::chart::{load, values};
 use capstan::chart::render::{RenderOptions, render};
 use capstan::template::Value;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -50,6 +51,22 @@ fn bench_chart(c: &mut Criterion, name: &str, dir: &Path) {
     });
     c.bench_function(&format!("render {name}"), |b| {
         b.iter(|| render(black_box(&chart), &values, &opts).expect("renders"))
+    });
+    // Compiled once, then one render per value set, a different set each time (as the
+    // operator renders one chart for many clusters).
+    let compiled = CompiledChart::new(chart).expect("compiles");
+    let sets: Vec<Value> = (0..100)
+        .map(|i| {
+            values::parse(&format!("nameOverride: n{i}\nfullnameOverride: full-{i}\n"), "bench")
+                .expect("bench values")
+        })
+        .collect();
+    let mut next = 0;
+    c.bench_function(&format!("compiled render {name}"), |b| {
+        b.iter(|| {
+            next = (next + 1) % sets.len();
+            compiled.render(black_box(&sets[next]), &opts).expect("renders")
+        })
     });
 }
 

@@ -16,7 +16,8 @@ use std::rc::Rc;
 use crate::chart::checks;
 use crate::chart::manifest::{self, Manifests, StreamOptions};
 use crate::chart::objects::KubeVersion;
-use crate::chart::render::{RenderOptions as ChartOptions, render};
+use crate::chart::compiled::CompiledChart;
+use crate::chart::render::RenderOptions as ChartOptions;
 use crate::chart::{Chart, coalesce};
 use crate::template::funcs::FuncEnv;
 
@@ -84,7 +85,7 @@ pub enum RenderError {
 /// What to render for one part.
 pub struct PartInput<'a> {
     pub name: String,
-    pub chart: &'a Chart,
+    pub chart: &'a CompiledChart,
     pub release_name: String,
     pub namespace: String,
     pub kube_version: KubeVersion,
@@ -94,83 +95,138 @@ pub struct PartInput<'a> {
 
 /// Renders every part of `release` for the Cluster in `objects`: the ClusterClass chart,
 /// then the addon chart or each stage of the addon (in order of first appearance in
-/// `clusteraddon.yaml`).
+/// `clusteraddon.yaml`). To render a release for many Clusters, compile it once
+/// ([`CompiledRelease`]).
 pub fn render_release(
     release: &Release,
     objects: &ClusterObjects,
     opts: &RenderOptions,
 ) -> Result<Vec<Part>, RenderError> {
-    let tag = release.tag().to_string();
-    let part_error = |part: &str, chart: &str, message: String| RenderError::Part {
-        release: tag.clone(),
-        part: part.to_string(),
-        chart: chart.to_string(),
-        message,
-    };
-    let namespace = opts
-        .namespace
-        .clone()
-        .or_else(|| objects.cluster_namespace())
-        .unwrap_or_else(|| "default".to_string());
-    let mut parts = Vec::new();
-    let class_chart = release.cluster_class_chart()?;
-    parts.push(
-        render_part(
-            PartInput {
-                name: "cluster-class".into(),
-                chart: &class_chart,
-                release_name: release.tag().cluster_class_release_name(),
-                namespace,
-                kube_version: KubeVersion::helm_default(),
-                values: None,
-                include_crds: false,
-            },
-            &opts.env,
-        )
-        .map_err(|m| part_error("cluster-class", class_chart.name(), m))?,
-    );
-    let kube_version = KubeVersion::parse(&release.metadata().kubernetes).map_err(|e| {
-        part_error(
-            "cluster-addon",
-            "-",
-            format!("metadata.yaml: versions.kubernetes: {e}"),
-        )
-    })?;
-    for addon in release.addon_charts()? {
-        let name = match &addon.stage {
-            None => "cluster-addon".to_string(),
-            Some(stage) => format!("cluster-addon/{stage}"),
+    CompiledRelease::new(release)?.render(objects, opts)
+}
+
+/// A release with every chart loaded and compiled: renders it for any number of Clusters,
+/// from any thread (`Send + Sync`, like [`CompiledChart`]).
+pub struct CompiledRelease {
+    tag: String,
+    class_release_name: String,
+    class: CompiledChart,
+    /// `versions.kubernetes` of the metadata, or why it is not a version.
+    kube_version: Result<KubeVersion, String>,
+    addons: Vec<CompiledAddon>,
+}
+
+struct CompiledAddon {
+    /// `cluster-addon` or `cluster-addon/<stage>`.
+    part: String,
+    chart: CompiledChart,
+    values_template: Option<(String, String)>,
+}
+
+impl CompiledRelease {
+    pub fn new(release: &Release) -> Result<CompiledRelease, RenderError> {
+        let tag = release.tag().to_string();
+        let compile = |part: &str, chart: Chart| {
+            let name = chart.name().to_string();
+            CompiledChart::new(chart).map_err(|e| RenderError::Part {
+                release: tag.clone(),
+                part: part.to_string(),
+                chart: name,
+                message: e.to_string(),
+            })
         };
-        let values = match &addon.values_template {
-            None => None,
-            Some((file, text)) => Some(
-                compute_values(text, file, objects)
-                    .map_err(|e| part_error(&name, addon.chart.name(), e.to_string()))?,
-            ),
+        let class = compile("cluster-class", release.cluster_class_chart()?)?;
+        let mut addons = Vec::new();
+        for addon in release.addon_charts()? {
+            let part = match &addon.stage {
+                None => "cluster-addon".to_string(),
+                Some(stage) => format!("cluster-addon/{stage}"),
+            };
+            addons.push(CompiledAddon {
+                chart: compile(&part, addon.chart)?,
+                part,
+                values_template: addon.values_template,
+            });
+        }
+        Ok(CompiledRelease {
+            class_release_name: release.tag().cluster_class_release_name(),
+            tag,
+            class,
+            kube_version: KubeVersion::parse(&release.metadata().kubernetes).map_err(|e| e.to_string()),
+            addons,
+        })
+    }
+
+    /// Every part of the release for the Cluster in `objects`.
+    pub fn render(&self, objects: &ClusterObjects, opts: &RenderOptions) -> Result<Vec<Part>, RenderError> {
+        let part_error = |part: &str, chart: &str, message: String| RenderError::Part {
+            release: self.tag.clone(),
+            part: part.to_string(),
+            chart: chart.to_string(),
+            message,
         };
+        let namespace = opts
+            .namespace
+            .clone()
+            .or_else(|| objects.cluster_namespace())
+            .unwrap_or_else(|| "default".to_string());
+        let mut parts = Vec::new();
         parts.push(
             render_part(
                 PartInput {
-                    name: name.clone(),
-                    chart: &addon.chart,
-                    release_name: ADDON_RELEASE_NAME.into(),
-                    namespace: ADDON_NAMESPACE.into(),
-                    kube_version: kube_version.clone(),
-                    values,
-                    include_crds: true,
+                    name: "cluster-class".into(),
+                    chart: &self.class,
+                    release_name: self.class_release_name.clone(),
+                    namespace,
+                    kube_version: KubeVersion::helm_default(),
+                    values: None,
+                    include_crds: false,
                 },
                 &opts.env,
             )
-            .map_err(|m| part_error(&name, addon.chart.name(), m))?,
+            .map_err(|m| part_error("cluster-class", self.class.chart().name(), m))?,
         );
+        let kube_version = self.kube_version.clone().map_err(|e| {
+            part_error(
+                "cluster-addon",
+                "-",
+                format!("metadata.yaml: versions.kubernetes: {e}"),
+            )
+        })?;
+        for addon in &self.addons {
+            let chart_name = addon.chart.chart().name();
+            let values = match &addon.values_template {
+                None => None,
+                Some((file, text)) => Some(
+                    compute_values(text, file, objects)
+                        .map_err(|e| part_error(&addon.part, chart_name, e.to_string()))?,
+                ),
+            };
+            parts.push(
+                render_part(
+                    PartInput {
+                        name: addon.part.clone(),
+                        chart: &addon.chart,
+                        release_name: ADDON_RELEASE_NAME.into(),
+                        namespace: ADDON_NAMESPACE.into(),
+                        kube_version: kube_version.clone(),
+                        values,
+                        include_crds: true,
+                    },
+                    &opts.env,
+                )
+                .map_err(|m| part_error(&addon.part, chart_name, m))?,
+            );
+        }
+        Ok(parts)
     }
-    Ok(parts)
 }
 
 /// Renders one chart like `helm template` with the part's settings; the error is Helm's
 /// message.
 pub fn render_part(input: PartInput<'_>, env: &Rc<FuncEnv>) -> Result<Part, String> {
-    let chart = input.chart;
+    let compiled = input.chart;
+    let chart = compiled.chart();
     checks::check_dependencies(chart).map_err(|e| e.to_string())?;
     checks::check_kube_version(chart, &input.kube_version).map_err(|e| e.to_string())?;
     let values = match &input.values {
@@ -184,7 +240,7 @@ pub fn render_part(input: PartInput<'_>, env: &Rc<FuncEnv>) -> Result<Part, Stri
         env: env.clone(),
         ..ChartOptions::default()
     };
-    let rendered = render(chart, &values, &opts).map_err(|e| e.to_string())?;
+    let rendered = compiled.render(&values, &opts).map_err(|e| e.to_string())?;
     let manifests = manifest::build(chart, &rendered).map_err(|e| e.to_string())?;
     let stream = manifest::stream(
         chart,

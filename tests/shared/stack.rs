@@ -11,6 +11,7 @@ use capstan::chart::Chart;
 use capstan::chart::manifest::{self, StreamOptions};
 use capstan::chart::objects::KubeVersion;
 use capstan::stack::release::{Addon, Release};
+use capstan::chart::compiled::CompiledChart;
 use capstan::stack::render::{Part, PartInput, RenderOptions, render_part, render_release};
 use capstan::stack::values::ClusterObjects;
 use capstan::template::funcs::FuncEnv;
@@ -62,10 +63,11 @@ pub fn questions_for(
         path
     });
     let env = Rc::new(FuncEnv::deterministic(1, 1_700_000_000));
+    let compiled = CompiledChart::new(chart.clone()).expect("compiles");
     let default_version = render_part(
         PartInput {
             name: part.name.clone(),
-            chart,
+            chart: &compiled,
             release_name: part.release_name.clone(),
             namespace: part.namespace.clone(),
             kube_version: KubeVersion::helm_default(),

@@ -7,8 +7,8 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use capstan::chart::compiled::CompiledChart;
-use capstan::chart::{load, values};
 use capstan::chart::render::{RenderOptions, render};
+use capstan::chart::{load, values};
 use capstan::template::Value;
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -57,8 +57,11 @@ fn bench_chart(c: &mut Criterion, name: &str, dir: &Path) {
     let compiled = CompiledChart::new(chart).expect("compiles");
     let sets: Vec<Value> = (0..100)
         .map(|i| {
-            values::parse(&format!("nameOverride: n{i}\nfullnameOverride: full-{i}\n"), "bench")
-                .expect("bench values")
+            values::parse(
+                &format!("nameOverride: n{i}\nfullnameOverride: full-{i}\n"),
+                "bench",
+            )
+            .expect("bench values")
         })
         .collect();
     let mut next = 0;

@@ -179,7 +179,13 @@ pub fn render_with(
         let text = set
             .execute(name, &Value::Map(r.dot.clone()))
             .map_err(|e| RenderError::Template(e.helm_message()))?;
-        out.insert(name.clone(), text.replace(NO_VALUE, ""));
+        // Most outputs hold no `<no value>`: keep them instead of copying.
+        let text = if text.contains(NO_VALUE) {
+            text.replace(NO_VALUE, "")
+        } else {
+            text
+        };
+        out.insert(name.clone(), text);
     }
     Ok(out)
 }

@@ -737,20 +737,54 @@ fn take_list_children(list: &mut List, stack: &mut Vec<Value>) {
     }
 }
 
+/// Nesting up to which containers are dropped by the ordinary recursive drop glue (cheap);
+/// deeper ones go through [`drop_children`]'s explicit stack.
+const RECURSIVE_DROP_DEPTH: u32 = 128;
+
+thread_local! {
+    static DROP_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 impl Drop for Map {
     fn drop(&mut self) {
-        let mut stack = Vec::new();
-        take_map_children(self, &mut stack);
-        drop_children(&mut stack);
+        // Only the last owner frees the entries.
+        if Rc::strong_count(&self.entries) != 1 {
+            return;
+        }
+        let entries = match self.entries.try_borrow_mut() {
+            Ok(mut entries) => std::mem::take(&mut *entries),
+            Err(_) => return,
+        };
+        if let Err(entries) = drop_recursively_or_return(entries) {
+            let mut stack: Vec<Value> = entries.into_values().collect();
+            drop_children(&mut stack);
+        }
     }
 }
 
 impl Drop for List {
     fn drop(&mut self) {
-        let mut stack = Vec::new();
-        take_list_children(self, &mut stack);
-        drop_children(&mut stack);
+        let Some(items) = Rc::get_mut(&mut self.items) else {
+            return;
+        };
+        let items = std::mem::take(items);
+        if let Err(mut items) = drop_recursively_or_return(items) {
+            drop_children(&mut items);
+        }
     }
+}
+
+/// Drops `value` with the ordinary recursive drop glue when shallow enough, else gives it
+/// back for [`drop_children`].
+fn drop_recursively_or_return<T>(value: T) -> Result<(), T> {
+    let depth = DROP_DEPTH.get();
+    if depth >= RECURSIVE_DROP_DEPTH {
+        return Err(value);
+    }
+    DROP_DEPTH.set(depth + 1);
+    drop(value);
+    DROP_DEPTH.set(depth);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::chart::checks;
+use crate::chart::compiled::CompiledChart;
 use crate::chart::manifest::{self, Manifests, StreamOptions};
 use crate::chart::objects::KubeVersion;
-use crate::chart::compiled::CompiledChart;
 use crate::chart::render::RenderOptions as ChartOptions;
 use crate::chart::{Chart, coalesce};
 use crate::template::funcs::FuncEnv;

@@ -8,7 +8,9 @@
 //! - a value whose static type is `interface{}` (map and slice elements) versus a concrete one,
 //!   which shows in `can't evaluate field x in type interface {}`.
 
-use std::collections::HashMap;
+// Names are looked up on every call and include; Fx hashing is several times cheaper than
+// SipHash for such short keys (template names come from charts, not from the network).
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -128,8 +130,8 @@ impl Templates {
     pub fn with_funcs(funcs: Rc<FuncMap>) -> Templates {
         Templates {
             funcs,
-            trees: Arc::new(HashMap::new()),
-            added: HashMap::new(),
+            trees: Arc::new(HashMap::default()),
+            added: HashMap::default(),
             tpl: Arc::default(),
             missing_key: MissingKey::Default,
             step_budget: DEFAULT_STEP_BUDGET,
@@ -279,7 +281,7 @@ struct Shared {
 impl Shared {
     fn new(budget: u64) -> Shared {
         Shared {
-            includes: HashMap::new(),
+            includes: HashMap::default(),
             steps_left: budget,
             tpl_depth: 0,
         }
@@ -1199,7 +1201,10 @@ impl CallContext for State<'_, '_> {
                 name: name.to_string(),
             });
         };
-        let count = self.shared.includes.entry(name.to_string()).or_insert(0);
+        let count = match self.shared.includes.get_mut(name) {
+            Some(count) => count,
+            None => self.shared.includes.entry(name.to_string()).or_insert(0),
+        };
         if *count > MAX_INCLUDE_DEPTH {
             return Err(FuncError::msg(format!(
                 "rendering template has a nested reference name: {name}: unable to execute template"

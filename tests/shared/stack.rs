@@ -8,10 +8,10 @@ use std::process::Command;
 use std::rc::Rc;
 
 use capstan::chart::Chart;
+use capstan::chart::compiled::CompiledChart;
 use capstan::chart::manifest::{self, StreamOptions};
 use capstan::chart::objects::KubeVersion;
 use capstan::stack::release::{Addon, Release};
-use capstan::chart::compiled::CompiledChart;
 use capstan::stack::render::{Part, PartInput, RenderOptions, render_part, render_release};
 use capstan::stack::values::ClusterObjects;
 use capstan::template::funcs::FuncEnv;

@@ -26,7 +26,7 @@ pub mod urls;
 
 pub use env::FuncEnv;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 use crate::go::value::{GoType, Method, Value};

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use ring::digest;
+use aws_lc_rs::digest;
 
 use crate::template::funcs::FuncEnv;
 
@@ -144,8 +144,8 @@ pub fn derive_password(counter: u32, kind: &str, password: &str, user: &str, sit
     message.extend_from_slice(&(site.len() as u32).to_be_bytes());
     message.extend_from_slice(site.as_bytes());
     message.extend_from_slice(&counter.to_be_bytes());
-    let hmac_key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key);
-    let seed = ring::hmac::sign(&hmac_key, &message);
+    let hmac_key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, &key);
+    let seed = aws_lc_rs::hmac::sign(&hmac_key, &message);
     let seed = seed.as_ref();
     let first = usize::from(seed.first().copied().unwrap_or(0));
     let template = templates[first % templates.len()];

@@ -420,6 +420,54 @@ impl Cache {
         Ok(())
     }
 
+    /// Copy the files of a complete release into `dir` (created; a release directory, e.g. for
+    /// rendering). Each blob is re-hashed on the way, so damage in the cache is an error.
+    pub fn export(&self, manifest: &ReleaseManifest, dir: &Path) -> Result<(), CacheError> {
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        for (name, f) in &manifest.files {
+            check_file_name(name)?;
+            let src = self.blob_path(&f.sha256)?;
+            no_symlink(&src)?;
+            let dest = dir.join(name);
+            let mut from = File::open(&src).map_err(io_err(&src))?;
+            let mut to = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&dest)
+                .map_err(io_err(&dest))?;
+            let mut hasher = Sha256::new();
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut size = 0u64;
+            loop {
+                let n = from.read(&mut buf).map_err(io_err(&src))?;
+                if n == 0 {
+                    break;
+                }
+                size += n as u64;
+                hasher.update(&buf[..n]);
+                to.write_all(&buf[..n]).map_err(io_err(&dest))?;
+            }
+            let sha = hex(&hasher.finalize());
+            if size != f.size || sha != f.sha256 {
+                return Err(CacheError::Checksum {
+                    name: format!("{} ({name})", manifest.key),
+                    expected: f.sha256.clone(),
+                    actual: sha,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Keys of the complete releases whose last segment is `tag` (any source).
+    pub fn find_tag(&self, tag: &str) -> Result<Vec<String>, CacheError> {
+        Ok(self
+            .releases()?
+            .into_iter()
+            .filter(|k| k.rsplit('/').next() == Some(tag))
+            .collect())
+    }
+
     /// Keys of every complete release.
     pub fn releases(&self) -> Result<Vec<String>, CacheError> {
         let mut out = Vec::new();

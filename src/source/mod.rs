@@ -4,4 +4,5 @@
 
 pub mod cache;
 pub mod github;
+pub mod local;
 pub mod pull;

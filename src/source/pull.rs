@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::cache::{Cache, CacheError, Expected, ReleaseManifest};
-use super::github::{Client, GitHubError};
+use super::github::{Client, GitHubError, Release};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PullError {
@@ -37,25 +37,60 @@ pub struct PullSummary {
     pub downloaded_files: usize,
 }
 
+/// What a pull reports while it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PullProgress {
+    /// The download starts: this many bytes in this many files are missing from the cache.
+    Start { bytes: u64, files: usize },
+    /// This many more bytes arrived.
+    Bytes(u64),
+}
+
 /// The cache key of a GitHub release.
 pub fn github_key(repo: &str, tag: &str) -> String {
     format!("github/{repo}/{tag}")
 }
 
-/// Pull `tag` of `repo` into `cache`. `progress(bytes)` is called as bytes arrive.
+/// The complete release `tag` of `repo` in `cache`, if it is there (no network).
+pub fn cached_github(cache: &Cache, repo: &str, tag: &str) -> Result<Option<ReleaseManifest>, PullError> {
+    cache
+        .release(&github_key(repo, tag))
+        .map_err(|source| PullError::Cache {
+            release: format!("{repo} {tag}"),
+            source,
+        })
+}
+
+/// The release of `releases` tagged `tag`, or an error listing the tags there are.
+pub fn find_release<'a>(releases: &'a [Release], repo: &str, tag: &str) -> Result<&'a Release, PullError> {
+    releases.iter().find(|r| r.tag == tag).ok_or_else(|| {
+        let mut tags: Vec<_> = releases.iter().map(|r| r.tag.as_str()).collect();
+        let more = tags.len().saturating_sub(20);
+        tags.truncate(20);
+        PullError::UnknownTag {
+            repo: repo.to_string(),
+            tag: tag.to_string(),
+            available: if tags.is_empty() {
+                "no releases".into()
+            } else if more > 0 {
+                format!("{} and {more} more", tags.join(", "))
+            } else {
+                tags.join(", ")
+            },
+        }
+    })
+}
+
+/// Pull `tag` of `repo` into `cache`: nothing is fetched when the release is complete in the
+/// cache; otherwise the repository's releases are listed and [`pull_release`] runs.
 pub async fn pull_github(
     client: &Client,
     cache: &Cache,
     repo: &str,
     tag: &str,
-    mut progress: impl FnMut(u64),
+    progress: impl FnMut(PullProgress),
 ) -> Result<PullSummary, PullError> {
-    let key = github_key(repo, tag);
-    let cache_err = |source| PullError::Cache {
-        release: format!("{repo} {tag}"),
-        source,
-    };
-    if let Some(manifest) = cache.release(&key).map_err(cache_err)? {
+    if let Some(manifest) = cached_github(cache, repo, tag)? {
         return Ok(PullSummary {
             manifest,
             downloaded_bytes: 0,
@@ -63,18 +98,24 @@ pub async fn pull_github(
         });
     }
     let releases = client.releases(repo).await?;
-    let Some(release) = releases.iter().find(|r| r.tag == tag) else {
-        let mut tags: Vec<_> = releases.iter().map(|r| r.tag.as_str()).collect();
-        tags.truncate(20);
-        return Err(PullError::UnknownTag {
-            repo: repo.to_string(),
-            tag: tag.to_string(),
-            available: if tags.is_empty() {
-                "no releases".into()
-            } else {
-                tags.join(", ")
-            },
-        });
+    let release = find_release(&releases, repo, tag)?;
+    pull_release(client, cache, repo, release, progress).await
+}
+
+/// Pull one listed `release` of `repo` into `cache`. `progress` hears the size of what is
+/// missing, then the bytes as they arrive.
+pub async fn pull_release(
+    client: &Client,
+    cache: &Cache,
+    repo: &str,
+    release: &Release,
+    mut progress: impl FnMut(PullProgress),
+) -> Result<PullSummary, PullError> {
+    let tag = release.tag.as_str();
+    let key = github_key(repo, tag);
+    let cache_err = |source| PullError::Cache {
+        release: format!("{repo} {tag}"),
+        source,
     };
     // Serialise fetches of this release across threads and processes (blocking lock).
     let lock_cache = cache.clone();
@@ -93,6 +134,20 @@ pub async fn pull_github(
             downloaded_files: 0,
         });
     }
+    let mut missing = (0u64, 0usize);
+    for asset in &release.assets {
+        let present = match &asset.sha256 {
+            Some(sha) => cache.has_blob(sha, asset.size).map_err(cache_err)?,
+            None => false,
+        };
+        if !present {
+            missing = (missing.0 + asset.size, missing.1 + 1);
+        }
+    }
+    progress(PullProgress::Start {
+        bytes: missing.0,
+        files: missing.1,
+    });
     let mut files = BTreeMap::new();
     let mut downloaded_bytes = 0;
     let mut downloaded_files = 0;
@@ -120,7 +175,7 @@ pub async fn pull_github(
                     )));
                 }
                 buf.extend_from_slice(chunk);
-                progress(chunk.len() as u64);
+                progress(PullProgress::Bytes(chunk.len() as u64));
                 Ok(())
             })
             .await?;

@@ -4,6 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::stack::ReleaseTag;
+use crate::stack::release::HASHES_FILE;
+
 use super::cache::{Cache, CacheError, Expected, ReleaseManifest};
 use super::github::{Client, GitHubError, Release};
 
@@ -23,6 +26,8 @@ pub enum PullError {
         tag: String,
         available: String,
     },
+    #[error("release {release}: hashes.json: {message}")]
+    Hashes { release: String, message: String },
     #[error("release {release}: the lock wait failed: {message}")]
     Join { release: String, message: String },
 }
@@ -190,6 +195,10 @@ pub async fn pull_release(
             .map_err(cache_err)?;
         files.insert(asset.name.clone(), stored);
     }
+    check_hashes(cache, &files, tag).map_err(|message| PullError::Hashes {
+        release: format!("{repo} {tag}"),
+        message,
+    })?;
     let manifest = ReleaseManifest {
         key: key.clone(),
         origin: format!("github {repo} {tag}"),
@@ -201,4 +210,37 @@ pub async fn pull_release(
         downloaded_bytes,
         downloaded_files,
     })
+}
+
+/// csctl's `hashes.json` (when the release has one) must agree with a hash version's tag:
+/// `v0-sha.<hash>` is the start of `clusterStack`, the content hash of the source it was built
+/// from. A mismatch means the assets are not the ones the tag names; nothing is committed.
+fn check_hashes(
+    cache: &Cache,
+    files: &BTreeMap<String, super::cache::CachedFile>,
+    tag: &str,
+) -> Result<(), String> {
+    let Some(f) = files.get(HASHES_FILE) else {
+        return Ok(());
+    };
+    let path = cache.blob_path(&f.sha256).map_err(|e| e.to_string())?;
+    let text = std::fs::read(&path).map_err(|e| format!("cannot read: {e}"))?;
+    let json: serde_json::Value = serde_json::from_slice(&text).map_err(|e| format!("not JSON: {e}"))?;
+    let Some(stack_hash) = json.get("clusterStack") else {
+        return Ok(());
+    };
+    let stack_hash = stack_hash
+        .as_str()
+        .ok_or_else(|| "clusterStack is not a string".to_string())?;
+    if let Ok(parsed) = ReleaseTag::parse(tag)
+        && parsed.version().is_hash()
+        && let Some(pre) = parsed.version().prerelease()
+        && !stack_hash.starts_with(&pre.patch)
+    {
+        return Err(format!(
+            "clusterStack {stack_hash:?} does not start with the tag's hash {:?}: the assets are not the release the tag names",
+            pre.patch
+        ));
+    }
+    Ok(())
 }

@@ -233,5 +233,5 @@ async fn hostile_release_pulled_and_rendered_leaves_nothing_behind() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     top.sort();
-    assert_eq!(top, ["blobs", "locks", "releases", "tmp"]);
+    assert_eq!(top, ["blobs", "locks", "releases", "state", "tmp"]);
 }

@@ -101,8 +101,12 @@ async fn list_shows_all_pages_newest_first_and_filters() {
     // Three pages of 100 (257 releases with the draft and the odd tag).
     assert_eq!(gh.counts().list, 3);
 
+    // The next command re-polls with the listing the first stored in the cache: one 304.
+    gh.reset_counts();
     let out = run(&["--kubernetes", "1.27", "--channel", "beta", "-o", "json"]).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
+    let c = gh.counts();
+    assert_eq!((c.list, c.not_modified, c.body_bytes), (1, 1, 0));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let list = json.as_array().unwrap();
     assert_eq!(list.len(), 2);
@@ -116,10 +120,19 @@ async fn list_shows_all_pages_newest_first_and_filters() {
     assert_eq!(json[0]["version"], "v0-sha.abc1234");
     assert_eq!(json.as_array().unwrap().len(), 1);
 
+    // A new release changes the first page: every page is read again, and it is listed.
+    gh.add_release("org/stacks", "docker-ferrol-1-27-v251", false, false, vec![]);
+    gh.reset_counts();
+    let out = run(&["--kubernetes", "1.27", "--channel", "stable", "-o", "json"]).await;
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json[0]["tag"], "docker-ferrol-1-27-v251");
+    assert_eq!(json.as_array().unwrap().len(), 251);
+    assert_eq!((gh.counts().list, gh.counts().not_modified), (3, 0));
+
     let out = run(&["--name", "nothing"]).await;
     assert!(!out.status.success());
     assert!(
-        text(&out.stderr).contains("none of the 255 releases of org/stacks matches the filters"),
+        text(&out.stderr).contains("none of the 256 releases of org/stacks matches the filters"),
         "{}",
         text(&out.stderr)
     );

@@ -69,12 +69,11 @@ pub fn run(args: &ListArgs) -> anyhow::Result<()> {
         .as_deref()
         .map(|c| if c == "custom" { "sha" } else { c });
     let client = args.sources.client()?;
-    let releases = match source_args::runtime()?.block_on(client.releases(&args.repo)) {
+    let cache = args.sources.open_cache()?;
+    let releases = match source_args::runtime()?.block_on(source_args::releases(&client, &cache, &args.repo))
+    {
         Ok(r) => r,
-        Err(e) => {
-            let cache = args.sources.open_cache()?;
-            return Err(source_args::explain_not_found(e.into(), &cache));
-        }
+        Err(e) => return Err(source_args::explain_not_found(e.into(), &cache)),
     };
     let mut other = 0usize;
     let mut rows: Vec<(ReleaseTag, &Release)> = Vec::new();

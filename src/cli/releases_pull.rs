@@ -80,7 +80,7 @@ pub fn pull_with_bar(
         }
     };
     let result: Result<PullSummary, pull::PullError> = source_args::runtime()?.block_on(async {
-        let releases = client.releases(repo).await?;
+        let releases = source_args::releases(&client, cache, repo).await?;
         let release = pull::find_release(&releases, repo, tag)?;
         pull::pull_release(&client, cache, repo, release, progress).await
     });

@@ -116,3 +116,32 @@ pub fn explain_not_found(err: anyhow::Error, cache: &Cache) -> anyhow::Error {
     };
     anyhow::anyhow!("{err:#}; {known}")
 }
+
+fn listing_key(repo: &str) -> String {
+    format!("github-listing/{repo}")
+}
+
+/// Lists `repo`'s releases, re-polling conditionally with the listing the last command stored
+/// in the cache (an unchanged repository costs one `304`, which GitHub does not count against
+/// the rate limit), and stores the new listing.
+pub async fn releases(
+    client: &Client,
+    cache: &Cache,
+    repo: &str,
+) -> Result<Vec<crate::source::github::Release>, crate::source::github::GitHubError> {
+    let key = listing_key(repo);
+    if client.listing(repo).is_none()
+        && let Ok(Some(bytes)) = cache.read_state(&key)
+        && let Ok(listing) = serde_json::from_slice(&bytes)
+    {
+        client.restore(repo, listing);
+    }
+    let releases = client.releases(repo).await?;
+    if let Some(listing) = client.listing(repo)
+        && let Ok(bytes) = serde_json::to_vec(&listing)
+        && let Err(e) = cache.write_state(&key, &bytes)
+    {
+        tracing::warn!(repo, error = %e, "could not store the listing for conditional re-polls");
+    }
+    Ok(releases)
+}

@@ -187,7 +187,7 @@ impl Cache {
     /// Open (and create) a cache at `root`.
     pub fn open(root: impl Into<PathBuf>) -> Result<Cache, CacheError> {
         let root = root.into();
-        for sub in ["", "blobs/sha256", "releases", "tmp", "locks"] {
+        for sub in ["", "blobs/sha256", "releases", "tmp", "locks", "state"] {
             create_dir_no_symlink(&root.join(sub))?;
         }
         Ok(Cache { root })
@@ -466,6 +466,37 @@ impl Cache {
             .into_iter()
             .filter(|k| k.rsplit('/').next() == Some(tag))
             .collect())
+    }
+
+    /// A small state file (e.g. a repository's last listing, for conditional re-polls) stored
+    /// under `state/<key>.json`; `None` when absent. Not part of any release; GC leaves it.
+    pub fn read_state(&self, key: &str) -> Result<Option<Vec<u8>>, CacheError> {
+        check_key(key)?;
+        let path = self.root.join("state").join(format!("{key}.json"));
+        if no_symlink(&path)?.is_none() {
+            return Ok(None);
+        }
+        fs::read(&path).map(Some).map_err(io_err(&path))
+    }
+
+    /// Replace a state file atomically (temp file in the cache, fsync, rename).
+    pub fn write_state(&self, key: &str, bytes: &[u8]) -> Result<(), CacheError> {
+        check_key(key)?;
+        let path = self.root.join("state").join(format!("{key}.json"));
+        let parent = path.parent().unwrap_or(&self.root).to_path_buf();
+        create_dir_no_symlink(&parent)?;
+        let (tmp, mut file) = self.temp_file()?;
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(io_err(&tmp));
+        drop(file);
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        no_symlink(&path)?;
+        fs::rename(&tmp, &path).map_err(io_err(&path))
     }
 
     /// Keys of every complete release.

@@ -170,29 +170,31 @@ pub async fn pull_release(
             );
             continue;
         }
-        let mut buf = Vec::with_capacity(usize::try_from(asset.size).unwrap_or(0).min(1 << 26));
-        let limit = asset.size;
-        let n = client
-            .download(asset, |chunk| {
-                if (buf.len() + chunk.len()) as u64 > limit {
-                    return Err(std::io::Error::other(format!(
-                        "more than the {limit} bytes GitHub announced"
-                    )));
-                }
-                buf.extend_from_slice(chunk);
-                progress(PullProgress::Bytes(chunk.len() as u64));
-                Ok(())
-            })
-            .await?;
-        downloaded_bytes += n;
-        downloaded_files += 1;
+        // Streamed into a temp file in the cache, hashed on the way, renamed when verified.
         let expected = Expected {
             size: Some(asset.size),
             sha256: asset.sha256.clone(),
         };
-        let stored = cache
-            .put_blob(&asset.name, &buf[..], &expected)
-            .map_err(cache_err)?;
+        let mut writer = cache.blob_writer(&asset.name, &expected).map_err(cache_err)?;
+        let mut write_error = None;
+        let n = client
+            .download(asset, |chunk| {
+                writer.write(chunk).map_err(|e| {
+                    let message = e.to_string();
+                    write_error = Some(e);
+                    std::io::Error::other(message)
+                })?;
+                progress(PullProgress::Bytes(chunk.len() as u64));
+                Ok(())
+            })
+            .await;
+        if let Some(e) = write_error {
+            return Err(cache_err(e));
+        }
+        let n = n?;
+        downloaded_bytes += n;
+        downloaded_files += 1;
+        let stored = writer.finish().map_err(cache_err)?;
         files.insert(asset.name.clone(), stored);
     }
     check_hashes(cache, &files, tag).map_err(|message| PullError::Hashes {

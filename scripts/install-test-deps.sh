@@ -40,6 +40,8 @@ apt_update_once() {
 # 1. Debian packages: etcd for the API server's storage, Go to build kube-apiserver.
 need_pkgs=()
 command -v etcd >/dev/null || need_pkgs+=(etcd-server)
+# git (with `git daemon`) serves the git-source tests a repository on loopback.
+git daemon --help >/dev/null 2>&1 || need_pkgs+=(git)
 if [ ! -x "$apiserver" ]; then
   command -v go >/dev/null || need_pkgs+=(golang-go)
   command -v rsync >/dev/null || need_pkgs+=(rsync)

@@ -40,6 +40,25 @@ async fn lists_every_page_then_idle_repoll_is_one_304() {
 }
 
 #[tokio::test]
+async fn idle_poll_of_50_repositories_is_one_bodiless_304_each() {
+    let gh = FakeGitHub::start().await;
+    let repos: Vec<String> = (0..50).map(|i| format!("org{i}/stacks")).collect();
+    for r in &repos {
+        gh.add_synthetic(r, 3);
+    }
+    let c = client(&gh, None);
+    for r in &repos {
+        c.releases(r).await.unwrap();
+    }
+    gh.reset_counts();
+    for r in &repos {
+        assert_eq!(c.releases(r).await.unwrap().len(), 3);
+    }
+    let n = gh.counts();
+    assert_eq!((n.list, n.not_modified, n.body_bytes), (50, 50, 0));
+}
+
+#[tokio::test]
 async fn drafts_skipped_prereleases_optional_tags_not_names() {
     let gh = FakeGitHub::start().await;
     gh.add_release("o/r", "docker-ferrol-1-27-v1", false, false, vec![]);
@@ -229,6 +248,45 @@ async fn truncated_or_corrupt_downloads_leave_no_release() {
         .await
         .unwrap();
     assert_eq!(ok.downloaded_bytes, 10);
+}
+
+#[tokio::test]
+async fn hashes_json_must_match_a_hash_version_tag() {
+    let gh = FakeGitHub::start().await;
+    let hashes = br#"{"clusterStack": "hipstswjj1vqsatkn5sbscwe1ghuyor8okw0r1aspq"}"#.to_vec();
+    gh.add_release(
+        "o/r",
+        "docker-ferrol-1-27-v0-sha-hipstsw",
+        false,
+        false,
+        vec![("hashes.json".into(), hashes.clone())],
+    );
+    gh.add_release(
+        "o/r",
+        "docker-ferrol-1-27-v0-sha-abcdefg",
+        false,
+        false,
+        vec![("hashes.json".into(), hashes)],
+    );
+    let c = client(&gh, None);
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = capstan::source::cache::Cache::open(tmp.path()).unwrap();
+    capstan::source::pull::pull_github(&c, &cache, "o/r", "docker-ferrol-1-27-v0-sha-hipstsw", |_| {})
+        .await
+        .unwrap();
+    let e =
+        capstan::source::pull::pull_github(&c, &cache, "o/r", "docker-ferrol-1-27-v0-sha-abcdefg", |_| {})
+            .await
+            .unwrap_err()
+            .to_string();
+    assert_eq!(
+        e,
+        "release o/r docker-ferrol-1-27-v0-sha-abcdefg: hashes.json: clusterStack \"hipstswjj1vqsatkn5sbscwe1ghuyor8okw0r1aspq\" does not start with the tag's hash \"abcdefg\": the assets are not the release the tag names"
+    );
+    assert_eq!(
+        cache.releases().unwrap(),
+        ["github/o/r/docker-ferrol-1-27-v0-sha-hipstsw"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

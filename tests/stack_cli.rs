@@ -198,8 +198,10 @@ fn cli_errors_name_the_problem() {
                 "docker-ferrol-1-27-v3",
                 "--cluster",
                 "testdata/cluster.yaml",
+                "--cache",
+                concat!(env!("CARGO_TARGET_TMPDIR"), "/empty-release-cache"),
             ],
-            "docker-ferrol-1-27-v3 is a release tag, but rendering a tag from a repository needs the release cache",
+            "docker-ferrol-1-27-v3 is a release tag, but no release of that tag is in the cache",
         ),
         (
             &["render", "stacks/example", "--cluster", "testdata/nope.yaml"],

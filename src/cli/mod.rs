@@ -3,8 +3,12 @@
 mod crds;
 mod output;
 mod releases;
+mod releases_git;
+mod releases_list;
+mod releases_pull;
 mod render;
 mod render_release;
+mod source_args;
 mod stack_input;
 mod version;
 // `capstan apply` / `capstan diff` (issue 12) and the flags they share.
@@ -43,8 +47,9 @@ enum Command {
     Version(version::Args),
     /// Render a Helm chart, or a whole cluster-stack release for a Cluster, offline.
     Render(Box<render::Args>),
-    /// Cluster-stack releases: compare what an upgrade changes.
-    Releases(releases::Args),
+    /// Cluster-stack releases: list a repository's, pull one into the cache, compare what an
+    /// upgrade changes.
+    Releases(Box<releases::Args>),
     /// Server-side apply manifests to a cluster.
     Apply(Box<apply::Args>),
     /// Show what `capstan apply` would change (exit code 1 when anything differs).

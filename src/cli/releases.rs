@@ -16,6 +16,12 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Command {
+    /// The cluster-stack releases of a GitHub repository, newest first (every page),
+    /// optionally filtered by provider, stack name, Kubernetes version and channel.
+    List(super::releases_list::ListArgs),
+    /// Fetch a release into the verified local cache: `OWNER/REPO TAG` (GitHub) or
+    /// `git+URL#REF[:PATH]` (a commit of a git repository, built into a v0-sha.<hash> release).
+    Pull(super::releases_pull::PullArgs),
     /// What an upgrade from OLD to NEW changes for a Cluster: objects added, removed and
     /// changed (with a unified diff), for the ClusterClass part and the addon part.
     Diff(DiffArgs),
@@ -23,12 +29,15 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 struct DiffArgs {
-    /// The release upgraded from: a release directory or a stack source tree.
+    /// The release upgraded from: a release directory, a stack source tree, OWNER/REPO@TAG,
+    /// git+URL#REF[:PATH], or a tag in the cache.
     old: String,
     /// The release upgraded to.
     new: String,
     #[command(flatten)]
     objects: ObjectArgs,
+    #[command(flatten)]
+    sources: super::source_args::SourceArgs,
     /// Namespace of the ClusterClass part (default: the Cluster's).
     #[arg(short = 'n', long)]
     namespace: Option<String>,
@@ -45,6 +54,8 @@ enum DiffFormat {
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     match &args.command {
+        Command::List(list) => super::releases_list::run(list),
+        Command::Pull(pull) => super::releases_pull::run(pull),
         Command::Diff(diff) => run_diff(diff),
     }
 }
@@ -55,8 +66,8 @@ fn run_diff(args: &DiffArgs) -> anyhow::Result<()> {
         namespace: args.namespace.clone(),
         ..RenderOptions::default()
     };
-    let old = stack_input::open(&args.old)?;
-    let new = stack_input::open(&args.new)?;
+    let old = stack_input::open(&args.old, &args.sources)?;
+    let new = stack_input::open(&args.new, &args.sources)?;
     let old_parts = render_release(&old.release, &objects, &opts)?;
     let new_parts = render_release(&new.release, &objects, &opts)?;
     let diffs = diff_releases(

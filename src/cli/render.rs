@@ -24,8 +24,10 @@ use crate::template::funcs::FuncEnv;
         Usage like helm: `capstan render [NAME] CHART`, where CHART is a chart directory or a .tgz \
         archive and NAME the release name (default: release-name).\n\n\
         `capstan render RELEASE --cluster cluster.yaml` renders a whole cluster-stack release instead: \
-        RELEASE is a release directory (metadata.yaml and chart archives) or a stack source tree \
-        (csctl.yaml); the ClusterClass chart and the addon chart(s) are rendered with the runtime values \
+        RELEASE is a release directory (metadata.yaml and chart archives), a stack source tree \
+        (csctl.yaml), OWNER/REPO@TAG (a GitHub release, pulled into the cache when missing), \
+        git+URL#REF[:PATH] (a git commit built into a v0-sha.<hash> release) or a release tag \
+        already in the cache; the ClusterClass chart and the addon chart(s) are rendered with the runtime values \
         computed from the Cluster (and --control-plane, --infra-cluster), one stream per part."
 )]
 pub struct Args {
@@ -36,6 +38,10 @@ pub struct Args {
     /// Workload objects for rendering a whole release.
     #[command(flatten)]
     objects: super::stack_input::ObjectArgs,
+
+    /// Where releases named by tag come from (OWNER/REPO@TAG, git+URL#REF, a cached tag).
+    #[command(flatten)]
+    sources: super::source_args::SourceArgs,
 
     /// Values files (YAML; `-` reads stdin); later files win.
     #[arg(short = 'f', long = "values", value_name = "FILE")]
@@ -345,6 +351,7 @@ fn render_release(args: &Args, release: &str) -> anyhow::Result<()> {
     super::render_release::run(&super::render_release::Request {
         release,
         objects: &args.objects,
+        sources: &args.sources,
         namespace: args.namespace.clone(),
         output_dir: args.output_dir.as_deref(),
         json: args.output == Format::Json,

@@ -20,6 +20,7 @@ pub struct Request<'a> {
     /// The RELEASE argument.
     pub release: &'a str,
     pub objects: &'a ObjectArgs,
+    pub sources: &'a super::source_args::SourceArgs,
     /// Namespace of the ClusterClass part.
     pub namespace: Option<String>,
     pub output_dir: Option<&'a Path>,
@@ -29,7 +30,7 @@ pub struct Request<'a> {
 
 pub fn run(args: &Request<'_>) -> anyhow::Result<()> {
     let objects = args.objects.load()?;
-    let opened = stack_input::open(args.release)?;
+    let opened = stack_input::open(args.release, args.sources)?;
     let opts = RenderOptions {
         namespace: args.namespace.clone(),
         env: Rc::new(FuncEnv::system()),

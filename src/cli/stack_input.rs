@@ -1,16 +1,19 @@
-//! The RELEASE argument of `capstan render` and `capstan releases diff`: a release directory
-//! or a stack source tree (built into a scratch directory at its csctl hash version), and the
-//! workload objects (`--cluster`, `--control-plane`, `--infra-cluster`).
+//! The RELEASE argument of `capstan render` and `capstan releases diff` (a release directory,
+//! a stack source tree, a GitHub release `OWNER/REPO@TAG`, a git ref `git+URL#REF[:PATH]`, or a
+//! tag in the cache) and the workload objects (`--cluster`, `--control-plane`,
+//! `--infra-cluster`).
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 
+use crate::source::local::{self, Opened};
 use crate::stack::ReleaseTag;
-use crate::stack::build::{self, CSCTL_FILE};
+use crate::stack::build::CSCTL_FILE;
 use crate::stack::metadata::METADATA_FILE;
-use crate::stack::release::Release;
 use crate::stack::values::ClusterObjects;
+
+use super::source_args::{self, SourceArgs};
 
 /// The workload objects runtime values are computed from.
 #[derive(Debug, Clone, clap::Args)]
@@ -48,67 +51,58 @@ impl ObjectArgs {
 
 /// Whether `path` is a release directory or a stack source tree (rather than a chart).
 pub fn is_release(path: &Path) -> bool {
-    path.is_dir() && (path.join(METADATA_FILE).is_file() || path.join(CSCTL_FILE).is_file())
+    local::kind(path).is_some()
 }
 
-/// A loaded release; a source tree's build lives in a scratch directory removed on drop.
-pub struct Opened {
-    pub release: Release,
-    scratch: Option<PathBuf>,
-}
-
-impl Drop for Opened {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.scratch {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
-}
-
-/// Opens the RELEASE argument: a release directory, or a stack source tree built at
-/// `v0-sha.<content hash>` like `csctl create --mode hash`.
-pub fn open(arg: &str) -> anyhow::Result<Opened> {
+/// Opens the RELEASE argument:
+/// - a release directory, or a stack source tree built at `v0-sha.<content hash>` like
+///   `csctl create --mode hash` (an existing path always wins);
+/// - `git+URL#REF[:PATH]`: the commit REF names, built into a `v0-sha.<hash>` release and kept
+///   in the cache;
+/// - `OWNER/REPO@TAG`: a GitHub release, from the cache, pulled first when missing;
+/// - `TAG`: a release already in the cache (from any source).
+pub fn open(arg: &str, sources: &SourceArgs) -> anyhow::Result<Opened> {
     let path = Path::new(arg);
-    if path.is_dir() && path.join(METADATA_FILE).is_file() {
-        let release = Release::load(path)?;
-        return Ok(Opened {
-            release,
-            scratch: None,
-        });
-    }
-    if path.is_dir() && path.join(CSCTL_FILE).is_file() {
-        let version = build::hash_version(path)?;
-        let scratch = scratch_dir()?;
-        let built = build::build(path, &version, &scratch.join("release"));
-        if built.is_err() {
-            let _ = std::fs::remove_dir_all(&scratch);
+    if path.exists() {
+        if path.is_dir() && local::kind(path).is_none() {
+            bail!(
+                "{arg} is neither a release directory (it has no {METADATA_FILE}) nor a stack source tree (it has no {CSCTL_FILE})"
+            );
         }
-        return Ok(Opened {
-            release: built?,
-            scratch: Some(scratch),
-        });
+        return Ok(local::open(path)?);
     }
-    if !path.exists() && ReleaseTag::parse(arg).is_ok() {
-        // Hook for the release cache (src/source/): a tag in a subscribed repository resolves
-        // to a release directory in the cache; until then only local releases render.
-        bail!(
-            "{arg} is a release tag, but rendering a tag from a repository needs the release cache; give a release directory (metadata.yaml and chart archives) or a stack source tree (csctl.yaml)"
-        );
+    if let Some(git) = arg.strip_prefix("git+") {
+        let cache = sources.open_cache()?;
+        let manifest = super::releases_git::fetch(git, &cache)?.manifest;
+        return Ok(local::open_cached(&cache, &manifest)?);
     }
-    if path.is_dir() {
-        bail!(
-            "{arg} is neither a release directory (it has no {METADATA_FILE}) nor a stack source tree (it has no {CSCTL_FILE})"
-        );
+    if let Some((repo, tag)) = arg.split_once('@')
+        && repo.contains('/')
+    {
+        let cache = sources.open_cache()?;
+        let summary = super::releases_pull::pull_with_bar(sources, &cache, repo, tag)
+            .map_err(|e| source_args::explain_not_found(e, &cache))?;
+        return Ok(local::open_cached(&cache, &summary.manifest)?);
     }
-    bail!("{arg}: no such release directory or stack source tree")
-}
-
-fn scratch_dir() -> anyhow::Result<PathBuf> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!("capstan-build-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    Ok(dir)
+    if ReleaseTag::parse(arg).is_ok() {
+        let cache = sources.open_cache()?;
+        let keys = cache.find_tag(arg)?;
+        return match keys.as_slice() {
+            [key] => match cache.release(key)? {
+                Some(manifest) => Ok(local::open_cached(&cache, &manifest)?),
+                None => bail!("release {key} vanished from the cache {}", cache.root().display()),
+            },
+            [] => bail!(
+                "{arg} is a release tag, but no release of that tag is in the cache {}: name its repository as OWNER/REPO@{arg} (pulled when missing), pull it with `capstan releases pull OWNER/REPO {arg}`, or give a release directory or a stack source tree",
+                cache.root().display()
+            ),
+            many => bail!(
+                "{arg} is in the cache more than once ({}); name the repository as OWNER/REPO@{arg}",
+                many.join(", ")
+            ),
+        };
+    }
+    bail!(
+        "{arg}: no such release directory or stack source tree (nor OWNER/REPO@TAG, git+URL#REF or a release tag)"
+    )
 }

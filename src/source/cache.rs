@@ -177,6 +177,67 @@ fn create_dir_no_symlink(dir: &Path) -> Result<(), CacheError> {
     }
 }
 
+/// A blob being written; see [`Cache::blob_writer`].
+#[derive(Debug)]
+pub struct BlobWriter<'a> {
+    cache: &'a Cache,
+    name: String,
+    expected: Expected,
+    tmp: PathBuf,
+    file: Option<File>,
+    hasher: Sha256,
+    size: u64,
+}
+
+impl BlobWriter<'_> {
+    /// Append `data`; more than the expected size is an error at once.
+    pub fn write(&mut self, data: &[u8]) -> Result<(), CacheError> {
+        self.size += data.len() as u64;
+        if let Some(max) = self.expected.size
+            && self.size > max
+        {
+            return Err(CacheError::Size {
+                name: self.name.clone(),
+                expected: max,
+                actual: self.size,
+            });
+        }
+        self.hasher.update(data);
+        let file = self.file.as_mut().ok_or_else(|| CacheError::Io {
+            path: self.tmp.clone(),
+            source: io::Error::other("blob writer already finished"),
+        })?;
+        file.write_all(data).map_err(io_err(&self.tmp))
+    }
+
+    /// Verify size and sha256, fsync, rename into `blobs/sha256/<hex>`.
+    pub fn finish(mut self) -> Result<CachedFile, CacheError> {
+        let file = self.file.take().ok_or_else(|| CacheError::Io {
+            path: self.tmp.clone(),
+            source: io::Error::other("blob writer already finished"),
+        })?;
+        let hasher = std::mem::take(&mut self.hasher);
+        let result = self
+            .cache
+            .finish_blob(&self.name, &self.tmp, file, hasher, self.size, &self.expected);
+        if result.is_err() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+        // Renamed away or removed: nothing left for drop.
+        self.tmp = PathBuf::new();
+        result
+    }
+}
+
+impl Drop for BlobWriter<'_> {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            self.file = None;
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
 /// An exclusive lock on one release key; released on drop.
 #[derive(Debug)]
 pub struct ReleaseLock {
@@ -187,7 +248,7 @@ impl Cache {
     /// Open (and create) a cache at `root`.
     pub fn open(root: impl Into<PathBuf>) -> Result<Cache, CacheError> {
         let root = root.into();
-        for sub in ["", "blobs/sha256", "releases", "tmp", "locks"] {
+        for sub in ["", "blobs/sha256", "releases", "tmp", "locks", "state"] {
             create_dir_no_symlink(&root.join(sub))?;
         }
         Ok(Cache { root })
@@ -254,45 +315,43 @@ impl Cache {
         mut content: impl Read,
         expected: &Expected,
     ) -> Result<CachedFile, CacheError> {
+        let mut writer = self.blob_writer(name, expected)?;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match content.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(CacheError::Io {
+                        path: PathBuf::from(name),
+                        source: e,
+                    });
+                }
+            };
+            writer.write(&buf[..n])?;
+        }
+        writer.finish()
+    }
+
+    /// A blob written piece by piece (e.g. as a download arrives) to a temp file in the cache,
+    /// hashed on the way; [`BlobWriter::finish`] verifies and renames it into place. Dropped
+    /// unfinished (an error), it removes its temp file; a killed process leaves it in `tmp/`
+    /// for [`Cache::gc`].
+    pub fn blob_writer(&self, name: &str, expected: &Expected) -> Result<BlobWriter<'_>, CacheError> {
         if let Some(sha) = &expected.sha256 {
             check_sha(sha)?;
         }
-        let (tmp, mut file) = self.temp_file()?;
-        let result = (|| {
-            let mut hasher = Sha256::new();
-            let mut size = 0u64;
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                let n = match content.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        return Err(CacheError::Io {
-                            path: PathBuf::from(name),
-                            source: e,
-                        });
-                    }
-                };
-                size += n as u64;
-                if let Some(max) = expected.size
-                    && size > max
-                {
-                    return Err(CacheError::Size {
-                        name: name.to_string(),
-                        expected: max,
-                        actual: size,
-                    });
-                }
-                hasher.update(&buf[..n]);
-                file.write_all(&buf[..n]).map_err(io_err(&tmp))?;
-            }
-            self.finish_blob(name, &tmp, file, hasher, size, expected)
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result
+        let (tmp, file) = self.temp_file()?;
+        Ok(BlobWriter {
+            cache: self,
+            name: name.to_string(),
+            expected: expected.clone(),
+            tmp,
+            file: Some(file),
+            hasher: Sha256::new(),
+            size: 0,
+        })
     }
 
     fn finish_blob(
@@ -418,6 +477,85 @@ impl Cache {
             }
         }
         Ok(())
+    }
+
+    /// Copy the files of a complete release into `dir` (created; a release directory, e.g. for
+    /// rendering). Each blob is re-hashed on the way, so damage in the cache is an error.
+    pub fn export(&self, manifest: &ReleaseManifest, dir: &Path) -> Result<(), CacheError> {
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        for (name, f) in &manifest.files {
+            check_file_name(name)?;
+            let src = self.blob_path(&f.sha256)?;
+            no_symlink(&src)?;
+            let dest = dir.join(name);
+            let mut from = File::open(&src).map_err(io_err(&src))?;
+            let mut to = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&dest)
+                .map_err(io_err(&dest))?;
+            let mut hasher = Sha256::new();
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut size = 0u64;
+            loop {
+                let n = from.read(&mut buf).map_err(io_err(&src))?;
+                if n == 0 {
+                    break;
+                }
+                size += n as u64;
+                hasher.update(&buf[..n]);
+                to.write_all(&buf[..n]).map_err(io_err(&dest))?;
+            }
+            let sha = hex(&hasher.finalize());
+            if size != f.size || sha != f.sha256 {
+                return Err(CacheError::Checksum {
+                    name: format!("{} ({name})", manifest.key),
+                    expected: f.sha256.clone(),
+                    actual: sha,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Keys of the complete releases whose last segment is `tag` (any source).
+    pub fn find_tag(&self, tag: &str) -> Result<Vec<String>, CacheError> {
+        Ok(self
+            .releases()?
+            .into_iter()
+            .filter(|k| k.rsplit('/').next() == Some(tag))
+            .collect())
+    }
+
+    /// A small state file (e.g. a repository's last listing, for conditional re-polls) stored
+    /// under `state/<key>.json`; `None` when absent. Not part of any release; GC leaves it.
+    pub fn read_state(&self, key: &str) -> Result<Option<Vec<u8>>, CacheError> {
+        check_key(key)?;
+        let path = self.root.join("state").join(format!("{key}.json"));
+        if no_symlink(&path)?.is_none() {
+            return Ok(None);
+        }
+        fs::read(&path).map(Some).map_err(io_err(&path))
+    }
+
+    /// Replace a state file atomically (temp file in the cache, fsync, rename).
+    pub fn write_state(&self, key: &str, bytes: &[u8]) -> Result<(), CacheError> {
+        check_key(key)?;
+        let path = self.root.join("state").join(format!("{key}.json"));
+        let parent = path.parent().unwrap_or(&self.root).to_path_buf();
+        create_dir_no_symlink(&parent)?;
+        let (tmp, mut file) = self.temp_file()?;
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(io_err(&tmp));
+        drop(file);
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        no_symlink(&path)?;
+        fs::rename(&tmp, &path).map_err(io_err(&path))
     }
 
     /// Keys of every complete release.
@@ -567,6 +705,37 @@ mod tests {
         assert!(bad.to_string().starts_with("y.tgz: sha256 mismatch"), "{bad}");
         assert_eq!(tmp_files(&c), 0);
         assert_eq!(fs::read_dir(c.root().join("blobs/sha256")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn blob_writer_streams_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Cache::open(dir.path()).unwrap();
+        let exp = Expected {
+            size: Some(10),
+            sha256: Some(sha(b"0123456789")),
+        };
+        let mut w = c.blob_writer("a.tgz", &exp).unwrap();
+        w.write(b"01234").unwrap();
+        assert_eq!(tmp_files(&c), 1);
+        w.write(b"56789").unwrap();
+        let f = w.finish().unwrap();
+        assert!(c.has_blob(&f.sha256, 10).unwrap());
+        // Abandoned half way (a failed download): the temp file goes with it.
+        let mut w = c.blob_writer("b.tgz", &exp).unwrap();
+        w.write(b"01").unwrap();
+        drop(w);
+        // More than announced fails at once.
+        let mut w = c.blob_writer("c.tgz", &exp).unwrap();
+        let e = w.write(b"0123456789!").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("c.tgz: size mismatch: expected 10 bytes, got 11"),
+            "{e}"
+        );
+        drop(w);
+        assert_eq!(tmp_files(&c), 0);
+        assert_eq!(fs::read_dir(c.root().join("blobs/sha256")).unwrap().count(), 1);
     }
 
     #[test]

@@ -77,7 +77,7 @@ pub enum GitHubError {
 }
 
 /// One release asset.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Asset {
     pub id: u64,
     pub name: String,
@@ -89,7 +89,7 @@ pub struct Asset {
 }
 
 /// One published release (drafts are never returned).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Release {
     /// The tag name: the release's identity (release *names* are free text and ignored).
     pub tag: String,
@@ -128,10 +128,13 @@ impl Default for Config {
     }
 }
 
-#[derive(Clone, Debug)]
-struct Cached {
-    etag: String,
-    releases: Vec<Release>,
+/// What a listing of a repository left: the first page's ETag and every release (drafts
+/// dropped, prereleases kept). A client that is given one ([`Client::restore`]) re-polls with
+/// `If-None-Match`, e.g. a CLI run that stored the previous run's listing.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Listing {
+    pub etag: String,
+    pub releases: Vec<Release>,
 }
 
 /// The client. Cheap to share (`&self` methods); keeps ETags per repository.
@@ -140,7 +143,7 @@ pub struct Client {
     http: reqwest::Client,
     config: Config,
     base: Url,
-    cache: Mutex<HashMap<String, Cached>>,
+    cache: Mutex<HashMap<String, Listing>>,
 }
 
 #[derive(serde::Deserialize)]
@@ -418,13 +421,30 @@ impl Client {
         if let Some(etag) = first_etag {
             self.cache.lock().unwrap_or_else(|e| e.into_inner()).insert(
                 repo.to_string(),
-                Cached {
+                Listing {
                     etag,
                     releases: all.clone(),
                 },
             );
         }
         Ok(self.filter(all))
+    }
+
+    /// The last listing of `repo` this client holds (to keep it across processes).
+    pub fn listing(&self, repo: &str) -> Option<Listing> {
+        self.cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(repo)
+            .cloned()
+    }
+
+    /// Start from a stored listing of `repo`: the next poll is a conditional request.
+    pub fn restore(&self, repo: &str, listing: Listing) {
+        self.cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(repo.to_string(), listing);
     }
 
     /// Drop the stored ETag of a repository (the next listing reads every page).

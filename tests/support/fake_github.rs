@@ -83,6 +83,8 @@ struct Inner {
     truncate_assets_to: Option<usize>,
     /// Serve asset bodies with their first byte flipped (a wrong checksum, right size).
     corrupt_assets: bool,
+    /// Serve asset bodies slowly: chunks of this many bytes, this long apart.
+    throttle: Option<(usize, std::time::Duration)>,
     /// Token the API requires when set (`Authorization: Bearer …` or `token …`).
     required_token: Option<String>,
     counts: Counts,
@@ -128,6 +130,7 @@ impl FakeGitHub {
             fail_retry_after: None,
             truncate_assets_to: None,
             corrupt_assets: false,
+            throttle: None,
             required_token: None,
             counts: Counts::default(),
             api_addr: api.local_addr().expect("api addr"),
@@ -270,6 +273,12 @@ impl FakeGitHub {
     /// Flip the first byte of every served asset body (or stop doing so).
     pub fn corrupt_assets(&self, on: bool) {
         self.lock().corrupt_assets = on;
+    }
+
+    /// Send asset bodies in `chunk`-byte pieces `every` apart (a slow download, for fault
+    /// tests that kill a client mid-transfer), or at once again with `None`.
+    pub fn throttle_assets(&self, throttle: Option<(usize, std::time::Duration)>) {
+        self.lock().throttle = throttle;
     }
 
     /// Require this token on API requests (401 without it, like a private repository).
@@ -584,10 +593,45 @@ async fn download_asset(
     {
         *b ^= 0xff;
     }
-    (
+    let body = match inner.throttle {
+        None => Body::from(bytes),
+        Some((chunk, every)) => {
+            let chunk = chunk.max(1);
+            let pieces: Vec<axum::body::Bytes> = bytes
+                .chunks(chunk)
+                .map(axum::body::Bytes::copy_from_slice)
+                .collect();
+            let stream = futures::stream::unfold(pieces.into_iter(), move |mut rest| async move {
+                let next = rest.next()?;
+                tokio::time::sleep(every).await;
+                Some((Ok::<_, std::io::Error>(next), rest))
+            });
+            Body::from_stream(stream)
+        }
+    };
+    let len = bytes_len_header(&inner, id);
+    let mut resp = (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/octet-stream")],
-        Body::from(bytes),
+        body,
     )
-        .into_response()
+        .into_response();
+    if let Some(len) = len {
+        resp.headers_mut()
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    }
+    resp
+}
+
+/// The `Content-Length` of a (possibly truncated) asset body.
+fn bytes_len_header(inner: &Inner, id: u64) -> Option<usize> {
+    let content = inner
+        .repos
+        .values()
+        .flat_map(|rs| rs.iter())
+        .flat_map(|r| r.assets.iter())
+        .find(|a| a.id == id)?
+        .content
+        .len();
+    Some(inner.truncate_assets_to.map_or(content, |n| n.min(content)))
 }

@@ -1,0 +1,158 @@
+//! `capstan releases list REPO`: the cluster-stack releases of a GitHub repository, filtered,
+//! newest first.
+
+use std::cmp::Ordering;
+use std::io::Write;
+
+use anyhow::bail;
+
+use crate::source::github::Release;
+use crate::stack::{KubernetesVersion, ReleaseTag};
+
+use super::source_args::{self, SourceArgs};
+
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// The repository, `owner/name` (e.g. SovereignCloudStack/cluster-stacks).
+    repo: String,
+    /// Only releases of this provider (e.g. docker, openstack).
+    #[arg(long)]
+    provider: Option<String>,
+    /// Only releases of this stack name (e.g. scs, ferrol).
+    #[arg(long)]
+    name: Option<String>,
+    /// Only releases for this Kubernetes minor version (e.g. 1.27).
+    #[arg(long, value_name = "MAJOR.MINOR")]
+    kubernetes: Option<String>,
+    /// Only releases of this channel: stable, a pre-release channel (alpha, beta, rc, …) or
+    /// sha (hash versions `v0-sha.<hash>`; `custom` is accepted for it).
+    #[arg(long)]
+    channel: Option<String>,
+    /// Output: a table or JSON.
+    #[arg(short = 'o', long, value_enum, default_value_t = ListFormat::Table)]
+    output: ListFormat,
+    #[command(flatten)]
+    sources: SourceArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ListFormat {
+    Table,
+    Json,
+}
+
+/// Newest first: by stack (provider, name ascending; Kubernetes version descending), then by
+/// version descending. Hash versions say nothing about age, so among themselves they keep
+/// GitHub's order (newest first): the sort is stable.
+fn newest_first(a: &ReleaseTag, b: &ReleaseTag) -> Ordering {
+    let (sa, sb) = (a.stack(), b.stack());
+    sa.provider()
+        .cmp(sb.provider())
+        .then_with(|| sa.name().cmp(sb.name()))
+        .then_with(|| sb.kubernetes().cmp(&sa.kubernetes()))
+        .then_with(|| {
+            if a.version().is_hash() && b.version().is_hash() {
+                Ordering::Equal
+            } else {
+                b.version().cmp(a.version())
+            }
+        })
+}
+
+pub fn run(args: &ListArgs) -> anyhow::Result<()> {
+    let kubernetes = match &args.kubernetes {
+        Some(k) => Some(KubernetesVersion::parse(k.trim_start_matches('v'))?),
+        None => None,
+    };
+    let channel = args
+        .channel
+        .as_deref()
+        .map(|c| if c == "custom" { "sha" } else { c });
+    let client = args.sources.client()?;
+    let cache = args.sources.open_cache()?;
+    let releases = match source_args::runtime()?.block_on(source_args::releases(&client, &cache, &args.repo))
+    {
+        Ok(r) => r,
+        Err(e) => return Err(source_args::explain_not_found(e.into(), &cache)),
+    };
+    let mut other = 0usize;
+    let mut rows: Vec<(ReleaseTag, &Release)> = Vec::new();
+    for r in &releases {
+        let Ok(tag) = ReleaseTag::parse(&r.tag) else {
+            other += 1;
+            continue;
+        };
+        let s = tag.stack();
+        let keep = args.provider.as_deref().is_none_or(|p| p == s.provider())
+            && args.name.as_deref().is_none_or(|n| n == s.name())
+            && kubernetes.is_none_or(|k| k == s.kubernetes())
+            && channel.is_none_or(|c| c == tag.version().channel());
+        if keep {
+            rows.push((tag, r));
+        }
+    }
+    rows.sort_by(|a, b| newest_first(&a.0, &b.0));
+    let mut out = std::io::stdout().lock();
+    if args.output == ListFormat::Json {
+        let list: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(tag, r)| {
+                serde_json::json!({
+                    "tag": r.tag,
+                    "provider": tag.stack().provider(),
+                    "name": tag.stack().name(),
+                    "kubernetes": tag.stack().kubernetes().to_string(),
+                    "version": tag.version().to_string(),
+                    "channel": tag.version().channel(),
+                    "clusterClass": tag.cluster_class_name(),
+                    "prerelease": r.prerelease,
+                    "assets": r.assets.len(),
+                    "size": r.assets.iter().map(|a| a.size).sum::<u64>(),
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
+    } else {
+        if rows.is_empty() {
+            if releases.is_empty() {
+                bail!("repository {} has no published releases", args.repo);
+            }
+            bail!(
+                "none of the {} releases of {} matches the filters",
+                releases.len(),
+                args.repo
+            );
+        }
+        let width = rows.iter().map(|(_, r)| r.tag.len()).max().unwrap_or(3).max(3);
+        writeln!(
+            out,
+            "{:width$}  {:10}  {:10}  {:10}  {:14}  {:8}  ASSETS",
+            "TAG", "PROVIDER", "NAME", "KUBERNETES", "VERSION", "CHANNEL"
+        )?;
+        for (tag, r) in &rows {
+            let channel = if r.prerelease {
+                format!("{} (pre)", tag.version().channel())
+            } else {
+                tag.version().channel().to_string()
+            };
+            writeln!(
+                out,
+                "{:width$}  {:10}  {:10}  {:10}  {:14}  {:8}  {}",
+                r.tag,
+                tag.stack().provider(),
+                tag.stack().name(),
+                tag.stack().kubernetes().to_string(),
+                tag.version().to_string(),
+                channel,
+                r.assets.len()
+            )?;
+        }
+    }
+    if other > 0 {
+        eprintln!(
+            "({other} release(s) of {} have tags that are not cluster-stack release tags; not listed)",
+            args.repo
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,114 @@
+//! `capstan releases pull REPO TAG`: a GitHub release into the verified cache, with a progress
+//! bar on a terminal and a summary line. (`git+URL#REF` sources: see `releases_git`.)
+
+use std::io::IsTerminal;
+use std::time::Instant;
+
+use anyhow::bail;
+use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
+
+use crate::source::pull::{self, PullProgress, PullSummary};
+
+use super::source_args::{self, SourceArgs};
+
+#[derive(Debug, clap::Args)]
+pub struct PullArgs {
+    /// `owner/name` of a GitHub repository, or a git source `git+URL#REF[:PATH]`.
+    source: String,
+    /// The release tag (GitHub sources), e.g. docker-scs-1-30-v1.
+    tag: Option<String>,
+    #[command(flatten)]
+    sources: SourceArgs,
+}
+
+pub fn run(args: &PullArgs) -> anyhow::Result<()> {
+    if let Some(git) = args.source.strip_prefix("git+") {
+        if args.tag.is_some() {
+            bail!("a git source names its ref in the URL (git+URL#REF); it takes no TAG argument");
+        }
+        return super::releases_git::pull(git, &args.sources);
+    }
+    let Some(tag) = &args.tag else {
+        bail!(
+            "which release of {}? give its tag (`capstan releases list {}` shows them)",
+            args.source,
+            args.source
+        );
+    };
+    let cache = args.sources.open_cache()?;
+    let started = Instant::now();
+    let summary = match pull_with_bar(&args.sources, &cache, &args.source, tag) {
+        Ok(s) => s,
+        Err(e) => return Err(source_args::explain_not_found(e, &cache)),
+    };
+    print_summary(&format!("{} {tag}", args.source), &summary, started, &cache);
+    Ok(())
+}
+
+/// Pulls `tag` of `repo` (nothing when complete in the cache), drawing a progress bar on a
+/// terminal.
+pub fn pull_with_bar(
+    sources: &SourceArgs,
+    cache: &crate::source::cache::Cache,
+    repo: &str,
+    tag: &str,
+) -> anyhow::Result<PullSummary> {
+    if let Some(manifest) = pull::cached_github(cache, repo, tag)? {
+        return Ok(PullSummary {
+            manifest,
+            downloaded_bytes: 0,
+            downloaded_files: 0,
+        });
+    }
+    let client = sources.client()?;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new(0);
+        if let Ok(style) =
+            ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(tag.to_string());
+        bar
+    });
+    let progress = |p: PullProgress| {
+        if let Some(bar) = &bar {
+            match p {
+                PullProgress::Start { bytes, .. } => bar.set_length(bytes),
+                PullProgress::Bytes(n) => bar.inc(n),
+            }
+        }
+    };
+    let result: Result<PullSummary, pull::PullError> = source_args::runtime()?.block_on(async {
+        let releases = source_args::releases(&client, cache, repo).await?;
+        let release = pull::find_release(&releases, repo, tag)?;
+        pull::pull_release(&client, cache, repo, release, progress).await
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(result?)
+}
+
+/// `pulled … : N files (SIZE), M downloaded (SIZE) in T s (RATE/s) → manifest`.
+pub fn print_summary(what: &str, s: &PullSummary, started: Instant, cache: &crate::source::cache::Cache) {
+    let total: u64 = s.manifest.files.values().map(|f| f.size).sum();
+    let secs = started.elapsed().as_secs_f64();
+    let fetched = if s.downloaded_files == 0 {
+        "already complete in the cache, nothing downloaded".to_string()
+    } else {
+        format!(
+            "{} file(s), {} downloaded in {secs:.2} s ({}/s)",
+            s.downloaded_files,
+            HumanBytes(s.downloaded_bytes),
+            HumanBytes((s.downloaded_bytes as f64 / secs.max(1e-3)) as u64)
+        )
+    };
+    println!(
+        "{what}: {} file(s), {} verified; {fetched}; cache {} (key {})",
+        s.manifest.files.len(),
+        HumanBytes(total),
+        cache.root().display(),
+        s.manifest.key
+    );
+}

@@ -1,0 +1,147 @@
+//! Where releases come from and are kept, for the commands that fetch them: the cache
+//! directory, the GitHub API and its token.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use crate::source::cache::Cache;
+use crate::source::github::{Client, Config, Token};
+
+/// Flags shared by `capstan releases list/pull`, `capstan render` and `capstan releases diff`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SourceArgs {
+    /// Release cache directory (default: $XDG_CACHE_HOME/capstan/release-cache, else
+    /// ~/.cache/capstan/release-cache).
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// GitHub API base URL (GitHub Enterprise: https://HOST/api/v3).
+    #[arg(long, value_name = "URL", default_value = "https://api.github.com")]
+    pub github_url: String,
+    /// File whose first line is a GitHub token (default: the GITHUB_TOKEN variable). The token
+    /// is sent to the API host only and never printed.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+}
+
+impl SourceArgs {
+    /// The cache directory: `--cache`, else the user's cache directory.
+    pub fn cache_dir(&self) -> anyhow::Result<PathBuf> {
+        if let Some(dir) = &self.cache {
+            return Ok(dir.clone());
+        }
+        let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => PathBuf::from(
+                std::env::var_os("HOME")
+                    .filter(|v| !v.is_empty())
+                    .context("neither XDG_CACHE_HOME nor HOME is set: give --cache DIR")?,
+            )
+            .join(".cache"),
+        };
+        Ok(base.join("capstan").join("release-cache"))
+    }
+
+    pub fn open_cache(&self) -> anyhow::Result<Cache> {
+        let dir = self.cache_dir()?;
+        Cache::open(&dir).with_context(|| format!("opening the release cache {}", dir.display()))
+    }
+
+    /// A GitHub client listing prereleases too (the commands show them marked, and a tag a
+    /// user names is pulled whatever it is).
+    pub fn client(&self) -> anyhow::Result<Client> {
+        let token = match &self.token_file {
+            Some(path) => Some(Token::from_file(path)?),
+            None => Token::from_env(),
+        };
+        Ok(Client::new(Config {
+            base_url: self.github_url.clone(),
+            token,
+            include_prereleases: true,
+            ..Config::default()
+        })?)
+    }
+}
+
+/// A runtime for one command's network work.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// The GitHub repositories with releases in the cache (`owner/name`), for error messages.
+pub fn cached_repos(cache: &Cache) -> Vec<String> {
+    let mut repos: Vec<String> = cache
+        .releases()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|k| {
+            let mut parts = k.split('/');
+            (parts.next() == Some("github")).then(|| {
+                let owner = parts.next().unwrap_or_default();
+                let name = parts.next().unwrap_or_default();
+                format!("{owner}/{name}")
+            })
+        })
+        .collect();
+    repos.dedup();
+    repos
+}
+
+/// Adds what exists to a "repository not found" error.
+pub fn explain_not_found(err: anyhow::Error, cache: &Cache) -> anyhow::Error {
+    let not_found = err
+        .downcast_ref::<crate::source::github::GitHubError>()
+        .is_some_and(|e| matches!(e, crate::source::github::GitHubError::NotFound { .. }))
+        || err
+            .downcast_ref::<crate::source::pull::PullError>()
+            .is_some_and(|e| {
+                matches!(
+                    e,
+                    crate::source::pull::PullError::GitHub(
+                        crate::source::github::GitHubError::NotFound { .. }
+                    )
+                )
+            });
+    if !not_found {
+        return err;
+    }
+    let repos = cached_repos(cache);
+    let known = if repos.is_empty() {
+        "no repository has releases in the cache yet".to_string()
+    } else {
+        format!("repositories with releases in the cache: {}", repos.join(", "))
+    };
+    anyhow::anyhow!("{err:#}; {known}")
+}
+
+fn listing_key(repo: &str) -> String {
+    format!("github-listing/{repo}")
+}
+
+/// Lists `repo`'s releases, re-polling conditionally with the listing the last command stored
+/// in the cache (an unchanged repository costs one `304`, which GitHub does not count against
+/// the rate limit), and stores the new listing.
+pub async fn releases(
+    client: &Client,
+    cache: &Cache,
+    repo: &str,
+) -> Result<Vec<crate::source::github::Release>, crate::source::github::GitHubError> {
+    let key = listing_key(repo);
+    if client.listing(repo).is_none()
+        && let Ok(Some(bytes)) = cache.read_state(&key)
+        && let Ok(listing) = serde_json::from_slice(&bytes)
+    {
+        client.restore(repo, listing);
+    }
+    let releases = client.releases(repo).await?;
+    if let Some(listing) = client.listing(repo)
+        && let Ok(bytes) = serde_json::to_vec(&listing)
+        && let Err(e) = cache.write_state(&key, &bytes)
+    {
+        tracing::warn!(repo, error = %e, "could not store the listing for conditional re-polls");
+    }
+    Ok(releases)
+}

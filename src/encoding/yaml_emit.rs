@@ -335,12 +335,22 @@ pub fn natural_cmp_in(a: &str, b: &str, v3: bool) -> Ordering {
 }
 
 fn natural_less(a: &str, b: &str, v3: bool) -> bool {
+    // Keys are nearly always ASCII: compare their bytes (each byte is its char) without
+    // collecting chars, which sorting would otherwise do twice per comparison.
+    if a.is_ascii() && b.is_ascii() {
+        return natural_less_chars(a.as_bytes(), b.as_bytes(), v3);
+    }
     let ar: Vec<char> = a.chars().collect();
     let br: Vec<char> = b.chars().collect();
+    natural_less_chars(&ar, &br, v3)
+}
+
+fn natural_less_chars<C: Copy + Into<char>>(ar: &[C], br: &[C], v3: bool) -> bool {
+    let at = |s: &[C], i: usize| -> char { s[i].into() };
     let digit = |c: char| c.is_ascii_digit();
     let mut after_digit = false;
     for i in 0..ar.len().min(br.len()) {
-        let (ca, cb) = (ar[i], br[i]);
+        let (ca, cb) = (at(ar, i), at(br, i));
         if ca == cb {
             after_digit = digit(ca);
             continue;
@@ -357,9 +367,9 @@ fn natural_less(a: &str, b: &str, v3: bool) -> bool {
         let (mut an, mut bn): (i64, i64) = (0, 0);
         if ca == '0' || cb == '0' {
             let mut j = i;
-            while j > 0 && digit(ar[j - 1]) {
+            while j > 0 && digit(at(ar, j - 1)) {
                 j -= 1;
-                if ar[j] != '0' {
+                if at(ar, j) != '0' {
                     an = 1;
                     bn = 1;
                     break;
@@ -367,13 +377,17 @@ fn natural_less(a: &str, b: &str, v3: bool) -> bool {
             }
         }
         let mut ai = i;
-        while ai < ar.len() && digit(ar[ai]) {
-            an = an.wrapping_mul(10).wrapping_add(i64::from(ar[ai] as u8 - b'0'));
+        while ai < ar.len() && digit(at(ar, ai)) {
+            an = an
+                .wrapping_mul(10)
+                .wrapping_add(i64::from(at(ar, ai) as u8 - b'0'));
             ai += 1;
         }
         let mut bi = i;
-        while bi < br.len() && digit(br[bi]) {
-            bn = bn.wrapping_mul(10).wrapping_add(i64::from(br[bi] as u8 - b'0'));
+        while bi < br.len() && digit(at(br, bi)) {
+            bn = bn
+                .wrapping_mul(10)
+                .wrapping_add(i64::from(at(br, bi) as u8 - b'0'));
             bi += 1;
         }
         if an != bn {

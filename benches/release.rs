@@ -3,8 +3,9 @@
 //! note when absent) is compiled once, then every iteration renders it for 100 Clusters that
 //! differ in name, namespace and pod CIDR (runtime values computed for each).
 
+mod common;
+
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::rc::Rc;
 
 use capstan::stack::release::Release;
@@ -12,16 +13,6 @@ use capstan::stack::render::{CompiledRelease, RenderOptions};
 use capstan::stack::values::{ClusterObjects, parse_object};
 use capstan::template::funcs::FuncEnv;
 use criterion::{Criterion, criterion_group, criterion_main};
-
-fn shared_dir() -> Option<PathBuf> {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    ["CAPSTAN_SHARED", "CAPSTAN_SHARED_DIR"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .map(PathBuf::from)
-        .chain([manifest.join("../shared"), manifest.join("../../shared")])
-        .find(|p| p.join("cluster-stack-releases").is_dir())
-}
 
 fn clusters() -> Vec<ClusterObjects> {
     (0..100)
@@ -40,7 +31,7 @@ fn clusters() -> Vec<ClusterObjects> {
 }
 
 fn bench(c: &mut Criterion) {
-    let Some(shared) = shared_dir() else {
+    let Some(shared) = common::shared_dir("cluster-stack-releases") else {
         eprintln!("release bench: no shared cluster-stack-releases (set CAPSTAN_SHARED); skipped");
         return;
     };

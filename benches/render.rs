@@ -3,8 +3,10 @@
 //! shared Helm corpus exists (`$CAPSTAN_SHARED`, `$CAPSTAN_SHARED_DIR`, `../shared`,
 //! `../../shared`); without it those are skipped with a note.
 
+mod common;
+
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use capstan::chart::compiled::CompiledChart;
 use capstan::chart::render::{RenderOptions, render};
@@ -22,16 +24,6 @@ const CORPUS_CHARTS: &[&str] = &[
     // The largest output of the corpus (4.4 MiB of CRDs through `.Files`).
     "prometheus-community_helm-charts__charts_prometheus-operator-crds",
 ];
-
-fn shared_dir() -> Option<PathBuf> {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    ["CAPSTAN_SHARED", "CAPSTAN_SHARED_DIR"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .map(PathBuf::from)
-        .chain([manifest.join("../shared"), manifest.join("../../shared")])
-        .find(|p| p.join("helm-corpus").is_dir())
-}
 
 /// Benchmarks one chart if it renders today; a chart the engine cannot render yet is
 /// reported and skipped rather than failing the whole run.
@@ -76,7 +68,7 @@ fn bench_chart(c: &mut Criterion, name: &str, dir: &Path) {
 fn bench(c: &mut Criterion) {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("stacks/example/cluster-class");
     bench_chart(c, "example cluster-class", &example);
-    match shared_dir() {
+    match common::shared_dir("helm-corpus") {
         Some(shared) => {
             for id in CORPUS_CHARTS {
                 let dir = shared.join("helm-corpus/charts").join(id);

@@ -24,16 +24,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-SHARED=${CAPSTAN_SHARED:-}
-if [ -z "$SHARED" ]; then
-    for c in "$ROOT/../shared" "$ROOT/../../shared" /work/shared; do
-        if [ -d "$c/helm-corpus" ]; then SHARED=$(cd "$c" && pwd); break; fi
-    done
-fi
-if [ -z "$SHARED" ] || [ ! -d "$SHARED/helm-corpus" ]; then
-    echo "bench-compiled: no shared Helm corpus (set CAPSTAN_SHARED)" >&2
-    exit 2
-fi
+. "$ROOT/scripts/lib/shared-corpus.sh"
 
 echo "building release binaries…" >&2
 cargo build --release --quiet --example render_many

@@ -6,6 +6,7 @@
 # the largest chart. See docs/benchmarks.md.
 #
 #   scripts/bench-render.sh [--reps N] [--filter SUBSTR] [--no-helm] [--out FILE.tsv]
+#   scripts/bench-render.sh --compiled [...]   compiled renders vs Helm: scripts/bench-compiled.sh
 #
 # Environment: CAPSTAN_SHARED (default: ../shared or ../../shared beside the checkout, else
 # /work/shared) holds helm-corpus/ and tools/.
@@ -23,20 +24,12 @@ while [ $# -gt 0 ]; do
         --filter) FILTER=$2; shift 2 ;;
         --no-helm) HELM=0; shift ;;
         --out) OUT=$2; shift 2 ;;
+        --compiled) shift; exec "$ROOT/scripts/bench-compiled.sh" "$@" ;;
         *) echo "usage: $0 [--reps N] [--filter SUBSTR] [--no-helm] [--out FILE.tsv]" >&2; exit 2 ;;
     esac
 done
 
-SHARED=${CAPSTAN_SHARED:-}
-if [ -z "$SHARED" ]; then
-    for c in "$ROOT/../shared" "$ROOT/../../shared" /work/shared; do
-        if [ -d "$c/helm-corpus" ]; then SHARED=$(cd "$c" && pwd); break; fi
-    done
-fi
-if [ -z "$SHARED" ] || [ ! -d "$SHARED/helm-corpus" ]; then
-    echo "bench-render: no shared Helm corpus (set CAPSTAN_SHARED)" >&2
-    exit 2
-fi
+. "$ROOT/scripts/lib/shared-corpus.sh"
 
 echo "building release binaries…" >&2
 cargo build --release --quiet --bin capstan --example render_corpus

@@ -2,3 +2,4 @@
 //! HTTPS server that answers the API server with them comes later.
 
 pub mod validate;
+pub mod versions;

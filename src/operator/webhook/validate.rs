@@ -40,11 +40,8 @@ fn verdict(reasons: Vec<String>) -> Result<(), Rejection> {
     }
 }
 
-/// The stack-version syntax the rules check against.
-///
-/// TODO(lead): implement this over `crate::stack::version` (the h/stack branch) when it lands,
-/// and hand that implementation to the webhook server. This module must not parse versions
-/// itself: there is one version parser in capstan.
+/// The stack-version syntax the rules check against: [`super::versions::StackVersions`]
+/// (capstan's one version parser) in the webhooks, a small table in this module's tests.
 pub trait VersionSyntax {
     /// `Ok(())` when `version` is a stack version as written in `spec.versions` (`v1`,
     /// `v1-alpha.0`, `v0-sha.4e0d8f3`); otherwise why not, e.g. `no "v" prefix`.

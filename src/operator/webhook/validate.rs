@@ -17,6 +17,7 @@ use std::fmt;
 use kube::api::DynamicObject;
 
 use crate::operator::api::{Channel, ClusterAddon, ClusterStack, ClusterStackRelease};
+use crate::stack::name::ReleaseTag;
 
 /// Why a request is denied: one reason per broken rule, in the order the rules are checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,11 +55,10 @@ pub trait VersionSyntax {
 }
 
 /// The ClusterStackRelease name a ClusterClass name stands for: release and class names
-/// differ only in dots written as dashes (`…-v0-sha.4e0d8f3` and `…-v0-sha-4e0d8f3`).
-///
-/// TODO(lead): use the name scheme of `crate::stack` when it lands, if it has one.
+/// differ only in the version's dots written as dashes (`…-v0-sha.4e0d8f3` and
+/// `…-v0-sha-4e0d8f3`). Names that are not stack class names keep that rule too.
 pub fn release_name_of_class(class: &str) -> String {
-    class.replace('.', "-")
+    ReleaseTag::parse_cluster_class(class).map_or_else(|_| class.replace('.', "-"), |tag| tag.tag())
 }
 
 fn immutable(field: &str, old: &str, new: &str, reasons: &mut Vec<String>) {

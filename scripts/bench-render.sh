@@ -5,7 +5,7 @@
 # generation (keygen charts are reported separately) and the peak RSS of `capstan render` on
 # the largest chart. See docs/benchmarks.md.
 #
-#   scripts/bench-render.sh [--reps N] [--filter SUBSTR] [--no-helm] [--out FILE.tsv]
+#   scripts/bench-render.sh [--reps N] [--keygen-reps N] [--filter SUBSTR] [--no-helm] [--out FILE.tsv]
 #   scripts/bench-render.sh --compiled [...]   compiled renders vs Helm: scripts/bench-compiled.sh
 #
 # Environment: CAPSTAN_SHARED (default: ../shared or ../../shared beside the checkout, else
@@ -15,17 +15,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 REPS=5
+KEYGEN_REPS=1
 FILTER=""
 HELM=1
 OUT="$ROOT/target/bench-render.tsv"
 while [ $# -gt 0 ]; do
     case "$1" in
         --reps) REPS=$2; shift 2 ;;
+        --keygen-reps) KEYGEN_REPS=$2; shift 2 ;;
         --filter) FILTER=$2; shift 2 ;;
         --no-helm) HELM=0; shift ;;
         --out) OUT=$2; shift 2 ;;
         --compiled) shift; exec "$ROOT/scripts/bench-compiled.sh" "$@" ;;
-        *) echo "usage: $0 [--reps N] [--filter SUBSTR] [--no-helm] [--out FILE.tsv]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--reps N] [--keygen-reps N] [--filter SUBSTR] [--no-helm] [--out FILE.tsv] | --compiled [...]" >&2; exit 2 ;;
     esac
 done
 
@@ -44,10 +46,11 @@ echo "machine: $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpui
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD)"
 
-SHARED="$SHARED" BIN="$BIN" REPS="$REPS" FILTER="$FILTER" HELM="$HELM" OUT="$OUT" "$PY" - <<'PYEOF'
+SHARED="$SHARED" BIN="$BIN" REPS="$REPS" KEYGEN_REPS="$KEYGEN_REPS" FILTER="$FILTER" HELM="$HELM" OUT="$OUT" "$PY" - <<'PYEOF'
 import json, os, statistics, subprocess, sys, time
 
 shared, bin_dir = os.environ["SHARED"], os.environ["BIN"]
+keygen_reps = int(os.environ["KEYGEN_REPS"])
 reps, filt, helm_on, out_path = int(os.environ["REPS"]), os.environ["FILTER"], os.environ["HELM"] == "1", os.environ["OUT"]
 corpus_dir = os.path.join(shared, "helm-corpus")
 corpus = [e for e in json.load(open(os.path.join(corpus_dir, "corpus.json"))) if filt in e["id"]]
@@ -126,7 +129,9 @@ if os.path.isdir(example) and not filt:
 for e in corpus:
     d = os.path.join(corpus_dir, "charts", e["id"])
     rsa = keygen(e)
-    n = 1 if rsa else reps  # key generation takes seconds in Helm; once is enough
+    # Key generation takes seconds and varies with the random prime search: once by default,
+    # --keygen-reps N for medians of N.
+    n = keygen_reps if rsa else reps
     c, status, detail = capstan_ms(d, n)
     h = helm_ms(d, n) if helm_on else None
     hcold = helm_cold_ms(d) if helm_on else None

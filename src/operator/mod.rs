@@ -1,6 +1,15 @@
-//! The Kubernetes operator: the `clusterstack.x-k8s.io` API ([`api`]) and the admission rules
-//! of its webhooks ([`webhook`]). Controllers, the webhook server, metrics and leader election
-//! follow (issue 13).
+//! The Kubernetes operator: the `clusterstack.x-k8s.io` API ([`api`]), the controllers that
+//! reconcile it ([`controller`]), the admission webhooks ([`webhook`]) and the process around
+//! them ([`runtime`]: leader election, health, metrics, graceful shutdown).
 
 pub mod api;
+pub mod controller;
+pub mod metrics;
+pub mod settings;
 pub mod webhook;
+
+pub use settings::Settings;
+pub mod clusters;
+pub mod context;
+pub mod sources;
+pub mod store;

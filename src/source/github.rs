@@ -97,8 +97,19 @@ pub struct Release {
     pub assets: Vec<Asset>,
 }
 
+/// What the client saw of one API response (for metrics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResponseSeen {
+    pub status: u16,
+    /// `x-ratelimit-remaining`, when sent.
+    pub rate_limit_remaining: Option<u64>,
+}
+
+/// Called for every response of the API (not of the asset host), e.g. to count requests.
+pub type Observer = std::sync::Arc<dyn Fn(&ResponseSeen) + Send + Sync>;
+
 /// Client settings.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Config {
     /// API base, e.g. `https://api.github.com`.
     pub base_url: String,
@@ -112,6 +123,21 @@ pub struct Config {
     /// Longest single wait (Retry-After, rate-limit reset, backoff).
     pub max_wait: Duration,
     pub per_page: u32,
+    /// Hears every API response.
+    pub observer: Option<Observer>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("base_url", &self.base_url)
+            .field("token", &self.token)
+            .field("include_prereleases", &self.include_prereleases)
+            .field("max_retries", &self.max_retries)
+            .field("per_page", &self.per_page)
+            .field("observer", &self.observer.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Config {
@@ -124,6 +150,7 @@ impl Default for Config {
             backoff: Duration::from_millis(500),
             max_wait: Duration::from_secs(60),
             per_page: 100,
+            observer: None,
         }
     }
 }
@@ -273,6 +300,14 @@ impl Client {
                 Ok(resp) => {
                     let status = resp.status();
                     let h = resp.headers();
+                    if let Some(observe) = &self.config.observer
+                        && self.same_origin(&parsed)
+                    {
+                        observe(&ResponseSeen {
+                            status: status.as_u16(),
+                            rate_limit_remaining: header_u64(h, "x-ratelimit-remaining"),
+                        });
+                    }
                     let retry_after = header_u64(h, "retry-after").map(Duration::from_secs);
                     let exhausted = header_u64(h, "x-ratelimit-remaining") == Some(0);
                     if (status == StatusCode::FORBIDDEN || status == StatusCode::TOO_MANY_REQUESTS)

@@ -1,0 +1,54 @@
+//! Cluster API `Cluster`s as the operator reads them: listed as dynamic objects (capstan does
+//! not depend on Cluster API's types), and which stack releases they use.
+
+use std::collections::BTreeSet;
+
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+
+use super::webhook::validate::{ClusterUse, release_name_of_class};
+
+/// `cluster.x-k8s.io/v1beta1` `Cluster`.
+pub fn cluster_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", "Cluster"),
+        "clusters",
+    )
+}
+
+/// The Clusters of `namespace`, or why they could not be listed (the text of the API error;
+/// a missing Cluster CRD is an error too: nobody can then say which classes are in use).
+pub async fn list(client: &Client, namespace: &str) -> Result<Vec<DynamicObject>, String> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &cluster_resource());
+    api.list(&ListParams::default())
+        .await
+        .map(|list| list.items)
+        .map_err(|e| e.to_string())
+}
+
+/// Names of the ClusterStackReleases in `namespace` whose classes `clusters` use (dot and dash
+/// forms of a version name the same release).
+pub fn releases_in_use(clusters: &[DynamicObject], namespace: &str) -> BTreeSet<String> {
+    clusters
+        .iter()
+        .map(ClusterUse::of)
+        .filter(|c| c.class_namespace == namespace)
+        .filter_map(|c| c.class.map(|class| release_name_of_class(&class)))
+        .collect()
+}
+
+/// The Clusters of `clusters` that use the class of release `release` in `namespace`, as
+/// `namespace/name`.
+pub fn users_of(clusters: &[DynamicObject], namespace: &str, release: &str) -> Vec<String> {
+    clusters
+        .iter()
+        .map(ClusterUse::of)
+        .filter(|c| c.class_namespace == namespace)
+        .filter(|c| {
+            c.class
+                .as_deref()
+                .is_some_and(|class| release_name_of_class(class) == release)
+        })
+        .map(|c| format!("{}/{}", c.namespace, c.name))
+        .collect()
+}

@@ -1,0 +1,1 @@
+//! The controllers: one file per kind, on top of `stack/`, `source/` and `apply/`.

@@ -15,6 +15,8 @@ mod version;
 mod apply;
 mod diff;
 mod kube;
+// `capstan operator` (issue 13).
+mod operator;
 
 use std::process::ExitCode;
 
@@ -56,12 +58,20 @@ enum Command {
     Diff(Box<diff::Args>),
     /// Print the CustomResourceDefinitions of capstan's clusterstack.x-k8s.io API (YAML).
     Crds(crds::Args),
+    /// Run the Kubernetes operator (ClusterStack and ClusterStackRelease controllers).
+    Operator(Box<operator::Args>),
 }
 
 /// Entry point of the binary: parse arguments, set up logging, run the subcommand.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.log_format);
+    // The operator is a long-running service: its progress is worth logging by default.
+    let default_level = if matches!(cli.command, Command::Operator(_)) {
+        "info"
+    } else {
+        "warn"
+    };
+    init_tracing(cli.log_format, default_level);
     let result = match cli.command {
         Command::Releases(args) => releases::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Version(args) => version::run(&args).map(|()| ExitCode::SUCCESS),
@@ -69,6 +79,7 @@ pub fn main() -> ExitCode {
         Command::Apply(args) => apply::run(&args),
         Command::Diff(args) => return diff::run(&args),
         Command::Crds(args) => crds::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Operator(args) => operator::run_operator(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
@@ -79,11 +90,11 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn init_tracing(format: LogFormat) {
+fn init_tracing(format: LogFormat, default_level: &str) {
     use tracing_subscriber::EnvFilter;
     // kube-client logs every failed request; capstan reports them per object instead.
-    let filter =
-        EnvFilter::try_from_env("CAPSTAN_LOG").unwrap_or_else(|_| EnvFilter::new("warn,kube_client=off"));
+    let filter = EnvFilter::try_from_env("CAPSTAN_LOG")
+        .unwrap_or_else(|_| EnvFilter::new(format!("{default_level},kube_client=off")));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -24,22 +24,27 @@ pub struct SourceArgs {
     pub token_file: Option<PathBuf>,
 }
 
+/// `$XDG_CACHE_HOME/capstan/release-cache`, else `~/.cache/capstan/release-cache`.
+pub fn default_cache_dir() -> anyhow::Result<PathBuf> {
+    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .context("neither XDG_CACHE_HOME nor HOME is set: give --cache DIR")?,
+        )
+        .join(".cache"),
+    };
+    Ok(base.join("capstan").join("release-cache"))
+}
+
 impl SourceArgs {
     /// The cache directory: `--cache`, else the user's cache directory.
     pub fn cache_dir(&self) -> anyhow::Result<PathBuf> {
-        if let Some(dir) = &self.cache {
-            return Ok(dir.clone());
+        match &self.cache {
+            Some(dir) => Ok(dir.clone()),
+            None => default_cache_dir(),
         }
-        let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-            Some(dir) => PathBuf::from(dir),
-            None => PathBuf::from(
-                std::env::var_os("HOME")
-                    .filter(|v| !v.is_empty())
-                    .context("neither XDG_CACHE_HOME nor HOME is set: give --cache DIR")?,
-            )
-            .join(".cache"),
-        };
-        Ok(base.join("capstan").join("release-cache"))
     }
 
     pub fn open_cache(&self) -> anyhow::Result<Cache> {

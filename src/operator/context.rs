@@ -3,21 +3,28 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use crate::apply::Applier;
+
 use super::api::{ClusterStack, ClusterStackRelease};
 use super::metrics::Metrics;
 use super::settings::Settings;
 use super::sources::Sources;
 use super::store::RenderStore;
+use crate::stack::name::ReleaseTag;
 use crate::stack::render::CompiledRelease;
 
 /// Compiled releases kept in memory (by release digest); older ones are dropped first.
 const COMPILED_KEEP: usize = 16;
+
+/// One listing of a source: when, the source's description, the release tags.
+type Poll = (Instant, (String, Vec<ReleaseTag>));
 
 /// Shared state of the controllers.
 pub struct Context {
@@ -26,13 +33,19 @@ pub struct Context {
     pub sources: Sources,
     pub store: RenderStore,
     pub metrics: Arc<Metrics>,
+    /// Applies to the management cluster (keeps its discovery cache).
+    pub applier: Applier,
     recorder: Recorder,
+    /// Failed reconciles in a row per object, for the backoff.
+    failures: Mutex<HashMap<String, u32>>,
     compiled: Mutex<Vec<(String, Arc<CompiledRelease>)>>,
     /// The ClusterStacks as the ClusterStack controller's watch sees them.
     pub stacks: Store<ClusterStack>,
     /// Releases whose applied objects a watch saw change: their next reconcile checks drift
     /// even when the drift interval has not passed.
     drift_suspects: Mutex<HashSet<ObjectRef<ClusterStackRelease>>>,
+    /// The last listing of each ClusterStack's source: when, which source, the tags.
+    polls: Mutex<HashMap<String, Poll>>,
     /// Last error text per object, to emit an event only when it changes.
     last_errors: Mutex<HashMap<String, String>>,
 }
@@ -54,6 +67,8 @@ impl Context {
         );
         Context {
             store: RenderStore::new(client.clone()),
+            applier: Applier::new(client.clone(), "the management cluster"),
+            failures: Mutex::new(HashMap::new()),
             client,
             settings,
             sources,
@@ -63,6 +78,7 @@ impl Context {
             stacks,
             drift_suspects: Mutex::new(HashSet::new()),
             last_errors: Mutex::new(HashMap::new()),
+            polls: Mutex::new(HashMap::new()),
         }
     }
 
@@ -90,6 +106,42 @@ impl Context {
 
     fn lock_compiled(&self) -> std::sync::MutexGuard<'_, Vec<(String, Arc<CompiledRelease>)>> {
         self.compiled.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts a failure of `key` and returns how many happened in a row.
+    pub fn failed(&self, key: &str) -> u32 {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let count = failures.entry(key.to_string()).or_insert(0);
+        *count = count.saturating_add(1);
+        *count
+    }
+
+    /// Forgets the failures of `key` after a success.
+    pub fn succeeded(&self, key: &str) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+    }
+
+    /// The last listing recorded for `key`.
+    pub fn last_poll(&self, key: &str) -> Option<Poll> {
+        self.polls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+    }
+
+    pub fn record_poll(&self, key: &str, source: String, tags: Vec<ReleaseTag>) {
+        self.polls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_string(), (Instant::now(), (source, tags)));
+    }
+
+    pub fn forget_poll(&self, key: &str) {
+        self.polls.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
     }
 
     pub fn suspect_drift(&self, release: ObjectRef<ClusterStackRelease>) {

@@ -37,6 +37,14 @@ impl Metrics {
         let _ = (controller, count);
     }
 
+    /// An observer for GitHub clients that counts their responses.
+    pub fn github_observer(self: &std::sync::Arc<Metrics>) -> crate::source::github::Observer {
+        let metrics = self.clone();
+        std::sync::Arc::new(move |seen: &crate::source::github::ResponseSeen| {
+            let _ = (&metrics, seen);
+        })
+    }
+
     /// The metrics in Prometheus' text format.
     pub fn encode(&self) -> String {
         String::new()

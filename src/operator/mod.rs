@@ -11,5 +11,6 @@ pub mod webhook;
 pub use settings::Settings;
 pub mod clusters;
 pub mod context;
+pub mod runtime;
 pub mod sources;
 pub mod store;

@@ -109,6 +109,8 @@ pub fn render_release(
 /// from any thread (`Send + Sync`, like [`CompiledChart`]).
 pub struct CompiledRelease {
     tag: String,
+    /// `versions.kubernetes` of the metadata, as written (`v1.27.3`).
+    kubernetes: String,
     class_release_name: String,
     class: CompiledChart,
     /// `versions.kubernetes` of the metadata, or why it is not a version.
@@ -149,11 +151,45 @@ impl CompiledRelease {
             });
         }
         Ok(CompiledRelease {
+            kubernetes: release.metadata().kubernetes.clone(),
             class_release_name: release.tag().cluster_class_release_name(),
             tag,
             class,
             kube_version: KubeVersion::parse(&release.metadata().kubernetes).map_err(|e| e.to_string()),
             addons,
+        })
+    }
+
+    /// The release tag.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// `versions.kubernetes` of the release's metadata (`v1.27.3`).
+    pub fn kubernetes(&self) -> &str {
+        &self.kubernetes
+    }
+
+    /// The ClusterClass part alone, into `namespace` (what the management cluster gets; it
+    /// depends on no Cluster).
+    pub fn render_class(&self, namespace: &str, env: &Rc<FuncEnv>) -> Result<Part, RenderError> {
+        render_part(
+            PartInput {
+                name: "cluster-class".into(),
+                chart: &self.class,
+                release_name: self.class_release_name.clone(),
+                namespace: namespace.to_string(),
+                kube_version: KubeVersion::helm_default(),
+                values: None,
+                include_crds: false,
+            },
+            env,
+        )
+        .map_err(|message| RenderError::Part {
+            release: self.tag.clone(),
+            part: "cluster-class".into(),
+            chart: self.class.chart().name().to_string(),
+            message,
         })
     }
 
@@ -170,22 +206,7 @@ impl CompiledRelease {
             .clone()
             .or_else(|| objects.cluster_namespace())
             .unwrap_or_else(|| "default".to_string());
-        let mut parts = Vec::new();
-        parts.push(
-            render_part(
-                PartInput {
-                    name: "cluster-class".into(),
-                    chart: &self.class,
-                    release_name: self.class_release_name.clone(),
-                    namespace,
-                    kube_version: KubeVersion::helm_default(),
-                    values: None,
-                    include_crds: false,
-                },
-                &opts.env,
-            )
-            .map_err(|m| part_error("cluster-class", self.class.chart().name(), m))?,
-        );
+        let mut parts = vec![self.render_class(&namespace, &opts.env)?];
         let kube_version = self.kube_version.clone().map_err(|e| {
             part_error(
                 "cluster-addon",

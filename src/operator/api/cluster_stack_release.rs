@@ -2,6 +2,7 @@
 //! release tag (`docker-ferrol-1-27-v2`). Its status lists every object applied for it.
 
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -66,4 +67,19 @@ pub struct ClusterStackReleaseStatus {
     /// Observations (`Downloaded`, `Rendered`, `Applied`, …); `Ready` summarises them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// Digest of the release's downloaded files (capstan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_digest: Option<String>,
+    /// Hash of the inputs (release digest, namespace, capstan version) of the rendered
+    /// manifest last applied in full (capstan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_inputs: Option<String>,
+    /// Revision of the stored render last applied (capstan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_revision: Option<u32>,
+    /// When the applied objects were last checked for drift (capstan): the drift interval
+    /// counts from here, across restarts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::optional_date_time_schema")]
+    pub last_reconciled: Option<Time>,
 }

@@ -160,6 +160,11 @@ pub(crate) fn date_time_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "string", "format": "date-time"})
 }
 
+/// Schema of an optional timestamp (RFC 3339).
+pub(crate) fn optional_date_time_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "string", "format": "date-time"})
+}
+
 /// Schema of a value written as free text, whatever its Rust type.
 pub(crate) fn string_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "string"})

@@ -1,1 +1,104 @@
-//! The controllers: one file per kind, on top of `stack/`, `source/` and `apply/`.
+//! The controllers: one file per kind, on top of `stack/`, `source/` and `apply/`, plus what
+//! they share (errors, backoff, owner references, a stack's source with its credentials).
+
+pub mod cluster_stack;
+pub mod cluster_stack_release;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ObjectReference, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+use kube::api::Api;
+use kube::{Resource, ResourceExt};
+
+use super::api::{ClusterStack, StackSource};
+use super::context::Context;
+use super::sources::Resolved;
+use crate::stack::name::{KubernetesVersion, StackName};
+
+/// Why a reconcile failed; the text is what conditions and events show.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{step}: {message}")]
+    Step { step: String, message: String },
+    #[error("{0}")]
+    Kube(String),
+}
+
+/// First retry delay after a failure; doubles per failure in a row.
+const BACKOFF_FIRST: Duration = Duration::from_secs(2);
+/// Longest retry delay.
+const BACKOFF_MAX: Duration = Duration::from_secs(300);
+
+/// The delay before retrying `key` after one more failure.
+pub fn backoff(ctx: &Context, key: &str) -> Duration {
+    let failures = ctx.failed(key);
+    BACKOFF_FIRST
+        .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
+        .min(BACKOFF_MAX)
+}
+
+pub fn now() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+/// A reference to `object` for events.
+pub fn object_ref<K: Resource<DynamicType = ()>>(object: &K) -> ObjectReference {
+    object.object_ref(&())
+}
+
+/// An owner reference to `object` (as controller, so `kubectl` shows who made the owned one).
+pub fn owner_reference<K: Resource<DynamicType = ()>>(object: &K) -> OwnerReference {
+    OwnerReference {
+        api_version: K::api_version(&()).to_string(),
+        kind: K::kind(&()).to_string(),
+        name: object.name_any(),
+        uid: object.uid().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// The stack a ClusterStack follows, when its fields make a stack name.
+pub fn stack_name_of(stack: &ClusterStack) -> Option<StackName> {
+    let kubernetes = KubernetesVersion::parse(&stack.spec.kubernetes_version).ok()?;
+    StackName::new(&stack.spec.provider, &stack.spec.name, kubernetes).ok()
+}
+
+/// The source of `stack` with the token of its Secret read.
+pub async fn resolve_source(stack: &ClusterStack, ctx: &Context) -> Result<Resolved, String> {
+    let namespace = stack.namespace().unwrap_or_default();
+    let Some(source) = &stack.spec.source else {
+        return Err(format!(
+            "ClusterStack {namespace}/{} has no spec.source: set spec.source.github, .git or .local",
+            stack.name_any()
+        ));
+    };
+    let secret_ref = match source {
+        StackSource::Github(gh) => gh.secret_ref.as_ref(),
+        StackSource::Git(git) => git.secret_ref.as_ref(),
+        StackSource::Local(_) => None,
+    };
+    let token = match secret_ref {
+        None => match source {
+            StackSource::Github(_) => ctx.settings.github_token.clone(),
+            _ => None,
+        },
+        Some(reference) => {
+            let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
+            let secret = secrets
+                .get(&reference.name)
+                .await
+                .map_err(|e| format!("reading Secret {namespace}/{}: {e}", reference.name))?;
+            let token = secret
+                .data
+                .as_ref()
+                .and_then(|d| d.get("token").or_else(|| d.get("password")))
+                .map(|b| String::from_utf8_lossy(&b.0).trim().to_string())
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| format!("Secret {namespace}/{} has no data.token", reference.name))?;
+            Some(token)
+        }
+    };
+    Ok(Resolved::of(source, &ctx.settings.github_url, token))
+}

@@ -1,0 +1,155 @@
+//! `capstan operator`: parses the flags into [`Settings`] and runs the operator until SIGTERM
+//! or SIGINT.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use super::kube::{connect_to, parse_duration, runtime};
+use crate::operator::metrics::Metrics;
+use crate::operator::runtime::{run, shutdown_on};
+use crate::operator::settings::{
+    DEFAULT_DRIFT_INTERVAL, LeaderElection, MIN_DRIFT_INTERVAL, Settings, WebhookSettings,
+};
+
+/// Arguments of `capstan operator`.
+#[derive(Debug, clap::Args)]
+#[command(about = "Run the operator: ClusterStack and ClusterStackRelease controllers, webhooks, metrics")]
+pub struct Args {
+    /// Kubeconfig of the management cluster (default: $KUBECONFIG, else ~/.kube/config, else
+    /// in-cluster).
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig context to use.
+    #[arg(long, value_name = "NAME")]
+    context: Option<String>,
+
+    /// Only reconcile objects in this namespace; repeatable (default: all namespaces).
+    #[arg(short = 'n', long = "namespace", value_name = "NS")]
+    namespaces: Vec<String>,
+
+    /// Reconciles of one kind that run at once.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    concurrency: u16,
+
+    /// Longest time between two drift checks of an applied release (floor 1m).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    drift_interval: Option<Duration>,
+
+    /// Serve Prometheus metrics on /metrics at this address (e.g. :8080).
+    #[arg(long, value_parser = parse_addr, value_name = "ADDR")]
+    metrics_addr: Option<SocketAddr>,
+
+    /// Serve /healthz and /readyz at this address (e.g. :8081).
+    #[arg(long, value_parser = parse_addr, value_name = "ADDR")]
+    health_addr: Option<SocketAddr>,
+
+    /// Serve the validating webhooks (HTTPS) at this address (e.g. :9443).
+    #[arg(long, value_parser = parse_addr, value_name = "ADDR")]
+    webhook_addr: Option<SocketAddr>,
+
+    /// Directory with the webhook's tls.crt and tls.key (default: a generated self-signed
+    /// certificate).
+    #[arg(long, value_name = "DIR", requires = "webhook_addr")]
+    webhook_cert_dir: Option<PathBuf>,
+
+    /// Run the controllers only while holding the leader Lease.
+    #[arg(long)]
+    leader_elect: bool,
+
+    /// Namespace of the leader Lease (default: the kubeconfig context's namespace).
+    #[arg(long, value_name = "NS")]
+    leader_election_namespace: Option<String>,
+
+    /// Release cache: downloads and git mirrors (default $XDG_CACHE_HOME/capstan/release-cache).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+
+    /// GitHub API for sources that name none.
+    #[arg(long, default_value = "https://api.github.com", value_name = "URL")]
+    github_url: String,
+}
+
+/// `:8080` (all interfaces), `127.0.0.1:8080`, `[::1]:8080`.
+fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    let full = if text.starts_with(':') {
+        format!("0.0.0.0{text}")
+    } else {
+        text.to_string()
+    };
+    full.parse()
+        .map_err(|e| format!("{text:?} is not an address like :8080 or 127.0.0.1:8080: {e}"))
+}
+
+pub fn run_operator(args: &Args) -> anyhow::Result<()> {
+    let drift_interval = args.drift_interval.unwrap_or(DEFAULT_DRIFT_INTERVAL);
+    if drift_interval < MIN_DRIFT_INTERVAL {
+        tracing::warn!(
+            requested = ?drift_interval,
+            "--drift-interval below the floor of 1m: using 1m"
+        );
+    }
+    let runtime = runtime()?;
+    runtime.block_on(async {
+        let target = connect_to(args.kubeconfig.as_deref(), args.context.as_deref(), None).await?;
+        let cache_dir = match &args.cache_dir {
+            Some(dir) => dir.clone(),
+            None => super::source_args::default_cache_dir()?,
+        };
+        let identity = std::env::var("POD_NAME").unwrap_or_else(|_| {
+            let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+            format!("{}-{}", host.trim(), std::process::id())
+        });
+        let settings = Settings {
+            namespaces: args.namespaces.clone(),
+            concurrency: args.concurrency.max(1),
+            drift_interval: drift_interval.max(MIN_DRIFT_INTERVAL),
+            metrics_addr: args.metrics_addr,
+            health_addr: args.health_addr,
+            webhook: args.webhook_addr.map(|addr| WebhookSettings {
+                addr,
+                cert_dir: args.webhook_cert_dir.clone(),
+            }),
+            leader_election: args.leader_elect.then(|| LeaderElection {
+                namespace: args
+                    .leader_election_namespace
+                    .clone()
+                    .unwrap_or_else(|| target.namespace.clone()),
+                lease_name: "capstan-operator".into(),
+                identity,
+                lease_duration: Duration::from_secs(15),
+            }),
+            cache_dir,
+            github_url: args.github_url.clone(),
+            github_token: std::env::var("GITHUB_TOKEN").ok().filter(|t| !t.is_empty()),
+        };
+        let metrics = Arc::new(Metrics::new());
+        let shutdown = shutdown_on(async {
+            wait_for_signal().await;
+            tracing::info!("shutdown signal: finishing running reconciles");
+        });
+        run(target.client, settings, metrics, shutdown)
+            .await
+            .context("operator")
+    })
+}
+
+/// SIGTERM (Kubernetes stopping the pod) or SIGINT.
+async fn wait_for_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM; stopping on SIGINT only");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

@@ -1,0 +1,620 @@
+//! The ClusterStackRelease controller: downloads a release through the verified cache,
+//! renders its ClusterClass chart once per input (release digest, namespace, capstan's
+//! version) into the render store, server-side-applies the stored manifest to the management
+//! cluster, records per-object status, and re-checks drift at least every drift interval.
+//!
+//! Each step records in status what it did before the next starts (`releaseDigest`,
+//! `appliedInputs` + `appliedRevision`, `lastReconciled`), so a restarted operator neither
+//! downloads, renders nor applies again what is recorded complete: it only checks drift when
+//! the interval says so. On deletion it waits while a Cluster uses the class, then prunes
+//! everything it applied (the cluster-stack operator orphans it).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+use kube::runtime::reflector::ObjectRef;
+use sha2::{Digest, Sha256};
+
+use super::{Error, backoff, now, object_ref, owner_reference};
+use crate::apply::{ApplyOptions, InventoryRef, SyncStatus, parse_stream};
+use crate::operator::api::conditions::{self, Condition, ConditionStatus};
+use crate::operator::api::{
+    ClusterStack, ClusterStackRelease, ClusterStackReleaseStatus, Resource as StatusResource,
+};
+use crate::operator::context::Context;
+use crate::operator::metrics::ObjectOutcome;
+use crate::operator::sources::{Fetched, Resolved};
+use crate::operator::store::{Owner, StoredRender};
+use crate::stack::name::ReleaseTag;
+
+/// Finalizer: the release's objects are pruned before it goes.
+pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-release";
+/// Name of this controller in metrics.
+pub const CONTROLLER: &str = "clusterstackrelease";
+
+pub const DOWNLOADED: &str = "Downloaded";
+pub const RENDERED: &str = "Rendered";
+pub const APPLIED: &str = "Applied";
+const STEPS: [&str; 3] = [DOWNLOADED, RENDERED, APPLIED];
+
+/// How long to wait before looking again at a release whose ClusterStack is not (yet) known.
+const WAIT_FOR_STACK: Duration = Duration::from_secs(5);
+/// How often a release being deleted looks again whether Clusters still use it.
+const WAIT_FOR_USERS: Duration = Duration::from_secs(15);
+
+/// Reconciles one ClusterStackRelease.
+pub async fn reconcile(release: Arc<ClusterStackRelease>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = std::time::Instant::now();
+    let namespace = release.namespace().unwrap_or_default();
+    let api: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), &namespace);
+    let result = finalizer(&api, FINALIZER, release.clone(), |event| async {
+        match event {
+            Finalizer::Apply(release) => apply(&release, &ctx).await,
+            Finalizer::Cleanup(release) => cleanup(&release, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| match e {
+        kube::runtime::finalizer::Error::ApplyFailed(e)
+        | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
+        other => Error::Kube(other.to_string()),
+    });
+    ctx.metrics
+        .reconciled(CONTROLLER, started.elapsed(), result.is_ok());
+    let key = key_of(&release);
+    match &result {
+        Ok(_) => {
+            ctx.succeeded(&key);
+            ctx.error_event(&key, &object_ref(release.as_ref()), "ReconcileFailed", None)
+                .await
+        }
+        Err(e) => {
+            ctx.error_event(
+                &key,
+                &object_ref(release.as_ref()),
+                "ReconcileFailed",
+                Some(&e.to_string()),
+            )
+            .await
+        }
+    }
+    result
+}
+
+/// Requeue after a failed reconcile: capped exponential backoff per object.
+pub fn error_policy(release: Arc<ClusterStackRelease>, error: &Error, ctx: Arc<Context>) -> Action {
+    tracing::warn!(release = %key_of(&release), %error, "reconcile failed");
+    Action::requeue(backoff(&ctx, &key_of(&release)))
+}
+
+fn key_of(release: &ClusterStackRelease) -> String {
+    format!(
+        "ClusterStackRelease/{}/{}",
+        release.namespace().unwrap_or_default(),
+        release.name_any()
+    )
+}
+
+/// The status being built during one reconcile; written with [`Progress::save`].
+struct Progress<'a> {
+    release: &'a ClusterStackRelease,
+    ctx: &'a Context,
+    status: ClusterStackReleaseStatus,
+    written: ClusterStackReleaseStatus,
+}
+
+impl<'a> Progress<'a> {
+    fn new(release: &'a ClusterStackRelease, ctx: &'a Context) -> Progress<'a> {
+        let status = release.status.clone().unwrap_or_default();
+        Progress {
+            release,
+            ctx,
+            written: status.clone(),
+            status,
+        }
+    }
+
+    fn condition(&mut self, type_: &str, ok: bool, reason: &str, message: impl Into<String>) {
+        let condition = Condition::new(
+            type_,
+            ConditionStatus::from_bool(ok),
+            reason,
+            message,
+            self.release.metadata.generation,
+            now(),
+        );
+        conditions::set_condition(&mut self.status.conditions, condition);
+    }
+
+    /// Writes the status when it changed, with the `Ready` summary and `ready` recomputed.
+    async fn save(&mut self) -> Result<(), Error> {
+        conditions::set_ready_summary(
+            &mut self.status.conditions,
+            &STEPS,
+            self.release.metadata.generation,
+            now(),
+        );
+        self.status.ready = conditions::is_true(&self.status.conditions, conditions::READY);
+        if self.status == self.written {
+            return Ok(());
+        }
+        let became_ready = self.status.ready && !self.written.ready;
+        let namespace = self.release.namespace().unwrap_or_default();
+        let api: Api<ClusterStackRelease> = Api::namespaced(self.ctx.client.clone(), &namespace);
+        let patch = serde_json::json!({ "status": self.status });
+        api.patch_status(
+            &self.release.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map_err(|e| Error::Kube(format!("writing the status of {}: {e}", key_of(self.release))))?;
+        self.written = self.status.clone();
+        if became_ready {
+            let note = format!(
+                "ClusterClass {} applied ({} objects)",
+                self.release.name_any(),
+                self.status.resources.len()
+            );
+            self.ctx
+                .event(&object_ref(self.release), false, "Ready", "Apply", note)
+                .await;
+        }
+        Ok(())
+    }
+
+    /// Records a failed step and returns its error.
+    async fn fail(&mut self, step: &str, reason: &str, message: String) -> Error {
+        self.condition(step, false, reason, message.clone());
+        if let Err(e) = self.save().await {
+            return e;
+        }
+        Error::Step {
+            step: step.to_string(),
+            message,
+        }
+    }
+}
+
+async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, Error> {
+    let mut progress = Progress::new(release, ctx);
+    let name = release.name_any();
+    let namespace = release.namespace().unwrap_or_default();
+    let tag = match ReleaseTag::parse(&name) {
+        Ok(tag) => tag,
+        Err(e) => {
+            let message = format!("the name is not a release tag: {e}");
+            progress.condition(DOWNLOADED, false, "InvalidName", message);
+            progress.save().await?;
+            // Nothing changes until the object does.
+            return Ok(Action::await_change());
+        }
+    };
+
+    // 1. The source, from the ClusterStack that owns (or else matches) the release.
+    let stack = match find_stack(release, &tag, ctx) {
+        StackLookup::Found(stack) => stack,
+        StackLookup::NotYetKnown(which) => {
+            tracing::debug!(release = %name, stack = %which, "ClusterStack not in the cache yet");
+            return Ok(Action::requeue(WAIT_FOR_STACK));
+        }
+        StackLookup::None => {
+            let message = format!(
+                "no ClusterStack in namespace {namespace} follows {}; the release has no source",
+                tag.stack()
+            );
+            return Err(progress.fail(DOWNLOADED, "NoClusterStack", message).await);
+        }
+    };
+    let source = match super::resolve_source(&stack, ctx).await {
+        Ok(source) => source,
+        Err(message) => return Err(progress.fail(DOWNLOADED, "SourceUnavailable", message).await),
+    };
+
+    // 2. Download (nothing is sent when the cache holds the release complete).
+    let fetched = match ctx.sources.fetch(&source, &tag).await {
+        Ok(fetched) => fetched,
+        Err(e) => return Err(progress.fail(DOWNLOADED, "DownloadFailed", e.to_string()).await),
+    };
+    let digest = match fetched.digest() {
+        Ok(digest) => digest,
+        Err(e) => return Err(progress.fail(DOWNLOADED, "DownloadFailed", e.to_string()).await),
+    };
+    progress.status.release_digest = Some(digest.clone());
+    progress.condition(
+        DOWNLOADED,
+        true,
+        "Downloaded",
+        format!(
+            "{} verified in the cache (digest {})",
+            source.describe(),
+            &digest[..12]
+        ),
+    );
+    progress.save().await?;
+
+    // 3. Render, only when the inputs changed since the stored render.
+    let inputs = inputs_hash(&digest, &namespace);
+    let owner = store_owner(release);
+    let stored = match ctx.store.latest(&owner).await {
+        Ok(stored) => stored.filter(|s| s.inputs == inputs),
+        Err(e) => return Err(progress.fail(RENDERED, "StoreUnavailable", e.to_string()).await),
+    };
+    let render = match stored {
+        Some(render) => render,
+        None => match render_class(ctx, &source, &fetched, &digest, &namespace).await {
+            Ok((parts, kubernetes)) => {
+                progress.status.kubernetes_version = Some(kubernetes);
+                match ctx.store.save(&owner, &inputs, parts).await {
+                    Ok(render) => {
+                        ctx.event(
+                            &object_ref(release),
+                            false,
+                            "Rendered",
+                            "Render",
+                            format!(
+                                "ClusterClass chart rendered, stored as revision {}",
+                                render.revision
+                            ),
+                        )
+                        .await;
+                        render
+                    }
+                    Err(e) => return Err(progress.fail(RENDERED, "StoreFailed", e.to_string()).await),
+                }
+            }
+            Err(message) => return Err(progress.fail(RENDERED, "RenderFailed", message).await),
+        },
+    };
+    progress.condition(
+        RENDERED,
+        true,
+        "Rendered",
+        format!("revision {} of the rendered ClusterClass chart", render.revision),
+    );
+    if progress.status.kubernetes_version.is_none()
+        && let Ok(compiled_kube) = kubernetes_of(ctx, &source, &fetched, &digest).await
+    {
+        progress.status.kubernetes_version = Some(compiled_kube);
+    }
+
+    // 4. Apply, or only check drift when the manifest was applied in full before.
+    let this = ObjectRef::from_obj(release);
+    let applied_before = progress.status.applied_inputs.as_deref() == Some(inputs.as_str());
+    let suspect = ctx.take_drift_suspect(&this);
+    if applied_before && !suspect {
+        if let Some(wait) = drift_wait(&progress.status, ctx) {
+            progress.save().await?;
+            return Ok(Action::requeue(wait));
+        }
+    }
+    apply_render(&mut progress, &render, &inputs, applied_before).await?;
+    Ok(Action::requeue(ctx.settings.drift_interval))
+}
+
+/// Time left until the next drift check, or `None` when it is due.
+fn drift_wait(status: &ClusterStackReleaseStatus, ctx: &Context) -> Option<Duration> {
+    let last = status.last_reconciled.as_ref()?;
+    let elapsed = now().0.duration_since(last.0);
+    let elapsed = Duration::try_from(elapsed).unwrap_or(Duration::ZERO);
+    ctx.settings
+        .drift_interval
+        .checked_sub(elapsed)
+        .filter(|d| !d.is_zero())
+}
+
+async fn apply_render(
+    progress: &mut Progress<'_>,
+    render: &StoredRender,
+    inputs: &str,
+    drift_pass: bool,
+) -> Result<(), Error> {
+    let release = progress.release;
+    let ctx = progress.ctx;
+    let namespace = release.namespace().unwrap_or_default();
+    let objects = match parse_stream(
+        &render.manifest(),
+        &format!("render revision {}", render.revision),
+    ) {
+        Ok(objects) => objects,
+        Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
+    };
+    let options = ApplyOptions {
+        namespace: namespace.clone(),
+        inventory: Some(inventory_of(release)),
+        prune: true,
+        concurrency: 8,
+        ..ApplyOptions::default()
+    };
+    let report = match ctx.applier.apply(&objects, &options).await {
+        Ok(report) => report,
+        Err(e) => return Err(progress.fail(APPLIED, "ApplyFailed", e.to_string()).await),
+    };
+    let mut resources = Vec::new();
+    let (mut applied, mut failed, mut pruned, mut corrected) = (0, 0, 0, 0);
+    for result in &report.results {
+        match result.status {
+            SyncStatus::Pruned => pruned += 1,
+            SyncStatus::Synced => {
+                applied += 1;
+                if drift_pass && result.action != crate::apply::Action::Unchanged {
+                    corrected += 1;
+                }
+            }
+            SyncStatus::Failed | SyncStatus::PruneFailed => failed += 1,
+        }
+        if result.status == SyncStatus::Pruned {
+            continue;
+        }
+        resources.push(StatusResource {
+            group: result.key.group.clone(),
+            version: result.key.version.clone(),
+            kind: result.key.kind.clone(),
+            namespace: result.key.namespace.clone().unwrap_or_default(),
+            name: result.key.name.clone(),
+            status: if result.status == SyncStatus::Synced {
+                StatusResource::SYNCED.into()
+            } else {
+                StatusResource::NOT_SYNCED.into()
+            },
+            error: if result.is_failure() {
+                result.message.clone()
+            } else {
+                String::new()
+            },
+        });
+    }
+    ctx.metrics.objects(CONTROLLER, ObjectOutcome::Applied, applied);
+    ctx.metrics.objects(CONTROLLER, ObjectOutcome::Failed, failed);
+    ctx.metrics.objects(CONTROLLER, ObjectOutcome::Pruned, pruned);
+    progress.status.resources = resources;
+    if corrected > 0 {
+        ctx.metrics.drift_corrected(CONTROLLER, corrected);
+        let changed: Vec<String> = report
+            .results
+            .iter()
+            .filter(|r| r.status == SyncStatus::Synced && r.action != crate::apply::Action::Unchanged)
+            .map(|r| r.key.to_string())
+            .collect();
+        ctx.event(
+            &object_ref(release),
+            true,
+            "DriftCorrected",
+            "Apply",
+            format!("restored {corrected} drifted object(s): {}", changed.join(", ")),
+        )
+        .await;
+    }
+    if report.failed() {
+        let mut problems: Vec<String> = report
+            .results
+            .iter()
+            .filter(|r| r.is_failure())
+            .map(|r| format!("{}: {}", r.key, r.message))
+            .collect();
+        if let Some(e) = &report.inventory_error {
+            problems.push(e.clone());
+        }
+        let message = format!(
+            "{failed} of {} object(s) failed: {}",
+            report.results.len(),
+            problems.join("; ")
+        );
+        return Err(progress.fail(APPLIED, "ApplyFailed", message).await);
+    }
+    progress.status.applied_inputs = Some(inputs.to_string());
+    progress.status.applied_revision = Some(render.revision);
+    progress.status.last_reconciled = Some(now());
+    progress.condition(
+        APPLIED,
+        true,
+        "Applied",
+        format!(
+            "{applied} object(s) applied from revision {}{}",
+            render.revision,
+            if pruned > 0 {
+                format!(", {pruned} pruned")
+            } else {
+                String::new()
+            }
+        ),
+    );
+    progress.save().await
+}
+
+/// Renders the ClusterClass chart on a blocking thread; returns the parts and the release's
+/// Kubernetes version.
+async fn render_class(
+    ctx: &Context,
+    source: &Resolved,
+    fetched: &Fetched,
+    digest: &str,
+    namespace: &str,
+) -> Result<(Vec<(String, String)>, String), String> {
+    let compiled = compiled_release(ctx, source, fetched, digest).await?;
+    let namespace = namespace.to_string();
+    tokio::task::spawn_blocking(move || {
+        let env = std::rc::Rc::new(crate::template::funcs::FuncEnv::system());
+        let part = compiled
+            .render_class(&namespace, &env)
+            .map_err(|e| e.to_string())?;
+        Ok((vec![(part.name, part.stream)], compiled.kubernetes().to_string()))
+    })
+    .await
+    .map_err(|e| format!("rendering: {e}"))?
+}
+
+async fn kubernetes_of(
+    ctx: &Context,
+    source: &Resolved,
+    fetched: &Fetched,
+    digest: &str,
+) -> Result<String, String> {
+    Ok(compiled_release(ctx, source, fetched, digest)
+        .await?
+        .kubernetes()
+        .to_string())
+}
+
+async fn compiled_release(
+    ctx: &Context,
+    source: &Resolved,
+    fetched: &Fetched,
+    digest: &str,
+) -> Result<Arc<crate::stack::render::CompiledRelease>, String> {
+    let cache = ctx.sources.cache().clone();
+    let fetched = fetched.clone();
+    let describe = source.describe();
+    ctx.compiled(digest, move || {
+        let opened = fetched.open(&cache).map_err(|e| format!("{describe}: {e}"))?;
+        crate::stack::render::CompiledRelease::new(&opened.release).map_err(|e| e.to_string())
+    })
+    .await
+}
+
+/// The hash of everything a ClusterClass render depends on.
+fn inputs_hash(digest: &str, namespace: &str) -> String {
+    let mut hasher = Sha256::new();
+    for part in ["cluster-class", env!("CARGO_PKG_VERSION"), digest, namespace] {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+    }
+    crate::source::cache::hex(&hasher.finalize())
+}
+
+fn store_owner(release: &ClusterStackRelease) -> Owner {
+    Owner {
+        namespace: release.namespace().unwrap_or_default(),
+        short_kind: "cskr",
+        name: release.name_any(),
+        reference: owner_reference(release),
+    }
+}
+
+/// The inventory of a release's applied objects (a ConfigMap in its namespace).
+pub fn inventory_of(release: &ClusterStackRelease) -> InventoryRef {
+    InventoryRef {
+        namespace: release.namespace().unwrap_or_default(),
+        name: format!("capstan.cskr.{}", release.name_any()),
+    }
+}
+
+enum StackLookup {
+    Found(Arc<ClusterStack>),
+    /// An owner is named but the watch has not delivered it yet.
+    NotYetKnown(String),
+    None,
+}
+
+fn find_stack(release: &ClusterStackRelease, tag: &ReleaseTag, ctx: &Context) -> StackLookup {
+    let namespace = release.namespace().unwrap_or_default();
+    let owner = release
+        .owner_references()
+        .iter()
+        .find(|o| o.kind == "ClusterStack" && o.api_version.starts_with("clusterstack.x-k8s.io/"));
+    if let Some(owner) = owner {
+        let key = ObjectRef::<ClusterStack>::new(&owner.name).within(&namespace);
+        return match ctx.stacks.get(&key) {
+            Some(stack) => StackLookup::Found(stack),
+            None => StackLookup::NotYetKnown(format!("{namespace}/{}", owner.name)),
+        };
+    }
+    // A release made by hand: the stack of its namespace that follows the same stack name.
+    ctx.stacks
+        .state()
+        .into_iter()
+        .find(|s| {
+            s.namespace().as_deref() == Some(namespace.as_str())
+                && super::stack_name_of(s).as_ref() == Some(tag.stack())
+        })
+        .map_or(StackLookup::None, StackLookup::Found)
+}
+
+/// Deletion: wait while Clusters use the class, then prune what was applied.
+async fn cleanup(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, Error> {
+    let mut progress = Progress::new(release, ctx);
+    let namespace = release.namespace().unwrap_or_default();
+    let name = release.name_any();
+    match crate::operator::clusters::list(&ctx.client, &namespace).await {
+        Ok(clusters) => {
+            let users = crate::operator::clusters::users_of(&clusters, &namespace, &name);
+            if !users.is_empty() {
+                let message = format!(
+                    "deletion waits: the class is in use by Cluster(s) {}",
+                    users.join(", ")
+                );
+                progress.condition(APPLIED, true, "InUse", message);
+                progress.save().await?;
+                return Ok(Action::requeue(WAIT_FOR_USERS));
+            }
+        }
+        Err(e) if e.contains("404") => {
+            // No Cluster API installed: no Cluster can use the class.
+        }
+        Err(e) => {
+            let message = format!("deletion waits: cannot tell whether a Cluster uses the class: {e}");
+            progress.condition(APPLIED, true, "InUseUnknown", message);
+            progress.save().await?;
+            return Ok(Action::requeue(WAIT_FOR_USERS));
+        }
+    }
+    let options = ApplyOptions {
+        namespace: namespace.clone(),
+        inventory: Some(inventory_of(release)),
+        prune: true,
+        ..ApplyOptions::default()
+    };
+    let report = ctx.applier.apply(&[], &options).await.map_err(|e| Error::Step {
+        step: "Prune".into(),
+        message: e.to_string(),
+    })?;
+    let pruned = report
+        .results
+        .iter()
+        .filter(|r| r.status == SyncStatus::Pruned)
+        .count();
+    ctx.metrics
+        .objects(CONTROLLER, ObjectOutcome::Pruned, pruned as u64);
+    if report.failed() {
+        let problems: Vec<String> = report
+            .results
+            .iter()
+            .filter(|r| r.is_failure())
+            .map(|r| format!("{}: {}", r.key, r.message))
+            .collect();
+        return Err(Error::Step {
+            step: "Prune".into(),
+            message: problems.join("; "),
+        });
+    }
+    let inventory = inventory_of(release);
+    let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(ctx.client.clone(), &namespace);
+    match configmaps.delete(&inventory.name, &DeleteParams::default()).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        Err(e) => return Err(Error::Kube(format!("deleting inventory {}: {e}", inventory.id()))),
+    }
+    ctx.store
+        .remove_all(&store_owner(release))
+        .await
+        .map_err(|e| Error::Kube(e.to_string()))?;
+    ctx.event(
+        &object_ref(release),
+        false,
+        "Pruned",
+        "Delete",
+        format!("{pruned} object(s) of the release pruned"),
+    )
+    .await;
+    Ok(Action::await_change())
+}
+
+/// Whether the release reports ready.
+pub fn is_ready(release: &ClusterStackRelease) -> bool {
+    release.status.as_ref().is_some_and(|s| s.ready)
+}

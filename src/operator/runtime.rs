@@ -1,0 +1,180 @@
+//! The operator process: the controllers with their watches, started under leader election,
+//! next to the health, metrics and webhook servers; all stop on the shutdown signal, letting
+//! running reconciles finish.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::future::{FutureExt, Shared};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::controller::{self, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::utils::{PredicateConfig, WatchStreamExt};
+use kube::runtime::{reflector, watcher};
+use kube::{Client, Resource};
+
+use super::api::{ClusterStack, ClusterStackRelease};
+use super::context::Context;
+use super::controller::{cluster_stack, cluster_stack_release};
+use super::metrics::Metrics;
+use super::settings::Settings;
+use super::sources::Sources;
+use crate::apply::ssa::{INVENTORY_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL};
+use crate::source::cache::Cache;
+
+/// A future every task of the process can wait on: resolves once, on shutdown.
+pub type Shutdown = Shared<Pin<Box<dyn Future<Output = ()> + Send>>>;
+
+/// Makes a [`Shutdown`] from a future (e.g. the SIGTERM/SIGINT wait).
+pub fn shutdown_on(signal: impl Future<Output = ()> + Send + 'static) -> Shutdown {
+    let boxed: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(signal);
+    boxed.shared()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("release cache {path}: {message}")]
+    Cache { path: String, message: String },
+    #[error("{0}")]
+    Server(String),
+}
+
+/// Runs the controllers until `shutdown` resolves.
+pub async fn run(
+    client: Client,
+    settings: Settings,
+    metrics: Arc<Metrics>,
+    shutdown: Shutdown,
+) -> Result<(), RunError> {
+    let cache = Cache::open(&settings.cache_dir).map_err(|e| RunError::Cache {
+        path: settings.cache_dir.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let sources = Sources::new(cache, Some(metrics.github_observer()));
+    let watch_config = watcher::Config::default().any_semantic();
+
+    // ClusterStacks: their store serves the release controller's source lookups.
+    let stacks_api: Api<ClusterStack> = Api::all(client.clone());
+    let (stacks, stacks_writer) = reflector::store();
+    let stack_events = watcher(stacks_api, watch_config.clone())
+        .default_backoff()
+        .reflect(stacks_writer)
+        .applied_objects()
+        .predicate_filter(spec_or_deletion::<ClusterStack>, PredicateConfig::default());
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        settings.clone(),
+        sources,
+        metrics,
+        stacks.clone(),
+    ));
+    let releases_api: Api<ClusterStackRelease> = Api::all(client.clone());
+    let concurrency = controller::Config::default().concurrency(settings.concurrency);
+
+    let stack_controller = Controller::for_stream(stack_events, stacks)
+        .owns(releases_api.clone(), watch_config.clone())
+        .with_config(concurrency.clone())
+        .graceful_shutdown_on(shutdown.clone())
+        .run(
+            in_namespaces(cluster_stack::reconcile, &settings.namespaces),
+            cluster_stack::error_policy,
+            ctx.clone(),
+        )
+        .for_each(|_| futures::future::ready(()));
+
+    let (releases, releases_writer) = reflector::store();
+    let release_events = watcher(releases_api, watch_config.clone())
+        .default_backoff()
+        .reflect(releases_writer)
+        .applied_objects()
+        .predicate_filter(
+            spec_or_deletion::<ClusterStackRelease>,
+            PredicateConfig::default(),
+        );
+    let class_resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", "ClusterClass"),
+        "clusterclasses",
+    );
+    let classes: Api<DynamicObject> = Api::all_with(client.clone(), &class_resource);
+    let suspects = ctx.clone();
+    let release_controller = Controller::for_stream(release_events, releases)
+        .watches_with(
+            classes,
+            class_resource,
+            watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}")),
+            move |class: DynamicObject| {
+                let owner = release_of_applied(&class);
+                if let Some(release) = &owner {
+                    suspects.suspect_drift(release.clone());
+                }
+                owner
+            },
+        )
+        .with_config(concurrency)
+        .graceful_shutdown_on(shutdown.clone())
+        .run(
+            in_namespaces(cluster_stack_release::reconcile, &settings.namespaces),
+            cluster_stack_release::error_policy,
+            ctx.clone(),
+        )
+        .for_each(|_| futures::future::ready(()));
+
+    tracing::info!(
+        namespaces = ?settings.namespaces,
+        drift_interval = ?settings.drift_interval,
+        "controllers started"
+    );
+    futures::join!(stack_controller, release_controller);
+    tracing::info!("controllers stopped");
+    Ok(())
+}
+
+/// The release whose inventory an applied object carries (`capstan.dev/inventory:
+/// <namespace>/capstan.cskr.<release>`).
+fn release_of_applied(object: &DynamicObject) -> Option<ObjectRef<ClusterStackRelease>> {
+    let inventory = object.meta().annotations.as_ref()?.get(INVENTORY_ANNOTATION)?;
+    let (namespace, name) = inventory.split_once('/')?;
+    let release = name.strip_prefix("capstan.cskr.")?;
+    Some(ObjectRef::new(release).within(namespace))
+}
+
+/// What a watch event must change to start a reconcile: the spec (generation), the deletion
+/// mark or the finalizers; status writes alone do not.
+fn spec_or_deletion<K: Resource>(object: &K) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let meta = object.meta();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    meta.generation.hash(&mut hasher);
+    meta.deletion_timestamp.is_some().hash(&mut hasher);
+    meta.finalizers.hash(&mut hasher);
+    meta.uid.hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+/// Limits a reconciler to `namespaces` (all when empty): objects elsewhere are left alone.
+fn in_namespaces<K, F, Fut>(
+    reconcile: F,
+    namespaces: &[String],
+) -> impl FnMut(Arc<K>, Arc<Context>) -> Pin<Box<dyn Future<Output = Fut::Output> + Send>>
+where
+    K: Resource + Send + Sync + 'static,
+    F: Fn(Arc<K>, Arc<Context>) -> Fut + Send + Sync + Clone + 'static,
+    Fut: Future<Output = Result<controller::Action, super::controller::Error>> + Send + 'static,
+{
+    let namespaces: Vec<String> = namespaces.to_vec();
+    move |object: Arc<K>, ctx: Arc<Context>| {
+        let wanted = namespaces.is_empty()
+            || object
+                .meta()
+                .namespace
+                .as_ref()
+                .is_some_and(|ns| namespaces.contains(ns));
+        if wanted {
+            Box::pin(reconcile(object, ctx))
+        } else {
+            Box::pin(async { Ok(controller::Action::await_change()) })
+        }
+    }
+}

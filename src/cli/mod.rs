@@ -97,7 +97,8 @@ fn init_tracing(format: LogFormat, default_level: &str) {
         .unwrap_or_else(|_| EnvFilter::new(format!("{default_level},kube_client=off")));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     // A second initialisation (tests calling main twice) is harmless; ignore it.
     let _ = match format {
         LogFormat::Text => builder.try_init(),

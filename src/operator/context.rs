@@ -168,6 +168,17 @@ impl Context {
         action: &str,
         note: String,
     ) {
+        let name = format!(
+            "{}/{}/{}",
+            object.kind.as_deref().unwrap_or_default(),
+            object.namespace.as_deref().unwrap_or_default(),
+            object.name.as_deref().unwrap_or_default()
+        );
+        if warning {
+            tracing::warn!(object = %name, reason, "{note}");
+        } else {
+            tracing::info!(object = %name, reason, "{note}");
+        }
         let event = Event {
             type_: if warning {
                 EventType::Warning

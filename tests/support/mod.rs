@@ -22,6 +22,7 @@ mod process;
 pub use binaries::Binaries;
 pub use cluster::{TestCluster, client_from};
 pub use crds::{crd_files, install_crds};
+pub use process::ChildGuard;
 
 use std::path::PathBuf;
 

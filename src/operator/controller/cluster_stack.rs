@@ -50,11 +50,7 @@ pub async fn reconcile(stack: Arc<ClusterStack>, ctx: Arc<Context>) -> Result<Ac
         }
     })
     .await
-    .map_err(|e| match e {
-        kube::runtime::finalizer::Error::ApplyFailed(e)
-        | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
-        other => Error::Kube(other.to_string()),
-    });
+    .or_else(super::finalizer_outcome);
     ctx.metrics
         .reconciled(CONTROLLER, started.elapsed(), result.is_ok());
     let key = key_of(&stack);

@@ -58,11 +58,7 @@ pub async fn reconcile(release: Arc<ClusterStackRelease>, ctx: Arc<Context>) -> 
         }
     })
     .await
-    .map_err(|e| match e {
-        kube::runtime::finalizer::Error::ApplyFailed(e)
-        | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
-        other => Error::Kube(other.to_string()),
-    });
+    .or_else(super::finalizer_outcome);
     ctx.metrics
         .reconciled(CONTROLLER, started.elapsed(), result.is_ok());
     let key = key_of(&release);

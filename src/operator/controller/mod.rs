@@ -25,6 +25,21 @@ pub enum Error {
     Kube(String),
 }
 
+/// The outcome of a reconcile through kube's finalizer helper: the step's own error, or the
+/// helper's. An object that vanished while its finalizer was being removed is done.
+pub fn finalizer_outcome(
+    error: kube::runtime::finalizer::Error<Error>,
+) -> Result<kube::runtime::controller::Action, Error> {
+    use kube::runtime::finalizer::Error as Helper;
+    match error {
+        Helper::ApplyFailed(e) | Helper::CleanupFailed(e) => Err(e),
+        Helper::RemoveFinalizer(kube::Error::Api(e)) if e.code == 404 => {
+            Ok(kube::runtime::controller::Action::await_change())
+        }
+        other => Err(Error::Kube(other.to_string())),
+    }
+}
+
 /// First retry delay after a failure; doubles per failure in a row.
 const BACKOFF_FIRST: Duration = Duration::from_secs(2);
 /// Longest retry delay.

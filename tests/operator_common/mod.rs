@@ -1,0 +1,253 @@
+//! What the operator tests share: a real API server with the CAPI and capstan CRDs, the fake
+//! GitHub serving `../shared/cluster-stack-releases`, the `capstan operator` binary as a child
+//! process, and polling helpers.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use capstan::operator::api::{self, ClusterStack, ClusterStackRelease};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use serde_json::json;
+
+use crate::fake_github::FakeGitHub;
+use crate::support::{self, Binaries, TestCluster};
+
+pub const REPO: &str = "scs/cluster-stacks";
+pub const NS: &str = "tenant";
+
+pub struct Env {
+    pub cluster: TestCluster,
+    pub github: FakeGitHub,
+    pub releases: PathBuf,
+    pub cache: tempfile::TempDir,
+    pub logs: tempfile::TempDir,
+}
+
+/// Starts everything but the operator; `None` (after printing why) when a part is missing.
+pub async fn start(test: &str, published: &[&str]) -> Option<Env> {
+    let bins = Binaries::find_or_skip(test)?;
+    let (Some(crds), Some(releases)) = (
+        support::shared_path("capi-crds/v1.6.0"),
+        support::shared_path("cluster-stack-releases"),
+    ) else {
+        support::skip_or_fail(
+            test,
+            "shared CAPI CRDs or cluster-stack releases missing (CAPSTAN_SHARED)",
+        );
+        return None;
+    };
+    let cluster = TestCluster::start(&bins, test).await.expect("cluster starts");
+    let client = cluster.client();
+    support::install_crds(&client, &crds)
+        .await
+        .expect("CAPI CRDs install");
+    let ours = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        ours.path().join("capstan.yaml"),
+        api::crds_yaml().expect("CRD YAML"),
+    )
+    .expect("write CRDs");
+    support::install_crds(&client, ours.path())
+        .await
+        .expect("capstan CRDs install");
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": NS}})).expect("namespace"),
+        )
+        .await
+        .expect("namespace created");
+    let github = FakeGitHub::start().await;
+    github.add_repo(REPO);
+    let env = Env {
+        cluster,
+        github,
+        releases,
+        cache: tempfile::tempdir().expect("temp dir"),
+        logs: tempfile::tempdir().expect("temp dir"),
+    };
+    for tag in published {
+        env.publish(tag);
+    }
+    Some(env)
+}
+
+impl Env {
+    pub fn client(&self) -> Client {
+        self.cluster.client()
+    }
+
+    /// Publishes the shared release `tag` on the fake GitHub (as the newest release).
+    pub fn publish(&self, tag: &str) {
+        self.github
+            .add_release_dir(REPO, &self.releases.join(tag))
+            .unwrap_or_else(|e| panic!("publishing {tag}: {e}"));
+    }
+
+    /// Starts `capstan operator` against the cluster and the fake GitHub.
+    pub fn operator(&self, run: usize, extra: &[&str]) -> support::ChildGuard {
+        let mut args: Vec<String> = [
+            "operator",
+            "--kubeconfig",
+            &self.cluster.kubeconfig_path().display().to_string(),
+            "--cache-dir",
+            &self.cache.path().display().to_string(),
+            "--github-url",
+            &self.github.base_url(),
+            "--drift-interval",
+            "1m",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let log = self.logs.path().join(format!("operator-{run}.log"));
+        support::ChildGuard::spawn(
+            "capstan operator",
+            Path::new(env!("CARGO_BIN_EXE_capstan")),
+            &args,
+            &log,
+        )
+        .expect("operator starts")
+    }
+
+    pub fn stacks(&self) -> Api<ClusterStack> {
+        Api::namespaced(self.client(), NS)
+    }
+
+    pub fn releases(&self) -> Api<ClusterStackRelease> {
+        Api::namespaced(self.client(), NS)
+    }
+
+    pub fn classes(&self) -> Api<DynamicObject> {
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", "ClusterClass"),
+            "clusterclasses",
+        );
+        Api::namespaced_with(self.client(), NS, &resource)
+    }
+
+    pub fn clusters(&self) -> Api<DynamicObject> {
+        Api::namespaced_with(
+            self.client(),
+            NS,
+            &capstan::operator::clusters::cluster_resource(),
+        )
+    }
+
+    /// Creates the ClusterStack `ferrol` following the fake GitHub repository.
+    pub async fn create_stack(&self, versions: &[&str], interval: &str) {
+        let stack: ClusterStack = serde_json::from_value(json!({
+            "apiVersion": "clusterstack.x-k8s.io/v1alpha1",
+            "kind": "ClusterStack",
+            "metadata": {"name": "ferrol", "namespace": NS},
+            "spec": {
+                "provider": "docker", "name": "ferrol", "kubernetesVersion": "1.27",
+                "channel": "stable", "autoSubscribe": true, "versions": versions,
+                "interval": interval,
+                "source": {"github": {"owner": "scs", "repo": "cluster-stacks"}},
+            }
+        }))
+        .expect("ClusterStack");
+        self.stacks()
+            .create(&PostParams::default(), &stack)
+            .await
+            .expect("ClusterStack created");
+    }
+
+    /// Creates a Cluster using class `class` (no Cluster API controllers run).
+    pub async fn create_cluster(&self, name: &str, class: &str) {
+        let cluster: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1",
+            "kind": "Cluster",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"topology": {"class": class, "version": "v1.27.3"}},
+        }))
+        .expect("Cluster");
+        self.clusters()
+            .create(&PostParams::default(), &cluster)
+            .await
+            .expect("Cluster created");
+    }
+
+    /// Names of the ClusterStackReleases, sorted.
+    pub async fn release_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .releases()
+            .list(&Default::default())
+            .await
+            .expect("list releases")
+            .items
+            .into_iter()
+            .filter_map(|r| r.metadata.name)
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Names of the ClusterClasses, sorted.
+    pub async fn class_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .classes()
+            .list(&Default::default())
+            .await
+            .expect("list classes")
+            .items
+            .into_iter()
+            .filter_map(|r| r.metadata.name)
+            .collect();
+        names.sort();
+        names
+    }
+
+    pub async fn ready_releases(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .releases()
+            .list(&Default::default())
+            .await
+            .expect("list releases")
+            .items
+            .into_iter()
+            .filter(|r| r.status.as_ref().is_some_and(|s| s.ready))
+            .filter_map(|r| r.metadata.name)
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// Polls `check` every 250 ms until it returns `Some`, or panics after `limit` with `what`
+/// and the operator's log.
+pub async fn eventually<T, F, Fut>(
+    what: &str,
+    limit: Duration,
+    operator: &support::ChildGuard,
+    mut check: F,
+) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "timed out after {}s waiting for {what}\n{}",
+                limit.as_secs(),
+                operator.log_tail(60)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+pub fn names(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}

@@ -67,6 +67,8 @@ pub struct Counts {
     pub asset_auth_rejected: u64,
     /// Bytes of response bodies sent (API JSON + asset bytes).
     pub body_bytes: u64,
+    /// Downloads on the asset host per asset id.
+    pub downloads_by_asset: std::collections::BTreeMap<u64, u64>,
 }
 
 struct Inner {
@@ -203,6 +205,16 @@ impl FakeGitHub {
                 assets,
             });
         id
+    }
+
+    /// The asset ids of release `tag` of `repo`.
+    pub fn asset_ids(&self, repo: &str, tag: &str) -> Vec<u64> {
+        self.lock()
+            .repos
+            .get(repo)
+            .and_then(|releases| releases.iter().find(|r| r.tag_name == tag))
+            .map(|r| r.assets.iter().map(|a| a.id).collect())
+            .unwrap_or_default()
     }
 
     /// Create an empty repository (no releases).
@@ -564,6 +576,7 @@ async fn download_asset(
 ) -> Response {
     let mut inner = fake.lock();
     inner.counts.asset_download += 1;
+    *inner.counts.downloads_by_asset.entry(id).or_default() += 1;
     if headers.contains_key(header::AUTHORIZATION) {
         inner.counts.asset_auth_rejected += 1;
         // What the object store says to a request with both a signature and a token.

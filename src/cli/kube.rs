@@ -97,11 +97,26 @@ impl Target {
 
 /// Builds the client from the kubeconfig flags.
 pub async fn connect(args: &KubeArgs) -> anyhow::Result<Target> {
+    connect_to(
+        args.kubeconfig.as_deref(),
+        args.context.as_deref(),
+        args.namespace.clone(),
+    )
+    .await
+}
+
+/// Builds the client from a kubeconfig (else the standard places, else in-cluster), a context
+/// and a namespace (default: the context's).
+pub async fn connect_to(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+    namespace: Option<String>,
+) -> anyhow::Result<Target> {
     let options = KubeConfigOptions {
-        context: args.context.clone(),
+        context: context.map(str::to_string),
         ..KubeConfigOptions::default()
     };
-    let config = match &args.kubeconfig {
+    let config = match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path)
                 .with_context(|| format!("reading kubeconfig {}", path.display()))?;
@@ -109,7 +124,7 @@ pub async fn connect(args: &KubeArgs) -> anyhow::Result<Target> {
                 .await
                 .with_context(|| format!("loading kubeconfig {}", path.display()))?
         }
-        None if args.context.is_some() => Config::from_kubeconfig(&options)
+        None if context.is_some() => Config::from_kubeconfig(&options)
             .await
             .context("loading kubeconfig ($KUBECONFIG or ~/.kube/config)")?,
         None => Config::infer().await.context(
@@ -117,10 +132,7 @@ pub async fn connect(args: &KubeArgs) -> anyhow::Result<Target> {
         )?,
     };
     let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
-    let namespace = args
-        .namespace
-        .clone()
-        .unwrap_or_else(|| config.default_namespace.clone());
+    let namespace = namespace.unwrap_or_else(|| config.default_namespace.clone());
     let client =
         crate::apply::client::client(config).with_context(|| format!("setting up a client for {server}"))?;
     Ok(Target {

@@ -15,6 +15,9 @@ mod version;
 mod apply;
 mod diff;
 mod kube;
+// `capstan install` (issue 13): the operator's own chart, embedded.
+mod deploy_chart;
+mod install;
 
 use std::process::ExitCode;
 
@@ -56,6 +59,8 @@ enum Command {
     Diff(Box<diff::Args>),
     /// Print the CustomResourceDefinitions of capstan's clusterstack.x-k8s.io API (YAML).
     Crds(crds::Args),
+    /// Install or upgrade the capstan operator in a cluster (CRDs, RBAC, Deployment, webhooks).
+    Install(Box<install::Args>),
 }
 
 /// Entry point of the binary: parse arguments, set up logging, run the subcommand.
@@ -69,6 +74,7 @@ pub fn main() -> ExitCode {
         Command::Apply(args) => apply::run(&args),
         Command::Diff(args) => return diff::run(&args),
         Command::Crds(args) => crds::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Install(args) => install::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

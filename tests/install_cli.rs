@@ -19,7 +19,15 @@ const NS: &str = "capstan-system";
 fn install(cluster: &TestCluster, extra: &[&str]) -> (Output, String) {
     let kubeconfig = cluster.kubeconfig_path().to_str().expect("utf-8 path");
     let out = Command::new(env!("CARGO_BIN_EXE_capstan"))
-        .args(["install", "-n", NS, "--kubeconfig", kubeconfig, "--timeout", "60s"])
+        .args([
+            "install",
+            "-n",
+            NS,
+            "--kubeconfig",
+            kubeconfig,
+            "--timeout",
+            "60s",
+        ])
         .args(extra)
         .output()
         .expect("run capstan install");
@@ -42,7 +50,12 @@ async fn install_creates_everything_then_changes_nothing() {
     let (out, stdout) = install(&cluster, &[]);
     assert!(out.status.success(), "first install failed");
     assert!(stdout.contains(&format!("v1/Namespace/{NS} created")), "{stdout}");
-    assert!(stdout.lines().any(|l| l.ends_with(" created") && l.contains("Deployment")), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.ends_with(" created") && l.contains("Deployment")),
+        "{stdout}"
+    );
 
     // Everything the operator needs exists.
     for crd in [
@@ -55,12 +68,18 @@ async fn install_creates_everything_then_changes_nothing() {
             .await
             .unwrap_or_else(|e| panic!("CRD {crd}: {e}"));
     }
-    Api::<Namespace>::all(client.clone()).get(NS).await.expect("namespace");
+    Api::<Namespace>::all(client.clone())
+        .get(NS)
+        .await
+        .expect("namespace");
     Api::<ServiceAccount>::namespaced(client.clone(), NS)
         .get("capstan")
         .await
         .expect("ServiceAccount");
-    Api::<ClusterRole>::all(client.clone()).get("capstan").await.expect("ClusterRole");
+    Api::<ClusterRole>::all(client.clone())
+        .get("capstan")
+        .await
+        .expect("ClusterRole");
     Api::<ClusterRoleBinding>::all(client.clone())
         .get("capstan")
         .await
@@ -89,7 +108,10 @@ async fn install_creates_everything_then_changes_nothing() {
         .expect("ValidatingWebhookConfiguration");
     assert_eq!(webhooks.webhooks.as_ref().map(Vec::len), Some(4));
     let secrets = Api::<Secret>::namespaced(client.clone(), NS);
-    let cert = secrets.get("capstan-webhook-cert").await.expect("webhook cert Secret");
+    let cert = secrets
+        .get("capstan-webhook-cert")
+        .await
+        .expect("webhook cert Secret");
     let inventory = Api::<ConfigMap>::namespaced(client.clone(), NS)
         .get("capstan-install")
         .await
@@ -105,14 +127,29 @@ async fn install_creates_everything_then_changes_nothing() {
         .collect();
     assert!(objects.len() >= 12, "one line per object:\n{stdout}");
     for line in &objects {
-        assert!(line.ends_with(" unchanged"), "second install changed {line:?}\n{stdout}");
+        assert!(
+            line.ends_with(" unchanged"),
+            "second install changed {line:?}\n{stdout}"
+        );
     }
     assert!(!stdout.contains("Namespace/capstan-system created"), "{stdout}");
-    let again = secrets.get("capstan-webhook-cert").await.expect("webhook cert Secret");
+    let again = secrets
+        .get("capstan-webhook-cert")
+        .await
+        .expect("webhook cert Secret");
     assert_eq!(again.data, cert.data, "the webhook certificate was rotated");
 
     // A dry run of a change reports it and changes nothing.
-    let (out, stdout) = install(&cluster, &["--dry-run", "--set", "replicas=2", "--image", "example.org/capstan:dev"]);
+    let (out, stdout) = install(
+        &cluster,
+        &[
+            "--dry-run",
+            "--set",
+            "replicas=2",
+            "--image",
+            "example.org/capstan:dev",
+        ],
+    );
     assert!(out.status.success(), "dry run failed");
     assert!(
         stdout

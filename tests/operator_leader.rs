@@ -82,11 +82,18 @@ async fn one_leader_release_and_expiry_hand_over() {
     assert!(!c.is_finished(), "c leads while b renews");
     drop(b);
     let dropped = Instant::now();
-    assert_eq!(holder(&client).await.as_deref(), Some("b"), "a dropped leader does not release");
+    assert_eq!(
+        holder(&client).await.as_deref(),
+        Some("b"),
+        "a dropped leader does not release"
+    );
     let mut c = leads_within(c, Duration::from_secs(3 * LEASE_SECONDS + 3), "c after b stopped").await;
     let took = dropped.elapsed();
     eprintln!("c led {took:?} after b stopped renewing");
-    assert!(took >= Duration::from_millis(500), "c took over before b's lease expired ({took:?})");
+    assert!(
+        took >= Duration::from_millis(500),
+        "c took over before b's lease expired ({took:?})"
+    );
     assert_eq!(holder(&client).await.as_deref(), Some("c"));
 
     // Someone else writes the Lease (as another replica would after a partition): `c` hears

@@ -37,12 +37,23 @@ async fn github_responses_are_counted_by_class_with_the_rate_limit_left() {
     // A new release behind one 502 (retried): 502, then 200.
     gh.add_synthetic("org/stacks", 1);
     gh.fail_next(1, 502, None);
-    assert_eq!(client.releases("org/stacks").await.expect("list after 502").len(), 4);
+    assert_eq!(
+        client.releases("org/stacks").await.expect("list after 502").len(),
+        4
+    );
     // A repository that does not exist: 404.
-    client.releases("org/missing").await.expect_err("missing repository");
+    client
+        .releases("org/missing")
+        .await
+        .expect_err("missing repository");
 
     let text = metrics.encode();
-    let count = |code: &str| series(&text, &format!("capstan_github_requests_total{{code=\"{code}\"}}"));
+    let count = |code: &str| {
+        series(
+            &text,
+            &format!("capstan_github_requests_total{{code=\"{code}\"}}"),
+        )
+    };
     assert_eq!(count("2xx").as_deref(), Some("2"), "{text}");
     assert_eq!(count("3xx").as_deref(), Some("1"), "{text}");
     assert_eq!(count("4xx").as_deref(), Some("1"), "{text}");

@@ -1002,7 +1002,6 @@ fn crd_kinds(objects: &[DesiredObject]) -> HashMap<(String, String), String> {
         .collect()
 }
 
-
 /// Whether a dry run's answer is the live object: equal but for what every write touches
 /// (`managedFields` timestamps, the resourceVersion), types aside.
 fn same_object(live: &Value, answer: &kube::api::DynamicObject) -> bool {

@@ -14,18 +14,30 @@ const FILES: &[(&str, &[u8])] = &[
         "crds/clusterstack.x-k8s.io.yaml",
         include_bytes!("../../deploy/capstan/crds/clusterstack.x-k8s.io.yaml"),
     ),
-    ("templates/_helpers.tpl", include_bytes!("../../deploy/capstan/templates/_helpers.tpl")),
+    (
+        "templates/_helpers.tpl",
+        include_bytes!("../../deploy/capstan/templates/_helpers.tpl"),
+    ),
     (
         "templates/deployment.yaml",
         include_bytes!("../../deploy/capstan/templates/deployment.yaml"),
     ),
-    ("templates/rbac.yaml", include_bytes!("../../deploy/capstan/templates/rbac.yaml")),
-    ("templates/service.yaml", include_bytes!("../../deploy/capstan/templates/service.yaml")),
+    (
+        "templates/rbac.yaml",
+        include_bytes!("../../deploy/capstan/templates/rbac.yaml"),
+    ),
+    (
+        "templates/service.yaml",
+        include_bytes!("../../deploy/capstan/templates/service.yaml"),
+    ),
     (
         "templates/serviceaccount.yaml",
         include_bytes!("../../deploy/capstan/templates/serviceaccount.yaml"),
     ),
-    ("templates/webhook.yaml", include_bytes!("../../deploy/capstan/templates/webhook.yaml")),
+    (
+        "templates/webhook.yaml",
+        include_bytes!("../../deploy/capstan/templates/webhook.yaml"),
+    ),
 ];
 
 /// The embedded chart, loaded through the chart loader like any other.

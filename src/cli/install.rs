@@ -15,8 +15,8 @@ use kube::discovery::Scope;
 
 use super::kube::{connect_to, parse_duration, runtime};
 use crate::apply::{ApplyOptions, InventoryRef, parse_stream};
-use crate::chart::compiled::CompiledChart;
 use crate::chart::coalesce::merge_tables;
+use crate::chart::compiled::CompiledChart;
 use crate::chart::manifest::{self, StreamOptions};
 use crate::chart::objects::KubeVersion;
 use crate::chart::render::RenderOptions;
@@ -92,9 +92,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let server_version = runtime
         .block_on(target.client.apiserver_version())
         .with_context(|| format!("reading the version of {}", target.server))?;
-    let kube_version = KubeVersion::parse(&server_version.git_version).map_err(|e| {
-        anyhow::anyhow!("server version {:?}: {e}", server_version.git_version)
-    })?;
+    let kube_version = KubeVersion::parse(&server_version.git_version)
+        .map_err(|e| anyhow::anyhow!("server version {:?}: {e}", server_version.git_version))?;
     let created = runtime.block_on(ensure_namespace(&target.client, &args.namespace, args.dry_run))?;
 
     // Rendered outside the async runtime: `lookup` blocks on it for each object it asks for.
@@ -156,7 +155,9 @@ async fn ensure_namespace(client: &kube::Client, name: &str, dry_run: bool) -> a
         return Ok(false);
     }
     if dry_run {
-        bail!("namespace {name} does not exist: a server dry run needs it (install without --dry-run creates it)");
+        bail!(
+            "namespace {name} does not exist: a server dry run needs it (install without --dry-run creates it)"
+        );
     }
     let namespace = Namespace {
         metadata: kube::api::ObjectMeta {
@@ -202,8 +203,8 @@ fn user_values(args: &Args) -> anyhow::Result<crate::template::Value> {
     let base = strvals::empty();
     let mut files = Vec::new();
     for file in &args.values {
-        let text =
-            std::fs::read_to_string(file).with_context(|| format!("reading values file {}", file.display()))?;
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("reading values file {}", file.display()))?;
         files.push(values::parse(&text, &file.display().to_string())?);
     }
     // Later files win: merge from the last one (the destination wins when merging).
@@ -218,7 +219,10 @@ fn user_values(args: &Args) -> anyhow::Result<crate::template::Value> {
     }
     if let Some(image) = &args.image {
         let (repository, tag) = split_image(image)?;
-        strvals::apply_json(&base, &format!("image.repository={}", serde_json::to_string(repository)?))?;
+        strvals::apply_json(
+            &base,
+            &format!("image.repository={}", serde_json::to_string(repository)?),
+        )?;
         if let Some(tag) = tag {
             strvals::apply_json(&base, &format!("image.tag={}", serde_json::to_string(tag)?))?;
         }
@@ -294,9 +298,18 @@ mod tests {
     #[test]
     fn image_splits_at_the_tag_colon_only() {
         assert_eq!(split_image("capstan").unwrap(), ("capstan", None));
-        assert_eq!(split_image("ghcr.io/x/capstan:v1").unwrap(), ("ghcr.io/x/capstan", Some("v1")));
-        assert_eq!(split_image("host:5000/capstan").unwrap(), ("host:5000/capstan", None));
-        assert_eq!(split_image("host:5000/capstan:dev").unwrap(), ("host:5000/capstan", Some("dev")));
+        assert_eq!(
+            split_image("ghcr.io/x/capstan:v1").unwrap(),
+            ("ghcr.io/x/capstan", Some("v1"))
+        );
+        assert_eq!(
+            split_image("host:5000/capstan").unwrap(),
+            ("host:5000/capstan", None)
+        );
+        assert_eq!(
+            split_image("host:5000/capstan:dev").unwrap(),
+            ("host:5000/capstan", Some("dev"))
+        );
         assert!(split_image("x@sha256:00").is_err());
     }
 }

@@ -92,9 +92,7 @@ pub async fn serve_health_on(
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(health);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
 }
 
 /// Serves `/metrics` on `addr` in the OpenMetrics text format.
@@ -115,9 +113,7 @@ pub async fn serve_metrics_on(
     let app = Router::new()
         .route("/metrics", get(metrics_text))
         .with_state(metrics);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
 }
 
 async fn healthz(State(health): State<Arc<Health>>) -> Response {
@@ -201,15 +197,27 @@ mod tests {
         let url = format!("http://{}/metrics", listener.local_addr().unwrap());
         let metrics = Arc::new(Metrics::new());
         metrics.drift_corrected("clusterstackrelease", 2);
-        tokio::spawn(serve_metrics_on(listener, metrics.clone(), std::future::pending()));
+        tokio::spawn(serve_metrics_on(
+            listener,
+            metrics.clone(),
+            std::future::pending(),
+        ));
 
         let (status, ctype, body) = get_text(&url).await;
         assert_eq!(status, 200);
         assert_eq!(ctype, metrics::CONTENT_TYPE);
-        assert!(body.contains("capstan_drift_corrections_total{controller=\"clusterstackrelease\"} 2\n"), "{body}");
+        assert!(
+            body.contains("capstan_drift_corrections_total{controller=\"clusterstackrelease\"} 2\n"),
+            "{body}"
+        );
         assert!(body.ends_with("# EOF\n"), "{body}");
         // Served live, not a snapshot.
         metrics.github_response(200, Some(41));
-        assert!(get_text(&url).await.2.contains("capstan_github_rate_limit_remaining 41\n"));
+        assert!(
+            get_text(&url)
+                .await
+                .2
+                .contains("capstan_github_rate_limit_remaining 41\n")
+        );
     }
 }

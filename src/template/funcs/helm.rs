@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use crate::go::value::{GoType, Value};
 use crate::template::error::{FuncError, HELM_WARN_END, HELM_WARN_START};
-use crate::template::funcs::{FuncEnv, LookupRequest};
 use crate::template::funcs::{Func, FuncMap, arg_str};
+use crate::template::funcs::{FuncEnv, LookupRequest};
 
 /// Registers Helm's functions into `map`.
 pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {

@@ -324,7 +324,8 @@ mod tests {
             }
         }));
         assert_eq!(render(cluster).expect("with a cluster"), "map[k:dg==]|0");
-        let broken = FuncEnv::system().with_lookup(Rc::new(|_: &LookupRequest<'_>| Err("connection refused".into())));
+        let broken =
+            FuncEnv::system().with_lookup(Rc::new(|_: &LookupRequest<'_>| Err("connection refused".into())));
         let err = render(broken).expect_err("a failed lookup fails the render");
         assert!(err.to_string().contains("connection refused"), "{err}");
     }

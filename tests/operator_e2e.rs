@@ -11,7 +11,7 @@ mod support;
 
 use std::time::Duration;
 
-use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use operator_common::{eventually, names};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -21,7 +21,32 @@ async fn subscribe_apply_upgrade_prune_and_correct_drift() {
     else {
         return;
     };
-    let operator = env.operator(0, &[]);
+    let metrics_port = free_port();
+    let health_port = free_port();
+    let metrics_addr = format!("127.0.0.1:{metrics_port}");
+    let health_addr = format!("127.0.0.1:{health_port}");
+    let operator = env.operator(
+        0,
+        &[
+            "--metrics-addr",
+            &metrics_addr,
+            "--health-addr",
+            &health_addr,
+            "--leader-elect",
+            "--leader-election-namespace",
+            operator_common::NS,
+        ],
+    );
+    eventually(
+        "/readyz answers ok",
+        Duration::from_secs(30),
+        &operator,
+        || async {
+            let answer = reqwest::get(format!("http://{health_addr}/readyz")).await.ok()?;
+            (answer.status() == 200).then_some(())
+        },
+    )
+    .await;
     env.create_stack(&["v1"], "2s").await;
 
     // The latest (v2) and the spec's v1 are created, applied and reported usable.
@@ -124,6 +149,63 @@ async fn subscribe_apply_upgrade_prune_and_correct_drift() {
     )
     .await;
 
+    // Both corrections show in the metrics and as Events of the release.
+    let metrics = eventually(
+        "drift corrections in the metrics",
+        Duration::from_secs(10),
+        &operator,
+        || async {
+            let text = reqwest::get(format!("http://{metrics_addr}/metrics"))
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()?;
+            let corrected = metric(
+                &text,
+                "capstan_drift_corrections_total{controller=\"clusterstackrelease\"}",
+            )?;
+            (corrected >= 2.0).then_some(text)
+        },
+    )
+    .await;
+    assert!(
+        metric(
+            &metrics,
+            "capstan_reconciles_total{controller=\"clusterstack\",result=\"success\"}"
+        )
+        .is_some_and(|n| n >= 1.0),
+        "{metrics}"
+    );
+    assert!(
+        metric(
+            &metrics,
+            "capstan_objects_total{controller=\"clusterstackrelease\",outcome=\"pruned\"}"
+        )
+        .is_some_and(|n| n >= 5.0),
+        "{metrics}"
+    );
+    assert!(
+        metric(&metrics, "capstan_github_requests_total{code=\"2xx\"}").is_some_and(|n| n >= 1.0),
+        "{metrics}"
+    );
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(env.client(), operator_common::NS);
+    let drift_events: Vec<String> = events
+        .list(&Default::default())
+        .await
+        .expect("list events")
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("DriftCorrected"))
+        .filter_map(|e| e.note)
+        .collect();
+    assert!(
+        drift_events
+            .iter()
+            .any(|n| n.contains("ClusterClass.cluster.x-k8s.io/tenant/docker-ferrol-1-27-v3")),
+        "{drift_events:?}"
+    );
+
     // The Cluster goes: v1 is no longer used, so it is deleted and pruned.
     env.clusters()
         .delete("workload", &DeleteParams::default())
@@ -143,4 +225,17 @@ async fn subscribe_apply_upgrade_prune_and_correct_drift() {
             std::path::Path::new(&dir).join("operator-e2e.log"),
         );
     }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The value of the series `name` (with its labels, as written) in a metrics text.
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
 }

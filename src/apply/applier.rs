@@ -627,6 +627,14 @@ impl Applier {
             Ok(obj) => {
                 let after = obj.metadata.resource_version.as_deref();
                 let action = match &live {
+                    // A server dry run never moves the resourceVersion: compare the objects.
+                    Live::Present(l) if opts.dry_run => {
+                        if same_object(l, &obj) {
+                            Action::Unchanged
+                        } else {
+                            Action::Configured
+                        }
+                    }
                     Live::Present(l) => {
                         let before = l.pointer("/metadata/resourceVersion").and_then(Value::as_str);
                         if before == after {
@@ -992,6 +1000,27 @@ fn crd_kinds(objects: &[DesiredObject]) -> HashMap<(String, String), String> {
             Some(((group.to_string(), kind.to_string()), o.name.clone()))
         })
         .collect()
+}
+
+/// Whether a dry run's answer is the live object: equal but for what every write touches
+/// (`managedFields` timestamps, the resourceVersion), types aside.
+fn same_object(live: &Value, answer: &kube::api::DynamicObject) -> bool {
+    let Ok(mut answer) = serde_json::to_value(answer) else {
+        return false;
+    };
+    let mut live = live.clone();
+    for object in [&mut live, &mut answer] {
+        // List items may come without their types.
+        if let Some(top) = object.as_object_mut() {
+            top.remove("apiVersion");
+            top.remove("kind");
+        }
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+            meta.remove("resourceVersion");
+        }
+    }
+    live == answer
 }
 
 #[cfg(test)]

@@ -17,6 +17,9 @@ mod diff;
 mod kube;
 // `capstan operator` (issue 13).
 mod operator;
+// `capstan install` (issue 13): the operator's own chart, embedded.
+mod deploy_chart;
+mod install;
 
 use std::process::ExitCode;
 
@@ -60,6 +63,8 @@ enum Command {
     Crds(crds::Args),
     /// Run the Kubernetes operator (ClusterStack and ClusterStackRelease controllers).
     Operator(Box<operator::Args>),
+    /// Install or upgrade the capstan operator in a cluster (CRDs, RBAC, Deployment, webhooks).
+    Install(Box<install::Args>),
 }
 
 /// Entry point of the binary: parse arguments, set up logging, run the subcommand.
@@ -80,6 +85,7 @@ pub fn main() -> ExitCode {
         Command::Diff(args) => return diff::run(&args),
         Command::Crds(args) => crds::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Operator(args) => operator::run_operator(&args).map(|()| ExitCode::SUCCESS),
+        Command::Install(args) => install::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -4,6 +4,8 @@
 
 pub mod api;
 pub mod controller;
+pub mod http;
+pub mod leader;
 pub mod metrics;
 pub mod settings;
 pub mod webhook;

@@ -18,6 +18,8 @@ use kube::{Client, Resource};
 use super::api::{ClusterStack, ClusterStackRelease};
 use super::context::Context;
 use super::controller::{cluster_stack, cluster_stack_release};
+use super::http::{self, Health};
+use super::leader;
 use super::metrics::Metrics;
 use super::settings::Settings;
 use super::sources::Sources;
@@ -39,15 +41,101 @@ pub enum RunError {
     Cache { path: String, message: String },
     #[error("{0}")]
     Server(String),
+    #[error("leadership lost: another replica holds the lease now")]
+    LostLeadership,
 }
 
-/// Runs the controllers until `shutdown` resolves.
+/// Runs the operator until `shutdown` resolves: the health and metrics servers at once, the
+/// controllers while this process leads (always, without leader election). Losing the lease
+/// stops the controllers and ends the run with [`RunError::LostLeadership`], so the process
+/// exits and restarts as a follower.
 pub async fn run(
     client: Client,
     settings: Settings,
     metrics: Arc<Metrics>,
     shutdown: Shutdown,
 ) -> Result<(), RunError> {
+    let health = Health::new();
+    if let Some(addr) = settings.health_addr {
+        let listener = http::bind(addr)
+            .await
+            .map_err(|e| RunError::Server(format!("health server on {addr}: {e}")))?;
+        tokio::spawn(http::serve_health_on(listener, health.clone(), shutdown.clone()));
+    }
+    if let Some(addr) = settings.metrics_addr {
+        let listener = http::bind(addr)
+            .await
+            .map_err(|e| RunError::Server(format!("metrics server on {addr}: {e}")))?;
+        tokio::spawn(http::serve_metrics_on(
+            listener,
+            metrics.clone(),
+            shutdown.clone(),
+        ));
+    }
+
+    let mut leadership = match &settings.leader_election {
+        None => None,
+        Some(election) => {
+            health.set_not_ready(format!(
+                "waiting to lead (Lease {}/{})",
+                election.namespace, election.lease_name
+            ));
+            tokio::select! {
+                led = leader::acquire(client.clone(), election) => {
+                    tracing::info!(lease = %election.lease_name, identity = %election.identity, "leading");
+                    Some(led.map_err(|e| RunError::Server(e.to_string()))?)
+                }
+                () = shutdown.clone() => return Ok(()),
+            }
+        }
+    };
+
+    // The controllers stop on shutdown or when the lease is lost.
+    let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<()>();
+    let outer = shutdown.clone();
+    let stop = shutdown_on(async move {
+        tokio::select! {
+            () = outer => {}
+            _ = lost_rx => {}
+        }
+    });
+    let controllers = run_controllers(client, &settings, metrics, stop, health.clone());
+    tokio::pin!(controllers);
+    let lost = async {
+        match leadership.as_mut() {
+            Some(leading) => leading.lost().await,
+            None => futures::future::pending().await,
+        }
+    };
+    let mut lost_lease = false;
+    tokio::select! {
+        result = &mut controllers => result?,
+        () = lost => {
+            tracing::error!("leadership lost: stopping the controllers");
+            lost_lease = true;
+            health.set_not_ready("leadership lost");
+            let _ = lost_tx.send(());
+            controllers.await?;
+        }
+    }
+    if lost_lease {
+        return Err(RunError::LostLeadership);
+    }
+    if let Some(leading) = leadership {
+        leading.release().await;
+    }
+    Ok(())
+}
+
+/// Runs the controllers until `stop` resolves; `health` turns ready once their caches are.
+async fn run_controllers(
+    client: Client,
+    settings: &Settings,
+    metrics: Arc<Metrics>,
+    stop: Shutdown,
+    health: Arc<Health>,
+) -> Result<(), RunError> {
+    let shutdown = stop;
     let cache = Cache::open(&settings.cache_dir).map_err(|e| RunError::Cache {
         path: settings.cache_dir.display().to_string(),
         message: e.to_string(),
@@ -126,6 +214,9 @@ pub async fn run(
         drift_interval = ?settings.drift_interval,
         "controllers started"
     );
+    // Ready once the controllers run (and, with leader election, this process leads); a
+    // reconcile that finds its cache incomplete requeues instead of deciding.
+    health.set_ready(true);
     futures::join!(stack_controller, release_controller);
     tracing::info!("controllers stopped");
     Ok(())
@@ -153,11 +244,14 @@ fn spec_or_deletion<K: Resource>(object: &K) -> Option<u64> {
     Some(hasher.finish())
 }
 
+/// A reconcile's future, boxed so both branches of [`in_namespaces`] have one type.
+type Reconciling = Pin<Box<dyn Future<Output = Result<controller::Action, super::controller::Error>> + Send>>;
+
 /// Limits a reconciler to `namespaces` (all when empty): objects elsewhere are left alone.
 fn in_namespaces<K, F, Fut>(
     reconcile: F,
     namespaces: &[String],
-) -> impl FnMut(Arc<K>, Arc<Context>) -> Pin<Box<dyn Future<Output = Fut::Output> + Send>>
+) -> impl FnMut(Arc<K>, Arc<Context>) -> Reconciling
 where
     K: Resource + Send + Sync + 'static,
     F: Fn(Arc<K>, Arc<Context>) -> Fut + Send + Sync + Clone + 'static,

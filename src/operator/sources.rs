@@ -126,10 +126,13 @@ fn hash_dir(root: &Path, dir: &Path, hasher: &mut Sha256) -> Result<(), SourceEr
 #[error("{0}")]
 pub struct SourceError(pub String);
 
+/// A GitHub client per API URL and token.
+type ClientKey = (String, Option<String>);
+
 /// Access to every source the operator follows.
 pub struct Sources {
     cache: Cache,
-    clients: Mutex<HashMap<(String, Option<String>), Arc<github::Client>>>,
+    clients: Mutex<HashMap<ClientKey, Arc<github::Client>>>,
     observer: Option<github::Observer>,
 }
 
@@ -196,7 +199,7 @@ impl Sources {
             Resolved::Local(path) => local_tags(path).map_err(fail)?,
         };
         let mut out: Vec<ReleaseTag> = tags.iter().filter_map(|t| ReleaseTag::parse(t).ok()).collect();
-        out.sort_by(|a, b| a.tag().cmp(&b.tag()));
+        out.sort_by_key(ReleaseTag::tag);
         out.dedup();
         Ok(out)
     }

@@ -282,11 +282,12 @@ async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, E
     let this = ObjectRef::from_obj(release);
     let applied_before = progress.status.applied_inputs.as_deref() == Some(inputs.as_str());
     let suspect = ctx.take_drift_suspect(&this);
-    if applied_before && !suspect {
-        if let Some(wait) = drift_wait(&progress.status, ctx) {
-            progress.save().await?;
-            return Ok(Action::requeue(wait));
-        }
+    if applied_before
+        && !suspect
+        && let Some(wait) = drift_wait(&progress.status, ctx)
+    {
+        progress.save().await?;
+        return Ok(Action::requeue(wait));
     }
     apply_render(&mut progress, &render, &inputs, applied_before).await?;
     Ok(Action::requeue(ctx.settings.drift_interval))

@@ -2,15 +2,32 @@
 //! can be made deterministic in tests.
 
 use std::cell::Cell;
+use std::rc::Rc;
 
 use rand_core::RngCore;
 
-/// Randomness and clock for template functions (`randAlphaNum`, `genCA`, `now`, …).
+/// What Helm's `lookup apiVersion kind namespace name` asks for (an empty name lists).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LookupRequest<'a> {
+    pub api_version: &'a str,
+    pub kind: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+}
+
+/// Answers `lookup` from a cluster: the object (or, for an empty name, the list object with
+/// `items`) as JSON, `None` when it does not exist; an error fails the render.
+pub type Lookup = Rc<dyn Fn(&LookupRequest<'_>) -> Result<Option<serde_json::Value>, String>>;
+
+/// Randomness, clock and cluster access for template functions (`randAlphaNum`, `genCA`,
+/// `now`, `lookup`, …).
 pub struct FuncEnv {
     seed: Option<u64>,
     fixed_unix_seconds: Option<i64>,
     /// The state of the seeded generator (unused with OS randomness).
     seeded_state: Cell<u64>,
+    /// `None`: offline, `lookup` finds nothing (like `helm template`).
+    lookup: Option<Lookup>,
 }
 
 impl FuncEnv {
@@ -20,6 +37,7 @@ impl FuncEnv {
             seed: None,
             fixed_unix_seconds: None,
             seeded_state: Cell::new(0),
+            lookup: None,
         }
     }
 
@@ -29,7 +47,19 @@ impl FuncEnv {
             seed: Some(seed),
             fixed_unix_seconds: Some(unix_seconds),
             seeded_state: Cell::new(seed),
+            lookup: None,
         }
+    }
+
+    /// The same environment with `lookup` answered by `lookup` (like `helm install`, which
+    /// can see the cluster), instead of finding nothing.
+    pub fn with_lookup(mut self, lookup: Lookup) -> FuncEnv {
+        self.lookup = Some(lookup);
+        self
+    }
+
+    pub fn lookup(&self) -> Option<&Lookup> {
+        self.lookup.as_ref()
     }
 
     pub fn seed(&self) -> Option<u64> {

@@ -1,14 +1,17 @@
 //! Helm's own template functions on top of sprig: `include`, `tpl`, `required`, `fail`,
-//! `lookup` (offline: always an empty map) and `getHostByName` (no DNS: always "").
+//! `lookup` (offline: always an empty map; answered from a cluster when the [`FuncEnv`] has a
+//! lookup) and `getHostByName` (no DNS: always "").
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use crate::go::value::{GoType, Value};
 use crate::template::error::{FuncError, HELM_WARN_END, HELM_WARN_START};
 use crate::template::funcs::{Func, FuncMap, arg_str};
+use crate::template::funcs::{FuncEnv, LookupRequest};
 
 /// Registers Helm's functions into `map`.
-pub fn register(map: &mut FuncMap) {
+pub fn register(map: &mut FuncMap, env: &Rc<FuncEnv>) {
     use GoType::{Any, String};
     map.insert(
         "include",
@@ -36,10 +39,25 @@ pub fn register(map: &mut FuncMap) {
         "fail",
         Func::pure(&[String], |args| Err(warning(arg_str(&args[0])))),
     );
+    let env = Rc::clone(env);
     map.insert(
         "lookup",
-        Func::pure(&[String, String, String, String], |_| {
-            Ok(Value::map(BTreeMap::new()))
+        Func::pure(&[String, String, String, String], move |args| {
+            let Some(lookup) = env.lookup() else {
+                return Ok(Value::map(BTreeMap::new()));
+            };
+            let request = LookupRequest {
+                api_version: arg_str(&args[0]),
+                kind: arg_str(&args[1]),
+                namespace: arg_str(&args[2]),
+                name: arg_str(&args[3]),
+            };
+            match lookup(&request) {
+                // Helm's lookup decodes the object as JSON into `map[string]interface{}`.
+                Ok(Some(found)) => Ok(Value::from_json(&found)),
+                Ok(None) => Ok(Value::map(BTreeMap::new())),
+                Err(err) => Err(FuncError::msg(err)),
+            }
         }),
     );
     map.insert("getHostByName", Func::pure(&[String], |_| Ok(Value::from(""))));

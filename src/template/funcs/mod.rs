@@ -24,7 +24,7 @@ pub mod sprig;
 pub mod strings;
 pub mod urls;
 
-pub use env::FuncEnv;
+pub use env::{FuncEnv, Lookup, LookupRequest};
 
 use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
@@ -195,7 +195,7 @@ impl FuncMap {
     pub fn helm_with(env: &Rc<FuncEnv>) -> FuncMap {
         let mut map = FuncMap::with_builtins();
         sprig::register(&mut map, env);
-        helm::register(&mut map);
+        helm::register(&mut map, env);
         map
     }
 
@@ -305,5 +305,28 @@ mod tests {
         assert_eq!(render(&b), first);
         // The same env continues its sequence, as with a map built per render.
         assert_ne!(render(&a), first);
+    }
+
+    #[test]
+    fn lookup_answers_from_the_env_else_finds_nothing() {
+        use crate::template::Templates;
+        let text = r#"{{ $s := lookup "v1" "Secret" "ns" "cert" }}{{ $s.data | default "none" }}|{{ (lookup "v1" "Secret" "ns" "gone") | len }}"#;
+        let render = |env: FuncEnv| {
+            let mut set = Templates::with_funcs(FuncMap::helm_shared(&Rc::new(env)));
+            set.parse("t", text).expect("parses");
+            set.execute("t", &Value::Nil)
+        };
+        assert_eq!(render(FuncEnv::system()).expect("offline"), "none|0");
+        let cluster = FuncEnv::system().with_lookup(Rc::new(|q: &LookupRequest<'_>| {
+            match (q.api_version, q.kind, q.namespace, q.name) {
+                ("v1", "Secret", "ns", "cert") => Ok(Some(serde_json::json!({"data": {"k": "dg=="}}))),
+                _ => Ok(None),
+            }
+        }));
+        assert_eq!(render(cluster).expect("with a cluster"), "map[k:dg==]|0");
+        let broken =
+            FuncEnv::system().with_lookup(Rc::new(|_: &LookupRequest<'_>| Err("connection refused".into())));
+        let err = render(broken).expect_err("a failed lookup fails the render");
+        assert!(err.to_string().contains("connection refused"), "{err}");
     }
 }

@@ -14,7 +14,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use capstan::operator::api;
-use capstan::operator::webhook::{Certificate, GeneratedCert, generate, serve_with};
+use capstan::operator::settings::WebhookSettings;
+use capstan::operator::webhook::{Certificate, GeneratedCert, generate, serve, serve_with};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
@@ -639,6 +640,28 @@ async fn deletions_refused_when_clusters_cannot_be_listed(client: &Client) {
     );
     assert!(exists(client, ns, "ClusterStack", "ferrol").await);
     assert!(exists(client, ns, "ClusterStackRelease", "docker-ferrol-1-27-v1").await);
+
+    // Nor may it read releases: a Cluster is then admitted unchecked (with a warning), never
+    // refused, though its version does not match the release's.
+    let status = json!({
+        "apiVersion": "clusterstack.x-k8s.io/v1alpha1", "kind": "ClusterStackRelease",
+        "metadata": {"name": "docker-ferrol-1-27-v1", "namespace": ns},
+        "status": {"kubernetesVersion": "v1.27.3", "ready": true},
+    });
+    dynamic(client, ns, "ClusterStackRelease")
+        .patch_status(
+            "docker-ferrol-1-27-v1",
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&status),
+        )
+        .await
+        .expect("release status");
+    let mut unchecked = cluster_json(
+        "unchecked",
+        Some(json!({"class": "docker-ferrol-1-27-v1", "version": "v1.26.0"})),
+    );
+    unchecked["metadata"]["namespace"] = json!(ns);
+    assert_eq!(create(client, ns, &unchecked).await, Ok(()));
 }
 
 /// Requests the API server would not send: answered, with why, and the server keeps serving.
@@ -707,4 +730,67 @@ async fn malformed_requests(addr: SocketAddr, cert: &GeneratedCert) {
     assert_eq!(status, 404);
     let get = http.get(url(stacks)).send().await.expect("webhook answers");
     assert_eq!(get.status().as_u16(), 405);
+}
+
+/// `serve` with a certificate directory (a mounted Secret): the files' certificate is served,
+/// and a rotated one from the next connection on. No API server needed: no review is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_reads_the_certificate_directory_and_picks_up_rotations() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let install = |cert: &GeneratedCert| {
+        std::fs::write(dir.path().join("tls.crt"), &cert.cert_pem).expect("write tls.crt");
+        std::fs::write(dir.path().join("tls.key"), &cert.key_pem).expect("write tls.key");
+    };
+    let first = generate(&[]).expect("certificate");
+    install(&first);
+
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port");
+    let settings = WebhookSettings {
+        addr,
+        cert_dir: Some(dir.path().to_path_buf()),
+        hosts: Vec::new(),
+    };
+    // The client is never used: only unknown paths are asked for.
+    let client =
+        Client::try_from(kube::Config::new("https://127.0.0.1:1".parse().expect("URL"))).expect("client");
+    let (stop, mut stopped) = tokio::sync::watch::channel(false);
+    let server = tokio::spawn(serve(settings, client, async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    }));
+
+    // A fresh client per attempt: a new connection, a new handshake.
+    let answers = |ca: &GeneratedCert| {
+        let http = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(ca.ca_pem.as_bytes()).expect("CA"))
+            .build()
+            .expect("HTTP client");
+        async move {
+            match http.post(format!("https://{addr}/healthz")).send().await {
+                Ok(r) => Ok(r.status().as_u16()),
+                Err(e) => Err(format!("{e:?}")),
+            }
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while answers(&first).await.is_err() {
+        assert!(Instant::now() < deadline, "the server never answered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(answers(&first).await, Ok(404));
+
+    let second = generate(&[]).expect("certificate");
+    install(&second);
+    assert_eq!(answers(&second).await, Ok(404));
+    let old = answers(&first)
+        .await
+        .expect_err("the old CA no longer verifies the server");
+    assert!(old.contains("InvalidCertificate"), "{old}");
+
+    stop.send(true).expect("server listening");
+    let stopped = tokio::time::timeout(Duration::from_secs(15), server)
+        .await
+        .expect("the server stops on shutdown");
+    assert!(matches!(stopped, Ok(Ok(()))), "{stopped:?}");
 }

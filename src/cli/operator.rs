@@ -113,6 +113,7 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             webhook: args.webhook_addr.map(|addr| WebhookSettings {
                 addr,
                 cert_dir: args.webhook_cert_dir.clone(),
+                hosts: Vec::new(),
             }),
             leader_election: args.leader_elect.then(|| LeaderElection {
                 namespace: args

@@ -120,6 +120,9 @@ async fn decide(
             req.kind.kind
         ));
     }
+    if req.operation == Operation::Update && spec_unchanged(req) {
+        return Ok(Verdict::Allow);
+    }
     let namespace = req.namespace.clone().unwrap_or_default();
     match (hook, &req.operation) {
         (Hook::ClusterStack, Operation::Create) => {
@@ -164,6 +167,16 @@ async fn decide(
         }
         // Operations the install chart does not register for this webhook have no rule.
         _ => Ok(Verdict::Allow),
+    }
+}
+
+/// Whether an update leaves the spec as it was. The rules guard the spec only; a metadata
+/// change (a finalizer, a label) of an object admitted before the webhooks were (e.g. by CSO,
+/// whose version syntax is looser) must never be blocked, or its deletion could hang.
+fn spec_unchanged(req: &AdmissionRequest<DynamicObject>) -> bool {
+    match (&req.old_object, &req.object) {
+        (Some(old), Some(new)) => old.data.get("spec") == new.data.get("spec"),
+        _ => false,
     }
 }
 
@@ -248,6 +261,159 @@ fn unchecked(namespace: &str, name: &str, why: &str) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// A client for an address where nothing listens: any lookup fails at once.
+    fn unreachable() -> Client {
+        let url = "https://127.0.0.1:1".parse().expect("URL");
+        Client::try_from(kube::Config::new(url)).expect("client")
+    }
+
+    fn stack(versions: &[&str]) -> Json {
+        json!({
+            "apiVersion": "clusterstack.x-k8s.io/v1alpha1", "kind": "ClusterStack",
+            "metadata": {"name": "ferrol", "namespace": "stacks"},
+            "spec": {"provider": "docker", "name": "ferrol", "kubernetesVersion": "1.27",
+                     "channel": "stable", "versions": versions},
+        })
+    }
+
+    fn request(kind: &str, operation: &str, object: Option<Json>, old: Option<Json>) -> Vec<u8> {
+        let group = if kind == "Cluster" {
+            "cluster.x-k8s.io"
+        } else {
+            "clusterstack.x-k8s.io"
+        };
+        let review = json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "0e1b7c55-0000-4000-8000-00000000000a",
+                "kind": {"group": group, "version": "v1", "kind": kind},
+                "resource": {"group": group, "version": "v1", "resource": "x"},
+                "name": "ferrol", "namespace": "stacks", "operation": operation,
+                "userInfo": {}, "object": object, "oldObject": old,
+            },
+        });
+        serde_json::to_vec(&review).expect("JSON")
+    }
+
+    /// (allowed, message, uid) of the answer.
+    async fn answer(hook: Hook, body: &[u8]) -> (bool, String, String) {
+        let review = review(hook, body, &unreachable()).await;
+        let response = review.response.expect("a response");
+        (response.allowed, response.result.message, response.uid)
+    }
+
+    #[tokio::test]
+    async fn unreadable_reviews_are_denied_with_why() {
+        let (allowed, message, uid) = answer(Hook::ClusterStack, b"{\"request\": 1}").await;
+        assert!(!allowed);
+        assert_eq!(
+            message,
+            "cannot read the AdmissionReview: invalid type: integer `1`, expected struct AdmissionRequest at line 1 column 13"
+        );
+        assert_eq!(uid, "");
+        let (allowed, message, _) = answer(
+            Hook::ClusterStack,
+            br#"{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}"#,
+        )
+        .await;
+        assert!(!allowed);
+        assert_eq!(message, "the AdmissionReview holds no request");
+        // A readable uid is kept even when the rest is not.
+        let bad_object = request("ClusterStack", "CREATE", Some(json!(5)), None);
+        let (allowed, message, uid) = answer(Hook::ClusterStack, &bad_object).await;
+        assert!(!allowed);
+        assert!(
+            message.starts_with("cannot read the AdmissionReview: "),
+            "{message}"
+        );
+        assert_eq!(uid, "0e1b7c55-0000-4000-8000-00000000000a");
+    }
+
+    #[tokio::test]
+    async fn objects_that_are_not_the_kind_are_denied() {
+        let mut broken = stack(&[]);
+        broken["spec"]["versions"] = json!("v1");
+        let body = request("ClusterStack", "CREATE", Some(broken), None);
+        let (allowed, message, _) = answer(Hook::ClusterStack, &body).await;
+        assert!(!allowed);
+        assert!(
+            message.starts_with("the object is not a valid ClusterStack: "),
+            "{message}"
+        );
+    }
+
+    #[tokio::test]
+    async fn updates_that_leave_the_spec_alone_are_allowed() {
+        // Admitted before the webhook: a version capstan does not accept.
+        let mut old = stack(&["1"]);
+        let mut new = old.clone();
+        new["metadata"]["finalizers"] = json!(["clusterstack.x-k8s.io/cleanup"]);
+        let body = request("ClusterStack", "UPDATE", Some(new.clone()), Some(old.clone()));
+        assert!(answer(Hook::ClusterStack, &body).await.0);
+
+        new["spec"]["autoSubscribe"] = json!(false);
+        let body = request("ClusterStack", "UPDATE", Some(new), Some(old.clone()));
+        let (allowed, message, _) = answer(Hook::ClusterStack, &body).await;
+        assert!(!allowed);
+        assert!(
+            message.starts_with("spec.versions[0]: \"1\" is not a stack version: "),
+            "{message}"
+        );
+
+        old["spec"]["versions"] = json!([]);
+        let body = request("ClusterStack", "UPDATE", Some(stack(&["v1"])), Some(old));
+        assert!(answer(Hook::ClusterStack, &body).await.0);
+    }
+
+    #[tokio::test]
+    async fn deletion_is_refused_when_the_api_server_cannot_be_reached() {
+        let body = request("ClusterStack", "DELETE", None, Some(stack(&[])));
+        let (allowed, message, uid) = answer(Hook::ClusterStack, &body).await;
+        assert!(!allowed);
+        assert!(
+            message.starts_with(
+                "cannot tell whether a Cluster uses ClusterStack stacks/ferrol: listing Clusters failed: "
+            ),
+            "{message}"
+        );
+        assert!(message.ends_with("; deletion refused"), "{message}");
+        assert_eq!(uid, "0e1b7c55-0000-4000-8000-00000000000a");
+    }
+
+    #[tokio::test]
+    async fn clusters_and_unregistered_operations_need_no_lookup() {
+        let bare = json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+            "metadata": {"name": "bare", "namespace": "stacks"}, "spec": {},
+        });
+        let body = request("Cluster", "CREATE", Some(bare), None);
+        assert!(answer(Hook::Cluster, &body).await.0);
+        let body = request("ClusterAddon", "DELETE", None, None);
+        assert!(answer(Hook::ClusterAddon, &body).await.0);
+    }
+
+    #[tokio::test]
+    async fn a_cluster_whose_release_cannot_be_read_is_allowed_with_a_warning() {
+        let using = json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+            "metadata": {"name": "a", "namespace": "stacks"},
+            "spec": {"topology": {"class": "docker-ferrol-1-27-v1", "version": "v1.20.0"}},
+        });
+        let body = request("Cluster", "CREATE", Some(using), None);
+        let response = review(Hook::Cluster, &body, &unreachable())
+            .await
+            .response
+            .expect("a response");
+        assert!(response.allowed);
+        let warnings = response.warnings.expect("a warning");
+        assert!(
+            warnings[0]
+                .starts_with("capstan could not read ClusterStackRelease stacks/docker-ferrol-1-27-v1 ("),
+            "{warnings:?}"
+        );
+    }
 
     #[test]
     fn paths_are_the_install_charts() {

@@ -25,6 +25,8 @@ use support::{Binaries, TestCluster};
 
 const NS: &str = "stacks";
 const RESTRICTED_NS: &str = "restricted";
+/// No webhook is called for this namespace until its label is removed.
+const LEGACY_NS: &str = "legacy";
 const NOBODY: &str = "capstan-webhook-nobody";
 const MANAGER: &str = "capstan-test";
 
@@ -58,6 +60,7 @@ async fn every_webhook_rule_through_the_api_server() {
         json!({"capstan-test/webhook": "restricted"}),
     )
     .await;
+    create_namespace(&client, LEGACY_NS, json!({"capstan-test/webhook": "off"})).await;
 
     let cert = generate(&[]).expect("certificate");
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -67,9 +70,25 @@ async fn every_webhook_rule_through_the_api_server() {
         .await
         .expect("impersonating client");
     let restricted = start_server(&cert, nobody, stopped.clone()).await;
-    register(&client, "capstan-webhooks", open, &cert, "NotIn").await;
-    register(&client, "capstan-webhooks-restricted", restricted, &cert, "In").await;
-    wait_until_active(&client).await;
+    register(
+        &client,
+        "capstan-webhooks",
+        open,
+        &cert,
+        "NotIn",
+        &["restricted", "off"],
+    )
+    .await;
+    register(
+        &client,
+        "capstan-webhooks-restricted",
+        restricted,
+        &cert,
+        "In",
+        &["restricted"],
+    )
+    .await;
+    wait_until_active(&client, &[NS, RESTRICTED_NS]).await;
 
     cluster_stacks(&client).await;
     clusters(&client).await;
@@ -77,6 +96,7 @@ async fn every_webhook_rule_through_the_api_server() {
     cluster_addons(&client).await;
     deletions_not_in_use(&client).await;
     deletions_refused_when_clusters_cannot_be_listed(&client).await;
+    objects_admitted_before_the_webhooks(&client).await;
     malformed_requests(open, &cert).await;
 
     stop.send(true).expect("servers listening");
@@ -128,8 +148,15 @@ async fn start_server(
 }
 
 /// The install chart's four webhooks, called by URL, for namespaces whose
-/// `capstan-test/webhook` label is (`In`) or is not (`NotIn`) `restricted`.
-async fn register(client: &Client, name: &str, addr: SocketAddr, cert: &GeneratedCert, operator: &str) {
+/// `capstan-test/webhook` label is (`In`) or is not (`NotIn`) one of `values`.
+async fn register(
+    client: &Client,
+    name: &str,
+    addr: SocketAddr,
+    cert: &GeneratedCert,
+    operator: &str,
+    values: &[&str],
+) {
     use base64::Engine as _;
     let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&cert.ca_pem);
     let hooks = [
@@ -174,7 +201,7 @@ async fn register(client: &Client, name: &str, addr: SocketAddr, cert: &Generate
                 "timeoutSeconds": 10,
                 "clientConfig": {"url": format!("https://{addr}{path}"), "caBundle": ca_bundle},
                 "namespaceSelector": {"matchExpressions": [
-                    {"key": "capstan-test/webhook", "operator": operator, "values": ["restricted"]},
+                    {"key": "capstan-test/webhook", "operator": operator, "values": values},
                 ]},
                 "rules": [{
                     "apiGroups": [group], "apiVersions": [version], "resources": [resource],
@@ -196,11 +223,11 @@ async fn register(client: &Client, name: &str, addr: SocketAddr, cert: &Generate
         .expect("register the webhooks");
 }
 
-/// The API server loads webhook configurations in the background: wait until both servers
-/// answer (a bad version is denied in each namespace).
-async fn wait_until_active(client: &Client) {
+/// The API server loads webhook configurations (and namespace labels) in the background: wait
+/// until the webhooks answer in each of `namespaces` (a bad version is denied).
+async fn wait_until_active(client: &Client, namespaces: &[&str]) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    for ns in [NS, RESTRICTED_NS] {
+    for &ns in namespaces {
         loop {
             let probe = stack_json(ns, "probe", &["not-a-version"]);
             match create(client, ns, &probe).await {
@@ -662,6 +689,52 @@ async fn deletions_refused_when_clusters_cannot_be_listed(client: &Client) {
     );
     unchecked["metadata"]["namespace"] = json!(ns);
     assert_eq!(create(client, ns, &unchecked).await, Ok(()));
+}
+
+/// A ClusterStack stored before the webhooks watched its namespace (e.g. accepted by CSO) with
+/// a version capstan refuses: its metadata still changes (a finalizer is added and removed)
+/// and it can be deleted; a spec change must fix the versions first.
+async fn objects_admitted_before_the_webhooks(client: &Client) {
+    let ns = LEGACY_NS;
+    assert_eq!(create(client, ns, &stack_json(ns, "old", &["1"])).await, Ok(()));
+    Api::<Namespace>::all(client.clone())
+        .patch(
+            ns,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"capstan-test/webhook": null}}})),
+        )
+        .await
+        .expect("unlabel the namespace");
+    wait_until_active(client, &[ns]).await;
+
+    let stacks = dynamic(client, ns, "ClusterStack");
+    let finalizers = |list: Json| Patch::Merge(json!({"metadata": {"finalizers": list}}));
+    stacks
+        .patch(
+            "old",
+            &PatchParams::default(),
+            &finalizers(json!(["capstan-test/hold"])),
+        )
+        .await
+        .expect("a finalizer is added");
+    assert_eq!(
+        patch_spec(client, ns, "ClusterStack", "old", json!({"autoSubscribe": true})).await,
+        denied(
+            STACK_HOOK,
+            "spec.versions[0]: \"1\" is not a stack version: it must start with \"v\" \
+             (expected vN, vN-<channel>.<patch> or v0-sha.<hash>)"
+        )
+    );
+    assert_eq!(
+        patch_spec(client, ns, "ClusterStack", "old", json!({"versions": ["v1"]})).await,
+        Ok(())
+    );
+    stacks
+        .patch("old", &PatchParams::default(), &finalizers(json!(null)))
+        .await
+        .expect("the finalizer is removed");
+    assert_eq!(delete(client, ns, "ClusterStack", "old").await, Ok(()));
+    assert!(!exists(client, ns, "ClusterStack", "old").await);
 }
 
 /// Requests the API server would not send: answered, with why, and the server keeps serving.

@@ -80,7 +80,17 @@ pub async fn review(hook: Hook, body: &[u8], client: &Client) -> AdmissionReview
             response.warnings = Some(vec![warning]);
             response
         }
-        Err(denial) => response.deny(denial),
+        Err(denial) => {
+            tracing::info!(
+                kind = %request.kind.kind,
+                namespace = request.namespace.as_deref().unwrap_or(""),
+                name = %request.name,
+                operation = ?request.operation,
+                reason = %denial,
+                "admission denied"
+            );
+            response.deny(denial)
+        }
     }
     .into_review()
 }

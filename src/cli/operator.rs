@@ -57,6 +57,11 @@ pub struct Args {
     #[arg(long, value_name = "DIR", requires = "webhook_addr")]
     webhook_cert_dir: Option<PathBuf>,
 
+    /// Extra DNS name or IP of the generated webhook certificate (besides localhost and
+    /// 127.0.0.1); repeatable.
+    #[arg(long = "webhook-host", value_name = "NAME", requires = "webhook_addr")]
+    webhook_hosts: Vec<String>,
+
     /// Run the controllers only while holding the leader Lease.
     #[arg(long)]
     leader_elect: bool,
@@ -113,6 +118,7 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             webhook: args.webhook_addr.map(|addr| WebhookSettings {
                 addr,
                 cert_dir: args.webhook_cert_dir.clone(),
+                hosts: args.webhook_hosts.clone(),
             }),
             leader_election: args.leader_elect.then(|| LeaderElection {
                 namespace: args

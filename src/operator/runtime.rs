@@ -73,6 +73,18 @@ pub async fn run(
         ));
     }
 
+    // Every replica answers admission requests, leader or not.
+    if let Some(webhook) = settings.webhook.clone() {
+        let addr = webhook.addr;
+        let client = client.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            if let Err(e) = super::webhook::server::serve(webhook, client, shutdown).await {
+                tracing::error!(%addr, error = %e, "the webhook server stopped");
+            }
+        });
+    }
+
     let mut leadership = match &settings.leader_election {
         None => None,
         Some(election) => {

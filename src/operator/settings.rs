@@ -44,6 +44,9 @@ pub struct WebhookSettings {
     /// Directory with `tls.crt` and `tls.key` (a mounted Secret). `None`: a self-signed
     /// certificate is generated at start.
     pub cert_dir: Option<PathBuf>,
+    /// Names a generated certificate is valid for besides `localhost` and `127.0.0.1`, e.g.
+    /// the webhook Service's `<service>.<namespace>.svc`.
+    pub hosts: Vec<String>,
 }
 
 /// Leader election.

@@ -2,6 +2,7 @@
 //! applied from its cluster stack release. One per Cluster that uses a stack's ClusterClass.
 
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -72,6 +73,24 @@ pub struct ClusterAddonStatus {
     /// Observations; `Ready` summarises them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// The release (ClusterClass name) whose addons were last applied in full (capstan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_cluster_stack: Option<String>,
+    /// Hash of the inputs (release digest, injected values, capstan version) of the rendered
+    /// manifest last applied in full (capstan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_inputs: Option<String>,
+    /// Revision of the stored render last applied (capstan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_revision: Option<u32>,
+    /// When the applied objects were last checked for drift (capstan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::optional_date_time_schema")]
+    pub last_reconciled: Option<Time>,
+    /// The hook the `stages` belong to and the release they run for (capstan), e.g.
+    /// `BeforeClusterUpgrade docker-ferrol-1-27-v2`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages_for: Option<String>,
 }
 
 /// One stage of a multi-stage release (`clusteraddon.yaml`) in the current hook.

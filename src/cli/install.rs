@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DynamicObject, GroupVersionKind, ListParams, PostParams};
-use kube::discovery::Scope;
+use kube::api::{Api, PostParams};
 
 use super::kube::{connect_to, parse_duration, runtime};
 use crate::apply::{ApplyOptions, InventoryRef, parse_stream};
@@ -21,7 +20,7 @@ use crate::chart::manifest::{self, StreamOptions};
 use crate::chart::objects::KubeVersion;
 use crate::chart::render::RenderOptions;
 use crate::chart::{strvals, values};
-use crate::template::funcs::{FuncEnv, Lookup, LookupRequest};
+use crate::template::funcs::{FuncEnv, Lookup};
 
 /// The inventory (a ConfigMap in the target namespace) of what `capstan install` applied.
 pub const INVENTORY: &str = "capstan-install";
@@ -242,53 +241,8 @@ fn split_image(image: &str) -> anyhow::Result<(&str, Option<&str>)> {
     })
 }
 
-/// The chart's `lookup` answered from the target cluster: the template engine calls it
-/// synchronously, so each call blocks on the runtime (renders run outside it).
 fn cluster_lookup(runtime: &tokio::runtime::Runtime, client: &kube::Client) -> Lookup {
-    let handle = runtime.handle().clone();
-    let client = client.clone();
-    Rc::new(move |q: &LookupRequest<'_>| handle.block_on(lookup(client.clone(), q)))
-}
-
-/// Helm's `lookup`: the object, or for an empty name the list of them; `None` when the object
-/// does not exist.
-async fn lookup(client: kube::Client, q: &LookupRequest<'_>) -> Result<Option<serde_json::Value>, String> {
-    let what = format!("lookup {} {} {}/{}", q.api_version, q.kind, q.namespace, q.name);
-    let (group, version) = q.api_version.split_once('/').unwrap_or(("", q.api_version));
-    let gvk = GroupVersionKind::gvk(group, version, q.kind);
-    let (resource, caps) = kube::discovery::pinned_kind(&client, &gvk)
-        .await
-        .map_err(|e| format!("{what}: {e}"))?;
-    let api: Api<DynamicObject> = if caps.scope == Scope::Namespaced && !q.namespace.is_empty() {
-        Api::namespaced_with(client, q.namespace, &resource)
-    } else {
-        Api::all_with(client, &resource)
-    };
-    if q.name.is_empty() {
-        let list = api
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| format!("{what}: {e}"))?;
-        let items: Vec<serde_json::Value> = list
-            .items
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()
-            .map_err(|e| format!("{what}: {e}"))?;
-        return Ok(Some(serde_json::json!({
-            "apiVersion": q.api_version,
-            "kind": format!("{}List", q.kind),
-            "metadata": {},
-            "items": items,
-        })));
-    }
-    match api.get_opt(q.name).await {
-        Ok(Some(object)) => serde_json::to_value(object)
-            .map(Some)
-            .map_err(|e| format!("{what}: {e}")),
-        Ok(None) => Ok(None),
-        Err(e) => Err(format!("{what}: {e}")),
-    }
+    crate::operator::lookup::cluster_lookup(runtime.handle().clone(), client.clone())
 }
 
 #[cfg(test)]

@@ -16,3 +16,4 @@ pub mod context;
 pub mod runtime;
 pub mod sources;
 pub mod store;
+pub mod lookup;

@@ -21,6 +21,7 @@ use crate::chart::render::RenderOptions as ChartOptions;
 use crate::chart::{Chart, coalesce};
 use crate::template::funcs::FuncEnv;
 
+use super::addon_config::AddonConfig;
 use super::release::{Release, ReleaseError};
 use super::values::{ClusterObjects, ComputedValues, compute_values};
 
@@ -109,6 +110,8 @@ pub fn render_release(
 /// from any thread (`Send + Sync`, like [`CompiledChart`]).
 pub struct CompiledRelease {
     tag: String,
+    addon_version: String,
+    addon_config: Option<AddonConfig>,
     /// `versions.kubernetes` of the metadata, as written (`v1.27.3`).
     kubernetes: String,
     class_release_name: String,
@@ -150,7 +153,13 @@ impl CompiledRelease {
                 values_template: addon.values_template,
             });
         }
+        let addon_config = match release.addon() {
+            super::release::Addon::Staged { config, .. } => Some(config.clone()),
+            super::release::Addon::Single { .. } => None,
+        };
         Ok(CompiledRelease {
+            addon_version: release.metadata().cluster_addon.to_string(),
+            addon_config,
             kubernetes: release.metadata().kubernetes.clone(),
             class_release_name: release.tag().cluster_class_release_name(),
             tag,
@@ -193,20 +202,49 @@ impl CompiledRelease {
         })
     }
 
-    /// Every part of the release for the Cluster in `objects`.
-    pub fn render(&self, objects: &ClusterObjects, opts: &RenderOptions) -> Result<Vec<Part>, RenderError> {
+    /// The addon's version (`versions.components.clusterAddon`).
+    pub fn addon_version(&self) -> &str {
+        &self.addon_version
+    }
+
+    /// The stages of a multi-stage addon (`clusteraddon.yaml`); `None` for a single chart.
+    pub fn addon_config(&self) -> Option<&AddonConfig> {
+        self.addon_config.as_ref()
+    }
+
+    /// The runtime values of every addon part for the Cluster in `objects`, in part order
+    /// (`None` for a part without a values template). Cheap next to a render: what a caller
+    /// hashes to decide whether to render again.
+    pub fn addon_values(&self, objects: &ClusterObjects) -> Result<Vec<(String, Option<ComputedValues>)>, RenderError> {
+        self.addons
+            .iter()
+            .map(|addon| {
+                let values = match &addon.values_template {
+                    None => None,
+                    Some((file, text)) => Some(compute_values(text, file, objects).map_err(|e| RenderError::Part {
+                        release: self.tag.clone(),
+                        part: addon.part.clone(),
+                        chart: addon.chart.chart().name().to_string(),
+                        message: e.to_string(),
+                    })?),
+                };
+                Ok((addon.part.clone(), values))
+            })
+            .collect()
+    }
+
+    /// The addon parts rendered with `values` from [`CompiledRelease::addon_values`].
+    pub fn render_addons(
+        &self,
+        values: Vec<(String, Option<ComputedValues>)>,
+        env: &Rc<FuncEnv>,
+    ) -> Result<Vec<Part>, RenderError> {
         let part_error = |part: &str, chart: &str, message: String| RenderError::Part {
             release: self.tag.clone(),
             part: part.to_string(),
             chart: chart.to_string(),
             message,
         };
-        let namespace = opts
-            .namespace
-            .clone()
-            .or_else(|| objects.cluster_namespace())
-            .unwrap_or_else(|| "default".to_string());
-        let mut parts = vec![self.render_class(&namespace, &opts.env)?];
         let kube_version = self.kube_version.clone().map_err(|e| {
             part_error(
                 "cluster-addon",
@@ -214,15 +252,9 @@ impl CompiledRelease {
                 format!("metadata.yaml: versions.kubernetes: {e}"),
             )
         })?;
-        for addon in &self.addons {
+        let mut parts = Vec::new();
+        for (addon, (_, values)) in self.addons.iter().zip(values) {
             let chart_name = addon.chart.chart().name();
-            let values = match &addon.values_template {
-                None => None,
-                Some((file, text)) => Some(
-                    compute_values(text, file, objects)
-                        .map_err(|e| part_error(&addon.part, chart_name, e.to_string()))?,
-                ),
-            };
             parts.push(
                 render_part(
                     PartInput {
@@ -234,11 +266,23 @@ impl CompiledRelease {
                         values,
                         include_crds: true,
                     },
-                    &opts.env,
+                    env,
                 )
                 .map_err(|m| part_error(&addon.part, chart_name, m))?,
             );
         }
+        Ok(parts)
+    }
+
+    /// Every part of the release for the Cluster in `objects`.
+    pub fn render(&self, objects: &ClusterObjects, opts: &RenderOptions) -> Result<Vec<Part>, RenderError> {
+        let namespace = opts
+            .namespace
+            .clone()
+            .or_else(|| objects.cluster_namespace())
+            .unwrap_or_else(|| "default".to_string());
+        let mut parts = vec![self.render_class(&namespace, &opts.env)?];
+        parts.extend(self.render_addons(self.addon_values(objects)?, &opts.env)?);
         Ok(parts)
     }
 }

@@ -335,7 +335,34 @@ pub async fn send(
     params.force = opts.force;
     params.dry_run = opts.dry_run;
     let patch = Patch::Apply(&p.body);
-    with_retry(opts.retry, || api.patch(&p.key.name, &params, &patch)).await
+    let (result, attempts) = with_retry(opts.retry, || api.patch(&p.key.name, &params, &patch)).await;
+    match result {
+        // kube-apiserver before 1.21 cannot server-side-apply aggregator objects: its handler
+        // panics ("FieldManager must be installed to run apply") and drops the connection,
+        // so no status comes back. Such an object gets a plain create or update instead.
+        Err(e) if e.code().is_none() && p.key.group == AGGREGATOR_GROUP && !opts.dry_run => {
+            let (written, more) = with_retry(opts.retry, || write_without_apply(&api, p)).await;
+            (written, attempts + more)
+        }
+        other => (other, attempts),
+    }
+}
+
+/// The group of `APIService`, which old API servers cannot server-side-apply.
+const AGGREGATOR_GROUP: &str = "apiregistration.k8s.io";
+
+/// Creates the object, or replaces the live one (at its resourceVersion).
+async fn write_without_apply(api: &Api<DynamicObject>, p: &Prepared) -> Result<DynamicObject, kube::Error> {
+    let mut object: DynamicObject =
+        serde_json::from_value(p.body.clone()).map_err(kube::Error::SerdeError)?;
+    match api.get_opt(&p.key.name).await? {
+        None => api.create(&kube::api::PostParams::default(), &object).await,
+        Some(live) => {
+            object.metadata.resource_version = live.metadata.resource_version;
+            api.replace(&p.key.name, &kube::api::PostParams::default(), &object)
+                .await
+        }
+    }
 }
 
 #[cfg(test)]

@@ -55,4 +55,3 @@ async fn lookup(client: kube::Client, q: &LookupRequest<'_>) -> Result<Option<se
         Err(e) => Err(format!("{what}: {e}")),
     }
 }
-

@@ -11,9 +11,10 @@ pub mod settings;
 pub mod webhook;
 
 pub use settings::Settings;
+pub mod addon;
 pub mod clusters;
 pub mod context;
+pub mod lookup;
 pub mod runtime;
 pub mod sources;
 pub mod store;
-pub mod lookup;

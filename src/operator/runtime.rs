@@ -15,9 +15,9 @@ use kube::runtime::utils::{PredicateConfig, WatchStreamExt};
 use kube::runtime::{reflector, watcher};
 use kube::{Client, Resource};
 
-use super::api::{ClusterStack, ClusterStackRelease};
+use super::api::{ClusterAddon, ClusterStack, ClusterStackRelease};
 use super::context::Context;
-use super::controller::{cluster_stack, cluster_stack_release};
+use super::controller::{cluster, cluster_addon, cluster_stack, cluster_stack_release};
 use super::http::{self, Health};
 use super::leader;
 use super::metrics::Metrics;
@@ -25,6 +25,10 @@ use super::settings::Settings;
 use super::sources::Sources;
 use crate::apply::ssa::{INVENTORY_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL};
 use crate::source::cache::Cache;
+use k8s_openapi::api::core::v1::Secret;
+
+/// The label Cluster API puts on a Cluster's Secrets (kubeconfig, certificates).
+const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 
 /// A future every task of the process can wait on: resolves once, on shutdown.
 pub type Shutdown = Shared<Pin<Box<dyn Future<Output = ()> + Send>>>;
@@ -212,11 +216,64 @@ async fn run_controllers(
                 owner
             },
         )
-        .with_config(concurrency)
+        .with_config(concurrency.clone())
         .graceful_shutdown_on(shutdown.clone())
         .run(
             in_namespaces(cluster_stack_release::reconcile, &settings.namespaces),
             cluster_stack_release::error_policy,
+            ctx.clone(),
+        )
+        .for_each(|_| futures::future::ready(()));
+
+    // Clusters: each one on a stack class gets its ClusterAddon.
+    let cluster_resource = super::clusters::cluster_resource();
+    let clusters: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_resource);
+    let cluster_controller =
+        Controller::new_with(clusters.clone(), watch_config.clone(), cluster_resource.clone())
+            .with_config(concurrency.clone())
+            .graceful_shutdown_on(shutdown.clone())
+            .run(
+                in_namespaces(cluster::reconcile, &settings.namespaces),
+                cluster::error_policy,
+                ctx.clone(),
+            )
+            .for_each(|_| futures::future::ready(()));
+
+    // ClusterAddons, woken by their Cluster (class, controlPlaneReady) and its kubeconfig
+    // Secret, so work starts as soon as a gate opens.
+    let addons_api: Api<ClusterAddon> = Api::all(client.clone());
+    let (addons, addons_writer) = reflector::store();
+    let addon_events = watcher(addons_api, watch_config.clone())
+        .default_backoff()
+        .reflect(addons_writer)
+        .applied_objects()
+        .predicate_filter(spec_or_deletion::<ClusterAddon>, PredicateConfig::default());
+    let secrets: Api<Secret> = Api::all(client.clone());
+    let addon_controller = Controller::for_stream(addon_events, addons)
+        .watches_with(
+            clusters,
+            cluster_resource,
+            watch_config.clone(),
+            |cluster: DynamicObject| {
+                let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
+                let name = cluster.metadata.name.clone().unwrap_or_default();
+                Some(ObjectRef::new(&cluster::addon_name(&name)).within(&namespace))
+            },
+        )
+        .watches(
+            secrets,
+            watcher::Config::default().labels(CLUSTER_NAME_LABEL),
+            |secret: Secret| {
+                let namespace = secret.metadata.namespace.clone().unwrap_or_default();
+                let cluster = secret.metadata.labels.as_ref()?.get(CLUSTER_NAME_LABEL)?.clone();
+                Some(ObjectRef::new(&cluster::addon_name(&cluster)).within(&namespace))
+            },
+        )
+        .with_config(concurrency.clone())
+        .graceful_shutdown_on(shutdown.clone())
+        .run(
+            in_namespaces(cluster_addon::reconcile, &settings.namespaces),
+            cluster_addon::error_policy,
             ctx.clone(),
         )
         .for_each(|_| futures::future::ready(()));
@@ -229,7 +286,12 @@ async fn run_controllers(
     // Ready once the controllers run (and, with leader election, this process leads); a
     // reconcile that finds its cache incomplete requeues instead of deciding.
     health.set_ready(true);
-    futures::join!(stack_controller, release_controller);
+    futures::join!(
+        stack_controller,
+        release_controller,
+        cluster_controller,
+        addon_controller
+    );
     tracing::info!("controllers stopped");
     Ok(())
 }

@@ -215,28 +215,38 @@ impl CompiledRelease {
     /// The runtime values of every addon part for the Cluster in `objects`, in part order
     /// (`None` for a part without a values template). Cheap next to a render: what a caller
     /// hashes to decide whether to render again.
-    pub fn addon_values(&self, objects: &ClusterObjects) -> Result<Vec<(String, Option<ComputedValues>)>, RenderError> {
+    pub fn addon_values(
+        &self,
+        objects: &ClusterObjects,
+    ) -> Result<Vec<(String, Option<ComputedValues>)>, RenderError> {
         self.addons
             .iter()
             .map(|addon| {
                 let values = match &addon.values_template {
                     None => None,
-                    Some((file, text)) => Some(compute_values(text, file, objects).map_err(|e| RenderError::Part {
-                        release: self.tag.clone(),
-                        part: addon.part.clone(),
-                        chart: addon.chart.chart().name().to_string(),
-                        message: e.to_string(),
-                    })?),
+                    Some((file, text)) => {
+                        Some(
+                            compute_values(text, file, objects).map_err(|e| RenderError::Part {
+                                release: self.tag.clone(),
+                                part: addon.part.clone(),
+                                chart: addon.chart.chart().name().to_string(),
+                                message: e.to_string(),
+                            })?,
+                        )
+                    }
                 };
                 Ok((addon.part.clone(), values))
             })
             .collect()
     }
 
-    /// The addon parts rendered with `values` from [`CompiledRelease::addon_values`].
+    /// The addon parts rendered with `values` from [`CompiledRelease::addon_values`], for
+    /// `kube_version` (a live cluster's, as `helm install` sees it), else the release's
+    /// `versions.kubernetes`.
     pub fn render_addons(
         &self,
         values: Vec<(String, Option<ComputedValues>)>,
+        kube_version: Option<KubeVersion>,
         env: &Rc<FuncEnv>,
     ) -> Result<Vec<Part>, RenderError> {
         let part_error = |part: &str, chart: &str, message: String| RenderError::Part {
@@ -245,13 +255,16 @@ impl CompiledRelease {
             chart: chart.to_string(),
             message,
         };
-        let kube_version = self.kube_version.clone().map_err(|e| {
-            part_error(
-                "cluster-addon",
-                "-",
-                format!("metadata.yaml: versions.kubernetes: {e}"),
-            )
-        })?;
+        let kube_version = match kube_version {
+            Some(version) => version,
+            None => self.kube_version.clone().map_err(|e| {
+                part_error(
+                    "cluster-addon",
+                    "-",
+                    format!("metadata.yaml: versions.kubernetes: {e}"),
+                )
+            })?,
+        };
         let mut parts = Vec::new();
         for (addon, (_, values)) in self.addons.iter().zip(values) {
             let chart_name = addon.chart.chart().name();
@@ -282,7 +295,7 @@ impl CompiledRelease {
             .or_else(|| objects.cluster_namespace())
             .unwrap_or_else(|| "default".to_string());
         let mut parts = vec![self.render_class(&namespace, &opts.env)?];
-        parts.extend(self.render_addons(self.addon_values(objects)?, &opts.env)?);
+        parts.extend(self.render_addons(self.addon_values(objects)?, None, &opts.env)?);
         Ok(parts)
     }
 }

@@ -457,7 +457,7 @@ async fn kubernetes_of(
         .to_string())
 }
 
-async fn compiled_release(
+pub(super) async fn compiled_release(
     ctx: &Context,
     source: &Resolved,
     fetched: &Fetched,
@@ -500,14 +500,14 @@ pub fn inventory_of(release: &ClusterStackRelease) -> InventoryRef {
     }
 }
 
-enum StackLookup {
+pub(super) enum StackLookup {
     Found(Arc<ClusterStack>),
     /// An owner is named but the watch has not delivered it yet.
     NotYetKnown(String),
     None,
 }
 
-fn find_stack(release: &ClusterStackRelease, tag: &ReleaseTag, ctx: &Context) -> StackLookup {
+pub(super) fn find_stack(release: &ClusterStackRelease, tag: &ReleaseTag, ctx: &Context) -> StackLookup {
     let namespace = release.namespace().unwrap_or_default();
     let owner = release
         .owner_references()

@@ -1,6 +1,8 @@
 //! The controllers: one file per kind, on top of `stack/`, `source/` and `apply/`, plus what
 //! they share (errors, backoff, owner references, a stack's source with its credentials).
 
+pub mod cluster;
+pub mod cluster_addon;
 pub mod cluster_stack;
 pub mod cluster_stack_release;
 

@@ -2,6 +2,7 @@
 //! reconcile it ([`controller`]), the admission webhooks ([`webhook`]) and the process around
 //! them ([`runtime`]: leader election, health, metrics, graceful shutdown).
 
+pub mod addon;
 pub mod api;
 pub mod controller;
 pub mod http;

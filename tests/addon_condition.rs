@@ -21,8 +21,12 @@ async fn wait_conditions_on_a_real_api_server() {
     let Some(bins) = Binaries::find_or_skip(test) else {
         return;
     };
-    let Some(release) = support::shared_path("cluster-stack-releases/docker-ferrol-1-27-v0-sha-hipstsw") else {
-        support::skip_or_fail(test, "shared release docker-ferrol-1-27-v0-sha-hipstsw missing (CAPSTAN_SHARED)");
+    let Some(release) = support::shared_path("cluster-stack-releases/docker-ferrol-1-27-v0-sha-hipstsw")
+    else {
+        support::skip_or_fail(
+            test,
+            "shared release docker-ferrol-1-27-v0-sha-hipstsw missing (CAPSTAN_SHARED)",
+        );
         return;
     };
     let config = AddonConfig::load(&release.join("clusteraddon.yaml")).expect("clusteraddon.yaml loads");
@@ -31,7 +35,10 @@ async fn wait_conditions_on_a_real_api_server() {
         .iter()
         .find_map(|stage| stage.wait_for_post_condition.clone())
         .expect("the hipstsw release has a post-condition");
-    assert_eq!(condition.conditions, "msdeployment.spec.replicas == ngnix.spec.replicas");
+    assert_eq!(
+        condition.conditions,
+        "msdeployment.spec.replicas == ngnix.spec.replicas"
+    );
 
     let cluster = TestCluster::start(&bins, "addon-condition")
         .await
@@ -54,11 +61,17 @@ async fn wait_conditions_on_a_real_api_server() {
     let Verdict::NotMet(why) = evaluate(&client, &condition).await.expect("evaluates") else {
         panic!("met with one object missing");
     };
-    assert!(why.contains("cluster-addon-ngnix (ngnix) not found") && !why.contains("metrics-server"), "{why}");
+    assert!(
+        why.contains("cluster-addon-ngnix (ngnix) not found") && !why.contains("metrics-server"),
+        "{why}"
+    );
 
     // Both, same replicas: met.
     create_deployment(&deployments, "cluster-addon-ngnix", 1).await;
-    assert_eq!(evaluate(&client, &condition).await.expect("evaluates"), Verdict::Met);
+    assert_eq!(
+        evaluate(&client, &condition).await.expect("evaluates"),
+        Verdict::Met
+    );
 
     // Scaled apart: not met, saying the expression is false; scaled back: met again.
     scale(&deployments, "cluster-addon-ngnix", 3).await;
@@ -67,7 +80,10 @@ async fn wait_conditions_on_a_real_api_server() {
         Verdict::NotMet("`msdeployment.spec.replicas == ngnix.spec.replicas` is false".to_string())
     );
     scale(&deployments, "metrics-server", 3).await;
-    assert_eq!(evaluate(&client, &condition).await.expect("evaluates"), Verdict::Met);
+    assert_eq!(
+        evaluate(&client, &condition).await.expect("evaluates"),
+        Verdict::Met
+    );
 
     // A status field no controller has set yet (none runs here): not met, not an error.
     let ready = WaitCondition {
@@ -81,11 +97,18 @@ async fn wait_conditions_on_a_real_api_server() {
 
     // Cluster-scoped objects are read without a namespace (one given is ignored).
     let namespace = WaitCondition {
-        objects: vec![object("ns", "v1", "Namespace", NS, None), object("def", "v1", "Namespace", "default", Some(NS))],
-        conditions: "ns.status.phase == 'Active' && def.metadata.name == 'default' && size(ns.spec.finalizers) == 1"
-            .to_string(),
+        objects: vec![
+            object("ns", "v1", "Namespace", NS, None),
+            object("def", "v1", "Namespace", "default", Some(NS)),
+        ],
+        conditions:
+            "ns.status.phase == 'Active' && def.metadata.name == 'default' && size(ns.spec.finalizers) == 1"
+                .to_string(),
     };
-    assert_eq!(evaluate(&client, &namespace).await.expect("evaluates"), Verdict::Met);
+    assert_eq!(
+        evaluate(&client, &namespace).await.expect("evaluates"),
+        Verdict::Met
+    );
 
     // Kinds not served (yet: a CRD an earlier stage installs) are missing objects.
     let unserved = WaitCondition {
@@ -118,7 +141,11 @@ async fn wait_conditions_on_a_real_api_server() {
     };
     let err = evaluate(&client, &broken).await.expect_err("syntax");
     assert!(matches!(err, ConditionError::Syntax { .. }), "{err}");
-    assert!(err.to_string().contains("`msdeployment.spec.replicas = ngnix.spec.replicas`"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("`msdeployment.spec.replicas = ngnix.spec.replicas`"),
+        "{err}"
+    );
     let not_bool = WaitCondition {
         conditions: "ngnix.spec.replicas".to_string(),
         ..condition.clone()

@@ -95,7 +95,10 @@ pub async fn evaluate(client: &Client, condition: &WaitCondition) -> Result<Verd
 }
 
 /// The pure part: evaluates `condition` over already-read objects (key → JSON object).
-pub fn evaluate_on(condition: &str, objects: &BTreeMap<String, serde_json::Value>) -> Result<bool, ConditionError> {
+pub fn evaluate_on(
+    condition: &str,
+    objects: &BTreeMap<String, serde_json::Value>,
+) -> Result<bool, ConditionError> {
     run(&compile(condition)?, condition, objects)
 }
 
@@ -106,7 +109,11 @@ fn compile(expression: &str) -> Result<Program, ConditionError> {
     })
 }
 
-fn run(program: &Program, expression: &str, objects: &BTreeMap<String, serde_json::Value>) -> Result<bool, ConditionError> {
+fn run(
+    program: &Program,
+    expression: &str,
+    objects: &BTreeMap<String, serde_json::Value>,
+) -> Result<bool, ConditionError> {
     let evaluation = |message: String| ConditionError::Evaluation {
         expression: expression.to_string(),
         message,
@@ -196,7 +203,10 @@ async fn read(client: &Client, object: &ConditionObject) -> Result<Read, Conditi
     let (resource, caps) = match kube::discovery::pinned_kind(client, &gvk).await {
         Ok(found) => found,
         Err(kube::Error::Api(status)) if status.code == 404 => {
-            return Ok(Read::Missing(format!("{what}: {} is not served", object.api_version)));
+            return Ok(Read::Missing(format!(
+                "{what}: {} is not served",
+                object.api_version
+            )));
         }
         Err(kube::Error::Discovery(kube::error::DiscoveryError::MissingKind(_))) => {
             return Ok(Read::Missing(format!(
@@ -270,7 +280,9 @@ mod tests {
     fn integers_are_cel_ints_and_other_numbers_doubles() {
         let objects = deployments(2, 2);
         assert!(evaluate_on("ngnix.spec.replicas == 2", &objects).expect("int literal"));
-        assert!(evaluate_on("ngnix.spec.replicas > 1 && ngnix.spec.replicas < 3", &objects).expect("ordering"));
+        assert!(
+            evaluate_on("ngnix.spec.replicas > 1 && ngnix.spec.replicas < 3", &objects).expect("ordering")
+        );
         assert!(evaluate_on("ngnix.spec.ratio == 0.5", &objects).expect("double"));
         assert!(evaluate_on("msdeployment.spec.replicas + 1 == 3", &objects).expect("arithmetic"));
     }
@@ -296,8 +308,14 @@ mod tests {
     fn a_missing_field_is_an_error_as_cel_says_and_has_guards_it() {
         let objects = deployments(1, 1);
         let err = evaluate_on("ngnix.status.readyReplicas == 1", &objects).expect_err("no status");
-        assert!(matches!(&err, ConditionError::MissingField { field, .. } if field == "status"), "{err}");
-        assert!(err.to_string().contains("ngnix.status.readyReplicas == 1"), "{err}");
+        assert!(
+            matches!(&err, ConditionError::MissingField { field, .. } if field == "status"),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("ngnix.status.readyReplicas == 1"),
+            "{err}"
+        );
         let guarded = "has(ngnix.status) && ngnix.status.readyReplicas == 1";
         assert!(!evaluate_on(guarded, &objects).expect("short-circuits"));
     }
@@ -307,7 +325,10 @@ mod tests {
         let err = evaluate_on("ngnix.spec.replicas", &deployments(1, 4)).expect_err("an int");
         assert!(matches!(err, ConditionError::NotBool { .. }), "{err}");
         let text = err.to_string();
-        assert!(text.contains("`ngnix.spec.replicas`") && text.contains("gives int 4, not a bool"), "{text}");
+        assert!(
+            text.contains("`ngnix.spec.replicas`") && text.contains("gives int 4, not a bool"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -315,7 +336,10 @@ mod tests {
         let err = evaluate_on("ngnix.spec.replicas ==", &deployments(1, 1)).expect_err("incomplete");
         assert!(matches!(err, ConditionError::Syntax { .. }), "{err}");
         let text = err.to_string();
-        assert!(text.contains("`ngnix.spec.replicas ==`") && text.contains("does not compile"), "{text}");
+        assert!(
+            text.contains("`ngnix.spec.replicas ==`") && text.contains("does not compile"),
+            "{text}"
+        );
         assert!(text.contains("1:"), "position of the problem: {text}");
     }
 
@@ -324,7 +348,10 @@ mod tests {
         let err = evaluate_on("nginx.spec.replicas == 1", &deployments(1, 1)).expect_err("typo");
         let text = err.to_string();
         assert!(matches!(err, ConditionError::UnknownName { .. }), "{text}");
-        assert!(text.contains("`nginx`") && text.contains("msdeployment, ngnix"), "{text}");
+        assert!(
+            text.contains("`nginx`") && text.contains("msdeployment, ngnix"),
+            "{text}"
+        );
     }
 
     #[test]

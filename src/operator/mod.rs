@@ -2,19 +2,19 @@
 //! reconcile it ([`controller`]), the admission webhooks ([`webhook`]) and the process around
 //! them ([`runtime`]: leader election, health, metrics, graceful shutdown).
 
+pub mod addon;
 pub mod api;
+pub mod clusters;
+pub mod context;
 pub mod controller;
 pub mod http;
 pub mod leader;
+pub mod lookup;
 pub mod metrics;
+pub mod runtime;
 pub mod settings;
+pub mod sources;
+pub mod store;
 pub mod webhook;
 
 pub use settings::Settings;
-pub mod addon;
-pub mod clusters;
-pub mod context;
-pub mod lookup;
-pub mod runtime;
-pub mod sources;
-pub mod store;

@@ -1,5 +1,5 @@
 //! What the ClusterAddon controller needs besides the applier: workload-cluster connections
-//! ([`workload`]) and the wait conditions of multi-stage addons ([`condition`]).
+//! ([`workload`]) and the CEL wait conditions of multi-stage addons ([`condition`]).
 
 pub mod condition;
 pub mod workload;

@@ -737,6 +737,9 @@ async fn live_objects(ctx: &Context, cluster: &DynamicObject) -> Result<LiveObje
     })
 }
 
+/// Rendered parts: part name → manifest stream.
+type Parts = Vec<(String, String)>;
+
 /// The stored render for the current inputs, rendering (on a blocking thread, with `lookup`
 /// answered by the workload cluster) only when no stored revision has them.
 async fn render_once(
@@ -754,61 +757,58 @@ async fn render_once(
     let stored = ctx.store.latest(owner).await.map_err(|e| e.to_string())?;
     let digest = digest.to_string();
     // Values first (cheap); the hash decides whether the charts are rendered again.
-    let (inputs, parts) = tokio::task::spawn_blocking(
-        move || -> Result<(String, Option<Vec<(String, String)>>), String> {
-            let parse = |text: &str, what: &str| {
-                crate::stack::values::parse_object(text, std::path::Path::new(what))
-                    .map_err(|e| e.to_string())
-            };
-            let objects = crate::stack::values::ClusterObjects {
-                cluster: parse(&objects.cluster, "Cluster")?,
-                control_plane: objects
-                    .control_plane
-                    .as_deref()
-                    .map(|t| parse(t, "ControlPlane"))
-                    .transpose()?,
-                infra_cluster: objects
-                    .infra_cluster
-                    .as_deref()
-                    .map(|t| parse(t, "InfraCluster"))
-                    .transpose()?,
-            };
-            let values = compiled.addon_values(&objects).map_err(|e| e.to_string())?;
-            let mut hasher = Sha256::new();
-            for text in [
-                "cluster-addon",
-                env!("CARGO_PKG_VERSION"),
-                &digest,
-                &server_version,
-            ] {
-                hasher.update(text.as_bytes());
-                hasher.update([0]);
-            }
-            for (part, computed) in &values {
-                hasher.update(part.as_bytes());
-                hasher.update([0]);
-                hasher.update(computed.as_ref().map_or("", |c| c.text.as_str()).as_bytes());
-                hasher.update([0]);
-            }
-            let inputs = crate::source::cache::hex(&hasher.finalize());
-            if stored.as_ref().is_some_and(|s| s.inputs == inputs) {
-                return Ok((inputs, None));
-            }
-            let env = std::rc::Rc::new(
-                crate::template::funcs::FuncEnv::system()
-                    .with_lookup(crate::operator::lookup::cluster_lookup(handle, lookup_client)),
-            );
-            // The workload cluster's own version, as `helm install` against it would see.
-            let kube_version = crate::chart::objects::KubeVersion::parse(&server_version).ok();
-            let parts = compiled
-                .render_addons(values, kube_version, &env)
-                .map_err(|e| e.to_string())?;
-            Ok((
-                inputs,
-                Some(parts.into_iter().map(|p| (p.name, p.stream)).collect()),
-            ))
-        },
-    )
+    let (inputs, parts) = tokio::task::spawn_blocking(move || -> Result<(String, Option<Parts>), String> {
+        let parse = |text: &str, what: &str| {
+            crate::stack::values::parse_object(text, std::path::Path::new(what)).map_err(|e| e.to_string())
+        };
+        let objects = crate::stack::values::ClusterObjects {
+            cluster: parse(&objects.cluster, "Cluster")?,
+            control_plane: objects
+                .control_plane
+                .as_deref()
+                .map(|t| parse(t, "ControlPlane"))
+                .transpose()?,
+            infra_cluster: objects
+                .infra_cluster
+                .as_deref()
+                .map(|t| parse(t, "InfraCluster"))
+                .transpose()?,
+        };
+        let values = compiled.addon_values(&objects).map_err(|e| e.to_string())?;
+        let mut hasher = Sha256::new();
+        for text in [
+            "cluster-addon",
+            env!("CARGO_PKG_VERSION"),
+            &digest,
+            &server_version,
+        ] {
+            hasher.update(text.as_bytes());
+            hasher.update([0]);
+        }
+        for (part, computed) in &values {
+            hasher.update(part.as_bytes());
+            hasher.update([0]);
+            hasher.update(computed.as_ref().map_or("", |c| c.text.as_str()).as_bytes());
+            hasher.update([0]);
+        }
+        let inputs = crate::source::cache::hex(&hasher.finalize());
+        if stored.as_ref().is_some_and(|s| s.inputs == inputs) {
+            return Ok((inputs, None));
+        }
+        let env = std::rc::Rc::new(
+            crate::template::funcs::FuncEnv::system()
+                .with_lookup(crate::operator::lookup::cluster_lookup(handle, lookup_client)),
+        );
+        // The workload cluster's own version, as `helm install` against it would see.
+        let kube_version = crate::chart::objects::KubeVersion::parse(&server_version).ok();
+        let parts = compiled
+            .render_addons(values, kube_version, &env)
+            .map_err(|e| e.to_string())?;
+        Ok((
+            inputs,
+            Some(parts.into_iter().map(|p| (p.name, p.stream)).collect()),
+        ))
+    })
     .await
     .map_err(|e| format!("rendering: {e}"))??;
     match parts {

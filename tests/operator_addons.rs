@@ -18,39 +18,12 @@ use std::time::Duration;
 
 use capstan::operator::api::ClusterAddon;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind};
 use operator_common::{NS, eventually, names};
-use serde_json::json;
 use support::{Binaries, TestCluster};
 
 const CLUSTER: &str = "workload";
 const HOST: &str = "cp.workload.example";
-
-fn dynamic(env: &operator_common::Env, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
-    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
-    Api::namespaced_with(env.client(), NS, &resource)
-}
-
-async fn create(api: &Api<DynamicObject>, object: serde_json::Value) {
-    let object: DynamicObject = serde_json::from_value(object).expect("object");
-    api.create(&PostParams::default(), &object)
-        .await
-        .expect("created");
-}
-
-async fn set_class(env: &operator_common::Env, class: &str) {
-    env.clusters()
-        .patch(
-            CLUSTER,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"topology": {"class": class}}})),
-        )
-        .await
-        .expect("class switched");
-}
 
 async fn addon(env: &operator_common::Env) -> Option<ClusterAddon> {
     let api: Api<ClusterAddon> = Api::namespaced(env.client(), NS);
@@ -88,46 +61,10 @@ async fn addons_follow_the_cluster_class() {
     )
     .await;
 
-    // Cluster API's part: the control plane and infrastructure objects, then the Cluster.
-    create(
-        &dynamic(
-            &env,
-            "infrastructure.cluster.x-k8s.io",
-            "v1beta1",
-            "DockerCluster",
-        ),
-        json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "DockerCluster",
-               "metadata": {"name": CLUSTER, "namespace": NS}, "spec": {}}),
-    )
-    .await;
-    create(
-        &dynamic(
-            &env,
-            "controlplane.cluster.x-k8s.io",
-            "v1beta1",
-            "KubeadmControlPlane",
-        ),
-        json!({"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "KubeadmControlPlane",
-               "metadata": {"name": CLUSTER, "namespace": NS},
-               "spec": {"version": "v1.27.3", "kubeadmConfigSpec": {},
-                        "machineTemplate": {"infrastructureRef": {
-                            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-                            "kind": "DockerMachineTemplate", "name": "cp"}}}}),
-    )
-    .await;
-    create(
-        &env.clusters(),
-        json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
-               "metadata": {"name": CLUSTER, "namespace": NS},
-               "spec": {
-                   "controlPlaneEndpoint": {"host": HOST, "port": 6443},
-                   "controlPlaneRef": {"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1",
-                                       "kind": "KubeadmControlPlane", "name": CLUSTER},
-                   "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-                                         "kind": "DockerCluster", "name": CLUSTER},
-                   "topology": {"class": "docker-ferrol-1-27-v1", "version": "v1.27.3"}}}),
-    )
-    .await;
+    // Cluster API's part: the control plane and infrastructure objects, then the Cluster;
+    // the gates stay closed for now.
+    env.cluster_api(CLUSTER, "docker-ferrol-1-27-v1", HOST, &workload, true)
+        .await;
 
     // Gates: the ClusterAddon says which one is missing.
     let reason = |addon: &ClusterAddon| {
@@ -145,14 +82,7 @@ async fn addons_follow_the_cluster_class() {
     )
     .await;
     assert_eq!(why, "ControlPlaneNotReady");
-    env.clusters()
-        .patch_status(
-            CLUSTER,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"status": {"controlPlaneReady": true}})),
-        )
-        .await
-        .expect("controlPlaneReady set");
+    env.set_control_plane_ready(CLUSTER).await;
     let (_, message) = eventually(
         "the kubeconfig gate reported",
         Duration::from_secs(30),
@@ -164,17 +94,7 @@ async fn addons_follow_the_cluster_class() {
         message,
         format!("the kubeconfig Secret {NS}/{CLUSTER}-kubeconfig does not exist yet")
     );
-    let kubeconfig = std::fs::read(workload.kubeconfig_path()).expect("workload kubeconfig");
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": format!("{CLUSTER}-kubeconfig"), "namespace": NS,
-                     "labels": {"cluster.x-k8s.io/cluster-name": CLUSTER}},
-        "data": {"value": base64_encode(&kubeconfig)},
-    }))
-    .expect("Secret");
-    Api::<Secret>::namespaced(env.client(), NS)
-        .create(&PostParams::default(), &secret)
-        .await
-        .expect("kubeconfig Secret created");
+    env.write_kubeconfig(CLUSTER, &workload).await;
 
     // v1: every addon, with the Cluster's values in them.
     let deployments: Api<Deployment> = Api::namespaced(workload.client(), "kube-system");
@@ -205,7 +125,7 @@ async fn addons_follow_the_cluster_class() {
     deployments.get("web").await.expect("v1 has the web Deployment");
 
     // v2: `web` is gone, the rest updated.
-    set_class(&env, "docker-ferrol-1-27-v2").await;
+    env.set_class(CLUSTER, "docker-ferrol-1-27-v2").await;
     eventually(
         "v2 addons on the workload cluster",
         Duration::from_secs(60),
@@ -254,7 +174,7 @@ async fn addons_follow_the_cluster_class() {
         out
     };
     let before = versions(workload.client(), status.resources.clone()).await;
-    set_class(&env, "docker-ferrol-1-27-v3").await;
+    env.set_class(CLUSTER, "docker-ferrol-1-27-v3").await;
     eventually(
         "v3 recorded applied",
         Duration::from_secs(60),
@@ -308,9 +228,4 @@ async fn addons_follow_the_cluster_class() {
         || async { addon(&env).await.is_none().then_some(()) },
     )
     .await;
-}
-
-fn base64_encode(bytes: &[u8]) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(bytes)
 }

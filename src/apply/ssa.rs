@@ -73,6 +73,7 @@ pub fn prepare(
             annotations.insert(INVENTORY_ANNOTATION.into(), inv.clone().into());
         }
     }
+    default_port_protocols(&obj.group, &obj.kind, &mut body);
     let hash = desired_hash(&body);
     if let Value::Object(map) = &mut body {
         let meta = object_entry(map, "metadata");
@@ -83,6 +84,54 @@ pub fn prepare(
         resource: info.resource.clone(),
         body,
         hash,
+    }
+}
+
+/// Built-in kinds whose pod template (at this path) has container ports.
+const POD_TEMPLATES: &[(&str, &str, &[&str])] = &[
+    ("", "Pod", &["spec"]),
+    ("apps", "Deployment", &["spec", "template", "spec"]),
+    ("apps", "DaemonSet", &["spec", "template", "spec"]),
+    ("apps", "StatefulSet", &["spec", "template", "spec"]),
+    ("apps", "ReplicaSet", &["spec", "template", "spec"]),
+    ("batch", "Job", &["spec", "template", "spec"]),
+    (
+        "batch",
+        "CronJob",
+        &["spec", "jobTemplate", "spec", "template", "spec"],
+    ),
+];
+
+/// Writes out `protocol: TCP` where a built-in object's port leaves it to the default.
+/// `protocol` is part of the key of Service ports and container ports, and API servers before
+/// v1.24 reject a server-side apply whose list entry omits a key field ("associative list
+/// with keys has an element that omits key field"); the server stores TCP either way.
+fn default_port_protocols(group: &str, kind: &str, body: &mut Value) {
+    fn fill(ports: Option<&mut Value>) {
+        if let Some(Value::Array(ports)) = ports {
+            for port in ports.iter_mut().filter_map(Value::as_object_mut) {
+                port.entry("protocol")
+                    .or_insert_with(|| Value::String("TCP".into()));
+            }
+        }
+    }
+    if group.is_empty() && kind == "Service" {
+        fill(body.pointer_mut("/spec/ports"));
+        return;
+    }
+    let Some((_, _, path)) = POD_TEMPLATES.iter().find(|(g, k, _)| *g == group && *k == kind) else {
+        return;
+    };
+    let pointer: String = path.iter().map(|p| format!("/{p}")).collect();
+    let Some(pod) = body.pointer_mut(&pointer) else {
+        return;
+    };
+    for list in ["containers", "initContainers"] {
+        if let Some(Value::Array(containers)) = pod.get_mut(list) {
+            for container in containers.iter_mut() {
+                fill(container.get_mut("ports"));
+            }
+        }
     }
 }
 
@@ -381,6 +430,25 @@ mod tests {
 
     fn desired(text: &str) -> DesiredObject {
         parse_stream(text, "t").expect("parses").remove(0)
+    }
+
+    #[test]
+    fn port_protocols_are_written_out_for_built_in_kinds_only() {
+        let mut service =
+            serde_json::json!({"spec": {"ports": [{"port": 80}, {"port": 53, "protocol": "UDP"}]}});
+        default_port_protocols("", "Service", &mut service);
+        assert_eq!(service["spec"]["ports"][0]["protocol"], "TCP");
+        assert_eq!(service["spec"]["ports"][1]["protocol"], "UDP");
+        let mut deployment = serde_json::json!({"spec": {"template": {"spec": {
+            "containers": [{"name": "a", "ports": [{"containerPort": 8080}]}],
+            "initContainers": [{"name": "b", "ports": [{"containerPort": 9090, "protocol": "SCTP"}]}]}}}});
+        default_port_protocols("apps", "Deployment", &mut deployment);
+        let pod = &deployment["spec"]["template"]["spec"];
+        assert_eq!(pod["containers"][0]["ports"][0]["protocol"], "TCP");
+        assert_eq!(pod["initContainers"][0]["ports"][0]["protocol"], "SCTP");
+        let mut custom = serde_json::json!({"spec": {"ports": [{"port": 80}]}});
+        default_port_protocols("example.com", "Service", &mut custom);
+        assert!(custom["spec"]["ports"][0].get("protocol").is_none());
     }
 
     #[test]

@@ -251,3 +251,146 @@ where
 pub fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
+
+impl Env {
+    /// Creates a ClusterStack following the fake GitHub repository.
+    pub async fn create_stack_named(&self, name: &str, channel: &str, versions: &[&str], interval: &str) {
+        let stack: ClusterStack = serde_json::from_value(json!({
+            "apiVersion": "clusterstack.x-k8s.io/v1alpha1",
+            "kind": "ClusterStack",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {
+                "provider": "docker", "name": "ferrol", "kubernetesVersion": "1.27",
+                "channel": channel, "autoSubscribe": true, "versions": versions,
+                "interval": interval,
+                "source": {"github": {"owner": "scs", "repo": "cluster-stacks"}},
+            }
+        }))
+        .expect("ClusterStack");
+        self.stacks()
+            .create(&PostParams::default(), &stack)
+            .await
+            .expect("ClusterStack created");
+    }
+
+    fn dynamic(&self, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
+        Api::namespaced_with(self.client(), NS, &resource)
+    }
+
+    /// Plays Cluster API for Cluster `name` on `class`: its DockerCluster and
+    /// KubeadmControlPlane, the Cluster (control plane endpoint `host`), and — unless
+    /// `gated` — `status.controlPlaneReady` and the kubeconfig Secret of `workload`.
+    pub async fn cluster_api(
+        &self,
+        name: &str,
+        class: &str,
+        host: &str,
+        workload: &TestCluster,
+        gated: bool,
+    ) {
+        let create = |api: Api<DynamicObject>, object: serde_json::Value| async move {
+            let object: DynamicObject = serde_json::from_value(object).expect("object");
+            api.create(&PostParams::default(), &object)
+                .await
+                .expect("created");
+        };
+        create(
+            self.dynamic("infrastructure.cluster.x-k8s.io", "v1beta1", "DockerCluster"),
+            json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "DockerCluster",
+                   "metadata": {"name": name, "namespace": NS}, "spec": {}}),
+        )
+        .await;
+        create(
+            self.dynamic("controlplane.cluster.x-k8s.io", "v1beta1", "KubeadmControlPlane"),
+            json!({"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "KubeadmControlPlane",
+                   "metadata": {"name": name, "namespace": NS},
+                   "spec": {"version": "v1.27.3", "kubeadmConfigSpec": {},
+                            "machineTemplate": {"infrastructureRef": {
+                                "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                                "kind": "DockerMachineTemplate", "name": "cp"}}}}),
+        )
+        .await;
+        create(
+            self.clusters(),
+            json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+                   "metadata": {"name": name, "namespace": NS},
+                   "spec": {
+                       "controlPlaneEndpoint": {"host": host, "port": 6443},
+                       "controlPlaneRef": {"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1",
+                                           "kind": "KubeadmControlPlane", "name": name},
+                       "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                                             "kind": "DockerCluster", "name": name},
+                       "topology": {"class": class, "version": "v1.27.3"}}}),
+        )
+        .await;
+        if !gated {
+            self.open_gates(name, workload).await;
+        }
+    }
+
+    /// Sets `status.controlPlaneReady` and writes the kubeconfig Secret of `workload`.
+    pub async fn open_gates(&self, name: &str, workload: &TestCluster) {
+        self.set_control_plane_ready(name).await;
+        self.write_kubeconfig(name, workload).await;
+    }
+
+    pub async fn set_control_plane_ready(&self, name: &str) {
+        self.clusters()
+            .patch_status(
+                name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&json!({"status": {"controlPlaneReady": true}})),
+            )
+            .await
+            .expect("controlPlaneReady set");
+    }
+
+    pub async fn write_kubeconfig(&self, name: &str, workload: &TestCluster) {
+        use base64::Engine;
+        let kubeconfig = std::fs::read(workload.kubeconfig_path()).expect("workload kubeconfig");
+        let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+            "metadata": {"name": format!("{name}-kubeconfig"), "namespace": NS,
+                         "labels": {"cluster.x-k8s.io/cluster-name": name}},
+            "data": {"value": base64::engine::general_purpose::STANDARD.encode(kubeconfig)},
+        }))
+        .expect("Secret");
+        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(self.client(), NS)
+            .create(&PostParams::default(), &secret)
+            .await
+            .expect("kubeconfig Secret created");
+    }
+
+    /// Switches Cluster `name` to `class`.
+    pub async fn set_class(&self, name: &str, class: &str) {
+        self.clusters()
+            .patch(
+                name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&json!({"spec": {"topology": {"class": class}}})),
+            )
+            .await
+            .expect("class switched");
+    }
+
+    /// The ClusterAddon of Cluster `name`.
+    pub async fn addon(&self, name: &str) -> Option<capstan::operator::api::ClusterAddon> {
+        let api: Api<capstan::operator::api::ClusterAddon> = Api::namespaced(self.client(), NS);
+        api.get_opt(&format!("cluster-addon-{name}")).await.ok().flatten()
+    }
+
+    /// Waits until the addons of `class` are applied in full to Cluster `name`'s workload.
+    pub async fn wait_applied(
+        &self,
+        name: &str,
+        class: &str,
+        operator: &support::ChildGuard,
+        limit: Duration,
+    ) {
+        eventually(&format!("{class} addons on {name}"), limit, operator, || async {
+            let status = self.addon(name).await?.status?;
+            (status.ready && status.applied_cluster_stack.as_deref() == Some(class)).then_some(())
+        })
+        .await;
+    }
+}

@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod controller;
+pub mod hooks;
 pub mod http;
 pub mod leader;
 pub mod metrics;

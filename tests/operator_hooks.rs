@@ -69,8 +69,93 @@ async fn runtime_hooks_block_upgrades_until_addons_are_applied_and_never_past_th
     clusters_without_addons_proceed_at_once(&hooks, patient).await;
     after_control_plane_initialized_succeeds(&hooks, patient).await;
     bad_requests_are_answered(&hooks, patient).await;
-
     stop.send(true).expect("servers stop");
+
+    the_operator_serves_the_hooks_with_its_flags(&cluster, &client).await;
+}
+
+/// `capstan operator --hooks-addr … --upgrade-hook-timeout 2s` with the webhook certificate
+/// directory: the same answers from the operator process.
+async fn the_operator_serves_the_hooks_with_its_flags(cluster: &TestCluster, client: &Client) {
+    let cert = generate(&[]).expect("certificate");
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("tls.crt"), &cert.cert_pem).expect("write cert");
+    std::fs::write(dir.path().join("tls.key"), &cert.key_pem).expect("write key");
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    let args: Vec<String> = [
+        "operator",
+        "--kubeconfig",
+        &cluster.kubeconfig_path().display().to_string(),
+        "--cache-dir",
+        &dir.path().join("cache").display().to_string(),
+        "--hooks-addr",
+        &addr.to_string(),
+        "--upgrade-hook-timeout",
+        "2s",
+        "--webhook-cert-dir",
+        &dir.path().display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let log = dir.path().join("operator.log");
+    let mut operator = support::ChildGuard::spawn(
+        "capstan operator",
+        std::path::Path::new(env!("CARGO_BIN_EXE_capstan")),
+        &args,
+        &log,
+    )
+    .expect("operator starts");
+    let http = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).expect("CA"))
+        .build()
+        .expect("HTTP client");
+    let hooks = Hooks { http };
+    let started = Instant::now();
+    loop {
+        if let Some(exit) = operator.exited() {
+            panic!("{exit}: {}", std::fs::read_to_string(&log).unwrap_or_default());
+        }
+        let up = hooks
+            .http
+            .post(format!("https://{addr}{DISCOVERY}"))
+            .body("{}")
+            .send()
+            .await
+            .is_ok();
+        if up {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the hooks server did not come up: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    discovery_lists_both_handlers(&hooks, addr).await;
+
+    create_addon(
+        client,
+        "c4",
+        json!({"appliedClusterStack": "docker-ferrol-1-27-v1", "ready": true}),
+    )
+    .await;
+    let answer = hooks.before_upgrade(addr, "c4", "docker-ferrol-1-27-v2").await;
+    assert!(retry(&answer) > 0, "{answer}");
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let answer = hooks.before_upgrade(addr, "c4", "docker-ferrol-1-27-v2").await;
+    assert_eq!(retry(&answer), 0, "the 2 s timeout holds: {answer}");
+    let status = status_of(client, "c4").await;
+    assert!(
+        status["upgradeHookReleased"]
+            .as_str()
+            .is_some_and(|m| m.contains("after its timeout of 2s")),
+        "{status}"
+    );
+    operator.kill();
 }
 
 async fn start_server(

@@ -69,6 +69,9 @@ async fn runtime_hooks_block_upgrades_until_addons_are_applied_and_never_past_th
     clusters_without_addons_proceed_at_once(&hooks, patient).await;
     after_control_plane_initialized_succeeds(&hooks, patient).await;
     bad_requests_are_answered(&hooks, patient).await;
+    // A second replica: the same state, read from the ClusterAddon, not from memory.
+    let replica = start_server(&cert, client.clone(), Duration::from_secs(2), stopped.clone()).await;
+    concurrent_calls_on_two_replicas_release_once(&hooks, [hasty, replica], &client).await;
     stop.send(true).expect("servers stop");
 
     the_operator_serves_the_hooks_with_its_flags(&cluster, &client).await;
@@ -443,6 +446,51 @@ async fn released_after_the_timeout_and_recorded(hooks: &Hooks, addr: SocketAddr
     let status = status_of(client, "c2").await;
     assert_eq!(status["upgradeHookTarget"], "docker-ferrol-1-27-v3");
     assert_eq!(status.get("upgradeHookReleased"), None, "{status}");
+}
+
+/// Many calls at once, spread over two servers: one wait starts, one release is recorded and
+/// reported.
+async fn concurrent_calls_on_two_replicas_release_once(
+    hooks: &Hooks,
+    servers: [SocketAddr; 2],
+    client: &Client,
+) {
+    create_addon(
+        client,
+        "c5",
+        json!({"appliedClusterStack": "docker-ferrol-1-27-v1", "ready": true}),
+    )
+    .await;
+    let burst = || {
+        futures::future::join_all(
+            (0..8).map(|i| hooks.before_upgrade(servers[i % 2], "c5", "docker-ferrol-1-27-v2")),
+        )
+    };
+    let answers = burst().await;
+    assert!(answers.iter().all(|a| retry(a) > 0), "all block: {answers:?}");
+    let since = status_of(client, "c5").await["upgradeHookSince"].clone();
+    assert!(since.is_string());
+
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let answers = burst().await;
+    assert!(answers.iter().all(|a| retry(a) == 0), "all proceed: {answers:?}");
+    let status = status_of(client, "c5").await;
+    assert_eq!(status["upgradeHookSince"], since, "one wait: {status}");
+    assert!(status["upgradeHookReleased"].is_string(), "{status}");
+    let events: Api<Event> = Api::namespaced(client.clone(), NS);
+    let reported = events
+        .list(&ListParams::default())
+        .await
+        .expect("events listed")
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("cluster-addon-c5"))
+        .collect::<Vec<_>>();
+    assert_eq!(reported.len(), 1, "one event: {reported:?}");
+    assert_eq!(
+        reported[0].series, None,
+        "reported once, not repeated: {reported:?}"
+    );
 }
 
 async fn clusters_without_addons_proceed_at_once(hooks: &Hooks, addr: SocketAddr) {

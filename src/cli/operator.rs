@@ -12,7 +12,8 @@ use super::kube::{connect_to, parse_duration, runtime};
 use crate::operator::metrics::Metrics;
 use crate::operator::runtime::{run, shutdown_on};
 use crate::operator::settings::{
-    DEFAULT_DRIFT_INTERVAL, LeaderElection, MIN_DRIFT_INTERVAL, Settings, WebhookSettings,
+    DEFAULT_DRIFT_INTERVAL, DEFAULT_UPGRADE_HOOK_TIMEOUT, HooksSettings, LeaderElection, MIN_DRIFT_INTERVAL,
+    Settings, WebhookSettings,
 };
 
 /// Arguments of `capstan operator`.
@@ -53,14 +54,25 @@ pub struct Args {
     webhook_addr: Option<SocketAddr>,
 
     /// Directory with the webhook's tls.crt and tls.key (default: a generated self-signed
-    /// certificate).
-    #[arg(long, value_name = "DIR", requires = "webhook_addr")]
+    /// certificate); the runtime hooks server uses it too.
+    #[arg(long, value_name = "DIR")]
     webhook_cert_dir: Option<PathBuf>,
 
     /// Extra DNS name or IP of the generated webhook certificate (besides localhost and
-    /// 127.0.0.1); repeatable.
-    #[arg(long = "webhook-host", value_name = "NAME", requires = "webhook_addr")]
+    /// 127.0.0.1); repeatable; the runtime hooks server's generated certificate too.
+    #[arg(long = "webhook-host", value_name = "NAME")]
     webhook_hosts: Vec<String>,
+
+    /// Serve the Cluster API Runtime SDK hooks (HTTPS: BeforeClusterUpgrade,
+    /// AfterControlPlaneInitialized) at this address (e.g. :9444); register it with an
+    /// ExtensionConfig.
+    #[arg(long, value_parser = parse_addr, value_name = "ADDR")]
+    hooks_addr: Option<SocketAddr>,
+
+    /// Longest time BeforeClusterUpgrade holds an upgrade back waiting for the new release's
+    /// addons; then the upgrade proceeds and an event reports it.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION", requires = "hooks_addr")]
+    upgrade_hook_timeout: Option<Duration>,
 
     /// Run the controllers only while holding the leader Lease.
     #[arg(long)]
@@ -117,6 +129,12 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             health_addr: args.health_addr,
             webhook: args.webhook_addr.map(|addr| WebhookSettings {
                 addr,
+                cert_dir: args.webhook_cert_dir.clone(),
+                hosts: args.webhook_hosts.clone(),
+            }),
+            hooks: args.hooks_addr.map(|addr| HooksSettings {
+                addr,
+                upgrade_timeout: args.upgrade_hook_timeout.unwrap_or(DEFAULT_UPGRADE_HOOK_TIMEOUT),
                 cert_dir: args.webhook_cert_dir.clone(),
                 hosts: args.webhook_hosts.clone(),
             }),

@@ -89,6 +89,25 @@ pub async fn run(
         });
     }
 
+    // Every replica answers Runtime SDK hooks too: their state is in the ClusterAddons.
+    if let Some(hooks) = settings.hooks.clone() {
+        let cert = match hooks.cert_dir {
+            Some(dir) => super::webhook::Certificate::Files(dir),
+            None => super::webhook::Certificate::Generated(
+                super::webhook::generate(&hooks.hosts)
+                    .map_err(|e| RunError::Server(format!("runtime hooks certificate: {e}")))?,
+            ),
+        };
+        let (addr, timeout) = (hooks.addr, hooks.upgrade_timeout);
+        let client = client.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            if let Err(e) = super::hooks::serve(addr, cert, client, timeout, shutdown).await {
+                tracing::error!(%addr, error = %e, "the runtime hooks server stopped");
+            }
+        });
+    }
+
     let mut leadership = match &settings.leader_election {
         None => None,
         Some(election) => {

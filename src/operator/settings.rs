@@ -27,6 +27,8 @@ pub struct Settings {
     pub health_addr: Option<SocketAddr>,
     /// The validating webhooks' HTTPS server; `None`: not served.
     pub webhook: Option<WebhookSettings>,
+    /// The Cluster API Runtime SDK hooks' HTTPS server; `None`: not served.
+    pub hooks: Option<HooksSettings>,
     /// Leader election on a Lease; `None`: this process always leads.
     pub leader_election: Option<LeaderElection>,
     /// Release cache (downloads, git mirrors), kept across restarts when on a volume.
@@ -46,6 +48,22 @@ pub struct WebhookSettings {
     pub cert_dir: Option<PathBuf>,
     /// Names a generated certificate is valid for besides `localhost` and `127.0.0.1`, e.g.
     /// the webhook Service's `<service>.<namespace>.svc`.
+    pub hosts: Vec<String>,
+}
+
+/// Default bound of a `BeforeClusterUpgrade` wait for the new release's addons.
+pub const DEFAULT_UPGRADE_HOOK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// The Runtime SDK hooks' server.
+#[derive(Clone, Debug)]
+pub struct HooksSettings {
+    pub addr: SocketAddr,
+    /// Longest time `BeforeClusterUpgrade` holds one upgrade back.
+    pub upgrade_timeout: Duration,
+    /// Directory with `tls.crt` and `tls.key`; `None`: a self-signed certificate is
+    /// generated at start.
+    pub cert_dir: Option<PathBuf>,
+    /// Names a generated certificate is valid for besides `localhost` and `127.0.0.1`.
     pub hosts: Vec<String>,
 }
 
@@ -72,6 +90,7 @@ impl Settings {
             metrics_addr: None,
             health_addr: None,
             webhook: None,
+            hooks: None,
             leader_election: None,
             cache_dir,
             github_url: "https://api.github.com".into(),

@@ -91,6 +91,19 @@ pub struct ClusterAddonStatus {
     /// `BeforeClusterUpgrade docker-ferrol-1-27-v2`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages_for: Option<String>,
+    /// When the current `BeforeClusterUpgrade` wait began: the hook's timeout counts from
+    /// here (capstan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::optional_date_time_schema")]
+    pub upgrade_hook_since: Option<Time>,
+    /// Why the last `BeforeClusterUpgrade` wait let the upgrade proceed without the new
+    /// release's addons applied (its timeout passed) (capstan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade_hook_released: Option<String>,
+    /// The ClusterClass the current `BeforeClusterUpgrade` wait is for: a wait recorded for
+    /// another class is stale and starts over (capstan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade_hook_target: Option<String>,
 }
 
 /// One stage of a multi-stage release (`clusteraddon.yaml`) in the current hook.

@@ -73,11 +73,31 @@ pub async fn serve_with(
     client: Client,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), WebhookError> {
-    let acceptor = TlsAcceptor::from(Arc::new(tls_config(&cert)?));
+    serve_https(listener, &cert, "webhook server", shutdown, move |req| {
+        handle(req, client.clone())
+    })
+    .await
+}
+
+/// Serves `handler` over HTTPS (HTTP/1.1) on `listener` with `cert` until `shutdown`
+/// completes, then lets requests in flight finish (up to 10 s). `what` names the server in
+/// logs. Shared by the admission webhooks and the Runtime SDK hooks.
+pub(crate) async fn serve_https<H, F>(
+    listener: TcpListener,
+    cert: &Certificate,
+    what: &'static str,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    handler: H,
+) -> Result<(), WebhookError>
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Result<Response<Body>, Infallible>> + Send + 'static,
+{
+    let acceptor = TlsAcceptor::from(Arc::new(tls_config(cert)?));
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "webhook server listening");
+        tracing::info!(%addr, "{what} listening");
     }
     loop {
         let (tcp, peer) = tokio::select! {
@@ -86,34 +106,34 @@ pub async fn serve_with(
                 Ok(conn) => conn,
                 Err(e) => {
                     // Out of file descriptors and the like: pass, rather than spin.
-                    tracing::warn!(error = %e, "webhook server: accept failed");
+                    tracing::warn!(error = %e, "{what}: accept failed");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
             },
         };
         let acceptor = acceptor.clone();
-        let client = client.clone();
+        let handler = handler.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
             let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                 Ok(Ok(tls)) => tls,
                 Ok(Err(e)) => {
-                    tracing::debug!(%peer, error = %e, "webhook TLS handshake failed");
+                    tracing::debug!(%peer, error = %e, "{what}: TLS handshake failed");
                     return;
                 }
                 Err(_) => {
-                    tracing::debug!(%peer, "webhook TLS handshake timed out");
+                    tracing::debug!(%peer, "{what}: TLS handshake timed out");
                     return;
                 }
             };
-            let service = hyper::service::service_fn(move |req| handle(req, client.clone()));
+            let service = hyper::service::service_fn(handler);
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HANDSHAKE_TIMEOUT)
                 .serve_connection(TokioIo::new(tls), service);
             if let Err(e) = watcher.watch(conn).await {
-                tracing::debug!(%peer, error = %e, "webhook connection ended with an error");
+                tracing::debug!(%peer, error = %e, "{what}: connection ended with an error");
             }
         });
     }
@@ -122,7 +142,7 @@ pub async fn serve_with(
         .await
         .is_err()
     {
-        tracing::warn!("webhook server: reviews still running after the drain timeout; dropped");
+        tracing::warn!("{what}: requests still running after the drain timeout; dropped");
     }
     Ok(())
 }
@@ -139,9 +159,9 @@ fn tls_config(cert: &Certificate) -> Result<rustls::ServerConfig, WebhookError> 
     Ok(config)
 }
 
-type Body = Full<Bytes>;
+pub(crate) type Body = Full<Bytes>;
 
-fn plain(status: StatusCode, text: String) -> Response<Body> {
+pub(crate) fn plain(status: StatusCode, text: String) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(text)));
     *response.status_mut() = status;
     response
@@ -163,26 +183,37 @@ async fn handle(req: Request<Incoming>, client: Client) -> Result<Response<Body>
             "webhooks answer POSTed AdmissionReviews\n".into(),
         ));
     }
-    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-        Ok(body) => body.to_bytes(),
-        Err(e) => {
-            let text = format!("cannot read the request body (at most {MAX_BODY} bytes): {e}\n");
-            return Ok(plain(StatusCode::PAYLOAD_TOO_LARGE, text));
-        }
+    let body = match read_body(req, MAX_BODY).await {
+        Ok(body) => body,
+        Err(response) => return Ok(response),
     };
     let review = admission::review(hook, &body, &client).await;
     Ok(match serde_json::to_vec(&review) {
-        Ok(json) => {
-            let mut response = Response::new(Full::new(Bytes::from(json)));
-            response.headers_mut().insert(
-                hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static("application/json"),
-            );
-            response
-        }
+        Ok(json) => json_response(json),
         Err(e) => plain(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("cannot write the AdmissionReview: {e}\n"),
         ),
     })
+}
+
+/// A 200 response carrying `json`.
+pub(crate) fn json_response(json: Vec<u8>) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(json)));
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The request's body, at most `limit` bytes; else the response that says why not.
+pub(crate) async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, Response<Body>> {
+    match Limited::new(req.into_body(), limit).collect().await {
+        Ok(body) => Ok(body.to_bytes()),
+        Err(e) => Err(plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("cannot read the request body (at most {limit} bytes): {e}\n"),
+        )),
+    }
 }

@@ -82,7 +82,7 @@ pub struct ClusterAddonStatus {
     pub applied_inputs: Option<String>,
     /// Revision of the stored render last applied (capstan).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub applied_revision: Option<u32>,
+    pub applied_revision: Option<i64>,
     /// When the applied objects were last checked for drift (capstan).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "super::optional_date_time_schema")]

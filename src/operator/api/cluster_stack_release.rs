@@ -76,7 +76,7 @@ pub struct ClusterStackReleaseStatus {
     pub applied_inputs: Option<String>,
     /// Revision of the stored render last applied (capstan).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub applied_revision: Option<u32>,
+    pub applied_revision: Option<i64>,
     /// When the applied objects were last checked for drift (capstan): the drift interval
     /// counts from here, across restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]

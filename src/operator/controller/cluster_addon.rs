@@ -400,7 +400,7 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
                 }
             }
             progress.status.applied_cluster_stack = Some(class.clone());
-            progress.status.applied_revision = Some(render.revision);
+            progress.status.applied_revision = Some(i64::from(render.revision));
             progress.status.applied_inputs = Some(render.inputs.clone());
             progress.status.last_reconciled = Some(now());
             progress.condition(
@@ -433,7 +433,7 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
             )
             .await?;
             progress.status.applied_cluster_stack = Some(class.clone());
-            progress.status.applied_revision = Some(render.revision);
+            progress.status.applied_revision = Some(i64::from(render.revision));
             progress.status.applied_inputs = Some(render.inputs.clone());
             progress.status.last_reconciled = Some(now());
             progress.save().await?;

@@ -39,7 +39,9 @@ pub const CONTROLLER: &str = "clusterstackrelease";
 pub const DOWNLOADED: &str = "Downloaded";
 pub const RENDERED: &str = "Rendered";
 pub const APPLIED: &str = "Applied";
+pub const PROVIDER_READY: &str = "ProviderReady";
 const STEPS: [&str; 3] = [DOWNLOADED, RENDERED, APPLIED];
+const STEPS_WITH_PROVIDER: [&str; 4] = [DOWNLOADED, PROVIDER_READY, RENDERED, APPLIED];
 
 /// How long to wait before looking again at a release whose ClusterStack is not (yet) known.
 const WAIT_FOR_STACK: Duration = Duration::from_secs(5);
@@ -130,7 +132,11 @@ impl<'a> Progress<'a> {
     async fn save(&mut self) -> Result<(), Error> {
         conditions::set_ready_summary(
             &mut self.status.conditions,
-            &STEPS,
+            if self.release.spec.provider_ref.is_some() {
+                &STEPS_WITH_PROVIDER
+            } else {
+                &STEPS
+            },
             self.release.metadata.generation,
             now(),
         );
@@ -232,6 +238,21 @@ async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, E
         ),
     );
     progress.save().await?;
+
+    // The provider's part of the release (`<X>ClusterStackRelease`), when it has one.
+    if let Some(reference) = &release.spec.provider_ref {
+        match super::provider::ensure(ctx, release, reference).await {
+            Ok(super::provider::State::Ready(what)) => {
+                progress.condition(PROVIDER_READY, true, "Ready", format!("{what} is ready"));
+            }
+            Ok(super::provider::State::Waiting(why)) => {
+                progress.condition(PROVIDER_READY, false, "Waiting", why);
+                progress.save().await?;
+                return Ok(Action::requeue(WAIT_FOR_STACK));
+            }
+            Err(message) => return Err(progress.fail(PROVIDER_READY, "ProviderFailed", message).await),
+        }
+    }
 
     // 3. Render, only when the inputs changed since the stored render.
     let inputs = inputs_hash(&digest, &namespace);
@@ -404,7 +425,7 @@ async fn apply_render(
         return Err(progress.fail(APPLIED, "ApplyFailed", message).await);
     }
     progress.status.applied_inputs = Some(inputs.to_string());
-    progress.status.applied_revision = Some(render.revision);
+    progress.status.applied_revision = Some(i64::from(render.revision));
     progress.status.last_reconciled = Some(now());
     progress.condition(
         APPLIED,
@@ -600,6 +621,11 @@ async fn cleanup(release: &ClusterStackRelease, ctx: &Context) -> Result<Action,
         .remove_all(&store_owner(release))
         .await
         .map_err(|e| Error::Kube(e.to_string()))?;
+    if let Some(reference) = &release.spec.provider_ref {
+        super::provider::remove(ctx, release, reference)
+            .await
+            .map_err(Error::Kube)?;
+    }
     ctx.event(
         &object_ref(release),
         false,

@@ -106,13 +106,8 @@ impl Env {
         .collect();
         args.extend(extra.iter().map(|s| s.to_string()));
         let log = self.logs.path().join(format!("operator-{run}.log"));
-        support::ChildGuard::spawn(
-            "capstan operator",
-            Path::new(env!("CARGO_BIN_EXE_capstan")),
-            &args,
-            &log,
-        )
-        .expect("operator starts")
+        support::ChildGuard::spawn("capstan operator", &capstan_binary(), &args, &log)
+            .expect("operator starts")
     }
 
     pub fn stacks(&self) -> Api<ClusterStack> {
@@ -217,6 +212,16 @@ impl Env {
             .collect();
         names.sort();
         names
+    }
+}
+
+/// The `capstan` binary: Cargo's for integration tests, else `CAPSTAN_BIN` (examples).
+pub fn capstan_binary() -> std::path::PathBuf {
+    match option_env!("CARGO_BIN_EXE_capstan") {
+        Some(path) => path.into(),
+        None => std::env::var_os("CAPSTAN_BIN")
+            .map(Into::into)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/capstan")),
     }
 }
 

@@ -260,6 +260,13 @@ async fn api_server_accepts_the_chart_and_rbac_is_least_privilege() {
             Some("tenant"),
         ),
         ("get", "", "secrets", Some("tenant")),
+        ("patch", "", "configmaps", Some("tenant")),
+        (
+            "get",
+            "controlplane.cluster.x-k8s.io",
+            "kubeadmcontrolplanes",
+            Some("tenant"),
+        ),
         ("create", "", "events", Some("tenant")),
         ("update", "coordination.k8s.io", "leases", Some(NAMESPACE)),
     ];
@@ -275,7 +282,6 @@ async fn api_server_accepts_the_chart_and_rbac_is_least_privilege() {
             Some("tenant"),
         ),
         ("list", "", "pods", Some("tenant")),
-        ("get", "", "configmaps", Some("tenant")),
         ("delete", "", "namespaces", None),
         ("create", "apps", "deployments", Some(NAMESPACE)),
         ("create", "rbac.authorization.k8s.io", "clusterrolebindings", None),

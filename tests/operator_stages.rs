@@ -4,7 +4,8 @@
 //!   and nothing of `BeforeClusterUpgrade`;
 //! - a Cluster upgraded to it from v1 runs the `BeforeClusterUpgrade` stage (ngnix) and waits
 //!   in `waitingForPostCondition` while the CEL post-condition
-//!   `msdeployment.spec.replicas == ngnix.spec.replicas` is false, then finishes once it holds.
+//!   `msdeployment.spec.replicas == ngnix.spec.replicas` is false, then finishes once it holds;
+//! - an object a stage applied and someone deleted is restored within the drift interval.
 
 #[path = "support/fake_github.rs"]
 mod fake_github;
@@ -165,4 +166,24 @@ async fn stages_run_in_order_and_honour_their_conditions() {
     );
     assert_eq!(status.stages.len(), 1);
     assert_eq!(status.stages[0].phase, "done");
+
+    // Drift of a multi-stage addon: what its stage applied comes back within the interval.
+    fresh_deployments
+        .delete("metrics-server", &Default::default())
+        .await
+        .expect("metrics-server deleted");
+    eventually(
+        "the stage's metrics-server restored",
+        Duration::from_secs(90),
+        &operator,
+        || async {
+            fresh_deployments
+                .get_opt("metrics-server")
+                .await
+                .ok()
+                .flatten()
+                .map(drop)
+        },
+    )
+    .await;
 }

@@ -369,9 +369,8 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
             } else if upgrade {
                 Hook::BeforeClusterUpgrade
             } else {
-                // Stages ran for this release; nothing more until the class changes.
-                progress.save().await?;
-                return Ok(Action::requeue(ctx.settings.drift_interval));
+                // The stages ran for this release: a drift pass re-applies what they applied.
+                return drift_stages(&mut progress, config, &render, &applier).await;
             };
             let stages = config
                 .hooks
@@ -440,6 +439,54 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
             Ok(Action::requeue(ctx.settings.drift_interval))
         }
     }
+}
+
+/// Drift pass of a multi-stage addon whose stages ran: the `apply` stages of the recorded
+/// hook are applied again from the stored render (unchanged objects are not sent).
+async fn drift_stages(
+    progress: &mut Progress<'_>,
+    config: &crate::stack::addon_config::AddonConfig,
+    render: &StoredRender,
+    applier: &Applier,
+) -> Result<Action, Error> {
+    let ctx = progress.ctx;
+    if let Some(wait) = drift_wait(&progress.status, ctx) {
+        progress.save().await?;
+        return Ok(Action::requeue(wait));
+    }
+    let hook = progress
+        .status
+        .stages_for
+        .as_deref()
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(Hook::parse);
+    let stages = config
+        .hooks
+        .iter()
+        .find(|(h, _)| Some(*h) == hook)
+        .map(|(_, stages)| stages.clone())
+        .unwrap_or_default();
+    let mut resources = Vec::new();
+    for stage in stages.iter().filter(|s| s.action == StageAction::Apply) {
+        let part = format!("cluster-addon/{}", stage.name);
+        let stream = render
+            .parts
+            .iter()
+            .find(|(name, _)| *name == part)
+            .map(|(_, stream)| stream.as_str())
+            .unwrap_or_default();
+        let objects = match parse_stream(stream, &part) {
+            Ok(objects) => objects,
+            Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
+        };
+        let inventory = stage_inventory(progress.addon, &stage.name);
+        apply_objects(progress, applier, &objects, inventory, true).await?;
+        resources.append(&mut progress.status.resources);
+    }
+    progress.status.resources = resources;
+    progress.status.last_reconciled = Some(now());
+    progress.save().await?;
+    Ok(Action::requeue(ctx.settings.drift_interval))
 }
 
 /// Time left until the next drift check, or `None` when it is due.

@@ -70,34 +70,10 @@ async fn observe(env: &operator_common::Env, seen: &mut Seen, when: &str) {
     }
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_during_an_upgrade_never_repeats_a_finished_stage() {
     let test = "sigkill_during_an_upgrade_never_repeats_a_finished_stage";
-    let kills: usize = std::env::var("CAPSTAN_OPERATOR_KILLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
-    let seed: u64 = std::env::var("CAPSTAN_OPERATOR_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-                | 1
-        });
-    eprintln!("{test}: {kills} kills, CAPSTAN_OPERATOR_SEED={seed}");
+    let (kills, mut rng) = operator_common::kill_plan(test);
     let published = ["docker-ferrol-1-27-v1", "docker-ferrol-1-27-v0-sha-hipstsw"];
     let Some(env) = operator_common::start(test, &published).await else {
         return;
@@ -140,7 +116,6 @@ async fn sigkill_during_an_upgrade_never_repeats_a_finished_stage() {
 
     // The upgrade, with kills at random points.
     env.set_class("upgrading", STAGED).await;
-    let mut rng = Rng(seed);
     let mut seen = Seen::default();
     for kill in 0..kills {
         let mut operator = env.operator(kill + 1, &[]);

@@ -120,41 +120,15 @@ async fn stored_revisions(env: &Env) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A small deterministic generator (xorshift) for the kill points.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_at_random_points_converges_without_repeating_recorded_work() {
     let test = "sigkill_at_random_points_converges_without_repeating_recorded_work";
-    let kills: usize = std::env::var("CAPSTAN_OPERATOR_KILLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
-    let seed: u64 = std::env::var("CAPSTAN_OPERATOR_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-                | 1
-        });
-    eprintln!("{test}: {kills} kills, CAPSTAN_OPERATOR_SEED={seed}");
+    let (kills, mut rng) = operator_common::kill_plan(test);
     let Some(env) = operator_common::start(test, &["docker-ferrol-1-27-v1", "docker-ferrol-1-27-v2"]).await
     else {
         return;
     };
     env.create_stack(&["v1"], "1s").await;
-    let mut rng = Rng(seed);
     let mut recorded = Recorded::default();
     for kill in 0..kills {
         if kill == kills / 2 {

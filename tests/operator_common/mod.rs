@@ -399,3 +399,36 @@ impl Env {
         .await;
     }
 }
+
+/// How many kills a SIGKILL loop makes (`CAPSTAN_OPERATOR_KILLS`, default 5) and the seed of
+/// its kill points (`CAPSTAN_OPERATOR_SEED`, default from the clock), printed so a run can be
+/// repeated.
+pub fn kill_plan(test: &str) -> (usize, Rng) {
+    let kills: usize = std::env::var("CAPSTAN_OPERATOR_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let seed: u64 = std::env::var("CAPSTAN_OPERATOR_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+                | 1
+        });
+    eprintln!("{test}: {kills} kills, CAPSTAN_OPERATOR_SEED={seed}");
+    (kills, Rng(seed))
+}
+
+/// A small deterministic generator (xorshift) for kill points.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}

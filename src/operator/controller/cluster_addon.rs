@@ -28,15 +28,12 @@ use sha2::{Digest, Sha256};
 
 use super::cluster_stack_release::{StackLookup, compiled_release, find_stack};
 use super::{Error, backoff, now, object_ref, owner_reference};
-use crate::apply::{Applier, ApplyOptions, InventoryRef, SyncStatus, parse_stream};
+use crate::apply::{Applier, ApplyOptions, InventoryRef, parse_stream};
 use crate::operator::addon::condition::{self, Verdict};
 use crate::operator::addon::workload::{self, Workload};
 use crate::operator::api::conditions::{self, Condition, ConditionStatus};
-use crate::operator::api::{
-    ClusterAddon, ClusterAddonStatus, ClusterStackRelease, Resource as StatusResource, StageStatus,
-};
+use crate::operator::api::{ClusterAddon, ClusterAddonStatus, ClusterStackRelease, StageStatus};
 use crate::operator::context::Context;
-use crate::operator::metrics::ObjectOutcome;
 use crate::operator::store::{Owner, StoredRender};
 use crate::stack::addon_config::{Action as StageAction, Hook, WaitCondition};
 use crate::stack::name::ReleaseTag;
@@ -520,84 +517,13 @@ async fn apply_objects(
         Ok(report) => report,
         Err(e) => return Err(progress.fail(APPLIED, "ApplyFailed", e.to_string()).await),
     };
-    let (mut applied, mut failed, mut pruned, mut corrected) = (0, 0, 0, 0);
-    let mut resources = Vec::new();
-    for result in &report.results {
-        match result.status {
-            SyncStatus::Pruned => pruned += 1,
-            SyncStatus::Synced => {
-                applied += 1;
-                if drift_pass && result.action != crate::apply::Action::Unchanged {
-                    corrected += 1;
-                }
-            }
-            SyncStatus::Failed | SyncStatus::PruneFailed => failed += 1,
-        }
-        if result.status != SyncStatus::Pruned {
-            resources.push(StatusResource {
-                group: result.key.group.clone(),
-                version: result.key.version.clone(),
-                kind: result.key.kind.clone(),
-                namespace: result.key.namespace.clone().unwrap_or_default(),
-                name: result.key.name.clone(),
-                status: if result.status == SyncStatus::Synced {
-                    StatusResource::SYNCED.into()
-                } else {
-                    StatusResource::NOT_SYNCED.into()
-                },
-                error: if result.is_failure() {
-                    result.message.clone()
-                } else {
-                    String::new()
-                },
-            });
-        }
-    }
-    ctx.metrics.objects(CONTROLLER, ObjectOutcome::Applied, applied);
-    ctx.metrics.objects(CONTROLLER, ObjectOutcome::Failed, failed);
-    ctx.metrics.objects(CONTROLLER, ObjectOutcome::Pruned, pruned);
-    progress.status.resources = resources;
-    if corrected > 0 {
-        ctx.metrics.drift_corrected(CONTROLLER, corrected);
-        let changed: Vec<String> = report
-            .results
-            .iter()
-            .filter(|r| r.status == SyncStatus::Synced && r.action != crate::apply::Action::Unchanged)
-            .map(|r| r.key.to_string())
-            .collect();
-        ctx.event(
-            &object_ref(progress.addon),
-            true,
-            "DriftCorrected",
-            "Apply",
-            format!("restored {corrected} drifted object(s): {}", changed.join(", ")),
-        )
-        .await;
-    }
-    if report.failed() {
-        let mut problems: Vec<String> = report
-            .results
-            .iter()
-            .filter(|r| r.is_failure())
-            .map(|r| format!("{}: {}", r.key, r.message))
-            .collect();
-        problems.extend(report.inventory_error.clone());
-        let message = format!("{failed} object(s) failed: {}", problems.join("; "));
+    let outcome =
+        super::report::record(ctx, CONTROLLER, &object_ref(progress.addon), &report, drift_pass).await;
+    progress.status.resources = outcome.resources.clone();
+    if let Some(message) = outcome.failure.clone() {
         return Err(progress.fail(APPLIED, "ApplyFailed", message).await);
     }
-    progress.condition(
-        APPLIED,
-        true,
-        "Applied",
-        format!(
-            "{applied} object(s) applied{}",
-            if pruned > 0 {
-                format!(", {pruned} pruned")
-            } else {
-                String::new()
-            }
-        ),
-    );
+    progress.condition(APPLIED, true, "Applied", outcome.summary());
     Ok(())
 }
 

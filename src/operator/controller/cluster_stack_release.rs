@@ -22,9 +22,7 @@ use sha2::{Digest, Sha256};
 use super::{Error, backoff, now, object_ref, owner_reference};
 use crate::apply::{ApplyOptions, InventoryRef, SyncStatus, parse_stream};
 use crate::operator::api::conditions::{self, Condition, ConditionStatus};
-use crate::operator::api::{
-    ClusterStack, ClusterStackRelease, ClusterStackReleaseStatus, Resource as StatusResource,
-};
+use crate::operator::api::{ClusterStack, ClusterStackRelease, ClusterStackReleaseStatus};
 use crate::operator::context::Context;
 use crate::operator::metrics::ObjectOutcome;
 use crate::operator::sources::{Fetched, Resolved};
@@ -352,76 +350,9 @@ async fn apply_render(
         Ok(report) => report,
         Err(e) => return Err(progress.fail(APPLIED, "ApplyFailed", e.to_string()).await),
     };
-    let mut resources = Vec::new();
-    let (mut applied, mut failed, mut pruned, mut corrected) = (0, 0, 0, 0);
-    for result in &report.results {
-        match result.status {
-            SyncStatus::Pruned => pruned += 1,
-            SyncStatus::Synced => {
-                applied += 1;
-                if drift_pass && result.action != crate::apply::Action::Unchanged {
-                    corrected += 1;
-                }
-            }
-            SyncStatus::Failed | SyncStatus::PruneFailed => failed += 1,
-        }
-        if result.status == SyncStatus::Pruned {
-            continue;
-        }
-        resources.push(StatusResource {
-            group: result.key.group.clone(),
-            version: result.key.version.clone(),
-            kind: result.key.kind.clone(),
-            namespace: result.key.namespace.clone().unwrap_or_default(),
-            name: result.key.name.clone(),
-            status: if result.status == SyncStatus::Synced {
-                StatusResource::SYNCED.into()
-            } else {
-                StatusResource::NOT_SYNCED.into()
-            },
-            error: if result.is_failure() {
-                result.message.clone()
-            } else {
-                String::new()
-            },
-        });
-    }
-    ctx.metrics.objects(CONTROLLER, ObjectOutcome::Applied, applied);
-    ctx.metrics.objects(CONTROLLER, ObjectOutcome::Failed, failed);
-    ctx.metrics.objects(CONTROLLER, ObjectOutcome::Pruned, pruned);
-    progress.status.resources = resources;
-    if corrected > 0 {
-        ctx.metrics.drift_corrected(CONTROLLER, corrected);
-        let changed: Vec<String> = report
-            .results
-            .iter()
-            .filter(|r| r.status == SyncStatus::Synced && r.action != crate::apply::Action::Unchanged)
-            .map(|r| r.key.to_string())
-            .collect();
-        ctx.event(
-            &object_ref(release),
-            true,
-            "DriftCorrected",
-            "Apply",
-            format!("restored {corrected} drifted object(s): {}", changed.join(", ")),
-        )
-        .await;
-    }
-    if report.failed() {
-        let mut problems: Vec<String> = report
-            .results
-            .iter()
-            .filter(|r| r.is_failure())
-            .map(|r| format!("{}: {}", r.key, r.message))
-            .collect();
-        if let Some(e) = &report.inventory_error {
-            problems.push(e.clone());
-        }
-        let message = format!(
-            "{failed} of {} object(s) failed: {}",
-            report.results.len(),
-            problems.join("; ")
-        );
+    let outcome = super::report::record(ctx, CONTROLLER, &object_ref(release), &report, drift_pass).await;
+    progress.status.resources = outcome.resources.clone();
+    if let Some(message) = outcome.failure.clone() {
         return Err(progress.fail(APPLIED, "ApplyFailed", message).await);
     }
     progress.status.applied_inputs = Some(inputs.to_string());
@@ -431,15 +362,7 @@ async fn apply_render(
         APPLIED,
         true,
         "Applied",
-        format!(
-            "{applied} object(s) applied from revision {}{}",
-            render.revision,
-            if pruned > 0 {
-                format!(", {pruned} pruned")
-            } else {
-                String::new()
-            }
-        ),
+        format!("{} from revision {}", outcome.summary(), render.revision),
     );
     progress.save().await
 }

@@ -6,6 +6,7 @@ pub mod cluster_addon;
 pub mod cluster_stack;
 pub mod cluster_stack_release;
 pub mod provider;
+pub mod report;
 
 use std::time::Duration;
 

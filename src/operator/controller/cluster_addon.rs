@@ -21,17 +21,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use sha2::{Digest, Sha256};
 
 use super::cluster_stack_release::{StackLookup, compiled_release, find_stack};
+use super::progress::WAIT;
 use super::{Error, backoff, now, object_ref, owner_reference};
 use crate::apply::{Applier, ApplyOptions, InventoryRef, parse_stream};
 use crate::operator::addon::condition::{self, Verdict};
 use crate::operator::addon::workload::{self, Workload};
-use crate::operator::api::conditions::{self, Condition, ConditionStatus};
+use crate::operator::api::conditions::Condition;
 use crate::operator::api::{ClusterAddon, ClusterAddonStatus, ClusterStackRelease, StageStatus};
 use crate::operator::context::Context;
 use crate::operator::store::{Owner, StoredRender};
@@ -46,9 +47,6 @@ pub const CLUSTER_READY: &str = "ClusterReady";
 pub const RENDERED: &str = "Rendered";
 pub const APPLIED: &str = "Applied";
 const STEPS: [&str; 3] = [CLUSTER_READY, RENDERED, APPLIED];
-
-/// How often a gate or a wait condition is looked at again.
-const WAIT: Duration = Duration::from_secs(5);
 
 /// Phases of a stage in `status.stages`.
 const PENDING: &str = "Pending";
@@ -115,100 +113,38 @@ fn key_of(addon: &ClusterAddon) -> String {
     )
 }
 
-/// The status being built during one reconcile.
-struct Progress<'a> {
-    addon: &'a ClusterAddon,
-    ctx: &'a Context,
-    status: ClusterAddonStatus,
-    written: ClusterAddonStatus,
-}
+type Progress<'a> = super::progress::Progress<'a, ClusterAddon>;
 
-impl<'a> Progress<'a> {
-    fn new(addon: &'a ClusterAddon, ctx: &'a Context) -> Progress<'a> {
-        let status = addon.status.clone().unwrap_or_default();
-        Progress {
-            addon,
-            ctx,
-            written: status.clone(),
-            status,
-        }
+impl super::progress::Tracked for ClusterAddon {
+    type Status = ClusterAddonStatus;
+
+    fn status_of(&self) -> Option<&ClusterAddonStatus> {
+        self.status.as_ref()
     }
 
-    fn condition(&mut self, type_: &str, ok: bool, reason: &str, message: impl Into<String>) {
-        let condition = Condition::new(
-            type_,
-            ConditionStatus::from_bool(ok),
-            reason,
-            message,
-            self.addon.metadata.generation,
-            now(),
-        );
-        conditions::set_condition(&mut self.status.conditions, condition);
+    fn conditions_mut(status: &mut ClusterAddonStatus) -> &mut Vec<Condition> {
+        &mut status.conditions
     }
 
-    async fn save(&mut self) -> Result<(), Error> {
-        conditions::set_ready_summary(
-            &mut self.status.conditions,
-            &STEPS,
-            self.addon.metadata.generation,
-            now(),
-        );
-        self.status.ready = conditions::is_true(&self.status.conditions, conditions::READY);
-        if self.status == self.written {
-            return Ok(());
-        }
-        let became_ready = self.status.ready && !self.written.ready;
-        let namespace = self.addon.namespace().unwrap_or_default();
-        let api: Api<ClusterAddon> = Api::namespaced(self.ctx.client.clone(), &namespace);
-        let mut json = serde_json::to_value(&self.status).map_err(|e| Error::Kube(e.to_string()))?;
-        if let Some(map) = json.as_object_mut() {
-            // Merge patches keep what they do not name: clear what went away.
-            for field in ["stages", "stagesFor"] {
-                map.entry(field).or_insert(serde_json::Value::Null);
-            }
-        }
-        api.patch_status(
-            &self.addon.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&serde_json::json!({ "status": json })),
+    fn ready(status: &ClusterAddonStatus) -> bool {
+        status.ready
+    }
+
+    fn set_ready(status: &mut ClusterAddonStatus, ready: bool) {
+        status.ready = ready;
+    }
+
+    fn ready_note(&self, status: &ClusterAddonStatus) -> String {
+        format!(
+            "addons of {} applied ({} objects)",
+            status.applied_cluster_stack.clone().unwrap_or_default(),
+            status.resources.len()
         )
-        .await
-        .map_err(|e| Error::Kube(format!("writing the status of {}: {e}", key_of(self.addon))))?;
-        self.written = self.status.clone();
-        if became_ready {
-            let note = format!(
-                "addons of {} applied ({} objects)",
-                self.status.applied_cluster_stack.clone().unwrap_or_default(),
-                self.status.resources.len()
-            );
-            self.ctx
-                .event(&object_ref(self.addon), false, "Ready", "Apply", note)
-                .await;
-        }
-        Ok(())
-    }
-
-    async fn fail(&mut self, step: &str, reason: &str, message: String) -> Error {
-        self.condition(step, false, reason, message.clone());
-        if let Err(e) = self.save().await {
-            return e;
-        }
-        Error::Step {
-            step: step.to_string(),
-            message,
-        }
-    }
-
-    /// A gate is closed: recorded, and looked at again soon (not an error).
-    async fn wait(&mut self, step: &str, reason: &str, message: String) -> Result<Action, Error> {
-        self.condition(step, false, reason, message);
-        self.save().await?;
-        Ok(Action::requeue(WAIT))
     }
 }
 
 async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
-    let mut progress = Progress::new(addon, ctx);
+    let mut progress = Progress::new(addon, ctx, &STEPS);
     let namespace = addon.namespace().unwrap_or_default();
     let cluster_name = addon.spec.cluster_ref.name.clone().unwrap_or_default();
     let clusters: Api<DynamicObject> = Api::namespaced_with(
@@ -476,7 +412,7 @@ async fn drift_stages(
             Ok(objects) => objects,
             Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
         };
-        let inventory = stage_inventory(progress.addon, &stage.name);
+        let inventory = stage_inventory(progress.object, &stage.name);
         apply_objects(progress, applier, &objects, inventory, true).await?;
         resources.append(&mut progress.status.resources);
     }
@@ -518,7 +454,7 @@ async fn apply_objects(
         Err(e) => return Err(progress.fail(APPLIED, "ApplyFailed", e.to_string()).await),
     };
     let outcome =
-        super::report::record(ctx, CONTROLLER, &object_ref(progress.addon), &report, drift_pass).await;
+        super::report::record(ctx, CONTROLLER, &object_ref(progress.object), &report, drift_pass).await;
     progress.status.resources = outcome.resources.clone();
     if let Some(message) = outcome.failure.clone() {
         return Err(progress.fail(APPLIED, "ApplyFailed", message).await);
@@ -578,7 +514,7 @@ async fn run_stage(
                     progress,
                     applier,
                     &objects,
-                    stage_inventory(progress.addon, &stage.name),
+                    stage_inventory(progress.object, &stage.name),
                     false,
                 )
                 .await?;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::ObjectRef;
@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 
 use super::{Error, backoff, now, object_ref, owner_reference};
 use crate::apply::{ApplyOptions, InventoryRef, SyncStatus, parse_stream};
-use crate::operator::api::conditions::{self, Condition, ConditionStatus};
+use crate::operator::api::conditions::Condition;
 use crate::operator::api::{ClusterStack, ClusterStackRelease, ClusterStackReleaseStatus};
 use crate::operator::context::Context;
 use crate::operator::metrics::ObjectOutcome;
@@ -95,93 +95,47 @@ fn key_of(release: &ClusterStackRelease) -> String {
     )
 }
 
-/// The status being built during one reconcile; written with [`Progress::save`].
-struct Progress<'a> {
-    release: &'a ClusterStackRelease,
-    ctx: &'a Context,
-    status: ClusterStackReleaseStatus,
-    written: ClusterStackReleaseStatus,
+type Progress<'a> = super::progress::Progress<'a, ClusterStackRelease>;
+
+impl super::progress::Tracked for ClusterStackRelease {
+    type Status = ClusterStackReleaseStatus;
+
+    fn status_of(&self) -> Option<&ClusterStackReleaseStatus> {
+        self.status.as_ref()
+    }
+
+    fn conditions_mut(status: &mut ClusterStackReleaseStatus) -> &mut Vec<Condition> {
+        &mut status.conditions
+    }
+
+    fn ready(status: &ClusterStackReleaseStatus) -> bool {
+        status.ready
+    }
+
+    fn set_ready(status: &mut ClusterStackReleaseStatus, ready: bool) {
+        status.ready = ready;
+    }
+
+    fn ready_note(&self, status: &ClusterStackReleaseStatus) -> String {
+        format!(
+            "ClusterClass {} applied ({} objects)",
+            self.name_any(),
+            status.resources.len()
+        )
+    }
 }
 
-impl<'a> Progress<'a> {
-    fn new(release: &'a ClusterStackRelease, ctx: &'a Context) -> Progress<'a> {
-        let status = release.status.clone().unwrap_or_default();
-        Progress {
-            release,
-            ctx,
-            written: status.clone(),
-            status,
-        }
-    }
-
-    fn condition(&mut self, type_: &str, ok: bool, reason: &str, message: impl Into<String>) {
-        let condition = Condition::new(
-            type_,
-            ConditionStatus::from_bool(ok),
-            reason,
-            message,
-            self.release.metadata.generation,
-            now(),
-        );
-        conditions::set_condition(&mut self.status.conditions, condition);
-    }
-
-    /// Writes the status when it changed, with the `Ready` summary and `ready` recomputed.
-    async fn save(&mut self) -> Result<(), Error> {
-        conditions::set_ready_summary(
-            &mut self.status.conditions,
-            if self.release.spec.provider_ref.is_some() {
-                &STEPS_WITH_PROVIDER
-            } else {
-                &STEPS
-            },
-            self.release.metadata.generation,
-            now(),
-        );
-        self.status.ready = conditions::is_true(&self.status.conditions, conditions::READY);
-        if self.status == self.written {
-            return Ok(());
-        }
-        let became_ready = self.status.ready && !self.written.ready;
-        let namespace = self.release.namespace().unwrap_or_default();
-        let api: Api<ClusterStackRelease> = Api::namespaced(self.ctx.client.clone(), &namespace);
-        let patch = serde_json::json!({ "status": self.status });
-        api.patch_status(
-            &self.release.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .map_err(|e| Error::Kube(format!("writing the status of {}: {e}", key_of(self.release))))?;
-        self.written = self.status.clone();
-        if became_ready {
-            let note = format!(
-                "ClusterClass {} applied ({} objects)",
-                self.release.name_any(),
-                self.status.resources.len()
-            );
-            self.ctx
-                .event(&object_ref(self.release), false, "Ready", "Apply", note)
-                .await;
-        }
-        Ok(())
-    }
-
-    /// Records a failed step and returns its error.
-    async fn fail(&mut self, step: &str, reason: &str, message: String) -> Error {
-        self.condition(step, false, reason, message.clone());
-        if let Err(e) = self.save().await {
-            return e;
-        }
-        Error::Step {
-            step: step.to_string(),
-            message,
-        }
+/// The conditions a release's `Ready` summarises.
+fn steps_of(release: &ClusterStackRelease) -> &'static [&'static str] {
+    if release.spec.provider_ref.is_some() {
+        &STEPS_WITH_PROVIDER
+    } else {
+        &STEPS
     }
 }
 
 async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, Error> {
-    let mut progress = Progress::new(release, ctx);
+    let mut progress = Progress::new(release, ctx, steps_of(release));
     let name = release.name_any();
     let namespace = release.namespace().unwrap_or_default();
     let tag = match ReleaseTag::parse(&name) {
@@ -329,7 +283,7 @@ async fn apply_render(
     inputs: &str,
     drift_pass: bool,
 ) -> Result<(), Error> {
-    let release = progress.release;
+    let release = progress.object;
     let ctx = progress.ctx;
     let namespace = release.namespace().unwrap_or_default();
     let objects = match parse_stream(
@@ -477,7 +431,7 @@ pub(super) fn find_stack(release: &ClusterStackRelease, tag: &ReleaseTag, ctx: &
 
 /// Deletion: wait while Clusters use the class, then prune what was applied.
 async fn cleanup(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, Error> {
-    let mut progress = Progress::new(release, ctx);
+    let mut progress = Progress::new(release, ctx, steps_of(release));
     let namespace = release.namespace().unwrap_or_default();
     let name = release.name_any();
     match crate::operator::clusters::list(&ctx.client, &namespace).await {

@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod cluster_addon;
 pub mod cluster_stack;
 pub mod cluster_stack_release;
+pub mod progress;
 pub mod provider;
 pub mod report;
 

@@ -6,7 +6,8 @@
 //! A Cluster on docker-ferrol-1-27-v1 gets its addons with values injected from the Cluster;
 //! switching to v2 removes the `web` Deployment and updates the rest; switching to v3 (same
 //! addon version) changes nothing on the workload cluster; a deleted addon object comes back;
-//! a deleted Cluster releases its ClusterAddon without reaching for the workload cluster.
+//! a ClusterAddon deleted alone removes its objects first; a deleted Cluster releases its
+//! ClusterAddon without reaching for the workload cluster.
 
 #[path = "support/fake_github.rs"]
 mod fake_github;
@@ -18,7 +19,7 @@ use std::time::Duration;
 
 use capstan::operator::api::ClusterAddon;
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use operator_common::{NS, eventually, names};
 use support::{Binaries, TestCluster};
 
@@ -204,6 +205,47 @@ async fn addons_follow_the_cluster_class() {
     eventually(
         "metrics-server restored",
         Duration::from_secs(90),
+        &operator,
+        || async {
+            deployments
+                .get_opt("metrics-server")
+                .await
+                .ok()
+                .flatten()
+                .map(drop)
+        },
+    )
+    .await;
+
+    // The ClusterAddon alone is deleted: its objects leave the workload cluster first. A
+    // change of the Cluster makes a new one, which brings them back.
+    let addons: Api<ClusterAddon> = Api::namespaced(env.client(), NS);
+    addons
+        .delete(&format!("cluster-addon-{CLUSTER}"), &DeleteParams::default())
+        .await
+        .expect("ClusterAddon deleted");
+    eventually(
+        "the addon objects removed with their ClusterAddon",
+        Duration::from_secs(60),
+        &operator,
+        || async {
+            let gone = addon(&env).await.is_none();
+            let objects = deployments.get_opt("metrics-server").await.ok()?;
+            (gone && objects.is_none()).then_some(())
+        },
+    )
+    .await;
+    env.clusters()
+        .patch(
+            CLUSTER,
+            &PatchParams::default(),
+            &Patch::Merge(&serde_json::json!({"metadata": {"labels": {"touched": "yes"}}})),
+        )
+        .await
+        .expect("Cluster touched");
+    eventually(
+        "a new ClusterAddon re-applies the addons",
+        Duration::from_secs(60),
         &operator,
         || async {
             deployments

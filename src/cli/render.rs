@@ -114,6 +114,15 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     output_dir: Option<PathBuf>,
 
+    /// Answer the chart's `lookup` from the cluster of this kubeconfig (read-only), as
+    /// `helm install` would; without it `lookup` finds nothing, as in `helm template`.
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig context for --kubeconfig.
+    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
+    context: Option<String>,
+
     /// Output format: the manifest stream, a JSON list of objects, or the raw per-template
     /// engine output as a JSON object (`{"chart/templates/x.yaml": "text", …}`).
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Yaml)]
@@ -138,6 +147,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "--cluster, --control-plane and --infra-cluster apply to a whole release: give one RELEASE argument"
         );
     }
+    let lookup_env = LookupEnv::new(args)?;
     let (release_name, chart_path) = release_and_chart(&args.positional)?;
     let chart = load::load(Path::new(&chart_path)).with_context(|| format!("loading chart {chart_path}"))?;
     check_dependencies(&chart)?;
@@ -155,7 +165,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         kube_version,
         api_versions: args.api_versions.clone(),
         strict: args.strict,
-        env: Rc::new(FuncEnv::system()),
+        env: lookup_env.env.clone(),
         ..RenderOptions::default()
     };
     let compiled = CompiledChart::new(chart)?;
@@ -331,6 +341,35 @@ fn write_output_dir(dir: &Path, m: &manifest::Manifests) -> anyhow::Result<()> {
 }
 
 /// `capstan render RELEASE --cluster …`: the flags that make sense for a whole release.
+/// The template environment of a render: `lookup` answered by `--kubeconfig`'s cluster when
+/// given (the runtime its requests run on lives as long as this).
+struct LookupEnv {
+    env: Rc<FuncEnv>,
+    _runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl LookupEnv {
+    fn new(args: &Args) -> anyhow::Result<LookupEnv> {
+        let Some(kubeconfig) = &args.kubeconfig else {
+            return Ok(LookupEnv {
+                env: Rc::new(FuncEnv::system()),
+                _runtime: None,
+            });
+        };
+        let runtime = super::kube::runtime()?;
+        let target = runtime.block_on(super::kube::connect_to(
+            Some(kubeconfig),
+            args.context.as_deref(),
+            None,
+        ))?;
+        let lookup = crate::operator::lookup::cluster_lookup(runtime.handle().clone(), target.client);
+        Ok(LookupEnv {
+            env: Rc::new(FuncEnv::system().with_lookup(lookup)),
+            _runtime: Some(runtime),
+        })
+    }
+}
+
 fn render_release(args: &Args, release: &str) -> anyhow::Result<()> {
     let unsupported = [
         (!args.values.is_empty(), "-f/--values"),
@@ -348,7 +387,9 @@ fn render_release(args: &Args, release: &str) -> anyhow::Result<()> {
             "{flag} applies to a single chart; a release is rendered with the values computed from --cluster"
         );
     }
+    let lookup_env = LookupEnv::new(args)?;
     super::render_release::run(&super::render_release::Request {
+        env: lookup_env.env.clone(),
         release,
         objects: &args.objects,
         sources: &args.sources,

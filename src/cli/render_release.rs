@@ -17,6 +17,8 @@ use super::stack_input::{self, ObjectArgs};
 
 /// What to render and how to print it.
 pub struct Request<'a> {
+    /// Randomness, time and `lookup` of the templates.
+    pub env: Rc<FuncEnv>,
     /// The RELEASE argument.
     pub release: &'a str,
     pub objects: &'a ObjectArgs,
@@ -33,7 +35,7 @@ pub fn run(args: &Request<'_>) -> anyhow::Result<()> {
     let opened = stack_input::open(args.release, args.sources)?;
     let opts = RenderOptions {
         namespace: args.namespace.clone(),
-        env: Rc::new(FuncEnv::system()),
+        env: args.env.clone(),
     };
     let parts = render::render_release(&opened.release, &objects, &opts)?;
     let mut out = std::io::stdout().lock();

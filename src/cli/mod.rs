@@ -61,7 +61,7 @@ enum Command {
     Diff(Box<diff::Args>),
     /// Print the CustomResourceDefinitions of capstan's clusterstack.x-k8s.io API (YAML).
     Crds(crds::Args),
-    /// Run the Kubernetes operator (ClusterStack and ClusterStackRelease controllers).
+    /// Run the Kubernetes operator: ClusterStack, ClusterStackRelease, Cluster and ClusterAddon controllers, webhooks, hooks, metrics.
     Operator(Box<operator::Args>),
     /// Install or upgrade the capstan operator in a cluster (CRDs, RBAC, Deployment, webhooks).
     Install(Box<install::Args>),

@@ -18,7 +18,9 @@ use crate::operator::settings::{
 
 /// Arguments of `capstan operator`.
 #[derive(Debug, clap::Args)]
-#[command(about = "Run the operator: ClusterStack, ClusterStackRelease, Cluster and ClusterAddon controllers, webhooks, Runtime SDK hooks, metrics")]
+#[command(
+    about = "Run the operator: ClusterStack, ClusterStackRelease, Cluster and ClusterAddon controllers, webhooks, Runtime SDK hooks, metrics"
+)]
 pub struct Args {
     /// Kubeconfig of the management cluster (default: $KUBECONFIG, else ~/.kube/config, else
     /// in-cluster).

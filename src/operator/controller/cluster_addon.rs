@@ -23,7 +23,6 @@ use std::time::Duration;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind};
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use sha2::{Digest, Sha256};
 
 use super::cluster_stack_release::{StackLookup, compiled_release, find_stack};
@@ -72,32 +71,17 @@ fn stage_inventory(addon: &ClusterAddon, stage: &str) -> InventoryRef {
 }
 
 pub async fn reconcile(addon: Arc<ClusterAddon>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let started = std::time::Instant::now();
-    let namespace = addon.namespace().unwrap_or_default();
-    let api: Api<ClusterAddon> = Api::namespaced(ctx.client.clone(), &namespace);
-    let result = finalizer(&api, FINALIZER, addon.clone(), |event| async {
-        match event {
-            Finalizer::Apply(addon) => apply(&addon, &ctx).await,
-            Finalizer::Cleanup(addon) => cleanup(&addon, &ctx).await,
-        }
-    })
-    .await
-    .or_else(super::finalizer_outcome);
-    ctx.metrics
-        .reconciled(CONTROLLER, started.elapsed(), result.is_ok());
     let key = key_of(&addon);
-    let reference = object_ref(addon.as_ref());
-    match &result {
-        Ok(_) => {
-            ctx.succeeded(&key);
-            ctx.error_event(&key, &reference, "ReconcileFailed", None).await;
-        }
-        Err(e) => {
-            ctx.error_event(&key, &reference, "ReconcileFailed", Some(&e.to_string()))
-                .await
-        }
-    }
-    result
+    let ctx: &Context = &ctx;
+    super::with_finalizer(
+        addon,
+        ctx,
+        (FINALIZER, CONTROLLER),
+        key,
+        |addon| async move { apply(&addon, ctx).await },
+        |addon| async move { cleanup(&addon, ctx).await },
+    )
+    .await
 }
 
 pub fn error_policy(addon: Arc<ClusterAddon>, error: &Error, ctx: Arc<Context>) -> Action {

@@ -11,12 +11,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 
 use super::{Error, backoff, now, object_ref, owner_reference, stack_name_of};
 use crate::operator::api::conditions::{self, Condition, ConditionStatus, READY};
@@ -40,32 +39,17 @@ pub const STACK_LABEL: &str = "clusterstack.x-k8s.io/cluster-stack";
 
 /// Reconciles one ClusterStack.
 pub async fn reconcile(stack: Arc<ClusterStack>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let started = Instant::now();
-    let namespace = stack.namespace().unwrap_or_default();
-    let api: Api<ClusterStack> = Api::namespaced(ctx.client.clone(), &namespace);
-    let result = finalizer(&api, FINALIZER, stack.clone(), |event| async {
-        match event {
-            Finalizer::Apply(stack) => apply(&stack, &ctx).await,
-            Finalizer::Cleanup(stack) => cleanup(&stack, &ctx).await,
-        }
-    })
-    .await
-    .or_else(super::finalizer_outcome);
-    ctx.metrics
-        .reconciled(CONTROLLER, started.elapsed(), result.is_ok());
     let key = key_of(&stack);
-    let reference = object_ref(stack.as_ref());
-    match &result {
-        Ok(_) => {
-            ctx.succeeded(&key);
-            ctx.error_event(&key, &reference, "ReconcileFailed", None).await;
-        }
-        Err(e) => {
-            ctx.error_event(&key, &reference, "ReconcileFailed", Some(&e.to_string()))
-                .await
-        }
-    }
-    result
+    let ctx: &Context = &ctx;
+    super::with_finalizer(
+        stack,
+        ctx,
+        (FINALIZER, CONTROLLER),
+        key,
+        |stack| async move { apply(&stack, ctx).await },
+        |stack| async move { cleanup(&stack, ctx).await },
+    )
+    .await
 }
 
 pub fn error_policy(stack: Arc<ClusterStack>, error: &Error, ctx: Arc<Context>) -> Action {

@@ -15,7 +15,6 @@ use std::time::Duration;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{Event as Finalizer, finalizer};
 use kube::runtime::reflector::ObjectRef;
 use sha2::{Digest, Sha256};
 
@@ -48,37 +47,17 @@ const WAIT_FOR_USERS: Duration = Duration::from_secs(15);
 
 /// Reconciles one ClusterStackRelease.
 pub async fn reconcile(release: Arc<ClusterStackRelease>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let started = std::time::Instant::now();
-    let namespace = release.namespace().unwrap_or_default();
-    let api: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), &namespace);
-    let result = finalizer(&api, FINALIZER, release.clone(), |event| async {
-        match event {
-            Finalizer::Apply(release) => apply(&release, &ctx).await,
-            Finalizer::Cleanup(release) => cleanup(&release, &ctx).await,
-        }
-    })
-    .await
-    .or_else(super::finalizer_outcome);
-    ctx.metrics
-        .reconciled(CONTROLLER, started.elapsed(), result.is_ok());
     let key = key_of(&release);
-    match &result {
-        Ok(_) => {
-            ctx.succeeded(&key);
-            ctx.error_event(&key, &object_ref(release.as_ref()), "ReconcileFailed", None)
-                .await
-        }
-        Err(e) => {
-            ctx.error_event(
-                &key,
-                &object_ref(release.as_ref()),
-                "ReconcileFailed",
-                Some(&e.to_string()),
-            )
-            .await
-        }
-    }
-    result
+    let ctx: &Context = &ctx;
+    super::with_finalizer(
+        release,
+        ctx,
+        (FINALIZER, CONTROLLER),
+        key,
+        |release| async move { apply(&release, ctx).await },
+        |release| async move { cleanup(&release, ctx).await },
+    )
+    .await
 }
 
 /// Requeue after a failed reconcile: capped exponential backoff per object.

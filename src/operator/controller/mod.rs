@@ -9,7 +9,11 @@ pub mod progress;
 pub mod provider;
 pub mod report;
 
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
+
+use k8s_openapi::NamespaceResourceScope;
 
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
@@ -28,6 +32,56 @@ pub enum Error {
     Step { step: String, message: String },
     #[error("{0}")]
     Kube(String),
+}
+
+/// One reconcile of `object` through kube's finalizer helper: `apply` while it lives,
+/// `cleanup` once it is being deleted. Counts the reconcile in the metrics of `controller` and
+/// reports a new error as a Warning event (a success clears it and the backoff of `key`).
+pub async fn with_finalizer<K, A, AF, C, CF>(
+    object: Arc<K>,
+    ctx: &Context,
+    names: (&str, &str),
+    key: String,
+    apply: A,
+    cleanup: C,
+) -> Result<kube::runtime::controller::Action, Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug,
+    A: FnOnce(Arc<K>) -> AF,
+    AF: Future<Output = Result<kube::runtime::controller::Action, Error>>,
+    C: FnOnce(Arc<K>) -> CF,
+    CF: Future<Output = Result<kube::runtime::controller::Action, Error>>,
+{
+    use kube::runtime::finalizer::{Event, finalizer};
+    let (finalizer_name, controller) = names;
+    let started = std::time::Instant::now();
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &object.namespace().unwrap_or_default());
+    let result = finalizer(&api, finalizer_name, object.clone(), |event| async move {
+        match event {
+            Event::Apply(object) => apply(object).await,
+            Event::Cleanup(object) => cleanup(object).await,
+        }
+    })
+    .await
+    .or_else(finalizer_outcome);
+    ctx.metrics
+        .reconciled(controller, started.elapsed(), result.is_ok());
+    let reference = object_ref(object.as_ref());
+    match &result {
+        Ok(_) => {
+            ctx.succeeded(&key);
+            ctx.error_event(&key, &reference, "ReconcileFailed", None).await;
+        }
+        Err(e) => {
+            ctx.error_event(&key, &reference, "ReconcileFailed", Some(&e.to_string()))
+                .await
+        }
+    }
+    result
 }
 
 /// The outcome of a reconcile through kube's finalizer helper: the step's own error, or the

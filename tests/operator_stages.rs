@@ -120,21 +120,25 @@ async fn stages_run_in_order_and_honour_their_conditions() {
         Duration::from_secs(60),
         &operator,
         || async {
+            // The phase is recorded after the apply, the reason once the condition was
+            // evaluated: wait for the second write.
             let status = env.addon("upgraded").await?.status?;
             let stage = status.stages.first()?;
-            (stage.name == "ngnix" && stage.phase == "waitingForPostCondition").then(|| {
-                status
-                    .conditions
-                    .iter()
-                    .find(|c| c.type_ == "Applied")
-                    .map(|c| c.message.clone())
-                    .unwrap_or_default()
-            })
+            let message = status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Applied")
+                .map(|c| c.message.clone())
+                .unwrap_or_default();
+            (stage.name == "ngnix"
+                && stage.phase == "waitingForPostCondition"
+                && message.starts_with("stage ngnix:"))
+            .then_some(message)
         },
     )
     .await;
     assert!(
-        message.contains("stage ngnix: waitingForPostCondition"),
+        message.starts_with("stage ngnix: waitingForPostCondition: `msdeployment.spec.replicas == ngnix.spec.replicas` is false"),
         "{message}"
     );
     deployments

@@ -320,7 +320,7 @@ async fn run_controllers(
 fn release_of_applied(object: &DynamicObject) -> Option<ObjectRef<ClusterStackRelease>> {
     let inventory = object.meta().annotations.as_ref()?.get(INVENTORY_ANNOTATION)?;
     let (namespace, name) = inventory.split_once('/')?;
-    let release = name.strip_prefix("capstan.cskr.")?;
+    let release = cluster_stack_release::release_of_inventory(name)?;
     Some(ObjectRef::new(release).within(namespace))
 }
 

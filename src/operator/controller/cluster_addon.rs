@@ -18,7 +18,6 @@
 //!   vanished cluster; a ClusterAddon deleted alone first removes its objects.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind};
@@ -331,7 +330,9 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
         None => {
             let applied_before =
                 progress.status.applied_inputs.as_deref() == Some(render.inputs.as_str()) && !upgrade;
-            if applied_before && let Some(wait) = drift_wait(&progress.status, ctx) {
+            if applied_before
+                && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx)
+            {
                 progress.save().await?;
                 return Ok(Action::requeue(wait));
             }
@@ -367,7 +368,7 @@ async fn drift_stages(
     applier: &Applier,
 ) -> Result<Action, Error> {
     let ctx = progress.ctx;
-    if let Some(wait) = drift_wait(&progress.status, ctx) {
+    if let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
         progress.save().await?;
         return Ok(Action::requeue(wait));
     }
@@ -404,16 +405,6 @@ async fn drift_stages(
     progress.status.last_reconciled = Some(now());
     progress.save().await?;
     Ok(Action::requeue(ctx.settings.drift_interval))
-}
-
-/// Time left until the next drift check, or `None` when it is due.
-fn drift_wait(status: &ClusterAddonStatus, ctx: &Context) -> Option<Duration> {
-    let last = status.last_reconciled.as_ref()?;
-    let elapsed = Duration::try_from(now().0.duration_since(last.0)).unwrap_or(Duration::ZERO);
-    ctx.settings
-        .drift_interval
-        .checked_sub(elapsed)
-        .filter(|d| !d.is_zero())
 }
 
 /// Applies `objects` to the workload cluster with `inventory` (pruning what left it) and
@@ -648,6 +639,7 @@ async fn render_once(
     let lookup_client = target.client.clone();
     let server_version = target.version.clone();
     let stored = ctx.store.latest(owner).await.map_err(|e| e.to_string())?;
+    let stored_inputs = stored.as_ref().map(|s| s.inputs.clone());
     let digest = digest.to_string();
     // Values first (cheap); the hash decides whether the charts are rendered again.
     let (inputs, parts) = tokio::task::spawn_blocking(move || -> Result<(String, Option<Parts>), String> {
@@ -685,7 +677,7 @@ async fn render_once(
             hasher.update([0]);
         }
         let inputs = crate::source::cache::hex(&hasher.finalize());
-        if stored.as_ref().is_some_and(|s| s.inputs == inputs) {
+        if stored_inputs.as_deref() == Some(inputs.as_str()) {
             return Ok((inputs, None));
         }
         let env = std::rc::Rc::new(
@@ -704,15 +696,11 @@ async fn render_once(
     })
     .await
     .map_err(|e| format!("rendering: {e}"))??;
-    match parts {
-        None => ctx
-            .store
-            .latest(owner)
-            .await
-            .map_err(|e| e.to_string())?
-            .filter(|s| s.inputs == inputs)
-            .ok_or_else(|| "the stored render disappeared; rendering again next pass".to_string()),
-        Some(parts) => {
+    match (parts, stored) {
+        // Unchanged inputs: the revision read before the values were computed.
+        (None, Some(stored)) => Ok(stored),
+        (None, None) => Err("no stored render for unchanged inputs".to_string()),
+        (Some(parts), _) => {
             let render = ctx
                 .store
                 .save(owner, &inputs, parts)

@@ -236,24 +236,13 @@ async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, E
     let suspect = ctx.take_drift_suspect(&this);
     if applied_before
         && !suspect
-        && let Some(wait) = drift_wait(&progress.status, ctx)
+        && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx)
     {
         progress.save().await?;
         return Ok(Action::requeue(wait));
     }
     apply_render(&mut progress, &render, &inputs, applied_before).await?;
     Ok(Action::requeue(ctx.settings.drift_interval))
-}
-
-/// Time left until the next drift check, or `None` when it is due.
-fn drift_wait(status: &ClusterStackReleaseStatus, ctx: &Context) -> Option<Duration> {
-    let last = status.last_reconciled.as_ref()?;
-    let elapsed = now().0.duration_since(last.0);
-    let elapsed = Duration::try_from(elapsed).unwrap_or(Duration::ZERO);
-    ctx.settings
-        .drift_interval
-        .checked_sub(elapsed)
-        .filter(|d| !d.is_zero())
 }
 
 async fn apply_render(
@@ -369,11 +358,19 @@ fn store_owner(release: &ClusterStackRelease) -> Owner {
     }
 }
 
+/// Names of release inventories: this prefix, then the release's name.
+const INVENTORY_PREFIX: &str = "capstan.cskr.";
+
+/// The release whose inventory is named `inventory` (in the release's namespace).
+pub fn release_of_inventory(inventory: &str) -> Option<&str> {
+    inventory.strip_prefix(INVENTORY_PREFIX)
+}
+
 /// The inventory of a release's applied objects (a ConfigMap in its namespace).
 pub fn inventory_of(release: &ClusterStackRelease) -> InventoryRef {
     InventoryRef {
         namespace: release.namespace().unwrap_or_default(),
-        name: format!("capstan.cskr.{}", release.name_any()),
+        name: format!("{INVENTORY_PREFIX}{}", release.name_any()),
     }
 }
 

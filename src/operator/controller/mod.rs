@@ -112,6 +112,17 @@ pub fn backoff(ctx: &Context, key: &str) -> Duration {
         .min(BACKOFF_MAX)
 }
 
+/// Time left until the next drift check of an object last checked at `last`, or `None` when
+/// it is due (or was never checked).
+pub fn drift_wait(last: Option<&Time>, ctx: &Context) -> Option<Duration> {
+    let elapsed = now().0.duration_since(last?.0);
+    let elapsed = Duration::try_from(elapsed).unwrap_or(Duration::ZERO);
+    ctx.settings
+        .drift_interval
+        .checked_sub(elapsed)
+        .filter(|d| !d.is_zero())
+}
+
 pub fn now() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
 }

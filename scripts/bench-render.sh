@@ -167,6 +167,11 @@ if both:
         print(f"cold (first render in a fresh process; Helm = `helm_oracle.py --timing`) over {len(cold)} charts: "
               f"median ratio {med([r['ratio_cold'] for r in cold]):.1f}x; median capstan {med([r['cold'] for r in cold]):.2f} ms, "
               f"Helm {med([r['helm_cold'] for r in cold]):.1f} ms")
+firsts = [r for r in ok if r["cold"] is not None and r["wall"]]
+if firsts:
+    print(f"capstan first render in a fresh process vs warm, over {len(firsts)} charts: median ratio per chart "
+          f"{med([r['cold'] / r['wall'] for r in firsts]):.2f}x; medians {med([r['cold'] for r in firsts]):.2f} ms first, "
+          f"{med([r['wall'] for r in firsts]):.2f} ms warm (target <= 1.5x; A/B of the warm-up helper: scripts/bench-cold.sh)")
 print(f"capstan corpus total without keygen charts ({len(plain)} charts, sum of medians): "
       f"{sum(r['wall'] for r in plain):.1f} ms wall, {sum(r['cpu'] for r in plain):.1f} ms cpu (target < 1000 ms)")
 print(f"capstan keygen charts ({len(rsa)}): {sum(r['wall'] for r in rsa):.1f} ms wall, {sum(r['cpu'] for r in rsa):.1f} ms cpu"

@@ -174,3 +174,54 @@ fn helm_streams(
     let _ = std::fs::write(&cache, &text);
     Ok(answers)
 }
+
+/// Where `---` separators meet whitespace Go's `\s` does not cover (a no-break space after a
+/// value) and text glued to them: the split must be Helm's to the byte.
+#[test]
+fn separator_edge_cases_match_helm() {
+    let Some(shared) = shared::dir("render stream separators") else {
+        return;
+    };
+    let Some(python) = shared::oracle_python() else {
+        println!("SKIPPED render stream separators: no oracle venv (run scripts/oracle-env.sh to create it)");
+        return;
+    };
+    let chart = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("separator-edges");
+    std::fs::create_dir_all(chart.join("templates")).expect("create the chart");
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: edges\nversion: 0.1.0\n",
+    )
+    .expect("write Chart.yaml");
+    let template =
+        "a: 1\n---\nb: 2 \n \t\n---c: 3\n---\ne: 5\u{a0}\n---\u{a0}f: 6\n--- \n---\ng: 7\n\n\n---\n\n";
+    std::fs::write(chart.join("templates/edges.yaml"), template).expect("write the template");
+
+    let output = Command::new(&python)
+        .arg(shared.join("tools/helm_oracle.py"))
+        .arg(&chart)
+        .arg("--stream")
+        .output()
+        .expect("run the Helm oracle");
+    let answer: Answer = serde_json::from_slice(&output.stdout).expect("the oracle's JSON answer");
+    assert!(
+        answer.error.is_none(),
+        "Helm refused the chart: {:?}",
+        answer.error
+    );
+    let want = answer.manifest.expect("Helm's stream");
+    // The corpus comparison, byte for byte (no generated content here).
+    compare(
+        &chart,
+        &Answer {
+            manifest: Some(want.clone()),
+            error: None,
+        },
+        false,
+    )
+    .unwrap_or_else(|why| panic!("stream differs from Helm's: {why}\nHelm:\n{want}"));
+    assert!(
+        want.contains("e: 5\u{a0}\n"),
+        "the no-break space stays in its document: {want:?}"
+    );
+}

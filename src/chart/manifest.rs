@@ -99,19 +99,65 @@ pub fn build(chart: &Chart, rendered: &BTreeMap<String, String>) -> Result<Manif
     Ok(result)
 }
 
-/// Helm v4.2.3's `SplitManifests`: the separator is `(?:^|\s*\n)---\s*`, so a `---` glued
-/// to text still splits and whitespace around it is eaten. Whitespace-only documents are
-/// dropped and leading whitespace is trimmed, but trailing whitespace is kept (verified: a
-/// file's last document keeps its final newlines, which show as a blank line before the
-/// next `---` in the stream).
+/// Helm v4.2.3's `SplitManifests`: the separator is Go's regular expression
+/// `(?:^|\s*\n)---\s*`, so a `---` glued to text still splits and whitespace around it is
+/// eaten. Whitespace-only documents are dropped and leading whitespace is trimmed, but
+/// trailing whitespace is kept (verified: a file's last document keeps its final newlines,
+/// which show as a blank line before the next `---` in the stream).
+///
+/// Matched by hand rather than with the `regex` crate: compiling the pattern was part of every
+/// `capstan render`'s cold start, and Go's `\s` is ASCII (`[\t\n\f\r ]`, no `\v`), where
+/// the `regex` crate's is Unicode.
 pub fn split_documents(text: &str) -> Vec<String> {
-    static SEPARATOR: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"(?:^|\s*\n)---\s*").expect("valid separator regex"));
-    SEPARATOR
-        .split(text)
+    let mut docs = Vec::new();
+    let mut done = 0;
+    for (start, end) in separators(text) {
+        docs.push(&text[done..start]);
+        done = end;
+    }
+    docs.push(&text[done..]);
+    docs.into_iter()
         .filter(|d| !d.trim().is_empty())
         .map(|d| d.trim_start().to_string())
         .collect()
+}
+
+/// Go's `\s` in a regular expression.
+fn is_go_regex_space(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
+}
+
+/// The byte ranges `(?:^|\s*\n)---\s*` matches, leftmost first and without overlap, as Go's
+/// `FindAllStringIndex` reports them. Each match but one at the very start ends a `\n---`;
+/// its leading `\s*` reaches back over the whitespace before that newline, but not into the
+/// previous match.
+fn separators(text: &str) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut from = 0;
+    loop {
+        let dashes = if from == 0 && bytes.starts_with(b"---") {
+            Some((0, 0))
+        } else {
+            memchr::memmem::find(&bytes[from..], b"\n---").map(|at| {
+                let newline = from + at;
+                let mut start = newline;
+                while start > from && is_go_regex_space(bytes[start - 1]) {
+                    start -= 1;
+                }
+                (start, newline + 1)
+            })
+        };
+        let Some((start, dashes)) = dashes else {
+            return found;
+        };
+        let mut end = dashes + 3;
+        while end < bytes.len() && is_go_regex_space(bytes[end]) {
+            end += 1;
+        }
+        found.push((start, end));
+        from = end;
+    }
 }
 
 struct Head {
@@ -245,4 +291,47 @@ fn crd_files(chart: &Chart, full_path: &str) -> Vec<(String, Vec<u8>)> {
         out.extend(crd_files(sub, &format!("{full_path}/charts/{}", sub.name())));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Helm's separator as Go compiles it (`\s` is `[\t\n\f\r ]` there), run by the `regex`
+    /// crate, whose leftmost-first matching is Go's.
+    fn split_by_regex(text: &str) -> Vec<String> {
+        let go_separator =
+            regex::Regex::new(r"(?:^|[\t\n\x0C\r ]*\n)---[\t\n\x0C\r ]*").expect("valid regex");
+        go_separator
+            .split(text)
+            .filter(|d| !d.trim().is_empty())
+            .map(|d| d.trim_start().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn splits_like_helm_on_known_cases() {
+        let cases = [
+            ("", vec![]),
+            ("---", vec![]),
+            ("a: 1\n---\nb: 2\n", vec!["a: 1", "b: 2\n"]),
+            ("---\na: 1\n---\n---\nb: 2", vec!["a: 1", "---\nb: 2"]),
+            ("a: 1 \t\n  \n---b: 2", vec!["a: 1", "b: 2"]),
+            ("a: 1\x0b\n--- \x0bb", vec!["a: 1\x0b", "b"]),
+            ("a: 1\u{a0}\n---\u{a0}b", vec!["a: 1\u{a0}", "b"]),
+            ("a---b\n--", vec!["a---b\n--"]),
+        ];
+        for (text, want) in cases {
+            assert_eq!(split_documents(text), want, "{text:?}");
+            assert_eq!(split_by_regex(text), want, "{text:?} (regex)");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn splits_like_the_go_regex(text in "[-\n \t\r\x0b\x0ca\u{a0}]{0,40}") {
+            prop_assert_eq!(split_documents(&text), split_by_regex(&text));
+        }
+    }
 }

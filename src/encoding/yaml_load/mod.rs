@@ -34,7 +34,10 @@ pub(crate) fn grow<T>(f: impl FnOnce() -> T) -> T {
 /// go-yaml v2's `Unmarshal` into `interface{}`: the first document of `text` with Go types
 /// (`Null` when there is no document).
 pub fn parse_yaml(text: &str) -> Result<YamlNode, YamlError> {
-    let chars: Vec<char> = text.chars().collect();
+    // Sized once: grown by doubling, a large document's buffers would be allocated several
+    // times over, and the allocator keeps freed memory for a while.
+    let mut chars: Vec<char> = Vec::with_capacity(text.len());
+    chars.extend(text.chars());
     check_characters(&chars)?;
     let tokens = scanner::tokenize(&chars);
     let doc = parser::parse_first_document(&tokens)?;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::chart::Chart;
 use crate::chart::values;
+use crate::encoding::yaml_load;
 use crate::go::value::Value;
 
 /// Kinds in the order Helm installs them; unknown kinds follow, alphabetically. The table
@@ -66,6 +67,7 @@ pub struct ManifestError {
 pub fn build(chart: &Chart, rendered: &BTreeMap<String, String>) -> Result<Manifests, ManifestError> {
     let notes_path = format!("{}/templates/NOTES.txt", chart.name());
     let mut result = Manifests::default();
+    let mut scratch = yaml_load::Scratch::default();
     for (path, content) in rendered {
         if path.ends_with("NOTES.txt") {
             if *path == notes_path {
@@ -78,7 +80,7 @@ pub fn build(chart: &Chart, rendered: &BTreeMap<String, String>) -> Result<Manif
             continue;
         }
         for doc in split_documents(content) {
-            let head = parse_head(&doc).map_err(|msg| ManifestError {
+            let head = parse_head(&mut scratch, &doc).map_err(|msg| ManifestError {
                 source_path: path.clone(),
                 msg,
             })?;
@@ -181,8 +183,8 @@ impl Head {
 }
 
 /// Parses the fields Helm reads from every document (`SimpleHead`).
-fn parse_head(doc: &str) -> Result<Head, String> {
-    let value = values::parse_document(doc)?;
+fn parse_head(scratch: &mut yaml_load::Scratch, doc: &str) -> Result<Head, String> {
+    let value = values::parse_document_with(scratch, doc)?;
     let get_str = |v: Option<Value>, field: &str| -> Result<String, String> {
         match v {
             None | Some(Value::Nil) => Ok(String::new()),
@@ -251,30 +253,53 @@ pub struct StreamOptions {
 
 /// The `helm template` text: CRDs (raw), manifests, then hooks, each with `# Source:`.
 pub fn stream(chart: &Chart, m: &Manifests, opts: &StreamOptions) -> String {
-    let mut body = String::new();
-    if opts.include_crds {
-        for (path, data) in crd_files(chart, chart.name()) {
-            body.push_str(&format!(
-                "---\n# Source: {path}\n{}\n",
-                String::from_utf8_lossy(&data)
-            ));
-        }
+    // Written in place into one buffer sized up front: a chart's stream can be megabytes, and
+    // a copy per document or per growth step would multiply the peak memory of a render.
+    let crds = if opts.include_crds {
+        crd_files(chart, chart.name())
+    } else {
+        Vec::new()
+    };
+    let documents = m.manifests.iter().filter(|d| selected(&d.source, opts));
+    let hooks = m
+        .hooks
+        .iter()
+        .filter(|h| !(opts.no_hooks || opts.skip_tests && h.is_test_hook()) && selected(&h.source, opts));
+    let size = crds
+        .iter()
+        .map(|(path, data)| path.len() + data.len())
+        .sum::<usize>()
+        + documents
+            .clone()
+            .chain(hooks.clone())
+            .map(|d| d.source.len() + d.content.len())
+            .sum::<usize>()
+        + 32 * (crds.len() + m.manifests.len() + m.hooks.len() + 1);
+    let mut out = String::with_capacity(size);
+    for (path, data) in &crds {
+        push_document(&mut out, path, &String::from_utf8_lossy(data));
     }
-    for d in &m.manifests {
-        if selected(&d.source, opts) {
-            body.push_str(&format!("---\n# Source: {}\n{}\n", d.source, d.content));
-        }
+    for d in documents {
+        push_document(&mut out, &d.source, &d.content);
     }
-    let mut out = format!("{}\n", body.trim());
-    if !opts.no_hooks {
-        for h in &m.hooks {
-            if (opts.skip_tests && h.is_test_hook()) || !selected(&h.source, opts) {
-                continue;
-            }
-            out.push_str(&format!("---\n# Source: {}\n{}\n", h.source, h.content));
-        }
+    // Helm trims the manifests part (CRDs and documents) as a whole, then ends it with one newline.
+    out.truncate(out.trim_end().len());
+    let leading = out.len() - out.trim_start().len();
+    out.drain(..leading);
+    out.push('\n');
+    for h in hooks {
+        push_document(&mut out, &h.source, &h.content);
     }
     out
+}
+
+/// `---\n# Source: <path>\n<content>\n`, one document of the stream.
+fn push_document(out: &mut String, source: &str, content: &str) {
+    out.push_str("---\n# Source: ");
+    out.push_str(source);
+    out.push('\n');
+    out.push_str(content);
+    out.push('\n');
 }
 
 fn selected(source: &str, opts: &StreamOptions) -> bool {

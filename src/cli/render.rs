@@ -178,6 +178,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
         Format::Yaml | Format::Json => {
             let manifests = manifest::build(chart, &rendered)?;
+            // The documents are copied out; a large chart's raw output need not stay alongside.
+            drop(rendered);
             let stream_opts = StreamOptions {
                 include_crds: args.include_crds,
                 skip_tests: args.skip_tests,

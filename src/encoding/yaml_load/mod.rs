@@ -34,19 +34,44 @@ pub(crate) fn grow<T>(f: impl FnOnce() -> T) -> T {
 /// go-yaml v2's `Unmarshal` into `interface{}`: the first document of `text` with Go types
 /// (`Null` when there is no document).
 pub fn parse_yaml(text: &str) -> Result<YamlNode, YamlError> {
-    // Sized once: grown by doubling, a large document's buffers would be allocated several
-    // times over, and the allocator keeps freed memory for a while.
-    let mut chars: Vec<char> = Vec::with_capacity(text.len());
-    chars.extend(text.chars());
-    check_characters(&chars)?;
-    let tokens = scanner::tokenize(&chars);
-    let doc = parser::parse_first_document(&tokens)?;
-    decode::decode(&doc)
+    parse_yaml_with(&mut Scratch::default(), text)
+}
+
+/// The whole-document buffers of a parse (the text as characters, its tokens, its nodes). A caller
+/// that parses many documents in a row keeps one, so each buffer is allocated once, at the
+/// largest size needed, instead of once per document: for the multi-megabyte documents of a
+/// CRD chart, fresh buffers each time more than doubled the peak memory of `capstan render`
+/// (the allocator keeps freed memory for a while).
+#[derive(Default)]
+pub struct Scratch {
+    chars: Vec<char>,
+    tokens: Vec<scanner::Token>,
+    nodes: Vec<parser::Node>,
+}
+
+/// [`parse_yaml`] with buffers kept in `scratch`.
+pub fn parse_yaml_with(scratch: &mut Scratch, text: &str) -> Result<YamlNode, YamlError> {
+    scratch.chars.clear();
+    scratch.chars.reserve(text.len());
+    scratch.chars.extend(text.chars());
+    check_characters(&scratch.chars)?;
+    scanner::tokenize_into(&scratch.chars, &mut scratch.tokens);
+    let parsed = parser::parse_first_document(&scratch.tokens, std::mem::take(&mut scratch.nodes));
+    scratch.tokens.clear();
+    let doc = parsed?;
+    let node = decode::decode(&doc);
+    scratch.nodes = doc.into_nodes();
+    node
 }
 
 /// `sigs.k8s.io/yaml.Unmarshal` into `interface{}`: the first document, through JSON.
 pub fn load_document(text: &str) -> Result<Value, YamlError> {
     to_json_value(&parse_yaml(text)?)
+}
+
+/// [`load_document`] with buffers kept in `scratch`.
+pub fn load_document_with(scratch: &mut Scratch, text: &str) -> Result<Value, YamlError> {
+    to_json_value(&parse_yaml_with(scratch, text)?)
 }
 
 /// Helm's `LoadValues` reading: the text split into documents by the Kubernetes YAML reader

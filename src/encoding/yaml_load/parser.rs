@@ -31,6 +31,14 @@ pub struct Document {
     pub root: Option<NodeId>,
 }
 
+impl Document {
+    /// The node arena, emptied, for the next document's parse.
+    pub fn into_nodes(mut self) -> Vec<Node> {
+        self.nodes.clear();
+        self.nodes
+    }
+}
+
 struct Parser<'t> {
     tokens: &'t [Token],
     pos: usize,
@@ -41,11 +49,14 @@ struct Parser<'t> {
 
 /// Parses the first document of the token stream (`None` for a stream without documents),
 /// which is all go-yaml v2's `Unmarshal` reads.
-pub fn parse_first_document(tokens: &[Token]) -> Result<Document, YamlError> {
+/// Its nodes are built in `nodes` (emptied first, its capacity reused;
+/// [`Document::into_nodes`] hands it back).
+pub fn parse_first_document(tokens: &[Token], mut nodes: Vec<Node>) -> Result<Document, YamlError> {
+    nodes.clear();
     let mut p = Parser {
         tokens,
         pos: 0,
-        doc: Document::default(),
+        doc: Document { nodes, root: None },
         anchors: HashMap::new(),
         tag_handles: Vec::new(),
     };
@@ -62,7 +73,7 @@ impl<'t> Parser<'t> {
             Some(Token {
                 kind: TokenKind::Error(e),
                 ..
-            }) => Err(YamlError::Syntax(e.clone())),
+            }) => Err(YamlError::Syntax(e.as_ref().clone())),
             Some(t) => Ok(t),
             None => Err(YamlError::Decode("unexpected end of token stream".into())),
         }
@@ -183,7 +194,7 @@ impl<'t> Parser<'t> {
                     seen_version = true;
                 }
                 TokenKind::TagDirective { handle, prefix } => {
-                    if self.tag_handles.iter().any(|(h, _)| h == handle) {
+                    if self.tag_handles.iter().any(|(h, _)| **h == **handle) {
                         return Err(self.fail(
                             "",
                             Mark::default(),
@@ -191,7 +202,7 @@ impl<'t> Parser<'t> {
                             token.start,
                         ));
                     }
-                    self.tag_handles.push((handle.clone(), prefix.clone()));
+                    self.tag_handles.push((handle.to_string(), prefix.to_string()));
                 }
                 _ => return Ok(()),
             }
@@ -258,7 +269,7 @@ impl<'t> Parser<'t> {
                     self.skip();
                 }
                 TokenKind::Tag { handle, suffix } if tag.is_none() => {
-                    tag = Some((handle.clone(), suffix.clone(), t.start));
+                    tag = Some((handle.to_string(), suffix.to_string(), t.start));
                     self.skip();
                 }
                 _ => break,

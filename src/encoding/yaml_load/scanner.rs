@@ -22,9 +22,11 @@ pub enum TokenKind {
         major: u32,
         minor: u32,
     },
+    // Rare tokens keep their texts boxed and the error behind a pointer, so a token (one per
+    // scalar, key and indicator of a document that may be megabytes long) stays small.
     TagDirective {
-        handle: String,
-        prefix: String,
+        handle: Box<str>,
+        prefix: Box<str>,
     },
     DocumentStart,
     DocumentEnd,
@@ -42,15 +44,15 @@ pub enum TokenKind {
     Alias(String),
     Anchor(String),
     Tag {
-        handle: String,
-        suffix: String,
+        handle: Box<str>,
+        suffix: Box<str>,
     },
     Scalar {
         value: String,
         style: ScalarStyle,
     },
     /// The scanner failed here; the parser reports it when (and only if) it gets this far.
-    Error(SyntaxError),
+    Error(Box<SyntaxError>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -93,13 +95,15 @@ pub struct Scanner<'a> {
     released: usize,
 }
 
-/// Tokenizes the whole input. A scanning error becomes a final `Error` token placed where
-/// the parser would have met it (tokens still waiting on a pending simple key are dropped).
-pub fn tokenize(chars: &[char]) -> Vec<Token> {
+/// Tokenizes the whole input into `tokens` (emptied first, its capacity reused). A scanning
+/// error becomes a final `Error` token placed where the parser would have met it (tokens
+/// still waiting on a pending simple key are dropped).
+pub fn tokenize_into(chars: &[char], tokens: &mut Vec<Token>) {
+    tokens.clear();
     let mut s = Scanner {
         chars,
         mark: Mark::default(),
-        tokens: Vec::new(),
+        tokens: std::mem::take(tokens),
         flow_level: 0,
         indent: -1,
         indents: Vec::new(),
@@ -113,12 +117,12 @@ pub fn tokenize(chars: &[char]) -> Vec<Token> {
         s.tokens.truncate(s.released);
         let mark = err.problem_mark;
         s.tokens.push(Token {
-            kind: TokenKind::Error(err),
+            kind: TokenKind::Error(Box::new(err)),
             start: mark,
             end: mark,
         });
     }
-    s.tokens
+    *tokens = s.tokens;
 }
 
 fn is_blank(c: Option<char>) -> bool {
@@ -637,7 +641,13 @@ impl<'a> Scanner<'a> {
                 "did not find expected whitespace or line break",
             ));
         }
-        self.push(TokenKind::Tag { handle, suffix }, start);
+        self.push(
+            TokenKind::Tag {
+                handle: handle.into(),
+                suffix: suffix.into(),
+            },
+            start,
+        );
         Ok(())
     }
 
@@ -783,7 +793,10 @@ impl<'a> Scanner<'a> {
                         "did not find expected whitespace or line break",
                     ));
                 }
-                TokenKind::TagDirective { handle, prefix }
+                TokenKind::TagDirective {
+                    handle: handle.into(),
+                    prefix: prefix.into(),
+                }
             }
             _ => {
                 return Err(self.err(

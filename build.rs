@@ -19,6 +19,11 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed={ORDER_FILE}");
     println!("cargo::rerun-if-env-changed=RUSTC_LINKER");
+    // Set to build the default order, to measure what the ordering saves (scripts/bench-cold.sh).
+    println!("cargo::rerun-if-env-changed=CAPSTAN_NO_CODE_ORDER");
+    if env::var_os("CAPSTAN_NO_CODE_ORDER").is_some() {
+        return;
+    }
     let release = env::var("PROFILE").is_ok_and(|p| p == "release");
     let target = env::var("TARGET").is_ok_and(|t| t == "x86_64-unknown-linux-gnu");
     let Some(dir) = env::var_os("CARGO_MANIFEST_DIR") else {

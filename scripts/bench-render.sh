@@ -5,7 +5,14 @@
 # generation (keygen charts are reported separately) and the peak RSS of `capstan render` on
 # the largest chart. See docs/benchmarks.md.
 #
-#   scripts/bench-render.sh [--reps N] [--keygen-reps N] [--filter SUBSTR] [--no-helm] [--out FILE.tsv]
+#   scripts/bench-render.sh [--reps N] [--keygen-reps N] [--filter SUBSTR] [--no-helm] [--disk-cold] [--out FILE.tsv]
+#
+# Cold columns: the first render in a fresh process (capstan's `render_corpus`, Helm's
+# `helm_oracle.py --timing`). The chart's files are read just before, so they are in the page
+# cache as for a chart one has just written or unpacked, and the numbers do not depend on what
+# the machine evicted since the last run (a VM that drops its page cache moved the ratio
+# between 1.4x and 2.7x from run to run). --disk-cold evicts them instead
+# (posix_fadvise DONTNEED), so both tools read the chart from disk.
 #   scripts/bench-render.sh --compiled [...]   compiled renders vs Helm: scripts/bench-compiled.sh
 #
 # Environment: CAPSTAN_SHARED (default: ../shared or ../../shared beside the checkout, else
@@ -18,6 +25,7 @@ REPS=5
 KEYGEN_REPS=1
 FILTER=""
 HELM=1
+DISK_COLD=0
 OUT="$ROOT/target/bench-render.tsv"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -25,9 +33,10 @@ while [ $# -gt 0 ]; do
         --keygen-reps) KEYGEN_REPS=$2; shift 2 ;;
         --filter) FILTER=$2; shift 2 ;;
         --no-helm) HELM=0; shift ;;
+        --disk-cold) DISK_COLD=1; shift ;;
         --out) OUT=$2; shift 2 ;;
         --compiled) shift; exec "$ROOT/scripts/bench-compiled.sh" "$@" ;;
-        *) echo "usage: $0 [--reps N] [--keygen-reps N] [--filter SUBSTR] [--no-helm] [--out FILE.tsv] | --compiled [...]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--reps N] [--keygen-reps N] [--filter SUBSTR] [--no-helm] [--disk-cold] [--out FILE.tsv] | --compiled [...]" >&2; exit 2 ;;
     esac
 done
 
@@ -46,12 +55,13 @@ echo "machine: $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpui
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD)"
 
-SHARED="$SHARED" BIN="$BIN" REPS="$REPS" KEYGEN_REPS="$KEYGEN_REPS" FILTER="$FILTER" HELM="$HELM" OUT="$OUT" "$PY" - <<'PYEOF'
+SHARED="$SHARED" BIN="$BIN" REPS="$REPS" KEYGEN_REPS="$KEYGEN_REPS" FILTER="$FILTER" HELM="$HELM" DISK_COLD="$DISK_COLD" OUT="$OUT" "$PY" - <<'PYEOF'
 import json, os, statistics, subprocess, sys, time
 
 shared, bin_dir = os.environ["SHARED"], os.environ["BIN"]
 keygen_reps = int(os.environ["KEYGEN_REPS"])
 reps, filt, helm_on, out_path = int(os.environ["REPS"]), os.environ["FILTER"], os.environ["HELM"] == "1", os.environ["OUT"]
+disk_cold = os.environ["DISK_COLD"] == "1"
 corpus_dir = os.path.join(shared, "helm-corpus")
 corpus = [e for e in json.load(open(os.path.join(corpus_dir, "corpus.json"))) if filt in e["id"]]
 
@@ -64,6 +74,19 @@ def keygen(e):
     golden = json.load(open(os.path.join(corpus_dir, "golden", e["id"] + ".json")))
     return any(("-----BEGIN" in golden.get(t, "") or "LS0tLS1CRUdJTi" in golden.get(t, ""))
                for t in e.get("nondeterministic_templates", []))
+
+def page_cache(chart_dir):
+    """Puts the chart's files in the page cache (read them) or, with --disk-cold, evicts them."""
+    for parent, _dirs, names in os.walk(chart_dir):
+        for name in names:
+            try:
+                with open(os.path.join(parent, name), "rb") as f:
+                    if disk_cold:
+                        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+                    else:
+                        f.read()
+            except OSError:
+                pass
 
 def capstan_ms(chart_dir, n):
     """In-process load+render medians (wall, cpu) from examples/render_corpus.rs."""
@@ -79,6 +102,7 @@ def capstan_ms(chart_dir, n):
 
 def helm_cold_ms(chart_dir):
     """What the issue names: `helm_oracle.py CHART --timing`, a fresh process rendering once."""
+    page_cache(chart_dir)
     p = subprocess.run([sys.executable, os.path.join(shared, "tools", "helm_oracle.py"), chart_dir, "--timing"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     for l in p.stderr.splitlines():
@@ -122,12 +146,15 @@ print(HEADER)
 # The example cluster-stack chart first (not part of the corpus statistics).
 example = os.path.join(os.getcwd(), "stacks", "example", "cluster-class")
 if os.path.isdir(example) and not filt:
+    page_cache(example)
     c, status, _ = capstan_ms(example, reps)
     h = helm_ms(example, reps) if helm_on else None
     hcold = helm_cold_ms(example) if helm_on else None
     print(line(c, h, hcold, status, "stacks/example/cluster-class (not in the statistics)"), flush=True)
 for e in corpus:
     d = os.path.join(corpus_dir, "charts", e["id"])
+    # Before the golden output is parsed (as much Python work as before), not right before the run.
+    page_cache(d)
     rsa = keygen(e)
     # Key generation takes seconds and varies with the random prime search: once by default,
     # --keygen-reps N for medians of N.
@@ -169,7 +196,7 @@ if both:
               f"Helm {med([r['helm_cold'] for r in cold]):.1f} ms")
 firsts = [r for r in ok if r["cold"] is not None and r["wall"]]
 if firsts:
-    print(f"capstan first render in a fresh process vs warm, over {len(firsts)} charts: median ratio per chart "
+    print(f"capstan first render in a fresh process ({'chart files evicted' if disk_cold else 'chart files in the page cache'}) vs warm, over {len(firsts)} charts: median ratio per chart "
           f"{med([r['cold'] / r['wall'] for r in firsts]):.2f}x; medians {med([r['cold'] for r in firsts]):.2f} ms first, "
           f"{med([r['wall'] for r in firsts]):.2f} ms warm (target <= 1.5x; A/B of the warm-up helper: scripts/bench-cold.sh)")
 print(f"capstan corpus total without keygen charts ({len(plain)} charts, sum of medians): "

@@ -56,6 +56,9 @@ for path in glob.glob(sys.argv[1] + "/*.out"):
                     cost[current] += int(fields[1])
 # Symbols only: no addresses, no `(below main)`, nothing with spaces.
 keep = [n for n, _ in cost.most_common() if n and re.fullmatch(r"[A-Za-z_$.][\w$.]*", n) and n != "main"]
-print("\n".join(keep))
+# src/warmup.rs finds the ordered code between these two markers and prefetches it.
+markers = ["capstan_hot_code_begin", "capstan_hot_code_end"]
+keep = [n for n in keep if n not in markers]
+print("\n".join([markers[0]] + keep + [markers[1]]))
 PYEOF
 echo "build/hot-functions.txt: $(wc -l < build/hot-functions.txt) functions" >&2

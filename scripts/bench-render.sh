@@ -51,6 +51,16 @@ if [ "$HELM" = 1 ]; then
     PY=$("$ROOT/scripts/oracle-env.sh")
 fi
 
+# The code order (build.rs) only applies names the build still has; a dependency or toolchain
+# change renames the crate's functions and leaves the list stale.
+if command -v nm >/dev/null && [ -f build/hot-functions.txt ]; then
+    found=$(nm "$BIN/capstan" 2>/dev/null | awk '{print $NF}' | sort -u | comm -12 - <(sort -u build/hot-functions.txt) | wc -l)
+    listed=$(sort -u build/hot-functions.txt | wc -l)
+    echo "code order: $found of $listed listed functions are in target/release/capstan"
+    if [ "$((found * 2))" -lt "$listed" ]; then
+        echo "warning: build/hot-functions.txt is stale; rerun scripts/gen-hot-functions.sh" >&2
+    fi
+fi
 echo "machine: $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD)"

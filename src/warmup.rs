@@ -11,8 +11,8 @@
 use std::thread;
 
 /// Heap populated ahead of the main thread (see [`populate_heap`]). The first render of a
-/// small chart touches 1–2 MiB of fresh heap and the allocator backs its arena with 2 MiB
-/// transparent huge pages where the kernel allows them; 8 MiB covers that with room to spare.
+/// small chart touches 1–2 MiB of fresh heap, and the stretch is backed with 2 MiB pages
+/// where the kernel allows them; 8 MiB covers that with room to spare.
 const HEAP_AHEAD_BYTES: usize = 8 << 20;
 
 /// Heap prefaulted by allocating and freeing a block where `MADV_POPULATE_WRITE` is missing:
@@ -105,11 +105,25 @@ fn populate_heap(heap_at: usize) -> bool {
     #[cfg(target_os = "linux")]
     {
         const PAGE: usize = 4096;
+        const HUGE_PAGE: usize = 2 << 20;
         // From the fresh block's own page: that much is surely the heap's mapping.
         let start = heap_at & !(PAGE - 1);
-        // SAFETY: MADV_POPULATE_WRITE faults pages in writable as a write would, without
-        // changing their contents or the mapping; the range past the mapping's end, if any,
-        // is refused (ENOMEM) after the mapped part is done.
+        // This stretch in 2 MiB transparent huge pages where the kernel has them (one fault
+        // and one zeroing each). The allocator asks for none itself (mimalloc's `no_thp`):
+        // beyond this stretch, a large render's memory is backed 4 KiB at a time.
+        let huge_start = start.next_multiple_of(HUGE_PAGE);
+        let end = start + HEAP_AHEAD_BYTES;
+        // SAFETY: MADV_HUGEPAGE is advice on how to back the range; it changes no contents.
+        // MADV_POPULATE_WRITE faults pages in writable as a write would, without changing
+        // their contents or the mapping; a range past the mapping's end, if any, is refused
+        // (ENOMEM) after the mapped part is done.
+        unsafe {
+            libc::madvise(
+                huge_start as *mut libc::c_void,
+                end - huge_start,
+                libc::MADV_HUGEPAGE,
+            );
+        }
         let done = unsafe {
             libc::madvise(
                 start as *mut libc::c_void,

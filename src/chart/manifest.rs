@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use crate::chart::Chart;
-use crate::chart::values;
 use crate::encoding::yaml_load;
 use crate::go::value::Value;
 
@@ -67,7 +66,9 @@ pub struct ManifestError {
 pub fn build(chart: &Chart, rendered: &BTreeMap<String, String>) -> Result<Manifests, ManifestError> {
     let notes_path = format!("{}/templates/NOTES.txt", chart.name());
     let mut result = Manifests::default();
-    let mut scratch = yaml_load::Scratch::default();
+    // No document is longer than the template output it comes from.
+    let largest = rendered.values().map(String::len).max().unwrap_or(0);
+    let mut scratch = yaml_load::Scratch::for_documents_up_to(largest);
     for (path, content) in rendered {
         if path.ends_with("NOTES.txt") {
             if *path == notes_path {
@@ -184,7 +185,9 @@ impl Head {
 
 /// Parses the fields Helm reads from every document (`SimpleHead`).
 fn parse_head(scratch: &mut yaml_load::Scratch, doc: &str) -> Result<Head, String> {
-    let value = values::parse_document_with(scratch, doc)?;
+    // Only these fields are read; the rest of the document is checked, not built.
+    let value = yaml_load::load_document_fields_with(scratch, doc, &["apiVersion", "kind", "metadata"])
+        .map_err(|e| e.sigs_message())?;
     let get_str = |v: Option<Value>, field: &str| -> Result<String, String> {
         match v {
             None | Some(Value::Nil) => Ok(String::new()),

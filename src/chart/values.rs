@@ -120,11 +120,6 @@ pub fn parse_document(text: &str) -> Result<Value, String> {
     yaml_load::load_document(text).map_err(|e| e.sigs_message())
 }
 
-/// [`parse_document`] for one of many documents in a row, reusing the parser's buffers.
-pub fn parse_document_with(scratch: &mut yaml_load::Scratch, text: &str) -> Result<Value, String> {
-    yaml_load::load_document_with(scratch, text).map_err(|e| e.sigs_message())
-}
-
 /// Like [`parse_document`], but with go-yaml's typing kept (ints stay `Value::Int`), for
 /// decoders of typed Go structs such as Chart.yaml's metadata, where sigs.k8s.io/yaml turns
 /// an int into its decimal text and a float into float32 `%g` text (`1.10` → `"1.1"`).

@@ -49,10 +49,28 @@ pub struct Scratch {
     nodes: Vec<parser::Node>,
 }
 
+impl Scratch {
+    /// Buffers for documents of up to `len` bytes, allocated once: a caller that knows its
+    /// largest document (a stream's) keeps them from being replaced on the way.
+    pub fn for_documents_up_to(len: usize) -> Scratch {
+        let mut scratch = Scratch::default();
+        scratch.make_room(len);
+        scratch
+    }
+
+    fn make_room(&mut self, len: usize) {
+        make_room(&mut self.chars, len);
+        make_room(&mut self.tokens, len / 4);
+        make_room(&mut self.nodes, len / 8);
+    }
+}
+
 /// [`parse_yaml`] with buffers kept in `scratch`.
 pub fn parse_yaml_with(scratch: &mut Scratch, text: &str) -> Result<YamlNode, YamlError> {
-    scratch.chars.clear();
-    scratch.chars.reserve(text.len());
+    // Room for the characters and for the tokens and nodes of a typical document up front: a
+    // buffer grown by doubling leaves its smaller predecessors with the allocator (which keeps
+    // freed memory for a while), while capacity that is never written is never backed by memory.
+    scratch.make_room(text.len());
     scratch.chars.extend(text.chars());
     check_characters(&scratch.chars)?;
     scanner::tokenize_into(&scratch.chars, &mut scratch.tokens);
@@ -64,6 +82,15 @@ pub fn parse_yaml_with(scratch: &mut Scratch, text: &str) -> Result<YamlNode, Ya
     node
 }
 
+/// Empties `buffer` with room for `len` items. A buffer too small is replaced, not grown: growing
+/// would copy its old (stale) contents, writing to as much fresh memory as it had.
+fn make_room<T>(buffer: &mut Vec<T>, len: usize) {
+    buffer.clear();
+    if buffer.capacity() < len {
+        *buffer = Vec::with_capacity(len);
+    }
+}
+
 /// `sigs.k8s.io/yaml.Unmarshal` into `interface{}`: the first document, through JSON.
 pub fn load_document(text: &str) -> Result<Value, YamlError> {
     to_json_value(&parse_yaml(text)?)
@@ -73,6 +100,58 @@ pub fn load_document(text: &str) -> Result<Value, YamlError> {
 pub fn load_document_with(scratch: &mut Scratch, text: &str) -> Result<Value, YamlError> {
     to_json_value(&parse_yaml_with(scratch, text)?)
 }
+
+/// [`load_document_with`] for a caller that reads only some top-level fields of a mapping
+/// (a manifest's head: `apiVersion`, `kind`, `metadata`): the other fields are checked as
+/// the full JSON round trip would check them, but not built, which keeps a multi-megabyte
+/// CRD document from being held twice (as decoded YAML and as values). Any document the
+/// round trip would refuse, or that is not a mapping, takes the full path, so results and
+/// errors are those of [`load_document_with`].
+pub fn load_document_fields_with(
+    scratch: &mut Scratch,
+    text: &str,
+    fields: &[&str],
+) -> Result<Value, YamlError> {
+    let node = parse_yaml_with(scratch, text)?;
+    match &node {
+        YamlNode::Map(entries) if converts_cleanly(&node, 1) => {
+            let mut map = BTreeMap::new();
+            for (key, value) in entries {
+                let key = json_key(key, value)?;
+                if fields.contains(&key.as_str()) {
+                    // A later key with the same JSON text replaces an earlier one, as in `convert`.
+                    map.insert(key, convert(value)?);
+                }
+            }
+            Ok(Value::map(map))
+        }
+        _ => to_json_value(&node),
+    }
+}
+
+/// Whether [`to_json_value`] accepts `node` (at nesting `depth`): every map key converts,
+/// no float is infinite or NaN, no container is nested deeper than `encoding/json` reads.
+fn converts_cleanly(node: &YamlNode, depth: usize) -> bool {
+    grow(|| match node {
+        YamlNode::Float(f) => f.is_finite(),
+        YamlNode::Seq(items) => {
+            depth <= MAX_JSON_DEPTH && items.iter().all(|i| converts_cleanly(i, depth + 1))
+        }
+        YamlNode::Map(entries) => {
+            depth <= MAX_JSON_DEPTH
+                && entries.iter().all(|(k, v)| {
+                    matches!(
+                        k,
+                        YamlNode::Str(_) | YamlNode::Int(_) | YamlNode::Bool(_) | YamlNode::Float(_)
+                    ) && converts_cleanly(v, depth + 1)
+                })
+        }
+        _ => true,
+    })
+}
+
+/// `encoding/json` decodes at most this many nested arrays/objects.
+const MAX_JSON_DEPTH: usize = 10000;
 
 /// Helm's `LoadValues` reading: the text split into documents by the Kubernetes YAML reader
 /// (`---` lines), each document loaded as by [`load_document`] (`Nil` for an empty one).
@@ -170,10 +249,9 @@ pub fn to_json_value(node: &YamlNode) -> Result<Value, YamlError> {
     Ok(value)
 }
 
-/// `encoding/json` decodes at most 10000 nested arrays/objects: the opening character of
-/// the first container (in JSON text order) that goes deeper.
+/// The opening character of the first container (in JSON text order) nested deeper than
+/// [`MAX_JSON_DEPTH`].
 fn too_deep(v: &Value, depth: usize) -> Option<char> {
-    const MAX_JSON_DEPTH: usize = 10000;
     let open = match v {
         Value::List(_) => '[',
         Value::Map(_) => '{',

@@ -197,9 +197,94 @@ fn typed_tree_keeps_go_types() {
     assert_eq!(entries[2].1, YamlNode::Uint(u64::MAX));
 }
 
+const HEAD_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
+
+/// The full load, cut down to the head fields afterwards: what the fields load must equal.
+fn head_by_full_load(text: &str) -> String {
+    match load_document(text) {
+        Ok(Value::Map(m)) => {
+            let kept = m
+                .entries
+                .borrow()
+                .iter()
+                .filter(|(k, _)| HEAD_FIELDS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            show(&Value::map(kept))
+        }
+        Ok(other) => show(&other),
+        Err(e) => format!("ERR {e}"),
+    }
+}
+
+fn head_by_fields_load(text: &str) -> String {
+    match load_document_fields_with(&mut Scratch::default(), text, &HEAD_FIELDS) {
+        Ok(v) => show(&v),
+        Err(e) => format!("ERR {e}"),
+    }
+}
+
+#[test]
+fn fields_load_matches_the_full_load() {
+    let cases = [
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  annotations: {a: b}\ndata:\n  k: v\n",
+        // Errors anywhere in the document are the full load's, built or not.
+        "kind: A\nspec:\n  x: .inf\n",
+        "kind: A\nspec:\n  - .nan\n",
+        "kind: A\nspec:\n  ? [1, 2]\n  : b\n",
+        "kind: A\nspec:\n  ? {a: 1}\n  : b\n",
+        "kind: A\nspec:\n  ~: b\n",
+        "kind: A\nspec:\n  18446744073709551615: b\n",
+        "kind: A\nspec: *missing\n",
+        "kind: A\nspec: [\n",
+        // Keys that convert are fine anywhere; the same JSON key twice keeps the later value.
+        "kind: A\nspec: {1: a, true: b, 1.5: c, .inf: d}\n",
+        "1: a\n\"1\": b\nkind: x\nkind2: y\n",
+        "kind: a\n\"kind\": b\n",
+        "metadata: &m {name: n}\nother: *m\nkind: K\n",
+        "<<: {kind: merged}\napiVersion: v\n",
+        // Not a mapping: the full path.
+        "- a\n- b\n",
+        "just text\n",
+        "",
+        "kind: .inf\n",
+    ];
+    for text in cases {
+        assert_eq!(head_by_fields_load(text), head_by_full_load(text), "{text:?}");
+    }
+}
+
+#[test]
+fn fields_load_checks_depth_like_the_full_load() {
+    let worker = std::thread::Builder::new().stack_size(64 << 20).spawn(|| {
+        for text in [
+            format!(
+                "kind: A\nspec:\n{}{}{}\n",
+                "- ".repeat(6000),
+                "[".repeat(6000),
+                "]".repeat(6000)
+            ),
+            format!("kind: A\nspec: {}{}\n", "[".repeat(9000), "]".repeat(9000)),
+        ] {
+            assert_eq!(head_by_fields_load(&text), head_by_full_load(&text));
+        }
+    });
+    assert!(worker.unwrap().join().is_ok());
+}
+
 mod fuzz {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn fields_load_matches_the_full_load(
+            text in r#"(kind|apiVersion|metadata|spec|[a-c1.~]{1,3}): ?[ \t\n\-:?,\[\]{}#&*!|>'"a-c0-9.~<]{0,40}\n(kind|metadata|x): ?[a-c0-9.~\[\]{}:, \n-]{0,30}"#
+        ) {
+            prop_assert_eq!(head_by_fields_load(&text), head_by_full_load(&text));
+        }
+    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]

@@ -244,11 +244,23 @@ async fn run_controllers(
         )
         .for_each(|_| futures::future::ready(()));
 
-    // Clusters: each one on a stack class gets its ClusterAddon.
+    // Clusters: each one on a stack class gets its ClusterAddon, made again when it is deleted
+    // on its own (its owner reference wakes the Cluster once it is gone; the ClusterAddon's
+    // status writes do not).
     let cluster_resource = super::clusters::cluster_resource();
     let clusters: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_resource);
+    let deleted_addons = watcher(Api::<ClusterAddon>::all(client.clone()), watch_config.clone())
+        .default_backoff()
+        .filter_map(|event| {
+            futures::future::ready(match event {
+                Ok(watcher::Event::Delete(addon)) => Some(Ok(addon)),
+                Ok(_) => None,
+                Err(error) => Some(Err(error)),
+            })
+        });
     let cluster_controller =
         Controller::new_with(clusters.clone(), watch_config.clone(), cluster_resource.clone())
+            .owns_stream(deleted_addons)
             .with_config(concurrency.clone())
             .graceful_shutdown_on(shutdown.clone())
             .run(

@@ -27,13 +27,19 @@ struct Answer {
     error: Option<String>,
 }
 
+/// The shared folder and the Helm oracle's python, or `None` after saying which is missing.
+fn shared_and_oracle(test: &str) -> Option<(PathBuf, PathBuf)> {
+    let shared = shared::dir(test)?;
+    let Some(python) = shared::oracle_python() else {
+        println!("SKIPPED {test}: no oracle venv (run scripts/oracle-env.sh to create it)");
+        return None;
+    };
+    Some((shared, python))
+}
+
 #[test]
 fn helm_template_stream_matches_helm() {
-    let Some(shared) = shared::dir("render stream") else {
-        return;
-    };
-    let Some(python) = shared::oracle_python() else {
-        println!("SKIPPED render stream: no oracle venv (run scripts/oracle-env.sh to create it)");
+    let Some((shared, python)) = shared_and_oracle("render stream") else {
         return;
     };
     let corpus = shared.join("helm-corpus");
@@ -179,11 +185,7 @@ fn helm_streams(
 /// value) and text glued to them: the split must be Helm's to the byte.
 #[test]
 fn separator_edge_cases_match_helm() {
-    let Some(shared) = shared::dir("render stream separators") else {
-        return;
-    };
-    let Some(python) = shared::oracle_python() else {
-        println!("SKIPPED render stream separators: no oracle venv (run scripts/oracle-env.sh to create it)");
+    let Some((shared, python)) = shared_and_oracle("render stream separators") else {
         return;
     };
     let chart = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("separator-edges");

@@ -96,17 +96,12 @@ pub fn load_document(text: &str) -> Result<Value, YamlError> {
     to_json_value(&parse_yaml(text)?)
 }
 
-/// [`load_document`] with buffers kept in `scratch`.
-pub fn load_document_with(scratch: &mut Scratch, text: &str) -> Result<Value, YamlError> {
-    to_json_value(&parse_yaml_with(scratch, text)?)
-}
-
-/// [`load_document_with`] for a caller that reads only some top-level fields of a mapping
-/// (a manifest's head: `apiVersion`, `kind`, `metadata`): the other fields are checked as
-/// the full JSON round trip would check them, but not built, which keeps a multi-megabyte
+/// [`load_document`], with buffers kept in `scratch`, for a caller that reads only some
+/// top-level fields of a mapping (a manifest's head: `apiVersion`, `kind`, `metadata`): the
+/// other fields are checked as the full JSON round trip would check them, but not built, which keeps a multi-megabyte
 /// CRD document from being held twice (as decoded YAML and as values). Any document the
 /// round trip would refuse, or that is not a mapping, takes the full path, so results and
-/// errors are those of [`load_document_with`].
+/// errors are those of [`load_document`].
 pub fn load_document_fields_with(
     scratch: &mut Scratch,
     text: &str,

@@ -129,7 +129,7 @@ fn options_for(case: &Json) -> Result<RenderOptions, String> {
         opts.namespace = ns.into();
     }
     if let Some(kv) = str_field(Some(case), "kube_version") {
-        opts.kube_version = KubeVersion::parse(kv)?;
+        opts.kube_version = KubeVersion::parse(kv).map_err(|e| e.to_string())?;
     }
     if let Some(list) = case.get("api_versions").and_then(Json::as_array) {
         opts.api_versions = list.iter().filter_map(Json::as_str).map(String::from).collect();

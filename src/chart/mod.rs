@@ -10,6 +10,7 @@ pub mod dependencies;
 pub mod enablement;
 pub mod glob;
 pub mod ignore;
+pub mod kube_version;
 pub mod load;
 pub mod manifest;
 pub mod metadata;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 
 use crate::chart::glob::Glob;
+use crate::chart::kube_version::{KubeVersionError, parse_generic};
 use crate::go::fmt as gofmt;
 use crate::go::value::{GoType, List, ListKind, Method, Object, Value, go_lossy};
 use crate::template::funcs::{arg_str, helm::to_yaml_trimmed};
@@ -158,7 +159,7 @@ impl Files {
 pub struct KubeVersion {
     /// As given (`v1.29.3-gke.100`): `.Version` and `.GitVersion`.
     pub version: String,
-    /// `vMAJOR.MINOR.PATCH`: what it prints as.
+    /// `v` and the version's numbers (`v1.30`, `v1.29.3`): what it prints as.
     pub normalized: String,
     pub major: String,
     pub minor: String,
@@ -178,23 +179,10 @@ impl KubeVersion {
         }
     }
 
-    /// Parses `v1.29.3-gke.100`, `1.29`, `v1.30.0`: Helm accepts loose semver.
-    pub fn parse(text: &str) -> Result<KubeVersion, String> {
-        let trimmed = text.trim_start_matches('v');
-        let core = trimmed.split(['-', '+']).next().unwrap_or("");
-        let mut parts = core.split('.');
-        let mut next = || -> Result<u64, String> {
-            match parts.next() {
-                None => Ok(0),
-                Some(p) => p
-                    .parse::<u64>()
-                    .map_err(|_| format!("invalid kube version {text:?}")),
-            }
-        };
-        let (major, minor, patch) = (next()?, next()?, next()?);
-        if parts.next().is_some() || core.is_empty() {
-            return Err(format!("invalid kube version {text:?}"));
-        }
+    /// Parses `--kube-version` like Helm's `ParseKubeVersion` (see
+    /// [`crate::chart::kube_version`]): `v1.29.3-gke.100`, `1.30`, `1.2.3.4`.
+    pub fn parse(text: &str) -> Result<KubeVersion, KubeVersionError> {
+        let parsed = parse_generic(text)?;
         let version = if text.starts_with('v') {
             text.to_string()
         } else {
@@ -202,9 +190,9 @@ impl KubeVersion {
         };
         Ok(KubeVersion {
             version,
-            normalized: format!("v{major}.{minor}.{patch}"),
-            major: major.to_string(),
-            minor: minor.to_string(),
+            normalized: parsed.normalized(),
+            major: parsed.components[0].to_string(),
+            minor: parsed.components[1].to_string(),
         })
     }
 }

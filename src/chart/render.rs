@@ -11,7 +11,7 @@ use crate::chart::dependencies::{self, Processed};
 use crate::chart::enablement::{FrozenProcessed, Key, Probes};
 use crate::chart::metadata::{Dependency, Metadata};
 use crate::chart::objects::{Capabilities, Files, KubeVersion};
-use crate::chart::{Chart, schema, values};
+use crate::chart::{Chart, checks, schema, values};
 use crate::go::value::{Map, MapKind, Value};
 use crate::template::exec::NO_VALUE;
 use crate::template::exec::SharedTrees;
@@ -30,6 +30,9 @@ pub struct RenderOptions {
     pub api_versions: Vec<String>,
     /// `--strict`: missing map keys are errors.
     pub strict: bool,
+    /// Refuse a chart whose `kubeVersion` excludes `kube_version`, as `helm template` does
+    /// after validating the values and before rendering. Off: Helm's engine alone.
+    pub check_kube_version: bool,
     pub env: Rc<FuncEnv>,
 }
 
@@ -44,6 +47,7 @@ impl Default for RenderOptions {
             kube_version: KubeVersion::helm_default(),
             api_versions: Vec::new(),
             strict: false,
+            check_kube_version: false,
             env: Rc::new(FuncEnv::system()),
         }
     }
@@ -57,6 +61,9 @@ pub enum RenderError {
     /// The values do not satisfy a `values.schema.json`.
     #[error(transparent)]
     Schema(#[from] schema::SchemaError),
+    /// `helm template`'s refusal of the chart (`kubeVersion`).
+    #[error(transparent)]
+    Check(#[from] checks::CheckError),
     /// A template error, already in Helm's wording.
     #[error("{0}")]
     Template(String),
@@ -156,6 +163,9 @@ pub fn render_with(
     };
     let values = coalesce_values(&processed.tree, user_values, false).into_values();
     schema::validate(&processed.tree, &values)?;
+    if opts.check_kube_version {
+        checks::check_kube_version(chart, &opts.kube_version)?;
+    }
     let renderables = renderables(chart, &processed, &values, opts);
     let order = helm_order(renderables.keys());
     let set = template_set(&renderables, &order, opts, cache)?;

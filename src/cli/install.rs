@@ -176,11 +176,12 @@ async fn ensure_namespace(client: &kube::Client, name: &str, dry_run: bool) -> a
 /// The chart's manifest stream (CRDs first), like `helm install` renders it.
 fn render(args: &Args, kube_version: KubeVersion, lookup: Lookup) -> anyhow::Result<String> {
     let chart = super::deploy_chart::load()?;
-    crate::chart::checks::check_kube_version(&chart, &kube_version)?;
+    crate::chart::checks::check_release_name(&args.release_name)?;
     let opts = RenderOptions {
         release_name: args.release_name.clone(),
         namespace: args.namespace.clone(),
         kube_version,
+        check_kube_version: true,
         env: Rc::new(FuncEnv::system().with_lookup(lookup)),
         ..RenderOptions::default()
     };

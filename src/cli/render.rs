@@ -147,16 +147,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "--cluster, --control-plane and --infra-cluster apply to a whole release: give one RELEASE argument"
         );
     }
+    // Helm's order: the flag, the chart's dependencies, the release name; then, in the
+    // render, the values schema before the chart's kubeVersion.
+    let kube_version = kube_version(args.kube_version.as_deref())?;
     let lookup_env = LookupEnv::new(args)?;
     let (release_name, chart_path) = release_and_chart(&args.positional)?;
     let chart = load::load(Path::new(&chart_path)).with_context(|| format!("loading chart {chart_path}"))?;
     check_dependencies(&chart)?;
     let user_values = user_values(args)?;
-    let kube_version = match &args.kube_version {
-        Some(v) => KubeVersion::parse(v).map_err(anyhow::Error::msg)?,
-        None => KubeVersion::helm_default(),
-    };
-    check_kube_version(&chart, &kube_version)?;
+    crate::chart::checks::check_release_name(&release_name)?;
     let opts = RenderOptions {
         release_name,
         namespace: args.namespace.clone().unwrap_or_else(|| "default".to_string()),
@@ -165,6 +164,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         kube_version,
         api_versions: args.api_versions.clone(),
         strict: args.strict,
+        check_kube_version: true,
         env: lookup_env.env.clone(),
         ..RenderOptions::default()
     };
@@ -258,9 +258,14 @@ fn release_and_chart(positional: &[String]) -> anyhow::Result<(String, String)> 
     }
 }
 
-/// `helm template` checks the chart's `kubeVersion` range against the cluster version.
-fn check_kube_version(chart: &Chart, kube: &KubeVersion) -> anyhow::Result<()> {
-    Ok(crate::chart::checks::check_kube_version(chart, kube)?)
+/// `--kube-version` as `helm template` reads it; empty or absent: Helm's default.
+fn kube_version(flag: Option<&str>) -> anyhow::Result<KubeVersion> {
+    match flag {
+        None | Some("") => Ok(KubeVersion::helm_default()),
+        Some(text) => {
+            KubeVersion::parse(text).map_err(|e| anyhow::anyhow!("invalid kube version '{text}': {e}"))
+        }
+    }
 }
 
 /// `helm template` refuses charts whose declared dependencies are not in `charts/`.

@@ -305,8 +305,10 @@ impl CompiledRelease {
 pub fn render_part(input: PartInput<'_>, env: &Rc<FuncEnv>) -> Result<Part, String> {
     let compiled = input.chart;
     let chart = compiled.chart();
+    // Helm's order: dependencies, release name; the values schema and then the chart's
+    // kubeVersion inside the render.
     checks::check_dependencies(chart).map_err(|e| e.to_string())?;
-    checks::check_kube_version(chart, &input.kube_version).map_err(|e| e.to_string())?;
+    checks::check_release_name(&input.release_name).map_err(|e| e.to_string())?;
     let values = match &input.values {
         Some(v) => v.values.clone(),
         None => coalesce::new_table(),
@@ -315,6 +317,7 @@ pub fn render_part(input: PartInput<'_>, env: &Rc<FuncEnv>) -> Result<Part, Stri
         release_name: input.release_name.clone(),
         namespace: input.namespace.clone(),
         kube_version: input.kube_version.clone(),
+        check_kube_version: true,
         env: env.clone(),
         ..ChartOptions::default()
     };

@@ -257,3 +257,104 @@ fn git_ref_becomes_a_hash_release_that_renders_and_follows_new_commits() {
         "{stream}"
     );
 }
+
+/// A repository of 1,000 commits (one file changing) on `main`, made in one `git fast-import`.
+fn many_commits(dir: &Path) -> PathBuf {
+    let repo = dir.join("many");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    let mut stream = String::new();
+    for i in 0..1000 {
+        let data = format!("{i}\n");
+        stream.push_str(&format!(
+            "commit refs/heads/main\nmark :{}\ncommitter t <t@example.com> {} +0000\ndata 2\nc\n{}M 100644 inline a.txt\ndata {}\n{data}\n",
+            i + 1,
+            1_700_000_000 + i,
+            if i > 0 { format!("from :{i}\n") } else { String::new() },
+            data.len()
+        ));
+    }
+    let mut child = Command::new("git")
+        .args(["fast-import", "--quiet"])
+        .current_dir(&repo)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), stream.as_bytes()).unwrap();
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    repo
+}
+
+fn git_out(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").args(args).current_dir(dir).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Short commit ids are refs when unambiguous (issue 21); a tree without csctl.yaml is
+/// named in the repository's terms, once, without the scratch directory; a first fetch of a
+/// bad URL does not claim to discard a mirror.
+#[test]
+fn short_commit_ids_and_errors_in_the_repositorys_terms() {
+    if !git_available("git short ids") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = many_commits(tmp.path());
+    let url = format!("file://{}", repo.display());
+    let cache = Cache::open(tmp.path().join("cache")).unwrap();
+    let pull = |reference: &str| {
+        pull_git(&cache, &GitSpec::parse(&format!("{url}#{reference}")).unwrap())
+            .unwrap_err()
+            .to_string()
+    };
+    let no_csctl = "no csctl.yaml at the repository root: not a stack source tree";
+    let e = pull("main");
+    assert!(e.contains(no_csctl) && !e.contains("capstan-"), "{e}");
+    // Resolved (the same tree error), not "no branch or tag".
+    let head = git_out(&repo, &["rev-parse", "main"]).trim().to_string();
+    let e = pull(&head[..7]);
+    assert!(
+        e.contains(&format!("(commit {head})")) && e.contains(no_csctl),
+        "{e}"
+    );
+    // A 4-digit prefix two of the 1,000 commits share is refused, naming both.
+    let ids = git_out(&repo, &["rev-list", "main"]);
+    let mut by_prefix: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for id in ids.lines() {
+        by_prefix.entry(&id[..4]).or_default().push(id);
+    }
+    match by_prefix.iter().find(|(_, ids)| ids.len() > 1) {
+        Some((prefix, ids)) => {
+            let e = pull(prefix);
+            assert!(
+                e.contains(&format!("the commit prefix {prefix} is ambiguous"))
+                    && ids.iter().all(|id| e.contains(id)),
+                "{e}"
+            );
+        }
+        None => println!("no two of 1,000 commits share 4 hex digits: ambiguity not checked"),
+    }
+    let e = pull("ffffffffff");
+    assert!(e.contains("no branch or tag \"ffffffffff\""), "{e}");
+
+    // The command line prints each message once.
+    let bin = env!("CARGO_BIN_EXE_capstan");
+    let run = |source: &str| {
+        let out = Command::new(bin)
+            .args(["releases", "pull", source, "--cache"])
+            .arg(tmp.path().join("cli-cache"))
+            .env("CAPSTAN_LOG", "warn")
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let stderr = run(&format!("git+{url}#main"));
+    assert_eq!(stderr.matches("no csctl.yaml").count(), 1, "{stderr}");
+    assert!(!stderr.contains("capstan-"), "{stderr}");
+    let stderr = run(&format!("git+file://{}/nothing-here#main", tmp.path().display()));
+    assert!(stderr.contains("nothing-here"), "{stderr}");
+    assert!(!stderr.contains("discarding the git mirror"), "{stderr}");
+}

@@ -306,3 +306,79 @@ async fn concurrent_pulls_of_one_release_download_once() {
     assert_eq!(a.downloaded_files + b.downloaded_files, 4);
     assert_eq!(gh.counts().asset_download, 4);
 }
+
+/// GitHub's secondary rate limit (a `403` with `Retry-After`): the client waits once, then
+/// fails with a message that says what to do instead of retrying for minutes.
+#[tokio::test]
+async fn secondary_rate_limit_is_honoured_once_then_reported() {
+    let gh = FakeGitHub::start().await;
+    gh.add_synthetic("org/stacks", 3);
+    let c = client(&gh, None);
+    // One 403 with Retry-After: 1 → one wait of about a second, then the listing.
+    gh.fail_next(1, 403, Some(1));
+    let started = std::time::Instant::now();
+    assert_eq!(c.releases("org/stacks").await.unwrap().len(), 3);
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    // Two in a row: the second is reported, after one wait only.
+    gh.reset_counts();
+    gh.fail_next(5, 403, Some(1));
+    let e = c.releases("org/stacks").await.unwrap_err();
+    assert_eq!(gh.counts().list, 2, "one wait, then the error");
+    assert!(
+        matches!(e, GitHubError::SecondaryRateLimited { waited: true, .. }),
+        "{e:?}"
+    );
+    let msg = e.to_string();
+    for want in ["secondary rate limit", "Retry-After: 1 s", "wait 1 s", "token"] {
+        assert!(msg.contains(want), "{want:?} in {msg}");
+    }
+    // Longer than the client waits at all (max_wait 2 s): reported at once.
+    gh.reset_counts();
+    gh.fail_next(1, 403, Some(60));
+    let e = c.releases("org/stacks").await.unwrap_err();
+    assert_eq!(gh.counts().list, 1);
+    assert!(e.to_string().contains("wait 60 s"), "{e}");
+    gh.fail_next(0, 403, None);
+}
+
+/// A server that accepts connections and never answers: every request fails after the
+/// response timeout (tried twice), naming the host and the timeout; nothing hangs.
+#[tokio::test]
+async fn silent_server_times_out_naming_host_and_timeout() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    let c = Client::new(Config {
+        base_url: format!("http://{addr}"),
+        backoff: Duration::from_millis(10),
+        timeouts: capstan::source::net::NetworkTimeouts {
+            connect: Duration::from_secs(1),
+            response: Duration::from_millis(500),
+            retries: 1,
+        },
+        ..Config::default()
+    })
+    .unwrap();
+    let started = std::time::Instant::now();
+    let e = tokio::time::timeout(Duration::from_secs(20), c.releases("org/stacks"))
+        .await
+        .expect("the client gives up by itself")
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(matches!(e, GitHubError::Timeout { .. }), "{e:?}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!(
+            "{addr} sent nothing for 0.5 s (response timeout), 2 tries"
+        )),
+        "{msg}"
+    );
+    drop(silent);
+}

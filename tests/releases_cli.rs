@@ -153,6 +153,47 @@ async fn list_shows_all_pages_newest_first_and_filters() {
     );
 }
 
+/// `releases list` and `releases pull` against a server that accepts and never answers: both
+/// fail within bounded time with a message naming the host and the timeout (issue 21).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_github_fails_in_bounded_time_naming_host_and_timeout() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    for command in [
+        &["releases", "list", "org/stacks"][..],
+        &["releases", "pull", "org/stacks", "docker-ferrol-1-27-v1"][..],
+        &[
+            "render",
+            "org/stacks@docker-ferrol-1-27-v1",
+            "--cluster",
+            "testdata/cluster.yaml",
+        ][..],
+    ] {
+        let mut a = args(command);
+        a.extend(args(&["--timeout", "1", "--connect-timeout", "2", "--cache"]));
+        a.push(cache.path().display().to_string());
+        a.push("--github-url".into());
+        a.push(format!("http://{addr}"));
+        let started = std::time::Instant::now();
+        let out = tokio::time::timeout(std::time::Duration::from_secs(60), capstan(a, vec![]))
+            .await
+            .expect("capstan gives up by itself");
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{command:?}: {:?}",
+            started.elapsed()
+        );
+        assert!(
+            stderr.contains(&format!("{addr} sent nothing for 1 s (response timeout)")),
+            "{command:?}: {stderr}"
+        );
+    }
+    drop(silent);
+}
+
 fn shared_releases() -> Option<PathBuf> {
     Some(shared::dir("releases pull cli")?.join("cluster-stack-releases"))
 }
@@ -324,5 +365,247 @@ async fn pull_then_render_by_tag_with_a_token() {
         Path::new(&base[3])
             .join("releases/github/scs/cluster-stacks")
             .is_dir()
+    );
+}
+
+/// One byte of a cached file flipped (its size unchanged): `render TAG` (cache only) says
+/// which command repairs it; `releases pull` re-verifies and downloads just that file again;
+/// `render OWNER/REPO@TAG` repairs on the way (issue 21).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flipped_byte_in_the_cache_is_found_and_repaired() {
+    let Some(root) = shared_releases() else {
+        return;
+    };
+    let gh = FakeGitHub::start().await;
+    gh.add_release_dir("scs/cluster-stacks", &root.join("docker-ferrol-1-27-v2"))
+        .unwrap();
+    let cache_dir = tempfile::tempdir().unwrap();
+    let base = vec![
+        "--github-url".to_string(),
+        gh.base_url(),
+        "--cache".to_string(),
+        cache_dir.path().display().to_string(),
+    ];
+    let run = |list: &[&str]| {
+        let mut a = args(list);
+        a.extend(base.iter().cloned());
+        capstan(a, vec![])
+    };
+    let tag = "docker-ferrol-1-27-v2";
+    let out = run(&["releases", "pull", "scs/cluster-stacks", tag]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let cache = capstan::source::cache::Cache::open(cache_dir.path()).unwrap();
+    let key = format!("github/scs/cluster-stacks/{tag}");
+    let manifest = cache.release(&key).unwrap().unwrap();
+    let flip = || {
+        // The largest file: the addon chart archive.
+        let f = manifest.files.values().max_by_key(|f| f.size).unwrap();
+        let path = cache.blob_path(&f.sha256).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x01;
+        std::fs::write(&path, &bytes).unwrap();
+    };
+
+    flip();
+    gh.reset_counts();
+    let out = run(&["releases", "pull", "scs/cluster-stacks", tag]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("; 1 file(s), "),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(gh.counts().asset_download, 1);
+    cache
+        .verify_release(&cache.release(&key).unwrap().unwrap())
+        .unwrap();
+
+    flip();
+    let out = run(&["render", tag, "--cluster", "testdata/cluster.yaml"]).await;
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "repair it with `capstan releases pull scs/cluster-stacks {tag}`"
+        )),
+        "{stderr}"
+    );
+
+    // The render removed the damaged file (it is wrong for every release naming it); a
+    // render naming the repository fetches it, and repairs a flipped byte the same way.
+    for damage in [false, true] {
+        if damage {
+            flip();
+        }
+        gh.reset_counts();
+        let out = run(&[
+            "render",
+            &format!("scs/cluster-stacks@{tag}"),
+            "--cluster",
+            "testdata/cluster.yaml",
+        ])
+        .await;
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(gh.counts().asset_download, 1);
+        cache
+            .verify_release(&cache.release(&key).unwrap().unwrap())
+            .unwrap();
+    }
+}
+
+/// Temp files of killed pulls go on the next pull (a live writer's stay); `releases gc`
+/// keeps the newest N per stack and reports what it removed with sizes (issue 21).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_temp_files_and_old_releases_are_collected() {
+    let gh = FakeGitHub::start().await;
+    let repo = "org/stacks";
+    let shared = vec![("metadata.yaml".to_string(), b"shared by all".to_vec())];
+    for v in 1..=3 {
+        let mut files = shared.clone();
+        files.push((format!("docker-ferrol-1-27-v{v}.tgz"), vec![v as u8; 1000 * v]));
+        gh.add_release(repo, &format!("docker-ferrol-1-27-v{v}"), false, false, files);
+    }
+    let cache_dir = tempfile::tempdir().unwrap();
+    let base = vec![
+        "--github-url".to_string(),
+        gh.base_url(),
+        "--cache".to_string(),
+        cache_dir.path().display().to_string(),
+    ];
+    let run = |list: Vec<String>| {
+        let mut a = list;
+        a.extend(base.iter().cloned());
+        capstan(a, vec![])
+    };
+    let tmp = cache_dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    // A killed pull's (no process has a pid above Linux's pid_max) and a live writer's (this
+    // test process).
+    let dead = tmp.join("4999999-0.part");
+    let live = tmp.join(format!("{}-0.part", std::process::id()));
+    std::fs::write(&dead, vec![0u8; 4096]).unwrap();
+    std::fs::write(&live, b"still writing").unwrap();
+    for v in [1, 3, 2] {
+        let out = run(args(&[
+            "releases",
+            "pull",
+            repo,
+            &format!("docker-ferrol-1-27-v{v}"),
+        ]))
+        .await;
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            !dead.exists(),
+            "the killed pull's temp file is removed by the next pull"
+        );
+        assert!(live.exists(), "a live writer's temp file stays");
+    }
+    std::fs::write(&dead, vec![0u8; 4096]).unwrap();
+
+    let out = run(args(&["releases", "gc", "--keep", "1"])).await;
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for want in [
+        "removed release github/org/stacks/docker-ferrol-1-27-v1 (",
+        "removed release github/org/stacks/docker-ferrol-1-27-v2 (",
+        "removed temp file tmp/4999999-0.part (4.00 KiB)",
+        "2 release(s), 2 file(s) and 1 temp file(s) removed, ",
+        "; 1 release(s) kept in ",
+    ] {
+        assert!(stdout.contains(want), "{want:?} in {stdout}");
+    }
+    assert!(
+        stdout.contains("(1000 B)") && stdout.contains("(1.95 KiB)"),
+        "{stdout}"
+    );
+    assert!(live.exists());
+    // The newest is whole; pulling it again downloads nothing.
+    gh.reset_counts();
+    let out = run(args(&["releases", "pull", repo, "docker-ferrol-1-27-v3"])).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(gh.counts().asset_download, 0);
+    let cache = capstan::source::cache::Cache::open(cache_dir.path()).unwrap();
+    assert_eq!(
+        cache.releases().unwrap(),
+        ["github/org/stacks/docker-ferrol-1-27-v3"]
+    );
+    assert_eq!(
+        std::fs::read_dir(cache_dir.path().join("blobs/sha256"))
+            .unwrap()
+            .count(),
+        2
+    );
+}
+
+/// Smaller ones of issue 21: a release named without `--cluster`, an error printed once, a
+/// first pull of a release with no files, an empty token file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_arguments_errors_and_first_pulls_say_what_is_so() {
+    let gh = FakeGitHub::start().await;
+    gh.add_release("org/stacks", "docker-ferrol-1-27-v1", false, false, vec![]);
+    let cache = tempfile::tempdir().unwrap();
+    let base = vec![
+        "--github-url".to_string(),
+        gh.base_url(),
+        "--cache".to_string(),
+        cache.path().display().to_string(),
+    ];
+    let run = |list: &[&str]| {
+        let mut a = args(list);
+        a.extend(base.iter().cloned());
+        capstan(a, vec![])
+    };
+    for release in [
+        "org/stacks@docker-ferrol-1-27-v1",
+        "docker-ferrol-1-27-v1",
+        "git+file:///nonexistent#main",
+    ] {
+        let out = run(&["render", release]).await;
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            stderr.contains("rendering a release needs --cluster FILE"),
+            "{release}: {stderr}"
+        );
+    }
+    let out = run(&["releases", "pull", "org/stacks", "../../etc/passwd"]).await;
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(stderr.matches("is not a valid cache key").count(), 1, "{stderr}");
+
+    let out = run(&["releases", "pull", "org/stacks", "docker-ferrol-1-27-v1"]).await;
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("the release has no files, nothing downloaded")
+            && !stdout.contains("already complete"),
+        "{stdout}"
+    );
+    let out = run(&["releases", "pull", "org/stacks", "docker-ferrol-1-27-v1"]).await;
+    assert!(
+        text(&out.stdout).contains("already complete in the cache"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let token_file = cache.path().join("empty-token");
+    std::fs::write(&token_file, "\n").unwrap();
+    let out = run(&[
+        "releases",
+        "list",
+        "org/stacks",
+        "--token-file",
+        token_file.to_str().unwrap(),
+    ])
+    .await;
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "token file {}: its first line is empty",
+            token_file.display()
+        )),
+        "{stderr}"
     );
 }

@@ -22,6 +22,9 @@ enum Command {
     /// Fetch a release into the verified local cache: `OWNER/REPO TAG` (GitHub) or
     /// `git+URL#REF[:PATH]` (a commit of a git repository, built into a v0-sha.<hash> release).
     Pull(super::releases_pull::PullArgs),
+    /// Free cache space: keep the newest N releases of each stack, remove the others, the
+    /// files no kept release uses and the temp files of interrupted pulls (each with its size).
+    Gc(super::releases_gc::GcArgs),
     /// What an upgrade from OLD to NEW changes for a Cluster: objects added, removed and
     /// changed (with a unified diff), for the ClusterClass part and the addon part.
     Diff(DiffArgs),
@@ -56,6 +59,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     match &args.command {
         Command::List(list) => super::releases_list::run(list),
         Command::Pull(pull) => super::releases_pull::run(pull),
+        Command::Gc(gc) => super::releases_gc::run(gc),
         Command::Diff(diff) => run_diff(diff),
     }
 }

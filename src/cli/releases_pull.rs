@@ -58,6 +58,7 @@ pub fn pull_with_bar(
             manifest,
             downloaded_bytes: 0,
             downloaded_files: 0,
+            was_complete: true,
         });
     }
     let client = sources.client()?;
@@ -94,8 +95,12 @@ pub fn pull_with_bar(
 pub fn print_summary(what: &str, s: &PullSummary, started: Instant, cache: &crate::source::cache::Cache) {
     let total: u64 = s.manifest.files.values().map(|f| f.size).sum();
     let secs = started.elapsed().as_secs_f64();
-    let fetched = if s.downloaded_files == 0 {
+    let fetched = if s.was_complete {
         "already complete in the cache, nothing downloaded".to_string()
+    } else if s.manifest.files.is_empty() {
+        "the release has no files, nothing downloaded".to_string()
+    } else if s.downloaded_files == 0 {
+        "every file was in the cache already, nothing downloaded".to_string()
     } else {
         format!(
             "{} file(s), {} downloaded in {secs:.2} s ({}/s)",

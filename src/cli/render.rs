@@ -138,7 +138,9 @@ enum Format {
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     if let [single] = args.positional.as_slice()
-        && (super::stack_input::is_release(Path::new(single)) || args.objects.any())
+        && (super::stack_input::is_release(Path::new(single))
+            || super::stack_input::names_a_release(single)
+            || args.objects.any())
     {
         return render_release(args, single);
     }

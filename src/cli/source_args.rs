@@ -2,11 +2,13 @@
 //! directory, the GitHub API and its token.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 
 use crate::source::cache::Cache;
 use crate::source::github::{Client, Config, Token};
+use crate::source::net::NetworkTimeouts;
 
 /// Flags shared by `capstan releases list/pull`, `capstan render` and `capstan releases diff`.
 #[derive(Debug, Clone, clap::Args)]
@@ -22,6 +24,29 @@ pub struct SourceArgs {
     /// is sent to the API host only and never printed.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Longest wait, in seconds, for a connection to a release source (GitHub, asset hosts,
+    /// git over http(s)) [default: 15].
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub connect_timeout: Option<Duration>,
+    /// Longest wait, in seconds, for the next bytes of a response (its head, then each read
+    /// of its body); a timed-out GET is tried once more [default: 60].
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub timeout: Option<Duration>,
+}
+
+/// A positive number of seconds (`1`, `2.5`).
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .trim()
+        .trim_end_matches('s')
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(secs > 0.0 && secs.is_finite() && secs < 1e9) {
+        return Err(format!(
+            "{text:?}: the timeout must be a positive number of seconds"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// `$XDG_CACHE_HOME/capstan/release-cache`, else `~/.cache/capstan/release-cache`.
@@ -52,6 +77,11 @@ impl SourceArgs {
         Cache::open(&dir).with_context(|| format!("opening the release cache {}", dir.display()))
     }
 
+    /// The network timeouts the flags give (defaults for the rest).
+    pub fn timeouts(&self) -> NetworkTimeouts {
+        NetworkTimeouts::with(self.connect_timeout, self.timeout)
+    }
+
     /// A GitHub client listing prereleases too (the commands show them marked, and a tag a
     /// user names is pulled whatever it is).
     pub fn client(&self) -> anyhow::Result<Client> {
@@ -63,6 +93,7 @@ impl SourceArgs {
             base_url: self.github_url.clone(),
             token,
             include_prereleases: true,
+            timeouts: self.timeouts(),
             ..Config::default()
         })?)
     }
@@ -119,7 +150,7 @@ pub fn explain_not_found(err: anyhow::Error, cache: &Cache) -> anyhow::Error {
     } else {
         format!("repositories with releases in the cache: {}", repos.join(", "))
     };
-    anyhow::anyhow!("{err:#}; {known}")
+    anyhow::anyhow!("{}; {known}", super::error_text(&err))
 }
 
 fn listing_key(repo: &str) -> String {

@@ -54,6 +54,17 @@ pub fn is_release(path: &Path) -> bool {
     local::kind(path).is_some()
 }
 
+/// Whether `arg` names a release that is not a path: `git+URL#REF`, `OWNER/REPO@TAG` or a
+/// release tag (an existing path is always a path).
+pub fn names_a_release(arg: &str) -> bool {
+    if Path::new(arg).exists() {
+        return false;
+    }
+    arg.starts_with("git+")
+        || arg.split_once('@').is_some_and(|(repo, _)| repo.contains('/'))
+        || ReleaseTag::parse(arg).is_ok()
+}
+
 /// Opens the RELEASE argument:
 /// - a release directory, or a stack source tree built at `v0-sha.<content hash>` like
 ///   `csctl create --mode hash` (an existing path always wins);
@@ -88,9 +99,13 @@ pub fn open(arg: &str, sources: &SourceArgs) -> anyhow::Result<Opened> {
         let cache = sources.open_cache()?;
         let keys = cache.find_tag(arg)?;
         return match keys.as_slice() {
-            [key] => match cache.release(key)? {
+            [key] => match cache.release_verified(key)? {
                 Some(manifest) => Ok(local::open_cached(&cache, &manifest)?),
-                None => bail!("release {key} vanished from the cache {}", cache.root().display()),
+                None => bail!(
+                    "release {key} in the cache {} is damaged (a file is missing or does not match its sha256; the bad file was removed); {}",
+                    cache.root().display(),
+                    repair_hint(&cache, key)
+                ),
             },
             [] => bail!(
                 "{arg} is a release tag, but no release of that tag is in the cache {}: name its repository as OWNER/REPO@{arg} (pulled when missing), pull it with `capstan releases pull OWNER/REPO {arg}`, or give a release directory or a stack source tree",
@@ -105,4 +120,62 @@ pub fn open(arg: &str, sources: &SourceArgs) -> anyhow::Result<Opened> {
     bail!(
         "{arg}: no such release directory or stack source tree (nor OWNER/REPO@TAG, git+URL#REF or a release tag)"
     )
+}
+
+/// How to repair a damaged cached release: the command that fetches it again.
+fn repair_hint(cache: &crate::source::cache::Cache, key: &str) -> String {
+    let origin = cache.manifest(key).ok().flatten().map(|m| m.origin);
+    match repair_command(key, origin.as_deref()) {
+        Some(command) => format!("repair it with `{command}`"),
+        None => format!("fetch it again from where it came from (cache key {key})"),
+    }
+}
+
+/// The command that fetches the release under `key` again: a GitHub release from its key,
+/// a git build from the origin its manifest records (`git URL#REF[:PATH] (commit …)`).
+pub fn repair_command(key: &str, origin: Option<&str>) -> Option<String> {
+    let parts: Vec<&str> = key.split('/').collect();
+    if let ["github", owner, repo, tag] = parts.as_slice() {
+        return Some(format!("capstan releases pull {owner}/{repo} {tag}"));
+    }
+    let spec = origin?.strip_prefix("git ")?;
+    let spec = spec.split_once(" (commit ").map_or(spec, |(s, _)| s);
+    Some(format!("capstan releases pull 'git+{spec}'"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repair_command;
+
+    #[test]
+    fn release_names_that_are_not_paths() {
+        use super::names_a_release;
+        for (arg, want) in [
+            ("git+https://h/r#main", true),
+            ("o/r@docker-scs-1-30-v1", true),
+            ("docker-scs-1-30-v1", true),
+            ("testdata/chart-load", false), // an existing path
+            ("no/such/chart", false),
+            ("chart@1.0", false),
+        ] {
+            assert_eq!(names_a_release(arg), want, "{arg}");
+        }
+    }
+
+    #[test]
+    fn repair_commands() {
+        let table = [
+            ("github/o/r/t-v1", None, Some("capstan releases pull o/r t-v1")),
+            (
+                "git/h/r/t-v0-sha-1",
+                Some("git https://h/r#main:p (commit abc)"),
+                Some("capstan releases pull 'git+https://h/r#main:p'"),
+            ),
+            ("git/h/r/t", None, None),
+            ("other/k", Some("local"), None),
+        ];
+        for (key, origin, want) in table {
+            assert_eq!(repair_command(key, origin).as_deref(), want, "{key}");
+        }
+    }
 }

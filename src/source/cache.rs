@@ -238,10 +238,12 @@ impl Drop for BlobWriter<'_> {
     }
 }
 
-/// An exclusive lock on one release key; released on drop.
+/// An exclusive lock on one release key (and the cache's write lock, shared); released on
+/// drop.
 #[derive(Debug)]
 pub struct ReleaseLock {
     _file: File,
+    _writing: File,
 }
 
 impl Cache {
@@ -275,9 +277,11 @@ impl Cache {
         Ok(self.root.join("releases").join(format!("{key}.json")))
     }
 
-    /// Take the exclusive lock of `key` (blocks while another thread or process holds it).
+    /// Take the exclusive lock of `key` (blocks while another thread or process holds it),
+    /// and the cache's write lock shared (blocks while a [`Cache::gc`] runs).
     pub fn lock_release(&self, key: &str) -> Result<ReleaseLock, CacheError> {
         check_key(key)?;
+        let writing = self.write_lock(false)?;
         let path = self
             .root
             .join("locks")
@@ -290,7 +294,10 @@ impl Cache {
             .open(&path)
             .map_err(io_err(&path))?;
         file.lock().map_err(io_err(&path))?;
-        Ok(ReleaseLock { _file: file })
+        Ok(ReleaseLock {
+            _file: file,
+            _writing: writing,
+        })
     }
 
     fn temp_file(&self) -> Result<(PathBuf, File), CacheError> {
@@ -427,22 +434,27 @@ impl Cache {
         Ok(path)
     }
 
-    /// The complete release stored under `key`, if any. A manifest whose blobs are missing or
-    /// of the wrong size (damage from outside) reads as absent, so the release is redone.
-    pub fn release(&self, key: &str) -> Result<Option<ReleaseManifest>, CacheError> {
+    /// The manifest stored under `key` as it is, its blobs unchecked (`None`: absent or
+    /// unreadable). For messages about a release the cache holds only in part.
+    pub fn manifest(&self, key: &str) -> Result<Option<ReleaseManifest>, CacheError> {
         let path = self.manifest_path(key)?;
         if no_symlink(&path)?.is_none() {
             return Ok(None);
         }
         let bytes = fs::read(&path).map_err(io_err(&path))?;
-        let manifest: ReleaseManifest = match serde_json::from_slice(&bytes) {
-            Ok(m) => m,
-            // A manifest is renamed into place complete; garbage means outside damage.
-            Err(_) => return Ok(None),
-        };
-        if manifest.key != key {
+        // A manifest is renamed into place complete; garbage means outside damage.
+        Ok(serde_json::from_slice::<ReleaseManifest>(&bytes)
+            .ok()
+            .filter(|m| m.key == key))
+    }
+
+    /// The complete release stored under `key`, if any. A manifest whose blobs are missing or
+    /// of the wrong size (damage from outside) reads as absent, so the release is redone.
+    /// Sizes only: [`Cache::release_verified`] re-hashes.
+    pub fn release(&self, key: &str) -> Result<Option<ReleaseManifest>, CacheError> {
+        let Some(manifest) = self.manifest(key)? else {
             return Ok(None);
-        }
+        };
         for (name, f) in &manifest.files {
             check_file_name(name)?;
             if !self.has_blob(&f.sha256, f.size)? {
@@ -452,15 +464,49 @@ impl Cache {
         Ok(Some(manifest))
     }
 
+    /// Like [`Cache::release`], with every blob re-hashed: what a fetch relies on before it
+    /// skips the network. A blob whose content no longer matches its name (a flipped bit, an
+    /// edit from outside) is removed — it is wrong for every release that names it — and the
+    /// release reads as absent, so the next fetch downloads just what is missing.
+    pub fn release_verified(&self, key: &str) -> Result<Option<ReleaseManifest>, CacheError> {
+        let Some(manifest) = self.release(key)? else {
+            return Ok(None);
+        };
+        let mut whole = true;
+        for (name, f) in &manifest.files {
+            if !self.has_verified_blob(&f.sha256, f.size)? {
+                tracing::warn!(release = key, file = %name, sha256 = %f.sha256, "a cached file is damaged; removed it so that it is fetched again");
+                whole = false;
+            }
+        }
+        Ok(whole.then_some(manifest))
+    }
+
+    /// Whether a blob of this sha256 and size is present and its content hashes to its name.
+    /// A blob that does not is removed (it can never become right).
+    pub fn has_verified_blob(&self, sha256: &str, size: u64) -> Result<bool, CacheError> {
+        if !self.has_blob(sha256, size)? {
+            return Ok(false);
+        }
+        let path = self.blob_path(sha256)?;
+        let (actual_size, actual) = hash_file(&path)?;
+        if actual_size == size && actual == sha256 {
+            return Ok(true);
+        }
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(&path)(e)),
+        }
+        Ok(false)
+    }
+
     /// Re-hash every file of a release; `Err` names the first that differs.
     pub fn verify_release(&self, manifest: &ReleaseManifest) -> Result<(), CacheError> {
         for (name, f) in &manifest.files {
             let path = self.blob_path(&f.sha256)?;
             no_symlink(&path)?;
-            let mut file = File::open(&path).map_err(io_err(&path))?;
-            let mut hasher = Sha256::new();
-            let size = io::copy(&mut file, &mut hasher).map_err(io_err(&path))?;
-            let sha = hex(&hasher.finalize());
+            let (size, sha) = hash_file(&path)?;
             if size != f.size {
                 return Err(CacheError::Size {
                     name: name.clone(),
@@ -567,21 +613,71 @@ impl Cache {
         Ok(out)
     }
 
+    /// The time the manifest of `key` was written (for "newest" among builds whose version
+    /// does not order them).
+    pub fn release_written(&self, key: &str) -> Result<Option<std::time::SystemTime>, CacheError> {
+        let path = self.manifest_path(key)?;
+        Ok(no_symlink(&path)?.and_then(|m| m.modified().ok()))
+    }
+
+    /// Remove temp files of writers that are gone: a pull killed mid-download leaves its
+    /// `tmp/<pid>-<n>.part`. A file is stale when the process that named it no longer runs,
+    /// or when nothing wrote to it for [`STALE_TEMP_AGE`] (its pid was reused); files of this
+    /// process and of live writers are left alone. Returns what was removed.
+    pub fn clean_stale_temps(&self) -> Result<Vec<Removed>, CacheError> {
+        let tmp = self.root.join("tmp");
+        let now = std::time::SystemTime::now();
+        let mut removed = Vec::new();
+        for entry in fs::read_dir(&tmp).map_err(io_err(&tmp))? {
+            let entry = entry.map_err(io_err(&tmp))?;
+            let path = entry.path();
+            let Ok(meta) = entry.metadata() else {
+                continue; // gone meanwhile
+            };
+            let age = meta
+                .modified()
+                .ok()
+                .and_then(|m| now.duration_since(m).ok())
+                .unwrap_or_default();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !temp_is_stale(&name, age, std::process::id(), &process_runs) {
+                continue;
+            }
+            match fs::remove_file(&path) {
+                Ok(()) => removed.push(Removed {
+                    kind: RemovedKind::Temp,
+                    name: format!("tmp/{name}"),
+                    bytes: meta.len(),
+                }),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err(&path)(e)),
+            }
+        }
+        Ok(removed)
+    }
+
     /// Remove releases not in `keep`, blobs no remaining release references, and temp files
-    /// of crashed writers. Returns how many files were removed. Take no locks: run it when no
-    /// fetch is in flight (the operator does between polls).
-    pub fn gc(&self, keep: &BTreeSet<String>) -> Result<usize, CacheError> {
-        let mut removed = 0;
+    /// of writers that are gone ([`Cache::clean_stale_temps`]). Waits until no fetch is in
+    /// flight (every fetch holds the cache's write lock shared, see [`Cache::lock_release`])
+    /// and keeps fetches out while it runs. Returns what it removed.
+    pub fn gc(&self, keep: &BTreeSet<String>) -> Result<Vec<Removed>, CacheError> {
+        let _exclusive = self.write_lock(true)?;
+        let mut removed = Vec::new();
         let mut referenced = BTreeSet::new();
         for key in self.releases()? {
             let path = self.manifest_path(&key)?;
             if keep.contains(&key) {
-                if let Some(m) = self.release(&key)? {
+                if let Some(m) = self.manifest(&key)? {
                     referenced.extend(m.files.values().map(|f| f.sha256.clone()));
                 }
             } else {
+                let bytes = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
                 fs::remove_file(&path).map_err(io_err(&path))?;
-                removed += 1;
+                removed.push(Removed {
+                    kind: RemovedKind::Release,
+                    name: key,
+                    bytes,
+                });
             }
         }
         let blobs = self.root.join("blobs/sha256");
@@ -590,18 +686,85 @@ impl Cache {
             let name = entry.file_name().to_string_lossy().into_owned();
             if !referenced.contains(&name) {
                 let p = entry.path();
+                let bytes = entry.metadata().map(|m| m.len()).unwrap_or(0);
                 fs::remove_file(&p).map_err(io_err(&p))?;
-                removed += 1;
+                removed.push(Removed {
+                    kind: RemovedKind::Blob,
+                    name,
+                    bytes,
+                });
             }
         }
-        let tmp = self.root.join("tmp");
-        for entry in fs::read_dir(&tmp).map_err(io_err(&tmp))? {
-            let p = entry.map_err(io_err(&tmp))?.path();
-            fs::remove_file(&p).map_err(io_err(&p))?;
-            removed += 1;
-        }
+        removed.extend(self.clean_stale_temps()?);
         Ok(removed)
     }
+
+    /// The cache-wide write lock: shared by every fetch (through [`Cache::lock_release`]),
+    /// exclusive for [`Cache::gc`], so a GC never removes the blobs of a release being fetched.
+    fn write_lock(&self, exclusive: bool) -> Result<File, CacheError> {
+        let path = self.root.join("locks").join("cache-write.lock");
+        no_symlink(&path)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        if exclusive {
+            file.lock().map_err(io_err(&path))?;
+        } else {
+            file.lock_shared().map_err(io_err(&path))?;
+        }
+        Ok(file)
+    }
+}
+
+/// A temp file untouched this long is stale even when a process of its pid runs (the pid was
+/// reused): a live writer writes to its file all the time.
+pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Whether the temp file `name` (`<pid>-<n>.part`, `age` since its last write) belongs to no
+/// live writer. `own_pid`'s files are never stale; `runs` says whether a pid is a process.
+pub fn temp_is_stale(name: &str, age: std::time::Duration, own_pid: u32, runs: &dyn Fn(u32) -> bool) -> bool {
+    let pid = name.split_once('-').and_then(|(pid, _)| pid.parse::<u32>().ok());
+    match pid {
+        Some(pid) if pid == own_pid => false,
+        Some(pid) if !runs(pid) => true,
+        _ => age >= STALE_TEMP_AGE,
+    }
+}
+
+/// Whether a process of this pid runs (Linux `/proc`; elsewhere assumed running, so only
+/// the age decides).
+fn process_runs(pid: u32) -> bool {
+    let proc_dir = Path::new("/proc");
+    !proc_dir.join("self").exists() || proc_dir.join(pid.to_string()).exists()
+}
+
+/// What [`Cache::gc`] or [`Cache::clean_stale_temps`] removed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Removed {
+    pub kind: RemovedKind,
+    /// The release key, the blob's sha256, or the temp file's path under the cache.
+    pub name: String,
+    /// Bytes freed.
+    pub bytes: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RemovedKind {
+    Release,
+    Blob,
+    Temp,
+}
+
+/// Size and sha256 of a file (never through a symlink).
+fn hash_file(path: &Path) -> Result<(u64, String), CacheError> {
+    no_symlink(path)?;
+    let mut file = File::open(path).map_err(io_err(path))?;
+    let mut hasher = Sha256::new();
+    let size = io::copy(&mut file, &mut hasher).map_err(io_err(path))?;
+    Ok((size, hex(&hasher.finalize())))
 }
 
 fn walk_manifests(base: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), CacheError> {
@@ -786,7 +949,8 @@ mod tests {
         let a = c.put_blob("a", &b"a"[..], &Expected::default()).unwrap();
         let b = c.put_blob("b", &b"b"[..], &Expected::default()).unwrap();
         c.put_blob("orphan", &b"o"[..], &Expected::default()).unwrap();
-        fs::write(c.root().join("tmp/123-9.part"), b"crash").unwrap();
+        // A pid above Linux's pid_max: no process runs with it.
+        fs::write(c.root().join("tmp/4999999-9.part"), b"crash").unwrap();
         for (key, f) in [("r/one", &a), ("r/two", &b)] {
             c.commit_release(&ReleaseManifest {
                 key: key.into(),
@@ -796,9 +960,59 @@ mod tests {
             .unwrap();
         }
         let removed = c.gc(&BTreeSet::from(["r/one".to_string()])).unwrap();
-        assert_eq!(removed, 4); // r/two's manifest, blobs b and orphan, the temp file
+        let kinds: Vec<(RemovedKind, u64)> = removed.iter().map(|r| (r.kind, r.bytes)).collect();
+        // r/two's manifest, blobs b and orphan, the temp file (with their sizes).
+        assert_eq!(kinds.len(), 4, "{removed:?}");
+        assert_eq!(removed[0].name, "r/two");
+        assert_eq!(
+            &kinds[1..],
+            [
+                (RemovedKind::Blob, 1),
+                (RemovedKind::Blob, 1),
+                (RemovedKind::Temp, 5)
+            ]
+        );
         assert!(c.release("r/one").unwrap().is_some());
         assert_eq!(c.releases().unwrap(), vec!["r/one".to_string()]);
+    }
+
+    #[test]
+    fn stale_temp_files() {
+        let min = std::time::Duration::from_secs(60);
+        let hour = STALE_TEMP_AGE;
+        let runs = |pid: u32| pid == 20 || pid == 30;
+        let table = [
+            // (name, age) → stale, with this process 10 and 20, 30 running
+            (("10-1.part", hour), false), // this process's own
+            (("20-1.part", min), false),  // a live writer
+            (("20-1.part", hour), true),  // untouched for an hour: its pid was reused
+            (("40-3.part", min), true),   // its process is gone (a killed pull)
+            (("junk", min), false),
+            (("junk", hour), true),
+        ];
+        for ((name, age), want) in table {
+            assert_eq!(temp_is_stale(name, age, 10, &runs), want, "{name} {age:?}");
+        }
+    }
+
+    #[test]
+    fn a_flipped_byte_is_found_and_its_blob_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Cache::open(dir.path()).unwrap();
+        let f = c.put_blob("a", &b"hello"[..], &Expected::default()).unwrap();
+        let m = ReleaseManifest {
+            key: "k".into(),
+            origin: String::new(),
+            files: BTreeMap::from([("a".to_string(), f.clone())]),
+        };
+        c.commit_release(&m).unwrap();
+        assert_eq!(c.release_verified("k").unwrap(), Some(m.clone()));
+        fs::write(c.blob_path(&f.sha256).unwrap(), b"hellp").unwrap();
+        // The size-only check is fooled; the verified one is not, and removes the blob.
+        assert_eq!(c.release("k").unwrap(), Some(m.clone()));
+        assert_eq!(c.release_verified("k").unwrap(), None);
+        assert!(!c.blob_path(&f.sha256).unwrap().exists());
+        assert_eq!(c.manifest("k").unwrap(), Some(m));
     }
 
     #[test]

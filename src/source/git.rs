@@ -1,4 +1,4 @@
-//! git source: a subscription to a repository URL and a ref (branch, tag, or full commit id),
+//! git source: a subscription to a repository URL and a ref (branch, tag, or commit id),
 //! optionally a stack source directory inside it. Each fetch resolves the ref to a commit,
 //! writes the commit's tree (no worktree machinery, no checkout of anything else) into a
 //! scratch directory, and builds it with [`stack::build`](crate::stack::build) at csctl's hash
@@ -71,7 +71,8 @@ impl From<LocalError> for GitError {
 pub struct GitSpec {
     /// Any URL gix fetches from: `git://`, `https://`, `file://`, a local path.
     pub url: String,
-    /// A branch, a tag, a full ref name (`refs/heads/main`), or a 40-hex commit id.
+    /// A branch, a tag, a full ref name (`refs/heads/main`), or a commit id (40 hex digits, or
+    /// an unambiguous prefix of at least 4).
     pub reference: String,
     /// The stack source directory inside the repository (`providers/docker/scs`); the root
     /// when empty.
@@ -165,6 +166,7 @@ pub fn pull_git(cache: &Cache, spec: &GitSpec) -> Result<GitRelease, GitError> {
         url: url.clone(),
         source,
     };
+    super::pull::clean_stale_temps(cache);
     let mirror_id = &hex(&Sha256::digest(spec.url.as_bytes()))[..16];
     let mirror = cache.root().join("git").join(mirror_id);
     let checkout = local::scratch_dir()?;
@@ -194,15 +196,21 @@ fn git_err(url: &str) -> impl Fn(String) -> GitError + '_ {
 /// Opens (or creates) the bare mirror and fetches every branch and tag into it. A mirror
 /// that cannot be opened or fetched into (a crash mid-fetch) is recreated once.
 fn fetch_into_mirror(mirror: &Path, spec: &GitSpec) -> Result<gix::Repository, GitError> {
+    let existed = mirror.join("HEAD").is_file();
     match try_fetch(mirror, spec) {
         Ok(repo) => Ok(repo),
-        Err(first) if mirror.exists() => {
+        // A first fetch that fails (a bad URL, a server down) has no mirror to blame: drop
+        // the empty one it made, so the next attempt is a first fetch again.
+        Err(e) if !existed => {
+            let _ = std::fs::remove_dir_all(mirror);
+            Err(e)
+        }
+        Err(first) => {
             tracing::warn!(url = %spec.url, error = %first, "discarding the git mirror and fetching anew");
             std::fs::remove_dir_all(mirror)
                 .map_err(|e| git_err(&spec.url)(format!("removing {}: {e}", mirror.display())))?;
             try_fetch(mirror, spec)
         }
-        Err(e) => Err(e),
     }
 }
 
@@ -262,6 +270,9 @@ fn resolve(repo: &gix::Repository, spec: &GitSpec) -> Result<String, GitError> {
             return Ok(commit.id.to_string());
         }
     }
+    if let Some(commit) = resolve_short_id(repo, spec)? {
+        return Ok(commit);
+    }
     let mut available = Vec::new();
     if let Ok(refs) = repo.references()
         && let Ok(all) = refs.all()
@@ -284,6 +295,43 @@ fn resolve(repo: &gix::Repository, spec: &GitSpec) -> Result<String, GitError> {
             available.join(", ")
         },
     })
+}
+
+/// A commit id abbreviated like git accepts it (4 to 39 hex digits), when it names exactly
+/// one commit of the mirror (`None`: not such a prefix, or no object has it). Branches and
+/// tags of the same spelling win (they are tried first).
+fn resolve_short_id(repo: &gix::Repository, spec: &GitSpec) -> Result<Option<String>, GitError> {
+    let r = spec.reference.as_str();
+    if !(4..40).contains(&r.len()) || !r.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(None);
+    }
+    let err = git_err(&spec.url);
+    let prefix = gix::hash::Prefix::from_hex(&r.to_ascii_lowercase())
+        .map_err(|e| err(format!("commit prefix {r}: {e}")))?;
+    let mut candidates = std::collections::HashSet::new();
+    let found = repo
+        .objects
+        .lookup_prefix(prefix, Some(&mut candidates))
+        .map_err(|e| err(format!("looking up the commit prefix {r}: {e}")))?;
+    if found.is_none() {
+        return Ok(None);
+    }
+    let mut commits: Vec<String> = candidates
+        .into_iter()
+        .filter(|id| repo.find_commit(*id).is_ok())
+        .map(|id| id.to_string())
+        .collect();
+    commits.sort();
+    match commits.as_slice() {
+        [one] => Ok(Some(one.clone())),
+        [] => Err(err(format!(
+            "{r} names no commit (an object of another kind has that prefix)"
+        ))),
+        many => Err(err(format!(
+            "the commit prefix {r} is ambiguous: it matches {}; give more digits",
+            many.join(", ")
+        ))),
+    }
 }
 
 /// Writes the tree of `commit` (below `spec.path`) into `dest`: regular and executable files
@@ -377,10 +425,27 @@ fn build_and_store(
         url: spec.url.clone(),
         source,
     };
+    if !source.join(build::CSCTL_FILE).is_file() {
+        // Named in the repository's terms: the scratch directory means nothing to the user.
+        let place = if spec.path.is_empty() {
+            "at the repository root".to_string()
+        } else {
+            format!("in {}", spec.path)
+        };
+        return Err(GitError::Tree {
+            url: spec.url.clone(),
+            reference: spec.reference.clone(),
+            commit: commit.to_string(),
+            message: format!(
+                "no {} {place}: not a stack source tree (name the stack's directory as URL#REF:PATH)",
+                build::CSCTL_FILE
+            ),
+        });
+    }
     let version = build::hash_version(source).map_err(build_err)?;
     let tag = build::release_tag(source, &version).map_err(build_err)?.tag();
     let key = format!("{}/{tag}", url_key(&spec.url));
-    if let Some(manifest) = cache.release(&key).map_err(cache_err)? {
+    if let Some(manifest) = cache.release_verified(&key).map_err(cache_err)? {
         return Ok(GitRelease {
             commit: commit.to_string(),
             tag,
@@ -389,7 +454,7 @@ fn build_and_store(
         });
     }
     let _lock = cache.lock_release(&key).map_err(cache_err)?;
-    if let Some(manifest) = cache.release(&key).map_err(cache_err)? {
+    if let Some(manifest) = cache.release_verified(&key).map_err(cache_err)? {
         return Ok(GitRelease {
             commit: commit.to_string(),
             tag,

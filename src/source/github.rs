@@ -16,6 +16,8 @@ use std::time::Duration;
 use reqwest::header::{ACCEPT, AUTHORIZATION, ETAG, HeaderMap, IF_NONE_MATCH, LINK, LOCATION};
 use reqwest::{StatusCode, Url};
 
+use super::net::{self, NetworkTimeouts};
+
 /// A GitHub token; never printed.
 #[derive(Clone)]
 pub struct Token(String);
@@ -37,13 +39,21 @@ impl Token {
             .filter(|t| !t.trim().is_empty())
             .map(Token::new)
     }
-    /// The first line of a file (e.g. a mounted Secret).
+    /// The first line of a file (e.g. a mounted Secret); an empty one is an error.
     pub fn from_file(path: &Path) -> Result<Token, GitHubError> {
         let text = std::fs::read_to_string(path).map_err(|e| GitHubError::TokenFile {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
-        Ok(Token::new(text.lines().next().unwrap_or("")))
+        let token = Token::new(text.lines().next().unwrap_or(""));
+        if token.0.is_empty() {
+            // Sending no token silently would turn into confusing 404s and rate limits.
+            return Err(GitHubError::TokenFile {
+                path: path.display().to_string(),
+                message: "its first line is empty: it holds no token".into(),
+            });
+        }
+        Ok(token)
     }
 }
 
@@ -72,6 +82,19 @@ pub enum GitHubError {
         reset_in_secs: u64,
         max_wait_secs: u64,
     },
+    #[error(
+        "{url}: GitHub's secondary rate limit (HTTP {status} with Retry-After: {retry_after_secs} s){}: wait {retry_after_secs} s before trying again, make fewer requests at once, and use a token (GITHUB_TOKEN or --token-file) when none is set",
+        if *waited { " again after waiting once" } else { ", longer than this client waits" }
+    )]
+    SecondaryRateLimited {
+        url: String,
+        status: u16,
+        retry_after_secs: u64,
+        /// Whether the client had waited once already.
+        waited: bool,
+    },
+    #[error("{url}: {message}")]
+    Timeout { url: String, message: String },
     #[error("{url}: invalid response: {message}")]
     Invalid { url: String, message: String },
 }
@@ -125,6 +148,8 @@ pub struct Config {
     pub per_page: u32,
     /// Hears every API response.
     pub observer: Option<Observer>,
+    /// Connect and response/idle timeouts of every request (API, assets, redirects).
+    pub timeouts: NetworkTimeouts,
 }
 
 impl std::fmt::Debug for Config {
@@ -136,6 +161,7 @@ impl std::fmt::Debug for Config {
             .field("max_retries", &self.max_retries)
             .field("per_page", &self.per_page)
             .field("observer", &self.observer.is_some())
+            .field("timeouts", &self.timeouts)
             .finish_non_exhaustive()
     }
 }
@@ -151,6 +177,7 @@ impl Default for Config {
             max_wait: Duration::from_secs(60),
             per_page: 100,
             observer: None,
+            timeouts: NetworkTimeouts::default(),
         }
     }
 }
@@ -250,11 +277,12 @@ impl Client {
             url: config.base_url.clone(),
             message: format!("not a URL: {e}"),
         })?;
-        let http = reqwest::Client::builder()
+        let http = config
+            .timeouts
+            .reqwest_builder()
             .user_agent(concat!("capstan/", env!("CARGO_PKG_VERSION")))
             // Redirects are followed by hand so the token never leaves the API host.
             .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(15))
             .build()
             .map_err(|e| GitHubError::Http {
                 url: config.base_url.clone(),
@@ -286,6 +314,8 @@ impl Client {
             message: e.to_string(),
         })?;
         let mut attempt = 0u32;
+        let mut timeouts_seen = 0u32;
+        let mut waited_for_secondary_limit = false;
         loop {
             let mut req = self.http.get(parsed.clone()).header(ACCEPT, accept);
             if let Some(tag) = if_none_match {
@@ -310,43 +340,91 @@ impl Client {
                     }
                     let retry_after = header_u64(h, "retry-after").map(Duration::from_secs);
                     let exhausted = header_u64(h, "x-ratelimit-remaining") == Some(0);
-                    if (status == StatusCode::FORBIDDEN || status == StatusCode::TOO_MANY_REQUESTS)
-                        && (exhausted || retry_after.is_some())
-                    {
-                        let wait = retry_after.unwrap_or_else(|| {
-                            let reset = header_u64(h, "x-ratelimit-reset").unwrap_or(0);
-                            Duration::from_secs(reset.saturating_sub(now_epoch()) + 1)
-                        });
-                        if wait > self.config.max_wait || attempt >= self.config.max_retries {
+                    let limited = status == StatusCode::FORBIDDEN || status == StatusCode::TOO_MANY_REQUESTS;
+                    match decide_limit(
+                        limited,
+                        exhausted,
+                        retry_after,
+                        header_u64(h, "x-ratelimit-reset").map(|r| r.saturating_sub(now_epoch())),
+                        waited_for_secondary_limit,
+                        attempt,
+                        &self.config,
+                    ) {
+                        LimitDecision::NotLimited => {}
+                        LimitDecision::Wait { wait, secondary } => {
+                            waited_for_secondary_limit |= secondary;
+                            attempt += 1;
+                            self.pause(url, attempt, wait).await;
+                            continue;
+                        }
+                        LimitDecision::FailPrimary { reset_in } => {
                             return Err(GitHubError::RateLimited {
                                 url: url.to_string(),
-                                reset_in_secs: wait.as_secs(),
+                                reset_in_secs: reset_in.as_secs(),
                                 max_wait_secs: self.config.max_wait.as_secs(),
                             });
                         }
-                        wait
-                    } else if status.is_server_error() && attempt < self.config.max_retries {
+                        LimitDecision::FailSecondary { retry_after } => {
+                            return Err(GitHubError::SecondaryRateLimited {
+                                url: url.to_string(),
+                                status: status.as_u16(),
+                                retry_after_secs: retry_after.as_secs(),
+                                waited: waited_for_secondary_limit,
+                            });
+                        }
+                    }
+                    if status.is_server_error() && attempt < self.config.max_retries {
                         retry_after.unwrap_or_else(|| self.backoff(attempt))
                     } else {
                         return Ok(resp);
                     }
                 }
-                Err(e) if attempt < self.config.max_retries && !e.is_builder() => self.backoff(attempt),
-                Err(e) => {
-                    return Err(GitHubError::Http {
-                        url: url.to_string(),
-                        message: e.to_string(),
-                    });
+                Err(e) if net::reqwest_timeout(&e).is_some() => {
+                    // A GET is idempotent: try a timed-out one again, a few times only (each
+                    // try may cost the whole timeout).
+                    if timeouts_seen >= self.config.timeouts.retries {
+                        return Err(self.net_error(url, &e, timeouts_seen + 1));
+                    }
+                    timeouts_seen += 1;
+                    self.backoff(0)
                 }
+                Err(e) if attempt < self.config.max_retries && !e.is_builder() => self.backoff(attempt),
+                Err(e) => return Err(self.net_error(url, &e, attempt + 1)),
             };
             attempt += 1;
-            tracing::warn!(
-                url,
-                attempt,
-                wait_ms = wait.as_millis() as u64,
-                "retrying GitHub request"
-            );
-            tokio::time::sleep(wait.min(self.config.max_wait)).await;
+            self.pause(url, attempt, wait).await;
+        }
+    }
+
+    async fn pause(&self, url: &str, attempt: u32, wait: Duration) {
+        tracing::warn!(
+            url,
+            attempt,
+            wait_ms = wait.as_millis() as u64,
+            "retrying GitHub request"
+        );
+        tokio::time::sleep(wait.min(self.config.max_wait)).await;
+    }
+
+    /// A failed request or body read as an error: a timeout names the host and the timeout.
+    fn net_error(&self, url: &str, e: &reqwest::Error, tries: u32) -> GitHubError {
+        match net::reqwest_timeout(e) {
+            Some(kind) => GitHubError::Timeout {
+                url: url.to_string(),
+                message: format!(
+                    "{}{}",
+                    self.config.timeouts.describe(kind, &net::host_of(url)),
+                    if tries > 1 {
+                        format!(", {tries} tries")
+                    } else {
+                        String::new()
+                    }
+                ),
+            },
+            None => GitHubError::Http {
+                url: url.to_string(),
+                message: e.to_string(),
+            },
         }
     }
 
@@ -420,10 +498,7 @@ impl Client {
                 .get(LINK)
                 .and_then(|v| v.to_str().ok())
                 .and_then(next_link);
-            let body = resp.bytes().await.map_err(|e| GitHubError::Http {
-                url: url.clone(),
-                message: e.to_string(),
-            })?;
+            let body = resp.bytes().await.map_err(|e| self.net_error(&url, &e, 1))?;
             let page: Vec<ApiRelease> = serde_json::from_slice(&body).map_err(|e| GitHubError::Invalid {
                 url: url.clone(),
                 message: e.to_string(),
@@ -528,10 +603,11 @@ impl Client {
             return Err(Self::fail(&url, resp).await);
         }
         let mut n = 0u64;
-        while let Some(chunk) = resp.chunk().await.map_err(|e| GitHubError::Http {
-            url: format!("asset {} ({url})", asset.name),
-            message: e.to_string(),
-        })? {
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| self.net_error(&format!("asset {} ({url})", asset.name), &e, 1))?
+        {
             n += chunk.len() as u64;
             sink(&chunk).map_err(|e| GitHubError::Http {
                 url: format!("asset {}", asset.name),
@@ -539,5 +615,124 @@ impl Client {
             })?;
         }
         Ok(n)
+    }
+}
+
+/// What a rate-limited (or not) response means for the request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LimitDecision {
+    NotLimited,
+    /// Wait this long and send again (`secondary`: a `Retry-After` wait, honoured once).
+    Wait {
+        wait: Duration,
+        secondary: bool,
+    },
+    /// The primary limit is spent for longer than the client waits.
+    FailPrimary {
+        reset_in: Duration,
+    },
+    /// The secondary limit (`Retry-After`) again after one wait, or asking for too long.
+    FailSecondary {
+        retry_after: Duration,
+    },
+}
+
+/// GitHub's rate limits: a `403`/`429` with `Retry-After` is the secondary limit, honoured
+/// once (when not longer than `max_wait`); one with `X-RateLimit-Remaining: 0` is the primary
+/// limit, waited for until its reset when that is soon enough.
+fn decide_limit(
+    limited_status: bool,
+    exhausted: bool,
+    retry_after: Option<Duration>,
+    reset_in_secs: Option<u64>,
+    waited_for_secondary: bool,
+    attempt: u32,
+    config: &Config,
+) -> LimitDecision {
+    if !limited_status {
+        return LimitDecision::NotLimited;
+    }
+    if let Some(retry_after) = retry_after {
+        return if waited_for_secondary || retry_after > config.max_wait {
+            LimitDecision::FailSecondary { retry_after }
+        } else {
+            LimitDecision::Wait {
+                wait: retry_after,
+                secondary: true,
+            }
+        };
+    }
+    if !exhausted {
+        return LimitDecision::NotLimited;
+    }
+    let reset_in = Duration::from_secs(reset_in_secs.unwrap_or(0) + 1);
+    if reset_in > config.max_wait || attempt >= config.max_retries {
+        LimitDecision::FailPrimary { reset_in }
+    } else {
+        LimitDecision::Wait {
+            wait: reset_in,
+            secondary: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limit_decisions() {
+        let c = Config::default(); // max_wait 60 s, max_retries 4
+        let s = Duration::from_secs;
+        use LimitDecision::*;
+        let table = [
+            // (limited, exhausted, retry_after, reset_in, waited, attempt) → decision
+            ((false, true, Some(s(5)), Some(5), false, 0), NotLimited),
+            ((true, false, None, None, false, 0), NotLimited),
+            (
+                (true, false, Some(s(5)), None, false, 0),
+                Wait {
+                    wait: s(5),
+                    secondary: true,
+                },
+            ),
+            (
+                (true, false, Some(s(5)), None, true, 1),
+                FailSecondary { retry_after: s(5) },
+            ),
+            (
+                (true, false, Some(s(61)), None, false, 0),
+                FailSecondary { retry_after: s(61) },
+            ),
+            (
+                (true, true, Some(s(5)), Some(3000), false, 0),
+                Wait {
+                    wait: s(5),
+                    secondary: true,
+                },
+            ),
+            (
+                (true, true, None, Some(9), false, 0),
+                Wait {
+                    wait: s(10),
+                    secondary: false,
+                },
+            ),
+            (
+                (true, true, None, Some(9), false, 4),
+                FailPrimary { reset_in: s(10) },
+            ),
+            (
+                (true, true, None, Some(3000), false, 0),
+                FailPrimary { reset_in: s(3001) },
+            ),
+        ];
+        for ((limited, exhausted, retry_after, reset, waited, attempt), want) in table {
+            assert_eq!(
+                decide_limit(limited, exhausted, retry_after, reset, waited, attempt, &c),
+                want,
+                "{limited} {exhausted} {retry_after:?} {reset:?} {waited} {attempt}"
+            );
+        }
     }
 }

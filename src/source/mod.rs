@@ -1,9 +1,14 @@
 //! Where stack releases come from and where they are kept: the verified, crash-safe,
-//! content-addressed [`cache`] the GitHub releases client [`github`] and [`pull`] (a release into the cache). (git refs and local directories follow.)
+//! content-addressed [`cache`] (and what its GC keeps, [`retention`]), the GitHub releases
+//! client [`github`], [`pull`] (a release into the cache), [`git`] refs and [`local`]
+//! directories; [`net`] holds the network timeouts every client here (and the OCI and Helm
+//! repository clients) takes.
 //! Knows nothing of the Kubernetes API.
 
 pub mod cache;
 pub mod git;
 pub mod github;
 pub mod local;
+pub mod net;
 pub mod pull;
+pub mod retention;

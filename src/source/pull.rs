@@ -40,6 +40,9 @@ pub struct PullSummary {
     pub downloaded_bytes: u64,
     /// Files downloaded (blobs already present are not downloaded again).
     pub downloaded_files: usize,
+    /// Whether the release was complete in the cache already (nothing was fetched, not even
+    /// a listing). False for a first pull, even of a release with no files.
+    pub was_complete: bool,
 }
 
 /// What a pull reports while it runs.
@@ -56,14 +59,31 @@ pub fn github_key(repo: &str, tag: &str) -> String {
     format!("github/{repo}/{tag}")
 }
 
-/// The complete release `tag` of `repo` in `cache`, if it is there (no network).
+/// The complete release `tag` of `repo` in `cache`, if it is there (no network). Every file
+/// is re-hashed: a damaged one is removed and the release reads as absent, so a pull
+/// downloads it again. Temp files of killed pulls are removed on the way.
 pub fn cached_github(cache: &Cache, repo: &str, tag: &str) -> Result<Option<ReleaseManifest>, PullError> {
+    clean_stale_temps(cache);
     cache
-        .release(&github_key(repo, tag))
+        .release_verified(&github_key(repo, tag))
         .map_err(|source| PullError::Cache {
             release: format!("{repo} {tag}"),
             source,
         })
+}
+
+/// Removes the temp files of killed pulls ([`Cache::clean_stale_temps`]); a failure is only
+/// logged (it costs disk space, not correctness).
+pub fn clean_stale_temps(cache: &Cache) {
+    match cache.clean_stale_temps() {
+        Ok(removed) if !removed.is_empty() => tracing::info!(
+            files = removed.len(),
+            bytes = removed.iter().map(|r| r.bytes).sum::<u64>(),
+            "removed temp files of interrupted pulls"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "could not remove temp files of interrupted pulls"),
+    }
 }
 
 /// The release of `releases` tagged `tag`, or an error listing the tags there are.
@@ -100,6 +120,7 @@ pub async fn pull_github(
             manifest,
             downloaded_bytes: 0,
             downloaded_files: 0,
+            was_complete: true,
         });
     }
     let releases = client.releases(repo).await?;
@@ -132,22 +153,26 @@ pub async fn pull_release(
             message: e.to_string(),
         })?
         .map_err(cache_err)?;
-    if let Some(manifest) = cache.release(&key).map_err(cache_err)? {
+    if let Some(manifest) = cache.release_verified(&key).map_err(cache_err)? {
         return Ok(PullSummary {
             manifest,
             downloaded_bytes: 0,
             downloaded_files: 0,
+            was_complete: true,
         });
     }
+    // Blobs already in the cache (re-hashed: a damaged one is removed and downloaded again).
+    let mut present = Vec::with_capacity(release.assets.len());
     let mut missing = (0u64, 0usize);
     for asset in &release.assets {
-        let present = match &asset.sha256 {
-            Some(sha) => cache.has_blob(sha, asset.size).map_err(cache_err)?,
+        let here = match &asset.sha256 {
+            Some(sha) => cache.has_verified_blob(sha, asset.size).map_err(cache_err)?,
             None => false,
         };
-        if !present {
+        if !here {
             missing = (missing.0 + asset.size, missing.1 + 1);
         }
+        present.push(here);
     }
     progress(PullProgress::Start {
         bytes: missing.0,
@@ -156,10 +181,10 @@ pub async fn pull_release(
     let mut files = BTreeMap::new();
     let mut downloaded_bytes = 0;
     let mut downloaded_files = 0;
-    for asset in &release.assets {
+    for (asset, here) in release.assets.iter().zip(present) {
         super::cache::check_file_name(&asset.name).map_err(cache_err)?;
         if let Some(sha) = &asset.sha256
-            && cache.has_blob(sha, asset.size).map_err(cache_err)?
+            && here
         {
             files.insert(
                 asset.name.clone(),
@@ -211,6 +236,7 @@ pub async fn pull_release(
         manifest,
         downloaded_bytes,
         downloaded_files,
+        was_complete: false,
     })
 }
 

@@ -122,15 +122,23 @@ fn a_cached_enablement_still_refuses_a_null_subchart_table() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     };
-    write("Chart.yaml", "apiVersion: v2\nname: p\nversion: 0.1.0\ndependencies:\n- name: sub\n");
+    write(
+        "Chart.yaml",
+        "apiVersion: v2\nname: p\nversion: 0.1.0\ndependencies:\n- name: sub\n",
+    );
     write("templates/t.yaml", "{{ toJson .Values }}");
-    write("charts/sub/Chart.yaml", "apiVersion: v2\nname: sub\nversion: 0.1.0\n");
+    write(
+        "charts/sub/Chart.yaml",
+        "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+    );
     write("charts/sub/values.yaml", "x: 1\n");
     write("charts/sub/templates/s.yaml", "{{ toJson .Values }}");
     let compiled = CompiledChart::new(load::load(&root).unwrap()).unwrap();
     let json = |text: &str| Value::from_json(&serde_json::from_str(text).unwrap());
     let opts = RenderOptions::default();
-    let first = compiled.render(&json("{}"), &opts).expect("renders with no values");
+    let first = compiled
+        .render(&json("{}"), &opts)
+        .expect("renders with no values");
     assert_eq!(first["p/charts/sub/templates/s.yaml"], r#"{"global":{},"x":1}"#);
     let err = compiled
         .render(&json(r#"{"sub":null}"#), &opts)

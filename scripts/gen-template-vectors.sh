@@ -2,14 +2,15 @@
 # Regenerates template test vectors with real Helm v4.2.3 (the oracle).
 #   scripts/gen-template-vectors.sh            # every testdata/template/cases/*.json
 #   scripts/gen-template-vectors.sh lang-exec  # only the named areas
-# Each cases file (a list of oracle cases, see ../shared/tools/helm_oracle_batch.py) becomes
+# Each cases file (a list of oracle cases, see ../shared/tools/helm_oracle_batch.py, with the
+# `tgz` and `set` fields of scripts/lib/helm_oracle_batch_ext.py) becomes
 # testdata/template/vectors/<area>.json: the same cases, each with Helm's answer under "expect".
 # `cargo test --test template_vectors` then needs no Python.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="${CAPSTAN_SHARED:-$root/../shared}"
-oracle="$shared/tools/helm_oracle_batch.py"
-[ -f "$oracle" ] || { echo "gen-template-vectors: $oracle not found (set CAPSTAN_SHARED)" >&2; exit 1; }
+oracle="$root/scripts/lib/helm_oracle_batch_ext.py"
+[ -f "$shared/tools/helm_oracle_batch.py" ] || { echo "gen-template-vectors: $shared/tools/helm_oracle_batch.py not found (set CAPSTAN_SHARED)" >&2; exit 1; }
 py="$("$root/scripts/oracle-env.sh")"
 cd "$root/testdata/template"
 areas=("$@")
@@ -20,7 +21,7 @@ for area in "${areas[@]}"; do
   cases="cases/$area.json"
   [ -f "$cases" ] || { echo "gen-template-vectors: no $cases" >&2; exit 1; }
   answers="$(mktemp)"
-  "$py" "$oracle" "$cases" > "$answers"
+  "$py" "$oracle" "$shared" "$cases" > "$answers"
   "$py" - "$cases" "$answers" "vectors/$area.json" <<'PY'
 import json, sys
 cases = json.load(open(sys.argv[1]))

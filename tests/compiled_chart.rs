@@ -109,3 +109,39 @@ fn mastodon_with_subcharts_toggled_from_8_threads() {
     let dir = shared.join("helm-corpus/charts/bitnami_charts__bitnami_mastodon");
     check("mastodon", load::load(&dir).expect("mastodon loads"));
 }
+
+/// A render reusing an earlier render's dependency processing must still fail where Helm's
+/// processing fails: `sub: null` from the user, where the parent's values have no `sub` table,
+/// is `type mismatch on sub` (issue 22), also after a render with `{}` was cached.
+#[test]
+fn a_cached_enablement_still_refuses_a_null_subchart_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("p");
+    let write = |rel: &str, text: &str| {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "Chart.yaml",
+        "apiVersion: v2\nname: p\nversion: 0.1.0\ndependencies:\n- name: sub\n",
+    );
+    write("templates/t.yaml", "{{ toJson .Values }}");
+    write(
+        "charts/sub/Chart.yaml",
+        "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+    );
+    write("charts/sub/values.yaml", "x: 1\n");
+    write("charts/sub/templates/s.yaml", "{{ toJson .Values }}");
+    let compiled = CompiledChart::new(load::load(&root).unwrap()).unwrap();
+    let json = |text: &str| Value::from_json(&serde_json::from_str(text).unwrap());
+    let opts = RenderOptions::default();
+    let first = compiled
+        .render(&json("{}"), &opts)
+        .expect("renders with no values");
+    assert_eq!(first["p/charts/sub/templates/s.yaml"], r#"{"global":{},"x":1}"#);
+    let err = compiled
+        .render(&json(r#"{"sub":null}"#), &opts)
+        .expect_err("Helm refuses a null subchart table");
+    assert_eq!(err.to_string(), "type mismatch on sub: %!t(<nil>)");
+}

@@ -148,7 +148,9 @@ fn pipeline_values(values_text: &str) -> Result<Value, String> {
     };
     let user = Value::empty_map();
     let processed = dependencies::process(&chart, &user).map_err(|e| e.to_string())?;
-    Ok(coalesce_values(&processed.tree, &user, false).into_values())
+    Ok(coalesce_values(&processed.tree, &user, false)
+        .map_err(|e| e.to_string())?
+        .into_values())
 }
 
 fn first_diff(kind: &str, want: &str, got: &str) -> String {

@@ -381,3 +381,135 @@ fn broken_releases_fail_precisely() {
         "{err}"
     );
 }
+
+/// A copy of an scs2 stage chart with its dependency in `charts/`, taken from the shared
+/// chart repositories (`helm dependency update` would fetch the same package); the
+/// requirement is pinned to the version the repository has.
+fn scs2_stage_with_dependency(
+    shared: &Path,
+    stage: &str,
+    package: &str,
+    pin: Option<(&str, &str)>,
+    into: &Path,
+) -> PathBuf {
+    let source = shared
+        .join("cluster-stacks-src/providers/openstack/scs2/cluster-addon")
+        .join(stage);
+    let dir = into.join(stage);
+    writable_copy(&source, &dir);
+    if let Some((from, to)) = pin {
+        let chart_yaml = dir.join("Chart.yaml");
+        let text = std::fs::read_to_string(&chart_yaml).unwrap();
+        assert!(text.contains(from), "{stage}/Chart.yaml pins {from}");
+        std::fs::write(&chart_yaml, text.replace(from, to)).unwrap();
+    }
+    std::fs::create_dir_all(dir.join("charts")).unwrap();
+    std::fs::copy(
+        shared.join("chart-repos").join(package),
+        dir.join("charts").join(Path::new(package).file_name().unwrap()),
+    )
+    .unwrap();
+    dir
+}
+
+/// scs2's `ccm` and `cni` stages (issue 22): both hold nulls that only matter once the stage
+/// has values for the subchart — `openstack-cloud-controller-manager.nodeSelector: null` in
+/// ccm's values, nulls in cilium's own `values.yaml`. Rendered with the stage's values (ccm's
+/// `overwrite.yaml` for the example Cluster; cni has none, so also with one harmless key for
+/// cilium) they must match Helm rendering the same copy with the same values.
+#[test]
+fn scs2_stages_with_values_render_like_helm() {
+    use capstan::chart::render::{RenderOptions, render};
+    use capstan::chart::{load, values};
+    use capstan::stack::values::compute_values_file;
+
+    let Some(shared) = shared::dir("scs2 stages vs helm") else {
+        return;
+    };
+    let Some(python) = stack::helm_python("scs2 stages vs helm") else {
+        return;
+    };
+    let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scs2-stages");
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).unwrap();
+    let ccm = scs2_stage_with_dependency(
+        &shared,
+        "ccm",
+        "cloud-provider-openstack/openstack-cloud-controller-manager-2.34.2.tgz",
+        None,
+        &scratch,
+    );
+    let cni = scs2_stage_with_dependency(
+        &shared,
+        "cni",
+        "cilium/cilium-1.17.4.tgz",
+        Some(("version: 1.18.9", "version: 1.17.4")),
+        &scratch,
+    );
+    let ccm_values = compute_values_file(&ccm.join("overwrite.yaml"), &example_objects())
+        .expect("ccm's overwrite.yaml renders for the example Cluster")
+        .text;
+    assert!(
+        ccm_values.contains("openstack-cloud-controller-manager"),
+        "{ccm_values}"
+    );
+    let cases: [(&str, &Path, Option<String>); 4] = [
+        ("ccm with the stage's values", &ccm, Some(ccm_values)),
+        ("ccm without values", &ccm, None),
+        ("cni without values", &cni, None),
+        (
+            "cni with a value for cilium",
+            &cni,
+            Some("cilium:\n  cluster:\n    name: harbor-east\n".into()),
+        ),
+    ];
+    let kube_version = "v1.34.7";
+    let mut requests = std::collections::BTreeMap::new();
+    let mut ours = std::collections::BTreeMap::new();
+    for (id, dir, text) in &cases {
+        let values_path = text.as_ref().map(|t| {
+            let path = scratch.join(format!("{}.values.yaml", id.replace(' ', "-")));
+            std::fs::write(&path, t).unwrap();
+            path
+        });
+        requests.insert(
+            id.to_string(),
+            serde_json::json!({
+                "chart": dir, "values": values_path, "name": "cluster-addon",
+                "namespace": "kube-system", "kube_version": kube_version, "stream": false,
+            }),
+        );
+        let user = match text {
+            Some(t) => values::parse(t, "values.yaml").unwrap(),
+            None => capstan::template::Value::empty_map(),
+        };
+        let chart = load::load(dir).unwrap();
+        let opts = RenderOptions {
+            release_name: "cluster-addon".into(),
+            namespace: "kube-system".into(),
+            kube_version: capstan::chart::objects::KubeVersion::parse(kube_version).unwrap(),
+            env: deterministic().env,
+            ..RenderOptions::default()
+        };
+        ours.insert(
+            id.to_string(),
+            render(&chart, &user, &opts).map_err(|e| e.to_string()),
+        );
+    }
+    let answers = stack::ask_helm(&shared, &python, &requests, &scratch).expect("the oracle runs");
+    let mut failures = Vec::new();
+    for (id, _, _) in &cases {
+        let verdict = match &ours[*id] {
+            Ok(rendered) => stack::verdict(&answers[*id], rendered, &None),
+            Err(e) => Some(format!("capstan failed: {e}")),
+        };
+        match verdict {
+            None => println!("{id}: identical"),
+            Some(why) => failures.push(format!("{id}: {why}")),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "scs2 stages that differ from Helm: {failures:#?}"
+    );
+}

@@ -6,6 +6,9 @@
 //! for byte. Cases listed in `testdata/template/known-failures/<area>.txt` may still differ:
 //! they are reported, not failed, so main stays green while the engine catches up.
 //!
+//! Besides the shared oracle's case fields, `tgz` (subchart directories packed as `.tgz`) and
+//! `set` (`--set` expressions over the values) of `scripts/lib/helm_oracle_batch_ext.py`.
+//!
 //! Filters: `VECTORS=area1,area2` (areas), `VECTOR=substring` (case names).
 //! `VECTORS_UPDATE_KNOWN=1` rewrites the known-failures lists of the areas that ran to exactly
 //! the cases that differ now (review the diff before committing it).
@@ -18,6 +21,7 @@ use std::path::{Path, PathBuf};
 use capstan::chart::load::load;
 use capstan::chart::objects::KubeVersion;
 use capstan::chart::render::{RenderOptions, render};
+use capstan::chart::strvals;
 use capstan::template::Value;
 use serde_json::Value as Json;
 
@@ -116,7 +120,72 @@ fn write_chart(case: &Json, dir: &Path) -> Result<(PathBuf, Value), String> {
         Some(v @ Json::Object(_)) => Value::from_json(v),
         _ => Value::empty_map(),
     };
+    for rel in case.get("tgz").and_then(Json::as_array).into_iter().flatten() {
+        pack(&root, rel.as_str().unwrap_or_default())?;
+    }
+    for expr in case.get("set").and_then(Json::as_array).into_iter().flatten() {
+        strvals::apply(
+            &user_values,
+            expr.as_str().unwrap_or_default(),
+            strvals::Typing::Typed,
+        )
+        .map_err(|e| e.to_string())?;
+    }
     Ok((root, user_values))
+}
+
+/// A case's `tgz` entry: the chart directory `rel` packed as `helm package` lays it out
+/// (`<dir>-<version>.tgz` beside it, entries under `<name>/`), the directory removed.
+fn pack(root: &Path, rel: &str) -> Result<(), String> {
+    let dir = root.join(rel);
+    let meta = std::fs::read_to_string(dir.join("Chart.yaml")).map_err(|e| e.to_string())?;
+    let field = |key: &str| {
+        meta.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(|v| v.trim().trim_matches('"').to_string())
+    };
+    let name = field("name:").ok_or("Chart.yaml without name")?;
+    let version = field("version:").unwrap_or_else(|| "0.1.0".into());
+    let base = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
+    let out = dir.with_file_name(format!("{base}-{version}.tgz"));
+    let file = std::fs::File::create(&out).map_err(|e| e.to_string())?;
+    let mut tar = tar::Builder::new(flate2::write::GzEncoder::new(
+        file,
+        flate2::Compression::default(),
+    ));
+    let mut files = Vec::new();
+    collect_files(&dir, &mut files)?;
+    files.sort();
+    for path in files {
+        let rel_path = path.strip_prefix(&dir).map_err(|e| e.to_string())?;
+        let data = std::fs::read(&path).map_err(|e| e.to_string())?;
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.append_data(&mut header, Path::new(&name).join(rel_path), &data[..])
+            .map_err(|e| e.to_string())?;
+    }
+    tar.into_inner()
+        .and_then(|gz| gz.finish())
+        .map_err(|e| e.to_string())?;
+    std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+    for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.is_dir() {
+            collect_files(&path, out)?;
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
 }
 
 fn options_for(case: &Json) -> Result<RenderOptions, String> {

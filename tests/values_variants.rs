@@ -54,17 +54,18 @@ fn helm_answers(
     python: &Path,
     shared: &Path,
     request: &BTreeMap<String, (PathBuf, PathBuf)>,
+    label: &str,
     run: usize,
 ) -> Result<BTreeMap<String, Answer>, String> {
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let cache = tmp.join(format!("helm-values-variants-{run}.json"));
+    let cache = tmp.join(format!("helm-{label}-{run}.json"));
     if let Ok(text) = std::fs::read_to_string(&cache)
         && let Ok(cached) = serde_json::from_str::<BTreeMap<String, Answer>>(&text)
         && request.keys().all(|k| cached.contains_key(k))
     {
         return Ok(cached);
     }
-    let request_file = tmp.join("helm-values-variants-request.json");
+    let request_file = tmp.join(format!("helm-{label}-request.json"));
     std::fs::write(
         &request_file,
         serde_json::to_string(request).map_err(|e| e.to_string())?,
@@ -146,16 +147,34 @@ fn values_variants_render_like_helm() {
     let entries = shared::corpus(&corpus);
     let request = variants(&corpus, &entries);
     let (answers, again) = match (
-        helm_answers(&python, &shared_dir, &request, 0),
-        helm_answers(&python, &shared_dir, &request, 1),
+        helm_answers(&python, &shared_dir, &request, "values-variants", 0),
+        helm_answers(&python, &shared_dir, &request, "values-variants", 1),
     ) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(why), _) | (_, Err(why)) => panic!("values variants: the oracle failed: {why}"),
     };
+    let identical = compare_all(&request, &answers, &again, &entries);
+    println!("values variants: {identical}/{} identical", request.len());
+    #[allow(clippy::absurd_extreme_comparisons)]
+    let regressed = identical < IDENTICAL_FLOOR;
+    assert!(
+        !regressed,
+        "values variants regressed: {identical} < {IDENTICAL_FLOOR}"
+    );
+}
+
+/// Compares capstan with Helm for every request; prints one line each; returns how many are
+/// identical.
+fn compare_all(
+    request: &BTreeMap<String, (PathBuf, PathBuf)>,
+    answers: &BTreeMap<String, Answer>,
+    again: &BTreeMap<String, Answer>,
+    entries: &[shared::CorpusEntry],
+) -> usize {
     let quiet_panics = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let mut identical = 0;
-    for (key, (chart, file)) in &request {
+    for (key, (chart, file)) in request {
         let id = key.split('/').next().unwrap_or_default();
         let mut nondeterministic = entries
             .iter()
@@ -184,11 +203,93 @@ fn values_variants_render_like_helm() {
         }
     }
     std::panic::set_hook(quiet_panics);
-    println!("values variants: {identical}/{} identical", request.len());
-    #[allow(clippy::absurd_extreme_comparisons)]
-    let regressed = identical < IDENTICAL_FLOOR;
+    identical
+}
+
+/// Variants where the user holds values for subcharts: the issue-22 class (nulls a chart
+/// writes for its subcharts, nulls in a subchart's own values) only shows then.
+const SUBCHART_KEY: &str = "capstanProbe";
+
+/// The user values giving every subchart (by the name its parent knows it by, nested ones
+/// too) one harmless key; `None` for a chart without subcharts.
+fn subchart_values(chart: &capstan::chart::Chart) -> Option<serde_json::Value> {
+    let mut out = serde_json::Map::new();
+    for sub in &chart.dependencies {
+        let mut names: Vec<String> = chart
+            .metadata
+            .dependencies
+            .iter()
+            .filter(|d| d.name == sub.name())
+            .map(|d| {
+                if d.alias.is_empty() {
+                    d.name.clone()
+                } else {
+                    d.alias.clone()
+                }
+            })
+            .collect();
+        if names.is_empty() {
+            names.push(sub.name().to_string());
+        }
+        let mut table = match subchart_values(sub) {
+            Some(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        table.insert(SUBCHART_KEY.into(), serde_json::Value::from("harmless"));
+        for name in names {
+            out.insert(name, serde_json::Value::Object(table.clone()));
+        }
+    }
+    (!out.is_empty()).then_some(serde_json::Value::Object(out))
+}
+
+/// Floor of the subchart variants known to be identical.
+const SUBCHART_IDENTICAL_FLOOR: usize = 66;
+
+#[test]
+fn corpus_charts_with_subchart_values_render_like_helm() {
+    let Some(shared_dir) = shared::dir("subchart values variants") else {
+        return;
+    };
+    let Some(python) = shared::oracle_python() else {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(
+            !ci,
+            "subchart values variants: the Helm oracle venv is missing (scripts/oracle-env.sh)"
+        );
+        println!("SKIPPED subchart values variants: no Helm oracle venv (run scripts/oracle-env.sh)");
+        return;
+    };
+    let corpus = shared_dir.join("helm-corpus");
+    let entries = shared::corpus(&corpus);
+    let values_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("subchart-values");
+    std::fs::create_dir_all(&values_dir).unwrap();
+    let mut request = BTreeMap::new();
+    for entry in &entries {
+        let dir = corpus.join("charts").join(&entry.id);
+        let Ok(chart) = load::load(&dir) else { continue };
+        let Some(user) = subchart_values(&chart) else {
+            continue;
+        };
+        let file = values_dir.join(format!("{}.yaml", entry.id.replace('/', "_")));
+        // JSON is YAML: Helm and capstan read the same file.
+        std::fs::write(&file, serde_json::to_string_pretty(&user).unwrap()).unwrap();
+        request.insert(format!("{}/subchart-values", entry.id), (dir, file));
+    }
+    let (answers, again) = match (
+        helm_answers(&python, &shared_dir, &request, "subchart-values", 0),
+        helm_answers(&python, &shared_dir, &request, "subchart-values", 1),
+    ) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(why), _) | (_, Err(why)) => panic!("subchart values variants: the oracle failed: {why}"),
+    };
+    let identical = compare_all(&request, &answers, &again, &entries);
+    println!(
+        "subchart values variants: {identical}/{} identical",
+        request.len()
+    );
     assert!(
-        !regressed,
-        "values variants regressed: {identical} < {IDENTICAL_FLOOR}"
+        identical >= SUBCHART_IDENTICAL_FLOOR,
+        "subchart values variants regressed: {identical} < {SUBCHART_IDENTICAL_FLOOR}"
     );
 }

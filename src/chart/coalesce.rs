@@ -1,16 +1,30 @@
-//! Coalescing values like Helm v4.2.3: user values over chart defaults, subchart values
-//! from the parent's table of the subchart's name, globals flowing down.
+//! Coalescing values like Helm v4.2.3: values coming from above (the user's at the root) over
+//! a chart's defaults, level by level, each subchart's values taken from its parent's table
+//! under the subchart's name (alias), globals flowing down.
 //!
-//! Nulls: a user null deletes the key (also a key only the defaults have); a null in a
-//! chart's defaults is dropped and never deletes anything (`merge` keeps nulls, for
-//! dependency processing).
+//! Two modes share one walk. *Coalesce* (rendering, and deciding conditions) treats nulls as
+//! deletions: a null coming from above deletes the key; a chart's table copied where nothing
+//! came from above loses every nested null (so defaults below survive); a chart's table for a
+//! subchart merged into a table that did come from above keeps its nulls, which then delete
+//! the subchart's defaults. *Merge* (dependency processing, which folds every chart's values
+//! over its subcharts' defaults) keeps every null.
+//!
+//! Maps are shared by reference where Helm's walk shares them (globals are copied one level
+//! deep), so a render sees the same values even where Helm's sharing shows through.
 
 use std::collections::BTreeMap;
 
 use crate::chart::Chart;
+use crate::go::fmt::sprintf;
 use crate::go::value::{Map, MapKind, Value};
 
 pub const GLOBAL_KEY: &str = "global";
+
+/// Values that cannot be coalesced: where a subchart needs a table, the values hold
+/// something else (`sub: null`, `sub: 1`). The message is Helm's.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct CoalesceError(pub String);
 
 /// A deep copy of a value tree (maps get new identities).
 pub fn deep_copy(v: &Value) -> Value {
@@ -44,17 +58,6 @@ pub fn new_table() -> Value {
     Value::map(BTreeMap::new())
 }
 
-/// `CoalesceValues`: the chart's defaults (recursively with its subcharts) under `user`.
-/// `defaults_of` gives a chart's own default values (already parsed).
-pub fn coalesce_values(chart: &ChartValues<'_>, user: &Value, merge: bool) -> Value {
-    let dest = match table(user) {
-        Some(_) => deep_copy(user),
-        None => new_table(),
-    };
-    coalesce(chart, &dest, "", merge);
-    dest
-}
-
 /// A chart together with its default values, as the coalescing walk needs it.
 pub struct ChartValues<'c> {
     pub chart: &'c Chart,
@@ -64,9 +67,27 @@ pub struct ChartValues<'c> {
     pub children: Vec<ChartValues<'c>>,
 }
 
-fn coalesce(chart: &ChartValues<'_>, dest: &Value, prefix: &str, merge: bool) {
-    coalesce_own(chart, dest, prefix, merge);
-    coalesce_deps(chart, dest, prefix, merge);
+/// Helm's `CoalesceValues` (`merge` false) and `MergeValues` (`merge` true): a copy of
+/// `incoming` with the chart tree's defaults coalesced under it.
+pub fn coalesce_values(
+    chart: &ChartValues<'_>,
+    incoming: &Value,
+    merge: bool,
+) -> Result<Value, CoalesceError> {
+    let dest = match table(incoming) {
+        Some(_) => deep_copy(incoming),
+        None => new_table(),
+    };
+    let Some(dest_map) = table(&dest) else {
+        return Ok(dest);
+    };
+    coalesce(chart, dest_map, "", merge)?;
+    Ok(dest)
+}
+
+fn coalesce(chart: &ChartValues<'_>, dest: &Map, prefix: &str, merge: bool) -> Result<(), CoalesceError> {
+    coalesce_own(chart, dest, merge);
+    coalesce_children(chart, dest, prefix, merge)
 }
 
 fn concat_prefix(a: &str, b: &str) -> String {
@@ -77,37 +98,48 @@ fn concat_prefix(a: &str, b: &str) -> String {
     }
 }
 
-fn coalesce_deps(chart: &ChartValues<'_>, dest: &Value, prefix: &str, merge: bool) {
-    let Some(dest_map) = table(dest) else { return };
+/// Each subchart's table in `dest` (made when missing) gets the parent's globals, then the
+/// subchart's own defaults and its subcharts.
+fn coalesce_children(
+    chart: &ChartValues<'_>,
+    dest: &Map,
+    prefix: &str,
+    merge: bool,
+) -> Result<(), CoalesceError> {
     for sub in &chart.children {
-        let existing = dest_map.get(&sub.name);
-        let sub_dest = match existing {
+        let sub_dest = match dest.get(&sub.name) {
             None => {
                 let t = new_table();
-                dest_map.insert(sub.name.clone(), t.clone());
+                dest.insert(sub.name.clone(), t.clone());
                 t
             }
             Some(v) if table(&v).is_some() => v,
-            // Helm errors with "type mismatch"; keep going without the subchart's values.
-            Some(_) => continue,
+            Some(other) => {
+                return Err(CoalesceError(sprintf(
+                    "type mismatch on %s: %t",
+                    &[Value::from(sub.name.as_str()), other],
+                )));
+            }
+        };
+        let Some(sub_map) = table(&sub_dest) else {
+            continue;
         };
         let sub_prefix = concat_prefix(prefix, &chart.chart.metadata.name);
-        coalesce_globals(&sub_dest, dest);
-        coalesce(sub, &sub_dest, &sub_prefix, merge);
+        coalesce_globals(sub_map, dest);
+        coalesce(sub, sub_map, &sub_prefix, merge)?;
     }
+    Ok(())
 }
 
-/// Copies the parent's globals into the subchart's, parent keys winning (top-down).
-fn coalesce_globals(dest: &Value, src: &Value) {
-    let (Some(dest_map), Some(src_map)) = (table(dest), table(src)) else {
-        return;
-    };
-    let dg = match dest_map.get(GLOBAL_KEY) {
+/// The parent's globals into the subchart's (parent keys winning). Tables are copied one
+/// level deep, as Helm does: deeper tables stay shared with the parent's globals.
+fn coalesce_globals(dest: &Map, src: &Map) {
+    let dg = match dest.get(GLOBAL_KEY) {
         None => new_table(),
         Some(v) if table(&v).is_some() => v,
         Some(_) => return,
     };
-    let sg = match src_map.get(GLOBAL_KEY) {
+    let sg = match src.get(GLOBAL_KEY) {
         None => new_table(),
         Some(v) if table(&v).is_some() => v,
         Some(_) => return,
@@ -116,15 +148,16 @@ fn coalesce_globals(dest: &Value, src: &Value) {
         return;
     };
     for (key, val) in sg_map.snapshot() {
-        if table(&val).is_some() {
-            let copy = deep_copy(&val);
+        if let Some(val_map) = table(&val) {
+            let copy = Value::Map(Map::new(val_map.kind, val_map.entries.borrow().clone()));
             match dg_map.get(&key) {
                 None => dg_map.insert(key, copy),
-                Some(dv) if table(&dv).is_some() => {
-                    coalesce_tables(&copy, &dv, true);
-                    dg_map.insert(key, copy);
+                Some(existing) => {
+                    if let (Some(copy_map), Some(existing_map)) = (table(&copy), table(&existing)) {
+                        coalesce_tables(copy_map, existing_map, true);
+                        dg_map.insert(key, copy);
+                    }
                 }
-                Some(_) => {}
             }
         } else if dg_map.get(&key).is_some_and(|dv| table(&dv).is_some()) {
             // A table in the destination is not replaced by a scalar.
@@ -132,79 +165,106 @@ fn coalesce_globals(dest: &Value, src: &Value) {
             dg_map.insert(key, val);
         }
     }
-    dest_map.insert(GLOBAL_KEY, dg);
+    dest.insert(GLOBAL_KEY, dg);
 }
 
-/// Merges a chart's own defaults into `dest` (user values win).
-fn coalesce_own(chart: &ChartValues<'_>, dest: &Value, _prefix: &str, merge: bool) {
-    let Some(dest_map) = table(dest) else { return };
-    let defaults = if merge {
-        deep_copy(&chart.defaults)
-    } else {
-        without_nils(&chart.defaults)
-    };
+/// A chart's own defaults into `dest`, where what came from above wins.
+fn coalesce_own(chart: &ChartValues<'_>, dest: &Map, merge: bool) {
+    let defaults = deep_copy(&chart.defaults);
     let Some(defaults_map) = table(&defaults) else {
         return;
     };
     for (key, val) in defaults_map.snapshot() {
-        match dest_map.get(&key) {
+        match dest.get(&key) {
             Some(Value::Nil) if !merge => {
-                dest_map.entries.borrow_mut().remove(&key);
+                dest.entries.borrow_mut().remove(&key);
             }
-            Some(value) => {
-                if let (Some(_), Some(_)) = (table(&value), table(&val)) {
-                    let is_child = chart.children.iter().any(|c| c.name == key);
-                    coalesce_tables(&value, &val, merge || is_child);
+            Some(incoming) => {
+                let (Some(incoming_map), Some(val_map)) = (table(&incoming), table(&val)) else {
+                    // A scalar or list from above wins; so does a table over a chart's scalar.
+                    continue;
+                };
+                // A chart's table for one of its subcharts keeps its nulls: they are meant
+                // to delete the subchart's defaults.
+                let keep_nulls = merge || chart.children.iter().any(|c| c.name == key);
+                if !keep_nulls {
+                    clean_nils(val_map);
                 }
+                coalesce_tables(incoming_map, val_map, keep_nulls);
             }
-            None => dest_map.insert(key, val),
+            None => {
+                if !merge {
+                    if val.is_nil() {
+                        continue;
+                    }
+                    if let Some(val_map) = table(&val) {
+                        clean_nils(val_map);
+                    }
+                }
+                dest.insert(key, val);
+            }
         }
     }
 }
 
-/// Go's `coalesceTablesFullKey`: fills `dst` from `src`; `dst` wins.
-pub fn coalesce_tables(dst: &Value, src: &Value, merge: bool) {
-    let (Some(dst_map), Some(src_map)) = (table(dst), table(src)) else {
-        return;
-    };
-    for (key, val) in src_map.snapshot() {
-        match dst_map.get(&key) {
-            // A user null deletes a key only where the defaults had a value; a null for a
-            // key the defaults lack stays (verified: `{a: {x: null}}` over `a: {kk: 1}`
-            // renders `{"a":{"kk":1,"x":null}}`).
-            Some(Value::Nil) if !merge && !val.is_nil() => {
-                dst_map.entries.borrow_mut().remove(&key);
+/// Helm's table coalescing: fills `dst` from `src`, `dst` winning. A null in `dst` deletes
+/// the key when not merging and `src` had a value there; otherwise it stays. `src` is
+/// changed too (it takes `dst`'s nulls), as in Helm, where that shows through shared maps.
+fn coalesce_tables(dst: &Map, src: &Map, merge: bool) {
+    let src_had_value: Vec<String> = src
+        .entries
+        .borrow()
+        .iter()
+        .filter(|(_, v)| !v.is_nil())
+        .map(|(k, _)| k.clone())
+        .collect();
+    for (key, val) in dst.snapshot() {
+        if val.is_nil() {
+            src.insert(key, Value::Nil);
+        }
+    }
+    for (key, val) in src.snapshot() {
+        match dst.get(&key) {
+            Some(Value::Nil) if !merge && src_had_value.contains(&key) => {
+                dst.entries.borrow_mut().remove(&key);
             }
-            Some(Value::Nil) => {}
-            None => dst_map.insert(key, val),
+            None => dst.insert(key, val),
             Some(dv) => {
-                if table(&val).is_some() && table(&dv).is_some() {
-                    coalesce_tables(&dv, &val, merge);
+                if let (Some(val_map), Some(dv_map)) = (table(&val), table(&dv)) {
+                    coalesce_tables(dv_map, val_map, merge);
                 }
+                // Otherwise `dst` keeps what it has (a table is never replaced by a
+                // non-table, nor the other way round).
             }
         }
     }
 }
 
-/// A deep copy without null entries in maps (Helm cleans nulls out of chart defaults).
-pub fn without_nils(v: &Value) -> Value {
-    match v {
-        Value::Map(m) => Value::Map(Map::new(
-            m.kind,
-            m.entries
-                .borrow()
-                .iter()
-                .filter(|(_, v)| !v.is_nil())
-                .map(|(k, v)| (k.clone(), without_nils(v)))
-                .collect(),
-        )),
-        other => deep_copy(other),
+/// Removes every null from a table and the tables inside it (not inside lists).
+fn clean_nils(m: &Map) {
+    let mut entries = m.entries.borrow_mut();
+    entries.retain(|_, v| !v.is_nil());
+    for v in entries.values() {
+        if let Some(sub) = table(v) {
+            clean_nils(sub);
+        }
     }
 }
 
-/// `MergeTables`/`CoalesceTables` for import-values: `dst` wins, nulls kept (merge).
+/// A deep copy without null entries in maps.
+pub fn without_nils(v: &Value) -> Value {
+    let copy = deep_copy(v);
+    if let Some(m) = table(&copy) {
+        clean_nils(m);
+    }
+    copy
+}
+
+/// Helm's `MergeTables`: `src` fills `dst`, `dst` wins, nulls kept.
 pub fn merge_tables(dst: &Value, src: &Value) {
-    coalesce_tables(dst, src, true);
+    if let (Some(dst_map), Some(src_map)) = (table(dst), table(src)) {
+        coalesce_tables(dst_map, src_map, true);
+    }
 }
 
 /// A value at a dotted path (`a.b.c`), like Helm's `Values.PathValue`.
@@ -222,14 +282,69 @@ pub fn path_table(values: &Value, path: &str) -> Option<Value> {
     path_value(values, path).filter(|v| table(v).is_some())
 }
 
-/// Go's `pathToMap`: `a.b` and `v` → `{a: {b: v}}`; "." → `v` itself.
+/// Go's `pathToMap`: `a.b` and `v` → `{a: {b: v}}`; "." → `v` itself. Every segment counts,
+/// empty ones too (`a..b`).
 pub fn path_to_map(path: &str, v: Value) -> Value {
     if path == "." {
         return v;
     }
     let mut result = v;
-    for part in path.split('.').filter(|p| !p.is_empty()).rev() {
+    for part in path.split('.').rev() {
         result = Value::map(BTreeMap::from([(part.to_string(), result)]));
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(text: &str) -> Value {
+        Value::from_json(&serde_json::from_str(text).expect("valid JSON"))
+    }
+
+    fn to_json(v: &Value) -> String {
+        crate::encoding::json::marshal(v).expect("encodable")
+    }
+
+    /// `coalesce_tables` as a table of (dst, src, merge) → dst afterwards.
+    #[test]
+    fn table_coalescing_follows_helms_null_rules() {
+        let cases = [
+            // dst wins; src fills.
+            (r#"{"a":1}"#, r#"{"a":2,"b":3}"#, false, r#"{"a":1,"b":3}"#),
+            // A null from above deletes a key src holds; it stays where src has none.
+            (r#"{"a":null,"c":null}"#, r#"{"a":2}"#, false, r#"{"c":null}"#),
+            // Merging keeps nulls.
+            (r#"{"a":null}"#, r#"{"a":2}"#, true, r#"{"a":null}"#),
+            // A null in src is copied where dst lacks the key.
+            (r#"{}"#, r#"{"a":null}"#, false, r#"{"a":null}"#),
+            // Tables merge; a table is not replaced by a scalar nor a scalar by a table.
+            (
+                r#"{"t":{"x":1},"s":1}"#,
+                r#"{"t":{"y":2},"s":{"z":1}}"#,
+                false,
+                r#"{"s":1,"t":{"x":1,"y":2}}"#,
+            ),
+            (r#"{"t":{"x":1}}"#, r#"{"t":5}"#, false, r#"{"t":{"x":1}}"#),
+        ];
+        for (dst, src, merge, want) in cases {
+            let d = json(dst);
+            let s = json(src);
+            coalesce_tables(table(&d).unwrap(), table(&s).unwrap(), merge);
+            assert_eq!(to_json(&d), want, "{dst} <- {src} (merge {merge})");
+        }
+    }
+
+    #[test]
+    fn nulls_are_cleaned_from_nested_tables_but_not_lists() {
+        let v = json(r#"{"a":null,"b":{"c":null,"d":[null]}}"#);
+        assert_eq!(to_json(&without_nils(&v)), r#"{"b":{"d":[null]}}"#);
+    }
+
+    #[test]
+    fn path_to_map_keeps_empty_segments() {
+        assert_eq!(to_json(&path_to_map("a..b", json("1"))), r#"{"a":{"":{"b":1}}}"#);
+        assert_eq!(to_json(&path_to_map(".", json("1"))), "1");
+    }
 }

@@ -1,7 +1,8 @@
 //! Reusing dependency processing between renders of a compiled chart.
 //!
 //! Which subcharts a render enables depends on the user's values only through a few paths:
-//! each dependency's `condition` paths, `tags` and `global`. The rest of dependency
+//! each dependency's `condition` paths, `tags` and `global`; whether it fails (`type mismatch`)
+//! on the shape of the values at each subchart's path (a table or not). The rest of dependency
 //! processing — aliases, `import-values`, the defaults of every chart — depends only on the
 //! chart and that enablement. So a [`Processed`] tree, frozen, serves every later render whose
 //! user values agree with it on those paths ([`Probes::key`]).
@@ -18,7 +19,10 @@ use crate::go::value::frozen::Frozen;
 /// The paths of user values that can change which subcharts are enabled.
 #[derive(Debug, Clone)]
 pub struct Probes {
+    /// Paths whose value counts whole.
     paths: Vec<Vec<String>>,
+    /// Paths (of subcharts) where only "a table" or the value that is not one counts.
+    shapes: Vec<Vec<String>>,
 }
 
 /// The user values at the probes: renders with equal keys enable the same subcharts.
@@ -30,10 +34,13 @@ impl Probes {
     /// (as dependency processing resolves them: prefixed with the parent's alias path).
     pub fn of(chart: &Chart) -> Probes {
         let mut paths = vec![vec!["tags".to_string()], vec![GLOBAL_KEY.to_string()]];
-        collect_conditions(chart, &[], &mut paths);
+        let mut shapes = Vec::new();
+        collect_conditions(chart, &[], &mut paths, &mut shapes);
         paths.sort();
         paths.dedup();
-        Probes { paths }
+        shapes.sort();
+        shapes.dedup();
+        Probes { paths, shapes }
     }
 
     /// The user values at each probe and at each prefix of it. A table on the way only
@@ -42,11 +49,16 @@ impl Probes {
     /// frozen (never from values files).
     pub fn key(&self, user: &Value) -> Option<Key> {
         let mut parts = Vec::new();
-        for path in &self.paths {
+        let probes = self
+            .paths
+            .iter()
+            .map(|p| (p, true))
+            .chain(self.shapes.iter().map(|p| (p, false)));
+        for (path, whole) in probes {
             let mut current = Some(user.clone());
             for (depth, part) in path.iter().enumerate() {
                 let next = current.as_ref().and_then(|v| table(v)).and_then(|m| m.get(part));
-                let last = depth + 1 == path.len();
+                let last = whole && depth + 1 == path.len();
                 parts.push(match &next {
                     None => None,
                     Some(v) if !last && table(v).is_some() => Some(Frozen::Bool(true)),
@@ -59,7 +71,12 @@ impl Probes {
     }
 }
 
-fn collect_conditions(chart: &Chart, prefix: &[String], out: &mut Vec<Vec<String>>) {
+fn collect_conditions(
+    chart: &Chart,
+    prefix: &[String],
+    out: &mut Vec<Vec<String>>,
+    shapes: &mut Vec<Vec<String>>,
+) {
     for dep in &chart.metadata.dependencies {
         for cond in dep.condition.trim().split(',').filter(|c| !c.is_empty()) {
             let mut path = prefix.to_vec();
@@ -80,7 +97,8 @@ fn collect_conditions(chart: &Chart, prefix: &[String], out: &mut Vec<Vec<String
         for name in names.collect::<Vec<_>>() {
             let mut sub_prefix = prefix.to_vec();
             sub_prefix.push(name);
-            collect_conditions(sub, &sub_prefix, out);
+            shapes.push(sub_prefix.clone());
+            collect_conditions(sub, &sub_prefix, out, shapes);
         }
     }
 }

@@ -58,6 +58,12 @@ impl Default for RenderOptions {
 pub enum RenderError {
     #[error(transparent)]
     Values(#[from] values::ValuesError),
+    /// Dependency processing failed (a values file, or values that cannot be coalesced).
+    #[error(transparent)]
+    Dependencies(#[from] dependencies::ProcessError),
+    /// The values cannot be coalesced (`type mismatch on sub`).
+    #[error(transparent)]
+    Coalesce(#[from] crate::chart::coalesce::CoalesceError),
     /// The values do not satisfy a `values.schema.json`.
     #[error(transparent)]
     Schema(#[from] schema::SchemaError),
@@ -161,7 +167,7 @@ pub fn render_with(
         Some(cache) => cache.process(chart, user_values)?,
         None => dependencies::process(chart, user_values)?,
     };
-    let values = coalesce_values(&processed.tree, user_values, false).into_values();
+    let values = coalesce_values(&processed.tree, user_values, false)?.into_values();
     schema::validate(&processed.tree, &values)?;
     if opts.check_kube_version {
         checks::check_kube_version(chart, &opts.kube_version)?;
@@ -205,7 +211,7 @@ pub fn render_with(
 pub fn prepare(chart: &Chart, user_values: &Value, cache: &RenderCache) -> Result<(), RenderError> {
     let opts = RenderOptions::default();
     let processed = cache.process(chart, user_values)?;
-    let values = coalesce_values(&processed.tree, user_values, false).into_values();
+    let values = coalesce_values(&processed.tree, user_values, false)?.into_values();
     let renderables = renderables(chart, &processed, &values, &opts);
     let order = helm_order(renderables.keys());
     template_set(&renderables, &order, &opts, Some(cache)).map(drop)

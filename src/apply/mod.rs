@@ -7,6 +7,7 @@
 //! - [`discovery`]: kind → resource and scope, cached per group-version.
 //! - [`order`]: apply waves (Namespaces, CRDs, Helm's install order, custom resources).
 //! - [`ssa`]: the body sent (namespace, ownership marks, hash), the request and its retries.
+//! - [`compare`]: whether a live object holds the desired one, through the server's normalisations.
 //! - [`status`]: the serializable per-object result.
 //! - [`inventory`]: what an owner applied, and pruning what left the set.
 //! - [`diff`]: drift as unified diffs from server-side dry runs.
@@ -23,6 +24,7 @@
 
 pub mod applier;
 pub mod client;
+pub mod compare;
 pub mod diff;
 pub mod discovery;
 pub mod health;

@@ -92,10 +92,28 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("Error: {err:#}");
+            eprintln!("Error: {}", error_text(&err));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes joined by `: `, each said once: a cause whose text an earlier
+/// message already holds (libraries often print their source inside their own message) is
+/// left out.
+pub fn error_text(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let part = cause.to_string();
+        if part.is_empty() || text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
 }
 
 fn init_tracing(format: LogFormat, default_level: &str) {
@@ -112,4 +130,22 @@ fn init_tracing(format: LogFormat, default_level: &str) {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_text;
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let err = anyhow::anyhow!("failed to determine current context")
+            .context("kubeconfig: (failed to determine current context)")
+            .context("no cluster configured");
+        assert_eq!(
+            error_text(&err),
+            "no cluster configured: kubeconfig: (failed to determine current context)"
+        );
+        let err = anyhow::anyhow!("root").context("middle").context("top");
+        assert_eq!(error_text(&err), "top: middle: root");
+    }
 }

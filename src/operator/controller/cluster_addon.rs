@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 use super::cluster_stack_release::{StackLookup, compiled_release, find_stack};
 use super::progress::WAIT;
 use super::{Error, backoff, now, object_ref, owner_reference};
-use crate::apply::{Applier, ApplyOptions, InventoryRef, parse_stream};
+use crate::apply::{Applier, ApplyOptions, InventoryRef, PruneScope, parse_stream};
 use crate::operator::addon::condition::{self, Verdict};
 use crate::operator::addon::workload::{self, Workload};
 use crate::operator::api::conditions::Condition;
@@ -751,6 +751,8 @@ async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
                 namespace: ADDON_NAMESPACE.into(),
                 inventory: Some(inventory),
                 prune: true,
+                // The cleanup: everything goes on purpose.
+                prune_scope: PruneScope::Any,
                 ..ApplyOptions::default()
             };
             let report = applier.apply(&[], &options).await.map_err(|e| Error::Step {

@@ -134,7 +134,7 @@ fn init_tracing(format: LogFormat, default_level: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::error_text;
+    use crate::cli::error_text;
 
     #[test]
     fn each_cause_is_said_once() {

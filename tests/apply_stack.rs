@@ -263,7 +263,17 @@ async fn prune_spares_crds_and_what_others_own(applier: &Applier, cluster: &Test
     .await
     .expect("take over");
 
-    let report = applier.apply(&[], &opts).await.expect("prune all");
+    // An empty set prunes only when asked to (the default guard refuses it).
+    let refused = applier.apply(&[], &opts).await;
+    assert!(
+        matches!(refused, Err(capstan::apply::Error::Refused(_))),
+        "an empty set pruned without being asked"
+    );
+    let everything = capstan::apply::ApplyOptions {
+        prune_scope: capstan::apply::PruneScope::Any,
+        ..opts.clone()
+    };
+    let report = applier.apply(&[], &everything).await.expect("prune all");
     let got = outcome(&report);
     assert_eq!(
         got.get("ConfigMap/stays-ours"),
@@ -295,7 +305,7 @@ async fn prune_spares_crds_and_what_others_own(applier: &Applier, cluster: &Test
     // Asked to, the CRD goes too (it stayed in the inventory).
     let with_crds = capstan::apply::ApplyOptions {
         prune_crds: true,
-        ..opts
+        ..everything
     };
     let report = applier.apply(&[], &with_crds).await.expect("prune CRDs");
     assert_eq!(

@@ -216,6 +216,32 @@ async fn addons_follow_the_cluster_class() {
         },
     )
     .await;
+    // Idle drift passes sent nothing (issue 21): the only correction is the deleted object.
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(env.client(), NS);
+    let drift_notes = || async {
+        events
+            .list(&Default::default())
+            .await
+            .expect("list events")
+            .items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("DriftCorrected"))
+            .map(|e| e.note.unwrap_or_default())
+            .collect::<Vec<String>>()
+    };
+    let notes = eventually(
+        "the DriftCorrected Event of the restored object",
+        Duration::from_secs(30),
+        &operator,
+        || async { Some(drift_notes().await).filter(|n| !n.is_empty()) },
+    )
+    .await;
+    assert!(
+        notes
+            .iter()
+            .all(|n| n == "restored 1 drifted object(s): Deployment.apps/kube-system/metrics-server"),
+        "drift corrections of objects nobody changed: {notes:?}"
+    );
 
     // The ClusterAddon alone is deleted: its objects leave the workload cluster first, then
     // the Cluster controller makes a new ClusterAddon (no change of the Cluster needed), which

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::diff::{self, ObjectDiff};
 use super::discovery::{Discovery, DiscoveryError, ResourceInfo};
+use super::guard::{self, PruneScope, Refusal};
 use super::health::{self, Readiness};
 use super::inventory::{self, Entry, InventoryError, InventoryRef};
 use super::object::DesiredObject;
@@ -33,6 +34,8 @@ pub enum Error {
     PruneWithoutInventory,
     #[error(transparent)]
     Inventory(#[from] InventoryError),
+    #[error(transparent)]
+    Refused(#[from] Refusal),
 }
 
 /// How an apply runs. [`ApplyOptions::default`] is capstan's default: field manager
@@ -60,6 +63,9 @@ pub struct ApplyOptions {
     /// Decide by server-side dry run instead of the applied hash whether an object drifted,
     /// and send only drifted objects.
     pub only_drifted: bool,
+    /// How far pruning may empty the inventory (see [`guard`]); by default an empty desired
+    /// set never prunes a non-empty inventory.
+    pub prune_scope: PruneScope,
     pub retry: Retry,
 }
 
@@ -77,6 +83,7 @@ impl Default for ApplyOptions {
             wait: None,
             crd_timeout: Duration::from_secs(60),
             only_drifted: false,
+            prune_scope: PruneScope::default(),
             retry: Retry::default(),
         }
     }
@@ -189,6 +196,9 @@ impl Applier {
                 .unwrap_or_default(),
             None => Vec::new(),
         };
+        if let Some(inv) = opts.inventory.as_ref().filter(|_| opts.prune) {
+            guard::check_prune(opts.prune_scope, &inv.id(), objects, &opts.namespace, &old)?;
+        }
         let old_keys: HashSet<ObjectKey> = old.iter().map(|e| e.key.clone()).collect();
         // Kinds this apply defines through CRDs: their discovery may lag their establishment.
         let mut crd_kinds = crd_kinds(objects);
@@ -804,7 +814,9 @@ impl Applier {
             message,
             last_applied_hash: entry.hash.clone(),
         };
-        let gone = || PruneOutcome::Done(result(SyncStatus::Pruned, Action::Pruned, "already gone".into()));
+        // Not counted as pruned: this apply deleted nothing (a crashed apply may have listed
+        // objects it never created).
+        let gone = || PruneOutcome::Done(result(SyncStatus::Pruned, Action::None, "already gone".into()));
         let prune_failed =
             |msg: String| PruneOutcome::Keep(result(SyncStatus::PruneFailed, Action::None, msg));
         if order::is_crd(&key.group, &key.kind) && !opts.prune_crds {

@@ -66,6 +66,46 @@ pub fn normalize(obj: &Value) -> Value {
     v
 }
 
+/// The fields of a Secret whose values are secret.
+const SECRET_FIELDS: &[&str] = &["data", "stringData"];
+/// What a secret value is printed as.
+const MASK: &str = "***";
+
+/// Replaces a Secret's values in `data` and `stringData` (as `kubectl diff` does): `***` on
+/// both sides when a value is the same, `*** (before)` and `*** (after)` when it changed, so
+/// the diff still shows which keys changed, were added or were removed, but never a value.
+pub fn mask_secret(mut before: Option<&mut Value>, after: &mut Value) {
+    for field in SECRET_FIELDS {
+        let old = before
+            .as_deref()
+            .and_then(|b| b.get(*field))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let new = after
+            .get(*field)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let mask = |value: &mut Value, other: Option<&Value>, side: &str| {
+            *value = match other {
+                Some(o) if o != value => Value::String(format!("{MASK} ({side})")),
+                _ => Value::String(MASK.into()),
+            };
+        };
+        if let Some(Value::Object(map)) = before.as_deref_mut().and_then(|b| b.get_mut(*field)) {
+            for (k, v) in map.iter_mut() {
+                mask(v, new.get(k), "before");
+            }
+        }
+        if let Some(Value::Object(map)) = after.get_mut(*field) {
+            for (k, v) in map.iter_mut() {
+                mask(v, old.get(k), "after");
+            }
+        }
+    }
+}
+
 /// YAML text of an object (keys sorted, as `kubectl get -o yaml` prints).
 pub fn to_yaml(obj: &Value) -> String {
     yaml_emit::marshal(&GoValue::from_json(obj))
@@ -75,8 +115,11 @@ pub fn to_yaml(obj: &Value) -> String {
 /// The unified diff from `live` (absent: an empty file) to `desired`, both normalized;
 /// empty when they are equal.
 pub fn unified(key: &ObjectKey, live: Option<&Value>, desired: &Value) -> String {
-    let before = live.map(normalize);
-    let after = normalize(desired);
+    let mut before = live.map(normalize);
+    let mut after = normalize(desired);
+    if key.group.is_empty() && key.kind == "Secret" {
+        mask_secret(before.as_mut(), &mut after);
+    }
     if before.as_ref() == Some(&after) {
         return String::new();
     }
@@ -117,6 +160,39 @@ mod tests {
             "metadata": {"name": "c", "uid": "1", "resourceVersion": "6", "annotations": {HASH_ANNOTATION: "b"}},
             "data": {"k": "v"}});
         assert_eq!(unified(&key(), Some(&live), &desired), "");
+    }
+
+    #[test]
+    fn secret_values_are_masked() {
+        let secret = |data: Value| {
+            let mut k = key();
+            k.kind = "Secret".into();
+            (
+                k,
+                json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "c"}, "data": data}),
+            )
+        };
+        let (k, live) = secret(json!({"same": "c2FtZQ==", "changed": "b2xk", "gone": "Z29uZQ=="}));
+        let (_, desired) = secret(json!({"same": "c2FtZQ==", "changed": "bmV3", "added": "YWRkZWQ="}));
+        let d = unified(&k, Some(&live), &desired);
+        for value in ["c2FtZQ==", "b2xk", "bmV3", "Z29uZQ==", "YWRkZWQ="] {
+            assert!(!d.contains(value), "{value} shown:\n{d}");
+        }
+        assert!(d.contains("-  changed: '*** (before)'\n"), "{d}");
+        assert!(d.contains("+  changed: '*** (after)'\n"), "{d}");
+        assert!(d.contains("-  gone: '***'\n"), "{d}");
+        assert!(d.contains("+  added: '***'\n"), "{d}");
+        assert!(d.contains("   same: '***'\n"), "{d}");
+        // stringData too, also when the object is new.
+        let (_, mut desired) = secret(json!({}));
+        desired["stringData"] = json!({"password": "hunter2"});
+        let d = unified(&k, None, &desired);
+        assert!(
+            !d.contains("hunter2") && d.contains("+  password: '***'\n"),
+            "{d}"
+        );
+        // Unchanged values: no diff at all.
+        assert_eq!(unified(&k, Some(&live), &live), "");
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! - [`discovery`]: kind → resource and scope, cached per group-version.
 //! - [`order`]: apply waves (Namespaces, CRDs, Helm's install order, custom resources).
 //! - [`ssa`]: the body sent (namespace, ownership marks, hash), the request and its retries.
+//! - [`compare`]: whether a live object holds the desired one, through the server's normalisations.
 //! - [`status`]: the serializable per-object result.
+//! - [`guard`]: refusals of an empty input and of a prune that would empty an inventory.
 //! - [`inventory`]: what an owner applied, and pruning what left the set.
 //! - [`diff`]: drift as unified diffs from server-side dry runs.
 //! - [`health`]: readiness per kind.
@@ -23,8 +25,10 @@
 
 pub mod applier;
 pub mod client;
+pub mod compare;
 pub mod diff;
 pub mod discovery;
+pub mod guard;
 pub mod health;
 pub mod inventory;
 pub mod object;
@@ -34,6 +38,7 @@ pub mod status;
 
 pub use applier::{Applier, ApplyOptions, ApplyReport, Error, Progress};
 pub use diff::ObjectDiff;
+pub use guard::{PruneScope, Refusal};
 pub use inventory::InventoryRef;
 pub use object::{DesiredObject, Origin, ParseError, parse_stream};
 pub use ssa::Retry;

@@ -9,6 +9,7 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::compare;
 use super::discovery::ResourceInfo;
 use super::object::DesiredObject;
 use super::status::ObjectKey;
@@ -198,44 +199,15 @@ fn hex(bytes: &[u8]) -> String {
 /// Whether `live` already is what applying `p` would give: it carries `p`'s hash (so no
 /// field capstan applied before has been dropped from the desired object since) and every
 /// field of the desired body has the same value in it (so nobody changed one out of band).
-/// Fields only the server or others set do not matter. A `false` is always safe: the object
-/// is then applied, and the server decides.
+/// Fields only the server or others set do not matter, nor what the server normalises
+/// (see [`compare`]). A `false` is always safe: the object is then applied, and the server
+/// decides.
 pub fn live_matches(p: &Prepared, live: &Value) -> bool {
     let hash = live
         .pointer("/metadata/annotations")
         .and_then(|a| a.get(HASH_ANNOTATION))
         .and_then(Value::as_str);
-    hash == Some(p.hash.as_str()) && contained(&p.body, live)
-}
-
-/// `desired ⊆ live`: objects field by field, lists element by element (same length),
-/// scalars equal (numbers by value); a zero value (`null`, `[]`, `{}`, `false`, `0`, `""`) in
-/// desired matches a missing or `null` field (the server drops empty fields of built-in
-/// types, `omitempty`).
-fn contained(desired: &Value, live: &Value) -> bool {
-    match (desired, live) {
-        (d, Value::Null) => is_empty(d),
-        (Value::Object(d), Value::Object(l)) => d.iter().all(|(k, dv)| match l.get(k) {
-            Some(lv) => contained(dv, lv),
-            None => is_empty(dv),
-        }),
-        (Value::Array(d), Value::Array(l)) => {
-            d.len() == l.len() && d.iter().zip(l).all(|(a, b)| contained(a, b))
-        }
-        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
-        (a, b) => a == b,
-    }
-}
-
-fn is_empty(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(o) => o.is_empty(),
-    }
+    hash == Some(p.hash.as_str()) && compare::holds(&p.key.group, &p.key.kind, &p.body, live)
 }
 
 /// How requests are sent.

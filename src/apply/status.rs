@@ -111,7 +111,9 @@ impl ObjectResult {
         match self.status {
             SyncStatus::Failed => format!("{} failed: {}", self.key, self.message),
             SyncStatus::PruneFailed => format!("{} prune failed: {}", self.key, self.message),
-            SyncStatus::Pruned => format!("{} pruned", self.key),
+            SyncStatus::Pruned if self.action == Action::Pruned => format!("{} pruned", self.key),
+            // Left the set, but was gone before the prune came to it.
+            SyncStatus::Pruned => format!("{} {}", self.key, self.message),
             SyncStatus::Synced if self.message.is_empty() => {
                 format!("{} {}", self.key, self.action.as_str())
             }
@@ -127,7 +129,11 @@ pub struct Summary {
     pub created: usize,
     pub configured: usize,
     pub unchanged: usize,
+    /// Objects deleted by this apply (not those found already gone).
     pub pruned: usize,
+    /// Objects of the inventory that left the set and were gone before the prune.
+    #[serde(default)]
+    pub already_gone: usize,
     pub failed: usize,
     /// Server-side apply requests sent (retries included; dry runs of a diff excluded).
     pub apply_requests: usize,
@@ -142,7 +148,8 @@ impl Summary {
         for r in results {
             match (r.status, r.action) {
                 (SyncStatus::Failed | SyncStatus::PruneFailed, _) => s.failed += 1,
-                (SyncStatus::Pruned, _) => s.pruned += 1,
+                (SyncStatus::Pruned, Action::Pruned) => s.pruned += 1,
+                (SyncStatus::Pruned, _) => s.already_gone += 1,
                 (SyncStatus::Synced, Action::Created) => s.created += 1,
                 (SyncStatus::Synced, Action::Configured) => s.configured += 1,
                 (SyncStatus::Synced, _) => s.unchanged += 1,
@@ -158,7 +165,11 @@ impl fmt::Display for Summary {
             f,
             "{} created, {} configured, {} unchanged, {} pruned, {} failed",
             self.created, self.configured, self.unchanged, self.pruned, self.failed
-        )
+        )?;
+        if self.already_gone > 0 {
+            write!(f, " ({} already gone)", self.already_gone)?;
+        }
+        Ok(())
     }
 }
 
@@ -194,6 +205,27 @@ mod tests {
         assert_eq!(
             a.to_string(),
             "KubeadmControlPlaneTemplate.controlplane.cluster.x-k8s.io/ns/x"
+        );
+    }
+
+    #[test]
+    fn only_deletions_count_as_pruned() {
+        let result = |action: Action, message: &str| ObjectResult {
+            key: key("", "ConfigMap", Some("ns"), "c"),
+            status: SyncStatus::Pruned,
+            action,
+            message: message.into(),
+            last_applied_hash: None,
+        };
+        let deleted = result(Action::Pruned, "");
+        let gone = result(Action::None, "already gone");
+        assert_eq!(deleted.line(), "ConfigMap/ns/c pruned");
+        assert_eq!(gone.line(), "ConfigMap/ns/c already gone");
+        let s = Summary::of(&[deleted, gone.clone(), gone], 0);
+        assert_eq!((s.pruned, s.already_gone), (1, 2));
+        assert_eq!(
+            s.to_string(),
+            "0 created, 0 configured, 0 unchanged, 1 pruned, 0 failed (2 already gone)"
         );
     }
 

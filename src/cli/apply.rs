@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::bail;
 
 use super::kube::{KubeArgs, connect, load_objects, parse_duration, runtime};
+use crate::apply::guard::{PruneScope, check_input};
 use crate::apply::{ApplyOptions, ObjectResult};
 
 /// Arguments of `capstan apply`.
@@ -21,6 +22,11 @@ pub struct Args {
     /// Delete objects of the inventory that are no longer in the manifests (needs --inventory).
     #[arg(long)]
     prune: bool,
+
+    /// Accept an empty input, and let --prune delete everything the inventory holds (without
+    /// it both are refused: an empty input is more often a failed command than a wish).
+    #[arg(long)]
+    allow_empty: bool,
 
     /// Also prune CustomResourceDefinitions (deletes all their objects).
     #[arg(long, requires = "prune")]
@@ -62,6 +68,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         async move { applier.check_server().await }
     });
     let objects = load_objects(&args.kube)?;
+    check_input(objects.len(), args.allow_empty)?;
     runtime.block_on(async {
         let _ = warm.await;
         let opts = ApplyOptions {
@@ -76,6 +83,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             wait: args.wait.then_some(args.timeout),
             crd_timeout: args.timeout,
             only_drifted: args.only_drifted,
+            prune_scope: if args.allow_empty {
+                PruneScope::Any
+            } else {
+                PruneScope::NotAll
+            },
             ..ApplyOptions::default()
         };
         let mut applier = target.applier();

@@ -120,9 +120,39 @@ fn chain_text(messages: impl Iterator<Item = String>) -> String {
     out
 }
 
+fn init_tracing(format: LogFormat, default_level: &str) {
+    use tracing_subscriber::EnvFilter;
+    // kube-client logs every failed request; capstan reports them per object instead.
+    let filter = EnvFilter::try_from_env("CAPSTAN_LOG")
+        .unwrap_or_else(|_| EnvFilter::new(format!("{default_level},kube_client=off")));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    // A second initialisation (tests calling main twice) is harmless; ignore it.
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::chain_text;
+    use crate::cli::error_text;
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let err = anyhow::anyhow!("failed to determine current context")
+            .context("kubeconfig: (failed to determine current context)")
+            .context("no cluster configured");
+        assert_eq!(
+            error_text(&err),
+            "no cluster configured: kubeconfig: (failed to determine current context)"
+        );
+        let err = anyhow::anyhow!("root").context("middle").context("top");
+        assert_eq!(error_text(&err), "top: middle: root");
+    }
 
     #[test]
     fn causes_already_in_the_message_are_not_repeated() {
@@ -139,20 +169,4 @@ mod tests {
             assert_eq!(chain_text(chain.iter().map(|s| s.to_string())), want);
         }
     }
-}
-
-fn init_tracing(format: LogFormat, default_level: &str) {
-    use tracing_subscriber::EnvFilter;
-    // kube-client logs every failed request; capstan reports them per object instead.
-    let filter = EnvFilter::try_from_env("CAPSTAN_LOG")
-        .unwrap_or_else(|_| EnvFilter::new(format!("{default_level},kube_client=off")));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
-    // A second initialisation (tests calling main twice) is harmless; ignore it.
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
-    };
 }

@@ -13,7 +13,7 @@ use crate::operator::metrics::Metrics;
 use crate::operator::runtime::{run, shutdown_on};
 use crate::operator::settings::{
     DEFAULT_DRIFT_INTERVAL, DEFAULT_UPGRADE_HOOK_TIMEOUT, HooksSettings, LeaderElection, MIN_DRIFT_INTERVAL,
-    Settings, WebhookSettings,
+    Settings, WebhookSettings, default_source,
 };
 
 /// Arguments of `capstan operator`.
@@ -91,6 +91,25 @@ pub struct Args {
     /// GitHub API for sources that name none.
     #[arg(long, default_value = "https://api.github.com", value_name = "URL")]
     github_url: String,
+
+    /// Provider of the default source of ClusterStacks without spec.source: github (default:
+    /// $GIT_PROVIDER, as for the cluster-stack operator). Its token: $GITHUB_TOKEN, else
+    /// $GIT_ACCESS_TOKEN.
+    #[arg(long, value_name = "PROVIDER")]
+    git_provider: Option<String>,
+
+    /// Owner of the default source's GitHub repository (default: $GIT_ORG_NAME).
+    #[arg(long, value_name = "OWNER")]
+    git_org_name: Option<String>,
+
+    /// Name of the default source's GitHub repository (default: $GIT_REPOSITORY_NAME).
+    #[arg(long, value_name = "REPO")]
+    git_repository_name: Option<String>,
+}
+
+/// A flag's value, else the environment variable's.
+fn flag_or_env(flag: &Option<String>, var: &str) -> Option<String> {
+    flag.clone().or_else(|| std::env::var(var).ok())
 }
 
 /// `:8080` (all interfaces), `127.0.0.1:8080`, `[::1]:8080`.
@@ -112,6 +131,11 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             "--drift-interval below the floor of 1m: using 1m"
         );
     }
+    let provider = flag_or_env(&args.git_provider, "GIT_PROVIDER");
+    let org = flag_or_env(&args.git_org_name, "GIT_ORG_NAME");
+    let repository = flag_or_env(&args.git_repository_name, "GIT_REPOSITORY_NAME");
+    let default_source = default_source(provider.as_deref(), org.as_deref(), repository.as_deref())
+        .map_err(|e| anyhow::anyhow!(e))?;
     let runtime = runtime()?;
     runtime.block_on(async {
         let target = connect_to(args.kubeconfig.as_deref(), args.context.as_deref(), None).await?;
@@ -151,7 +175,12 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             }),
             cache_dir,
             github_url: args.github_url.clone(),
-            github_token: std::env::var("GITHUB_TOKEN").ok().filter(|t| !t.is_empty()),
+            github_token: ["GITHUB_TOKEN", "GIT_ACCESS_TOKEN"]
+                .iter()
+                .filter_map(|var| std::env::var(var).ok())
+                .map(|t| t.trim().to_string())
+                .find(|t| !t.is_empty()),
+            default_source,
         };
         let metrics = Arc::new(Metrics::new());
         let shutdown = shutdown_on(async {

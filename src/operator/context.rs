@@ -168,6 +168,22 @@ impl Context {
         action: &str,
         note: String,
     ) {
+        self.event_related(object, None, warning, reason, action, note)
+            .await;
+    }
+
+    /// [`Context::event`] naming a second object (`related`). Events of one object with the
+    /// same reason and action become one series (kube's recorder keys them without the note);
+    /// a different `related` object makes a separate Event.
+    pub async fn event_related(
+        &self,
+        object: &ObjectReference,
+        related: Option<ObjectReference>,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
         let name = format!(
             "{}/{}/{}",
             object.kind.as_deref().unwrap_or_default(),
@@ -188,7 +204,7 @@ impl Context {
             reason: reason.into(),
             note: Some(truncate(note, 1024)),
             action: action.into(),
-            secondary: None,
+            secondary: related,
         };
         if let Err(e) = self.recorder.publish(&event, object).await {
             tracing::debug!(error = %e, reason, "publishing an event failed");

@@ -133,6 +133,15 @@ pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Conditio
     conditions.iter().find(|c| c.type_ == type_)
 }
 
+/// The conditions of `new` (other than `Ready`) that are not `True` and whose status or
+/// reason differs from `old` (or that are new): the state changes worth an Event.
+pub fn entered<'a>(old: &[Condition], new: &'a [Condition]) -> Vec<&'a Condition> {
+    new.iter()
+        .filter(|c| c.type_ != READY && c.status != ConditionStatus::True)
+        .filter(|c| find(old, &c.type_).is_none_or(|o| o.status != c.status || o.reason != c.reason))
+        .collect()
+}
+
 /// Whether the condition of type `type_` is present and `True`.
 pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
     find(conditions, type_).is_some_and(Condition::is_true)
@@ -219,6 +228,54 @@ fn summarize(conditions: &[Condition], types: &[&str]) -> (ConditionStatus, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entered_states_are_the_changed_not_true_ones() {
+        let c = |type_: &str, status: ConditionStatus, reason: &str| cond(type_, status, reason, 1);
+        let old = vec![
+            c("SourceReady", ConditionStatus::True, "Listed"),
+            c("ReleasesReady", ConditionStatus::False, "ReleasesNotReady"),
+            c(READY, ConditionStatus::False, "ReleasesNotReady"),
+        ];
+        let table: Vec<(Vec<Condition>, Vec<&str>)> = vec![
+            // Nothing changed.
+            (old.clone(), vec![]),
+            // A new failure.
+            (
+                vec![
+                    c("SourceReady", ConditionStatus::False, "NoRelease"),
+                    old[1].clone(),
+                ],
+                vec!["NoRelease"],
+            ),
+            // Same status, another reason.
+            (
+                vec![
+                    old[0].clone(),
+                    c("ReleasesReady", ConditionStatus::False, "VersionMissing"),
+                ],
+                vec!["VersionMissing"],
+            ),
+            // Became True: not a wait or failure; Ready is never listed.
+            (
+                vec![
+                    old[0].clone(),
+                    c("ReleasesReady", ConditionStatus::True, "Ready"),
+                    c(READY, ConditionStatus::Unknown, "Pending"),
+                ],
+                vec![],
+            ),
+            // A new type.
+            (
+                vec![c("Other", ConditionStatus::Unknown, "Pending")],
+                vec!["Pending"],
+            ),
+        ];
+        for (i, (new, want)) in table.iter().enumerate() {
+            let got: Vec<&str> = entered(&old, new).iter().map(|c| c.reason.as_str()).collect();
+            assert_eq!(&got, want, "row {i}");
+        }
+    }
 
     fn at(secs: i64) -> Time {
         Time(k8s_openapi::jiff::Timestamp::from_second(secs).expect("valid test time"))

@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 use super::cluster_stack_release::{StackLookup, compiled_release, find_stack};
 use super::progress::WAIT;
 use super::{Error, backoff, now, object_ref, owner_reference};
-use crate::apply::{Applier, ApplyOptions, InventoryRef, parse_stream};
+use crate::apply::{Applier, ApplyOptions, InventoryRef, PruneScope, parse_stream};
 use crate::operator::addon::condition::{self, Verdict};
 use crate::operator::addon::workload::{self, Workload};
 use crate::operator::api::conditions::Condition;
@@ -178,6 +178,15 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
             return Ok(Action::await_change());
         }
     };
+
+    // Status never claims the old release for the new class: progressing at once.
+    // (Only while the status still says Applied: later steps set their own progress.)
+    if let Some(message) = class_change(progress.status.applied_cluster_stack.as_deref(), &class)
+        && crate::operator::api::conditions::is_true(&progress.status.conditions, APPLIED)
+    {
+        progress.condition(APPLIED, false, "Upgrading", message);
+        progress.save().await?;
+    }
 
     // 2. Gates.
     let control_plane_ready = cluster
@@ -356,6 +365,17 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
             progress.save().await?;
             Ok(Action::requeue(ctx.settings.drift_interval))
         }
+    }
+}
+
+/// When the Cluster's class is not the one whose addons were applied last: the message of
+/// the `Applied` condition while the new release's addons are brought in.
+fn class_change(applied: Option<&str>, class: &str) -> Option<String> {
+    match applied {
+        Some(applied) if applied != class => Some(format!(
+            "the Cluster's class changed from {applied} to {class}: applying the addons of {class}"
+        )),
+        _ => None,
     }
 }
 
@@ -751,6 +771,8 @@ async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
                 namespace: ADDON_NAMESPACE.into(),
                 inventory: Some(inventory),
                 prune: true,
+                // The cleanup: everything goes on purpose.
+                prune_scope: PruneScope::Any,
                 ..ApplyOptions::default()
             };
             let report = applier.apply(&[], &options).await.map_err(|e| Error::Step {
@@ -770,4 +792,23 @@ async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
         .await
         .map_err(|e| Error::Kube(e.to_string()))?;
     Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod class_change_tests {
+    use super::class_change;
+
+    #[test]
+    fn a_new_class_is_progress() {
+        assert_eq!(class_change(None, "docker-ferrol-1-27-v1"), None);
+        assert_eq!(
+            class_change(Some("docker-ferrol-1-27-v1"), "docker-ferrol-1-27-v1"),
+            None
+        );
+        let message = class_change(Some("docker-ferrol-1-27-v1"), "docker-ferrol-1-27-v2").expect("a change");
+        assert!(
+            message.contains("from docker-ferrol-1-27-v1 to docker-ferrol-1-27-v2"),
+            "{message}"
+        );
+    }
 }

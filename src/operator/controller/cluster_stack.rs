@@ -112,15 +112,27 @@ async fn save(stack: &ClusterStack, ctx: &Context, mut status: ClusterStackStatu
     )
     .await
     .map_err(|e| Error::Kube(format!("writing the status of {}: {e}", key_of(stack))))?;
-    let was_ready = stack
+    let old_conditions = stack
         .status
         .as_ref()
-        .is_some_and(|s| conditions::is_true(&s.conditions, READY));
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    // Every state entered is an Event: failures as warnings, the wait for releases not.
+    for c in conditions::entered(old_conditions, &status.conditions) {
+        let warning = c.reason != "ReleasesNotReady";
+        ctx.event(
+            &object_ref(stack),
+            warning,
+            &c.reason,
+            "Reconcile",
+            c.message.clone(),
+        )
+        .await;
+    }
+    let was_ready = conditions::is_true(old_conditions, READY);
     let ready = conditions::is_true(&status.conditions, READY);
     if was_ready != ready {
-        let message = conditions::find(&status.conditions, READY)
-            .map(|c| c.message.clone())
-            .unwrap_or_default();
+        let message = ready_message(&status);
         ctx.event(
             &object_ref(stack),
             !ready,
@@ -131,6 +143,22 @@ async fn save(stack: &ClusterStack, ctx: &Context, mut status: ClusterStackStatu
         .await;
     }
     Ok(())
+}
+
+/// The note of a `Ready`/`NotReady` Event: the `Ready` condition's message, or (when ready,
+/// where it has none) what the conditions it summarises say.
+fn ready_message(status: &ClusterStackStatus) -> String {
+    let ready = conditions::find(&status.conditions, READY);
+    match ready.map(|c| c.message.as_str()) {
+        Some(m) if !m.is_empty() => m.to_string(),
+        _ => [SOURCE_READY, RELEASES_READY]
+            .iter()
+            .filter_map(|t| conditions::find(&status.conditions, t))
+            .map(|c| c.message.as_str())
+            .filter(|m| !m.is_empty())
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
 }
 
 async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
@@ -313,7 +341,7 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
         let details: Vec<String> = not_ready
             .iter()
             .map(|tag| match owned.get(*tag) {
-                Some(r) => format!("{tag}: {}", summary_of(r).message),
+                Some(r) => format!("{tag}: {}", waiting_detail(&summary_of(r))),
                 None => format!("{tag}: not created yet"),
             })
             .collect();
@@ -426,9 +454,11 @@ async fn create_release(
         status: None,
     };
     match api.create(&PostParams::default(), &release).await {
-        Ok(_) => {
-            ctx.event(
+        Ok(created) => {
+            // About the new release too: one Event per release, not a series under the first.
+            ctx.event_related(
                 &object_ref(stack),
+                Some(object_ref(&created)),
                 false,
                 "ReleaseCreated",
                 "Subscribe",
@@ -451,9 +481,10 @@ async fn delete_release(
     match api.delete(name, &DeleteParams::default()).await {
         Ok(either) => {
             // Already being deleted (waiting for its finalizer): no new event.
-            if either.is_left() {
-                ctx.event(
+            if let Some(deleted) = either.left() {
+                ctx.event_related(
                     &object_ref(stack),
+                    Some(object_ref(&deleted)),
                     false,
                     "ReleaseDeleted",
                     "Unsubscribe",
@@ -465,6 +496,15 @@ async fn delete_release(
         }
         Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
         Err(e) => Err(Error::Kube(format!("deleting ClusterStackRelease {name}: {e}"))),
+    }
+}
+
+/// What a release that is not ready is doing: its message, else its phase.
+fn waiting_detail(summary: &ReleaseSummary) -> String {
+    if summary.message.is_empty() {
+        format!("phase {}", summary.phase)
+    } else {
+        summary.message.clone()
     }
 }
 

@@ -19,7 +19,7 @@ use kube::runtime::reflector::ObjectRef;
 use sha2::{Digest, Sha256};
 
 use super::{Error, backoff, now, object_ref, owner_reference};
-use crate::apply::{ApplyOptions, InventoryRef, SyncStatus, parse_stream};
+use crate::apply::{ApplyOptions, InventoryRef, PruneScope, parse_stream};
 use crate::operator::api::conditions::Condition;
 use crate::operator::api::{ClusterStack, ClusterStackRelease, ClusterStackReleaseStatus};
 use crate::operator::context::Context;
@@ -437,17 +437,15 @@ async fn cleanup(release: &ClusterStackRelease, ctx: &Context) -> Result<Action,
         namespace: namespace.clone(),
         inventory: Some(inventory_of(release)),
         prune: true,
+        // The deletion: everything goes on purpose.
+        prune_scope: PruneScope::Any,
         ..ApplyOptions::default()
     };
     let report = ctx.applier.apply(&[], &options).await.map_err(|e| Error::Step {
         step: "Prune".into(),
         message: e.to_string(),
     })?;
-    let pruned = report
-        .results
-        .iter()
-        .filter(|r| r.status == SyncStatus::Pruned)
-        .count();
+    let pruned = report.summary.pruned;
     ctx.metrics
         .objects(CONTROLLER, ObjectOutcome::Pruned, pruned as u64);
     if report.failed() {

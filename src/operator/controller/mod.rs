@@ -153,9 +153,14 @@ pub fn stack_name_of(stack: &ClusterStack) -> Option<StackName> {
 /// The source of `stack` with the token of its Secret read.
 pub async fn resolve_source(stack: &ClusterStack, ctx: &Context) -> Result<Resolved, String> {
     let namespace = stack.namespace().unwrap_or_default();
-    let Some(source) = &stack.spec.source else {
+    let Some(source) = stack
+        .spec
+        .source
+        .as_ref()
+        .or(ctx.settings.default_source.as_ref())
+    else {
         return Err(format!(
-            "ClusterStack {namespace}/{} has no spec.source: set spec.source.github, .git or .local",
+            "ClusterStack {namespace}/{} has no spec.source and the operator has no default source: set spec.source.github, .git or .local, or start the operator with GIT_ORG_NAME and GIT_REPOSITORY_NAME (--git-org-name, --git-repository-name)",
             stack.name_any()
         ));
     };

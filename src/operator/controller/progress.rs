@@ -128,9 +128,18 @@ impl<'a, K: Tracked> Progress<'a, K> {
 
     /// A step waits for something outside (a gate, a condition): recorded, and looked at
     /// again after [`WAIT`] (not an error).
+    /// A wait that begins (or whose reason or message changed) is an event.
     pub async fn wait(&mut self, step: &str, reason: &str, message: String) -> Result<Action, Error> {
-        self.condition(step, false, reason, message);
+        let mut written = self.written.clone();
+        let fresh = conditions::find(K::conditions_mut(&mut written), step)
+            .is_none_or(|c| c.status != ConditionStatus::False || c.reason != reason || c.message != message);
+        self.condition(step, false, reason, message.clone());
         self.save().await?;
+        if fresh {
+            self.ctx
+                .event(&object_ref(self.object), false, reason, "Wait", message)
+                .await;
+        }
         Ok(Action::requeue(WAIT))
     }
 }

@@ -45,10 +45,11 @@ pub async fn record(
     let mut corrected = Vec::new();
     for result in &report.results {
         match result.status {
-            SyncStatus::Pruned => pruned += 1,
+            SyncStatus::Pruned if result.action == Action::Pruned => pruned += 1,
+            SyncStatus::Pruned => {}
             SyncStatus::Synced => {
                 applied += 1;
-                if drift_pass && result.action != Action::Unchanged {
+                if drift_pass && matches!(result.action, Action::Created | Action::Configured) {
                     corrected.push(result.key.to_string());
                 }
             }

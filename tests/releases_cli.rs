@@ -380,7 +380,7 @@ async fn a_flipped_byte_in_the_cache_is_found_and_repaired() {
     gh.add_release_dir("scs/cluster-stacks", &root.join("docker-ferrol-1-27-v2"))
         .unwrap();
     let cache_dir = tempfile::tempdir().unwrap();
-    let base = vec![
+    let base = [
         "--github-url".to_string(),
         gh.base_url(),
         "--cache".to_string(),
@@ -467,7 +467,7 @@ async fn stale_temp_files_and_old_releases_are_collected() {
         gh.add_release(repo, &format!("docker-ferrol-1-27-v{v}"), false, false, files);
     }
     let cache_dir = tempfile::tempdir().unwrap();
-    let base = vec![
+    let base = [
         "--github-url".to_string(),
         gh.base_url(),
         "--cache".to_string(),
@@ -545,7 +545,7 @@ async fn release_arguments_errors_and_first_pulls_say_what_is_so() {
     let gh = FakeGitHub::start().await;
     gh.add_release("org/stacks", "docker-ferrol-1-27-v1", false, false, vec![]);
     let cache = tempfile::tempdir().unwrap();
-    let base = vec![
+    let base = [
         "--github-url".to_string(),
         gh.base_url(),
         "--cache".to_string(),

@@ -69,8 +69,6 @@ enum Command {
 
 /// Entry point of the binary: parse arguments, set up logging, run the subcommand.
 pub fn main() -> ExitCode {
-    // Before parsing: the helper's work overlaps flag parsing and reading the input.
-    crate::warmup::start();
     let cli = Cli::parse();
     // The operator is a long-running service: its progress is worth logging by default.
     let default_level = if matches!(cli.command, Command::Operator(_)) {

@@ -59,10 +59,20 @@ fi
 WORK=$(mktemp -d)
 OPERATOR_PID=""
 cleanup() {
-    [ -n "$OPERATOR_PID" ] && kill "$OPERATOR_PID" 2>/dev/null && wait "$OPERATOR_PID" 2>/dev/null
+    local rc=$?
+    if [ -n "$OPERATOR_PID" ] && kill "$OPERATOR_PID" 2>/dev/null; then
+        # As the kubelet does: SIGTERM, then SIGKILL after the grace period (here 15 s).
+        for _ in $(seq 1 75); do kill -0 "$OPERATOR_PID" 2>/dev/null || break; sleep 0.2; done
+        if kill -0 "$OPERATOR_PID" 2>/dev/null; then
+            say "warning: the operator did not stop within 15 s of SIGTERM; killed"
+            kill -9 "$OPERATOR_PID" 2>/dev/null
+        fi
+        wait "$OPERATOR_PID" 2>/dev/null || true
+    fi
     exec 3>&- 2>/dev/null
-    wait 2>/dev/null
+    wait 2>/dev/null || true
     rm -rf "$WORK"
+    exit "$rc"
 }
 trap cleanup EXIT
 

@@ -231,8 +231,6 @@ fn ms(d: Duration) -> f64 {
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    // What the `capstan` binary does first, so the first render is timed as it would be there.
-    capstan::warmup::start();
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {

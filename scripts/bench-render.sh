@@ -51,16 +51,6 @@ if [ "$HELM" = 1 ]; then
     PY=$("$ROOT/scripts/oracle-env.sh")
 fi
 
-# The code order (build.rs) only applies names the build still has; a dependency or toolchain
-# change renames the crate's functions and leaves the list stale.
-if command -v nm >/dev/null && [ -f build/hot-functions.txt ]; then
-    found=$(nm "$BIN/capstan" 2>/dev/null | awk '{print $NF}' | sort -u | comm -12 - <(sort -u build/hot-functions.txt) | wc -l)
-    listed=$(sort -u build/hot-functions.txt | wc -l)
-    echo "code order: $found of $listed listed functions are in target/release/capstan"
-    if [ "$((found * 2))" -lt "$listed" ]; then
-        echo "warning: build/hot-functions.txt is stale; rerun scripts/gen-hot-functions.sh" >&2
-    fi
-fi
 echo "machine: $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD)"
@@ -208,7 +198,7 @@ firsts = [r for r in ok if r["cold"] is not None and r["wall"]]
 if firsts:
     print(f"capstan first render in a fresh process ({'chart files evicted' if disk_cold else 'chart files in the page cache'}) vs warm, over {len(firsts)} charts: median ratio per chart "
           f"{med([r['cold'] / r['wall'] for r in firsts]):.2f}x; medians {med([r['cold'] for r in firsts]):.2f} ms first, "
-          f"{med([r['wall'] for r in firsts]):.2f} ms warm (target <= 1.5x; A/B of the warm-up helper: scripts/bench-cold.sh)")
+          f"{med([r['wall'] for r in firsts]):.2f} ms warm ")
 print(f"capstan corpus total without keygen charts ({len(plain)} charts, sum of medians): "
       f"{sum(r['wall'] for r in plain):.1f} ms wall, {sum(r['cpu'] for r in plain):.1f} ms cpu (target < 1000 ms)")
 print(f"capstan keygen charts ({len(rsa)}): {sum(r['wall'] for r in rsa):.1f} ms wall, {sum(r['cpu'] for r in rsa):.1f} ms cpu"

@@ -9,8 +9,9 @@
 //! - [`stack`]: cluster stacks: versions, names, release layout, runtime values, whole-release render.
 //! - [`apply`]: server-side apply of manifests: order, status, inventory/prune, diff, health.
 //! - [`operator`]: the `clusterstack.x-k8s.io` API types, their CRDs and webhook rules.
-//! - [`warmup`]: a helper thread that takes a one-shot command's cold-start costs off the main thread.
 //! - [`cli`]: argument parsing and output formatting for the `capstan` binary.
+
+#![forbid(unsafe_code)]
 
 pub mod apply;
 pub mod chart;
@@ -22,4 +23,3 @@ pub mod operator;
 pub mod source;
 pub mod stack;
 pub mod template;
-pub mod warmup;

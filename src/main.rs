@@ -1,3 +1,5 @@
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 // Renders allocate and free many small values; mimalloc is measurably faster at that than

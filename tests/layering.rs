@@ -14,8 +14,6 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ("go", &[]),
     // Kubernetes kind facts (Helm's install order) shared by `chart` and `apply`.
     ("kinds", &[]),
-    // Cold-start helper thread of one-shot commands.
-    ("warmup", &[]),
     ("encoding", &["go"]),
     ("template", &["go", "encoding"]),
     ("chart", &["go", "kinds", "encoding", "template"]),
@@ -31,7 +29,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
     (
         "cli",
         &[
-            "go", "kinds", "encoding", "template", "chart", "stack", "source", "apply", "operator", "warmup",
+            "go", "kinds", "encoding", "template", "chart", "stack", "source", "apply", "operator",
         ],
     ),
 ];

@@ -21,6 +21,9 @@ mod operator;
 // `capstan install` (issue 13): the operator's own chart, embedded.
 mod deploy_chart;
 mod install;
+// Shell completion and manual pages, generated from the CLI's definition.
+mod completion;
+mod man;
 
 use std::process::ExitCode;
 
@@ -49,7 +52,7 @@ enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Print capstan's version and build information.
+    /// Print capstan's version, the Helm version its engine matches and the API version it serves.
     Version(version::Args),
     /// Render a Helm chart, or a whole cluster-stack release for a Cluster, offline.
     Render(Box<render::Args>),
@@ -66,12 +69,14 @@ enum Command {
     Operator(Box<operator::Args>),
     /// Install or upgrade the capstan operator in a cluster (CRDs, RBAC, Deployment, webhooks).
     Install(Box<install::Args>),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completion(completion::Args),
+    /// Print the manual page (roff), or write one page per command into a directory.
+    Man(man::Args),
 }
 
 /// Entry point of the binary: parse arguments, set up logging, run the subcommand.
 pub fn main() -> ExitCode {
-    // Before parsing: the helper's work overlaps flag parsing and reading the input.
-    crate::warmup::start();
     let cli = Cli::parse();
     // The operator is a long-running service: its progress is worth logging by default.
     let default_level = if matches!(cli.command, Command::Operator(_)) {
@@ -89,6 +94,8 @@ pub fn main() -> ExitCode {
         Command::Crds(args) => crds::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Operator(args) => operator::run_operator(&args).map(|()| ExitCode::SUCCESS),
         Command::Install(args) => install::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Completion(args) => completion::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Man(args) => man::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -1,4 +1,4 @@
-//! `capstan version`: what binary this is.
+//! `capstan version`: what binary this is, which Helm it renders like, which API it serves.
 
 use std::io::Write;
 
@@ -11,16 +11,12 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let info = crate::cli::version::info();
+    let info = info();
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&info)?)?;
     } else {
-        writeln!(
-            out,
-            "capstan {} (helm engine compatibility: {})",
-            info.version, info.helm_compat
-        )?;
+        write!(out, "{}", text(&info))?;
     }
     Ok(())
 }
@@ -31,11 +27,44 @@ pub struct Info {
     pub version: &'static str,
     /// The Helm release whose rendering the native engine reproduces.
     pub helm_compat: &'static str,
+    /// The API version of the `clusterstack.x-k8s.io` kinds the operator serves.
+    pub api_version: String,
 }
 
 pub fn info() -> Info {
+    use crate::operator::api::{GROUP, VERSION};
     Info {
         version: env!("CARGO_PKG_VERSION"),
         helm_compat: "v4.2.3",
+        api_version: format!("{GROUP}/{VERSION}"),
+    }
+}
+
+/// The text form: one fact per line.
+fn text(info: &Info) -> String {
+    format!(
+        "capstan {}\nhelm engine: {} (renders like `helm template` of this release)\napi: {}\n",
+        info.version, info.helm_compat, info.api_version
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prints_the_helm_version_and_the_api_version() {
+        let info = info();
+        assert_eq!(
+            text(&info),
+            format!(
+                "capstan {}\nhelm engine: v4.2.3 (renders like `helm template` of this release)\n\
+                 api: clusterstack.x-k8s.io/v1alpha1\n",
+                env!("CARGO_PKG_VERSION")
+            )
+        );
+        let json = serde_json::to_value(&info).expect("JSON");
+        assert_eq!(json["helm_compat"], "v4.2.3");
+        assert_eq!(json["api_version"], "clusterstack.x-k8s.io/v1alpha1");
     }
 }

@@ -1,5 +1,6 @@
 //! The operator's plain-HTTP endpoints: `/healthz` and `/readyz` for the kubelet's probes,
-//! `/metrics` for Prometheus. Each server stops when its `shutdown` future resolves.
+//! `/metrics` for Prometheus, served by the operator's HTTP stack ([`super::serve`]). Each
+//! server stops when its `shutdown` future resolves.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -13,6 +14,7 @@ use axum::routing::get;
 use tokio::net::TcpListener;
 
 use super::metrics::{self, Metrics};
+use super::serve::{self, ServeError, Transport};
 
 /// What the probes answer. Live from the start; ready once the runtime says so.
 #[derive(Debug)]
@@ -68,8 +70,8 @@ fn get_reason(slot: &RwLock<Option<String>>) -> Option<String> {
 }
 
 /// Binds `addr` (port 0: any free port; the listener tells which).
-pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    TcpListener::bind(addr).await
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, ServeError> {
+    serve::bind(addr).await
 }
 
 /// Serves `/healthz` (liveness) and `/readyz` (readiness) on `addr`: 200 `ok`, or 503 with
@@ -78,7 +80,7 @@ pub async fn serve_health(
     addr: SocketAddr,
     health: Arc<Health>,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) -> Result<(), ServeError> {
     serve_health_on(bind(addr).await?, health, shutdown).await
 }
 
@@ -87,12 +89,12 @@ pub async fn serve_health_on(
     listener: TcpListener,
     health: Arc<Health>,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) -> Result<(), ServeError> {
     let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(health);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    serve::serve(listener, &Transport::Http, "health server", app, shutdown).await
 }
 
 /// Serves `/metrics` on `addr` in the OpenMetrics text format.
@@ -100,7 +102,7 @@ pub async fn serve_metrics(
     addr: SocketAddr,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) -> Result<(), ServeError> {
     serve_metrics_on(bind(addr).await?, metrics, shutdown).await
 }
 
@@ -109,11 +111,11 @@ pub async fn serve_metrics_on(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) -> Result<(), ServeError> {
     let app = Router::new()
         .route("/metrics", get(metrics_text))
         .with_state(metrics);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    serve::serve(listener, &Transport::Http, "metrics server", app, shutdown).await
 }
 
 async fn healthz(State(health): State<Arc<Health>>) -> Response {

@@ -13,6 +13,7 @@ pub mod leader;
 pub mod lookup;
 pub mod metrics;
 pub mod runtime;
+pub mod serve;
 pub mod settings;
 pub mod sources;
 pub mod store;

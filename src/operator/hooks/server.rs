@@ -3,16 +3,18 @@
 //! (`cluster-addon-<cluster>` in its namespace), answers with [`before_cluster_upgrade`] and
 //! writes the status change that answer needs (a merge patch of the status subresource,
 //! guarded by the resourceVersion read, so concurrent calls on several replicas cannot both
-//! start or release a wait). TLS and HTTP come from the admission webhooks' server.
+//! start or release a wait). Served by the operator's HTTP stack ([`crate::operator::serve`]).
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::body::Incoming;
-use hyper::{Method, Request, Response, StatusCode};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{Method, StatusCode, Uri};
+use axum::response::Response;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -22,9 +24,8 @@ use tokio::net::TcpListener;
 use super::decide::{after_control_plane_initialized, before_cluster_upgrade};
 use super::protocol::{Hook, HookRequest, HookResponse, discovery, discovery_path};
 use crate::operator::api::ClusterAddon;
-use crate::operator::webhook::WebhookError;
-use crate::operator::webhook::cert::Certificate;
-use crate::operator::webhook::server::{Body, json_response, plain, read_body, serve_https};
+use crate::operator::serve::cert::Certificate;
+use crate::operator::serve::{self, ServeError, Transport, json, plain, read_body};
 
 /// Largest request accepted: a Cluster object and the request around it.
 const MAX_BODY: usize = 4 << 20;
@@ -47,10 +48,8 @@ pub async fn serve(
     client: Client,
     timeout: Duration,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), WebhookError> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| WebhookError::Bind { addr, source })?;
+) -> Result<(), ServeError> {
+    let listener = serve::bind(addr).await?;
     serve_with(listener, cert, client, timeout, shutdown).await
 }
 
@@ -61,7 +60,7 @@ pub async fn serve_with(
     client: Client,
     timeout: Duration,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), WebhookError> {
+) -> Result<(), ServeError> {
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -74,42 +73,41 @@ pub async fn serve_with(
         timeout,
         recorder,
     });
-    serve_https(listener, &cert, "runtime hooks server", shutdown, move |req| {
-        handle(req, shared.clone())
-    })
+    // Cluster API calls the paths below the ExtensionConfig's own prefix: matched by their end.
+    let router = Router::new().fallback(handle).with_state(shared);
+    serve::serve(
+        listener,
+        &Transport::Https(cert),
+        "runtime hooks server",
+        router,
+        shutdown,
+    )
     .await
 }
 
-async fn handle(req: Request<Incoming>, shared: Arc<Shared>) -> Result<Response<Body>, Infallible> {
-    let path = req.uri().path().to_string();
-    let hook = Hook::of_path(&path);
+async fn handle(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, body: Body) -> Response {
+    let path = uri.path();
+    let hook = Hook::of_path(path);
     if hook.is_none() && !path.ends_with(&discovery_path()) {
         let mut paths = vec![discovery_path()];
         paths.extend(Hook::ALL.iter().map(|h| h.path()));
         let text = format!("no runtime hook at {path}; paths: {}\n", paths.join(" "));
-        return Ok(plain(StatusCode::NOT_FOUND, text));
+        return plain(StatusCode::NOT_FOUND, text);
     }
-    if req.method() != Method::POST {
-        return Ok(plain(
+    if method != Method::POST {
+        return plain(
             StatusCode::METHOD_NOT_ALLOWED,
             "runtime hooks answer POSTed requests\n".into(),
-        ));
+        );
     }
-    let body = match read_body(req, MAX_BODY).await {
+    let body = match read_body(body, MAX_BODY).await {
         Ok(body) => body,
-        Err(response) => return Ok(response),
+        Err(response) => return response,
     };
-    let json = match hook {
-        None => serde_json::to_vec(&discovery()),
-        Some(hook) => serde_json::to_vec(&answer(hook, &body, &shared).await),
-    };
-    Ok(match json {
-        Ok(json) => json_response(json),
-        Err(e) => plain(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("cannot write the response: {e}\n"),
-        ),
-    })
+    match hook {
+        None => json(&discovery()),
+        Some(hook) => json(&answer(hook, &body, &shared).await),
+    }
 }
 
 async fn answer(hook: Hook, body: &[u8], shared: &Shared) -> HookResponse {

@@ -1,12 +1,12 @@
 //! Admission webhooks of the operator: [`validate`] holds the rules as pure functions,
 //! [`admission`] answers one AdmissionReview with them (fetching the Clusters or the release a
-//! rule needs), [`server`] is the HTTPS server the API server calls, [`cert`] its certificate.
+//! rule needs), [`server`] the HTTPS endpoint the API server calls (its certificate:
+//! [`crate::operator::serve::cert`]).
 
 pub mod admission;
-pub mod cert;
 pub mod server;
 pub mod validate;
 pub mod versions;
 
-pub use cert::{CertError, Certificate, GeneratedCert, generate};
+pub use crate::operator::serve::cert::{CertError, Certificate, GeneratedCert, generate};
 pub use server::{WebhookError, serve, serve_with};

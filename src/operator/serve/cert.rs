@@ -1,4 +1,4 @@
-//! The webhook server's certificate: generated at start (a private CA and a serving
+//! A TLS server's certificate (webhooks, Runtime SDK hooks): generated at start (a private CA and a serving
 //! certificate signed by it; the CA goes into the webhook configuration's `caBundle`), or read
 //! from a mounted Secret's `tls.crt` and `tls.key` and read again when those files change, so
 //! a rotated certificate is served without a restart.

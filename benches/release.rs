@@ -8,10 +8,10 @@ mod common;
 use std::hint::black_box;
 use std::rc::Rc;
 
-use capstan::stack::release::Release;
-use capstan::stack::render::{CompiledRelease, RenderOptions};
-use capstan::stack::values::{ClusterObjects, parse_object};
-use capstan::template::funcs::FuncEnv;
+use capstan_stack::release::Release;
+use capstan_stack::render::{CompiledRelease, RenderOptions};
+use capstan_stack::values::{ClusterObjects, parse_object};
+use capstan_template::funcs::FuncEnv;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn clusters() -> Vec<ClusterObjects> {

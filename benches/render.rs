@@ -8,10 +8,10 @@ mod common;
 use std::hint::black_box;
 use std::path::Path;
 
-use capstan::chart::compiled::CompiledChart;
-use capstan::chart::render::{RenderOptions, render};
-use capstan::chart::{load, values};
-use capstan::template::Value;
+use capstan_chart::compiled::CompiledChart;
+use capstan_chart::render::{RenderOptions, render};
+use capstan_chart::{load, values};
+use capstan_template::Value;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 /// Corpus charts worth tracking: big template sets, heavy `include`/`tpl` use (bitnami

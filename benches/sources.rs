@@ -1,4 +1,4 @@
-//! Release sources against the fake GitHub (`tests/support/fake_github.rs`), measured by hand
+//! Release sources against the fake GitHub (`crates/capstan-testenv/src/fake_github.rs`), measured by hand
 //! (requests and bytes are counts, not timings, so this is a plain harness that prints a
 //! table; wall times are the median of several rounds):
 //!
@@ -9,15 +9,12 @@
 //!
 //! `cargo bench --bench sources`; results in docs/benchmarks.md ("Issue 11").
 
-#[path = "../tests/support/fake_github.rs"]
-mod fake_github;
-
 use std::time::{Duration, Instant};
 
-use capstan::source::cache::Cache;
-use capstan::source::github::{Client, Config};
-use capstan::source::pull::pull_github;
-use fake_github::FakeGitHub;
+use capstan_source::cache::Cache;
+use capstan_source::github::{Client, Config};
+use capstan_source::pull::pull_github;
+use capstan_testenv::fake_github::FakeGitHub;
 
 const REPOS: usize = 50;
 const ROUNDS: usize = 15;

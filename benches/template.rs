@@ -3,7 +3,7 @@
 
 use std::hint::black_box;
 
-use capstan::template::{FuncMap, MissingKey, Templates, Value};
+use capstan_template::{FuncMap, MissingKey, Templates, Value};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 /// A chart-like template: defines, includes, ranges over maps and lists, conditionals,

@@ -1,4 +1,4 @@
-//! Serves release directories through the fake GitHub of the tests (`tests/support/fake_github.rs`)
+//! Serves release directories through the fake GitHub of the tests (`crates/capstan-testenv/src/fake_github.rs`)
 //! and prints its API URL on stdout; runs until stdin closes. For trying the release commands
 //! offline:
 //!
@@ -10,9 +10,6 @@
 //!
 //! Arguments: `OWNER/REPO DIR…` (each DIR one release, its name the tag, its files the assets).
 
-#[path = "../tests/support/fake_github.rs"]
-mod fake_github;
-
 use std::io::Read;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -21,7 +18,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Some((repo, dirs)) = args.split_first() else {
         return Err("usage: fake_github OWNER/REPO DIR…".into());
     };
-    let gh = fake_github::FakeGitHub::start().await;
+    let gh = capstan_testenv::fake_github::FakeGitHub::start().await;
     let mut dirs: Vec<&String> = dirs.iter().collect();
     dirs.sort();
     for dir in dirs {

@@ -9,12 +9,8 @@
 //! ```
 //! (`scripts/bench-operator.sh` does both; results in docs/benchmarks.md.)
 
-#[path = "../tests/support/fake_github.rs"]
-mod fake_github;
-#[path = "../tests/operator_common/mod.rs"]
+#[path = "../tests/it/operator_common.rs"]
 mod operator_common;
-#[path = "../tests/support/mod.rs"]
-mod support;
 
 use std::time::{Duration, Instant};
 
@@ -30,11 +26,11 @@ async fn main() {
         eprintln!("the harness binaries or ../shared are missing");
         std::process::exit(2);
     };
-    let bins = support::Binaries::find().expect("harness binaries");
+    let bins = capstan_testenv::Binaries::find().expect("harness binaries");
     let mut workloads = Vec::new();
     for i in 0..WORKLOADS {
         workloads.push(
-            support::TestCluster::start(&bins, &format!("workload-{i}"))
+            capstan_testenv::TestCluster::start(&bins, &format!("workload-{i}"))
                 .await
                 .expect("workload cluster starts"),
         );
@@ -88,7 +84,12 @@ async fn main() {
     );
 }
 
-async fn wait_all(env: &operator_common::Env, names: &[String], class: &str, operator: &support::ChildGuard) {
+async fn wait_all(
+    env: &operator_common::Env,
+    names: &[String],
+    class: &str,
+    operator: &capstan_testenv::ChildGuard,
+) {
     operator_common::eventually(
         &format!("every Cluster on {class}"),
         Duration::from_secs(600),

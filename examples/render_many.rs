@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use capstan::chart::compiled::CompiledChart;
-use capstan::chart::render::RenderOptions;
-use capstan::chart::{load, values};
+use capstan_chart::compiled::CompiledChart;
+use capstan_chart::render::RenderOptions;
+use capstan_chart::{load, values};
 
 // The allocator of the `capstan` binary, so the numbers are the binary's.
 #[global_allocator]

@@ -1,4 +1,4 @@
-//! Starts a throw-away etcd + kube-apiserver (the test harness of `tests/support`), prints
+//! Starts a throw-away etcd + kube-apiserver (the test harness of `crates/capstan-testenv`), prints
 //! the path of its kubeconfig on stdout, and keeps it running until stdin closes (or the
 //! process is killed). For scripts such as `scripts/bench-apply.sh`:
 //!
@@ -9,20 +9,17 @@
 //!
 //! `--crds DIR` also installs the CRDs of a directory first.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::io::Read;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let bins = support::Binaries::find()?;
-    let cluster = support::TestCluster::start(&bins, "bench").await?;
+    let bins = capstan_testenv::Binaries::find()?;
+    let cluster = capstan_testenv::TestCluster::start(&bins, "bench").await?;
     if let Some(i) = args.iter().position(|a| a == "--crds")
         && let Some(dir) = args.get(i + 1)
     {
-        support::install_crds(&cluster.client(), std::path::Path::new(dir)).await?;
+        capstan_testenv::install_crds(&cluster.client(), std::path::Path::new(dir)).await?;
     }
     println!("{}", cluster.kubeconfig_path().display());
     // Wait for stdin to close; the cluster (kept on this thread) is torn down on return.

@@ -13,5 +13,5 @@ CAPSTAN_KUBE_APISERVER="$(sed -n 's/^KUBE_APISERVER=//p' <<<"$deps")"
 CAPSTAN_ETCD="$(sed -n 's/^ETCD=//p' <<<"$deps")"
 export CAPSTAN_KUBE_APISERVER CAPSTAN_ETCD
 export CAPSTAN_OPERATOR_KILLS="${1:-20}"
-cargo test --test operator_restart -- --nocapture
-exec cargo test --test operator_addon_restart -- --nocapture
+cargo test --test it operator_restart:: -- --nocapture
+exec cargo test --test it operator_addon_restart:: -- --nocapture

@@ -6,4 +6,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CAPSTAN_PULL_KILLS="${1:-20}"
-exec cargo test --test pull_crash -- --nocapture
+exec cargo test --test it pull_crash:: -- --nocapture

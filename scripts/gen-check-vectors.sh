@@ -2,7 +2,7 @@
 # Regenerates testdata/checks/vectors.json with real Helm v4.2.3 (the oracle): release names,
 # `--kube-version` texts and the order of `helm template`'s refusals, each answered through
 # Helm's install action in client-only dry-run mode (what `helm template` runs).
-# `cargo nextest run --test helm_checks` then needs no Python.
+# `cargo nextest run --test it helm_checks` then needs no Python.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="${CAPSTAN_SHARED:-$root/../shared}"

@@ -2,7 +2,7 @@
 # Asks real Helm v4.2.3 (the oracle) how it encodes each corpus chart's default values:
 # `toYaml .Values`, `toJson .Values` and `toPrettyJson .Values`, with the chart's own
 # values.yaml as the only values. Writes the answers to a cache file that
-# tests/corpus_encoding.rs reads, so the test itself needs no Python.
+# crates/capstan-chart/tests/it/corpus_encoding.rs reads, so the test itself needs no Python.
 #   scripts/gen-corpus-encoding.sh [output]   (default: target/corpus-encoding.json)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -5,7 +5,7 @@
 # Each cases file (a list of oracle cases, see ../shared/tools/helm_oracle_batch.py, with the
 # `tgz` and `set` fields of scripts/lib/helm_oracle_batch_ext.py) becomes
 # testdata/template/vectors/<area>.json: the same cases, each with Helm's answer under "expect".
-# `cargo test --test template_vectors` then needs no Python.
+# `cargo nextest run -p capstan-chart --test it template_vectors` then needs no Python.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="${CAPSTAN_SHARED:-$root/../shared}"

@@ -25,14 +25,14 @@ fi
 
 log "cargo fmt --check"
 cargo fmt --all -- --check
-log "cargo clippy --all-targets -- -D warnings"
-cargo clippy --all-targets --quiet -- -D warnings
+log "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
 if cargo nextest --version >/dev/null 2>&1; then
-  log "cargo nextest run"
-  cargo nextest run --no-fail-fast --success-output final --failure-output final
-  log "cargo test --doc"
-  cargo test --doc --quiet
+  log "cargo nextest run --workspace"
+  cargo nextest run --workspace --no-fail-fast --success-output final --failure-output final
+  log "cargo test --workspace --doc"
+  cargo test --workspace --doc --quiet
 else
   log "cargo test"
-  cargo test --no-fail-fast
+  cargo test --workspace --no-fail-fast
 fi

@@ -13,13 +13,4 @@
 
 #![forbid(unsafe_code)]
 
-pub mod apply;
-pub mod chart;
 pub mod cli;
-pub mod encoding;
-pub mod go;
-pub mod kinds;
-pub mod operator;
-pub mod source;
-pub mod stack;
-pub mod template;

@@ -1,7 +1,7 @@
 //! Parses arbitrary text as a template: must never panic (errors are fine).
 #![no_main]
 
-use capstan::template::{FuncMap, Templates};
+use capstan_template::{FuncMap, Templates};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -2,7 +2,7 @@
 //! always terminate.
 #![no_main]
 
-use capstan::template::{FuncMap, MissingKey, Templates, Value};
+use capstan_template::{FuncMap, MissingKey, Templates, Value};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::bail;
 
 use super::kube::{KubeArgs, connect, load_objects, parse_duration, runtime};
-use crate::apply::guard::{PruneScope, check_input};
-use crate::apply::{ApplyOptions, ObjectResult};
+use capstan_apply::guard::{PruneScope, check_input};
+use capstan_apply::{ApplyOptions, ObjectResult};
 
 /// Arguments of `capstan apply`.
 #[derive(Debug, clap::Args)]

@@ -7,7 +7,7 @@ use std::io::Write;
 pub struct Args {}
 
 pub fn run(_args: &Args) -> anyhow::Result<()> {
-    let yaml = crate::operator::api::crds_yaml()?;
+    let yaml = capstan_operator::api::crds_yaml()?;
     std::io::stdout().lock().write_all(yaml.as_bytes())?;
     Ok(())
 }

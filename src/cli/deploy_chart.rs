@@ -4,7 +4,7 @@
 
 use anyhow::Context;
 
-use crate::chart::{Chart, ChartFile, load};
+use capstan_chart::{Chart, ChartFile, load};
 
 /// Each file of the chart: its path in the chart, its bytes.
 const FILES: &[(&str, &[u8])] = &[

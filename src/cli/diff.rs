@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use super::kube::{KubeArgs, connect, load_objects, runtime};
-use crate::apply::{ApplyOptions, ObjectDiff};
+use capstan_apply::{ApplyOptions, ObjectDiff};
 
 /// Arguments of `capstan diff`.
 #[derive(Debug, clap::Args)]

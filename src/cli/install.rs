@@ -13,14 +13,14 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 
 use super::kube::{connect_to, parse_duration, runtime};
-use crate::apply::{ApplyOptions, InventoryRef, parse_stream};
-use crate::chart::coalesce::merge_tables;
-use crate::chart::compiled::CompiledChart;
-use crate::chart::manifest::{self, StreamOptions};
-use crate::chart::objects::KubeVersion;
-use crate::chart::render::RenderOptions;
-use crate::chart::{strvals, values};
-use crate::template::funcs::{FuncEnv, Lookup};
+use capstan_apply::{ApplyOptions, InventoryRef, parse_stream};
+use capstan_chart::coalesce::merge_tables;
+use capstan_chart::compiled::CompiledChart;
+use capstan_chart::manifest::{self, StreamOptions};
+use capstan_chart::objects::KubeVersion;
+use capstan_chart::render::RenderOptions;
+use capstan_chart::{strvals, values};
+use capstan_template::funcs::{FuncEnv, Lookup};
 
 /// The inventory (a ConfigMap in the target namespace) of what `capstan install` applied.
 pub const INVENTORY: &str = "capstan-install";
@@ -176,7 +176,7 @@ async fn ensure_namespace(client: &kube::Client, name: &str, dry_run: bool) -> a
 /// The chart's manifest stream (CRDs first), like `helm install` renders it.
 fn render(args: &Args, kube_version: KubeVersion, lookup: Lookup) -> anyhow::Result<String> {
     let chart = super::deploy_chart::load()?;
-    crate::chart::checks::check_release_name(&args.release_name)?;
+    capstan_chart::checks::check_release_name(&args.release_name)?;
     let opts = RenderOptions {
         release_name: args.release_name.clone(),
         namespace: args.namespace.clone(),
@@ -199,7 +199,7 @@ fn render(args: &Args, kube_version: KubeVersion, lookup: Lookup) -> anyhow::Res
 }
 
 /// Values from `-f` files, `--set`, `--set-string` and `--image`, in Helm's order.
-fn user_values(args: &Args) -> anyhow::Result<crate::template::Value> {
+fn user_values(args: &Args) -> anyhow::Result<capstan_template::Value> {
     let base = strvals::empty();
     let mut files = Vec::new();
     for file in &args.values {
@@ -243,7 +243,7 @@ fn split_image(image: &str) -> anyhow::Result<(&str, Option<&str>)> {
 }
 
 fn cluster_lookup(runtime: &tokio::runtime::Runtime, client: &kube::Client) -> Lookup {
-    crate::operator::lookup::cluster_lookup(runtime.handle().clone(), client.clone())
+    capstan_operator::lookup::cluster_lookup(runtime.handle().clone(), client.clone())
 }
 
 #[cfg(test)]

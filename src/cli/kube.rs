@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
-use crate::apply::{Applier, DesiredObject, parse_stream};
+use capstan_apply::{Applier, DesiredObject, parse_stream};
 
 /// Manifest and cluster flags.
 #[derive(Debug, clap::Args)]
@@ -82,7 +82,7 @@ impl Target {
     }
 
     /// The inventory named by `--inventory` (`NAME` or `NS/NAME`).
-    pub fn inventory(&self, name: Option<&str>) -> anyhow::Result<Option<crate::apply::InventoryRef>> {
+    pub fn inventory(&self, name: Option<&str>) -> anyhow::Result<Option<capstan_apply::InventoryRef>> {
         let Some(name) = name else { return Ok(None) };
         let (namespace, name) = match name.split_once('/') {
             Some((ns, n)) => (ns.to_string(), n.to_string()),
@@ -91,7 +91,7 @@ impl Target {
         if name.is_empty() || namespace.is_empty() {
             bail!("--inventory {name:?}: expected NAME or NAMESPACE/NAME");
         }
-        Ok(Some(crate::apply::InventoryRef { namespace, name }))
+        Ok(Some(capstan_apply::InventoryRef { namespace, name }))
     }
 }
 
@@ -134,7 +134,7 @@ pub async fn connect_to(
     let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
     let namespace = namespace.map_or_else(|| config.default_namespace.clone(), str::to_string);
     let client =
-        crate::apply::client::client(config).with_context(|| format!("setting up a client for {server}"))?;
+        capstan_apply::client::client(config).with_context(|| format!("setting up a client for {server}"))?;
     Ok(Target {
         client,
         server,

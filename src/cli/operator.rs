@@ -9,9 +9,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use super::kube::{connect_to, parse_duration, runtime};
-use crate::operator::metrics::Metrics;
-use crate::operator::runtime::{run, shutdown_on};
-use crate::operator::settings::{
+use capstan_operator::metrics::Metrics;
+use capstan_operator::runtime::{run, shutdown_on};
+use capstan_operator::settings::{
     DEFAULT_DRIFT_INTERVAL, DEFAULT_UPGRADE_HOOK_TIMEOUT, HooksSettings, LeaderElection, MIN_DRIFT_INTERVAL,
     Settings, WebhookSettings, default_source,
 };

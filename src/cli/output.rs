@@ -1,8 +1,8 @@
 //! Output helpers shared by subcommands.
 
 /// A template value as JSON (for `-o json`).
-pub fn value_to_json(v: &crate::template::Value) -> serde_json::Value {
-    use crate::template::Value;
+pub fn value_to_json(v: &capstan_template::Value) -> serde_json::Value {
+    use capstan_template::Value;
     match v {
         Value::Nil => serde_json::Value::Null,
         Value::Bool(b) => (*b).into(),
@@ -16,7 +16,7 @@ pub fn value_to_json(v: &crate::template::Value) -> serde_json::Value {
             serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number)
         }
         Value::String(s) => s.to_string().into(),
-        Value::ByteString(b) | Value::Bytes(b) => crate::go::value::go_lossy(b).into_owned().into(),
+        Value::ByteString(b) | Value::Bytes(b) => capstan_go::value::go_lossy(b).into_owned().into(),
         Value::List(l) => l.items.iter().map(value_to_json).collect(),
         Value::Map(m) => m
             .entries

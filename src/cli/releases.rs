@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use crate::stack::diff::{Change, diff_releases};
-use crate::stack::render::{RenderOptions, render_release};
+use capstan_stack::diff::{Change, diff_releases};
+use capstan_stack::render::{RenderOptions, render_release};
 
 use super::stack_input::{self, ObjectArgs};
 

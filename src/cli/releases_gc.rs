@@ -3,8 +3,8 @@
 
 use indicatif::HumanBytes;
 
-use crate::source::cache::RemovedKind;
-use crate::source::retention::{self, Stored};
+use capstan_source::cache::RemovedKind;
+use capstan_source::retention::{self, Stored};
 
 use super::source_args::SourceArgs;
 

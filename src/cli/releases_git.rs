@@ -4,8 +4,8 @@ use std::time::Instant;
 
 use indicatif::HumanBytes;
 
-use crate::source::cache::Cache;
-use crate::source::git::{GitRelease, GitSpec, pull_git};
+use capstan_source::cache::Cache;
+use capstan_source::git::{GitRelease, GitSpec, pull_git};
 
 use super::source_args::SourceArgs;
 

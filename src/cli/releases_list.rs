@@ -6,8 +6,8 @@ use std::io::Write;
 
 use anyhow::bail;
 
-use crate::source::github::Release;
-use crate::stack::{KubernetesVersion, ReleaseTag};
+use capstan_source::github::Release;
+use capstan_stack::{KubernetesVersion, ReleaseTag};
 
 use super::source_args::{self, SourceArgs};
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::bail;
 use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
 
-use crate::source::pull::{self, PullProgress, PullSummary};
+use capstan_source::pull::{self, PullProgress, PullSummary};
 
 use super::source_args::{self, SourceArgs};
 
@@ -49,7 +49,7 @@ pub fn run(args: &PullArgs) -> anyhow::Result<()> {
 /// terminal.
 pub fn pull_with_bar(
     sources: &SourceArgs,
-    cache: &crate::source::cache::Cache,
+    cache: &capstan_source::cache::Cache,
     repo: &str,
     tag: &str,
 ) -> anyhow::Result<PullSummary> {
@@ -92,7 +92,7 @@ pub fn pull_with_bar(
 }
 
 /// `pulled … : N files (SIZE), M downloaded (SIZE) in T s (RATE/s) → manifest`.
-pub fn print_summary(what: &str, s: &PullSummary, started: Instant, cache: &crate::source::cache::Cache) {
+pub fn print_summary(what: &str, s: &PullSummary, started: Instant, cache: &capstan_source::cache::Cache) {
     let total: u64 = s.manifest.files.values().map(|f| f.size).sum();
     let secs = started.elapsed().as_secs_f64();
     let fetched = if s.was_complete {

@@ -7,14 +7,14 @@ use std::rc::Rc;
 
 use anyhow::{Context, bail};
 
-use crate::chart::coalesce::merge_tables;
-use crate::chart::compiled::CompiledChart;
-use crate::chart::ignore::Glob;
-use crate::chart::manifest::{self, StreamOptions};
-use crate::chart::objects::KubeVersion;
-use crate::chart::render::RenderOptions;
-use crate::chart::{Chart, load, strvals, values};
-use crate::template::funcs::FuncEnv;
+use capstan_chart::coalesce::merge_tables;
+use capstan_chart::compiled::CompiledChart;
+use capstan_chart::ignore::Glob;
+use capstan_chart::manifest::{self, StreamOptions};
+use capstan_chart::objects::KubeVersion;
+use capstan_chart::render::RenderOptions;
+use capstan_chart::{Chart, load, strvals, values};
+use capstan_template::funcs::FuncEnv;
 
 /// Arguments of `capstan render`.
 #[derive(Debug, clap::Args)]
@@ -157,7 +157,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let chart = load::load(Path::new(&chart_path)).with_context(|| format!("loading chart {chart_path}"))?;
     check_dependencies(&chart)?;
     let user_values = user_values(args)?;
-    crate::chart::checks::check_release_name(&release_name)?;
+    capstan_chart::checks::check_release_name(&release_name)?;
     let opts = RenderOptions {
         release_name,
         namespace: args.namespace.clone().unwrap_or_else(|| "default".to_string()),
@@ -272,7 +272,7 @@ fn kube_version(flag: Option<&str>) -> anyhow::Result<KubeVersion> {
 
 /// `helm template` refuses charts whose declared dependencies are not in `charts/`.
 fn check_dependencies(chart: &Chart) -> anyhow::Result<()> {
-    Ok(crate::chart::checks::check_dependencies(chart)?)
+    Ok(capstan_chart::checks::check_dependencies(chart)?)
 }
 
 /// The engine output as the corpus goldens store it: keys sorted, one-space indent,
@@ -287,7 +287,7 @@ pub fn templates_json(rendered: &BTreeMap<String, String>) -> anyhow::Result<Str
 }
 
 /// Values from `-f` files and the `--set*` flags, in Helm's order.
-fn user_values(args: &Args) -> anyhow::Result<crate::template::Value> {
+fn user_values(args: &Args) -> anyhow::Result<capstan_template::Value> {
     let base = strvals::empty();
     let mut files = Vec::new();
     for file in &args.values {
@@ -371,7 +371,7 @@ impl LookupEnv {
             args.context.as_deref(),
             None,
         ))?;
-        let lookup = crate::operator::lookup::cluster_lookup(runtime.handle().clone(), target.client);
+        let lookup = capstan_operator::lookup::cluster_lookup(runtime.handle().clone(), target.client);
         Ok(LookupEnv {
             env: Rc::new(FuncEnv::system().with_lookup(lookup)),
             _runtime: Some(runtime),

@@ -8,9 +8,9 @@ use std::rc::Rc;
 
 use anyhow::{Context, bail};
 
-use crate::chart::{manifest, values};
-use crate::stack::render::{self, Part, RenderOptions};
-use crate::template::funcs::FuncEnv;
+use capstan_chart::{manifest, values};
+use capstan_stack::render::{self, Part, RenderOptions};
+use capstan_template::funcs::FuncEnv;
 
 use super::output::value_to_json;
 use super::stack_input::{self, ObjectArgs};

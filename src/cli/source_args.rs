@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::source::cache::Cache;
-use crate::source::github::{Client, Config, Token};
-use crate::source::net::NetworkTimeouts;
+use capstan_source::cache::Cache;
+use capstan_source::github::{Client, Config, Token};
+use capstan_source::net::NetworkTimeouts;
 
 /// Flags shared by `capstan releases list/pull`, `capstan render` and `capstan releases diff`.
 #[derive(Debug, Clone, clap::Args)]
@@ -129,15 +129,15 @@ pub fn cached_repos(cache: &Cache) -> Vec<String> {
 /// Adds what exists to a "repository not found" error.
 pub fn explain_not_found(err: anyhow::Error, cache: &Cache) -> anyhow::Error {
     let not_found = err
-        .downcast_ref::<crate::source::github::GitHubError>()
-        .is_some_and(|e| matches!(e, crate::source::github::GitHubError::NotFound { .. }))
+        .downcast_ref::<capstan_source::github::GitHubError>()
+        .is_some_and(|e| matches!(e, capstan_source::github::GitHubError::NotFound { .. }))
         || err
-            .downcast_ref::<crate::source::pull::PullError>()
+            .downcast_ref::<capstan_source::pull::PullError>()
             .is_some_and(|e| {
                 matches!(
                     e,
-                    crate::source::pull::PullError::GitHub(
-                        crate::source::github::GitHubError::NotFound { .. }
+                    capstan_source::pull::PullError::GitHub(
+                        capstan_source::github::GitHubError::NotFound { .. }
                     )
                 )
             });
@@ -164,7 +164,7 @@ pub async fn releases(
     client: &Client,
     cache: &Cache,
     repo: &str,
-) -> Result<Vec<crate::source::github::Release>, crate::source::github::GitHubError> {
+) -> Result<Vec<capstan_source::github::Release>, capstan_source::github::GitHubError> {
     let key = listing_key(repo);
     if client.listing(repo).is_none()
         && let Ok(Some(bytes)) = cache.read_state(&key)

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 
-use crate::source::local::{self, Opened};
-use crate::stack::ReleaseTag;
-use crate::stack::build::CSCTL_FILE;
-use crate::stack::metadata::METADATA_FILE;
-use crate::stack::values::ClusterObjects;
+use capstan_source::local::{self, Opened};
+use capstan_stack::ReleaseTag;
+use capstan_stack::build::CSCTL_FILE;
+use capstan_stack::metadata::METADATA_FILE;
+use capstan_stack::values::ClusterObjects;
 
 use super::source_args::{self, SourceArgs};
 
@@ -123,7 +123,7 @@ pub fn open(arg: &str, sources: &SourceArgs) -> anyhow::Result<Opened> {
 }
 
 /// How to repair a damaged cached release: the command that fetches it again.
-fn repair_hint(cache: &crate::source::cache::Cache, key: &str) -> String {
+fn repair_hint(cache: &capstan_source::cache::Cache, key: &str) -> String {
     let origin = cache.manifest(key).ok().flatten().map(|m| m.origin);
     match repair_command(key, origin.as_deref()) {
         Some(command) => format!("repair it with `{command}`"),

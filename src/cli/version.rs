@@ -32,7 +32,7 @@ pub struct Info {
 }
 
 pub fn info() -> Info {
-    use crate::operator::api::{GROUP, VERSION};
+    use capstan_operator::api::{GROUP, VERSION};
     Info {
         version: env!("CARGO_PKG_VERSION"),
         helm_compat: "v4.2.3",

@@ -1,0 +1,10 @@
+//! Integration tests, one binary for the crate (each file a module).
+
+mod chart_load;
+mod compiled_chart;
+mod corpus_encoding;
+mod helm_conformance;
+mod render_stream;
+mod template_vectors;
+mod values_variants;
+mod yaml_load_vectors;

@@ -1,0 +1,107 @@
+//! A workload cluster as the operator reaches it: through the `<cluster>-kubeconfig` Secret
+//! Cluster API writes next to the Cluster (key `value`), and ready when its API server's
+//! `/readyz` answers `ok`.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::Client;
+use kube::api::Api;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// The Secret Cluster API keeps a Cluster's admin kubeconfig in.
+pub fn kubeconfig_secret(cluster: &str) -> String {
+    format!("{cluster}-kubeconfig")
+}
+
+/// Why a workload cluster cannot be used yet; the text goes into the gate condition.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Gate {
+    #[error("the kubeconfig Secret {namespace}/{name} does not exist yet")]
+    NoKubeconfig { namespace: String, name: String },
+    #[error("the kubeconfig Secret {namespace}/{name} is unusable: {problem}")]
+    BadKubeconfig {
+        namespace: String,
+        name: String,
+        problem: String,
+    },
+    #[error("the workload API server {server} is not ready: {problem}")]
+    NotReady { server: String, problem: String },
+    #[error("reading the kubeconfig Secret {namespace}/{name}: {problem}")]
+    Api {
+        namespace: String,
+        name: String,
+        problem: String,
+    },
+}
+
+/// A client of a workload cluster and the server's URL (for messages).
+pub struct Workload {
+    pub client: Client,
+    pub server: String,
+    /// The API server's version (`v1.27.3`): what charts see as `.Capabilities.KubeVersion`.
+    pub version: String,
+}
+
+/// Connects to the workload cluster of `cluster` in `namespace` and checks `/readyz`.
+pub async fn connect(management: &Client, namespace: &str, cluster: &str) -> Result<Workload, Gate> {
+    let name = kubeconfig_secret(cluster);
+    let secrets: Api<Secret> = Api::namespaced(management.clone(), namespace);
+    let secret = match secrets.get_opt(&name).await {
+        Ok(Some(secret)) => secret,
+        Ok(None) => {
+            return Err(Gate::NoKubeconfig {
+                namespace: namespace.to_string(),
+                name,
+            });
+        }
+        Err(e) => {
+            return Err(Gate::Api {
+                namespace: namespace.to_string(),
+                name,
+                problem: e.to_string(),
+            });
+        }
+    };
+    let bad = |problem: String| Gate::BadKubeconfig {
+        namespace: namespace.to_string(),
+        name: name.clone(),
+        problem,
+    };
+    let bytes = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get("value"))
+        .ok_or_else(|| bad("no data.value".into()))?;
+    let text = std::str::from_utf8(&bytes.0).map_err(|e| bad(format!("not UTF-8: {e}")))?;
+    let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| bad(e.to_string()))?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| bad(e.to_string()))?;
+    let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
+    let client = capstan_apply::client::client(config).map_err(|e| bad(e.to_string()))?;
+    let not_ready = |problem: String| Gate::NotReady {
+        server: server.clone(),
+        problem,
+    };
+    let request = http::Request::get("/readyz")
+        .body(Vec::new())
+        .map_err(|e| not_ready(e.to_string()))?;
+    match tokio::time::timeout(Duration::from_secs(10), client.request_text(request)).await {
+        Ok(Ok(body)) if body.trim() == "ok" => {
+            let version = client
+                .apiserver_version()
+                .await
+                .map_err(|e| not_ready(format!("reading its version: {e}")))?
+                .git_version;
+            Ok(Workload {
+                client,
+                server,
+                version,
+            })
+        }
+        Ok(Ok(body)) => Err(not_ready(format!("/readyz answered {:?}", body.trim()))),
+        Ok(Err(e)) => Err(not_ready(e.to_string())),
+        Err(_) => Err(not_ready("/readyz gave no answer within 10s".into())),
+    }
+}

@@ -1,0 +1,243 @@
+//! What every reconcile shares: the client, the settings, the sources and cache, the render
+//! store, compiled releases, metrics and the event recorder.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{ObjectRef, Store};
+
+use capstan_apply::Applier;
+
+use super::api::{ClusterStack, ClusterStackRelease};
+use super::metrics::Metrics;
+use super::settings::Settings;
+use super::sources::Sources;
+use super::store::RenderStore;
+use capstan_stack::name::ReleaseTag;
+use capstan_stack::render::CompiledRelease;
+
+/// Compiled releases kept in memory (by release digest); older ones are dropped first.
+const COMPILED_KEEP: usize = 16;
+
+/// One listing of a source: when, the source's description, the release tags.
+type Poll = (Instant, (String, Vec<ReleaseTag>));
+
+/// Shared state of the controllers.
+pub struct Context {
+    pub client: Client,
+    pub settings: Settings,
+    pub sources: Sources,
+    pub store: RenderStore,
+    pub metrics: Arc<Metrics>,
+    /// Applies to the management cluster (keeps its discovery cache).
+    pub applier: Applier,
+    recorder: Recorder,
+    /// Failed reconciles in a row per object, for the backoff.
+    failures: Mutex<HashMap<String, u32>>,
+    compiled: Mutex<Vec<(String, Arc<CompiledRelease>)>>,
+    /// The ClusterStacks as the ClusterStack controller's watch sees them.
+    pub stacks: Store<ClusterStack>,
+    /// Releases whose applied objects a watch saw change: their next reconcile checks drift
+    /// even when the drift interval has not passed.
+    drift_suspects: Mutex<HashSet<ObjectRef<ClusterStackRelease>>>,
+    /// The last listing of each ClusterStack's source: when, which source, the tags.
+    polls: Mutex<HashMap<String, Poll>>,
+    /// Last error text per object, to emit an event only when it changes.
+    last_errors: Mutex<HashMap<String, String>>,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        settings: Settings,
+        sources: Sources,
+        metrics: Arc<Metrics>,
+        stacks: Store<ClusterStack>,
+    ) -> Context {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: "capstan".into(),
+                instance: std::env::var("POD_NAME").ok(),
+            },
+        );
+        Context {
+            store: RenderStore::new(client.clone()),
+            applier: Applier::new(client.clone(), "the management cluster"),
+            failures: Mutex::new(HashMap::new()),
+            client,
+            settings,
+            sources,
+            metrics,
+            recorder,
+            compiled: Mutex::new(Vec::new()),
+            stacks,
+            drift_suspects: Mutex::new(HashSet::new()),
+            last_errors: Mutex::new(HashMap::new()),
+            polls: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The compiled release of `digest`, compiling it with `compile` (on a blocking thread)
+    /// when it is not kept.
+    pub async fn compiled<F>(&self, digest: &str, compile: F) -> Result<Arc<CompiledRelease>, String>
+    where
+        F: FnOnce() -> Result<CompiledRelease, String> + Send + 'static,
+    {
+        if let Some(found) = self.lock_compiled().iter().find(|(d, _)| d == digest) {
+            return Ok(found.1.clone());
+        }
+        let compiled = tokio::task::spawn_blocking(compile)
+            .await
+            .map_err(|e| format!("compiling the release: {e}"))??;
+        let compiled = Arc::new(compiled);
+        let mut kept = self.lock_compiled();
+        kept.retain(|(d, _)| d != digest);
+        kept.push((digest.to_string(), compiled.clone()));
+        if kept.len() > COMPILED_KEEP {
+            kept.remove(0);
+        }
+        Ok(compiled)
+    }
+
+    fn lock_compiled(&self) -> std::sync::MutexGuard<'_, Vec<(String, Arc<CompiledRelease>)>> {
+        self.compiled.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts a failure of `key` and returns how many happened in a row.
+    pub fn failed(&self, key: &str) -> u32 {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let count = failures.entry(key.to_string()).or_insert(0);
+        *count = count.saturating_add(1);
+        *count
+    }
+
+    /// Forgets the failures of `key` after a success.
+    pub fn succeeded(&self, key: &str) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+    }
+
+    /// The last listing recorded for `key`.
+    pub fn last_poll(&self, key: &str) -> Option<Poll> {
+        self.polls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+    }
+
+    pub fn record_poll(&self, key: &str, source: String, tags: Vec<ReleaseTag>) {
+        self.polls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_string(), (Instant::now(), (source, tags)));
+    }
+
+    pub fn forget_poll(&self, key: &str) {
+        self.polls.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+    }
+
+    pub fn suspect_drift(&self, release: ObjectRef<ClusterStackRelease>) {
+        self.drift_suspects
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(release);
+    }
+
+    /// Whether a watch saw objects of `release` change since the last call.
+    pub fn take_drift_suspect(&self, release: &ObjectRef<ClusterStackRelease>) -> bool {
+        self.drift_suspects
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(release)
+    }
+
+    /// Publishes a Kubernetes Event about `object`; a failure is logged, never fatal.
+    pub async fn event(
+        &self,
+        object: &ObjectReference,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
+        self.event_related(object, None, warning, reason, action, note)
+            .await;
+    }
+
+    /// [`Context::event`] naming a second object (`related`). Events of one object with the
+    /// same reason and action become one series (kube's recorder keys them without the note);
+    /// a different `related` object makes a separate Event.
+    pub async fn event_related(
+        &self,
+        object: &ObjectReference,
+        related: Option<ObjectReference>,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
+        let name = format!(
+            "{}/{}/{}",
+            object.kind.as_deref().unwrap_or_default(),
+            object.namespace.as_deref().unwrap_or_default(),
+            object.name.as_deref().unwrap_or_default()
+        );
+        if warning {
+            tracing::warn!(object = %name, reason, "{note}");
+        } else {
+            tracing::info!(object = %name, reason, "{note}");
+        }
+        let event = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.into(),
+            note: Some(truncate(note, 1024)),
+            action: action.into(),
+            secondary: related,
+        };
+        if let Err(e) = self.recorder.publish(&event, object).await {
+            tracing::debug!(error = %e, reason, "publishing an event failed");
+        }
+    }
+
+    /// Publishes a warning event for `error` unless the same error was the last one reported
+    /// for `key`; `None` clears it (the next error is reported again).
+    pub async fn error_event(&self, key: &str, object: &ObjectReference, reason: &str, error: Option<&str>) {
+        let fresh = {
+            let mut last = self.last_errors.lock().unwrap_or_else(|p| p.into_inner());
+            match error {
+                None => {
+                    last.remove(key);
+                    false
+                }
+                Some(text) => last.insert(key.to_string(), text.to_string()).as_deref() != Some(text),
+            }
+        };
+        if let (true, Some(text)) = (fresh, error) {
+            self.event(object, true, reason, "Reconcile", text.to_string())
+                .await;
+        }
+    }
+}
+
+fn truncate(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}

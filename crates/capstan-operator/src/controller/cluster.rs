@@ -1,0 +1,111 @@
+//! The Cluster controller: every Cluster API `Cluster` whose `spec.topology.class` is a stack
+//! class gets its ClusterAddon, `cluster-addon-<cluster>`, owned by the Cluster, and the
+//! ClusterAddon's `spec.clusterStack` follows the class.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+
+use super::Error;
+use crate::api::{ClusterAddon, ClusterAddonSpec};
+use crate::context::Context;
+use crate::webhook::validate::ClusterUse;
+use capstan_stack::name::ReleaseTag;
+
+pub const CONTROLLER: &str = "cluster";
+
+/// The ClusterAddon of Cluster `cluster`.
+pub fn addon_name(cluster: &str) -> String {
+    format!("cluster-addon-{cluster}")
+}
+
+/// Ensures the ClusterAddon of one Cluster.
+pub async fn reconcile(cluster: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = std::time::Instant::now();
+    let result = ensure_addon(&cluster, &ctx).await;
+    ctx.metrics
+        .reconciled(CONTROLLER, started.elapsed(), result.is_ok());
+    result
+}
+
+pub fn error_policy(cluster: Arc<DynamicObject>, error: &Error, ctx: Arc<Context>) -> Action {
+    let key = format!(
+        "Cluster/{}/{}",
+        cluster.namespace().unwrap_or_default(),
+        cluster.name_any()
+    );
+    tracing::warn!(cluster = %key, %error, "reconcile failed");
+    Action::requeue(super::backoff(&ctx, &key))
+}
+
+async fn ensure_addon(cluster: &DynamicObject, ctx: &Context) -> Result<Action, Error> {
+    if cluster.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let usage = ClusterUse::of(cluster);
+    let Some(class) = usage.class.filter(|c| ReleaseTag::parse_cluster_class(c).is_ok()) else {
+        return Ok(Action::await_change());
+    };
+    let namespace = usage.namespace.clone();
+    let name = addon_name(&usage.name);
+    let api: Api<ClusterAddon> = Api::namespaced(ctx.client.clone(), &namespace);
+    let existing = api
+        .get_opt(&name)
+        .await
+        .map_err(|e| Error::Kube(format!("reading ClusterAddon {namespace}/{name}: {e}")))?;
+    match existing {
+        Some(addon) if addon.spec.cluster_stack.as_deref() == Some(class.as_str()) => {}
+        Some(_) => {
+            let patch = serde_json::json!({"spec": {"clusterStack": class}});
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|e| Error::Kube(format!("updating ClusterAddon {namespace}/{name}: {e}")))?;
+        }
+        None => {
+            let addon = ClusterAddon {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    namespace: Some(namespace.clone()),
+                    owner_references: Some(vec![OwnerReference {
+                        api_version: "cluster.x-k8s.io/v1beta1".into(),
+                        kind: "Cluster".into(),
+                        name: usage.name.clone(),
+                        uid: cluster.uid().unwrap_or_default(),
+                        controller: Some(true),
+                        block_owner_deletion: Some(true),
+                    }]),
+                    ..ObjectMeta::default()
+                },
+                spec: ClusterAddonSpec {
+                    cluster_stack: Some(class.clone()),
+                    version: None,
+                    hook: None,
+                    cluster_ref: ObjectReference {
+                        api_version: Some("cluster.x-k8s.io/v1beta1".into()),
+                        kind: Some("Cluster".into()),
+                        name: Some(usage.name.clone()),
+                        namespace: Some(namespace.clone()),
+                        uid: cluster.uid(),
+                        ..ObjectReference::default()
+                    },
+                },
+                status: None,
+            };
+            match api.create(&PostParams::default(), &addon).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => {
+                    return Err(Error::Kube(format!(
+                        "creating ClusterAddon {namespace}/{name}: {e}"
+                    )));
+                }
+            }
+            tracing::info!(cluster = %usage.name, %namespace, %class, "ClusterAddon created");
+        }
+    }
+    Ok(Action::await_change())
+}

@@ -1,0 +1,814 @@
+//! The ClusterAddon controller: brings a release's addons onto the workload cluster of a
+//! Cluster that uses the release's ClusterClass, with values injected from the live Cluster
+//! API objects (`Cluster`, its control plane and infrastructure cluster), and keeps them there.
+//!
+//! - **Gates**: the `<cluster>-kubeconfig` Secret, `status.controlPlaneReady` and the workload
+//!   API server's `/readyz`; the `ClusterReady` condition names the gate that is missing.
+//! - **Render once**: the injected values are computed on every pass (cheap) and hashed with
+//!   the release digest and capstan's version; the addon charts are rendered only when that
+//!   hash changes, into the render store. Drift passes apply the stored manifest.
+//! - **Single chart**: applied to the workload cluster with an inventory there and pruning, so
+//!   an upgrade (the Cluster's class changes) applies every object of the new release and
+//!   removes what it dropped.
+//! - **Stages** (`clusteraddon.yaml`): the current hook's stages run in order —
+//!   pre-condition, apply or delete, post-condition — each phase recorded in `status.stages`
+//!   before the next begins, so a restart neither repeats a finished stage nor skips an
+//!   interrupted one.
+//! - **Deletion**: with the Cluster gone the finalizer is released without reaching for the
+//!   vanished cluster; a ClusterAddon deleted alone first removes its objects.
+
+use std::sync::Arc;
+
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind};
+use kube::runtime::controller::Action;
+use sha2::{Digest, Sha256};
+
+use super::cluster_stack_release::{StackLookup, compiled_release, find_stack};
+use super::progress::WAIT;
+use super::{Error, backoff, now, object_ref, owner_reference};
+use crate::addon::condition::{self, Verdict};
+use crate::addon::workload::{self, Workload};
+use crate::api::conditions::Condition;
+use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStackRelease, StageStatus};
+use crate::context::Context;
+use crate::store::{Owner, StoredRender};
+use capstan_apply::{Applier, ApplyOptions, InventoryRef, PruneScope, parse_stream};
+use capstan_stack::addon_config::{Action as StageAction, Hook, WaitCondition};
+use capstan_stack::name::ReleaseTag;
+use capstan_stack::render::ADDON_NAMESPACE;
+
+pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-addon";
+pub const CONTROLLER: &str = "clusteraddon";
+
+pub const CLUSTER_READY: &str = "ClusterReady";
+pub const RENDERED: &str = "Rendered";
+pub const APPLIED: &str = "Applied";
+const STEPS: [&str; 3] = [CLUSTER_READY, RENDERED, APPLIED];
+
+/// Phases of a stage in `status.stages`.
+const PENDING: &str = "Pending";
+const WAITING_PRE: &str = "waitingForPreCondition";
+const APPLYING: &str = "applyingOrDeleting";
+const WAITING_POST: &str = "waitingForPostCondition";
+const DONE: &str = "done";
+
+/// The inventory of a single-chart addon on the workload cluster.
+fn inventory(addon: &ClusterAddon) -> InventoryRef {
+    InventoryRef {
+        namespace: ADDON_NAMESPACE.into(),
+        name: format!("capstan.caddon.{}", addon.name_any()),
+    }
+}
+
+/// The inventory of one stage's objects on the workload cluster.
+fn stage_inventory(addon: &ClusterAddon, stage: &str) -> InventoryRef {
+    InventoryRef {
+        namespace: ADDON_NAMESPACE.into(),
+        name: format!("capstan.caddon.{}.{stage}", addon.name_any()),
+    }
+}
+
+pub async fn reconcile(addon: Arc<ClusterAddon>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let key = key_of(&addon);
+    let ctx: &Context = &ctx;
+    super::with_finalizer(
+        addon,
+        ctx,
+        (FINALIZER, CONTROLLER),
+        key,
+        |addon| async move { apply(&addon, ctx).await },
+        |addon| async move { cleanup(&addon, ctx).await },
+    )
+    .await
+}
+
+pub fn error_policy(addon: Arc<ClusterAddon>, error: &Error, ctx: Arc<Context>) -> Action {
+    tracing::warn!(addon = %key_of(&addon), %error, "reconcile failed");
+    Action::requeue(backoff(&ctx, &key_of(&addon)))
+}
+
+fn key_of(addon: &ClusterAddon) -> String {
+    format!(
+        "ClusterAddon/{}/{}",
+        addon.namespace().unwrap_or_default(),
+        addon.name_any()
+    )
+}
+
+type Progress<'a> = super::progress::Progress<'a, ClusterAddon>;
+
+impl super::progress::Tracked for ClusterAddon {
+    type Status = ClusterAddonStatus;
+
+    fn status_of(&self) -> Option<&ClusterAddonStatus> {
+        self.status.as_ref()
+    }
+
+    fn conditions_mut(status: &mut ClusterAddonStatus) -> &mut Vec<Condition> {
+        &mut status.conditions
+    }
+
+    fn ready(status: &ClusterAddonStatus) -> bool {
+        status.ready
+    }
+
+    fn set_ready(status: &mut ClusterAddonStatus, ready: bool) {
+        status.ready = ready;
+    }
+
+    fn ready_note(&self, status: &ClusterAddonStatus) -> String {
+        format!(
+            "addons of {} applied ({} objects)",
+            status.applied_cluster_stack.clone().unwrap_or_default(),
+            status.resources.len()
+        )
+    }
+}
+
+async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
+    let mut progress = Progress::new(addon, ctx, &STEPS);
+    let namespace = addon.namespace().unwrap_or_default();
+    let cluster_name = addon.spec.cluster_ref.name.clone().unwrap_or_default();
+    let clusters: Api<DynamicObject> = Api::namespaced_with(
+        ctx.client.clone(),
+        &namespace,
+        &crate::clusters::cluster_resource(),
+    );
+    let cluster = match clusters.get_opt(&cluster_name).await {
+        Ok(Some(cluster)) => cluster,
+        Ok(None) => {
+            // The Cluster is gone (no garbage collector took its ClusterAddon along).
+            let api: Api<ClusterAddon> = Api::namespaced(ctx.client.clone(), &namespace);
+            match api.delete(&addon.name_any(), &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(Error::Kube(format!("deleting {}: {e}", key_of(addon)))),
+            }
+            return Ok(Action::await_change());
+        }
+        Err(e) => {
+            return Err(progress
+                .fail(CLUSTER_READY, "ClusterUnreadable", e.to_string())
+                .await);
+        }
+    };
+
+    // 1. Which release: the Cluster's class.
+    let Some(class) = cluster
+        .data
+        .pointer("/spec/topology/class")
+        .and_then(|c| c.as_str())
+        .map(str::to_string)
+    else {
+        return progress
+            .wait(
+                CLUSTER_READY,
+                "NoTopology",
+                format!("Cluster {cluster_name} has no spec.topology.class"),
+            )
+            .await;
+    };
+    let tag = match ReleaseTag::parse_cluster_class(&class) {
+        Ok(tag) => tag,
+        Err(e) => {
+            let message = format!("class {class} is not a cluster stack class: {e}");
+            progress.condition(CLUSTER_READY, false, "NotAStackClass", message);
+            progress.save().await?;
+            return Ok(Action::await_change());
+        }
+    };
+
+    // Status never claims the old release for the new class: progressing at once.
+    // (Only while the status still says Applied: later steps set their own progress.)
+    if let Some(message) = class_change(progress.status.applied_cluster_stack.as_deref(), &class)
+        && crate::api::conditions::is_true(&progress.status.conditions, APPLIED)
+    {
+        progress.condition(APPLIED, false, "Upgrading", message);
+        progress.save().await?;
+    }
+
+    // 2. Gates.
+    let control_plane_ready = cluster
+        .data
+        .pointer("/status/controlPlaneReady")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    if !control_plane_ready {
+        return progress
+            .wait(
+                CLUSTER_READY,
+                "ControlPlaneNotReady",
+                format!("waiting for Cluster {cluster_name}: status.controlPlaneReady is not true"),
+            )
+            .await;
+    }
+    let target = match workload::connect(&ctx.client, &namespace, &cluster_name).await {
+        Ok(target) => target,
+        Err(gate) => {
+            return progress
+                .wait(CLUSTER_READY, "WorkloadNotReady", gate.to_string())
+                .await;
+        }
+    };
+    progress.condition(
+        CLUSTER_READY,
+        true,
+        "Ready",
+        format!("workload API server {} is ready", target.server),
+    );
+
+    // 3. The release, through the ClusterStack that follows it.
+    let releases: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), &namespace);
+    let release = match releases.get_opt(&tag.tag()).await {
+        Ok(Some(release)) => release,
+        Ok(None) => {
+            return progress
+                .wait(
+                    RENDERED,
+                    "NoRelease",
+                    format!("ClusterStackRelease {namespace}/{tag} does not exist"),
+                )
+                .await;
+        }
+        Err(e) => return Err(progress.fail(RENDERED, "ReleaseUnreadable", e.to_string()).await),
+    };
+    let stack = match find_stack(&release, &tag, ctx) {
+        StackLookup::Found(stack) => stack,
+        StackLookup::NotYetKnown(_) => return Ok(Action::requeue(WAIT)),
+        StackLookup::None => {
+            let message = format!("no ClusterStack in namespace {namespace} follows {}", tag.stack());
+            return Err(progress.fail(RENDERED, "NoClusterStack", message).await);
+        }
+    };
+    let source = match super::resolve_source(&stack, ctx).await {
+        Ok(source) => source,
+        Err(message) => return Err(progress.fail(RENDERED, "SourceUnavailable", message).await),
+    };
+    let fetched = match ctx.sources.fetch(&source, &tag).await {
+        Ok(fetched) => fetched,
+        Err(e) => return Err(progress.fail(RENDERED, "DownloadFailed", e.to_string()).await),
+    };
+    let digest = match fetched.digest() {
+        Ok(digest) => digest,
+        Err(e) => return Err(progress.fail(RENDERED, "DownloadFailed", e.to_string()).await),
+    };
+    let compiled = match compiled_release(ctx, &source, &fetched, &digest).await {
+        Ok(compiled) => compiled,
+        Err(message) => return Err(progress.fail(RENDERED, "CompileFailed", message).await),
+    };
+
+    // 4. Values from the live objects; a render only when they (or the release) changed.
+    let objects = match live_objects(ctx, &cluster).await {
+        Ok(objects) => objects,
+        Err(message) => return progress.wait(RENDERED, "ObjectsMissing", message).await,
+    };
+    let owner = Owner {
+        namespace: namespace.clone(),
+        short_kind: "caddon",
+        name: addon.name_any(),
+        reference: owner_reference(addon),
+    };
+    let render = match render_once(ctx, &compiled, objects, &digest, &owner, &target).await {
+        Ok(render) => render,
+        Err(message) => return Err(progress.fail(RENDERED, "RenderFailed", message).await),
+    };
+    progress.condition(
+        RENDERED,
+        true,
+        "Rendered",
+        format!("revision {} of the addons of {tag}", render.revision),
+    );
+
+    // 5. Apply: stages of the current hook, or the one chart.
+    let applier = Applier::new(target.client.clone(), target.server.clone());
+    let upgrade = progress
+        .status
+        .applied_cluster_stack
+        .as_ref()
+        .is_some_and(|applied| applied != &class);
+    match compiled.addon_config() {
+        Some(config) => {
+            let hook = if progress.status.applied_cluster_stack.is_none() {
+                Hook::AfterControlPlaneInitialized
+            } else if upgrade {
+                Hook::BeforeClusterUpgrade
+            } else {
+                // The stages ran for this release: a drift pass re-applies what they applied.
+                return drift_stages(&mut progress, config, &render, &applier).await;
+            };
+            let stages = config
+                .hooks
+                .iter()
+                .find(|(h, _)| *h == hook)
+                .map(|(_, stages)| stages.clone())
+                .unwrap_or_default();
+            let stages_for = format!("{hook} {class}");
+            if progress.status.stages_for.as_deref() != Some(stages_for.as_str()) {
+                progress.status.stages_for = Some(stages_for);
+                progress.status.stages = stages
+                    .iter()
+                    .map(|s| StageStatus {
+                        name: s.name.clone(),
+                        action: s.action.as_str().into(),
+                        phase: PENDING.into(),
+                    })
+                    .collect();
+                progress.save().await?;
+            }
+            for (index, stage) in stages.iter().enumerate() {
+                if let Some(action) =
+                    run_stage(&mut progress, index, stage, &render, &applier, &target).await?
+                {
+                    return Ok(action);
+                }
+            }
+            progress.status.applied_cluster_stack = Some(class.clone());
+            progress.status.applied_revision = Some(i64::from(render.revision));
+            progress.status.applied_inputs = Some(render.inputs.clone());
+            progress.status.last_reconciled = Some(now());
+            progress.condition(
+                APPLIED,
+                true,
+                "StagesDone",
+                format!("{} stage(s) of {hook} done for {class}", stages.len()),
+            );
+            progress.save().await?;
+            Ok(Action::requeue(ctx.settings.drift_interval))
+        }
+        None => {
+            let applied_before =
+                progress.status.applied_inputs.as_deref() == Some(render.inputs.as_str()) && !upgrade;
+            if applied_before
+                && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx)
+            {
+                progress.save().await?;
+                return Ok(Action::requeue(wait));
+            }
+            let manifest = render.manifest();
+            let objects = match parse_stream(&manifest, &format!("render revision {}", render.revision)) {
+                Ok(objects) => objects,
+                Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
+            };
+            apply_objects(
+                &mut progress,
+                &applier,
+                &objects,
+                inventory(addon),
+                applied_before,
+            )
+            .await?;
+            progress.status.applied_cluster_stack = Some(class.clone());
+            progress.status.applied_revision = Some(i64::from(render.revision));
+            progress.status.applied_inputs = Some(render.inputs.clone());
+            progress.status.last_reconciled = Some(now());
+            progress.save().await?;
+            Ok(Action::requeue(ctx.settings.drift_interval))
+        }
+    }
+}
+
+/// When the Cluster's class is not the one whose addons were applied last: the message of
+/// the `Applied` condition while the new release's addons are brought in.
+fn class_change(applied: Option<&str>, class: &str) -> Option<String> {
+    match applied {
+        Some(applied) if applied != class => Some(format!(
+            "the Cluster's class changed from {applied} to {class}: applying the addons of {class}"
+        )),
+        _ => None,
+    }
+}
+
+/// Drift pass of a multi-stage addon whose stages ran: the `apply` stages of the recorded
+/// hook are applied again from the stored render (unchanged objects are not sent).
+async fn drift_stages(
+    progress: &mut Progress<'_>,
+    config: &capstan_stack::addon_config::AddonConfig,
+    render: &StoredRender,
+    applier: &Applier,
+) -> Result<Action, Error> {
+    let ctx = progress.ctx;
+    if let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
+        progress.save().await?;
+        return Ok(Action::requeue(wait));
+    }
+    let hook = progress
+        .status
+        .stages_for
+        .as_deref()
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(Hook::parse);
+    let stages = config
+        .hooks
+        .iter()
+        .find(|(h, _)| Some(*h) == hook)
+        .map(|(_, stages)| stages.clone())
+        .unwrap_or_default();
+    let mut resources = Vec::new();
+    for stage in stages.iter().filter(|s| s.action == StageAction::Apply) {
+        let part = format!("cluster-addon/{}", stage.name);
+        let stream = render
+            .parts
+            .iter()
+            .find(|(name, _)| *name == part)
+            .map(|(_, stream)| stream.as_str())
+            .unwrap_or_default();
+        let objects = match parse_stream(stream, &part) {
+            Ok(objects) => objects,
+            Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
+        };
+        let inventory = stage_inventory(progress.object, &stage.name);
+        apply_objects(progress, applier, &objects, inventory, true).await?;
+        resources.append(&mut progress.status.resources);
+    }
+    progress.status.resources = resources;
+    progress.status.last_reconciled = Some(now());
+    progress.save().await?;
+    Ok(Action::requeue(ctx.settings.drift_interval))
+}
+
+/// Applies `objects` to the workload cluster with `inventory` (pruning what left it) and
+/// records the per-object status and the `Applied` condition.
+async fn apply_objects(
+    progress: &mut Progress<'_>,
+    applier: &Applier,
+    objects: &[capstan_apply::DesiredObject],
+    inventory: InventoryRef,
+    drift_pass: bool,
+) -> Result<(), Error> {
+    let ctx = progress.ctx;
+    let options = ApplyOptions {
+        namespace: ADDON_NAMESPACE.into(),
+        inventory: Some(inventory),
+        prune: true,
+        concurrency: 8,
+        ..ApplyOptions::default()
+    };
+    let report = match applier.apply(objects, &options).await {
+        Ok(report) => report,
+        Err(e) => return Err(progress.fail(APPLIED, "ApplyFailed", e.to_string()).await),
+    };
+    let outcome =
+        super::report::record(ctx, CONTROLLER, &object_ref(progress.object), &report, drift_pass).await;
+    progress.status.resources = outcome.resources.clone();
+    if let Some(message) = outcome.failure.clone() {
+        return Err(progress.fail(APPLIED, "ApplyFailed", message).await);
+    }
+    progress.condition(APPLIED, true, "Applied", outcome.summary());
+    Ok(())
+}
+
+/// Runs one stage from where its recorded phase says; `Some(action)` when it has to wait.
+async fn run_stage(
+    progress: &mut Progress<'_>,
+    index: usize,
+    stage: &capstan_stack::addon_config::Stage,
+    render: &StoredRender,
+    applier: &Applier,
+    target: &Workload,
+) -> Result<Option<Action>, Error> {
+    let phase = progress
+        .status
+        .stages
+        .get(index)
+        .map(|s| s.phase.clone())
+        .unwrap_or_else(|| PENDING.into());
+    if phase == DONE {
+        return Ok(None);
+    }
+    let set_phase = |progress: &mut Progress<'_>, phase: &str| {
+        if let Some(s) = progress.status.stages.get_mut(index) {
+            s.phase = phase.into();
+        }
+    };
+    if phase == PENDING || phase == WAITING_PRE {
+        if let Some(pre) = &stage.wait_for_pre_condition
+            && let Some(action) = wait_for(progress, index, pre, WAITING_PRE, target).await?
+        {
+            return Ok(Some(action));
+        }
+        set_phase(progress, APPLYING);
+        progress.save().await?;
+    }
+    let phase = progress.status.stages[index].phase.clone();
+    if phase == APPLYING {
+        let part = format!("cluster-addon/{}", stage.name);
+        let stream = render
+            .parts
+            .iter()
+            .find(|(name, _)| *name == part)
+            .map(|(_, stream)| stream.clone())
+            .unwrap_or_default();
+        let objects = match parse_stream(&stream, &part) {
+            Ok(objects) => objects,
+            Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
+        };
+        match stage.action {
+            StageAction::Apply => {
+                apply_objects(
+                    progress,
+                    applier,
+                    &objects,
+                    stage_inventory(progress.object, &stage.name),
+                    false,
+                )
+                .await?;
+            }
+            StageAction::Delete => {
+                if let Err(message) = delete_objects(&target.client, &objects).await {
+                    return Err(progress.fail(APPLIED, "DeleteFailed", message).await);
+                }
+            }
+        }
+        set_phase(progress, WAITING_POST);
+        progress.save().await?;
+    }
+    if let Some(post) = &stage.wait_for_post_condition
+        && let Some(action) = wait_for(progress, index, post, WAITING_POST, target).await?
+    {
+        return Ok(Some(action));
+    }
+    set_phase(progress, DONE);
+    progress.save().await?;
+    Ok(None)
+}
+
+/// Evaluates a wait condition; records the phase and why it waits when it does not hold.
+async fn wait_for(
+    progress: &mut Progress<'_>,
+    index: usize,
+    condition: &WaitCondition,
+    phase: &str,
+    target: &Workload,
+) -> Result<Option<Action>, Error> {
+    let stage = progress.status.stages[index].name.clone();
+    match condition::evaluate(&target.client, condition).await {
+        Ok(Verdict::Met) => Ok(None),
+        Ok(Verdict::NotMet(why)) => {
+            progress.status.stages[index].phase = phase.into();
+            let message = format!("stage {stage}: {phase}: {why}");
+            progress.condition(APPLIED, false, "WaitingForCondition", message);
+            progress.save().await?;
+            Ok(Some(Action::requeue(WAIT)))
+        }
+        Err(e) => {
+            let message = format!("stage {stage}: {phase}: {e}");
+            Err(progress.fail(APPLIED, "ConditionFailed", message).await)
+        }
+    }
+}
+
+/// Deletes `objects` from the workload cluster (a `delete` stage); absent ones are fine.
+async fn delete_objects(
+    client: &kube::Client,
+    objects: &[capstan_apply::DesiredObject],
+) -> Result<(), String> {
+    for key in objects {
+        let gvk = GroupVersionKind::gvk(&key.group, &key.version, &key.kind);
+        let (resource, caps) = match kube::discovery::pinned_kind(client, &gvk).await {
+            Ok(found) => found,
+            // The kind is not served: none of its objects exist.
+            Err(_) => continue,
+        };
+        let api: Api<DynamicObject> = if caps.scope == kube::discovery::Scope::Namespaced {
+            Api::namespaced_with(
+                client.clone(),
+                key.namespace.as_deref().unwrap_or(ADDON_NAMESPACE),
+                &resource,
+            )
+        } else {
+            Api::all_with(client.clone(), &resource)
+        };
+        match api.delete(&key.name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(format!("deleting {} {}: {e}", key.kind, key.name)),
+        }
+    }
+    Ok(())
+}
+
+/// The Cluster and the objects it references, as JSON text per object.
+struct LiveObjects {
+    cluster: String,
+    control_plane: Option<String>,
+    infra_cluster: Option<String>,
+}
+
+async fn live_objects(ctx: &Context, cluster: &DynamicObject) -> Result<LiveObjects, String> {
+    let namespace = cluster.namespace().unwrap_or_default();
+    let referenced = |field: &str| cluster.data.pointer(&format!("/spec/{field}")).cloned();
+    let read = |reference: Option<serde_json::Value>| {
+        let client = ctx.client.clone();
+        let namespace = namespace.clone();
+        async move {
+            let Some(reference) = reference else {
+                return Ok(None);
+            };
+            let text = |k: &str| {
+                reference
+                    .get(k)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let (api_version, kind, name) = (text("apiVersion"), text("kind"), text("name"));
+            let ns = reference
+                .get("namespace")
+                .and_then(|v| v.as_str())
+                .map_or(namespace.clone(), str::to_string);
+            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version.as_str()));
+            let gvk = GroupVersionKind::gvk(group, version, &kind);
+            let (resource, _) = kube::discovery::pinned_kind(&client, &gvk)
+                .await
+                .map_err(|e| format!("{kind} {ns}/{name}: {e}"))?;
+            let api: Api<DynamicObject> = Api::namespaced_with(client, &ns, &resource);
+            match api.get_opt(&name).await {
+                Ok(Some(object)) => serde_json::to_string(&object)
+                    .map(Some)
+                    .map_err(|e| e.to_string()),
+                Ok(None) => Err(format!(
+                    "waiting for {kind} {ns}/{name}, which the Cluster references"
+                )),
+                Err(e) => Err(format!("{kind} {ns}/{name}: {e}")),
+            }
+        }
+    };
+    Ok(LiveObjects {
+        cluster: serde_json::to_string(cluster).map_err(|e| e.to_string())?,
+        control_plane: read(referenced("controlPlaneRef")).await?,
+        infra_cluster: read(referenced("infrastructureRef")).await?,
+    })
+}
+
+/// Rendered parts: part name → manifest stream.
+type Parts = Vec<(String, String)>;
+
+/// The stored render for the current inputs, rendering (on a blocking thread, with `lookup`
+/// answered by the workload cluster) only when no stored revision has them.
+async fn render_once(
+    ctx: &Context,
+    compiled: &Arc<capstan_stack::render::CompiledRelease>,
+    objects: LiveObjects,
+    digest: &str,
+    owner: &Owner,
+    target: &Workload,
+) -> Result<StoredRender, String> {
+    let compiled = compiled.clone();
+    let handle = tokio::runtime::Handle::current();
+    let lookup_client = target.client.clone();
+    let server_version = target.version.clone();
+    let stored = ctx.store.latest(owner).await.map_err(|e| e.to_string())?;
+    let stored_inputs = stored.as_ref().map(|s| s.inputs.clone());
+    let digest = digest.to_string();
+    // Values first (cheap); the hash decides whether the charts are rendered again.
+    let (inputs, parts) = tokio::task::spawn_blocking(move || -> Result<(String, Option<Parts>), String> {
+        let parse = |text: &str, what: &str| {
+            capstan_stack::values::parse_object(text, std::path::Path::new(what)).map_err(|e| e.to_string())
+        };
+        let objects = capstan_stack::values::ClusterObjects {
+            cluster: parse(&objects.cluster, "Cluster")?,
+            control_plane: objects
+                .control_plane
+                .as_deref()
+                .map(|t| parse(t, "ControlPlane"))
+                .transpose()?,
+            infra_cluster: objects
+                .infra_cluster
+                .as_deref()
+                .map(|t| parse(t, "InfraCluster"))
+                .transpose()?,
+        };
+        let values = compiled.addon_values(&objects).map_err(|e| e.to_string())?;
+        let mut hasher = Sha256::new();
+        for text in [
+            "cluster-addon",
+            env!("CARGO_PKG_VERSION"),
+            &digest,
+            &server_version,
+        ] {
+            hasher.update(text.as_bytes());
+            hasher.update([0]);
+        }
+        for (part, computed) in &values {
+            hasher.update(part.as_bytes());
+            hasher.update([0]);
+            hasher.update(computed.as_ref().map_or("", |c| c.text.as_str()).as_bytes());
+            hasher.update([0]);
+        }
+        let inputs = capstan_source::cache::hex(&hasher.finalize());
+        if stored_inputs.as_deref() == Some(inputs.as_str()) {
+            return Ok((inputs, None));
+        }
+        let env = std::rc::Rc::new(
+            capstan_template::funcs::FuncEnv::system()
+                .with_lookup(crate::lookup::cluster_lookup(handle, lookup_client)),
+        );
+        // The workload cluster's own version, as `helm install` against it would see.
+        let kube_version = capstan_chart::objects::KubeVersion::parse(&server_version).ok();
+        let parts = compiled
+            .render_addons(values, kube_version, &env)
+            .map_err(|e| e.to_string())?;
+        Ok((
+            inputs,
+            Some(parts.into_iter().map(|p| (p.name, p.stream)).collect()),
+        ))
+    })
+    .await
+    .map_err(|e| format!("rendering: {e}"))??;
+    match (parts, stored) {
+        // Unchanged inputs: the revision read before the values were computed.
+        (None, Some(stored)) => Ok(stored),
+        (None, None) => Err("no stored render for unchanged inputs".to_string()),
+        (Some(parts), _) => {
+            let render = ctx
+                .store
+                .save(owner, &inputs, parts)
+                .await
+                .map_err(|e| e.to_string())?;
+            tracing::info!(addon = %owner.name, revision = render.revision, "addons rendered");
+            Ok(render)
+        }
+    }
+}
+
+/// Deletion: without the Cluster nothing can be reached; else the addon's objects go first.
+async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
+    let namespace = addon.namespace().unwrap_or_default();
+    let cluster_name = addon.spec.cluster_ref.name.clone().unwrap_or_default();
+    let owner = Owner {
+        namespace: namespace.clone(),
+        short_kind: "caddon",
+        name: addon.name_any(),
+        reference: owner_reference(addon),
+    };
+    let clusters: Api<DynamicObject> = Api::namespaced_with(
+        ctx.client.clone(),
+        &namespace,
+        &crate::clusters::cluster_resource(),
+    );
+    let cluster = clusters
+        .get_opt(&cluster_name)
+        .await
+        .map_err(|e| Error::Kube(format!("reading Cluster {namespace}/{cluster_name}: {e}")))?;
+    let cluster_going = cluster
+        .as_ref()
+        .is_none_or(|c| c.metadata.deletion_timestamp.is_some());
+    if !cluster_going {
+        let target = workload::connect(&ctx.client, &namespace, &cluster_name)
+            .await
+            .map_err(|gate| Error::Step {
+                step: "Cleanup".into(),
+                message: gate.to_string(),
+            })?;
+        let applier = Applier::new(target.client.clone(), target.server.clone());
+        let mut inventories = vec![inventory(addon)];
+        if let Some(status) = &addon.status {
+            inventories.extend(status.stages.iter().map(|s| stage_inventory(addon, &s.name)));
+        }
+        for inventory in inventories {
+            let options = ApplyOptions {
+                namespace: ADDON_NAMESPACE.into(),
+                inventory: Some(inventory),
+                prune: true,
+                // The cleanup: everything goes on purpose.
+                prune_scope: PruneScope::Any,
+                ..ApplyOptions::default()
+            };
+            let report = applier.apply(&[], &options).await.map_err(|e| Error::Step {
+                step: "Cleanup".into(),
+                message: e.to_string(),
+            })?;
+            if report.failed() {
+                return Err(Error::Step {
+                    step: "Cleanup".into(),
+                    message: "some addon objects could not be removed".into(),
+                });
+            }
+        }
+    }
+    ctx.store
+        .remove_all(&owner)
+        .await
+        .map_err(|e| Error::Kube(e.to_string()))?;
+    Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod class_change_tests {
+    use super::class_change;
+
+    #[test]
+    fn a_new_class_is_progress() {
+        assert_eq!(class_change(None, "docker-ferrol-1-27-v1"), None);
+        assert_eq!(
+            class_change(Some("docker-ferrol-1-27-v1"), "docker-ferrol-1-27-v1"),
+            None
+        );
+        let message = class_change(Some("docker-ferrol-1-27-v1"), "docker-ferrol-1-27-v2").expect("a change");
+        assert!(
+            message.contains("from docker-ferrol-1-27-v1 to docker-ferrol-1-27-v2"),
+            "{message}"
+        );
+    }
+}

@@ -1,0 +1,538 @@
+//! The ClusterStack controller: lists every release of the stack's source (all pages, with
+//! conditional requests, at most once per `spec.interval`), keeps those of the stack's
+//! provider, name, Kubernetes version and channel, creates a ClusterStackRelease for the
+//! latest one (when subscribed) and for each `spec.versions` entry, and deletes the releases it
+//! owns that are none of: the latest remote, the latest ready, wanted in spec, used by a
+//! Cluster. The status reports the latest release, the usable versions and one summary line
+//! per release.
+//!
+//! A ClusterStack being deleted deletes its releases (each prunes its own objects once no
+//! Cluster uses it); the API server of a management cluster may run no garbage collector.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+
+use super::{Error, backoff, now, object_ref, owner_reference, stack_name_of};
+use crate::api::conditions::{self, Condition, ConditionStatus, READY};
+use crate::api::{
+    Channel, ClusterStack, ClusterStackRelease, ClusterStackReleaseSpec, ClusterStackStatus, ReleaseSummary,
+};
+use crate::context::Context;
+use capstan_stack::name::ReleaseTag;
+use capstan_stack::version::Version;
+
+pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-stack";
+pub const CONTROLLER: &str = "clusterstack";
+
+/// Condition: the source's releases were listed.
+pub const SOURCE_READY: &str = "SourceReady";
+/// Condition: every wanted release is ready.
+pub const RELEASES_READY: &str = "ReleasesReady";
+
+/// Label on the releases a ClusterStack creates: the stack's name.
+pub const STACK_LABEL: &str = "clusterstack.x-k8s.io/cluster-stack";
+
+/// Reconciles one ClusterStack.
+pub async fn reconcile(stack: Arc<ClusterStack>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let key = key_of(&stack);
+    let ctx: &Context = &ctx;
+    super::with_finalizer(
+        stack,
+        ctx,
+        (FINALIZER, CONTROLLER),
+        key,
+        |stack| async move { apply(&stack, ctx).await },
+        |stack| async move { cleanup(&stack, ctx).await },
+    )
+    .await
+}
+
+pub fn error_policy(stack: Arc<ClusterStack>, error: &Error, ctx: Arc<Context>) -> Action {
+    tracing::warn!(stack = %key_of(&stack), %error, "reconcile failed");
+    Action::requeue(backoff(&ctx, &key_of(&stack)))
+}
+
+fn key_of(stack: &ClusterStack) -> String {
+    format!(
+        "ClusterStack/{}/{}",
+        stack.namespace().unwrap_or_default(),
+        stack.name_any()
+    )
+}
+
+fn condition(
+    stack: &ClusterStack,
+    status: &mut ClusterStackStatus,
+    type_: &str,
+    ok: bool,
+    reason: &str,
+    message: String,
+) {
+    conditions::set_condition(
+        &mut status.conditions,
+        Condition::new(
+            type_,
+            ConditionStatus::from_bool(ok),
+            reason,
+            message,
+            stack.metadata.generation,
+            now(),
+        ),
+    );
+}
+
+async fn save(stack: &ClusterStack, ctx: &Context, mut status: ClusterStackStatus) -> Result<(), Error> {
+    conditions::set_ready_summary(
+        &mut status.conditions,
+        &[SOURCE_READY, RELEASES_READY],
+        stack.metadata.generation,
+        now(),
+    );
+    if stack.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let namespace = stack.namespace().unwrap_or_default();
+    let api: Api<ClusterStack> = Api::namespaced(ctx.client.clone(), &namespace);
+    // Merge patches replace lists whole; optional fields that went away are nulled.
+    let mut json = serde_json::to_value(&status).map_err(|e| Error::Kube(e.to_string()))?;
+    if let Some(map) = json.as_object_mut() {
+        for field in ["latestRelease", "usableVersions", "summary"] {
+            map.entry(field).or_insert(serde_json::Value::Null);
+        }
+    }
+    api.patch_status(
+        &stack.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&serde_json::json!({ "status": json })),
+    )
+    .await
+    .map_err(|e| Error::Kube(format!("writing the status of {}: {e}", key_of(stack))))?;
+    let old_conditions = stack
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    // Every state entered is an Event: failures as warnings, the wait for releases not.
+    for c in conditions::entered(old_conditions, &status.conditions) {
+        let warning = c.reason != "ReleasesNotReady";
+        ctx.event(
+            &object_ref(stack),
+            warning,
+            &c.reason,
+            "Reconcile",
+            c.message.clone(),
+        )
+        .await;
+    }
+    let was_ready = conditions::is_true(old_conditions, READY);
+    let ready = conditions::is_true(&status.conditions, READY);
+    if was_ready != ready {
+        let message = ready_message(&status);
+        ctx.event(
+            &object_ref(stack),
+            !ready,
+            if ready { "Ready" } else { "NotReady" },
+            "Reconcile",
+            message,
+        )
+        .await;
+    }
+    Ok(())
+}
+
+/// The note of a `Ready`/`NotReady` Event: the `Ready` condition's message, or (when ready,
+/// where it has none) what the conditions it summarises say.
+fn ready_message(status: &ClusterStackStatus) -> String {
+    let ready = conditions::find(&status.conditions, READY);
+    match ready.map(|c| c.message.as_str()) {
+        Some(m) if !m.is_empty() => m.to_string(),
+        _ => [SOURCE_READY, RELEASES_READY]
+            .iter()
+            .filter_map(|t| conditions::find(&status.conditions, t))
+            .map(|c| c.message.as_str())
+            .filter(|m| !m.is_empty())
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}
+
+async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
+    let mut status = stack.status.clone().unwrap_or_default();
+    let namespace = stack.namespace().unwrap_or_default();
+    let Some(stack_name) = stack_name_of(stack) else {
+        let message = format!(
+            "provider {:?}, name {:?} and kubernetesVersion {:?} do not make a stack name",
+            stack.spec.provider, stack.spec.name, stack.spec.kubernetes_version
+        );
+        condition(stack, &mut status, SOURCE_READY, false, "InvalidSpec", message);
+        save(stack, ctx, status).await?;
+        return Ok(Action::await_change());
+    };
+    let interval = match stack.spec.interval() {
+        Ok(interval) => interval,
+        Err(e) => {
+            condition(
+                stack,
+                &mut status,
+                SOURCE_READY,
+                false,
+                "InvalidSpec",
+                e.to_string(),
+            );
+            save(stack, ctx, status).await?;
+            return Ok(Action::await_change());
+        }
+    };
+    let mut wanted_versions = Vec::new();
+    for text in &stack.spec.versions {
+        match Version::parse(text) {
+            Ok(v) => wanted_versions.push(v),
+            Err(e) => {
+                let message = format!("spec.versions: {text:?} is not a stack version: {}", e.problem);
+                condition(stack, &mut status, SOURCE_READY, false, "InvalidSpec", message);
+                save(stack, ctx, status).await?;
+                return Ok(Action::await_change());
+            }
+        }
+    }
+
+    // 1. The source's releases of this stack (polled at most once per interval).
+    let wanted_tags: Vec<ReleaseTag> = wanted_versions
+        .iter()
+        .map(|v| stack_name.release(v.clone()))
+        .collect();
+    let listing = match list_source(stack, ctx, interval, &wanted_tags).await {
+        Ok(listing) => listing,
+        Err(message) => {
+            condition(
+                stack,
+                &mut status,
+                SOURCE_READY,
+                false,
+                "ListFailed",
+                message.clone(),
+            );
+            save(stack, ctx, status).await?;
+            return Err(Error::Step {
+                step: SOURCE_READY.into(),
+                message,
+            });
+        }
+    };
+    let channel = stack.spec.channel;
+    let mut remote: Vec<ReleaseTag> = listing
+        .iter()
+        .filter(|t| t.stack() == &stack_name && on_channel(t.version(), channel))
+        .cloned()
+        .collect();
+    remote.sort_by(|a, b| a.version().cmp(b.version()));
+    let latest = remote.last().cloned();
+    let missing: Vec<String> = wanted_tags
+        .iter()
+        .filter(|t| !remote.contains(t))
+        .map(ReleaseTag::tag)
+        .collect();
+    let source_message = match (&latest, missing.is_empty()) {
+        (None, _) => format!("the source has no release of {stack_name} on channel {channel}"),
+        (Some(latest), true) => format!("{} matching release(s), latest {latest}", remote.len()),
+        (Some(latest), false) => format!(
+            "{} matching release(s), latest {latest}; not in the source: {}",
+            remote.len(),
+            missing.join(", ")
+        ),
+    };
+    condition(
+        stack,
+        &mut status,
+        SOURCE_READY,
+        latest.is_some() && missing.is_empty(),
+        if latest.is_none() {
+            "NoRelease"
+        } else if missing.is_empty() {
+            "Listed"
+        } else {
+            "VersionMissing"
+        },
+        source_message,
+    );
+    status.latest_release = latest.as_ref().map(ReleaseTag::tag);
+
+    // 2. The releases wanted: the latest (when subscribed) and the spec's.
+    let mut wanted: BTreeSet<String> = wanted_tags
+        .iter()
+        .filter(|t| remote.contains(t))
+        .map(ReleaseTag::tag)
+        .collect();
+    if stack.spec.auto_subscribe
+        && let Some(latest) = &latest
+    {
+        wanted.insert(latest.tag());
+    }
+    let releases_api: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), &namespace);
+    let owned = owned_releases(stack, &releases_api).await?;
+    for tag in &wanted {
+        if !owned.contains_key(tag) {
+            create_release(stack, ctx, &releases_api, tag, &stack_name.to_string()).await?;
+        }
+    }
+
+    // 3. Releases no longer wanted go, unless a Cluster uses them or they are the latest
+    //    ready one (what new Clusters can use while a newer release gets ready).
+    let latest_ready = owned
+        .values()
+        .filter(|r| super::cluster_stack_release::is_ready(r))
+        .filter_map(|r| ReleaseTag::parse(&r.name_any()).ok())
+        .max_by(|a, b| a.version().cmp(b.version()))
+        .map(|t| t.tag());
+    let mut keep = wanted.clone();
+    keep.extend(latest.as_ref().map(ReleaseTag::tag));
+    keep.extend(latest_ready);
+    let unwanted: Vec<&String> = owned.keys().filter(|name| !keep.contains(*name)).collect();
+    if !unwanted.is_empty() {
+        match crate::clusters::list(&ctx.client, &namespace).await {
+            Ok(clusters) => {
+                let used = crate::clusters::releases_in_use(&clusters, &namespace);
+                for name in unwanted.into_iter().filter(|n| !used.contains(*n)) {
+                    delete_release(stack, ctx, &releases_api, name).await?;
+                }
+            }
+            Err(e) => {
+                // Deleting without knowing the users could pull a class from under a Cluster.
+                tracing::warn!(stack = %key_of(stack), error = %e, "not deleting releases: listing Clusters failed");
+            }
+        }
+    }
+
+    // 4. Status from the releases as they are now.
+    let owned = owned_releases(stack, &releases_api).await?;
+    status.summary = owned.values().map(summary_of).collect();
+    let mut usable: Vec<(Version, String)> = owned
+        .values()
+        .filter(|r| super::cluster_stack_release::is_ready(r))
+        .filter_map(|r| ReleaseTag::parse(&r.name_any()).ok())
+        .map(|t| (t.version().clone(), t.version().to_string()))
+        .collect();
+    usable.sort();
+    status.usable_versions = (!usable.is_empty()).then(|| {
+        usable
+            .iter()
+            .map(|(_, v)| v.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    let not_ready: Vec<&String> = wanted
+        .iter()
+        .filter(|tag| {
+            !owned
+                .get(*tag)
+                .is_some_and(super::cluster_stack_release::is_ready)
+        })
+        .collect();
+    let releases_message = if wanted.is_empty() {
+        "no release is wanted (autoSubscribe is off and spec.versions is empty)".to_string()
+    } else if not_ready.is_empty() {
+        format!("{} release(s) ready", wanted.len())
+    } else {
+        let details: Vec<String> = not_ready
+            .iter()
+            .map(|tag| match owned.get(*tag) {
+                Some(r) => format!("{tag}: {}", waiting_detail(&summary_of(r))),
+                None => format!("{tag}: not created yet"),
+            })
+            .collect();
+        format!("waiting for {}", details.join("; "))
+    };
+    condition(
+        stack,
+        &mut status,
+        RELEASES_READY,
+        not_ready.is_empty(),
+        if not_ready.is_empty() {
+            "Ready"
+        } else {
+            "ReleasesNotReady"
+        },
+        releases_message,
+    );
+    save(stack, ctx, status).await?;
+    Ok(Action::requeue(next_poll(ctx, stack, interval)))
+}
+
+fn on_channel(version: &Version, channel: Channel) -> bool {
+    match channel {
+        Channel::Stable => !version.is_hash(),
+        Channel::Custom => version.is_hash(),
+    }
+}
+
+fn poll_key(stack: &ClusterStack) -> String {
+    format!("{}/{}", stack.namespace().unwrap_or_default(), stack.name_any())
+}
+
+/// Time until the stack's source is due for its next poll.
+fn next_poll(ctx: &Context, stack: &ClusterStack, interval: Duration) -> Duration {
+    let last = ctx.last_poll(&poll_key(stack));
+    match last {
+        Some((at, _)) => interval.saturating_sub(at.elapsed()).max(Duration::from_secs(1)),
+        None => interval,
+    }
+}
+
+/// The source's release tags: the listing of the last poll while it is younger than
+/// `interval` and has every wanted tag, else a new poll.
+async fn list_source(
+    stack: &ClusterStack,
+    ctx: &Context,
+    interval: Duration,
+    wanted: &[ReleaseTag],
+) -> Result<Vec<ReleaseTag>, String> {
+    let key = poll_key(stack);
+    let source = super::resolve_source(stack, ctx).await?;
+    let source_id = source.describe();
+    if let Some((at, (id, tags))) = ctx.last_poll(&key)
+        && id == source_id
+        && at.elapsed() < interval
+        && wanted.iter().all(|t| tags.contains(t))
+    {
+        return Ok(tags);
+    }
+    let tags = ctx.sources.list(&source).await.map_err(|e| e.to_string())?;
+    ctx.record_poll(&key, source_id, tags.clone());
+    Ok(tags)
+}
+
+/// The releases of the namespace this stack owns, by name.
+async fn owned_releases(
+    stack: &ClusterStack,
+    api: &Api<ClusterStackRelease>,
+) -> Result<BTreeMap<String, ClusterStackRelease>, Error> {
+    let uid = stack.uid().unwrap_or_default();
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| Error::Kube(format!("listing ClusterStackReleases: {e}")))?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|r| r.owner_references().iter().any(|o| o.uid == uid))
+        .map(|r| (r.name_any(), r))
+        .collect())
+}
+
+async fn create_release(
+    stack: &ClusterStack,
+    ctx: &Context,
+    api: &Api<ClusterStackRelease>,
+    tag: &str,
+    stack_name: &str,
+) -> Result<(), Error> {
+    let provider_ref = if stack.spec.no_provider {
+        None
+    } else {
+        stack.spec.provider_ref.clone()
+    };
+    let release = ClusterStackRelease {
+        metadata: ObjectMeta {
+            name: Some(tag.to_string()),
+            namespace: stack.namespace(),
+            labels: Some(BTreeMap::from([
+                (STACK_LABEL.to_string(), stack_name.to_string()),
+                (
+                    capstan_apply::ssa::MANAGED_BY_LABEL.to_string(),
+                    capstan_apply::ssa::MANAGED_BY.to_string(),
+                ),
+            ])),
+            owner_references: Some(vec![owner_reference(stack)]),
+            ..ObjectMeta::default()
+        },
+        spec: ClusterStackReleaseSpec { provider_ref },
+        status: None,
+    };
+    match api.create(&PostParams::default(), &release).await {
+        Ok(created) => {
+            // About the new release too: one Event per release, not a series under the first.
+            ctx.event_related(
+                &object_ref(stack),
+                Some(object_ref(&created)),
+                false,
+                "ReleaseCreated",
+                "Subscribe",
+                format!("created ClusterStackRelease {tag}"),
+            )
+            .await;
+            Ok(())
+        }
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(Error::Kube(format!("creating ClusterStackRelease {tag}: {e}"))),
+    }
+}
+
+async fn delete_release(
+    stack: &ClusterStack,
+    ctx: &Context,
+    api: &Api<ClusterStackRelease>,
+    name: &str,
+) -> Result<(), Error> {
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(either) => {
+            // Already being deleted (waiting for its finalizer): no new event.
+            if let Some(deleted) = either.left() {
+                ctx.event_related(
+                    &object_ref(stack),
+                    Some(object_ref(&deleted)),
+                    false,
+                    "ReleaseDeleted",
+                    "Unsubscribe",
+                    format!("deleting ClusterStackRelease {name}: no longer wanted nor used"),
+                )
+                .await;
+            }
+            Ok(())
+        }
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(Error::Kube(format!("deleting ClusterStackRelease {name}: {e}"))),
+    }
+}
+
+/// What a release that is not ready is doing: its message, else its phase.
+fn waiting_detail(summary: &ReleaseSummary) -> String {
+    if summary.message.is_empty() {
+        format!("phase {}", summary.phase)
+    } else {
+        summary.message.clone()
+    }
+}
+
+fn summary_of(release: &ClusterStackRelease) -> ReleaseSummary {
+    let status = release.status.clone().unwrap_or_default();
+    let ready = conditions::find(&status.conditions, READY);
+    let phase = if release.metadata.deletion_timestamp.is_some() {
+        "deleting".to_string()
+    } else if status.ready {
+        "done".to_string()
+    } else {
+        ready.map_or_else(|| "pending".to_string(), |c| c.reason.clone())
+    };
+    ReleaseSummary {
+        name: release.name_any(),
+        ready: status.ready,
+        phase,
+        message: ready.map(|c| c.message.clone()).unwrap_or_default(),
+    }
+}
+
+/// Deletion: the stack's releases are deleted (each waits for its Clusters and prunes).
+async fn cleanup(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
+    let namespace = stack.namespace().unwrap_or_default();
+    let api: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), &namespace);
+    for name in owned_releases(stack, &api).await?.keys() {
+        delete_release(stack, ctx, &api, name).await?;
+    }
+    ctx.forget_poll(&poll_key(stack));
+    Ok(Action::await_change())
+}

@@ -1,0 +1,190 @@
+//! The provider's part of a release: when a ClusterStackRelease's `spec.providerRef` names a
+//! `<X>ClusterStackReleaseTemplate`, its `spec.template` is cloned into an
+//! `<X>ClusterStackRelease` named like the release and owned by it, and the release waits for
+//! that object's `status.ready` (the provider uploads node images and the like). A
+//! `providerRef` that names the `<X>ClusterStackRelease` itself (as the cluster-stack operator
+//! writes it) is only waited for.
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::ResourceExt;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
+use kube::discovery::Scope;
+
+use super::owner_reference;
+use crate::api::ClusterStackRelease;
+use crate::context::Context;
+
+/// Where the provider's part stands.
+pub enum State {
+    /// Ready; names the object.
+    Ready(String),
+    /// Not yet; says what is awaited.
+    Waiting(String),
+}
+
+struct Target {
+    api: Api<DynamicObject>,
+    resource: ApiResource,
+    name: String,
+    namespace: String,
+    kind: String,
+    /// The template to clone, when the reference names one.
+    template: Option<(Api<DynamicObject>, String)>,
+}
+
+async fn target(
+    ctx: &Context,
+    release: &ClusterStackRelease,
+    reference: &ObjectReference,
+) -> Result<Target, String> {
+    let namespace = release.namespace().unwrap_or_default();
+    let api_version = reference.api_version.clone().unwrap_or_default();
+    let kind = reference.kind.clone().unwrap_or_default();
+    let name = reference.name.clone().unwrap_or_default();
+    if api_version.is_empty() || kind.is_empty() || name.is_empty() {
+        return Err("spec.providerRef needs apiVersion, kind and name".into());
+    }
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version.as_str()));
+    let ref_namespace = reference.namespace.clone().unwrap_or_else(|| namespace.clone());
+    let api_for = |kind: &str| {
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let client = ctx.client.clone();
+        let api_version = api_version.clone();
+        async move {
+            let (resource, caps) = kube::discovery::pinned_kind(&client, &gvk)
+                .await
+                .map_err(|e| format!("spec.providerRef: {api_version} {} is not served: {e}", gvk.kind))?;
+            Ok::<_, String>((resource, caps.scope))
+        }
+    };
+    match kind.strip_suffix("Template") {
+        Some(release_kind) => {
+            let (template_resource, template_scope) = api_for(&kind).await?;
+            let (resource, scope) = api_for(release_kind).await?;
+            let template_api = match template_scope {
+                Scope::Namespaced => {
+                    Api::namespaced_with(ctx.client.clone(), &ref_namespace, &template_resource)
+                }
+                Scope::Cluster => Api::all_with(ctx.client.clone(), &template_resource),
+            };
+            let api = match scope {
+                Scope::Namespaced => Api::namespaced_with(ctx.client.clone(), &namespace, &resource),
+                Scope::Cluster => Api::all_with(ctx.client.clone(), &resource),
+            };
+            Ok(Target {
+                api,
+                resource,
+                name: release.name_any(),
+                namespace,
+                kind: release_kind.to_string(),
+                template: Some((template_api, name)),
+            })
+        }
+        None => {
+            let (resource, scope) = api_for(&kind).await?;
+            let api = match scope {
+                Scope::Namespaced => Api::namespaced_with(ctx.client.clone(), &ref_namespace, &resource),
+                Scope::Cluster => Api::all_with(ctx.client.clone(), &resource),
+            };
+            Ok(Target {
+                api,
+                resource,
+                name,
+                namespace: ref_namespace,
+                kind,
+                template: None,
+            })
+        }
+    }
+}
+
+/// Creates the provider's release object when missing and reports whether it is ready.
+pub async fn ensure(
+    ctx: &Context,
+    release: &ClusterStackRelease,
+    reference: &ObjectReference,
+) -> Result<State, String> {
+    let target = target(ctx, release, reference).await?;
+    let what = format!("{} {}/{}", target.kind, target.namespace, target.name);
+    let existing = target
+        .api
+        .get_opt(&target.name)
+        .await
+        .map_err(|e| format!("reading {what}: {e}"))?;
+    let object = match (existing, &target.template) {
+        (Some(object), _) => object,
+        (None, None) => return Ok(State::Waiting(format!("waiting for {what} to exist"))),
+        (None, Some((templates, template_name))) => {
+            let template = templates
+                .get_opt(template_name)
+                .await
+                .map_err(|e| {
+                    format!(
+                        "reading {} {template_name}: {e}",
+                        reference.kind.clone().unwrap_or_default()
+                    )
+                })?
+                .ok_or_else(|| {
+                    format!(
+                        "spec.providerRef: {} {template_name} does not exist",
+                        reference.kind.clone().unwrap_or_default()
+                    )
+                })?;
+            let spec = template
+                .data
+                .pointer("/spec/template/spec")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({}));
+            let mut clone = DynamicObject::new(&target.name, &target.resource).within(&target.namespace);
+            clone.metadata.owner_references = Some(vec![owner_reference(release)]);
+            if let Some(meta) = template.data.pointer("/spec/template/metadata") {
+                clone.metadata.labels = serde_json::from_value(meta["labels"].clone()).ok();
+                clone.metadata.annotations = serde_json::from_value(meta["annotations"].clone()).ok();
+            }
+            clone.data = serde_json::json!({ "spec": spec });
+            match target.api.create(&PostParams::default(), &clone).await {
+                Ok(created) => {
+                    ctx.event(
+                        &super::object_ref(release),
+                        false,
+                        "ProviderReleaseCreated",
+                        "Provide",
+                        format!("created {what} from {template_name}"),
+                    )
+                    .await;
+                    created
+                }
+                Err(kube::Error::Api(e)) if e.code == 409 => {
+                    return Ok(State::Waiting(format!("waiting for {what}")));
+                }
+                Err(e) => return Err(format!("creating {what}: {e}")),
+            }
+        }
+    };
+    let ready = object.data.pointer("/status/ready").and_then(|v| v.as_bool()) == Some(true);
+    Ok(if ready {
+        State::Ready(what)
+    } else {
+        State::Waiting(format!("waiting for {what} to report status.ready"))
+    })
+}
+
+/// Deletes the provider's release object a release cloned (never one it only waited for).
+pub async fn remove(
+    ctx: &Context,
+    release: &ClusterStackRelease,
+    reference: &ObjectReference,
+) -> Result<(), String> {
+    let target = target(ctx, release, reference).await?;
+    if target.template.is_none() {
+        return Ok(());
+    }
+    match target.api.delete(&target.name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(format!(
+            "deleting {} {}/{}: {e}",
+            target.kind, target.namespace, target.name
+        )),
+    }
+}

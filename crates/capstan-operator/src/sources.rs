@@ -1,0 +1,290 @@
+//! Where a ClusterStack's releases come from, as the controllers see it: list every release
+//! tag of a source, and fetch one release into the verified cache.
+//!
+//! GitHub clients are kept per API URL and token, so each repository is re-polled with its
+//! ETag (an unchanged repository costs one `304`). A git source yields the release of its
+//! ref's current commit plus the releases it built before (kept in the cache). A local source
+//! is a directory of release directories (or a release directory, or a stack source tree).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+
+use crate::api::StackSource;
+use capstan_source::cache::{Cache, ReleaseManifest};
+use capstan_source::git::{self, GitSpec};
+use capstan_source::github::{self, Token};
+use capstan_source::{local, pull};
+use capstan_stack::name::ReleaseTag;
+
+/// A source with its credentials read.
+#[derive(Clone, Debug)]
+pub enum Resolved {
+    GitHub {
+        api_url: String,
+        /// `owner/repo`.
+        repo: String,
+        token: Option<String>,
+    },
+    Git(GitSpec),
+    Local(PathBuf),
+}
+
+impl Resolved {
+    /// A source of a ClusterStack; `token` is the credential its Secret holds, if any.
+    pub fn of(source: &StackSource, default_api_url: &str, token: Option<String>) -> Resolved {
+        match source {
+            StackSource::Github(gh) => Resolved::GitHub {
+                api_url: gh.api_url.clone().unwrap_or_else(|| default_api_url.to_string()),
+                repo: format!("{}/{}", gh.owner, gh.repo),
+                token,
+            },
+            StackSource::Git(g) => Resolved::Git(GitSpec {
+                url: g.url.clone(),
+                reference: g.ref_.clone().unwrap_or_else(|| "HEAD".into()),
+                path: g.path.clone().unwrap_or_default().trim_matches('/').to_string(),
+            }),
+            StackSource::Local(l) => Resolved::Local(PathBuf::from(&l.path)),
+        }
+    }
+
+    /// For messages: `github owner/repo`, `git URL#REF`, `local PATH`.
+    pub fn describe(&self) -> String {
+        match self {
+            Resolved::GitHub { repo, .. } => format!("github {repo}"),
+            Resolved::Git(spec) => format!("git {spec}"),
+            Resolved::Local(path) => format!("local {}", path.display()),
+        }
+    }
+}
+
+/// A release that is complete on disk: in the cache, or a local directory.
+#[derive(Clone, Debug)]
+pub enum Fetched {
+    Cached(ReleaseManifest),
+    Local(PathBuf),
+}
+
+impl Fetched {
+    /// A digest of the release's content: changes when any file changes.
+    pub fn digest(&self) -> Result<String, SourceError> {
+        let mut hasher = Sha256::new();
+        match self {
+            Fetched::Cached(manifest) => {
+                for (name, file) in &manifest.files {
+                    hasher.update(name.as_bytes());
+                    hasher.update([0]);
+                    hasher.update(file.sha256.as_bytes());
+                    hasher.update([0]);
+                }
+            }
+            Fetched::Local(dir) => hash_dir(dir, dir, &mut hasher)?,
+        }
+        Ok(capstan_source::cache::hex(&hasher.finalize()))
+    }
+
+    /// Loads the release for rendering (blocking: reads and verifies files).
+    pub fn open(&self, cache: &Cache) -> Result<local::Opened, SourceError> {
+        match self {
+            Fetched::Cached(manifest) => local::open_cached(cache, manifest),
+            Fetched::Local(dir) => local::open(dir),
+        }
+        .map_err(|e| SourceError(e.to_string()))
+    }
+}
+
+fn hash_dir(root: &Path, dir: &Path, hasher: &mut Sha256) -> Result<(), SourceError> {
+    let io = |e: std::io::Error| SourceError(format!("{}: {e}", dir.display()));
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(io)?
+        .collect::<Result<_, _>>()
+        .map_err(io)?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let path = entry.path();
+        let kind = entry.file_type().map_err(io)?;
+        let rel = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .into_owned();
+        if kind.is_dir() {
+            hash_dir(root, &path, hasher)?;
+        } else if kind.is_file() {
+            hasher.update(rel.as_bytes());
+            hasher.update([0]);
+            hasher.update(Sha256::digest(std::fs::read(&path).map_err(io)?));
+        }
+    }
+    Ok(())
+}
+
+/// A source could not be listed or a release not fetched; the text names the source.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SourceError(pub String);
+
+/// A GitHub client per API URL and token.
+type ClientKey = (String, Option<String>);
+
+/// Access to every source the operator follows.
+pub struct Sources {
+    cache: Cache,
+    clients: Mutex<HashMap<ClientKey, Arc<github::Client>>>,
+    observer: Option<github::Observer>,
+}
+
+impl Sources {
+    pub fn new(cache: Cache, observer: Option<github::Observer>) -> Sources {
+        Sources {
+            cache,
+            clients: Mutex::new(HashMap::new()),
+            observer,
+        }
+    }
+
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    fn github(&self, api_url: &str, token: &Option<String>) -> Result<Arc<github::Client>, SourceError> {
+        let key = (api_url.to_string(), token.clone());
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(client) = clients.get(&key) {
+            return Ok(client.clone());
+        }
+        let config = github::Config {
+            base_url: api_url.to_string(),
+            token: token.clone().map(Token::new),
+            observer: self.observer.clone(),
+            ..github::Config::default()
+        };
+        let client = Arc::new(github::Client::new(config).map_err(|e| SourceError(e.to_string()))?);
+        clients.insert(key, client.clone());
+        Ok(client)
+    }
+
+    /// Every release tag of `source` (all pages), unordered. Tags that are not release tags
+    /// are skipped.
+    pub async fn list(&self, source: &Resolved) -> Result<Vec<ReleaseTag>, SourceError> {
+        let describe = source.describe();
+        let fail = |message: String| SourceError(format!("listing releases of {describe}: {message}"));
+        let tags: Vec<String> = match source {
+            Resolved::GitHub { api_url, repo, token } => {
+                let client = self.github(api_url, token)?;
+                let releases = client.releases(repo).await.map_err(|e| fail(e.to_string()))?;
+                releases.into_iter().map(|r| r.tag).collect()
+            }
+            Resolved::Git(spec) => {
+                let cache = self.cache.clone();
+                let spec = spec.clone();
+                let built = tokio::task::spawn_blocking(move || {
+                    let current = git::pull_git(&cache, &spec).map_err(|e| e.to_string())?;
+                    let prefix = format!("{}/", git::url_key(&spec.url));
+                    let mut tags: Vec<String> = cache
+                        .releases()
+                        .map_err(|e| e.to_string())?
+                        .into_iter()
+                        .filter_map(|key| key.strip_prefix(&prefix).map(str::to_string))
+                        .collect();
+                    tags.push(current.tag);
+                    Ok::<_, String>(tags)
+                })
+                .await
+                .map_err(|e| fail(e.to_string()))?;
+                built.map_err(fail)?
+            }
+            Resolved::Local(path) => local_tags(path).map_err(fail)?,
+        };
+        let mut out: Vec<ReleaseTag> = tags.iter().filter_map(|t| ReleaseTag::parse(t).ok()).collect();
+        out.sort_by_key(ReleaseTag::tag);
+        out.dedup();
+        Ok(out)
+    }
+
+    /// Release `tag` of `source`, complete on disk (downloaded into the cache when missing;
+    /// nothing is sent when it is complete there already).
+    pub async fn fetch(&self, source: &Resolved, tag: &ReleaseTag) -> Result<Fetched, SourceError> {
+        let describe = source.describe();
+        let fail = |message: String| SourceError(format!("fetching {tag} from {describe}: {message}"));
+        match source {
+            Resolved::GitHub { api_url, repo, token } => {
+                if let Some(manifest) =
+                    pull::cached_github(&self.cache, repo, &tag.tag()).map_err(|e| fail(e.to_string()))?
+                {
+                    return Ok(Fetched::Cached(manifest));
+                }
+                let client = self.github(api_url, token)?;
+                let summary = pull::pull_github(&client, &self.cache, repo, &tag.tag(), |_| {})
+                    .await
+                    .map_err(|e| fail(e.to_string()))?;
+                Ok(Fetched::Cached(summary.manifest))
+            }
+            Resolved::Git(spec) => {
+                let key = format!("{}/{}", git::url_key(&spec.url), tag.tag());
+                match self.cache.release(&key).map_err(|e| fail(e.to_string()))? {
+                    Some(manifest) => Ok(Fetched::Cached(manifest)),
+                    None => Err(fail(format!(
+                        "the ref {} no longer builds this release and the cache does not hold it",
+                        spec.reference
+                    ))),
+                }
+            }
+            Resolved::Local(path) => {
+                let dir = local_release_dir(path, tag).map_err(fail)?;
+                Ok(Fetched::Local(dir))
+            }
+        }
+    }
+}
+
+/// The release tags of a local source: its own (a release dir or source tree named after its
+/// tag is not required: the release's metadata says) or those of its subdirectories.
+fn local_tags(path: &Path) -> Result<Vec<String>, String> {
+    let mut tags = Vec::new();
+    for dir in local_candidates(path)? {
+        if let Some(tag) = local_tag(&dir) {
+            tags.push(tag);
+        }
+    }
+    Ok(tags)
+}
+
+fn local_candidates(path: &Path) -> Result<Vec<PathBuf>, String> {
+    if local::kind(path).is_some() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let entries = std::fs::read_dir(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| local::kind(p).is_some())
+        .collect();
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// The tag of a local release directory (from its metadata and the directory's assets).
+fn local_tag(dir: &Path) -> Option<String> {
+    match local::kind(dir)? {
+        local::Kind::ReleaseDir => capstan_stack::release::Release::load(dir)
+            .ok()
+            .map(|r| r.tag().tag()),
+        local::Kind::SourceTree => {
+            let version = capstan_stack::build::hash_version(dir).ok()?;
+            capstan_stack::build::release_tag(dir, &version)
+                .ok()
+                .map(|t| t.tag())
+        }
+    }
+}
+
+fn local_release_dir(path: &Path, tag: &ReleaseTag) -> Result<PathBuf, String> {
+    let wanted = tag.tag();
+    local_candidates(path)?
+        .into_iter()
+        .find(|dir| local_tag(dir).as_deref() == Some(wanted.as_str()))
+        .ok_or_else(|| format!("no release directory with tag {wanted} in {}", path.display()))
+}

@@ -1,0 +1,317 @@
+//! The render-once store: what a controller rendered for an object, kept per revision in a
+//! gzip-compressed Secret owned by the object (as Helm keeps its release records).
+//!
+//! A render happens only when its inputs change (release digest, values, capstan's version):
+//! their hash labels the Secret. Drift passes and restarts apply the stored manifest, so charts
+//! with generated content (`genCA`, `randAlphaNum`) are not rotated on every pass and a
+//! restart costs no render. The newest [`KEEP_REVISIONS`] revisions are kept.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+use serde::{Deserialize, Serialize};
+
+/// Revisions kept per owner (the newest ones).
+pub const KEEP_REVISIONS: usize = 3;
+/// Secret type of stored renders.
+pub const SECRET_TYPE: &str = "capstan.dev/render.v1";
+/// Label: the owner's UID (names can be longer than a label value).
+pub const OWNER_LABEL: &str = "capstan.dev/render-owner";
+/// Label: the revision number.
+pub const REVISION_LABEL: &str = "capstan.dev/render-revision";
+/// Annotation: the hash of the render's inputs.
+pub const INPUTS_ANNOTATION: &str = "capstan.dev/render-inputs";
+const DATA_KEY: &str = "render";
+
+/// One stored render.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredRender {
+    pub revision: u32,
+    /// Hash of the inputs the render was made from.
+    pub inputs: String,
+    /// The rendered parts, in apply order: part name → manifest stream.
+    pub parts: Vec<(String, String)>,
+}
+
+impl StoredRender {
+    /// Every part's stream, joined.
+    pub fn manifest(&self) -> String {
+        let mut out = String::new();
+        for (_, stream) in &self.parts {
+            out.push_str(stream);
+            if !stream.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("render store of {owner}: {action}: {message}")]
+    Api {
+        owner: String,
+        action: &'static str,
+        message: String,
+    },
+    #[error("render store of {owner}: Secret {secret} is corrupt: {message}")]
+    Corrupt {
+        owner: String,
+        secret: String,
+        message: String,
+    },
+}
+
+/// The owner of stored renders: an object of the operator's API.
+#[derive(Clone, Debug)]
+pub struct Owner {
+    pub namespace: String,
+    /// Short kind, part of the Secret names: `cskr`, `caddon`.
+    pub short_kind: &'static str,
+    pub name: String,
+    pub reference: OwnerReference,
+}
+
+impl Owner {
+    fn uid(&self) -> &str {
+        &self.reference.uid
+    }
+
+    fn describe(&self) -> String {
+        format!("{} {}/{}", self.reference.kind, self.namespace, self.name)
+    }
+
+    fn secret_name(&self, revision: u32) -> String {
+        format!("capstan.{}.{}.v{revision}", self.short_kind, self.name)
+    }
+}
+
+/// Reads and writes stored renders through the API server.
+#[derive(Clone)]
+pub struct RenderStore {
+    client: Client,
+}
+
+impl RenderStore {
+    pub fn new(client: Client) -> RenderStore {
+        RenderStore { client }
+    }
+
+    fn api(&self, namespace: &str) -> Api<Secret> {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    async fn list(&self, owner: &Owner) -> Result<Vec<Secret>, StoreError> {
+        let params = ListParams::default().labels(&format!("{OWNER_LABEL}={}", owner.uid()));
+        let mut secrets = self
+            .api(&owner.namespace)
+            .list(&params)
+            .await
+            .map_err(|e| StoreError::Api {
+                owner: owner.describe(),
+                action: "listing Secrets",
+                message: e.to_string(),
+            })?
+            .items;
+        secrets.sort_by_key(|s| std::cmp::Reverse(revision_of(s)));
+        Ok(secrets)
+    }
+
+    /// The newest stored render of `owner`, if any.
+    pub async fn latest(&self, owner: &Owner) -> Result<Option<StoredRender>, StoreError> {
+        match self.list(owner).await?.first() {
+            Some(secret) => decode(owner, secret).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Stores a new revision (one above the newest) and removes revisions beyond
+    /// [`KEEP_REVISIONS`]. Creating, not overwriting, makes two writers of one revision fail
+    /// instead of losing a render.
+    pub async fn save(
+        &self,
+        owner: &Owner,
+        inputs: &str,
+        parts: Vec<(String, String)>,
+    ) -> Result<StoredRender, StoreError> {
+        let existing = self.list(owner).await?;
+        let revision = existing.first().map_or(0, revision_of) + 1;
+        let render = StoredRender {
+            revision,
+            inputs: inputs.to_string(),
+            parts,
+        };
+        let secret = encode(owner, &render)?;
+        self.api(&owner.namespace)
+            .create(&PostParams::default(), &secret)
+            .await
+            .map_err(|e| StoreError::Api {
+                owner: owner.describe(),
+                action: "creating the revision Secret",
+                message: e.to_string(),
+            })?;
+        for old in existing.iter().skip(KEEP_REVISIONS - 1) {
+            if let Some(name) = &old.metadata.name {
+                // A failed removal leaves one revision too many; the next save retries it.
+                let _ = self
+                    .api(&owner.namespace)
+                    .delete(name, &DeleteParams::default())
+                    .await;
+            }
+        }
+        Ok(render)
+    }
+
+    /// Removes every stored revision of `owner` (its finalizer runs this: the test and some
+    /// real clusters run no garbage collector).
+    pub async fn remove_all(&self, owner: &Owner) -> Result<(), StoreError> {
+        for secret in self.list(owner).await? {
+            if let Some(name) = &secret.metadata.name {
+                match self
+                    .api(&owner.namespace)
+                    .delete(name, &DeleteParams::default())
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 => {}
+                    Err(e) => {
+                        return Err(StoreError::Api {
+                            owner: owner.describe(),
+                            action: "deleting a revision Secret",
+                            message: e.to_string(),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn revision_of(secret: &Secret) -> u32 {
+    secret
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(REVISION_LABEL))
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0)
+}
+
+fn encode(owner: &Owner, render: &StoredRender) -> Result<Secret, StoreError> {
+    let corrupt = |message: String| StoreError::Corrupt {
+        owner: owner.describe(),
+        secret: owner.secret_name(render.revision),
+        message,
+    };
+    let json = serde_json::to_vec(render).map_err(|e| corrupt(e.to_string()))?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&json).map_err(|e| corrupt(e.to_string()))?;
+    let bytes = gz.finish().map_err(|e| corrupt(e.to_string()))?;
+    Ok(Secret {
+        metadata: ObjectMeta {
+            name: Some(owner.secret_name(render.revision)),
+            namespace: Some(owner.namespace.clone()),
+            labels: Some(BTreeMap::from([
+                (OWNER_LABEL.to_string(), owner.uid().to_string()),
+                (REVISION_LABEL.to_string(), render.revision.to_string()),
+                (
+                    capstan_apply::ssa::MANAGED_BY_LABEL.to_string(),
+                    capstan_apply::ssa::MANAGED_BY.to_string(),
+                ),
+            ])),
+            annotations: Some(BTreeMap::from([(
+                INPUTS_ANNOTATION.to_string(),
+                render.inputs.clone(),
+            )])),
+            owner_references: Some(vec![owner.reference.clone()]),
+            ..ObjectMeta::default()
+        },
+        type_: Some(SECRET_TYPE.into()),
+        data: Some(BTreeMap::from([(DATA_KEY.to_string(), ByteString(bytes))])),
+        ..Secret::default()
+    })
+}
+
+fn decode(owner: &Owner, secret: &Secret) -> Result<StoredRender, StoreError> {
+    let corrupt = |message: String| StoreError::Corrupt {
+        owner: owner.describe(),
+        secret: secret.metadata.name.clone().unwrap_or_default(),
+        message,
+    };
+    let bytes = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(DATA_KEY))
+        .ok_or_else(|| corrupt(format!("no data.{DATA_KEY}")))?;
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(bytes.0.as_slice())
+        .read_to_end(&mut json)
+        .map_err(|e| corrupt(format!("not gzip: {e}")))?;
+    serde_json::from_slice(&json).map_err(|e| corrupt(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner() -> Owner {
+        Owner {
+            namespace: "ns".into(),
+            short_kind: "cskr",
+            name: "docker-ferrol-1-27-v2".into(),
+            reference: OwnerReference {
+                api_version: "clusterstack.x-k8s.io/v1alpha1".into(),
+                kind: "ClusterStackRelease".into(),
+                name: "docker-ferrol-1-27-v2".into(),
+                uid: "1234".into(),
+                ..OwnerReference::default()
+            },
+        }
+    }
+
+    #[test]
+    fn a_render_survives_encoding() {
+        let render = StoredRender {
+            revision: 7,
+            inputs: "abc".into(),
+            parts: vec![("cluster-class".into(), "---\nkind: A\n".into())],
+        };
+        let secret = encode(&owner(), &render).expect("encodes");
+        assert_eq!(
+            secret.metadata.name.as_deref(),
+            Some("capstan.cskr.docker-ferrol-1-27-v2.v7")
+        );
+        assert_eq!(revision_of(&secret), 7);
+        assert_eq!(decode(&owner(), &secret).expect("decodes"), render);
+    }
+
+    #[test]
+    fn a_damaged_secret_is_named_in_the_error() {
+        let mut secret = encode(
+            &owner(),
+            &StoredRender {
+                revision: 1,
+                inputs: "x".into(),
+                parts: vec![],
+            },
+        )
+        .expect("encodes");
+        secret.data = Some(BTreeMap::from([(
+            DATA_KEY.to_string(),
+            ByteString(b"nope".to_vec()),
+        )]));
+        let err = decode(&owner(), &secret).expect_err("not gzip");
+        assert!(
+            err.to_string()
+                .starts_with("render store of ClusterStackRelease ns/docker-ferrol-1-27-v2: Secret capstan.cskr.docker-ferrol-1-27-v2.v1 is corrupt: not gzip"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,28 @@
+//! The cluster-stack domain: how releases are named and versioned, what a release holds and
+//! how it is validated, the runtime values of its addon charts, and rendering a whole release.
+//!
+//! - [`version`] — `vN`, `vN-<channel>.<patch>`, `v0-sha.<hash>`; dot and dash forms; ordering.
+//! - [`name`] — stack names, release tags, ClusterClass names, asset file names.
+//! - [`metadata`] — the `metadata.yaml` of a release.
+//! - [`addon_config`] — `clusteraddon.yaml` (multi-stage addons: hooks, stages, conditions).
+//!
+//! Builds on [`capstan_chart`]; knows nothing of HTTP, git or the Kubernetes API. Every file
+//! problem is a [`DocumentError`] naming the file and the field.
+
+pub mod addon_config;
+mod archive;
+pub mod build;
+pub mod diff;
+mod doc;
+pub mod metadata;
+pub mod name;
+pub mod release;
+pub mod render;
+pub mod values;
+pub mod version;
+
+pub use addon_config::{Action, AddonConfig, ConditionObject, Hook, Stage, WaitCondition};
+pub use doc::DocumentError;
+pub use metadata::Metadata;
+pub use name::{KubernetesVersion, NameError, ReleaseTag, StackName};
+pub use version::{Version, VersionError};

@@ -1,0 +1,430 @@
+//! What the operator tests share: a real API server with the CAPI and capstan CRDs, the fake
+//! GitHub serving `../shared/cluster-stack-releases`, the `capstan operator` binary as a child
+//! process, and polling helpers.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use capstan_operator::api::{self, ClusterStack, ClusterStackRelease};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use serde_json::json;
+
+use capstan_testenv::fake_github::FakeGitHub;
+use capstan_testenv::{self, Binaries, TestCluster};
+
+pub const REPO: &str = "scs/cluster-stacks";
+pub const NS: &str = "tenant";
+
+pub struct Env {
+    pub cluster: TestCluster,
+    pub github: FakeGitHub,
+    pub releases: PathBuf,
+    pub cache: tempfile::TempDir,
+    pub logs: tempfile::TempDir,
+}
+
+/// Starts everything but the operator; `None` (after printing why) when a part is missing.
+pub async fn start(test: &str, published: &[&str]) -> Option<Env> {
+    let bins = Binaries::find_or_skip(test)?;
+    let (Some(crds), Some(releases)) = (
+        capstan_testenv::shared_path("capi-crds/v1.6.0"),
+        capstan_testenv::shared_path("cluster-stack-releases"),
+    ) else {
+        capstan_testenv::skip_or_fail(
+            test,
+            "shared CAPI CRDs or cluster-stack releases missing (CAPSTAN_SHARED)",
+        );
+        return None;
+    };
+    let cluster = TestCluster::start(&bins, test).await.expect("cluster starts");
+    let client = cluster.client();
+    capstan_testenv::install_crds(&client, &crds)
+        .await
+        .expect("CAPI CRDs install");
+    let ours = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        ours.path().join("capstan.yaml"),
+        api::crds_yaml().expect("CRD YAML"),
+    )
+    .expect("write CRDs");
+    capstan_testenv::install_crds(&client, ours.path())
+        .await
+        .expect("capstan CRDs install");
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": NS}})).expect("namespace"),
+        )
+        .await
+        .expect("namespace created");
+    let github = FakeGitHub::start().await;
+    github.add_repo(REPO);
+    let env = Env {
+        cluster,
+        github,
+        releases,
+        cache: tempfile::tempdir().expect("temp dir"),
+        logs: tempfile::tempdir().expect("temp dir"),
+    };
+    for tag in published {
+        env.publish(tag);
+    }
+    Some(env)
+}
+
+impl Env {
+    pub fn client(&self) -> Client {
+        self.cluster.client()
+    }
+
+    /// Publishes the shared release `tag` on the fake GitHub (as the newest release).
+    pub fn publish(&self, tag: &str) {
+        self.github
+            .add_release_dir(REPO, &self.releases.join(tag))
+            .unwrap_or_else(|e| panic!("publishing {tag}: {e}"));
+    }
+
+    /// Starts `capstan operator` against the cluster and the fake GitHub.
+    pub fn operator(&self, run: usize, extra: &[&str]) -> capstan_testenv::ChildGuard {
+        let mut args: Vec<String> = [
+            "operator",
+            "--kubeconfig",
+            &self.cluster.kubeconfig_path().display().to_string(),
+            "--cache-dir",
+            &self.cache.path().display().to_string(),
+            "--github-url",
+            &self.github.base_url(),
+            "--drift-interval",
+            "1m",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let log = self.logs.path().join(format!("operator-{run}.log"));
+        capstan_testenv::ChildGuard::spawn("capstan operator", &capstan_binary(), &args, &log)
+            .expect("operator starts")
+    }
+
+    pub fn stacks(&self) -> Api<ClusterStack> {
+        Api::namespaced(self.client(), NS)
+    }
+
+    pub fn releases(&self) -> Api<ClusterStackRelease> {
+        Api::namespaced(self.client(), NS)
+    }
+
+    pub fn classes(&self) -> Api<DynamicObject> {
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", "ClusterClass"),
+            "clusterclasses",
+        );
+        Api::namespaced_with(self.client(), NS, &resource)
+    }
+
+    pub fn clusters(&self) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client(), NS, &capstan_operator::clusters::cluster_resource())
+    }
+
+    /// Creates the ClusterStack `ferrol` following the fake GitHub repository.
+    pub async fn create_stack(&self, versions: &[&str], interval: &str) {
+        let stack: ClusterStack = serde_json::from_value(json!({
+            "apiVersion": "clusterstack.x-k8s.io/v1alpha1",
+            "kind": "ClusterStack",
+            "metadata": {"name": "ferrol", "namespace": NS},
+            "spec": {
+                "provider": "docker", "name": "ferrol", "kubernetesVersion": "1.27",
+                "channel": "stable", "autoSubscribe": true, "versions": versions,
+                "interval": interval,
+                "source": {"github": {"owner": "scs", "repo": "cluster-stacks"}},
+            }
+        }))
+        .expect("ClusterStack");
+        self.stacks()
+            .create(&PostParams::default(), &stack)
+            .await
+            .expect("ClusterStack created");
+    }
+
+    /// Creates a Cluster using class `class` (no Cluster API controllers run).
+    pub async fn create_cluster(&self, name: &str, class: &str) {
+        let cluster: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1",
+            "kind": "Cluster",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"topology": {"class": class, "version": "v1.27.3"}},
+        }))
+        .expect("Cluster");
+        self.clusters()
+            .create(&PostParams::default(), &cluster)
+            .await
+            .expect("Cluster created");
+    }
+
+    /// Names of the ClusterStackReleases, sorted.
+    pub async fn release_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .releases()
+            .list(&Default::default())
+            .await
+            .expect("list releases")
+            .items
+            .into_iter()
+            .filter_map(|r| r.metadata.name)
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Names of the ClusterClasses, sorted.
+    pub async fn class_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .classes()
+            .list(&Default::default())
+            .await
+            .expect("list classes")
+            .items
+            .into_iter()
+            .filter_map(|r| r.metadata.name)
+            .collect();
+        names.sort();
+        names
+    }
+
+    pub async fn ready_releases(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .releases()
+            .list(&Default::default())
+            .await
+            .expect("list releases")
+            .items
+            .into_iter()
+            .filter(|r| r.status.as_ref().is_some_and(|s| s.ready))
+            .filter_map(|r| r.metadata.name)
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// The `capstan` binary: Cargo's for integration tests, else `CAPSTAN_BIN` (examples).
+pub fn capstan_binary() -> std::path::PathBuf {
+    match option_env!("CARGO_BIN_EXE_capstan") {
+        Some(path) => path.into(),
+        None => std::env::var_os("CAPSTAN_BIN")
+            .map(Into::into)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/capstan")),
+    }
+}
+
+/// Polls `check` every 250 ms until it returns `Some`, or panics after `limit` with `what`
+/// and the operator's log.
+pub async fn eventually<T, F, Fut>(
+    what: &str,
+    limit: Duration,
+    operator: &capstan_testenv::ChildGuard,
+    mut check: F,
+) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "timed out after {}s waiting for {what}\n{}",
+                limit.as_secs(),
+                operator.log_tail(60)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+pub fn names(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+impl Env {
+    /// Creates a ClusterStack following the fake GitHub repository.
+    pub async fn create_stack_named(&self, name: &str, channel: &str, versions: &[&str], interval: &str) {
+        let stack: ClusterStack = serde_json::from_value(json!({
+            "apiVersion": "clusterstack.x-k8s.io/v1alpha1",
+            "kind": "ClusterStack",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {
+                "provider": "docker", "name": "ferrol", "kubernetesVersion": "1.27",
+                "channel": channel, "autoSubscribe": true, "versions": versions,
+                "interval": interval,
+                "source": {"github": {"owner": "scs", "repo": "cluster-stacks"}},
+            }
+        }))
+        .expect("ClusterStack");
+        self.stacks()
+            .create(&PostParams::default(), &stack)
+            .await
+            .expect("ClusterStack created");
+    }
+
+    fn dynamic(&self, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
+        Api::namespaced_with(self.client(), NS, &resource)
+    }
+
+    /// Plays Cluster API for Cluster `name` on `class`: its DockerCluster and
+    /// KubeadmControlPlane, the Cluster (control plane endpoint `host`), and — unless
+    /// `gated` — `status.controlPlaneReady` and the kubeconfig Secret of `workload`.
+    pub async fn cluster_api(
+        &self,
+        name: &str,
+        class: &str,
+        host: &str,
+        workload: &TestCluster,
+        gated: bool,
+    ) {
+        let create = |api: Api<DynamicObject>, object: serde_json::Value| async move {
+            let object: DynamicObject = serde_json::from_value(object).expect("object");
+            api.create(&PostParams::default(), &object)
+                .await
+                .expect("created");
+        };
+        create(
+            self.dynamic("infrastructure.cluster.x-k8s.io", "v1beta1", "DockerCluster"),
+            json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "DockerCluster",
+                   "metadata": {"name": name, "namespace": NS}, "spec": {}}),
+        )
+        .await;
+        create(
+            self.dynamic("controlplane.cluster.x-k8s.io", "v1beta1", "KubeadmControlPlane"),
+            json!({"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "KubeadmControlPlane",
+                   "metadata": {"name": name, "namespace": NS},
+                   "spec": {"version": "v1.27.3", "kubeadmConfigSpec": {},
+                            "machineTemplate": {"infrastructureRef": {
+                                "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                                "kind": "DockerMachineTemplate", "name": "cp"}}}}),
+        )
+        .await;
+        create(
+            self.clusters(),
+            json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+                   "metadata": {"name": name, "namespace": NS},
+                   "spec": {
+                       "controlPlaneEndpoint": {"host": host, "port": 6443},
+                       "controlPlaneRef": {"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1",
+                                           "kind": "KubeadmControlPlane", "name": name},
+                       "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                                             "kind": "DockerCluster", "name": name},
+                       "topology": {"class": class, "version": "v1.27.3"}}}),
+        )
+        .await;
+        if !gated {
+            self.open_gates(name, workload).await;
+        }
+    }
+
+    /// Sets `status.controlPlaneReady` and writes the kubeconfig Secret of `workload`.
+    pub async fn open_gates(&self, name: &str, workload: &TestCluster) {
+        self.set_control_plane_ready(name).await;
+        self.write_kubeconfig(name, workload).await;
+    }
+
+    pub async fn set_control_plane_ready(&self, name: &str) {
+        self.clusters()
+            .patch_status(
+                name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&json!({"status": {"controlPlaneReady": true}})),
+            )
+            .await
+            .expect("controlPlaneReady set");
+    }
+
+    pub async fn write_kubeconfig(&self, name: &str, workload: &TestCluster) {
+        use base64::Engine;
+        let kubeconfig = std::fs::read(workload.kubeconfig_path()).expect("workload kubeconfig");
+        let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+            "metadata": {"name": format!("{name}-kubeconfig"), "namespace": NS,
+                         "labels": {"cluster.x-k8s.io/cluster-name": name}},
+            "data": {"value": base64::engine::general_purpose::STANDARD.encode(kubeconfig)},
+        }))
+        .expect("Secret");
+        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(self.client(), NS)
+            .create(&PostParams::default(), &secret)
+            .await
+            .expect("kubeconfig Secret created");
+    }
+
+    /// Switches Cluster `name` to `class`.
+    pub async fn set_class(&self, name: &str, class: &str) {
+        self.clusters()
+            .patch(
+                name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&json!({"spec": {"topology": {"class": class}}})),
+            )
+            .await
+            .expect("class switched");
+    }
+
+    /// The ClusterAddon of Cluster `name`.
+    pub async fn addon(&self, name: &str) -> Option<capstan_operator::api::ClusterAddon> {
+        let api: Api<capstan_operator::api::ClusterAddon> = Api::namespaced(self.client(), NS);
+        api.get_opt(&format!("cluster-addon-{name}")).await.ok().flatten()
+    }
+
+    /// Waits until the addons of `class` are applied in full to Cluster `name`'s workload.
+    pub async fn wait_applied(
+        &self,
+        name: &str,
+        class: &str,
+        operator: &capstan_testenv::ChildGuard,
+        limit: Duration,
+    ) {
+        eventually(&format!("{class} addons on {name}"), limit, operator, || async {
+            let status = self.addon(name).await?.status?;
+            (status.ready && status.applied_cluster_stack.as_deref() == Some(class)).then_some(())
+        })
+        .await;
+    }
+}
+
+/// How many kills a SIGKILL loop makes (`CAPSTAN_OPERATOR_KILLS`, default 5) and the seed of
+/// its kill points (`CAPSTAN_OPERATOR_SEED`, default from the clock), printed so a run can be
+/// repeated.
+pub fn kill_plan(test: &str) -> (usize, Rng) {
+    let kills: usize = std::env::var("CAPSTAN_OPERATOR_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let seed: u64 = std::env::var("CAPSTAN_OPERATOR_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+                | 1
+        });
+    eprintln!("{test}: {kills} kills, CAPSTAN_OPERATOR_SEED={seed}");
+    (kills, Rng(seed))
+}
+
+/// A small deterministic generator (xorshift) for kill points.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}

@@ -92,3 +92,8 @@ impl Chart {
         }))
     }
 }
+
+/// The README's example, compiled and run as a doc test so it stays true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -17,3 +17,8 @@ pub use capstan_go::value::{GoType, Value};
 pub use error::{Error, ExecError, FuncError, ParseError};
 pub use exec::{MissingKey, Templates};
 pub use funcs::{Func, FuncMap};
+
+/// The README's example, compiled and run as a doc test so it stays true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

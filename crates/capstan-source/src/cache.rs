@@ -162,6 +162,18 @@ fn no_symlink(path: &Path) -> Result<Option<fs::Metadata>, CacheError> {
     }
 }
 
+/// A lock file, made when missing and never truncated (its content does not matter; the
+/// lock is on the open file).
+fn open_lock_file(path: &Path) -> Result<File, CacheError> {
+    no_symlink(path)?;
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(io_err(path))
+}
+
 fn fsync_dir(dir: &Path) -> Result<(), CacheError> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(io_err(dir))
 }
@@ -286,13 +298,7 @@ impl Cache {
             .root
             .join("locks")
             .join(format!("{}.lock", key.replace('/', "%")));
-        no_symlink(&path)?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io_err(&path))?;
+        let file = open_lock_file(&path)?;
         file.lock().map_err(io_err(&path))?;
         Ok(ReleaseLock {
             _file: file,
@@ -703,13 +709,7 @@ impl Cache {
     /// exclusive for [`Cache::gc`], so a GC never removes the blobs of a release being fetched.
     fn write_lock(&self, exclusive: bool) -> Result<File, CacheError> {
         let path = self.root.join("locks").join("cache-write.lock");
-        no_symlink(&path)?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io_err(&path))?;
+        let file = open_lock_file(&path)?;
         if exclusive {
             file.lock().map_err(io_err(&path))?;
         } else {

@@ -6,6 +6,7 @@ mod releases;
 mod releases_git;
 mod releases_list;
 mod releases_pull;
+mod releases_push;
 mod render;
 mod render_release;
 mod source_args;

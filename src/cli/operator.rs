@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use super::kube::{connect_to, parse_duration, runtime};
+use crate::operator::api::{GitHubSource, OciSource, StackSource};
 use crate::operator::metrics::Metrics;
 use crate::operator::runtime::{run, shutdown_on};
 use crate::operator::settings::{
@@ -91,6 +92,57 @@ pub struct Args {
     /// GitHub API for sources that name none.
     #[arg(long, default_value = "https://api.github.com", value_name = "URL")]
     github_url: String,
+
+    /// The source of ClusterStacks without spec.source, as the cluster-stack operator's
+    /// `--source`: `oci` (the repository OCI_REGISTRY/OCI_REPOSITORY, credentials
+    /// OCI_USERNAME and OCI_PASSWORD or OCI_ACCESS_TOKEN) or `github` (GIT_ORG_NAME/
+    /// GIT_REPOSITORY_NAME, token GIT_ACCESS_TOKEN).
+    #[arg(long, value_enum, value_name = "oci|github")]
+    source: Option<DefaultSourceKind>,
+
+    /// Use plain http for OCI registries that are not on loopback.
+    #[arg(long)]
+    insecure_registry: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DefaultSourceKind {
+    Oci,
+    Github,
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The default source `--source` names, from the cluster-stack operator's variables.
+fn default_source(kind: Option<DefaultSourceKind>) -> anyhow::Result<Option<StackSource>> {
+    let need =
+        |name: &str| env_var(name).with_context(|| format!("--source needs the environment variable {name}"));
+    Ok(match kind {
+        None => None,
+        Some(DefaultSourceKind::Oci) => {
+            let registry = need("OCI_REGISTRY")?;
+            let repository = need("OCI_REPOSITORY")?;
+            let full = format!(
+                "{}/{}",
+                registry.trim_end_matches('/'),
+                repository.trim_start_matches('/')
+            );
+            // Checked now: a typo stops the operator at start, not at every reconcile.
+            crate::source::oci::OciRepo::parse(&full)?;
+            Some(StackSource::Oci(OciSource {
+                repository: full,
+                secret_ref: None,
+            }))
+        }
+        Some(DefaultSourceKind::Github) => Some(StackSource::Github(GitHubSource {
+            owner: need("GIT_ORG_NAME")?,
+            repo: need("GIT_REPOSITORY_NAME")?,
+            api_url: None,
+            secret_ref: None,
+        })),
+    })
 }
 
 /// `:8080` (all interfaces), `127.0.0.1:8080`, `[::1]:8080`.
@@ -151,7 +203,10 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             }),
             cache_dir,
             github_url: args.github_url.clone(),
-            github_token: std::env::var("GITHUB_TOKEN").ok().filter(|t| !t.is_empty()),
+            github_token: env_var("GITHUB_TOKEN").or_else(|| env_var("GIT_ACCESS_TOKEN")),
+            default_source: default_source(args.source)?,
+            oci_credentials: crate::source::oci::Credentials::from_env(),
+            oci_insecure: args.insecure_registry,
         };
         let metrics = Arc::new(Metrics::new());
         let shutdown = shutdown_on(async {

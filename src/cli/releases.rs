@@ -16,12 +16,17 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Command {
-    /// The cluster-stack releases of a GitHub repository, newest first (every page),
+    /// The cluster-stack releases of a GitHub repository or an OCI repository
+    /// (`oci://HOST/REPO`), newest first (every page),
     /// optionally filtered by provider, stack name, Kubernetes version and channel.
     List(super::releases_list::ListArgs),
-    /// Fetch a release into the verified local cache: `OWNER/REPO TAG` (GitHub) or
-    /// `git+URL#REF[:PATH]` (a commit of a git repository, built into a v0-sha.<hash> release).
+    /// Fetch a release into the verified local cache: `OWNER/REPO TAG` (GitHub),
+    /// `oci://HOST/REPO TAG` (an OCI registry) or `git+URL#REF[:PATH]` (a commit of a git
+    /// repository, built into a v0-sha.<hash> release).
     Pull(super::releases_pull::PullArgs),
+    /// Publish a release directory to an OCI registry in csctl's layout (`DIR oci://HOST/REPO`);
+    /// an existing tag is never overwritten.
+    Push(super::releases_push::PushArgs),
     /// What an upgrade from OLD to NEW changes for a Cluster: objects added, removed and
     /// changed (with a unified diff), for the ClusterClass part and the addon part.
     Diff(DiffArgs),
@@ -30,7 +35,7 @@ enum Command {
 #[derive(Debug, clap::Args)]
 struct DiffArgs {
     /// The release upgraded from: a release directory, a stack source tree, OWNER/REPO@TAG,
-    /// git+URL#REF[:PATH], or a tag in the cache.
+    /// oci://HOST/REPO@TAG, git+URL#REF[:PATH], or a tag in the cache.
     old: String,
     /// The release upgraded to.
     new: String,
@@ -56,6 +61,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     match &args.command {
         Command::List(list) => super::releases_list::run(list),
         Command::Pull(pull) => super::releases_pull::run(pull),
+        Command::Push(push) => super::releases_push::run(push),
         Command::Diff(diff) => run_diff(diff),
     }
 }

@@ -7,6 +7,7 @@ use anyhow::Context;
 
 use crate::source::cache::Cache;
 use crate::source::github::{Client, Config, Token};
+use crate::source::oci::{self, OciRepo};
 
 /// Flags shared by `capstan releases list/pull`, `capstan render` and `capstan releases diff`.
 #[derive(Debug, Clone, clap::Args)]
@@ -22,6 +23,11 @@ pub struct SourceArgs {
     /// is sent to the API host only and never printed.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Use plain http for an OCI registry that is not on loopback (loopback registries are
+    /// always spoken to over http). Registry credentials come from OCI_USERNAME and
+    /// OCI_PASSWORD, or OCI_ACCESS_TOKEN (the cluster-stack operator's variables).
+    #[arg(long)]
+    pub insecure_registry: bool,
 }
 
 /// `$XDG_CACHE_HOME/capstan/release-cache`, else `~/.cache/capstan/release-cache`.
@@ -65,6 +71,18 @@ impl SourceArgs {
             include_prereleases: true,
             ..Config::default()
         })?)
+    }
+}
+
+impl SourceArgs {
+    /// A client of the registry of `repo`, with the credentials of the environment.
+    pub fn oci_client(&self, repo: &OciRepo) -> anyhow::Result<oci::Client> {
+        let config = oci::Config {
+            credentials: oci::Credentials::from_env(),
+            insecure: self.insecure_registry,
+            ..oci::Config::default()
+        };
+        Ok(oci::Client::new(&repo.host, config)?)
     }
 }
 

@@ -37,6 +37,14 @@ pub struct Settings {
     pub github_url: String,
     /// Token for GitHub sources without a Secret (`GITHUB_TOKEN`).
     pub github_token: Option<String>,
+    /// The source of ClusterStacks without `spec.source` (the cluster-stack operator's
+    /// `--source` with its variables); `None`: such a ClusterStack is an error.
+    pub default_source: Option<crate::operator::api::StackSource>,
+    /// Credentials for OCI sources without a Secret (`OCI_USERNAME`/`OCI_PASSWORD`, or
+    /// `OCI_ACCESS_TOKEN`).
+    pub oci_credentials: crate::source::oci::Credentials,
+    /// Plain http for OCI registries that are not on loopback.
+    pub oci_insecure: bool,
 }
 
 /// The webhook server.
@@ -95,6 +103,9 @@ impl Settings {
             cache_dir,
             github_url: "https://api.github.com".into(),
             github_token: None,
+            default_source: None,
+            oci_credentials: crate::source::oci::Credentials::Anonymous,
+            oci_insecure: false,
         }
     }
 }

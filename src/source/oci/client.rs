@@ -36,6 +36,8 @@ pub struct RequestSeen {
     pub method: String,
     /// Host of the request (the registry, a token endpoint, blob storage).
     pub host: String,
+    /// Its path (no query).
+    pub path: String,
     pub status: u16,
 }
 
@@ -438,6 +440,7 @@ impl Client {
             observe(&RequestSeen {
                 method: method.to_string(),
                 host: url.host_str().unwrap_or("").to_string(),
+                path: url.path().to_string(),
                 status: status.as_u16(),
             });
         }

@@ -288,6 +288,22 @@ fn jitter() -> f64 {
     0.5 + f64::from(nanos % 1000) / 2000.0
 }
 
+/// An error with its causes (`reqwest` says "error sending request" and keeps the why, e.g.
+/// "connection refused" or a TLS failure, in its sources).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// `Retry-After` in seconds (the HTTP-date form is treated as absent: the backoff applies).
 fn retry_after(h: &HeaderMap) -> Option<Duration> {
     h.get(RETRY_AFTER)?
@@ -529,7 +545,7 @@ impl Client {
                     .map_err(|e| OciError::Http {
                         method: "GET".into(),
                         url: realm.clone(),
-                        message: format!("token endpoint: {e}"),
+                        message: format!("token endpoint: {}", error_chain(&e)),
                     })?;
                 self.observe(&Method::GET, &url, resp.status());
                 let status = resp.status();
@@ -602,7 +618,7 @@ impl Client {
                     tracing::debug!(url = %req.url, error = %e, "registry request failed; retrying");
                     self.backoff(attempt)
                 }
-                Ok(Err(e)) => return Err(failure(e.to_string())),
+                Ok(Err(e)) => return Err(failure(error_chain(&e))),
                 Ok(Ok(resp)) => {
                     let status = resp.status();
                     self.observe(&req.method, &req.url, status);
@@ -894,7 +910,7 @@ impl Client {
                 .map_err(|e| OciError::Http {
                     method: "GET".into(),
                     url: url.to_string(),
-                    message: format!("{what}: {e}"),
+                    message: format!("{what}: {}", error_chain(&e)),
                 })?;
             let Some(chunk) = chunk else { break };
             n += chunk.len() as u64;
@@ -1155,7 +1171,7 @@ async fn read_limited(
             .map_err(|e| OciError::Http {
                 method: "GET".into(),
                 url: what.to_string(),
-                message: e.to_string(),
+                message: error_chain(&e),
             })?;
         let Some(chunk) = chunk else { break };
         if (out.len() + chunk.len()) as u64 > limit {

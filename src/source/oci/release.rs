@@ -92,7 +92,7 @@ pub enum ReleaseError {
         repo: String,
         tag: String,
         #[source]
-        source: CacheError,
+        source: Box<CacheError>,
     },
     #[error("{repo}: {tag:?} is not a cluster-stack release tag (PROVIDER-NAME-MAJOR-MINOR-VERSION)")]
     NotAReleaseTag { repo: String, tag: String },
@@ -127,7 +127,7 @@ pub fn cached(cache: &Cache, repo: &OciRepo, tag: &str) -> Result<Option<Release
         .map_err(|source| ReleaseError::Cache {
             repo: repo.to_string(),
             tag: tag.to_string(),
-            source,
+            source: Box::new(source),
         })
 }
 
@@ -196,7 +196,7 @@ pub async fn pull(
     let cache_err = |source| ReleaseError::Cache {
         repo: repo.to_string(),
         tag: tag.to_string(),
-        source,
+        source: Box::new(source),
     };
     let unchanged = |manifest: ReleaseManifest| PullSummary {
         manifest,

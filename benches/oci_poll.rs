@@ -43,7 +43,14 @@ fn main() {
     };
     let shared = std::env::var_os("CAPSTAN_SHARED")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared")));
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .ancestors()
+                .skip(1)
+                .map(|d| d.join("shared"))
+                .find(|d| d.is_dir())
+                .unwrap_or_default()
+        });
     let v1 = shared.join("cluster-stack-releases/docker-ferrol-1-27-v1");
     if !v1.is_dir() {
         eprintln!("oci_poll: {} missing (CAPSTAN_SHARED); skipped", v1.display());

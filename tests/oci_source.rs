@@ -22,9 +22,18 @@ const REPO: &str = "kaas/cluster-stacks";
 const CREATED: &str = "2026-01-01T00:00:00Z";
 
 fn shared(test: &str) -> Option<PathBuf> {
+    // CAPSTAN_SHARED, else the nearest ancestor's `shared/` (as tests/support/mod.rs finds it).
     let dir = std::env::var_os("CAPSTAN_SHARED")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+        .unwrap_or_else(|| {
+            let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+            manifest
+                .ancestors()
+                .skip(1)
+                .map(|d| d.join("shared"))
+                .find(|d| d.join("cluster-stack-releases").is_dir())
+                .unwrap_or_else(|| manifest.join("../shared"))
+        });
     if dir.join("cluster-stack-releases").is_dir() && dir.join("tools/oci_release.py").is_file() {
         return Some(dir);
     }
@@ -222,6 +231,42 @@ fn releases_oci_release_py_pushes_are_listed_pulled_verified_and_rendered() {
         assert!(from_registry.contains("kind: ClusterClass"), "{from_registry}");
         assert_eq!(from_registry, from_dir, "{tag}");
     }
+    // `releases diff` takes them too.
+    let (v1, v2) = (
+        release_dir(&shared, "docker-ferrol-1-27-v1"),
+        release_dir(&shared, "docker-ferrol-1-27-v2"),
+    );
+    let diff_registry = ok(
+        capstan(&[
+            "releases",
+            "diff",
+            &format!("{url}@docker-ferrol-1-27-v1"),
+            &format!("{url}@docker-ferrol-1-27-v2"),
+            "--cluster",
+            cluster,
+            "--cache",
+            cache_arg,
+        ]),
+        "releases diff oci://",
+    );
+    let diff_dirs = ok(
+        capstan(&[
+            "releases",
+            "diff",
+            v1.to_str().unwrap(),
+            v2.to_str().unwrap(),
+            "--cluster",
+            cluster,
+            "--cache",
+            cache_arg,
+        ]),
+        "releases diff dirs",
+    );
+    assert!(
+        diff_registry.contains("docker-ferrol-1-27-v1 → docker-ferrol-1-27-v2"),
+        "{diff_registry}"
+    );
+    assert_eq!(diff_registry, diff_dirs);
     cache_is_clean(cache.path());
 }
 
@@ -865,4 +910,77 @@ fn faults_registry_killed_mid_pull_then_the_next_pull_completes() {
         "blobs verified before the kill are kept: {}",
         s.downloaded_files
     );
+}
+
+#[test]
+fn releases_build_push_in_stable_and_hash_modes() {
+    let test = "releases_build_push_in_stable_and_hash_modes";
+    let (Some(bin), Some(shared)) = (registry::binary_or_skip(test), shared(test)) else {
+        return;
+    };
+    let src = shared.join("cluster-stacks-src/providers/docker/scs");
+    if !src.is_dir() {
+        eprintln!("SKIP {test}: {} missing", src.display());
+        return;
+    }
+    let reg = Registry::start(&bin, Auth::Anonymous);
+    let url = format!("oci://{}/{REPO}", reg.host());
+    let src_arg = src.to_str().unwrap();
+    let build = |extra: &[&str]| {
+        let mut args = vec!["releases", "build", src_arg, "--push", &url, "--created", CREATED];
+        args.extend_from_slice(extra);
+        ok(capstan(&args), "releases build")
+    };
+    // Stable: v1 first, then nothing while the content is unchanged.
+    let first = build(&["--mode", "stable"]);
+    assert!(first.contains("pushed") && first.contains("-v1 "), "{first}");
+    let again = build(&["--mode", "stable"]);
+    assert!(
+        again.contains("unchanged since") && !again.contains("pushed"),
+        "{again}"
+    );
+    // Hash mode: the v0-sha release; both read back by oci_release.py with csctl's annotations.
+    let hashed = build(&[]);
+    assert!(hashed.contains("-v0-sha-"), "{hashed}");
+    let tags = ok(
+        oci_py(&shared, &["tags", &format!("{}/{REPO}", reg.host())], &[]),
+        "tags",
+    );
+    let tags: Vec<&str> = tags.lines().collect();
+    assert_eq!(tags.len(), 2, "{tags:?}");
+    let hash = capstan::stack::build::content_hash(&src).unwrap();
+    for tag in tags {
+        let manifest = ok(
+            oci_py(
+                &shared,
+                &["manifest", &format!("{}/{REPO}", reg.host()), tag],
+                &[],
+            ),
+            "manifest",
+        );
+        let m: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+        assert_eq!(m["annotations"]["hash"], hash[..7], "{tag}");
+        assert!(
+            m["annotations"]["kubernetesVersion"]
+                .as_str()
+                .unwrap()
+                .starts_with("v1."),
+            "{manifest}"
+        );
+        let out = tempfile::tempdir().unwrap();
+        ok(
+            oci_py(
+                &shared,
+                &[
+                    "pull",
+                    &format!("{}/{REPO}", reg.host()),
+                    tag,
+                    out.path().to_str().unwrap(),
+                ],
+                &[],
+            ),
+            "oci_release.py pull",
+        );
+        assert!(out.path().join("metadata.yaml").is_file());
+    }
 }

@@ -3,6 +3,7 @@
 mod crds;
 mod output;
 mod releases;
+mod releases_build;
 mod releases_git;
 mod releases_list;
 mod releases_pull;

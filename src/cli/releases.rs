@@ -27,6 +27,9 @@ enum Command {
     /// Publish a release directory to an OCI registry in csctl's layout (`DIR oci://HOST/REPO`);
     /// an existing tag is never overwritten.
     Push(super::releases_push::PushArgs),
+    /// Build a stack source tree into a release like `csctl create` (`--mode hash|stable`),
+    /// into `--output DIR` and/or published with `--push oci://HOST/REPO`.
+    Build(super::releases_build::BuildArgs),
     /// What an upgrade from OLD to NEW changes for a Cluster: objects added, removed and
     /// changed (with a unified diff), for the ClusterClass part and the addon part.
     Diff(DiffArgs),
@@ -62,6 +65,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Command::List(list) => super::releases_list::run(list),
         Command::Pull(pull) => super::releases_pull::run(pull),
         Command::Push(push) => super::releases_push::run(push),
+        Command::Build(build) => super::releases_build::run(build),
         Command::Diff(diff) => run_diff(diff),
     }
 }

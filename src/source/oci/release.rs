@@ -426,6 +426,36 @@ pub async fn push(
     })
 }
 
+/// csctl's stable mode against a repository's tags: the stack's newest stable release there
+/// (if any) and the version a new one gets, the next major (`v1` for the first).
+pub fn next_stable(
+    tags: &[String],
+    stack: &crate::stack::StackName,
+) -> (Option<ReleaseTag>, crate::stack::Version) {
+    let latest = tags
+        .iter()
+        .filter_map(|t| ReleaseTag::parse(t).ok())
+        .filter(|t| t.stack() == stack && t.version().is_stable())
+        .max_by_key(|t| t.version().major());
+    let next = latest.as_ref().map_or(1, |t| t.version().major() + 1);
+    (latest, crate::stack::Version::stable(next))
+}
+
+/// The `hash` annotation of a published release's manifest.
+pub async fn published_hash(
+    client: &Client,
+    repo: &OciRepo,
+    tag: &str,
+) -> Result<Option<String>, ReleaseError> {
+    let m = client.manifest(&repo.repository, tag).await?;
+    let layout = layout::read_manifest(&m.bytes, u64::MAX).map_err(|source| ReleaseError::Layout {
+        repo: repo.to_string(),
+        tag: tag.to_string(),
+        source,
+    })?;
+    Ok(layout.hash)
+}
+
 /// `clusterStack` of the release's `hashes.json`, else empty.
 fn stack_hash(dir: &Path) -> Result<String, String> {
     let path = dir.join(HASHES_FILE);
@@ -470,6 +500,44 @@ mod tests {
         }
         assert!(OciRepo::parse_with_tag("oci://host/x@../y").is_err());
         assert!(OciRepo::parse_with_tag("oci://host/x").is_err());
+    }
+
+    #[test]
+    fn stable_mode_takes_the_next_major() {
+        let stack = crate::stack::StackName::parse("docker-ferrol-1-27").unwrap();
+        let tags = |list: &[&str]| list.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        let table: &[(&[&str], Option<&str>, &str)] = &[
+            (&[], None, "v1"),
+            (&["latest", "docker-ferrol-1-27-v0-sha-abcdefg"], None, "v1"),
+            (
+                &[
+                    "docker-ferrol-1-27-v1",
+                    "docker-ferrol-1-27-v3",
+                    "docker-ferrol-1-27-v2",
+                ],
+                Some("docker-ferrol-1-27-v3"),
+                "v4",
+            ),
+            (
+                &["docker-ferrol-1-27-v10", "docker-ferrol-1-27-v9"],
+                Some("docker-ferrol-1-27-v10"),
+                "v11",
+            ),
+            (
+                &[
+                    "docker-ferrol-1-28-v5",
+                    "docker-scs-1-27-v7",
+                    "docker-ferrol-1-27-v1-alpha.0",
+                ],
+                None,
+                "v1",
+            ),
+        ];
+        for (list, latest, next) in table {
+            let (l, n) = next_stable(&tags(list), &stack);
+            assert_eq!(l.map(|t| t.tag()).as_deref(), *latest, "{list:?}");
+            assert_eq!(n.to_string(), *next, "{list:?}");
+        }
     }
 
     #[test]

@@ -984,3 +984,93 @@ fn releases_build_push_in_stable_and_hash_modes() {
         assert!(out.path().join("metadata.yaml").is_file());
     }
 }
+
+#[test]
+fn chunked_uploads_read_back_and_manifests_by_digest() {
+    let test = "chunked_uploads_read_back_and_manifests_by_digest";
+    let Some(bin) = registry::binary_or_skip(test) else {
+        return;
+    };
+    let reg = Registry::start(&bin, Auth::Anonymous);
+    let client = Client::new(
+        &reg.host(),
+        Config {
+            chunk_size: 4096,
+            ..config(Credentials::Anonymous)
+        },
+    )
+    .unwrap();
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let rt = rt();
+    let digest = rt
+        .block_on(client.push_blob(REPO, bytes::Bytes::from(data.clone())))
+        .unwrap();
+    let desc = capstan::source::oci::manifest::Descriptor {
+        media_type: "application/octet-stream".into(),
+        digest: digest.clone(),
+        size: data.len() as u64,
+        data: None,
+        annotations: None,
+    };
+    let mut back = Vec::new();
+    rt.block_on(client.blob(REPO, &desc, "chunked", |c| {
+        back.extend_from_slice(c);
+        Ok(())
+    }))
+    .unwrap();
+    assert_eq!(back, data, "3 PATCH chunks and the closing PUT make the blob");
+    // A manifest by digest is checked against it.
+    let body = capstan::source::oci::layout::release_manifest(
+        &[(
+            "a".into(),
+            digest.trim_start_matches("sha256:").into(),
+            data.len() as u64,
+        )],
+        "v1.27.3",
+        "",
+        CREATED,
+    );
+    rt.block_on(client.push_blob(REPO, bytes::Bytes::from_static(b"{}")))
+        .unwrap();
+    let put = rt
+        .block_on(client.put_manifest(
+            REPO,
+            "docker-x-1-27-v1",
+            capstan::source::oci::manifest::OCI_MANIFEST,
+            body.into(),
+        ))
+        .unwrap();
+    let by_digest = rt.block_on(client.manifest(REPO, &put)).unwrap();
+    assert_eq!(by_digest.digest, put);
+}
+
+#[test]
+fn a_registry_that_never_answers_times_out() {
+    // Accepts connections (the kernel's backlog) and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let client = Client::new(
+        &host,
+        Config {
+            timeouts: capstan::source::oci::Timeouts {
+                connect: Duration::from_secs(1),
+                response: Duration::from_millis(300),
+                idle: Duration::from_millis(300),
+            },
+            max_retries: 1,
+            ..config(Credentials::Anonymous)
+        },
+    )
+    .unwrap();
+    let started = Instant::now();
+    let err = rt().block_on(client.tags(REPO)).unwrap_err().to_string();
+    // Whichever bound fires first (reqwest's read timeout or the response timeout) names it.
+    assert!(err.contains("timed out") || err.contains("no response within"), "{err}");
+    assert!(err.contains(&host), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(listener);
+}

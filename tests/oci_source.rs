@@ -436,6 +436,7 @@ fn auth_token_anonymous_pull_user_push_and_idle_poll_costs() {
     };
     let issuer = TokenIssuer::start();
     let tokens = issuer.requests.clone();
+    let expires_in = issuer.expires_in.clone();
     let reg = Registry::start(&bin, Auth::Token(issuer));
     let r = repo(&reg.host());
     let rt = rt();
@@ -566,6 +567,25 @@ fn auth_token_anonymous_pull_user_push_and_idle_poll_costs() {
     let seen_now = seen.lock().unwrap().clone();
     assert_eq!(seen_now.len(), 1, "{seen_now:?}");
     assert_eq!(seen_now[0].method, "HEAD");
+    // Tokens that run out: the next poll fetches a new one first (where the last challenge
+    // pointed) instead of being refused with a 401.
+    expires_in.store(1, std::sync::atomic::Ordering::SeqCst);
+    let short = Client::new(
+        &reg.host(),
+        Config {
+            observer: seen_observer(&seen),
+            page_size: 2,
+            ..config(Credentials::Anonymous)
+        },
+    )
+    .unwrap();
+    rt.block_on(release::tags(&short, &r)).unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    seen.lock().unwrap().clear();
+    rt.block_on(release::tags(&short, &r)).unwrap();
+    let polled = seen.lock().unwrap().clone();
+    assert!(polled.iter().all(|s| s.status == 200), "no 401: {polled:?}");
+    assert_eq!(polled.len(), 3, "a token and the 2 pages: {polled:?}");
 }
 
 /// A registry with the ferrol releases pushed by oci_release.py, and a client of it.
@@ -1065,7 +1085,10 @@ fn a_registry_that_never_answers_times_out() {
     let started = Instant::now();
     let err = rt().block_on(client.tags(REPO)).unwrap_err().to_string();
     // Whichever bound fires first (reqwest's read timeout or the response timeout) names it.
-    assert!(err.contains("timed out") || err.contains("no response within"), "{err}");
+    assert!(
+        err.contains("timed out") || err.contains("no response within"),
+        "{err}"
+    );
     assert!(err.contains(&host), "{err}");
     assert!(
         started.elapsed() < Duration::from_secs(5),

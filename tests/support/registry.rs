@@ -193,6 +193,8 @@ pub struct TokenIssuer {
     pub ca_pem: String,
     addr: SocketAddr,
     pub requests: Arc<AtomicUsize>,
+    /// `expires_in` of the tokens issued from now on (default 300 s).
+    pub expires_in: Arc<std::sync::atomic::AtomicU64>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -228,6 +230,8 @@ impl TokenIssuer {
             leaf_der: leaf_cert.der().to_vec(),
         });
         let requests = Arc::new(AtomicUsize::new(0));
+        let expires_in = Arc::new(std::sync::atomic::AtomicU64::new(300));
+        let lifetime = expires_in.clone();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -247,7 +251,8 @@ impl TokenIssuer {
                 >| {
                     let signer = signer.clone();
                     counter.fetch_add(1, Ordering::SeqCst);
-                    async move { token_answer(&signer, &headers, &q) }
+                    let expires_in = lifetime.load(Ordering::SeqCst);
+                    async move { token_answer(&signer, &headers, &q, expires_in) }
                 },
             ),
         );
@@ -258,6 +263,7 @@ impl TokenIssuer {
             ca_pem: ca_cert.pem(),
             addr,
             requests,
+            expires_in,
             _runtime: runtime,
         }
     }
@@ -275,6 +281,7 @@ fn token_answer(
     signer: &Signer,
     headers: &axum::http::HeaderMap,
     q: &std::collections::HashMap<String, String>,
+    expires_in: u64,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
     let user = match headers.get("authorization").and_then(|v| v.to_str().ok()) {
@@ -315,7 +322,7 @@ fn token_answer(
     });
     let claims = serde_json::json!({
         "iss": ISSUER, "sub": user.unwrap_or(""), "aud": SERVICE,
-        "exp": now + 300, "nbf": now - 10, "iat": now,
+        "exp": now + expires_in.max(60), "nbf": now - 10, "iat": now,
         "jti": format!("{now}-{}", access.len()), "access": access,
     });
     let signing_input = format!(
@@ -326,7 +333,7 @@ fn token_answer(
     let rng = aws_lc_rs::rand::SystemRandom::new();
     let sig = signer.key.sign(&rng, signing_input.as_bytes()).unwrap();
     let token = format!("{signing_input}.{}", b64url(sig.as_ref()));
-    axum::Json(serde_json::json!({"token": token, "expires_in": 300})).into_response()
+    axum::Json(serde_json::json!({"token": token, "expires_in": expires_in})).into_response()
 }
 
 /// One injected answer: requests whose method matches and whose path contains `path`

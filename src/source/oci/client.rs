@@ -354,6 +354,9 @@ fn error_text(body: &[u8]) -> String {
 struct AuthState {
     /// The registry asked for Basic: send it from now on.
     basic: bool,
+    /// The token endpoint of the last Bearer challenge (realm, service): a scope without a
+    /// live token gets one there before its request, not after a 401.
+    bearer: Option<(String, Option<String>)>,
     /// Bearer tokens per scope, with their expiry.
     tokens: HashMap<String, (String, Instant)>,
 }
@@ -513,6 +516,8 @@ impl Client {
                     // A static token that is refused is not exchanged for another.
                     return Ok(false);
                 }
+                self.auth.lock().unwrap_or_else(|e| e.into_inner()).bearer =
+                    Some((realm.clone(), service.clone()));
                 let mut url = Url::parse(&realm).map_err(|e| OciError::Invalid {
                     url: realm.clone(),
                     message: format!("token realm is not a URL: {e}"),
@@ -570,8 +575,12 @@ impl Client {
                     url: realm.clone(),
                     message: "the token endpoint's answer has no token".into(),
                 })?;
-                // Renewed a little before it runs out.
-                let lifetime = Duration::from_secs(expires_in).saturating_sub(Duration::from_secs(5));
+                // Renewed a little before it runs out (a short-lived token is used as it is).
+                let lifetime = if expires_in > 10 {
+                    Duration::from_secs(expires_in - 5)
+                } else {
+                    Duration::from_secs(expires_in)
+                };
                 self.auth
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -582,9 +591,33 @@ impl Client {
         }
     }
 
+    /// The token endpoint to ask before sending for `scope`: the registry spoke Bearer before
+    /// and there is no live token of this scope.
+    fn token_due(&self, scope: &str) -> Option<Challenge> {
+        if scope.is_empty() || matches!(self.config.credentials, Credentials::Token(_)) {
+            return None;
+        }
+        let state = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+        let live = state
+            .tokens
+            .get(scope)
+            .is_some_and(|(_, expires)| Instant::now() < *expires);
+        let (realm, service) = state.bearer.clone().filter(|_| !live)?;
+        Some(Challenge::Bearer {
+            realm,
+            service,
+            scope: None,
+        })
+    }
+
     /// Sends with authentication and retries; returns any final response (statuses are the
     /// caller's to judge).
     async fn send(&self, req: Request<'_>) -> Result<reqwest::Response, OciError> {
+        if self.same_origin(&req.url)
+            && let Some(challenge) = self.token_due(req.scope)
+        {
+            self.answer(challenge, req.scope).await?;
+        }
         let mut attempt = 0u32;
         let mut challenged = false;
         let method_name = req.method.to_string();

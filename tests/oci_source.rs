@@ -807,6 +807,7 @@ fn faults_429_403_503_through_a_proxy() {
         status: 429,
         retry_after: Some(1),
         times: 2,
+        ..Fault::default()
     });
     let started = Instant::now();
     rt.block_on(release::pull(
@@ -830,6 +831,7 @@ fn faults_429_403_503_through_a_proxy() {
         status: 429,
         retry_after: Some(3600),
         times: 1,
+        ..Fault::default()
     });
     let started = Instant::now();
     let err = rt.block_on(release::tags(&client, &r)).unwrap_err().to_string();
@@ -842,6 +844,7 @@ fn faults_429_403_503_through_a_proxy() {
         status: 403,
         retry_after: None,
         times: 1,
+        ..Fault::default()
     });
     let err = rt
         .block_on(release::pull(
@@ -865,6 +868,7 @@ fn faults_429_403_503_through_a_proxy() {
         status: 503,
         retry_after: None,
         times: 2,
+        ..Fault::default()
     });
     let s = rt
         .block_on(release::pull(
@@ -1096,4 +1100,56 @@ fn a_registry_that_never_answers_times_out() {
         started.elapsed()
     );
     drop(listener);
+}
+
+#[test]
+fn credentials_never_follow_a_redirect_to_another_host() {
+    let test = "credentials_never_follow_a_redirect_to_another_host";
+    let (Some(bin), Some(shared)) = (registry::binary_or_skip(test), shared(test)) else {
+        return;
+    };
+    let reg = seeded(&bin, &shared);
+    // The registry's origin (127.0.0.1:P1) redirects blobs to "storage" on another origin
+    // (localhost:P2), as registries do to object stores; both forward to the real registry.
+    let storage = FaultProxy::start(reg.host());
+    let front = FaultProxy::start(reg.host());
+    let storage_origin = format!("http://localhost:{}", storage.host().rsplit(':').next().unwrap());
+    front.inject(Fault {
+        method: "GET",
+        path: "/blobs/",
+        status: 307,
+        times: 100,
+        redirect_to: Some(storage_origin),
+        ..Fault::default()
+    });
+    let client = Client::new(
+        &front.host(),
+        config(Credentials::Token("registry-secret".into())),
+    )
+    .unwrap();
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(cache_dir.path()).unwrap();
+    let s = rt()
+        .block_on(release::pull(
+            &client,
+            &cache,
+            &repo(&front.host()),
+            "docker-ferrol-1-27-v1",
+            false,
+            |_| {},
+        ))
+        .unwrap();
+    assert_eq!(s.downloaded_files, 5);
+    let load = |n: &std::sync::atomic::AtomicUsize| n.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(load(&storage.requests), 5, "every blob came from the other host");
+    assert_eq!(
+        load(&storage.authorized),
+        0,
+        "the token never went to the other host"
+    );
+    assert_eq!(
+        load(&front.authorized),
+        load(&front.requests),
+        "the registry got it every time"
+    );
 }

@@ -337,14 +337,17 @@ fn token_answer(
 }
 
 /// One injected answer: requests whose method matches and whose path contains `path`
-/// get `status` (with `Retry-After` when given), `times` times.
-#[derive(Clone, Debug)]
+/// get `status` (with `Retry-After` when given; a 3xx redirects to the same path and query on
+/// `redirect_to`), `times` times.
+#[derive(Clone, Debug, Default)]
 pub struct Fault {
     pub method: &'static str,
     pub path: &'static str,
     pub status: u16,
     pub retry_after: Option<u64>,
     pub times: usize,
+    /// `http://HOST:PORT` a 3xx points to.
+    pub redirect_to: Option<String>,
 }
 
 /// A forwarding proxy in front of a registry that injects [`Fault`]s.
@@ -352,6 +355,10 @@ pub struct FaultProxy {
     addr: SocketAddr,
     pub faults: Arc<Mutex<Vec<Fault>>>,
     pub injected: Arc<AtomicUsize>,
+    /// Requests that carried an `Authorization` header.
+    pub authorized: Arc<AtomicUsize>,
+    /// Every request.
+    pub requests: Arc<AtomicUsize>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -359,6 +366,8 @@ impl FaultProxy {
     pub fn start(upstream: String) -> FaultProxy {
         let faults: Arc<Mutex<Vec<Fault>>> = Arc::default();
         let injected = Arc::new(AtomicUsize::new(0));
+        let authorized = Arc::new(AtomicUsize::new(0));
+        let requests = Arc::new(AtomicUsize::new(0));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -372,9 +381,18 @@ impl FaultProxy {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap();
-        let (f, n) = (faults.clone(), injected.clone());
+        let (f, n, a, r) = (
+            faults.clone(),
+            injected.clone(),
+            authorized.clone(),
+            requests.clone(),
+        );
         let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
             let (f, n, client, upstream) = (f.clone(), n.clone(), client.clone(), upstream.clone());
+            r.fetch_add(1, Ordering::SeqCst);
+            if req.headers().contains_key("authorization") {
+                a.fetch_add(1, Ordering::SeqCst);
+            }
             async move { proxy(req, &f, &n, &client, &upstream).await }
         });
         runtime.spawn(async move {
@@ -384,6 +402,8 @@ impl FaultProxy {
             addr,
             faults,
             injected,
+            authorized,
+            requests,
             _runtime: runtime,
         }
     }
@@ -431,6 +451,10 @@ async fn proxy(
         if let Some(secs) = f.retry_after {
             resp.headers_mut()
                 .insert("retry-after", secs.to_string().parse().unwrap());
+        }
+        if let Some(target) = &f.redirect_to {
+            resp.headers_mut()
+                .insert("location", format!("{target}{path_q}").parse().unwrap());
         }
         return resp;
     }

@@ -1,7 +1,9 @@
 //! `capstan operator` with a ClusterStack whose releases come from a real OCI registry
 //! (docker-registry with htpasswd Basic auth; the credentials in a Secret the ClusterStack's
 //! `spec.source.oci.secretRef` names): the releases are listed, pulled, verified, and their
-//! ClusterClasses applied; a release pushed later is picked up within the interval.
+//! ClusterClasses applied; a release pushed later is picked up within the interval. And the
+//! cluster-stack operator's configuration: `--source oci` with `OCI_REGISTRY`,
+//! `OCI_REPOSITORY`, `OCI_USERNAME` and `OCI_PASSWORD` for a ClusterStack without a source.
 
 #[path = "support/fake_github.rs"]
 mod fake_github;
@@ -102,4 +104,64 @@ async fn a_cluster_stack_follows_an_oci_registry() {
         stack.status.and_then(|s| s.latest_release).as_deref(),
         Some("docker-ferrol-1-27-v3")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_source_is_the_cluster_stack_operators_oci_settings() {
+    let test = "the_default_source_is_the_cluster_stack_operators_oci_settings";
+    let Some(bin) = registry::binary_or_skip(test) else {
+        return;
+    };
+    let Some(env) = operator_common::start(test, &[]).await else {
+        return;
+    };
+    let reg = Registry::start(&bin, Auth::Htpasswd);
+    let repo = OciRepo::parse(&format!("oci://{}/kaas/cluster-stacks", reg.host())).unwrap();
+    let pusher = Client::new(
+        &reg.host(),
+        Config {
+            credentials: Credentials::from_parts(Some(USER.into()), Some(PASSWORD.into()), None),
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    release::push(
+        &pusher,
+        &repo,
+        &env.releases.join("docker-ferrol-1-27-v1"),
+        &PushOptions::default(),
+    )
+    .await
+    .expect("push");
+    let stack: ClusterStack = serde_json::from_value(serde_json::json!({
+        "apiVersion": "clusterstack.x-k8s.io/v1alpha1",
+        "kind": "ClusterStack",
+        "metadata": {"name": "ferrol", "namespace": NS},
+        "spec": {
+            "provider": "docker", "name": "ferrol", "kubernetesVersion": "1.27",
+            "channel": "stable", "autoSubscribe": true, "interval": "2s",
+        }
+    }))
+    .unwrap();
+    env.stacks()
+        .create(&PostParams::default(), &stack)
+        .await
+        .expect("ClusterStack created");
+    let host = reg.host();
+    let operator = env.operator_with_env(
+        0,
+        &["--source", "oci"],
+        &[
+            ("OCI_REGISTRY", &host),
+            ("OCI_REPOSITORY", "kaas/cluster-stacks"),
+            ("OCI_USERNAME", USER),
+            ("OCI_PASSWORD", PASSWORD),
+        ],
+    );
+    let want = names(&["docker-ferrol-1-27-v1"]);
+    eventually("v1 ready", Duration::from_secs(120), &operator, || async {
+        (env.ready_releases().await == want).then_some(())
+    })
+    .await;
+    assert_eq!(env.class_names().await, want);
 }

@@ -198,6 +198,15 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Headers come from the network: any text is parsed or ignored, never a panic.
+        #[test]
+        fn any_challenge_header_is_parsed_or_ignored(header in "\\PC{0,80}") {
+            let _ = parse_challenge(&header);
+            let _ = parse_token_response(header.as_bytes());
+        }
+    }
+
     #[test]
     fn token_answers() {
         assert_eq!(

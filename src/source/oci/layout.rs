@@ -220,6 +220,32 @@ mod tests {
         })
     }
 
+    proptest::proptest! {
+        /// A registry's manifest is untrusted input: any bytes are read or refused, never a
+        /// panic; what is read has only plain, unique titles within the limit.
+        #[test]
+        fn any_manifest_is_read_or_refused(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            if let Ok(layout) = read_manifest(&bytes, 1000) {
+                for f in &layout.files {
+                    proptest::prop_assert!(check_title(&f.name).is_ok());
+                    proptest::prop_assert!(f.descriptor.size <= 1000);
+                }
+            }
+        }
+
+        #[test]
+        fn any_title_shaped_manifest_is_checked(title in "\\PC{0,12}", size in 0u64..2000) {
+            let bytes = manifest_with(ARTIFACT_TYPE, serde_json::json!([layer(&title, size)]));
+            match read_manifest(&bytes, 1000) {
+                Ok(l) => {
+                    proptest::prop_assert_eq!(&l.files[0].name, &title);
+                    proptest::prop_assert!(!title.contains('/') && !title.starts_with('.') && size <= 1000);
+                }
+                Err(_) => proptest::prop_assert!(title.contains(['/', '\\']) || title.starts_with('.') || title.is_empty() || title.chars().any(char::is_control) || size > 1000),
+            }
+        }
+    }
+
     #[test]
     fn the_empty_config_digest_is_that_of_braces() {
         use sha2::Digest;

@@ -81,7 +81,8 @@ async fn a_cluster_stack_follows_an_oci_registry() {
         .create(&PostParams::default(), &stack)
         .await
         .expect("ClusterStack created");
-    let operator = env.operator(0, &[]);
+    let metrics_addr = format!("127.0.0.1:{}", registry::free_port());
+    let operator = env.operator(0, &["--metrics-addr", &metrics_addr]);
 
     let want = names(&["docker-ferrol-1-27-v1", "docker-ferrol-1-27-v2"]);
     eventually("v1 and v2 ready", Duration::from_secs(120), &operator, || async {
@@ -104,6 +105,20 @@ async fn a_cluster_stack_follows_an_oci_registry() {
         stack.status.and_then(|s| s.latest_release).as_deref(),
         Some("docker-ferrol-1-27-v3")
     );
+    // The registry's responses are counted: the Basic challenge (401) and the rest.
+    let text = reqwest::get(format!("http://{metrics_addr}/metrics"))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    let count = |code: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("capstan_oci_requests_total{{code=\"{code}\"}} ")))
+            .and_then(|n| n.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    assert!(count("2xx") >= 10.0 && count("4xx") >= 1.0, "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,10 +3,12 @@
 mod crds;
 mod output;
 mod releases;
+mod releases_build;
 mod releases_gc;
 mod releases_git;
 mod releases_list;
 mod releases_pull;
+mod releases_push;
 mod render;
 mod render_release;
 mod source_args;

@@ -26,7 +26,7 @@ use crate::template::funcs::FuncEnv;
         `capstan render RELEASE --cluster cluster.yaml` renders a whole cluster-stack release instead: \
         RELEASE is a release directory (metadata.yaml and chart archives), a stack source tree \
         (csctl.yaml), OWNER/REPO@TAG (a GitHub release, pulled into the cache when missing), \
-        git+URL#REF[:PATH] (a git commit built into a v0-sha.<hash> release) or a release tag \
+        oci://HOST/REPO@TAG (a release in an OCI registry, likewise), git+URL#REF[:PATH] (a git commit built into a v0-sha.<hash> release) or a release tag \
         already in the cache; the ClusterClass chart and the addon chart(s) are rendered with the runtime values \
         computed from the Cluster (and --control-plane, --infra-cluster), one stream per part."
 )]
@@ -39,7 +39,8 @@ pub struct Args {
     #[command(flatten)]
     objects: super::stack_input::ObjectArgs,
 
-    /// Where releases named by tag come from (OWNER/REPO@TAG, git+URL#REF, a cached tag).
+    /// Where releases named by tag come from (OWNER/REPO@TAG, oci://HOST/REPO@TAG, git+URL#REF,
+    /// a cached tag).
     #[command(flatten)]
     sources: super::source_args::SourceArgs,
 

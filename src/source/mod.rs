@@ -1,8 +1,8 @@
 //! Where stack releases come from and where they are kept: the verified, crash-safe,
 //! content-addressed [`cache`] (and what its GC keeps, [`retention`]), the GitHub releases
-//! client [`github`], [`pull`] (a release into the cache), [`git`] refs and [`local`]
-//! directories; [`net`] holds the network timeouts every client here (and the OCI and Helm
-//! repository clients) takes.
+//! client [`github`], [`pull`] (a release into the cache), [`git`] refs, [`local`]
+//! directories and OCI registries ([`oci`]); [`net`] holds the network timeouts every client
+//! here (GitHub, git, OCI, Helm repositories) takes.
 //! Knows nothing of the Kubernetes API.
 
 pub mod cache;
@@ -10,5 +10,6 @@ pub mod git;
 pub mod github;
 pub mod local;
 pub mod net;
+pub mod oci;
 pub mod pull;
 pub mod retention;

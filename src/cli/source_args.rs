@@ -111,6 +111,7 @@ impl SourceArgs {
         let config = oci::Config {
             credentials: oci::Credentials::from_env(),
             insecure: self.insecure_registry,
+            timeouts: self.timeouts(),
             ..oci::Config::default()
         };
         Ok(oci::Client::new(&repo.host, config)?)

@@ -9,9 +9,10 @@
 //! static token is sent as Bearer from the first request. Credentials go to the registry's own
 //! origin and its token endpoint only: redirects (blob storage) are followed without them.
 //!
-//! Every request has a connect, a response and an idle timeout ([`Timeouts`]). `429` is
-//! retried after `Retry-After` (bounded); `5xx` and network errors only for idempotent requests,
-//! with jittered doubling backoff. Plain `http://` only for loopback hosts or when `insecure`.
+//! Every request has the source layer's timeouts ([`NetworkTimeouts`]: connect, and response —
+//! for the head, then for each read of the body); a timed-out idempotent request is sent again
+//! `retries` times. `429` is retried after `Retry-After` (bounded); `5xx` and other network
+//! errors only for idempotent requests, with jittered doubling backoff. Plain `http://` only for loopback hosts or when `insecure`.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -28,7 +29,7 @@ use sha2::{Digest, Sha256};
 
 use super::auth::{Challenge, Credentials, parse_challenge, parse_token_response};
 use super::manifest::{Descriptor, manifest_accept, sha256_hex};
-use super::timeouts::Timeouts;
+use crate::source::net::{NetworkTimeouts, TimeoutKind, human, reqwest_timeout};
 
 /// What the client saw of one response (for request counts and metrics).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,8 +51,10 @@ pub struct Config {
     pub credentials: Credentials,
     /// Plain `http://` for a registry that is not on loopback (never the default).
     pub insecure: bool,
-    pub timeouts: Timeouts,
-    /// Retries of one request (429; 5xx and network errors of idempotent requests).
+    /// Connect and response timeouts, and how often a timed-out idempotent request is retried.
+    pub timeouts: NetworkTimeouts,
+    /// Retries of one request (429; 5xx and network errors other than timeouts of idempotent
+    /// requests).
     pub max_retries: u32,
     /// First backoff; doubles per retry, with jitter, capped at `max_wait`.
     pub backoff: Duration,
@@ -86,7 +89,7 @@ impl Default for Config {
         Config {
             credentials: Credentials::Anonymous,
             insecure: false,
-            timeouts: Timeouts::default(),
+            timeouts: NetworkTimeouts::default(),
             max_retries: 4,
             backoff: Duration::from_millis(500),
             max_wait: Duration::from_secs(60),
@@ -417,7 +420,7 @@ impl Client {
             // Redirects are followed by hand so credentials never leave the registry's origin.
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(config.timeouts.connect)
-            .read_timeout(config.timeouts.idle)
+            .read_timeout(config.timeouts.response)
             .build()
             .map_err(|e| OciError::Http {
                 method: "connect".into(),
@@ -543,8 +546,10 @@ impl Client {
                         method: "GET".into(),
                         url: realm.clone(),
                         message: format!(
-                            "token endpoint: no response within {:?}",
-                            self.config.timeouts.response
+                            "token endpoint: {}",
+                            self.config
+                                .timeouts
+                                .describe(TimeoutKind::Response, &host_of_url(&url))
                         ),
                     })?
                     .map_err(|e| OciError::Http {
@@ -554,7 +559,7 @@ impl Client {
                     })?;
                 self.observe(&Method::GET, &url, resp.status());
                 let status = resp.status();
-                let body = read_limited(resp, 1 << 20, &realm, self.config.timeouts.idle).await?;
+                let body = read_limited(resp, 1 << 20, &realm, self.config.timeouts.response).await?;
                 if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
                     return Err(OciError::Unauthorized {
                         method: "GET".into(),
@@ -619,6 +624,7 @@ impl Client {
             self.answer(challenge, req.scope).await?;
         }
         let mut attempt = 0u32;
+        let mut timeouts_retried = 0u32;
         let mut challenged = false;
         let method_name = req.method.to_string();
         loop {
@@ -639,19 +645,27 @@ impl Client {
                 url: req.url.to_string(),
                 message,
             };
+            // A timeout (ours for the head, reqwest's for connecting or a read) is retried as
+            // often as the timeouts say; other network errors up to `max_retries` times.
+            let mut after_timeout = |kind: TimeoutKind| {
+                if req.idempotent && timeouts_retried < self.config.timeouts.retries {
+                    timeouts_retried += 1;
+                    tracing::debug!(url = %req.url, "registry request timed out; retrying");
+                    Ok(self.backoff(attempt))
+                } else {
+                    Err(failure(self.config.timeouts.describe(kind, &self.host)))
+                }
+            };
             let wait = match tokio::time::timeout(self.config.timeouts.response, rb.send()).await {
-                Err(_) if req.idempotent && attempt < self.config.max_retries => self.backoff(attempt),
-                Err(_) => {
-                    return Err(failure(format!(
-                        "no response within {:?}",
-                        self.config.timeouts.response
-                    )));
-                }
-                Ok(Err(e)) if req.idempotent && attempt < self.config.max_retries && !e.is_builder() => {
-                    tracing::debug!(url = %req.url, error = %e, "registry request failed; retrying");
-                    self.backoff(attempt)
-                }
-                Ok(Err(e)) => return Err(failure(error_chain(&e))),
+                Err(_) => after_timeout(TimeoutKind::Response)?,
+                Ok(Err(e)) => match reqwest_timeout(&e) {
+                    Some(kind) => after_timeout(kind)?,
+                    None if req.idempotent && attempt < self.config.max_retries && !e.is_builder() => {
+                        tracing::debug!(url = %req.url, error = %e, "registry request failed; retrying");
+                        self.backoff(attempt)
+                    }
+                    None => return Err(failure(error_chain(&e))),
+                },
                 Ok(Ok(resp)) => {
                     let status = resp.status();
                     self.observe(&req.method, &req.url, status);
@@ -702,7 +716,7 @@ impl Client {
     /// Turns a non-success response into the error its status means.
     async fn fail(&self, method: &str, url: &Url, what: &str, resp: reqwest::Response) -> OciError {
         let status = resp.status();
-        let body = read_limited(resp, 64 << 10, url.as_str(), self.config.timeouts.idle)
+        let body = read_limited(resp, 64 << 10, url.as_str(), self.config.timeouts.response)
             .await
             .unwrap_or_default();
         let message = error_text(&body);
@@ -823,7 +837,7 @@ impl Client {
             resp,
             self.config.max_manifest_size,
             &what,
-            self.config.timeouts.idle,
+            self.config.timeouts.response,
         )
         .await?;
         let digest = format!("sha256:{}", super::super::cache::hex(&Sha256::digest(&bytes)));
@@ -933,12 +947,12 @@ impl Client {
         let mut hasher = Sha256::new();
         let mut n = 0u64;
         loop {
-            let chunk = tokio::time::timeout(self.config.timeouts.idle, resp.chunk())
+            let chunk = tokio::time::timeout(self.config.timeouts.response, resp.chunk())
                 .await
                 .map_err(|_| OciError::Http {
                     method: "GET".into(),
                     url: url.to_string(),
-                    message: format!("{what}: no data for {:?}", self.config.timeouts.idle),
+                    message: format!("{what}: {}", silence(self.config.timeouts.response)),
                 })?
                 .map_err(|e| OciError::Http {
                     method: "GET".into(),
@@ -1143,7 +1157,7 @@ impl Client {
                 return Err(self.fail("GET", &url, &format!("repository {repo}"), resp).await);
             }
             let next = header(resp.headers(), LINK.as_str()).and_then(super::super::github::next_link);
-            let body = read_limited(resp, 16 << 20, url.as_str(), self.config.timeouts.idle).await?;
+            let body = read_limited(resp, 16 << 20, url.as_str(), self.config.timeouts.response).await?;
             #[derive(serde::Deserialize)]
             struct Page {
                 #[serde(default)]
@@ -1185,6 +1199,20 @@ impl Client {
     }
 }
 
+/// What an expired response timeout while a body is read says (the URL is the error's).
+fn silence(idle: Duration) -> String {
+    format!("sent nothing more for {} (response timeout)", human(idle))
+}
+
+/// `host:port` of a URL (a token endpoint may be on another host than the registry).
+fn host_of_url(url: &Url) -> String {
+    match (url.host_str(), url.port_or_known_default()) {
+        (Some(h), Some(p)) => format!("{h}:{p}"),
+        (Some(h), None) => h.to_string(),
+        _ => url.to_string(),
+    }
+}
+
 /// The body, at most `limit` bytes (more is an error), each read bounded by `idle`.
 async fn read_limited(
     mut resp: reqwest::Response,
@@ -1199,7 +1227,7 @@ async fn read_limited(
             .map_err(|_| OciError::Http {
                 method: "GET".into(),
                 url: what.to_string(),
-                message: format!("no data for {idle:?}"),
+                message: silence(idle),
             })?
             .map_err(|e| OciError::Http {
                 method: "GET".into(),

@@ -1,5 +1,5 @@
 //! OCI registries: a registry client for the distribution API v2 ([`client`], with its
-//! [`auth`] and [`timeouts`]), the manifest types ([`manifest`]), csctl's layout of a
+//! [`auth`]; its timeouts are the source layer's [`NetworkTimeouts`]), the manifest types ([`manifest`]), csctl's layout of a
 //! cluster-stack release ([`layout`]) and releases pulled from and pushed to a registry
 //! ([`release`]). The client knows nothing of cluster stacks: chart dependencies from `oci://`
 //! repositories use it too.
@@ -9,9 +9,8 @@ pub mod client;
 pub mod layout;
 pub mod manifest;
 pub mod release;
-pub mod timeouts;
 
+pub use crate::source::net::NetworkTimeouts;
 pub use auth::Credentials;
 pub use client::{Client, Config, OciError};
 pub use release::OciRepo;
-pub use timeouts::Timeouts;

@@ -780,6 +780,52 @@ fn faults_corrupt_blob_is_refused_and_nothing_is_kept() {
 }
 
 #[test]
+fn a_damaged_cached_file_is_fetched_again() {
+    let test = "a_damaged_cached_file_is_fetched_again";
+    let (Some(bin), Some(shared)) = (registry::binary_or_skip(test), shared(test)) else {
+        return;
+    };
+    let reg = seeded(&bin, &shared);
+    let r = repo(&reg.host());
+    let rt = rt();
+    let client = Client::new(&reg.host(), config(Credentials::Anonymous)).unwrap();
+    let tag = "docker-ferrol-1-27-v2";
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(cache_dir.path()).unwrap();
+    let first = rt
+        .block_on(release::pull(&client, &cache, &r, tag, false, |_| {}))
+        .unwrap();
+    // A byte of the largest cached file flips on disk (same size: only a re-hash sees it).
+    let f = first.manifest.files.values().max_by_key(|f| f.size).unwrap();
+    let path = cache.blob_path(&f.sha256).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+
+    assert!(
+        release::cached(&cache, &r, tag).unwrap().is_none(),
+        "a damaged release is not served from the cache"
+    );
+    for revalidate in [false, true] {
+        if revalidate {
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let again = rt
+            .block_on(release::pull(&client, &cache, &r, tag, revalidate, |_| {}))
+            .unwrap();
+        assert!(!again.was_complete, "revalidate {revalidate}");
+        assert_eq!(
+            again.downloaded_files, 1,
+            "only the damaged file, revalidate {revalidate}"
+        );
+        assert_eq!(again.downloaded_bytes, f.size);
+        cache.verify_release(&again.manifest).unwrap();
+    }
+    cache_is_clean(cache_dir.path());
+}
+
+#[test]
 fn faults_429_403_503_through_a_proxy() {
     let test = "faults_429_403_503_through_a_proxy";
     let (Some(bin), Some(shared)) = (registry::binary_or_skip(test), shared(test)) else {

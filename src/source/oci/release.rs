@@ -120,10 +120,13 @@ pub enum ReleaseError {
     },
 }
 
-/// The complete release `tag` of `repo` in `cache`, if it is there (no network).
+/// The complete release `tag` of `repo` in `cache`, if it is there (no network). Every file is
+/// re-hashed, as for GitHub releases: a damaged one is removed and the release reads as absent,
+/// so a pull downloads it again. Temp files of killed pulls are removed on the way.
 pub fn cached(cache: &Cache, repo: &OciRepo, tag: &str) -> Result<Option<ReleaseManifest>, ReleaseError> {
+    crate::source::pull::clean_stale_temps(cache);
     cache
-        .release(&repo.key(tag))
+        .release_verified(&repo.key(tag))
         .map_err(|source| ReleaseError::Cache {
             repo: repo.to_string(),
             tag: tag.to_string(),
@@ -207,7 +210,7 @@ pub async fn pull(
     };
     let key = repo.key(tag);
     let mut current_digest = None;
-    if let Some(manifest) = cache.release(&key).map_err(cache_err)? {
+    if let Some(manifest) = cache.release_verified(&key).map_err(cache_err)? {
         if !revalidate {
             return Ok(unchanged(manifest));
         }
@@ -232,7 +235,7 @@ pub async fn pull(
             message: e.to_string(),
         })?
         .map_err(cache_err)?;
-    if let Some(manifest) = cache.release(&key).map_err(cache_err)?
+    if let Some(manifest) = cache.release_verified(&key).map_err(cache_err)?
         && (!revalidate || (current_digest.is_some() && current_digest == cached_digest(cache, repo, tag)))
     {
         return Ok(unchanged(manifest));
@@ -250,12 +253,18 @@ pub async fn pull(
                 source,
             }
         })?;
+    // Blobs already in the cache (re-hashed: a damaged one is removed and downloaded again).
+    let mut present = Vec::with_capacity(release.files.len());
     let mut missing = (0u64, 0usize);
     for f in &release.files {
         let sha = f.descriptor.sha256().unwrap_or_default();
-        if !cache.has_blob(sha, f.descriptor.size).map_err(cache_err)? {
+        let here = cache
+            .has_verified_blob(sha, f.descriptor.size)
+            .map_err(cache_err)?;
+        if !here {
             missing = (missing.0 + f.descriptor.size, missing.1 + 1);
         }
+        present.push(here);
     }
     progress(PullProgress::Start {
         bytes: missing.0,
@@ -263,10 +272,10 @@ pub async fn pull(
     });
     let mut files = BTreeMap::new();
     let (mut downloaded_bytes, mut downloaded_files) = (0u64, 0usize);
-    for f in &release.files {
+    for (f, here) in release.files.iter().zip(present) {
         let sha = f.descriptor.sha256().unwrap_or_default().to_string();
         let size = f.descriptor.size;
-        if cache.has_blob(&sha, size).map_err(cache_err)? {
+        if here {
             files.insert(f.name.clone(), CachedFile { sha256: sha, size });
             continue;
         }

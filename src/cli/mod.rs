@@ -147,7 +147,7 @@ fn init_tracing(format: LogFormat, default_level: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::chain_text;
+    use crate::cli::chain_text;
     use crate::cli::error_text;
 
     #[test]

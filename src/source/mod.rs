@@ -3,6 +3,7 @@
 //! Knows nothing of the Kubernetes API.
 
 pub mod cache;
+pub mod charts;
 pub mod git;
 pub mod github;
 pub mod local;

@@ -282,17 +282,12 @@ impl ChartResolver {
                     )
                 })
                 .collect();
-            let first = no_match[0].0;
-            return Err(DependencyError {
-                chart: chart.name().to_string(),
-                dependency: first.name.clone(),
-                repository: first.repository.clone(),
-                message: format!(
-                    "{} (versions available: {})",
-                    no_valid_version_message(&pairs),
-                    available.join("; ")
-                ),
-            });
+            let message = format!(
+                "{} (versions available: {})",
+                no_valid_version_message(&pairs),
+                available.join("; ")
+            );
+            return Err(self.error(chart, no_match[0].0, message));
         }
         Ok(out)
     }

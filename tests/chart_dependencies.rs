@@ -592,3 +592,65 @@ fn scs2_stages_render_like_helm_after_dependency_update() {
         "stages that differ from Helm: {unexpected:?}"
     );
 }
+
+/// `capstan dependency update|build|list` and `capstan render CHART` as a user runs them.
+#[test]
+fn cli_dependency_commands_and_render() {
+    let Some(repos) = chart_repos("capstan dependency") else {
+        return;
+    };
+    let server = StaticServer::start(&repos);
+    let scratch = tempfile::tempdir().unwrap();
+    let chart_dir = scratch.path().join("parent");
+    write_chart(&chart_dir, DEPS);
+    std::fs::write(
+        chart_dir.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  subcharts: {{ keys .Subcharts | sortAlpha | join \",\" | quote }}\n",
+    )
+    .unwrap();
+    let cache = scratch.path().join("cache");
+    let capstan = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_capstan"));
+        cmd.args(args)
+            .arg("--cache")
+            .arg(&cache)
+            .arg("--repository-mirror")
+            .arg(format!(
+                "https://kubernetes-sigs.github.io/metrics-server={}/metrics-server",
+                server.url()
+            ))
+            .arg("--repository-mirror")
+            .arg(format!(
+                "https://charts.bitnami.com/bitnami={}/bitnami",
+                server.url()
+            ));
+        cmd.output().unwrap()
+    };
+    let dir = chart_dir.to_str().unwrap();
+    let out = capstan(&["render", dir, "--show-only", "templates/cm.yaml"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("subcharts: \"lib,metrics-server\""));
+    let cold = server.requests();
+    let out = capstan(&["render", dir, "--offline"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(server.requests(), cold, "a warm render made requests");
+
+    let out = capstan(&["dependency", "update", dir]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(chart_dir.join("charts/metrics-server-3.13.0.tgz").is_file());
+    assert!(chart_dir.join("charts/common-2.14.1.tgz").is_file());
+    assert!(Lock::parse(&std::fs::read_to_string(chart_dir.join("Chart.lock")).unwrap()).is_ok());
+    let list = std::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+        .args(["dependency", "list", dir])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        text.contains("metrics-server") && text.contains("ok") && text.contains("in sync"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(chart_dir.join("charts")).unwrap();
+    let out = capstan(&["dependency", "build", dir, "--offline"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(chart_dir.join("charts/common-2.14.1.tgz").is_file());
+}

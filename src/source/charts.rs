@@ -367,6 +367,14 @@ impl ChartResolver {
         {
             return Ok(Ok(r));
         }
+        if self.settings.offline
+            && let Some(exact) = exact_version(wanted)
+        {
+            return Err(msg(format!(
+                "offline: {} {exact} is not in the cache (run once online, or `capstan dependency update`)",
+                dep.name
+            )));
+        }
         let index = self.index(url)?;
         let Some(versions) = index.versions(&dep.name) else {
             // Helm's words.

@@ -627,11 +627,25 @@ fn cli_dependency_commands_and_render() {
         cmd.output().unwrap()
     };
     let dir = chart_dir.to_str().unwrap();
-    let out = capstan(&["render", dir, "--show-only", "templates/cm.yaml"]);
+    // Without --dependency-update, `helm template`'s refusal.
+    let out = capstan(&["render", dir]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("missing in charts/ directory: metrics-server, common"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(server.requests(), 0);
+    let out = capstan(&[
+        "render",
+        dir,
+        "--dependency-update",
+        "--show-only",
+        "templates/cm.yaml",
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("subcharts: \"lib,metrics-server\""));
     let cold = server.requests();
-    let out = capstan(&["render", dir, "--offline"]);
+    let out = capstan(&["render", dir, "--dependency-update", "--offline"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(server.requests(), cold, "a warm render made requests");
 

@@ -221,7 +221,13 @@ impl ChartResolver {
         mut chart: Chart,
         chart_dir: Option<&Path>,
     ) -> Result<Chart, DependencyError> {
-        let missing: Vec<Dependency> = missing_dependencies(&chart).into_iter().cloned().collect();
+        // A dependency without a repository can only be vendored: left missing, the render
+        // refuses it with `helm template`'s message.
+        let missing: Vec<Dependency> = missing_dependencies(&chart)
+            .into_iter()
+            .filter(|d| !d.repository.trim().is_empty())
+            .cloned()
+            .collect();
         if missing.is_empty() {
             return Ok(chart);
         }

@@ -91,6 +91,10 @@ pub struct Args {
     /// GitHub API for sources that name none.
     #[arg(long, default_value = "https://api.github.com", value_name = "URL")]
     github_url: String,
+
+    /// Where the charts' missing dependencies come from (mirrors, credentials, --offline).
+    #[command(flatten)]
+    repositories: super::repository_args::RepositoryArgs,
 }
 
 /// `:8080` (all interfaces), `127.0.0.1:8080`, `[::1]:8080`.
@@ -152,6 +156,7 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             cache_dir,
             github_url: args.github_url.clone(),
             github_token: std::env::var("GITHUB_TOKEN").ok().filter(|t| !t.is_empty()),
+            chart_repositories: args.repositories.settings(false)?,
         };
         let metrics = Arc::new(Metrics::new());
         let shutdown = shutdown_on(async {

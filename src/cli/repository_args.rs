@@ -36,6 +36,11 @@ pub struct RepositoryArgs {
 impl RepositoryArgs {
     /// The resolver over `cache`; `refresh`: fetch indexes again (`dependency update`).
     pub fn resolver(&self, cache: Cache, refresh: bool) -> anyhow::Result<ChartResolver> {
+        ChartResolver::new(cache, self.settings(refresh)?).map_err(anyhow::Error::msg)
+    }
+
+    /// The resolver's settings from the flags and CAPSTAN_REPOSITORY_CREDENTIALS.
+    pub fn settings(&self, refresh: bool) -> anyhow::Result<Settings> {
         let mut mirrors = Vec::new();
         for m in &self.mirrors {
             let (from, to) = m
@@ -53,20 +58,16 @@ impl RepositoryArgs {
         {
             credentials.push(Credential::parse(text).map_err(anyhow::Error::msg)?);
         }
-        ChartResolver::new(
-            cache,
-            Settings {
-                mirrors,
-                credentials,
-                offline: self.offline,
-                refresh,
-                timeouts: Timeouts {
-                    connect: std::time::Duration::from_secs(self.repository_connect_timeout),
-                    response: std::time::Duration::from_secs(self.repository_timeout),
-                },
+        Ok(Settings {
+            mirrors,
+            credentials,
+            offline: self.offline,
+            refresh,
+            timeouts: Timeouts {
+                connect: std::time::Duration::from_secs(self.repository_connect_timeout),
+                response: std::time::Duration::from_secs(self.repository_timeout),
             },
-        )
-        .map_err(anyhow::Error::msg)
+        })
     }
 }
 

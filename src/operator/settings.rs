@@ -37,6 +37,9 @@ pub struct Settings {
     pub github_url: String,
     /// Token for GitHub sources without a Secret (`GITHUB_TOKEN`).
     pub github_token: Option<String>,
+    /// Where the addon and ClusterClass charts' missing dependencies come from (mirrors,
+    /// credentials, offline); fetched charts are kept in the release cache.
+    pub chart_repositories: crate::source::charts::Settings,
 }
 
 /// The webhook server.
@@ -95,6 +98,7 @@ impl Settings {
             cache_dir,
             github_url: "https://api.github.com".into(),
             github_token: None,
+            chart_repositories: crate::source::charts::Settings::default(),
         }
     }
 }

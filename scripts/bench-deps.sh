@@ -88,6 +88,15 @@ def capstan_cold():
                        check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - t, count[0] - before
 
+def capstan_cold_one_process():
+    cache = os.path.join(work, "cache-cold")
+    shutil.rmtree(cache, ignore_errors=True)
+    dirs = fresh_stages("capstan", False)
+    before, t = count[0], time.perf_counter()
+    subprocess.run([BIN, "dependency", "update"] + dirs + ["--cache", cache] + MIRRORS,
+                   check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t, count[0] - before
+
 def helm_cold():
     dirs = fresh_stages("helm", True)
     before, t = count[0], time.perf_counter()
@@ -95,19 +104,21 @@ def helm_cold():
         registry.dependency_update(d)
     return time.perf_counter() - t, count[0] - before
 
-rows = {"capstan": [], "helm": []}
+KINDS = [("capstan, 4 processes", capstan_cold), ("capstan, 1 process", capstan_cold_one_process),
+         ("helm, in-process", helm_cold)]
+rows = {k: [] for k, _ in KINDS}
 reqs = {}
 for i in range(REPS):
-    for name, f in (("capstan", capstan_cold), ("helm", helm_cold)) if i % 2 == 0 else (("helm", helm_cold), ("capstan", capstan_cold)):
+    order = KINDS if i % 2 == 0 else list(reversed(KINDS))
+    for name, f in order:
         secs, n = f()
         rows[name].append(secs)
         reqs[name] = n
 
 print(f"cold resolution of scs2's 4 addon stages (cilium, metrics-server, cinder-csi, occm), {REPS} reps, median [min-max]:")
-for name in ("capstan", "helm"):
+for name, _ in KINDS:
     v = rows[name]
-    print(f"  {name:8} {statistics.median(v)*1000:8.1f} ms  [{min(v)*1000:.1f}-{max(v)*1000:.1f}]  requests: {reqs[name]}")
-print(f"  ratio helm/capstan: {statistics.median(rows['helm'])/statistics.median(rows['capstan']):.2f}x")
+    print(f"  {name:22} {statistics.median(v)*1000:8.1f} ms  [{min(v)*1000:.1f}-{max(v)*1000:.1f}]  requests: {reqs[name]}")
 
 cache = os.path.join(work, "cache-render")
 cluster = os.path.join(ROOT, "testdata/cluster.yaml")

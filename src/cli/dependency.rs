@@ -24,8 +24,9 @@ enum Command {
 
 #[derive(Debug, clap::Args)]
 struct Target {
-    /// The chart directory.
-    chart: PathBuf,
+    /// The chart directories (one resolver and cache for all of them).
+    #[arg(required = true, num_args = 1..)]
+    charts: Vec<PathBuf>,
     #[command(flatten)]
     repositories: super::repository_args::RepositoryArgs,
     #[command(flatten)]
@@ -48,9 +49,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
 fn update(t: &Target, use_lock: bool) -> anyhow::Result<()> {
     let resolver = t.repositories.resolver(t.sources.open_cache()?, !use_lock)?;
-    let resolved = resolver.update_dir(&t.chart, use_lock)?;
-    for r in resolved {
-        println!("{} {} from {}", r.name, r.version, r.repository);
+    for chart in &t.charts {
+        let resolved = resolver.update_dir(chart, use_lock)?;
+        for r in resolved {
+            println!(
+                "{}: {} {} from {}",
+                chart.display(),
+                r.name,
+                r.version,
+                r.repository
+            );
+        }
     }
     Ok(())
 }

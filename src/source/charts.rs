@@ -171,6 +171,9 @@ pub struct ChartResolver {
     cache: Cache,
     settings: Settings,
     http: reqwest::Client,
+    /// Indexes this resolver already fetched (or re-validated): a refresh happens once per
+    /// repository and resolver, however many charts ask.
+    refreshed: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 /// One dependency as it was resolved.
@@ -206,6 +209,7 @@ impl ChartResolver {
             cache,
             settings,
             http,
+            refreshed: Default::default(),
         })
     }
 
@@ -490,8 +494,9 @@ impl ChartResolver {
             .cache
             .read_state(&key)?
             .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        let fresh = self.refreshed.lock().map(|r| r.contains(url)).unwrap_or(false);
         if let Some(state) = &state
-            && (!self.settings.refresh || self.settings.offline)
+            && (!self.settings.refresh || self.settings.offline || fresh)
         {
             return RepoIndex::parse(&state.body).map_err(|e| msg(format!("cached index of {url}: {e}")));
         }
@@ -509,6 +514,9 @@ impl ChartResolver {
             }
         }
         let response = self.get(&index_url, &headers, MAX_INDEX_SIZE)?;
+        if let Ok(mut r) = self.refreshed.lock() {
+            r.insert(url.to_string());
+        }
         if response.status == StatusCode::NOT_MODIFIED
             && let Some(s) = state
         {

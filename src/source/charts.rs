@@ -133,8 +133,9 @@ pub struct Settings {
 
 /// A dependency that could not be resolved: the chart, the dependency, the repository (as
 /// written and, when mirrored, where it was fetched) and what went wrong.
+/// (`dependency` is empty for what concerns the whole chart, e.g. an out-of-sync lock.)
 #[derive(Debug, thiserror::Error)]
-#[error("chart {chart}: dependency {dependency} from {repository}: {message}")]
+#[error("chart {chart}: {}{message}", if dependency.is_empty() { String::new() } else { format!("dependency {dependency} from {repository}: ") })]
 pub struct DependencyError {
     pub chart: String,
     pub dependency: String,
@@ -590,8 +591,8 @@ impl ChartResolver {
     pub fn update_dir(&self, dir: &Path, use_lock: bool) -> Result<Vec<Resolved>, DependencyError> {
         let chart_err = |message: String| DependencyError {
             chart: dir.display().to_string(),
-            dependency: "-".into(),
-            repository: "-".into(),
+            dependency: String::new(),
+            repository: String::new(),
             message,
         };
         let chart = load::load(dir).map_err(|e| chart_err(e.to_string()))?;

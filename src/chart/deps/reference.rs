@@ -111,6 +111,11 @@ mod tests {
             ),
             ("https://example.test/", None),
         ];
+        let named = vec![("@stable".to_string(), "https://charts.example/stable".to_string())];
+        assert_eq!(
+            apply_mirror("@stable", &named).as_deref(),
+            Some("https://charts.example/stable")
+        );
         for (repo, want) in cases {
             assert_eq!(apply_mirror(repo, &m).as_deref(), want, "{repo}");
         }

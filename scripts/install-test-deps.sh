@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what capstan's tests need besides the Rust toolchain: etcd and a kube-apiserver.
+# Installs what capstan's tests need besides the Rust toolchain: etcd, a kube-apiserver, git
+# and an OCI registry (Debian's docker-registry).
 #
 # No Kubernetes binary can be downloaded here, so kube-apiserver is built from Debian's
 # kubernetes source package (it vendors every Go dependency). Idempotent: the built binary is
@@ -42,6 +43,8 @@ need_pkgs=()
 command -v etcd >/dev/null || need_pkgs+=(etcd-server)
 # git (with `git daemon`) serves the git-source tests a repository on loopback.
 git daemon --help >/dev/null 2>&1 || need_pkgs+=(git)
+# The CNCF distribution registry (v2.8) serves the OCI-source tests on loopback.
+command -v docker-registry >/dev/null || need_pkgs+=(docker-registry)
 if [ ! -x "$apiserver" ]; then
   command -v go >/dev/null || need_pkgs+=(golang-go)
   command -v rsync >/dev/null || need_pkgs+=(rsync)
@@ -111,3 +114,4 @@ fi
 "$apiserver" --version >/dev/null 2>&1 || die "$apiserver does not run"
 echo "KUBE_APISERVER=$apiserver"
 echo "ETCD=$(command -v etcd)"
+echo "DOCKER_REGISTRY=$(command -v docker-registry)"

@@ -12,9 +12,10 @@ use super::kube::{connect_to, parse_duration, runtime};
 use capstan_operator::metrics::Metrics;
 use capstan_operator::runtime::{run, shutdown_on};
 use capstan_operator::settings::{
-    DEFAULT_DRIFT_INTERVAL, DEFAULT_UPGRADE_HOOK_TIMEOUT, HooksSettings, LeaderElection, MIN_DRIFT_INTERVAL,
-    Settings, WebhookSettings, default_source,
+    DEFAULT_DRIFT_INTERVAL, DEFAULT_UPGRADE_HOOK_TIMEOUT, DefaultSourceKind, DefaultSourceSettings,
+    HooksSettings, LeaderElection, MIN_DRIFT_INTERVAL, Settings, WebhookSettings, default_source,
 };
+use capstan_source::net::NetworkTimeouts;
 
 /// Arguments of `capstan operator`.
 #[derive(Debug, clap::Args)]
@@ -92,9 +93,15 @@ pub struct Args {
     #[arg(long, default_value = "https://api.github.com", value_name = "URL")]
     github_url: String,
 
-    /// Provider of the default source of ClusterStacks without spec.source: github (default:
-    /// $GIT_PROVIDER, as for the cluster-stack operator). Its token: $GITHUB_TOKEN, else
-    /// $GIT_ACCESS_TOKEN.
+    /// The source of ClusterStacks without spec.source, as the cluster-stack operator's
+    /// `--source`: `oci` (the repository $OCI_REGISTRY/$OCI_REPOSITORY, credentials
+    /// $OCI_USERNAME and $OCI_PASSWORD or $OCI_ACCESS_TOKEN) or `github` (the --git-* settings
+    /// below). Default: github when any --git-* setting is given, else none.
+    #[arg(long, value_enum, value_name = "oci|github")]
+    source: Option<SourceKindArg>,
+
+    /// Provider of the default GitHub source: github (default: $GIT_PROVIDER, as for the
+    /// cluster-stack operator). Its token: $GITHUB_TOKEN, else $GIT_ACCESS_TOKEN.
     #[arg(long, value_name = "PROVIDER")]
     git_provider: Option<String>,
 
@@ -105,11 +112,39 @@ pub struct Args {
     /// Name of the default source's GitHub repository (default: $GIT_REPOSITORY_NAME).
     #[arg(long, value_name = "REPO")]
     git_repository_name: Option<String>,
+
+    /// Use plain http for OCI registries that are not on loopback.
+    #[arg(long)]
+    insecure_registry: bool,
+
+    /// Where the charts' missing dependencies come from (mirrors, credentials, --offline).
+    #[command(flatten)]
+    repositories: super::repository_args::RepositoryArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SourceKindArg {
+    Oci,
+    Github,
+}
+
+impl From<SourceKindArg> for DefaultSourceKind {
+    fn from(kind: SourceKindArg) -> DefaultSourceKind {
+        match kind {
+            SourceKindArg::Oci => DefaultSourceKind::Oci,
+            SourceKindArg::Github => DefaultSourceKind::Github,
+        }
+    }
+}
+
+/// An environment variable's value (empty counts as unset).
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
 /// A flag's value, else the environment variable's.
 fn flag_or_env(flag: &Option<String>, var: &str) -> Option<String> {
-    flag.clone().or_else(|| std::env::var(var).ok())
+    flag.clone().or_else(|| env_var(var))
 }
 
 /// `:8080` (all interfaces), `127.0.0.1:8080`, `[::1]:8080`.
@@ -134,8 +169,16 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
     let provider = flag_or_env(&args.git_provider, "GIT_PROVIDER");
     let org = flag_or_env(&args.git_org_name, "GIT_ORG_NAME");
     let repository = flag_or_env(&args.git_repository_name, "GIT_REPOSITORY_NAME");
-    let default_source = default_source(provider.as_deref(), org.as_deref(), repository.as_deref())
-        .map_err(|e| anyhow::anyhow!(e))?;
+    let (oci_registry, oci_repository) = (env_var("OCI_REGISTRY"), env_var("OCI_REPOSITORY"));
+    let default_source = default_source(&DefaultSourceSettings {
+        source: args.source.map(DefaultSourceKind::from),
+        git_provider: provider.as_deref(),
+        git_org_name: org.as_deref(),
+        git_repository_name: repository.as_deref(),
+        oci_registry: oci_registry.as_deref(),
+        oci_repository: oci_repository.as_deref(),
+    })
+    .map_err(|e| anyhow::anyhow!(e))?;
     let runtime = runtime()?;
     runtime.block_on(async {
         let target = connect_to(args.kubeconfig.as_deref(), args.context.as_deref(), None).await?;
@@ -175,12 +218,11 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             }),
             cache_dir,
             github_url: args.github_url.clone(),
-            github_token: ["GITHUB_TOKEN", "GIT_ACCESS_TOKEN"]
-                .iter()
-                .filter_map(|var| std::env::var(var).ok())
-                .map(|t| t.trim().to_string())
-                .find(|t| !t.is_empty()),
+            github_token: env_var("GITHUB_TOKEN").or_else(|| env_var("GIT_ACCESS_TOKEN")),
             default_source,
+            oci_credentials: capstan_source::oci::Credentials::from_env(),
+            oci_insecure: args.insecure_registry,
+            chart_repositories: args.repositories.settings(false, NetworkTimeouts::default())?,
         };
         let metrics = Arc::new(Metrics::new());
         let shutdown = shutdown_on(async {

@@ -16,15 +16,23 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Command {
-    /// The cluster-stack releases of a GitHub repository, newest first (every page),
+    /// The cluster-stack releases of a GitHub repository or an OCI repository
+    /// (`oci://HOST/REPO`), newest first (every page),
     /// optionally filtered by provider, stack name, Kubernetes version and channel.
     List(super::releases_list::ListArgs),
-    /// Fetch a release into the verified local cache: `OWNER/REPO TAG` (GitHub) or
-    /// `git+URL#REF[:PATH]` (a commit of a git repository, built into a v0-sha.<hash> release).
+    /// Fetch a release into the verified local cache: `OWNER/REPO TAG` (GitHub),
+    /// `oci://HOST/REPO TAG` (an OCI registry) or `git+URL#REF[:PATH]` (a commit of a git
+    /// repository, built into a v0-sha.<hash> release).
     Pull(super::releases_pull::PullArgs),
     /// Free cache space: keep the newest N releases of each stack, remove the others, the
     /// files no kept release uses and the temp files of interrupted pulls (each with its size).
     Gc(super::releases_gc::GcArgs),
+    /// Publish a release directory to an OCI registry in csctl's layout (`DIR oci://HOST/REPO`);
+    /// an existing tag is never overwritten.
+    Push(super::releases_push::PushArgs),
+    /// Build a stack source tree into a release like `csctl create` (`--mode hash|stable`),
+    /// into `--output DIR` and/or published with `--push oci://HOST/REPO`.
+    Build(super::releases_build::BuildArgs),
     /// What an upgrade from OLD to NEW changes for a Cluster: objects added, removed and
     /// changed (with a unified diff), for the ClusterClass part and the addon part.
     Diff(DiffArgs),
@@ -33,7 +41,7 @@ enum Command {
 #[derive(Debug, clap::Args)]
 struct DiffArgs {
     /// The release upgraded from: a release directory, a stack source tree, OWNER/REPO@TAG,
-    /// git+URL#REF[:PATH], or a tag in the cache.
+    /// oci://HOST/REPO@TAG, git+URL#REF[:PATH], or a tag in the cache.
     old: String,
     /// The release upgraded to.
     new: String,
@@ -60,6 +68,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Command::List(list) => super::releases_list::run(list),
         Command::Pull(pull) => super::releases_pull::run(pull),
         Command::Gc(gc) => super::releases_gc::run(gc),
+        Command::Push(push) => super::releases_push::run(push),
+        Command::Build(build) => super::releases_build::run(build),
         Command::Diff(diff) => run_diff(diff),
     }
 }

@@ -1,19 +1,19 @@
-//! `capstan releases list REPO`: the cluster-stack releases of a GitHub repository, filtered,
-//! newest first.
+//! `capstan releases list REPO`: the cluster-stack releases of a GitHub repository or an OCI
+//! registry's repository, filtered, newest first.
 
 use std::cmp::Ordering;
 use std::io::Write;
 
 use anyhow::bail;
 
-use capstan_source::github::Release;
 use capstan_stack::{KubernetesVersion, ReleaseTag};
 
 use super::source_args::{self, SourceArgs};
 
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
-    /// The repository, `owner/name` (e.g. SovereignCloudStack/cluster-stacks).
+    /// The repository: `owner/name` on GitHub (e.g. SovereignCloudStack/cluster-stacks) or
+    /// `oci://HOST/REPO` (e.g. oci://registry.scs.community/kaas/cluster-stacks).
     repo: String,
     /// Only releases of this provider (e.g. docker, openstack).
     #[arg(long)]
@@ -68,15 +68,9 @@ pub fn run(args: &ListArgs) -> anyhow::Result<()> {
         .channel
         .as_deref()
         .map(|c| if c == "custom" { "sha" } else { c });
-    let client = args.sources.client()?;
-    let cache = args.sources.open_cache()?;
-    let releases = match source_args::runtime()?.block_on(source_args::releases(&client, &cache, &args.repo))
-    {
-        Ok(r) => r,
-        Err(e) => return Err(source_args::explain_not_found(e.into(), &cache)),
-    };
+    let releases = list_entries(args)?;
     let mut other = 0usize;
-    let mut rows: Vec<(ReleaseTag, &Release)> = Vec::new();
+    let mut rows: Vec<(ReleaseTag, &Entry)> = Vec::new();
     for r in &releases {
         let Ok(tag) = ReleaseTag::parse(&r.tag) else {
             other += 1;
@@ -106,8 +100,8 @@ pub fn run(args: &ListArgs) -> anyhow::Result<()> {
                     "channel": tag.version().channel(),
                     "clusterClass": tag.cluster_class_name(),
                     "prerelease": r.prerelease,
-                    "assets": r.assets.len(),
-                    "size": r.assets.iter().map(|a| a.size).sum::<u64>(),
+                    "assets": r.assets,
+                    "size": r.size,
                 })
             })
             .collect();
@@ -144,7 +138,7 @@ pub fn run(args: &ListArgs) -> anyhow::Result<()> {
                 tag.stack().kubernetes().to_string(),
                 tag.version().to_string(),
                 channel,
-                r.assets.len()
+                r.assets.map_or_else(|| "-".to_string(), |n| n.to_string())
             )?;
         }
     }
@@ -155,4 +149,45 @@ pub fn run(args: &ListArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// One release as a source lists it; the OCI tag list tells nothing of a release's files.
+struct Entry {
+    tag: String,
+    prerelease: bool,
+    assets: Option<usize>,
+    size: Option<u64>,
+}
+
+fn list_entries(args: &ListArgs) -> anyhow::Result<Vec<Entry>> {
+    if args.repo.starts_with("oci://") {
+        let repo = capstan_source::oci::OciRepo::parse(&args.repo)?;
+        let client = args.sources.oci_client(&repo)?;
+        let tags = source_args::runtime()?.block_on(capstan_source::oci::release::tags(&client, &repo))?;
+        return Ok(tags
+            .into_iter()
+            .map(|tag| Entry {
+                tag,
+                prerelease: false,
+                assets: None,
+                size: None,
+            })
+            .collect());
+    }
+    let client = args.sources.client()?;
+    let cache = args.sources.open_cache()?;
+    let releases = match source_args::runtime()?.block_on(source_args::releases(&client, &cache, &args.repo))
+    {
+        Ok(r) => r,
+        Err(e) => return Err(source_args::explain_not_found(e.into(), &cache)),
+    };
+    Ok(releases
+        .into_iter()
+        .map(|r| Entry {
+            tag: r.tag,
+            prerelease: r.prerelease,
+            assets: Some(r.assets.len()),
+            size: Some(r.assets.iter().map(|a| a.size).sum()),
+        })
+        .collect())
 }

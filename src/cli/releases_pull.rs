@@ -1,5 +1,6 @@
-//! `capstan releases pull REPO TAG`: a GitHub release into the verified cache, with a progress
-//! bar on a terminal and a summary line. (`git+URL#REF` sources: see `releases_git`.)
+//! `capstan releases pull REPO TAG`: a GitHub release (`OWNER/REPO`) or a release in an OCI
+//! registry (`oci://HOST/REPO`) into the verified cache, with a progress bar on a terminal and a
+//! summary line. (`git+URL#REF` sources: see `releases_git`.)
 
 use std::io::IsTerminal;
 use std::time::Instant;
@@ -7,15 +8,18 @@ use std::time::Instant;
 use anyhow::bail;
 use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
 
+use capstan_source::oci::OciRepo;
+use capstan_source::oci::release as oci_release;
 use capstan_source::pull::{self, PullProgress, PullSummary};
 
 use super::source_args::{self, SourceArgs};
 
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
-    /// `owner/name` of a GitHub repository, or a git source `git+URL#REF[:PATH]`.
+    /// `owner/name` of a GitHub repository, `oci://HOST/REPO` of an OCI registry, or a git
+    /// source `git+URL#REF[:PATH]`.
     source: String,
-    /// The release tag (GitHub sources), e.g. docker-scs-1-30-v1.
+    /// The release tag (GitHub and OCI sources), e.g. docker-scs-1-30-v1.
     tag: Option<String>,
     #[command(flatten)]
     sources: SourceArgs,
@@ -37,12 +41,68 @@ pub fn run(args: &PullArgs) -> anyhow::Result<()> {
     };
     let cache = args.sources.open_cache()?;
     let started = Instant::now();
+    if args.source.starts_with("oci://") {
+        let repo = OciRepo::parse(&args.source)?;
+        // A tag named on purpose is checked against the registry: one HEAD when unchanged.
+        let summary = pull_oci_with_bar(&args.sources, &cache, &repo, tag, true)?;
+        print_summary(&format!("{repo}:{tag}"), &summary, started, &cache);
+        return Ok(());
+    }
     let summary = match pull_with_bar(&args.sources, &cache, &args.source, tag) {
         Ok(s) => s,
         Err(e) => return Err(source_args::explain_not_found(e, &cache)),
     };
     print_summary(&format!("{} {tag}", args.source), &summary, started, &cache);
     Ok(())
+}
+
+fn progress_bar(tag: &str) -> Option<ProgressBar> {
+    std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new(0);
+        if let Ok(style) =
+            ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(tag.to_string());
+        bar
+    })
+}
+
+/// Pulls `tag` of the OCI repository `repo`: from the cache without a request, or (with
+/// `revalidate`) after one `HEAD` shows the tag unchanged; else downloaded and verified, with a
+/// progress bar on a terminal.
+pub fn pull_oci_with_bar(
+    sources: &SourceArgs,
+    cache: &capstan_source::cache::Cache,
+    repo: &OciRepo,
+    tag: &str,
+    revalidate: bool,
+) -> anyhow::Result<PullSummary> {
+    if !revalidate && let Some(manifest) = oci_release::cached(cache, repo, tag)? {
+        return Ok(PullSummary {
+            manifest,
+            downloaded_bytes: 0,
+            downloaded_files: 0,
+            was_complete: true,
+        });
+    }
+    let client = sources.oci_client(repo)?;
+    let bar = progress_bar(tag);
+    let progress = |p: PullProgress| {
+        if let Some(bar) = &bar {
+            match p {
+                PullProgress::Start { bytes, .. } => bar.set_length(bytes),
+                PullProgress::Bytes(n) => bar.inc(n),
+            }
+        }
+    };
+    let result =
+        source_args::runtime()?.block_on(oci_release::pull(&client, cache, repo, tag, revalidate, progress));
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(result?)
 }
 
 /// Pulls `tag` of `repo` (nothing when complete in the cache), drawing a progress bar on a
@@ -62,16 +122,7 @@ pub fn pull_with_bar(
         });
     }
     let client = sources.client()?;
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = ProgressBar::new(0);
-        if let Ok(style) =
-            ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
-        {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        bar.set_message(tag.to_string());
-        bar
-    });
+    let bar = progress_bar(tag);
     let progress = |p: PullProgress| {
         if let Some(bar) = &bar {
             match p {

@@ -9,6 +9,7 @@ use anyhow::Context;
 use capstan_source::cache::Cache;
 use capstan_source::github::{Client, Config, Token};
 use capstan_source::net::NetworkTimeouts;
+use capstan_source::oci::{self, OciRepo};
 
 /// Flags shared by `capstan releases list/pull`, `capstan render` and `capstan releases diff`.
 #[derive(Debug, Clone, clap::Args)]
@@ -25,13 +26,18 @@ pub struct SourceArgs {
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// Longest wait, in seconds, for a connection to a release source (GitHub, asset hosts,
-    /// git over http(s)) [default: 15].
+    /// git over http(s), OCI registries) [default: 15].
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub connect_timeout: Option<Duration>,
     /// Longest wait, in seconds, for the next bytes of a response (its head, then each read
     /// of its body); a timed-out GET is tried once more [default: 60].
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub timeout: Option<Duration>,
+    /// Use plain http for an OCI registry that is not on loopback (loopback registries are
+    /// always spoken to over http). Registry credentials come from OCI_USERNAME and
+    /// OCI_PASSWORD, or OCI_ACCESS_TOKEN (the cluster-stack operator's variables).
+    #[arg(long)]
+    pub insecure_registry: bool,
 }
 
 /// A positive number of seconds (`1`, `2.5`).
@@ -96,6 +102,19 @@ impl SourceArgs {
             timeouts: self.timeouts(),
             ..Config::default()
         })?)
+    }
+}
+
+impl SourceArgs {
+    /// A client of the registry of `repo`, with the credentials of the environment.
+    pub fn oci_client(&self, repo: &OciRepo) -> anyhow::Result<oci::Client> {
+        let config = oci::Config {
+            credentials: oci::Credentials::from_env(),
+            insecure: self.insecure_registry,
+            timeouts: self.timeouts(),
+            ..oci::Config::default()
+        };
+        Ok(oci::Client::new(&repo.host, config)?)
     }
 }
 

@@ -1,5 +1,6 @@
 //! The RELEASE argument of `capstan render` and `capstan releases diff` (a release directory,
-//! a stack source tree, a GitHub release `OWNER/REPO@TAG`, a git ref `git+URL#REF[:PATH]`, or a
+//! a stack source tree, a GitHub release `OWNER/REPO@TAG`, a release in an OCI registry
+//! `oci://HOST/REPO@TAG`, a git ref `git+URL#REF[:PATH]`, or a
 //! tag in the cache) and the workload objects (`--cluster`, `--control-plane`,
 //! `--infra-cluster`).
 
@@ -8,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 
 use capstan_source::local::{self, Opened};
+use capstan_source::oci::OciRepo;
 use capstan_stack::ReleaseTag;
 use capstan_stack::build::CSCTL_FILE;
 use capstan_stack::metadata::METADATA_FILE;
@@ -71,6 +73,7 @@ pub fn names_a_release(arg: &str) -> bool {
 /// - `git+URL#REF[:PATH]`: the commit REF names, built into a `v0-sha.<hash>` release and kept
 ///   in the cache;
 /// - `OWNER/REPO@TAG`: a GitHub release, from the cache, pulled first when missing;
+/// - `oci://HOST/REPO@TAG`: a release in an OCI registry, likewise;
 /// - `TAG`: a release already in the cache (from any source).
 pub fn open(arg: &str, sources: &SourceArgs) -> anyhow::Result<Opened> {
     let path = Path::new(arg);
@@ -86,6 +89,12 @@ pub fn open(arg: &str, sources: &SourceArgs) -> anyhow::Result<Opened> {
         let cache = sources.open_cache()?;
         let manifest = super::releases_git::fetch(git, &cache)?.manifest;
         return Ok(local::open_cached(&cache, &manifest)?);
+    }
+    if arg.starts_with("oci://") {
+        let (repo, tag) = OciRepo::parse_with_tag(arg)?;
+        let cache = sources.open_cache()?;
+        let summary = super::releases_pull::pull_oci_with_bar(sources, &cache, &repo, &tag, false)?;
+        return Ok(local::open_cached(&cache, &summary.manifest)?);
     }
     if let Some((repo, tag)) = arg.split_once('@')
         && repo.contains('/')
@@ -118,7 +127,7 @@ pub fn open(arg: &str, sources: &SourceArgs) -> anyhow::Result<Opened> {
         };
     }
     bail!(
-        "{arg}: no such release directory or stack source tree (nor OWNER/REPO@TAG, git+URL#REF or a release tag)"
+        "{arg}: no such release directory or stack source tree (nor OWNER/REPO@TAG, oci://HOST/REPO@TAG, git+URL#REF or a release tag)"
     )
 }
 

@@ -90,6 +90,16 @@ impl Env {
 
     /// Starts `capstan operator` against the cluster and the fake GitHub.
     pub fn operator(&self, run: usize, extra: &[&str]) -> capstan_testenv::ChildGuard {
+        self.operator_with_env(run, extra, &[])
+    }
+
+    /// [`Env::operator`] with these environment variables set.
+    pub fn operator_with_env(
+        &self,
+        run: usize,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> capstan_testenv::ChildGuard {
         let mut args: Vec<String> = [
             "operator",
             "--kubeconfig",
@@ -106,7 +116,7 @@ impl Env {
         .collect();
         args.extend(extra.iter().map(|s| s.to_string()));
         let log = self.logs.path().join(format!("operator-{run}.log"));
-        capstan_testenv::ChildGuard::spawn("capstan operator", &capstan_binary(), &args, &log)
+        capstan_testenv::ChildGuard::spawn_with_env("capstan operator", &capstan_binary(), &args, env, &log)
             .expect("operator starts")
     }
 

@@ -12,7 +12,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use capstan_source::github;
+use capstan_source::{github, oci};
 
 /// Content type of [`Metrics::encode`]'s output: `prometheus-client` writes the OpenMetrics
 /// text format (counters as `_total`, a closing `# EOF`), which Prometheus scrapes natively.
@@ -29,6 +29,7 @@ pub struct Metrics {
     drift_corrections: Family<ControllerLabel, Counter>,
     github_requests: Family<StatusClass, Counter>,
     github_rate_limit_remaining: Gauge<i64, AtomicI64>,
+    oci_requests: Family<StatusClass, Counter>,
 }
 
 /// What happened to an applied object.
@@ -130,6 +131,12 @@ impl Metrics {
             "GitHub API requests left in the current rate-limit window (last response seen)",
             github_rate_limit_remaining.clone(),
         );
+        let oci_requests = Family::default();
+        registry.register(
+            "oci_requests",
+            "OCI registry responses (token endpoints included) by status code class",
+            oci_requests.clone(),
+        );
         Metrics {
             registry,
             reconciles,
@@ -139,6 +146,7 @@ impl Metrics {
             drift_corrections,
             github_requests,
             github_rate_limit_remaining,
+            oci_requests,
         }
     }
 
@@ -184,14 +192,11 @@ impl Metrics {
 
     /// One GitHub API response with `status`, and the rate limit it reported.
     pub fn github_response(&self, status: u16, rate_limit_remaining: Option<u64>) {
-        let code = match status {
-            100..=199 => "1xx",
-            200..=299 => "2xx",
-            300..=399 => "3xx",
-            400..=499 => "4xx",
-            _ => "5xx",
-        };
-        self.github_requests.get_or_create(&StatusClass { code }).inc();
+        self.github_requests
+            .get_or_create(&StatusClass {
+                code: status_class(status),
+            })
+            .inc();
         if let Some(remaining) = rate_limit_remaining {
             self.github_rate_limit_remaining
                 .set(i64::try_from(remaining).unwrap_or(i64::MAX));
@@ -206,6 +211,21 @@ impl Metrics {
         })
     }
 
+    /// One response of an OCI registry or its token endpoint.
+    pub fn oci_response(&self, status: u16) {
+        self.oci_requests
+            .get_or_create(&StatusClass {
+                code: status_class(status),
+            })
+            .inc();
+    }
+
+    /// An observer for [`oci::Config::observer`] that feeds [`Metrics::oci_response`].
+    pub fn oci_observer(self: &Arc<Metrics>) -> oci::client::Observer {
+        let metrics = Arc::clone(self);
+        Arc::new(move |seen: &oci::client::RequestSeen| metrics.oci_response(seen.status))
+    }
+
     /// The metrics in the OpenMetrics text format ([`CONTENT_TYPE`]).
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -214,6 +234,16 @@ impl Metrics {
             tracing::error!("encoding metrics: {err}");
         }
         out
+    }
+}
+
+fn status_class(status: u16) -> &'static str {
+    match status {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
     }
 }
 
@@ -234,6 +264,9 @@ mod tests {
         m.github_response(200, Some(4999));
         m.github_response(304, Some(4998));
         m.github_response(503, None);
+        m.oci_response(401);
+        m.oci_response(200);
+        m.oci_response(200);
         let text = m.encode();
         for line in [
             r#"capstan_reconciles_total{controller="clusterstack",result="success"} 2"#,
@@ -250,6 +283,8 @@ mod tests {
             r#"capstan_github_requests_total{code="5xx"} 1"#,
             // The last response that reported one: a 503 without the header keeps it.
             "capstan_github_rate_limit_remaining 4998",
+            r#"capstan_oci_requests_total{code="2xx"} 2"#,
+            r#"capstan_oci_requests_total{code="4xx"} 1"#,
             "# EOF",
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line:?} in:\n{text}");

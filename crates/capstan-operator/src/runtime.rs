@@ -175,7 +175,8 @@ async fn run_controllers(
         path: settings.cache_dir.display().to_string(),
         message: e.to_string(),
     })?;
-    let sources = Sources::new(cache, Some(metrics.github_observer()));
+    let sources =
+        Sources::new(cache, Some(metrics.github_observer())).with_oci_observer(metrics.oci_observer());
     let watch_config = watcher::Config::default().any_semantic();
 
     // ClusterStacks: their store serves the release controller's source lookups.

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::api::{GitHubSource, StackSource};
+use super::api::{GitHubSource, OciSource, StackSource};
 
 /// Shortest drift interval: re-applying every object of every release more often than this
 /// would load the API servers for little gain.
@@ -40,40 +40,101 @@ pub struct Settings {
     /// Token for GitHub sources without a Secret (`GITHUB_TOKEN`, else the cluster-stack
     /// operator's `GIT_ACCESS_TOKEN`).
     pub github_token: Option<String>,
-    /// The source of ClusterStacks without `spec.source` (see [`default_source`]).
+    /// The source of ClusterStacks without `spec.source` (see [`default_source`]); `None`: such
+    /// a ClusterStack is an error.
     pub default_source: Option<StackSource>,
+    /// Credentials for OCI sources without a Secret (`OCI_USERNAME`/`OCI_PASSWORD`, or
+    /// `OCI_ACCESS_TOKEN`).
+    pub oci_credentials: capstan_source::oci::Credentials,
+    /// Plain http for OCI registries that are not on loopback.
+    pub oci_insecure: bool,
+    /// Where the addon and ClusterClass charts' missing dependencies come from (mirrors,
+    /// credentials, offline); fetched charts are kept in the release cache.
+    pub chart_repositories: capstan_source::charts::Settings,
 }
 
-/// The default source from the cluster-stack operator's settings: `GIT_PROVIDER` (only
-/// `github`; unset means `github`), `GIT_ORG_NAME` and `GIT_REPOSITORY_NAME` (or the flags of
-/// the same names). Nothing set: no default source. Empty values count as unset.
-pub fn default_source(
-    provider: Option<&str>,
-    org: Option<&str>,
-    repository: Option<&str>,
-) -> Result<Option<StackSource>, String> {
+/// Which kind of default source the cluster-stack operator's `--source` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultSourceKind {
+    Oci,
+    Github,
+}
+
+/// The cluster-stack operator's settings that make the default source (flags or environment
+/// variables, already read; empty values count as unset).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DefaultSourceSettings<'a> {
+    /// `--source oci|github`.
+    pub source: Option<DefaultSourceKind>,
+    /// `GIT_PROVIDER` (`--git-provider`): only `github`.
+    pub git_provider: Option<&'a str>,
+    /// `GIT_ORG_NAME` (`--git-org-name`).
+    pub git_org_name: Option<&'a str>,
+    /// `GIT_REPOSITORY_NAME` (`--git-repository-name`).
+    pub git_repository_name: Option<&'a str>,
+    /// `OCI_REGISTRY`, e.g. `registry.scs.community`.
+    pub oci_registry: Option<&'a str>,
+    /// `OCI_REPOSITORY`, e.g. `kaas/cluster-stacks`.
+    pub oci_repository: Option<&'a str>,
+}
+
+/// The default source from the cluster-stack operator's settings. `--source oci`: the
+/// repository `OCI_REGISTRY/OCI_REPOSITORY` (checked now, so a typo stops the operator at
+/// start, not at every reconcile). `--source github`, or no `--source` but any of the git
+/// settings: the GitHub repository `GIT_ORG_NAME/GIT_REPOSITORY_NAME` (`GIT_PROVIDER` may only
+/// be `github`). Nothing set: no default source.
+pub fn default_source(settings: &DefaultSourceSettings) -> Result<Option<StackSource>, String> {
     fn set(v: Option<&str>) -> Option<&str> {
         v.map(str::trim).filter(|v| !v.is_empty())
     }
-    let (provider, org, repository) = (set(provider), set(org), set(repository));
-    if let Some(p) = provider
-        && !p.eq_ignore_ascii_case("github")
-    {
-        return Err(format!(
-            "GIT_PROVIDER {p:?} is not supported: the default source can only be github"
-        ));
-    }
-    match (org, repository) {
-        (None, None) if provider.is_none() => Ok(None),
-        (Some(owner), Some(repo)) => Ok(Some(StackSource::Github(GitHubSource {
-            owner: owner.to_string(),
-            repo: repo.to_string(),
-            ..GitHubSource::default()
-        }))),
-        (None, _) => {
-            Err("the default source needs GIT_ORG_NAME (--git-org-name): the repository's owner".into())
+    let provider = set(settings.git_provider);
+    let org = set(settings.git_org_name);
+    let repository = set(settings.git_repository_name);
+    let kind = match settings.source {
+        Some(kind) => kind,
+        None if provider.is_none() && org.is_none() && repository.is_none() => return Ok(None),
+        None => DefaultSourceKind::Github,
+    };
+    match kind {
+        DefaultSourceKind::Oci => {
+            let registry = set(settings.oci_registry)
+                .ok_or("--source oci needs OCI_REGISTRY: the registry's host, e.g. registry.scs.community")?;
+            let path = set(settings.oci_repository)
+                .ok_or("--source oci needs OCI_REPOSITORY: the repository, e.g. kaas/cluster-stacks")?;
+            let full = format!(
+                "{}/{}",
+                registry.trim_start_matches("oci://").trim_end_matches('/'),
+                path.trim_start_matches('/')
+            );
+            capstan_source::oci::OciRepo::parse(&full)
+                .map_err(|e| format!("--source oci: OCI_REGISTRY/OCI_REPOSITORY {full}: {e}"))?;
+            Ok(Some(StackSource::Oci(OciSource {
+                repository: full,
+                secret_ref: None,
+            })))
         }
-        (_, None) => Err("the default source needs GIT_REPOSITORY_NAME (--git-repository-name)".into()),
+        DefaultSourceKind::Github => {
+            if let Some(p) = provider
+                && !p.eq_ignore_ascii_case("github")
+            {
+                return Err(format!(
+                    "GIT_PROVIDER {p:?} is not supported: the default source can only be github (or --source oci)"
+                ));
+            }
+            match (org, repository) {
+                (Some(owner), Some(repo)) => Ok(Some(StackSource::Github(GitHubSource {
+                    owner: owner.to_string(),
+                    repo: repo.to_string(),
+                    ..GitHubSource::default()
+                }))),
+                (None, _) => Err(
+                    "the default source needs GIT_ORG_NAME (--git-org-name): the repository's owner".into(),
+                ),
+                (_, None) => {
+                    Err("the default source needs GIT_REPOSITORY_NAME (--git-repository-name)".into())
+                }
+            }
+        }
     }
 }
 
@@ -134,6 +195,9 @@ impl Settings {
             github_url: "https://api.github.com".into(),
             github_token: None,
             default_source: None,
+            oci_credentials: capstan_source::oci::Credentials::Anonymous,
+            oci_insecure: false,
+            chart_repositories: capstan_source::charts::Settings::default(),
         }
     }
 }
@@ -144,39 +208,89 @@ mod tests {
 
     #[test]
     fn default_source_from_the_cluster_stack_operators_settings() {
-        let github = |owner: &str, repo: &str| {
-            Ok(Some(StackSource::Github(GitHubSource {
-                owner: owner.into(),
-                repo: repo.into(),
-                ..GitHubSource::default()
-            })))
-        };
-        type Row<'a> = (
-            (Option<&'a str>, Option<&'a str>, Option<&'a str>),
-            Result<Option<StackSource>, &'a str>,
-        );
-        let table: &[Row] = &[
-            ((None, None, None), Ok(None)),
-            ((Some(""), Some(" "), None), Ok(None)),
-            ((Some("github"), Some("scs"), Some("cluster-stacks")), Ok(None)),
-            ((None, Some("scs"), Some("cluster-stacks")), Ok(None)),
-            ((Some("GitHub"), Some("scs"), Some("cluster-stacks")), Ok(None)),
+        use DefaultSourceKind::{Github, Oci};
+        #[derive(Debug)]
+        enum Want {
+            Nothing,
+            GitHub(&'static str, &'static str),
+            Oci(&'static str),
+            Refused(&'static str),
+        }
+        // (--source, GIT_PROVIDER, GIT_ORG_NAME, GIT_REPOSITORY_NAME, OCI_REGISTRY, OCI_REPOSITORY)
+        type Row = (
             (
-                (Some("gitlab"), Some("scs"), Some("cluster-stacks")),
-                Err("not supported"),
+                Option<DefaultSourceKind>,
+                Option<&'static str>,
+                Option<&'static str>,
+                Option<&'static str>,
+                Option<&'static str>,
+                Option<&'static str>,
             ),
-            ((Some("github"), None, None), Err("GIT_ORG_NAME")),
-            ((None, Some("scs"), None), Err("GIT_REPOSITORY_NAME")),
-            ((None, None, Some("cluster-stacks")), Err("GIT_ORG_NAME")),
+            Want,
+        );
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            ((None, None, None, None, None, None), Want::Nothing),
+            ((None, Some(""), Some(" "), None, None, None), Want::Nothing),
+            // No --source: github inferred from the git settings, as before --source existed.
+            ((None, Some("github"), Some("scs"), Some("cluster-stacks"), None, None), Want::GitHub("scs", "cluster-stacks")),
+            ((None, None, Some("scs"), Some("cluster-stacks"), None, None), Want::GitHub("scs", "cluster-stacks")),
+            ((None, Some("GitHub"), Some("scs"), Some("cluster-stacks"), None, None), Want::GitHub("scs", "cluster-stacks")),
+            ((None, Some("gitlab"), Some("scs"), Some("cluster-stacks"), None, None), Want::Refused("not supported")),
+            ((None, Some("github"), None, None, None, None), Want::Refused("GIT_ORG_NAME")),
+            ((None, None, Some("scs"), None, None, None), Want::Refused("GIT_REPOSITORY_NAME")),
+            ((None, None, None, Some("cluster-stacks"), None, None), Want::Refused("GIT_ORG_NAME")),
+            // The OCI settings alone choose nothing: CSO's --source names the kind.
+            ((None, None, None, None, Some("registry.scs.community"), Some("kaas/cluster-stacks")), Want::Nothing),
+            // --source github: the git settings are required.
+            ((Some(Github), None, None, None, None, None), Want::Refused("GIT_ORG_NAME")),
+            ((Some(Github), None, Some("scs"), Some("cluster-stacks"), Some("r.example"), Some("x")), Want::GitHub("scs", "cluster-stacks")),
+            // --source oci: the OCI settings; the git ones are not looked at.
+            (
+                (Some(Oci), None, None, None, Some("registry.scs.community"), Some("kaas/cluster-stacks")),
+                Want::Oci("registry.scs.community/kaas/cluster-stacks"),
+            ),
+            (
+                (Some(Oci), Some("gitlab"), Some("scs"), None, Some("oci://127.0.0.1:5000/"), Some("/stacks")),
+                Want::Oci("127.0.0.1:5000/stacks"),
+            ),
+            ((Some(Oci), None, None, None, None, Some("kaas/cluster-stacks")), Want::Refused("OCI_REGISTRY")),
+            ((Some(Oci), None, None, None, Some("registry.scs.community"), Some(" ")), Want::Refused("OCI_REPOSITORY")),
+            ((Some(Oci), None, None, None, Some("bad host"), Some("x")), Want::Refused("bad host")),
         ];
-        for (i, ((provider, org, repo), want)) in table.iter().enumerate() {
-            let got = default_source(*provider, *org, *repo);
+        for (
+            i,
+            ((source, git_provider, git_org_name, git_repository_name, oci_registry, oci_repository), want),
+        ) in table.into_iter().enumerate()
+        {
+            let got = default_source(&DefaultSourceSettings {
+                source,
+                git_provider,
+                git_org_name,
+                git_repository_name,
+                oci_registry,
+                oci_repository,
+            });
             match want {
-                Ok(None) if org.is_some_and(|o| !o.trim().is_empty()) => {
-                    assert_eq!(got, github("scs", "cluster-stacks"), "row {i}")
-                }
-                Ok(want) => assert_eq!(got, Ok(want.clone()), "row {i}"),
-                Err(part) => {
+                Want::Nothing => assert_eq!(got, Ok(None), "row {i}"),
+                Want::GitHub(owner, repo) => assert_eq!(
+                    got,
+                    Ok(Some(StackSource::Github(GitHubSource {
+                        owner: owner.into(),
+                        repo: repo.into(),
+                        ..GitHubSource::default()
+                    }))),
+                    "row {i}"
+                ),
+                Want::Oci(repository) => assert_eq!(
+                    got,
+                    Ok(Some(StackSource::Oci(OciSource {
+                        repository: repository.into(),
+                        secret_ref: None,
+                    }))),
+                    "row {i}"
+                ),
+                Want::Refused(part) => {
                     let err = got.expect_err("refused");
                     assert!(err.contains(part), "row {i}: {err}");
                 }

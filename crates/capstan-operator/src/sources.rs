@@ -4,7 +4,9 @@
 //! GitHub clients are kept per API URL and token, so each repository is re-polled with its
 //! ETag (an unchanged repository costs one `304`). A git source yields the release of its
 //! ref's current commit plus the releases it built before (kept in the cache). A local source
-//! is a directory of release directories (or a release directory, or a stack source tree).
+//! is a directory of release directories (or a release directory, or a stack source tree). An
+//! OCI source lists its repository's tags (registry clients kept per host and credentials, so
+//! tokens are reused) and pulls a release once into the cache.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +18,7 @@ use crate::api::StackSource;
 use capstan_source::cache::{Cache, ReleaseManifest};
 use capstan_source::git::{self, GitSpec};
 use capstan_source::github::{self, Token};
+use capstan_source::oci::{self, OciRepo};
 use capstan_source::{local, pull};
 use capstan_stack::name::ReleaseTag;
 
@@ -28,18 +31,34 @@ pub enum Resolved {
         repo: String,
         token: Option<String>,
     },
+    Oci {
+        repo: OciRepo,
+        credentials: oci::Credentials,
+        insecure: bool,
+    },
     Git(GitSpec),
     Local(PathBuf),
 }
 
 impl Resolved {
-    /// A source of a ClusterStack; `token` is the credential its Secret holds, if any.
-    pub fn of(source: &StackSource, default_api_url: &str, token: Option<String>) -> Resolved {
-        match source {
+    /// A source of a ClusterStack; `token` is the credential its Secret holds, if any (an OCI
+    /// source takes it as a static registry token).
+    pub fn of(
+        source: &StackSource,
+        default_api_url: &str,
+        token: Option<String>,
+    ) -> Result<Resolved, String> {
+        Ok(match source {
             StackSource::Github(gh) => Resolved::GitHub {
                 api_url: gh.api_url.clone().unwrap_or_else(|| default_api_url.to_string()),
                 repo: format!("{}/{}", gh.owner, gh.repo),
                 token,
+            },
+            StackSource::Oci(o) => Resolved::Oci {
+                repo: OciRepo::parse(&o.repository)
+                    .map_err(|e| format!("spec.source.oci.repository: {e}"))?,
+                credentials: token.map_or(oci::Credentials::Anonymous, oci::Credentials::Token),
+                insecure: false,
             },
             StackSource::Git(g) => Resolved::Git(GitSpec {
                 url: g.url.clone(),
@@ -47,13 +66,14 @@ impl Resolved {
                 path: g.path.clone().unwrap_or_default().trim_matches('/').to_string(),
             }),
             StackSource::Local(l) => Resolved::Local(PathBuf::from(&l.path)),
-        }
+        })
     }
 
     /// For messages: `github owner/repo`, `git URL#REF`, `local PATH`.
     pub fn describe(&self) -> String {
         match self {
             Resolved::GitHub { repo, .. } => format!("github {repo}"),
+            Resolved::Oci { repo, .. } => repo.to_string(),
             Resolved::Git(spec) => format!("git {spec}"),
             Resolved::Local(path) => format!("local {}", path.display()),
         }
@@ -128,12 +148,16 @@ pub struct SourceError(pub String);
 
 /// A GitHub client per API URL and token.
 type ClientKey = (String, Option<String>);
+/// A registry client per host, credentials and insecure flag.
+type OciKey = (String, oci::Credentials, bool);
 
 /// Access to every source the operator follows.
 pub struct Sources {
     cache: Cache,
     clients: Mutex<HashMap<ClientKey, Arc<github::Client>>>,
     observer: Option<github::Observer>,
+    oci_clients: Mutex<HashMap<OciKey, Arc<oci::Client>>>,
+    oci_observer: Option<oci::client::Observer>,
 }
 
 impl Sources {
@@ -142,7 +166,38 @@ impl Sources {
             cache,
             clients: Mutex::new(HashMap::new()),
             observer,
+            oci_clients: Mutex::new(HashMap::new()),
+            oci_observer: None,
         }
+    }
+
+    /// Hears every registry response (e.g. to count an idle poll's requests).
+    pub fn with_oci_observer(mut self, observer: oci::client::Observer) -> Sources {
+        self.oci_observer = Some(observer);
+        self
+    }
+
+    /// The registry client of `repo` with these credentials (kept, so tokens are reused).
+    fn oci(
+        &self,
+        repo: &OciRepo,
+        credentials: &oci::Credentials,
+        insecure: bool,
+    ) -> Result<Arc<oci::Client>, SourceError> {
+        let key = (repo.host.clone(), credentials.clone(), insecure);
+        let mut clients = self.oci_clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(client) = clients.get(&key) {
+            return Ok(client.clone());
+        }
+        let config = oci::Config {
+            credentials: credentials.clone(),
+            insecure,
+            observer: self.oci_observer.clone(),
+            ..oci::Config::default()
+        };
+        let client = Arc::new(oci::Client::new(&repo.host, config).map_err(|e| SourceError(e.to_string()))?);
+        clients.insert(key, client.clone());
+        Ok(client)
     }
 
     pub fn cache(&self) -> &Cache {
@@ -176,6 +231,16 @@ impl Sources {
                 let client = self.github(api_url, token)?;
                 let releases = client.releases(repo).await.map_err(|e| fail(e.to_string()))?;
                 releases.into_iter().map(|r| r.tag).collect()
+            }
+            Resolved::Oci {
+                repo,
+                credentials,
+                insecure,
+            } => {
+                let client = self.oci(repo, credentials, *insecure)?;
+                oci::release::tags(&client, repo)
+                    .await
+                    .map_err(|e| fail(e.to_string()))?
             }
             Resolved::Git(spec) => {
                 let cache = self.cache.clone();
@@ -218,6 +283,18 @@ impl Sources {
                 }
                 let client = self.github(api_url, token)?;
                 let summary = pull::pull_github(&client, &self.cache, repo, &tag.tag(), |_| {})
+                    .await
+                    .map_err(|e| fail(e.to_string()))?;
+                Ok(Fetched::Cached(summary.manifest))
+            }
+            Resolved::Oci {
+                repo,
+                credentials,
+                insecure,
+            } => {
+                let client = self.oci(repo, credentials, *insecure)?;
+                // A release complete in the cache is used without a request.
+                let summary = oci::release::pull(&client, &self.cache, repo, &tag.tag(), false, |_| {})
                     .await
                     .map_err(|e| fail(e.to_string()))?;
                 Ok(Fetched::Cached(summary.manifest))

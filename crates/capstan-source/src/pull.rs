@@ -243,7 +243,7 @@ pub async fn pull_release(
 /// csctl's `hashes.json` (when the release has one) must agree with a hash version's tag:
 /// `v0-sha.<hash>` is the start of `clusterStack`, the content hash of the source it was built
 /// from. A mismatch means the assets are not the ones the tag names; nothing is committed.
-fn check_hashes(
+pub(crate) fn check_hashes(
     cache: &Cache,
     files: &BTreeMap<String, super::cache::CachedFile>,
     tag: &str,

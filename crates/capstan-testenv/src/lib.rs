@@ -22,12 +22,15 @@ mod crds;
 pub mod fake_github;
 mod pki;
 mod process;
+pub mod registry;
 pub mod shared;
+mod static_http;
 
 pub use binaries::Binaries;
 pub use cluster::{TestCluster, client_from};
 pub use crds::{crd_files, install_crds};
 pub use process::ChildGuard;
+pub use static_http::StaticServer;
 
 use std::path::PathBuf;
 

@@ -16,6 +16,17 @@ pub struct ChildGuard {
 impl ChildGuard {
     /// Starts `program` with `args`, stdout and stderr going to `log`.
     pub fn spawn(name: &str, program: &Path, args: &[String], log: &Path) -> Result<Self> {
+        Self::spawn_with_env(name, program, args, &[], log)
+    }
+
+    /// [`ChildGuard::spawn`] with these environment variables set.
+    pub fn spawn_with_env(
+        name: &str,
+        program: &Path,
+        args: &[String],
+        env: &[(&str, &str)],
+        log: &Path,
+    ) -> Result<Self> {
         let out = File::create(log).map_err(io_err(format!("creating {}", log.display())))?;
         let err = out
             .try_clone()
@@ -25,7 +36,11 @@ impl ChildGuard {
         // is killed) without any unsafe code here.
         let mut cmd = Command::new("setpriv");
         cmd.arg("--pdeathsig=KILL").arg("--").arg(program);
-        cmd.args(args).stdin(Stdio::null()).stdout(out).stderr(err);
+        cmd.args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
         let child = cmd
             .spawn()
             .map_err(io_err(format!("starting {}", program.display())))?;

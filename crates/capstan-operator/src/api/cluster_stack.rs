@@ -122,12 +122,14 @@ impl std::fmt::Display for Channel {
     }
 }
 
-/// Where a cluster stack's releases come from: exactly one of `github`, `git` or `local`.
+/// Where a cluster stack's releases come from: exactly one of `github`, `oci`, `git` or `local`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum StackSource {
     /// The releases of a GitHub repository.
     Github(GitHubSource),
+    /// The releases in an OCI registry's repository, as csctl publishes them.
+    Oci(OciSource),
     /// Stack sources in a git repository, built into releases by capstan.
     Git(GitSource),
     /// A directory on the operator's file system (a mounted volume).
@@ -148,6 +150,20 @@ pub struct GitHubSource {
     #[serde(default, rename = "apiURL", skip_serializing_if = "Option::is_none")]
     pub api_url: Option<String>,
     /// Secret in the ClusterStack's namespace whose `token` key holds the API token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<SecretReference>,
+}
+
+/// A repository in an OCI registry whose tags are cluster stack releases (csctl's layout).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OciSource {
+    /// `HOST/REPO` (an `oci://` prefix is accepted), e.g.
+    /// `registry.scs.community/kaas/cluster-stacks`.
+    #[schemars(length(min = 1))]
+    pub repository: String,
+    /// Secret in the ClusterStack's namespace with `username` and `password`, or a `token`
+    /// (sent as Bearer). Without it: the operator's OCI credentials, else anonymous.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<SecretReference>,
 }

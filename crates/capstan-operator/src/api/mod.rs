@@ -21,7 +21,7 @@ pub mod resource;
 pub use cluster_addon::{ClusterAddon, ClusterAddonSpec, ClusterAddonStatus, StageStatus};
 pub use cluster_stack::{
     Channel, ClusterStack, ClusterStackSpec, ClusterStackStatus, GitHubSource, GitSource, LocalSource,
-    ReleaseSummary, SecretReference, StackSource,
+    OciSource, ReleaseSummary, SecretReference, StackSource,
 };
 pub use cluster_stack_release::{ClusterStackRelease, ClusterStackReleaseSpec, ClusterStackReleaseStatus};
 pub use conditions::{Condition, ConditionStatus};

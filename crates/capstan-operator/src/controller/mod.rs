@@ -160,14 +160,17 @@ pub async fn resolve_source(stack: &ClusterStack, ctx: &Context) -> Result<Resol
         .or(ctx.settings.default_source.as_ref())
     else {
         return Err(format!(
-            "ClusterStack {namespace}/{} has no spec.source and the operator has no default source: set spec.source.github, .git or .local, or start the operator with GIT_ORG_NAME and GIT_REPOSITORY_NAME (--git-org-name, --git-repository-name)",
+            "ClusterStack {namespace}/{} has no spec.source and the operator has no default source: set spec.source.github, .oci, .git or .local, or start the operator with --source oci (OCI_REGISTRY, OCI_REPOSITORY) or with GIT_ORG_NAME and GIT_REPOSITORY_NAME (--git-org-name, --git-repository-name)",
             stack.name_any()
         ));
     };
+    if let StackSource::Oci(oci) = source {
+        return resolve_oci(oci, &namespace, ctx).await;
+    }
     let secret_ref = match source {
         StackSource::Github(gh) => gh.secret_ref.as_ref(),
         StackSource::Git(git) => git.secret_ref.as_ref(),
-        StackSource::Local(_) => None,
+        StackSource::Oci(_) | StackSource::Local(_) => None,
     };
     let token = match secret_ref {
         None => match source {
@@ -190,5 +193,47 @@ pub async fn resolve_source(stack: &ClusterStack, ctx: &Context) -> Result<Resol
             Some(token)
         }
     };
-    Ok(Resolved::of(source, &ctx.settings.github_url, token))
+    Resolved::of(source, &ctx.settings.github_url, token)
+}
+
+/// An OCI source with its credentials: the Secret's `username` and `password`, or its
+/// `token`; without a Secret, the operator's.
+async fn resolve_oci(
+    oci: &crate::api::OciSource,
+    namespace: &str,
+    ctx: &Context,
+) -> Result<Resolved, String> {
+    use capstan_source::oci::{Credentials, OciRepo};
+    let repo = OciRepo::parse(&oci.repository).map_err(|e| format!("spec.source.oci.repository: {e}"))?;
+    let credentials = match &oci.secret_ref {
+        None => ctx.settings.oci_credentials.clone(),
+        Some(reference) => {
+            let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
+            let secret = secrets
+                .get(&reference.name)
+                .await
+                .map_err(|e| format!("reading Secret {namespace}/{}: {e}", reference.name))?;
+            let field = |key: &str| {
+                secret
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get(key))
+                    .map(|b| String::from_utf8_lossy(&b.0).trim().to_string())
+                    .filter(|v| !v.is_empty())
+            };
+            let credentials = Credentials::from_parts(field("username"), field("password"), field("token"));
+            if credentials == Credentials::Anonymous {
+                return Err(format!(
+                    "Secret {namespace}/{} has neither data.username (with data.password) nor data.token",
+                    reference.name
+                ));
+            }
+            credentials
+        }
+    };
+    Ok(Resolved::Oci {
+        repo,
+        credentials,
+        insecure: ctx.settings.oci_insecure,
+    })
 }

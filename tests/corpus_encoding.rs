@@ -143,6 +143,7 @@ fn pipeline_values(values_text: &str) -> Result<Value, String> {
         values_text: Some(values_text.to_string()),
         schema: None,
         dependencies: Vec::new(),
+        lock: None,
         memo: Default::default(),
         source: PathBuf::from("t"),
     };

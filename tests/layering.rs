@@ -18,7 +18,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ("template", &["go", "encoding"]),
     ("chart", &["go", "kinds", "encoding", "template"]),
     ("stack", &["go", "kinds", "encoding", "template", "chart"]),
-    ("source", &["go", "kinds", "encoding", "stack"]),
+    ("source", &["go", "kinds", "encoding", "chart", "stack"]),
     ("apply", &["go", "kinds", "encoding"]),
     (
         "operator",

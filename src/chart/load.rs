@@ -468,6 +468,7 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
     let mut templates = Vec::new();
     let mut other = Vec::new();
     let mut values_text = None;
+    let mut lock_text = None;
     let memo = Memo::default();
     let mut schema = None;
     let mut subcharts: BTreeMap<String, Vec<ChartFile>> = BTreeMap::new();
@@ -475,10 +476,14 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
         let is_v1 = |c: &Option<ChartYaml>| c.as_ref().is_some_and(|c| c.metadata.api_version == "v1");
         match f.name.as_str() {
             "Chart.yaml" => {}
-            "Chart.lock" => check_lock(&text(&f.data)).map_err(|error| LoadError::Decode {
-                file: "Chart.lock".into(),
-                error,
-            })?,
+            "Chart.lock" => {
+                let lock = text(&f.data);
+                check_lock(&lock).map_err(|error| LoadError::Decode {
+                    file: "Chart.lock".into(),
+                    error,
+                })?;
+                lock_text = Some(lock);
+            }
             "values.yaml" => {
                 let values = text(&f.data);
                 // Helm reads values.yaml at load time; the decoded tree is kept for renders.
@@ -581,6 +586,7 @@ fn load_files(files: Vec<ChartFile>, budget: &mut Budget, depth: usize) -> Resul
         values_text,
         schema,
         dependencies,
+        lock: lock_text,
         source: PathBuf::new(),
         memo,
     })

@@ -7,6 +7,7 @@ pub mod checks;
 pub mod coalesce;
 pub mod compiled;
 pub mod dependencies;
+pub mod deps;
 pub mod enablement;
 pub mod glob;
 pub mod ignore;
@@ -43,6 +44,8 @@ pub struct Chart {
     pub schema: Option<Vec<u8>>,
     /// Subcharts from `charts/` (directories or `.tgz`), in name order.
     pub dependencies: Vec<Chart>,
+    /// The text of `Chart.lock`, for dependency resolution (`chart::deps`).
+    pub lock: Option<String>,
     /// Where it was loaded from, for error messages.
     pub source: PathBuf,
     /// What every render derives from the fields above, computed once. A chart is not

@@ -233,6 +233,7 @@ mod tests {
             values_text: None,
             schema: Some(schema.as_bytes().to_vec()),
             dependencies: Vec::new(),
+            lock: None,
             source: "t".into(),
             memo: Default::default(),
         }

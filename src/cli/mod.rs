@@ -1,6 +1,8 @@
 //! The `capstan` command line: one file per subcommand; parsing and output only.
 
 mod crds;
+// `capstan dependency` and the repository flags (issue 24).
+mod dependency;
 mod output;
 mod releases;
 mod releases_build;
@@ -11,6 +13,7 @@ mod releases_pull;
 mod releases_push;
 mod render;
 mod render_release;
+mod repository_args;
 mod source_args;
 mod stack_input;
 mod version;
@@ -58,6 +61,8 @@ enum Command {
     Version(version::Args),
     /// Render a Helm chart, or a whole cluster-stack release for a Cluster, offline.
     Render(Box<render::Args>),
+    /// A chart's dependencies: update, build, list (like `helm dependency`).
+    Dependency(Box<dependency::Args>),
     /// Cluster-stack releases: list a repository's, pull one into the cache, compare what an
     /// upgrade changes.
     Releases(Box<releases::Args>),
@@ -89,6 +94,7 @@ pub fn main() -> ExitCode {
     init_tracing(cli.log_format, default_level);
     let result = match cli.command {
         Command::Releases(args) => releases::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Dependency(args) => dependency::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Version(args) => version::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Render(args) => render::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Apply(args) => apply::run(&args),

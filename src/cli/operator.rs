@@ -115,6 +115,10 @@ pub struct Args {
     /// Use plain http for OCI registries that are not on loopback.
     #[arg(long)]
     insecure_registry: bool,
+
+    /// Where the charts' missing dependencies come from (mirrors, credentials, --offline).
+    #[command(flatten)]
+    repositories: super::repository_args::RepositoryArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -217,6 +221,7 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             default_source,
             oci_credentials: crate::source::oci::Credentials::from_env(),
             oci_insecure: args.insecure_registry,
+            chart_repositories: args.repositories.settings(false)?,
         };
         let metrics = Arc::new(Metrics::new());
         let shutdown = shutdown_on(async {

@@ -86,10 +86,15 @@ pub struct Args {
     #[arg(long)]
     is_upgrade: bool,
 
-    /// Accepted for `helm template` compatibility (the operator passes it). capstan works
-    /// offline: dependencies must already be in `charts/`, which is checked either way.
+    /// Resolve the dependencies `charts/` lacks (Chart.lock when in sync, else Chart.yaml's
+    /// constraints) through capstan's cache, as `helm template --dependency-update`; a second
+    /// render makes no request. A whole release always resolves them (the operator does).
     #[arg(long)]
     dependency_update: bool,
+
+    /// Where chart dependencies come from (mirrors, credentials, --offline).
+    #[command(flatten)]
+    repositories: super::repository_args::RepositoryArgs,
 
     /// Print the chart's CRDs (unrendered) first.
     #[arg(long)]
@@ -156,6 +161,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let lookup_env = LookupEnv::new(args)?;
     let (release_name, chart_path) = release_and_chart(&args.positional)?;
     let chart = load::load(Path::new(&chart_path)).with_context(|| format!("loading chart {chart_path}"))?;
+    // Like `helm template`: a chart's missing dependencies are fetched with
+    // --dependency-update, else refused with Helm's message.
+    let chart = if args.dependency_update {
+        let chart_dir = Path::new(&chart_path).is_dir().then(|| Path::new(&chart_path));
+        let resolver = super::repository_args::LazyResolver::new(&args.repositories, &args.sources);
+        crate::chart::deps::DependencyResolver::resolve(&resolver, chart, chart_dir)
+            .map_err(anyhow::Error::msg)?
+    } else {
+        chart
+    };
     check_dependencies(&chart)?;
     let user_values = user_values(args)?;
     crate::chart::checks::check_release_name(&release_name)?;
@@ -403,6 +418,7 @@ fn render_release(args: &Args, release: &str) -> anyhow::Result<()> {
         release,
         objects: &args.objects,
         sources: &args.sources,
+        repositories: &args.repositories,
         namespace: args.namespace.clone(),
         output_dir: args.output_dir.as_deref(),
         json: args.output == Format::Json,

@@ -23,6 +23,8 @@ pub struct Request<'a> {
     pub release: &'a str,
     pub objects: &'a ObjectArgs,
     pub sources: &'a super::source_args::SourceArgs,
+    /// Where the charts' missing dependencies come from.
+    pub repositories: &'a super::repository_args::RepositoryArgs,
     /// Namespace of the ClusterClass part.
     pub namespace: Option<String>,
     pub output_dir: Option<&'a Path>,
@@ -37,7 +39,8 @@ pub fn run(args: &Request<'_>) -> anyhow::Result<()> {
         namespace: args.namespace.clone(),
         env: args.env.clone(),
     };
-    let parts = render::render_release(&opened.release, &objects, &opts)?;
+    let resolver = super::repository_args::LazyResolver::new(args.repositories, args.sources);
+    let parts = render::render_release_with(&opened.release, &objects, &opts, &resolver)?;
     let mut out = std::io::stdout().lock();
     if let Some(dir) = &args.output_dir {
         for part in &parts {

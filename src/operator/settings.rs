@@ -48,6 +48,9 @@ pub struct Settings {
     pub oci_credentials: crate::source::oci::Credentials,
     /// Plain http for OCI registries that are not on loopback.
     pub oci_insecure: bool,
+    /// Where the addon and ClusterClass charts' missing dependencies come from (mirrors,
+    /// credentials, offline); fetched charts are kept in the release cache.
+    pub chart_repositories: crate::source::charts::Settings,
 }
 
 /// Which kind of default source the cluster-stack operator's `--source` names.
@@ -194,6 +197,7 @@ impl Settings {
             default_source: None,
             oci_credentials: crate::source::oci::Credentials::Anonymous,
             oci_insecure: false,
+            chart_repositories: crate::source::charts::Settings::default(),
         }
     }
 }

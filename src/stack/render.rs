@@ -15,6 +15,7 @@ use std::rc::Rc;
 
 use crate::chart::checks;
 use crate::chart::compiled::CompiledChart;
+use crate::chart::deps::DependencyResolver;
 use crate::chart::manifest::{self, Manifests, StreamOptions};
 use crate::chart::objects::KubeVersion;
 use crate::chart::render::RenderOptions as ChartOptions;
@@ -106,6 +107,16 @@ pub fn render_release(
     CompiledRelease::new(release)?.render(objects, opts)
 }
 
+/// [`render_release`] with the charts' missing dependencies completed by `resolver` first.
+pub fn render_release_with(
+    release: &Release,
+    objects: &ClusterObjects,
+    opts: &RenderOptions,
+    resolver: &dyn DependencyResolver,
+) -> Result<Vec<Part>, RenderError> {
+    CompiledRelease::with_resolver(release, Some(resolver))?.render(objects, opts)
+}
+
 /// A release with every chart loaded and compiled: renders it for any number of Clusters,
 /// from any thread (`Send + Sync`, like [`CompiledChart`]).
 pub struct CompiledRelease {
@@ -129,10 +140,30 @@ struct CompiledAddon {
 }
 
 impl CompiledRelease {
+    /// Compiles the release's charts as they are: a chart whose `charts/` lacks a declared
+    /// dependency fails to render with Helm's message.
     pub fn new(release: &Release) -> Result<CompiledRelease, RenderError> {
+        CompiledRelease::with_resolver(release, None)
+    }
+
+    /// Compiles the release's charts, each first given its missing dependencies by
+    /// `resolver` (Helm's `--dependency-update`, the way the reference operator renders).
+    pub fn with_resolver(
+        release: &Release,
+        resolver: Option<&dyn DependencyResolver>,
+    ) -> Result<CompiledRelease, RenderError> {
         let tag = release.tag().to_string();
         let compile = |part: &str, chart: Chart| {
             let name = chart.name().to_string();
+            let chart = match resolver {
+                Some(r) => r.resolve(chart, None).map_err(|message| RenderError::Part {
+                    release: tag.clone(),
+                    part: part.to_string(),
+                    chart: name.clone(),
+                    message,
+                })?,
+                None => chart,
+            };
             CompiledChart::new(chart).map_err(|e| RenderError::Part {
                 release: tag.clone(),
                 part: part.to_string(),

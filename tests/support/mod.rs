@@ -18,11 +18,13 @@ mod cluster;
 mod crds;
 mod pki;
 mod process;
+mod static_http;
 
 pub use binaries::Binaries;
 pub use cluster::{TestCluster, client_from};
 pub use crds::{crd_files, install_crds};
 pub use process::ChildGuard;
+pub use static_http::StaticServer;
 
 use std::path::PathBuf;
 

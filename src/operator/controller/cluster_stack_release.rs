@@ -332,9 +332,14 @@ pub(super) async fn compiled_release(
     let cache = ctx.sources.cache().clone();
     let fetched = fetched.clone();
     let describe = source.describe();
+    let repositories = ctx.settings.chart_repositories.clone();
     ctx.compiled(digest, move || {
         let opened = fetched.open(&cache).map_err(|e| format!("{describe}: {e}"))?;
-        crate::stack::render::CompiledRelease::new(&opened.release).map_err(|e| e.to_string())
+        // The charts' missing dependencies, as the reference operator's `--dependency-update`,
+        // through the shared cache.
+        let resolver = crate::source::charts::ChartResolver::new(cache.clone(), repositories)?;
+        crate::stack::render::CompiledRelease::with_resolver(&opened.release, Some(&resolver))
+            .map_err(|e| e.to_string())
     })
     .await
 }

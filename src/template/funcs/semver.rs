@@ -1,8 +1,8 @@
 //! Sprig v3.3.0 functions: `semver` (a `*semver.Version` object with Masterminds' fields and
 //! methods) and `semverCompare`. The constraint engine is reusable: [`constraint_matches`].
 
-mod constraint;
-mod version;
+pub mod constraint;
+pub mod version;
 
 use std::any::Any;
 use std::rc::Rc;

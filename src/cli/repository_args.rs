@@ -1,0 +1,114 @@
+//! The flags of chart dependency resolution (`capstan render`, `capstan dependency`):
+//! repository mirrors, credentials, offline mode.
+
+use anyhow::Context;
+
+use crate::source::cache::Cache;
+use crate::source::charts::{ChartResolver, Credential, Settings, Timeouts};
+
+/// Where chart dependencies come from.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RepositoryArgs {
+    /// Fetch a chart repository from another URL (`https://helm.cilium.io=http://mirror/cilium`;
+    /// FROM may also be `@name` or `alias:name`). Repeatable; the first match wins.
+    #[arg(long = "repository-mirror", value_name = "FROM=TO")]
+    pub mirrors: Vec<String>,
+
+    /// Credentials for the chart repositories below URL: `URL=basic:USER:PASSWORD` or
+    /// `URL=bearer:TOKEN` (repeatable; also from CAPSTAN_REPOSITORY_CREDENTIALS, one per
+    /// line). Sent only to that URL's host, never logged.
+    #[arg(long = "repository-credential", value_name = "URL=AUTH")]
+    pub credentials: Vec<String>,
+
+    /// Resolve chart dependencies from the cache only; name what is missing.
+    #[arg(long)]
+    pub offline: bool,
+
+    /// Seconds to wait for a repository connection.
+    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
+    pub repository_connect_timeout: u64,
+
+    /// Seconds a repository response may stall.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub repository_timeout: u64,
+}
+
+impl RepositoryArgs {
+    /// The resolver over `cache`; `refresh`: fetch indexes again (`dependency update`).
+    pub fn resolver(&self, cache: Cache, refresh: bool) -> anyhow::Result<ChartResolver> {
+        ChartResolver::new(cache, self.settings(refresh)?).map_err(anyhow::Error::msg)
+    }
+
+    /// The resolver's settings from the flags and CAPSTAN_REPOSITORY_CREDENTIALS.
+    pub fn settings(&self, refresh: bool) -> anyhow::Result<Settings> {
+        let mut mirrors = Vec::new();
+        for m in &self.mirrors {
+            let (from, to) = m
+                .split_once('=')
+                .with_context(|| format!("--repository-mirror {m:?}: expected FROM=TO"))?;
+            mirrors.push((from.to_string(), to.to_string()));
+        }
+        let mut credentials = Vec::new();
+        let from_env = std::env::var("CAPSTAN_REPOSITORY_CREDENTIALS").unwrap_or_default();
+        for text in self
+            .credentials
+            .iter()
+            .map(String::as_str)
+            .chain(from_env.lines().map(str::trim).filter(|l| !l.is_empty()))
+        {
+            credentials.push(Credential::parse(text).map_err(anyhow::Error::msg)?);
+        }
+        Ok(Settings {
+            mirrors,
+            credentials,
+            offline: self.offline,
+            refresh,
+            timeouts: Timeouts {
+                connect: std::time::Duration::from_secs(self.repository_connect_timeout),
+                response: std::time::Duration::from_secs(self.repository_timeout),
+            },
+        })
+    }
+}
+
+/// A resolver made on first need: a render whose charts lack nothing never opens the cache.
+pub struct LazyResolver<'a> {
+    repositories: &'a RepositoryArgs,
+    sources: &'a super::source_args::SourceArgs,
+    inner: std::sync::OnceLock<Result<ChartResolver, String>>,
+}
+
+impl<'a> LazyResolver<'a> {
+    pub fn new(
+        repositories: &'a RepositoryArgs,
+        sources: &'a super::source_args::SourceArgs,
+    ) -> LazyResolver<'a> {
+        LazyResolver {
+            repositories,
+            sources,
+            inner: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+impl crate::chart::deps::DependencyResolver for LazyResolver<'_> {
+    fn resolve(
+        &self,
+        chart: crate::chart::Chart,
+        chart_dir: Option<&std::path::Path>,
+    ) -> Result<crate::chart::Chart, String> {
+        if crate::chart::deps::missing_dependencies(&chart).is_empty() {
+            return Ok(chart);
+        }
+        let resolver = self.inner.get_or_init(|| {
+            self.sources
+                .open_cache()
+                .and_then(|cache| self.repositories.resolver(cache, false))
+                .map_err(|e| format!("{e:#}"))
+        });
+        match resolver {
+            Ok(r) => r.resolve(chart, chart_dir),
+            Err(e) => Err(e.clone()),
+        }
+    }
+}

@@ -316,6 +316,48 @@ fn faults_name_chart_dependency_and_repository_and_leave_nothing_half_written() 
 }
 
 #[test]
+fn a_repository_that_never_answers_times_out_with_the_sources_timeouts() {
+    // Accepts connections (the kernel's backlog) and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    let scratch = tempfile::tempdir().unwrap();
+    let chart_dir = scratch.path().join("parent");
+    write_chart(
+        &chart_dir,
+        &format!("  - name: common\n    version: 2.14.1\n    repository: http://{host}/bitnami\n"),
+    );
+    let cache = Cache::open(scratch.path().join("cache")).unwrap();
+    let settings = Settings {
+        timeouts: capstan::source::net::NetworkTimeouts {
+            connect: std::time::Duration::from_secs(1),
+            response: std::time::Duration::from_millis(300),
+            retries: 1,
+        },
+        ..Settings::default()
+    };
+    let started = std::time::Instant::now();
+    let err = ChartResolver::new(cache.clone(), settings)
+        .unwrap()
+        .resolve_chart(load::load(&chart_dir).unwrap(), Some(&chart_dir))
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!(
+            "{host} sent nothing for 0.3 s (response timeout), 2 tries"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.starts_with("chart parent: dependency common from http://"),
+        "{err}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert!(cached_charts(&cache).is_empty() && tmp_is_empty(&cache));
+    drop(listener);
+}
+
+#[test]
 fn credentials_go_only_to_their_repository() {
     let Some(repos) = chart_repos("dependency credentials") else {
         return;

@@ -48,7 +48,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 fn update(t: &Target, use_lock: bool) -> anyhow::Result<()> {
-    let resolver = t.repositories.resolver(t.sources.open_cache()?, !use_lock)?;
+    let resolver = t
+        .repositories
+        .resolver(t.sources.open_cache()?, !use_lock, t.sources.timeouts())?;
     for chart in &t.charts {
         let resolved = resolver.update_dir(chart, use_lock)?;
         for r in resolved {

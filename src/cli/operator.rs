@@ -15,6 +15,7 @@ use crate::operator::settings::{
     DEFAULT_DRIFT_INTERVAL, DEFAULT_UPGRADE_HOOK_TIMEOUT, DefaultSourceKind, DefaultSourceSettings,
     HooksSettings, LeaderElection, MIN_DRIFT_INTERVAL, Settings, WebhookSettings, default_source,
 };
+use crate::source::net::NetworkTimeouts;
 
 /// Arguments of `capstan operator`.
 #[derive(Debug, clap::Args)]
@@ -221,7 +222,7 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             default_source,
             oci_credentials: crate::source::oci::Credentials::from_env(),
             oci_insecure: args.insecure_registry,
-            chart_repositories: args.repositories.settings(false)?,
+            chart_repositories: args.repositories.settings(false, NetworkTimeouts::default())?,
         };
         let metrics = Arc::new(Metrics::new());
         let shutdown = shutdown_on(async {

@@ -4,7 +4,8 @@
 use anyhow::Context;
 
 use crate::source::cache::Cache;
-use crate::source::charts::{ChartResolver, Credential, Settings, Timeouts};
+use crate::source::charts::{ChartResolver, Credential, Settings};
+use crate::source::net::NetworkTimeouts;
 
 /// Where chart dependencies come from.
 #[derive(Debug, Clone, clap::Args)]
@@ -23,24 +24,22 @@ pub struct RepositoryArgs {
     /// Resolve chart dependencies from the cache only; name what is missing.
     #[arg(long)]
     pub offline: bool,
-
-    /// Seconds to wait for a repository connection.
-    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
-    pub repository_connect_timeout: u64,
-
-    /// Seconds a repository response may stall.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
-    pub repository_timeout: u64,
 }
 
 impl RepositoryArgs {
-    /// The resolver over `cache`; `refresh`: fetch indexes again (`dependency update`).
-    pub fn resolver(&self, cache: Cache, refresh: bool) -> anyhow::Result<ChartResolver> {
-        ChartResolver::new(cache, self.settings(refresh)?).map_err(anyhow::Error::msg)
+    /// The resolver over `cache`; `refresh`: fetch indexes again (`dependency update`). The
+    /// timeouts are the release sources' (`--connect-timeout`, `--timeout`).
+    pub fn resolver(
+        &self,
+        cache: Cache,
+        refresh: bool,
+        timeouts: NetworkTimeouts,
+    ) -> anyhow::Result<ChartResolver> {
+        ChartResolver::new(cache, self.settings(refresh, timeouts)?).map_err(anyhow::Error::msg)
     }
 
     /// The resolver's settings from the flags and CAPSTAN_REPOSITORY_CREDENTIALS.
-    pub fn settings(&self, refresh: bool) -> anyhow::Result<Settings> {
+    pub fn settings(&self, refresh: bool, timeouts: NetworkTimeouts) -> anyhow::Result<Settings> {
         let mut mirrors = Vec::new();
         for m in &self.mirrors {
             let (from, to) = m
@@ -63,10 +62,7 @@ impl RepositoryArgs {
             credentials,
             offline: self.offline,
             refresh,
-            timeouts: Timeouts {
-                connect: std::time::Duration::from_secs(self.repository_connect_timeout),
-                response: std::time::Duration::from_secs(self.repository_timeout),
-            },
+            timeouts,
         })
     }
 }
@@ -103,7 +99,7 @@ impl crate::chart::deps::DependencyResolver for LazyResolver<'_> {
         let resolver = self.inner.get_or_init(|| {
             self.sources
                 .open_cache()
-                .and_then(|cache| self.repositories.resolver(cache, false))
+                .and_then(|cache| self.repositories.resolver(cache, false, self.sources.timeouts()))
                 .map_err(|e| format!("{e:#}"))
         });
         match resolver {

@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use reqwest::header::{AUTHORIZATION, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, LOCATION};
 use reqwest::{StatusCode, Url};
@@ -26,30 +25,13 @@ use crate::chart::load;
 use crate::chart::{Chart, Dependency};
 
 use super::cache::{Cache, CacheError, CachedFile, Expected, ReleaseManifest};
+use super::net::{NetworkTimeouts, host_of, reqwest_timeout};
 
 /// Largest `index.yaml` read (the big public indexes are tens of MiB).
 const MAX_INDEX_SIZE: u64 = 128 * 1024 * 1024;
 /// Largest chart archive downloaded (Helm's load limit on the total).
 const MAX_CHART_SIZE: u64 = load::MAX_TOTAL_SIZE;
 const MAX_REDIRECTS: usize = 5;
-
-/// Connect and response timeouts of every request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
-    /// To open a connection.
-    pub connect: Duration,
-    /// Between bytes of a response (headers or body), so a stalled server fails the request.
-    pub response: Duration,
-}
-
-impl Default for Timeouts {
-    fn default() -> Timeouts {
-        Timeouts {
-            connect: Duration::from_secs(15),
-            response: Duration::from_secs(60),
-        }
-    }
-}
 
 /// How a repository is authenticated.
 #[derive(Clone, PartialEq, Eq)]
@@ -128,7 +110,8 @@ pub struct Settings {
     pub offline: bool,
     /// Fetch indexes again (conditionally) even when one is cached (`dependency update`).
     pub refresh: bool,
-    pub timeouts: Timeouts,
+    /// Connect and response timeouts of every request (the release sources' type and flags).
+    pub timeouts: NetworkTimeouts,
 }
 
 /// A dependency that could not be resolved: the chart, the dependency, the repository (as
@@ -148,6 +131,9 @@ pub struct DependencyError {
 enum FetchError {
     #[error("{0}")]
     Message(String),
+    /// A connect or response timeout expired (a GET is tried again `retries` times).
+    #[error("{0}")]
+    TimedOut(String),
     #[error(transparent)]
     Cache(#[from] CacheError),
 }
@@ -198,12 +184,12 @@ enum Repo {
 
 impl ChartResolver {
     pub fn new(cache: Cache, settings: Settings) -> Result<ChartResolver, String> {
-        let http = reqwest::Client::builder()
+        let http = settings
+            .timeouts
+            .reqwest_builder()
             .user_agent(concat!("capstan/", env!("CARGO_PKG_VERSION")))
             // Redirects by hand: credentials never follow one to another origin.
             .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(settings.timeouts.connect)
-            .read_timeout(settings.timeouts.response)
             .build()
             .map_err(|e| format!("HTTP client: {e}"))?;
         Ok(ChartResolver {
@@ -568,6 +554,7 @@ impl ChartResolver {
     ) -> Result<Response, FetchError> {
         let http = self.http.clone();
         let credentials = self.settings.credentials.clone();
+        let timeouts = self.settings.timeouts;
         let url = url.to_string();
         let headers = headers.to_vec();
         std::thread::scope(|scope| {
@@ -577,7 +564,17 @@ impl ChartResolver {
                         .enable_all()
                         .build()
                         .map_err(|e| msg(format!("async runtime: {e}")))?;
-                    runtime.block_on(fetch(&http, &credentials, &url, &headers, limit))
+                    let mut tries = 0;
+                    loop {
+                        tries += 1;
+                        match runtime.block_on(fetch(&http, &credentials, &timeouts, &url, &headers, limit)) {
+                            Err(FetchError::TimedOut(_)) if tries <= timeouts.retries => continue,
+                            Err(FetchError::TimedOut(m)) if tries > 1 => {
+                                return Err(msg(format!("{m}, {tries} tries")));
+                            }
+                            other => return other,
+                        }
+                    }
                 })
                 .join()
                 .unwrap_or_else(|_| Err(msg("the HTTP thread panicked")))
@@ -715,6 +712,7 @@ struct Response {
 async fn fetch(
     http: &reqwest::Client,
     credentials: &[Credential],
+    timeouts: &NetworkTimeouts,
     url: &str,
     headers: &[(reqwest::header::HeaderName, String)],
     limit: u64,
@@ -732,12 +730,17 @@ async fn fetch(
             };
         }
         let shown = redacted(&current);
-        let mut resp = req.send().await.map_err(|e| {
-            msg(format!(
-                "GET {shown}: repository unreachable: {}",
-                error_chain(&e)
-            ))
-        })?;
+        let failed = |e: reqwest::Error, what: &str| match reqwest_timeout(&e) {
+            Some(kind) => FetchError::TimedOut(format!(
+                "GET {shown}: {}",
+                timeouts.describe(kind, &host_of(current.as_str()))
+            )),
+            None => msg(format!("GET {shown}: {what}: {}", error_chain(&e))),
+        };
+        let mut resp = req
+            .send()
+            .await
+            .map_err(|e| failed(e, "repository unreachable"))?;
         let status = resp.status();
         if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
             let location = resp
@@ -769,7 +772,7 @@ async fn fetch(
         while let Some(chunk) = resp
             .chunk()
             .await
-            .map_err(|e| msg(format!("GET {shown}: reading the response: {}", error_chain(&e))))?
+            .map_err(|e| failed(e, "reading the response"))?
         {
             if (body.len() + chunk.len()) as u64 > limit {
                 return Err(msg(format!("GET {shown}: more than the limit of {limit} bytes")));

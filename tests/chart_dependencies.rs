@@ -4,6 +4,8 @@
 //! half-written in the cache), credentials, and differential checks against real Helm's
 //! `dependency_update` (the same Chart.lock but `generated`, the same archives in `charts/`).
 
+#[path = "support/registry.rs"]
+mod registry;
 mod shared;
 mod support;
 
@@ -709,4 +711,141 @@ fn cli_dependency_commands_and_render() {
     let out = capstan(&["dependency", "build", dir, "--offline"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(chart_dir.join("charts/common-2.14.1.tgz").is_file());
+}
+
+/// `oci://` dependencies against the real registry, the charts pushed by real Helm
+/// (`helm_python.registry.push`): Helm's choice among the tags, the archive Helm pushed and
+/// Helm's `dependency_update` wrote (byte-identical in `charts/`), the same Chart.lock (but
+/// `generated`), the tag list and chart cached (offline works), a tag that is no chart refused.
+#[test]
+fn oci_dependencies_from_a_real_registry() {
+    let test = "oci dependencies";
+    let Some(repos) = chart_repos(test) else {
+        return;
+    };
+    let (Some(bin), Some(python)) = (registry::binary_or_skip(test), shared::stack::helm_python(test)) else {
+        return;
+    };
+    let reg = registry::Registry::start(&bin, registry::Auth::Anonymous);
+    let remote = format!("oci://{}/charts", reg.host());
+    for version in ["2.14.1", "2.31.10"] {
+        let out = std::process::Command::new(&python)
+            .arg("-c")
+            .arg("import sys, helm_python.registry as r; r.push(sys.argv[1], sys.argv[2], plain_http=True)")
+            .arg(repos.join(format!("bitnami/common-{version}.tgz")))
+            .arg(&remote)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "push: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let deps =
+        format!("  - name: common\n    version: \"~2.14\"\n    repository: {remote}\n    alias: lib\n");
+    let ours = scratch.path().join("ours");
+    write_chart(&ours, &deps);
+    let cache = Cache::open(scratch.path().join("cache")).unwrap();
+    let resolver = |offline: bool| {
+        ChartResolver::new(
+            cache.clone(),
+            Settings {
+                offline,
+                ..Settings::default()
+            },
+        )
+        .unwrap()
+    };
+    // Real Helm's dependency update of the same chart (plain http: the registry is on loopback).
+    let helms = scratch.path().join("helms");
+    write_chart(&helms, &deps);
+    let out = std::process::Command::new(&python)
+        .arg("-c")
+        .arg("import sys, helm_python.registry as r; r.dependency_update(sys.argv[1], plain_http=True)")
+        .arg(&helms)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let chart = resolver(false)
+        .resolve_chart(load::load(&ours).unwrap(), Some(&ours))
+        .unwrap();
+    let sub = chart.dependencies.iter().find(|c| c.name() == "common").unwrap();
+    assert_eq!(sub.metadata.version, "2.14.1");
+    assert_eq!(cached_charts(&cache).len(), 1, "{:?}", cached_charts(&cache));
+    // From the cache alone now: the registry is gone.
+    drop(reg);
+    let again = resolver(true)
+        .resolve_chart(load::load(&ours).unwrap(), Some(&ours))
+        .unwrap();
+    assert!(again.dependencies.iter().any(|c| c.metadata.version == "2.14.1"));
+    // `dependency build` from the cache writes what Helm pushed, byte for byte.
+    resolver(true).update_dir(&ours, false).unwrap();
+    assert_eq!(
+        std::fs::read(ours.join("charts/common-2.14.1.tgz")).unwrap(),
+        std::fs::read(repos.join("bitnami/common-2.14.1.tgz")).unwrap()
+    );
+    let lock = Lock::parse(&std::fs::read_to_string(ours.join("Chart.lock")).unwrap()).unwrap();
+    assert_eq!(lock.dependencies[0].repository, remote);
+    assert_eq!(lock.dependencies[0].version, "2.14.1");
+    let without_generated = |dir: &Path| {
+        std::fs::read_to_string(dir.join("Chart.lock"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with("generated:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(without_generated(&ours), without_generated(&helms));
+    assert_eq!(
+        std::fs::read(ours.join("charts/common-2.14.1.tgz")).unwrap(),
+        std::fs::read(helms.join("charts/common-2.14.1.tgz")).unwrap(),
+        "the archive Helm's dependency update wrote"
+    );
+
+    // A tag that is not a chart (a cluster-stack style artifact) is refused, naming it.
+    let reg = registry::Registry::start(&bin, registry::Auth::Anonymous);
+    let client =
+        capstan::source::oci::Client::new(&reg.host(), capstan::source::oci::Config::default()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let empty = rt
+        .block_on(client.push_blob("charts/common", bytes::Bytes::from_static(b"{}")))
+        .unwrap();
+    let body = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": empty, "size": 2},
+        "layers": [],
+    });
+    rt.block_on(client.put_manifest(
+        "charts/common",
+        "2.14.1",
+        "application/vnd.oci.image.manifest.v1+json",
+        serde_json::to_vec(&body).unwrap().into(),
+    ))
+    .unwrap();
+    let other = scratch.path().join("other");
+    write_chart(
+        &other,
+        &format!(
+            "  - name: common\n    version: 2.14.1\n    repository: oci://{}/charts\n",
+            reg.host()
+        ),
+    );
+    let err = resolver(false)
+        .resolve_chart(load::load(&other).unwrap(), Some(&other))
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!(
+            "chart parent: dependency common from oci://{}/charts: ",
+            reg.host()
+        )) && err.contains("is not a Helm chart"),
+        "{err}"
+    );
 }

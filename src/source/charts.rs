@@ -2,7 +2,8 @@
 //! validators (ETag, Last-Modified) and kept, chart archives downloaded, checked against the
 //! index's digest and kept content-addressed with the repository, name, version and digest
 //! they were resolved to. The decisions (which version, is the lock in sync) are
-//! `chart::deps`'; this module is the I/O around them.
+//! `chart::deps`'; this module is the I/O around them. `oci://` repositories are read through
+//! the OCI source's registry client ([`oci`]).
 //!
 //! A render asks [`ChartResolver::resolve`] (through `chart::deps::DependencyResolver`): a
 //! dependency already in the cache costs no request; a range is decided against the cached
@@ -26,6 +27,8 @@ use crate::chart::{Chart, Dependency};
 
 use super::cache::{Cache, CacheError, CachedFile, Expected, ReleaseManifest};
 use super::net::{NetworkTimeouts, host_of, reqwest_timeout};
+
+mod oci;
 
 /// Largest `index.yaml` read (the big public indexes are tens of MiB).
 const MAX_INDEX_SIZE: u64 = 128 * 1024 * 1024;
@@ -179,6 +182,8 @@ pub struct Resolved {
 /// Where a dependency is fetched from, after mirrors.
 enum Repo {
     Http(String),
+    /// `oci://HOST/PATH` ([`oci`]).
+    Oci(String),
     File(PathBuf),
 }
 
@@ -316,6 +321,9 @@ impl ChartResolver {
             Repo::Http(url) => self
                 .resolve_http(dep, &url, wanted)
                 .map_err(|e| err(e.to_string())),
+            Repo::Oci(url) => self
+                .resolve_oci(dep, &url, wanted)
+                .map_err(|e| err(e.to_string())),
         }
     }
 
@@ -325,7 +333,7 @@ impl ChartResolver {
         match reference {
             RepositoryRef::None => Err("no repository given, and charts/ does not hold it".into()),
             RepositoryRef::Http(url) => Ok(Repo::Http(url)),
-            RepositoryRef::Oci(_) => Err("oci:// dependencies: not yet supported".into()),
+            RepositoryRef::Oci(url) => Ok(Repo::Oci(url)),
             RepositoryRef::Named(_) => Err(format!(
                 "no repository definition for {}. Please add the missing repos via 'helm repo add' (capstan: --repository-mirror {}=URL)",
                 dep.repository, dep.repository
@@ -437,8 +445,12 @@ impl ChartResolver {
         url: &str,
         version: &str,
     ) -> Result<Option<Resolved>, FetchError> {
-        let key = chart_key(url, &dep.name, version);
-        let Some(manifest) = self.cache.release(&key)? else {
+        self.cached_at(&chart_key(url, &dep.name, version), dep, version)
+    }
+
+    /// The chart recorded under the cache key `key`, when complete.
+    fn cached_at(&self, key: &str, dep: &Dependency, version: &str) -> Result<Option<Resolved>, FetchError> {
+        let Some(manifest) = self.cache.release(key)? else {
             return Ok(None);
         };
         let Some(file) = manifest.files.values().next() else {

@@ -623,18 +623,9 @@ fn scs2_stages_render_like_helm_after_dependency_update() {
         ));
     }
     let failures = shared::stack::differences(&shared_dir, &python, &questions, scratch.path());
-    // The ccm stage's values.yaml sets `nodeSelector:` (null) over the subchart's default: Helm
-    // deletes the key, capstan still keeps it until the null rule of issue 22 lands (the
-    // difference is the nodeSelector block of the DaemonSet, nothing else).
-    let null_rule = ["scs2 cluster-addon/ccm engine", "scs2 cluster-addon/ccm stream"];
-    let unexpected: Vec<&String> = failures
-        .iter()
-        .filter(|f| !null_rule.contains(&f.as_str()))
-        .collect();
-    assert!(
-        unexpected.is_empty(),
-        "stages that differ from Helm: {unexpected:?}"
-    );
+    // Every stage, the ccm one included: its values.yaml sets `nodeSelector:` (null) over the
+    // subchart's default, which Helm's null rule (issue 22, merged) deletes.
+    assert!(failures.is_empty(), "stages that differ from Helm: {failures:?}");
 }
 
 /// `capstan dependency update|build|list` and `capstan render CHART` as a user runs them.

@@ -15,9 +15,10 @@ pub struct RepositoryArgs {
     #[arg(long = "repository-mirror", value_name = "FROM=TO")]
     pub mirrors: Vec<String>,
 
-    /// Credentials for the chart repositories below URL: `URL=basic:USER:PASSWORD` or
-    /// `URL=bearer:TOKEN` (repeatable; also from CAPSTAN_REPOSITORY_CREDENTIALS, one per
-    /// line). Sent only to that URL's host, never logged.
+    /// Credentials for the chart repositories below URL (`https://…` or `oci://HOST[/PATH]`):
+    /// `URL=basic:USER:PASSWORD` or `URL=bearer:TOKEN` (repeatable; also from
+    /// CAPSTAN_REPOSITORY_CREDENTIALS, one per line). Sent only to that URL's host (and a
+    /// registry's token endpoint), never logged.
     #[arg(long = "repository-credential", value_name = "URL=AUTH")]
     pub credentials: Vec<String>,
 

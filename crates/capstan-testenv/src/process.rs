@@ -33,7 +33,7 @@ impl ChildGuard {
             .map_err(io_err(format!("duplicating {}", log.display())))?;
         // `setpriv --pdeathsig` (util-linux) sets the parent-death signal and then execs the
         // program, so the server dies with the thread that started it (e.g. when the test process
-        // is killed) without any unsafe code here.
+        // is killed) with no pre-exec hook of our own.
         let mut cmd = Command::new("setpriv");
         cmd.arg("--pdeathsig=KILL").arg("--").arg(program);
         cmd.args(args)

@@ -14,6 +14,7 @@ mod install_chart;
 mod install_cli;
 mod operator_addon_restart;
 mod operator_addons;
+mod operator_class_namespace;
 mod operator_common;
 mod operator_defaults;
 mod operator_e2e;

@@ -154,13 +154,10 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
         }
     };
 
-    // 1. Which release: the Cluster's class.
-    let Some(class) = cluster
-        .data
-        .pointer("/spec/topology/class")
-        .and_then(|c| c.as_str())
-        .map(str::to_string)
-    else {
+    // 1. Which release: the Cluster's class, in `spec.topology.classNamespace` when given.
+    let usage = crate::webhook::validate::ClusterUse::of(&cluster);
+    let class_namespace = usage.class_namespace;
+    let Some(class) = usage.class else {
         return progress
             .wait(
                 CLUSTER_READY,
@@ -219,7 +216,7 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
     );
 
     // 3. The release, through the ClusterStack that follows it.
-    let releases: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), &namespace);
+    let releases: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), &class_namespace);
     let release = match releases.get_opt(&tag.tag()).await {
         Ok(Some(release)) => release,
         Ok(None) => {
@@ -227,7 +224,7 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
                 .wait(
                     RENDERED,
                     "NoRelease",
-                    format!("ClusterStackRelease {namespace}/{tag} does not exist"),
+                    format!("ClusterStackRelease {class_namespace}/{tag} does not exist"),
                 )
                 .await;
         }
@@ -237,7 +234,10 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
         StackLookup::Found(stack) => stack,
         StackLookup::NotYetKnown(_) => return Ok(Action::requeue(WAIT)),
         StackLookup::None => {
-            let message = format!("no ClusterStack in namespace {namespace} follows {}", tag.stack());
+            let message = format!(
+                "no ClusterStack in namespace {class_namespace} follows {}",
+                tag.stack()
+            );
             return Err(progress.fail(RENDERED, "NoClusterStack", message).await);
         }
     };

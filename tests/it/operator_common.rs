@@ -137,7 +137,15 @@ impl Env {
     }
 
     pub fn clusters(&self) -> Api<DynamicObject> {
-        Api::namespaced_with(self.client(), NS, &capstan_operator::clusters::cluster_resource())
+        self.clusters_in(NS)
+    }
+
+    pub fn clusters_in(&self, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(
+            self.client(),
+            namespace,
+            &capstan_operator::clusters::cluster_resource(),
+        )
     }
 
     /// Creates the ClusterStack `ferrol` following the fake GitHub repository.
@@ -285,8 +293,12 @@ impl Env {
     }
 
     fn dynamic(&self, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
+        self.dynamic_in(NS, group, version, kind)
+    }
+
+    fn dynamic_in(&self, namespace: &str, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
         let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
-        Api::namespaced_with(self.client(), NS, &resource)
+        Api::namespaced_with(self.client(), namespace, &resource)
     }
 
     /// Plays Cluster API for Cluster `name` on `class`: its DockerCluster and
@@ -300,6 +312,16 @@ impl Env {
         workload: &TestCluster,
         gated: bool,
     ) {
+        let topology = json!({"class": class, "version": "v1.27.3"});
+        self.cluster_api_in(NS, name, topology, host).await;
+        if !gated {
+            self.open_gates(name, workload).await;
+        }
+    }
+
+    /// Plays Cluster API for Cluster `namespace/name` with `topology`: its DockerCluster,
+    /// KubeadmControlPlane and the Cluster (control plane endpoint `host`); the gates closed.
+    pub async fn cluster_api_in(&self, namespace: &str, name: &str, topology: serde_json::Value, host: &str) {
         let create = |api: Api<DynamicObject>, object: serde_json::Value| async move {
             let object: DynamicObject = serde_json::from_value(object).expect("object");
             api.create(&PostParams::default(), &object)
@@ -307,15 +329,25 @@ impl Env {
                 .expect("created");
         };
         create(
-            self.dynamic("infrastructure.cluster.x-k8s.io", "v1beta1", "DockerCluster"),
+            self.dynamic_in(
+                namespace,
+                "infrastructure.cluster.x-k8s.io",
+                "v1beta1",
+                "DockerCluster",
+            ),
             json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "DockerCluster",
-                   "metadata": {"name": name, "namespace": NS}, "spec": {}}),
+                   "metadata": {"name": name, "namespace": namespace}, "spec": {}}),
         )
         .await;
         create(
-            self.dynamic("controlplane.cluster.x-k8s.io", "v1beta1", "KubeadmControlPlane"),
+            self.dynamic_in(
+                namespace,
+                "controlplane.cluster.x-k8s.io",
+                "v1beta1",
+                "KubeadmControlPlane",
+            ),
             json!({"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "KubeadmControlPlane",
-                   "metadata": {"name": name, "namespace": NS},
+                   "metadata": {"name": name, "namespace": namespace},
                    "spec": {"version": "v1.27.3", "kubeadmConfigSpec": {},
                             "machineTemplate": {"infrastructureRef": {
                                 "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
@@ -323,21 +355,18 @@ impl Env {
         )
         .await;
         create(
-            self.clusters(),
+            self.clusters_in(namespace),
             json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
-                   "metadata": {"name": name, "namespace": NS},
+                   "metadata": {"name": name, "namespace": namespace},
                    "spec": {
                        "controlPlaneEndpoint": {"host": host, "port": 6443},
                        "controlPlaneRef": {"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1",
                                            "kind": "KubeadmControlPlane", "name": name},
                        "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
                                              "kind": "DockerCluster", "name": name},
-                       "topology": {"class": class, "version": "v1.27.3"}}}),
+                       "topology": topology}}),
         )
         .await;
-        if !gated {
-            self.open_gates(name, workload).await;
-        }
     }
 
     /// Sets `status.controlPlaneReady` and writes the kubeconfig Secret of `workload`.
@@ -347,7 +376,11 @@ impl Env {
     }
 
     pub async fn set_control_plane_ready(&self, name: &str) {
-        self.clusters()
+        self.set_control_plane_ready_in(NS, name).await;
+    }
+
+    pub async fn set_control_plane_ready_in(&self, namespace: &str, name: &str) {
+        self.clusters_in(namespace)
             .patch_status(
                 name,
                 &kube::api::PatchParams::default(),
@@ -358,15 +391,19 @@ impl Env {
     }
 
     pub async fn write_kubeconfig(&self, name: &str, workload: &TestCluster) {
+        self.write_kubeconfig_in(NS, name, workload).await;
+    }
+
+    pub async fn write_kubeconfig_in(&self, namespace: &str, name: &str, workload: &TestCluster) {
         use base64::Engine;
         let kubeconfig = std::fs::read(workload.kubeconfig_path()).expect("workload kubeconfig");
         let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
-            "metadata": {"name": format!("{name}-kubeconfig"), "namespace": NS,
+            "metadata": {"name": format!("{name}-kubeconfig"), "namespace": namespace,
                          "labels": {"cluster.x-k8s.io/cluster-name": name}},
             "data": {"value": base64::engine::general_purpose::STANDARD.encode(kubeconfig)},
         }))
         .expect("Secret");
-        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(self.client(), NS)
+        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(self.client(), namespace)
             .create(&PostParams::default(), &secret)
             .await
             .expect("kubeconfig Secret created");

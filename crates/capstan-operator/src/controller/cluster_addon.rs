@@ -17,6 +17,9 @@
 //! - **Deletion**: with the Cluster gone the finalizer is released without reaching for the
 //!   vanished cluster; a ClusterAddon deleted alone first removes its objects.
 
+mod plan;
+
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use kube::ResourceExt;
@@ -30,13 +33,15 @@ use super::{Error, backoff, now, object_ref, owner_reference};
 use crate::addon::condition::{self, Verdict};
 use crate::addon::workload::{self, Workload};
 use crate::api::conditions::Condition;
-use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStackRelease, StageStatus};
+use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStackRelease};
 use crate::context::Context;
 use crate::store::{Owner, StoredRender};
 use capstan_apply::{Applier, ApplyOptions, InventoryRef, PruneScope, parse_stream};
-use capstan_stack::addon_config::{Action as StageAction, Hook, WaitCondition};
+use capstan_stack::addon_config::{Action as StageAction, AddonConfig, WaitCondition};
 use capstan_stack::name::ReleaseTag;
 use capstan_stack::render::ADDON_NAMESPACE;
+use capstan_stack::render::CompiledRelease;
+use plan::{StagePhase, StageStep, Step};
 
 pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-addon";
 pub const CONTROLLER: &str = "clusteraddon";
@@ -45,13 +50,6 @@ pub const CLUSTER_READY: &str = "ClusterReady";
 pub const RENDERED: &str = "Rendered";
 pub const APPLIED: &str = "Applied";
 const STEPS: [&str; 3] = [CLUSTER_READY, RENDERED, APPLIED];
-
-/// Phases of a stage in `status.stages`.
-const PENDING: &str = "Pending";
-const WAITING_PRE: &str = "waitingForPreCondition";
-const APPLYING: &str = "applyingOrDeleting";
-const WAITING_POST: &str = "waitingForPostCondition";
-const DONE: &str = "done";
 
 /// The inventory of a single-chart addon on the workload cluster.
 fn inventory(addon: &ClusterAddon) -> InventoryRef {
@@ -130,37 +128,15 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
     let mut progress = Progress::new(addon, ctx, &STEPS);
     let namespace = addon.namespace().unwrap_or_default();
     let cluster_name = addon.spec.cluster_ref.name.clone().unwrap_or_default();
-    let clusters: Api<DynamicObject> = Api::namespaced_with(
-        ctx.client.clone(),
-        &namespace,
-        &crate::clusters::cluster_resource(),
-    );
-    let cluster = match clusters.get_opt(&cluster_name).await {
-        Ok(Some(cluster)) => cluster,
-        Ok(None) => {
-            // The Cluster is gone (no garbage collector took its ClusterAddon along).
-            let api: Api<ClusterAddon> = Api::namespaced(ctx.client.clone(), &namespace);
-            match api.delete(&addon.name_any(), &DeleteParams::default()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
-                Err(e) => return Err(Error::Kube(format!("deleting {}: {e}", key_of(addon)))),
-            }
-            return Ok(Action::await_change());
-        }
-        Err(e) => {
-            return Err(progress
-                .fail(CLUSTER_READY, "ClusterUnreadable", e.to_string())
-                .await);
-        }
+    let cluster = match read_cluster(&mut progress, &namespace, &cluster_name).await? {
+        ControlFlow::Continue(cluster) => cluster,
+        ControlFlow::Break(action) => return Ok(action),
     };
 
-    // 1. Which release: the Cluster's class.
-    let Some(class) = cluster
-        .data
-        .pointer("/spec/topology/class")
-        .and_then(|c| c.as_str())
-        .map(str::to_string)
-    else {
+    // 1. Which release: the Cluster's class, in `spec.topology.classNamespace` when given.
+    let usage = crate::webhook::validate::ClusterUse::of(&cluster);
+    let class_namespace = usage.class_namespace;
+    let Some(class) = usage.class else {
         return progress
             .wait(
                 CLUSTER_READY,
@@ -180,82 +156,18 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
     };
 
     // Status never claims the old release for the new class: progressing at once.
-    // (Only while the status still says Applied: later steps set their own progress.)
-    if let Some(message) = class_change(progress.status.applied_cluster_stack.as_deref(), &class)
-        && crate::api::conditions::is_true(&progress.status.conditions, APPLIED)
-    {
-        progress.condition(APPLIED, false, "Upgrading", message);
-        progress.save().await?;
-    }
+    upgrading(&mut progress, &class).await?;
 
     // 2. Gates.
-    let control_plane_ready = cluster
-        .data
-        .pointer("/status/controlPlaneReady")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(false);
-    if !control_plane_ready {
-        return progress
-            .wait(
-                CLUSTER_READY,
-                "ControlPlaneNotReady",
-                format!("waiting for Cluster {cluster_name}: status.controlPlaneReady is not true"),
-            )
-            .await;
-    }
-    let target = match workload::connect(&ctx.client, &namespace, &cluster_name).await {
-        Ok(target) => target,
-        Err(gate) => {
-            return progress
-                .wait(CLUSTER_READY, "WorkloadNotReady", gate.to_string())
-                .await;
-        }
+    let target = match open_gates(&mut progress, &cluster, &namespace, &cluster_name).await? {
+        ControlFlow::Continue(target) => target,
+        ControlFlow::Break(action) => return Ok(action),
     };
-    progress.condition(
-        CLUSTER_READY,
-        true,
-        "Ready",
-        format!("workload API server {} is ready", target.server),
-    );
 
     // 3. The release, through the ClusterStack that follows it.
-    let releases: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), &namespace);
-    let release = match releases.get_opt(&tag.tag()).await {
-        Ok(Some(release)) => release,
-        Ok(None) => {
-            return progress
-                .wait(
-                    RENDERED,
-                    "NoRelease",
-                    format!("ClusterStackRelease {namespace}/{tag} does not exist"),
-                )
-                .await;
-        }
-        Err(e) => return Err(progress.fail(RENDERED, "ReleaseUnreadable", e.to_string()).await),
-    };
-    let stack = match find_stack(&release, &tag, ctx) {
-        StackLookup::Found(stack) => stack,
-        StackLookup::NotYetKnown(_) => return Ok(Action::requeue(WAIT)),
-        StackLookup::None => {
-            let message = format!("no ClusterStack in namespace {namespace} follows {}", tag.stack());
-            return Err(progress.fail(RENDERED, "NoClusterStack", message).await);
-        }
-    };
-    let source = match super::resolve_source(&stack, ctx).await {
-        Ok(source) => source,
-        Err(message) => return Err(progress.fail(RENDERED, "SourceUnavailable", message).await),
-    };
-    let fetched = match ctx.sources.fetch(&source, &tag).await {
-        Ok(fetched) => fetched,
-        Err(e) => return Err(progress.fail(RENDERED, "DownloadFailed", e.to_string()).await),
-    };
-    let digest = match fetched.digest() {
-        Ok(digest) => digest,
-        Err(e) => return Err(progress.fail(RENDERED, "DownloadFailed", e.to_string()).await),
-    };
-    let compiled = match compiled_release(ctx, &source, &fetched, &digest).await {
-        Ok(compiled) => compiled,
-        Err(message) => return Err(progress.fail(RENDERED, "CompileFailed", message).await),
+    let (compiled, digest) = match resolve_release(&mut progress, &class_namespace, &tag).await? {
+        ControlFlow::Continue(found) => found,
+        ControlFlow::Break(action) => return Ok(action),
     };
 
     // 4. Values from the live objects; a render only when they (or the release) changed.
@@ -282,90 +194,226 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
 
     // 5. Apply: stages of the current hook, or the one chart.
     let applier = Applier::new(target.client.clone(), target.server.clone());
-    let upgrade = progress
-        .status
-        .applied_cluster_stack
-        .as_ref()
-        .is_some_and(|applied| applied != &class);
-    match compiled.addon_config() {
-        Some(config) => {
-            let hook = if progress.status.applied_cluster_stack.is_none() {
-                Hook::AfterControlPlaneInitialized
-            } else if upgrade {
-                Hook::BeforeClusterUpgrade
-            } else {
-                // The stages ran for this release: a drift pass re-applies what they applied.
-                return drift_stages(&mut progress, config, &render, &applier).await;
-            };
-            let stages = config
-                .hooks
-                .iter()
-                .find(|(h, _)| *h == hook)
-                .map(|(_, stages)| stages.clone())
-                .unwrap_or_default();
-            let stages_for = format!("{hook} {class}");
-            if progress.status.stages_for.as_deref() != Some(stages_for.as_str()) {
-                progress.status.stages_for = Some(stages_for);
-                progress.status.stages = stages
-                    .iter()
-                    .map(|s| StageStatus {
-                        name: s.name.clone(),
-                        action: s.action.as_str().into(),
-                        phase: PENDING.into(),
-                    })
-                    .collect();
+    let steps = Steps {
+        class: &class,
+        render: &render,
+        applier: &applier,
+        target: &target,
+    };
+    apply_release(&mut progress, compiled.addon_config(), &steps).await
+}
+
+/// Steps the plan until the pass is done or has to wait.
+async fn apply_release(
+    progress: &mut Progress<'_>,
+    config: Option<&AddonConfig>,
+    steps: &Steps<'_>,
+) -> Result<Action, Error> {
+    let ctx = progress.ctx;
+    let (class, render) = (steps.class, steps.render);
+    loop {
+        match plan::plan(&progress.status, config, class, &render.inputs) {
+            Step::ApplyChart { drift_pass } => return apply_chart(progress, steps, drift_pass).await,
+            Step::DriftStages { hook } => {
+                let stages = match (config, hook) {
+                    (Some(config), Some(hook)) => plan::stages_of(config, hook),
+                    _ => &[],
+                };
+                return drift_stages(progress, stages, render, steps.applier).await;
+            }
+            Step::StartStages { stages_for, stages } => {
+                progress.status.stages_for = Some(stages_for.to_string());
+                progress.status.stages = stages;
                 progress.save().await?;
             }
-            for (index, stage) in stages.iter().enumerate() {
-                if let Some(action) =
-                    run_stage(&mut progress, index, stage, &render, &applier, &target).await?
-                {
+            Step::Stage { hook, index, step } => {
+                let stage = config.and_then(|c| plan::stages_of(c, hook).get(index));
+                let Some(stage) = stage else {
+                    let message = format!("stage {index} of {hook} is not in the release");
+                    return Err(progress.fail(APPLIED, "NoSuchStage", message).await);
+                };
+                if let Some(action) = stage_step(progress, index, stage, step, steps).await? {
                     return Ok(action);
                 }
             }
-            progress.status.applied_cluster_stack = Some(class.clone());
-            progress.status.applied_revision = Some(i64::from(render.revision));
-            progress.status.applied_inputs = Some(render.inputs.clone());
-            progress.status.last_reconciled = Some(now());
-            progress.condition(
-                APPLIED,
-                true,
-                "StagesDone",
-                format!("{} stage(s) of {hook} done for {class}", stages.len()),
-            );
-            progress.save().await?;
-            Ok(Action::requeue(ctx.settings.drift_interval))
-        }
-        None => {
-            let applied_before =
-                progress.status.applied_inputs.as_deref() == Some(render.inputs.as_str()) && !upgrade;
-            if applied_before
-                && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx)
-            {
+            Step::StagesDone { hook, count } => {
+                record_applied(progress, class, render);
+                let message = format!("{count} stage(s) of {hook} done for {class}");
+                progress.condition(APPLIED, true, "StagesDone", message);
                 progress.save().await?;
-                return Ok(Action::requeue(wait));
+                return Ok(Action::requeue(ctx.settings.drift_interval));
             }
-            let manifest = render.manifest();
-            let objects = match parse_stream(&manifest, &format!("render revision {}", render.revision)) {
-                Ok(objects) => objects,
-                Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
-            };
-            apply_objects(
-                &mut progress,
-                &applier,
-                &objects,
-                inventory(addon),
-                applied_before,
-            )
-            .await?;
-            progress.status.applied_cluster_stack = Some(class.clone());
-            progress.status.applied_revision = Some(i64::from(render.revision));
-            progress.status.applied_inputs = Some(render.inputs.clone());
-            progress.status.last_reconciled = Some(now());
-            progress.save().await?;
-            Ok(Action::requeue(ctx.settings.drift_interval))
         }
     }
+}
+
+/// The addon's Cluster; when it is gone, the ClusterAddon is deleted (no garbage collector
+/// took it along) and the pass ends.
+async fn read_cluster(
+    progress: &mut Progress<'_>,
+    namespace: &str,
+    cluster_name: &str,
+) -> Result<ControlFlow<Action, DynamicObject>, Error> {
+    let (ctx, addon) = (progress.ctx, progress.object);
+    let clusters: Api<DynamicObject> = Api::namespaced_with(
+        ctx.client.clone(),
+        namespace,
+        &crate::clusters::cluster_resource(),
+    );
+    match clusters.get_opt(cluster_name).await {
+        Ok(Some(cluster)) => Ok(ControlFlow::Continue(cluster)),
+        Ok(None) => {
+            // The Cluster is gone (no garbage collector took its ClusterAddon along).
+            let api: Api<ClusterAddon> = Api::namespaced(ctx.client.clone(), namespace);
+            match api.delete(&addon.name_any(), &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(Error::Kube(format!("deleting {}: {e}", key_of(addon)))),
+            }
+            Ok(ControlFlow::Break(Action::await_change()))
+        }
+        Err(e) => Err(progress
+            .fail(CLUSTER_READY, "ClusterUnreadable", e.to_string())
+            .await),
+    }
+}
+
+/// The compiled release of `tag` in `class_namespace` and its digest: the release, the
+/// ClusterStack that follows it, its source, the fetch and the compile.
+async fn resolve_release(
+    progress: &mut Progress<'_>,
+    class_namespace: &str,
+    tag: &ReleaseTag,
+) -> Result<ControlFlow<Action, (Arc<CompiledRelease>, String)>, Error> {
+    let ctx = progress.ctx;
+    let releases: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), class_namespace);
+    let release = match releases.get_opt(&tag.tag()).await {
+        Ok(Some(release)) => release,
+        Ok(None) => {
+            let message = format!("ClusterStackRelease {class_namespace}/{tag} does not exist");
+            return progress
+                .wait(RENDERED, "NoRelease", message)
+                .await
+                .map(ControlFlow::Break);
+        }
+        Err(e) => return Err(progress.fail(RENDERED, "ReleaseUnreadable", e.to_string()).await),
+    };
+    let stack = match find_stack(&release, tag, ctx) {
+        StackLookup::Found(stack) => stack,
+        StackLookup::NotYetKnown(_) => return Ok(ControlFlow::Break(Action::requeue(WAIT))),
+        StackLookup::None => {
+            let message = format!(
+                "no ClusterStack in namespace {class_namespace} follows {}",
+                tag.stack()
+            );
+            return Err(progress.fail(RENDERED, "NoClusterStack", message).await);
+        }
+    };
+    let source = match super::resolve_source(&stack, ctx).await {
+        Ok(source) => source,
+        Err(message) => return Err(progress.fail(RENDERED, "SourceUnavailable", message).await),
+    };
+    let fetched = match ctx.sources.fetch(&source, tag).await {
+        Ok(fetched) => fetched,
+        Err(e) => return Err(progress.fail(RENDERED, "DownloadFailed", e.to_string()).await),
+    };
+    let digest = match fetched.digest() {
+        Ok(digest) => digest,
+        Err(e) => return Err(progress.fail(RENDERED, "DownloadFailed", e.to_string()).await),
+    };
+    match compiled_release(ctx, &source, &fetched, &digest).await {
+        Ok(compiled) => Ok(ControlFlow::Continue((compiled, digest))),
+        Err(message) => Err(progress.fail(RENDERED, "CompileFailed", message).await),
+    }
+}
+
+/// The gates: `status.controlPlaneReady`, then a workload API server that is ready.
+async fn open_gates(
+    progress: &mut Progress<'_>,
+    cluster: &DynamicObject,
+    namespace: &str,
+    cluster_name: &str,
+) -> Result<ControlFlow<Action, Workload>, Error> {
+    let control_plane_ready = cluster
+        .data
+        .pointer("/status/controlPlaneReady")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    if !control_plane_ready {
+        let message = format!("waiting for Cluster {cluster_name}: status.controlPlaneReady is not true");
+        return progress
+            .wait(CLUSTER_READY, "ControlPlaneNotReady", message)
+            .await
+            .map(ControlFlow::Break);
+    }
+    let target = match workload::connect(&progress.ctx.client, namespace, cluster_name).await {
+        Ok(target) => target,
+        Err(gate) => {
+            return progress
+                .wait(CLUSTER_READY, "WorkloadNotReady", gate.to_string())
+                .await
+                .map(ControlFlow::Break);
+        }
+    };
+    progress.condition(
+        CLUSTER_READY,
+        true,
+        "Ready",
+        format!("workload API server {} is ready", target.server),
+    );
+    Ok(ControlFlow::Continue(target))
+}
+
+/// What the apply steps of one pass share.
+struct Steps<'a> {
+    class: &'a str,
+    render: &'a StoredRender,
+    applier: &'a Applier,
+    target: &'a Workload,
+}
+
+/// Records that the addons of `class` were applied from `render`.
+fn record_applied(progress: &mut Progress<'_>, class: &str, render: &StoredRender) {
+    progress.status.applied_cluster_stack = Some(class.to_string());
+    progress.status.applied_revision = Some(i64::from(render.revision));
+    progress.status.applied_inputs = Some(render.inputs.clone());
+    progress.status.last_reconciled = Some(now());
+}
+
+/// A single-chart addon: applied with its inventory, unless a drift pass is not yet due.
+async fn apply_chart(
+    progress: &mut Progress<'_>,
+    steps: &Steps<'_>,
+    drift_pass: bool,
+) -> Result<Action, Error> {
+    let ctx = progress.ctx;
+    if drift_pass && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
+        progress.save().await?;
+        return Ok(Action::requeue(wait));
+    }
+    let render = steps.render;
+    let manifest = render.manifest();
+    let objects = match parse_stream(&manifest, &format!("render revision {}", render.revision)) {
+        Ok(objects) => objects,
+        Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
+    };
+    let inventory = inventory(progress.object);
+    apply_objects(progress, steps.applier, &objects, inventory, drift_pass).await?;
+    record_applied(progress, steps.class, render);
+    progress.save().await?;
+    Ok(Action::requeue(ctx.settings.drift_interval))
+}
+
+/// Marks `Applied` false at once when the class changed (only while the status still says
+/// Applied: later steps set their own progress).
+async fn upgrading(progress: &mut Progress<'_>, class: &str) -> Result<(), Error> {
+    if let Some(message) = class_change(progress.status.applied_cluster_stack.as_deref(), class)
+        && crate::api::conditions::is_true(&progress.status.conditions, APPLIED)
+    {
+        progress.condition(APPLIED, false, "Upgrading", message);
+        progress.save().await?;
+    }
+    Ok(())
 }
 
 /// When the Cluster's class is not the one whose addons were applied last: the message of
@@ -383,7 +431,7 @@ fn class_change(applied: Option<&str>, class: &str) -> Option<String> {
 /// hook are applied again from the stored render (unchanged objects are not sent).
 async fn drift_stages(
     progress: &mut Progress<'_>,
-    config: &capstan_stack::addon_config::AddonConfig,
+    stages: &[capstan_stack::addon_config::Stage],
     render: &StoredRender,
     applier: &Applier,
 ) -> Result<Action, Error> {
@@ -392,18 +440,6 @@ async fn drift_stages(
         progress.save().await?;
         return Ok(Action::requeue(wait));
     }
-    let hook = progress
-        .status
-        .stages_for
-        .as_deref()
-        .and_then(|s| s.split_whitespace().next())
-        .and_then(Hook::parse);
-    let stages = config
-        .hooks
-        .iter()
-        .find(|(h, _)| Some(*h) == hook)
-        .map(|(_, stages)| stages.clone())
-        .unwrap_or_default();
     let mut resources = Vec::new();
     for stage in stages.iter().filter(|s| s.action == StageAction::Apply) {
         let part = format!("cluster-addon/{}", stage.name);
@@ -458,98 +494,83 @@ async fn apply_objects(
     Ok(())
 }
 
-/// Runs one stage from where its recorded phase says; `Some(action)` when it has to wait.
-async fn run_stage(
+/// One step of stage `index`: a condition checked or its objects applied/deleted, then the
+/// phase [`plan::advance`] gives recorded; `Some(action)` when the stage has to wait.
+async fn stage_step(
     progress: &mut Progress<'_>,
     index: usize,
     stage: &capstan_stack::addon_config::Stage,
-    render: &StoredRender,
-    applier: &Applier,
-    target: &Workload,
+    step: StageStep,
+    steps: &Steps<'_>,
 ) -> Result<Option<Action>, Error> {
-    let phase = progress
-        .status
-        .stages
-        .get(index)
-        .map(|s| s.phase.clone())
-        .unwrap_or_else(|| PENDING.into());
-    if phase == DONE {
-        return Ok(None);
-    }
-    let set_phase = |progress: &mut Progress<'_>, phase: &str| {
-        if let Some(s) = progress.status.stages.get_mut(index) {
-            s.phase = phase.into();
+    let (condition, waiting) = match step {
+        StageStep::CheckPre => (&stage.wait_for_pre_condition, StagePhase::WaitingForPreCondition),
+        StageStep::CheckPost => (
+            &stage.wait_for_post_condition,
+            StagePhase::WaitingForPostCondition,
+        ),
+        StageStep::Run => {
+            run_stage_objects(progress, stage, steps).await?;
+            (&None, StagePhase::ApplyingOrDeleting)
         }
     };
-    if phase == PENDING || phase == WAITING_PRE {
-        if let Some(pre) = &stage.wait_for_pre_condition
-            && let Some(action) = wait_for(progress, index, pre, WAITING_PRE, target).await?
-        {
-            return Ok(Some(action));
-        }
-        set_phase(progress, APPLYING);
-        progress.save().await?;
+    let met = match condition {
+        Some(condition) => condition_met(progress, &stage.name, condition, waiting, steps.target).await?,
+        None => true,
+    };
+    if let Some(recorded) = progress.status.stages.get_mut(index) {
+        recorded.phase = plan::advance(step, met).as_str().into();
     }
-    let phase = progress.status.stages[index].phase.clone();
-    if phase == APPLYING {
-        let part = format!("cluster-addon/{}", stage.name);
-        let stream = render
-            .parts
-            .iter()
-            .find(|(name, _)| *name == part)
-            .map(|(_, stream)| stream.clone())
-            .unwrap_or_default();
-        let objects = match parse_stream(&stream, &part) {
-            Ok(objects) => objects,
-            Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
-        };
-        match stage.action {
-            StageAction::Apply => {
-                apply_objects(
-                    progress,
-                    applier,
-                    &objects,
-                    stage_inventory(progress.object, &stage.name),
-                    false,
-                )
-                .await?;
-            }
-            StageAction::Delete => {
-                if let Err(message) = delete_objects(&target.client, &objects).await {
-                    return Err(progress.fail(APPLIED, "DeleteFailed", message).await);
-                }
-            }
-        }
-        set_phase(progress, WAITING_POST);
-        progress.save().await?;
-    }
-    if let Some(post) = &stage.wait_for_post_condition
-        && let Some(action) = wait_for(progress, index, post, WAITING_POST, target).await?
-    {
-        return Ok(Some(action));
-    }
-    set_phase(progress, DONE);
     progress.save().await?;
-    Ok(None)
+    Ok((!met).then_some(Action::requeue(WAIT)))
 }
 
-/// Evaluates a wait condition; records the phase and why it waits when it does not hold.
-async fn wait_for(
+/// Applies (with the stage's inventory) or deletes the objects of `stage`.
+async fn run_stage_objects(
     progress: &mut Progress<'_>,
-    index: usize,
+    stage: &capstan_stack::addon_config::Stage,
+    steps: &Steps<'_>,
+) -> Result<(), Error> {
+    let part = format!("cluster-addon/{}", stage.name);
+    let stream = steps
+        .render
+        .parts
+        .iter()
+        .find(|(name, _)| *name == part)
+        .map(|(_, stream)| stream.as_str())
+        .unwrap_or_default();
+    let objects = match parse_stream(stream, &part) {
+        Ok(objects) => objects,
+        Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
+    };
+    match stage.action {
+        StageAction::Apply => {
+            let inventory = stage_inventory(progress.object, &stage.name);
+            apply_objects(progress, steps.applier, &objects, inventory, false).await
+        }
+        StageAction::Delete => match delete_objects(&steps.target.client, &objects).await {
+            Ok(()) => Ok(()),
+            Err(message) => Err(progress.fail(APPLIED, "DeleteFailed", message).await),
+        },
+    }
+}
+
+/// Evaluates a wait condition of stage `stage`; when it does not hold, says why in the
+/// `Applied` condition (`phase` is what the stage waits in).
+async fn condition_met(
+    progress: &mut Progress<'_>,
+    stage: &str,
     condition: &WaitCondition,
-    phase: &str,
+    phase: StagePhase,
     target: &Workload,
-) -> Result<Option<Action>, Error> {
-    let stage = progress.status.stages[index].name.clone();
+) -> Result<bool, Error> {
+    let phase = phase.as_str();
     match condition::evaluate(&target.client, condition).await {
-        Ok(Verdict::Met) => Ok(None),
+        Ok(Verdict::Met) => Ok(true),
         Ok(Verdict::NotMet(why)) => {
-            progress.status.stages[index].phase = phase.into();
             let message = format!("stage {stage}: {phase}: {why}");
             progress.condition(APPLIED, false, "WaitingForCondition", message);
-            progress.save().await?;
-            Ok(Some(Action::requeue(WAIT)))
+            Ok(false)
         }
         Err(e) => {
             let message = format!("stage {stage}: {phase}: {e}");
@@ -680,23 +701,7 @@ async fn render_once(
                 .transpose()?,
         };
         let values = compiled.addon_values(&objects).map_err(|e| e.to_string())?;
-        let mut hasher = Sha256::new();
-        for text in [
-            "cluster-addon",
-            env!("CARGO_PKG_VERSION"),
-            &digest,
-            &server_version,
-        ] {
-            hasher.update(text.as_bytes());
-            hasher.update([0]);
-        }
-        for (part, computed) in &values {
-            hasher.update(part.as_bytes());
-            hasher.update([0]);
-            hasher.update(computed.as_ref().map_or("", |c| c.text.as_str()).as_bytes());
-            hasher.update([0]);
-        }
-        let inputs = capstan_source::cache::hex(&hasher.finalize());
+        let inputs = inputs_hash(&digest, &server_version, &values);
         if stored_inputs.as_deref() == Some(inputs.as_str()) {
             return Ok((inputs, None));
         }
@@ -730,6 +735,27 @@ async fn render_once(
             Ok(render)
         }
     }
+}
+
+/// The hash of what a render of the addons depends on: capstan's version, the release
+/// digest, the workload cluster's version and every part's computed values.
+fn inputs_hash(
+    digest: &str,
+    server_version: &str,
+    values: &[(String, Option<capstan_stack::values::ComputedValues>)],
+) -> String {
+    let mut hasher = Sha256::new();
+    for text in ["cluster-addon", env!("CARGO_PKG_VERSION"), digest, server_version] {
+        hasher.update(text.as_bytes());
+        hasher.update([0]);
+    }
+    for (part, computed) in values {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+        hasher.update(computed.as_ref().map_or("", |c| c.text.as_str()).as_bytes());
+        hasher.update([0]);
+    }
+    capstan_source::cache::hex(&hasher.finalize())
 }
 
 /// Deletion: without the Cluster nothing can be reached; else the addon's objects go first.

@@ -1,0 +1,485 @@
+//! What a ClusterAddon pass does next, decided from its recorded status alone: a pure
+//! function over typed phases, so the table of states is tested without a cluster. The I/O
+//! (conditions, apply, delete, saving the status) is the shell in `cluster_addon.rs`.
+//!
+//! Compatibility: the phases and `stagesFor` are stored as the strings earlier versions wrote
+//! (`Pending`, `waitingForPreCondition`, …; `"<hook> <class>"`), and read back from them.
+
+use std::fmt;
+
+use capstan_stack::addon_config::{AddonConfig, Hook, Stage};
+
+use crate::api::{ClusterAddonStatus, StageStatus};
+
+/// Where one stage is, as `status.stages[].phase` records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum StagePhase {
+    Pending,
+    WaitingForPreCondition,
+    ApplyingOrDeleting,
+    WaitingForPostCondition,
+    Done,
+}
+
+impl StagePhase {
+    pub const ALL: [StagePhase; 5] = [
+        StagePhase::Pending,
+        StagePhase::WaitingForPreCondition,
+        StagePhase::ApplyingOrDeleting,
+        StagePhase::WaitingForPostCondition,
+        StagePhase::Done,
+    ];
+
+    /// The text stored in `status.stages[].phase`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StagePhase::Pending => "Pending",
+            StagePhase::WaitingForPreCondition => "waitingForPreCondition",
+            StagePhase::ApplyingOrDeleting => "applyingOrDeleting",
+            StagePhase::WaitingForPostCondition => "waitingForPostCondition",
+            StagePhase::Done => "done",
+        }
+    }
+
+    /// A recorded phase; an unknown or empty text is `Pending` (the stage starts over from
+    /// its pre-condition, which is what an unrecorded stage does).
+    pub fn parse(text: &str) -> StagePhase {
+        StagePhase::ALL
+            .into_iter()
+            .find(|p| p.as_str() == text)
+            .unwrap_or(StagePhase::Pending)
+    }
+}
+
+/// Which hook's stages `status.stages` holds, and for which class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagesFor {
+    pub hook: Hook,
+    pub class: String,
+}
+
+impl StagesFor {
+    /// Reads `status.stagesFor` (`"<hook> <class>"`); `None` when absent or not of that form.
+    pub fn parse(text: &str) -> Option<StagesFor> {
+        let (hook, class) = text.split_once(' ')?;
+        Some(StagesFor {
+            hook: Hook::parse(hook)?,
+            class: class.to_string(),
+        })
+    }
+}
+
+impl fmt::Display for StagesFor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.hook, self.class)
+    }
+}
+
+/// What a stage does next from its phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StageStep {
+    /// Evaluate the pre-condition; met → `ApplyingOrDeleting`, else `WaitingForPreCondition`.
+    CheckPre,
+    /// Apply or delete the stage's objects, then → `WaitingForPostCondition`.
+    Run,
+    /// Evaluate the post-condition; met → `Done`, else stay.
+    CheckPost,
+}
+
+/// The next step of a ClusterAddon pass, once the release is rendered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// No `clusteraddon.yaml`: apply the one chart (`drift_pass` when these inputs were
+    /// applied before for this class).
+    ApplyChart { drift_pass: bool },
+    /// The stages ran for this class: re-apply the `apply` stages of `hook` (drift).
+    DriftStages { hook: Option<Hook> },
+    /// Record a fresh stage list for `stages_for` (every stage `Pending`).
+    StartStages {
+        stages_for: StagesFor,
+        stages: Vec<StageStatus>,
+    },
+    /// Advance stage `index` of `hook`.
+    Stage {
+        hook: Hook,
+        index: usize,
+        step: StageStep,
+    },
+    /// Every stage of `hook` is done: record the class as applied.
+    StagesDone { hook: Hook, count: usize },
+}
+
+/// Decides the next step from the recorded `status`, the release's `config`, the Cluster's
+/// `class` and the `inputs` hash of the current render.
+pub fn plan(status: &ClusterAddonStatus, config: Option<&AddonConfig>, class: &str, inputs: &str) -> Step {
+    let applied = status.applied_cluster_stack.as_deref();
+    let upgrade = applied.is_some_and(|a| a != class);
+    let Some(config) = config else {
+        let drift_pass = status.applied_inputs.as_deref() == Some(inputs) && !upgrade;
+        return Step::ApplyChart { drift_pass };
+    };
+    let recorded = status.stages_for.as_deref().and_then(StagesFor::parse);
+    let hook = match applied {
+        None => Hook::AfterControlPlaneInitialized,
+        Some(_) if upgrade => Hook::BeforeClusterUpgrade,
+        Some(_) => {
+            return Step::DriftStages {
+                hook: recorded.map(|r| r.hook),
+            };
+        }
+    };
+    let stages = stages_of(config, hook);
+    let wanted = StagesFor {
+        hook,
+        class: class.to_string(),
+    };
+    if recorded.as_ref() != Some(&wanted) || status.stages.len() != stages.len() {
+        return Step::StartStages {
+            stages_for: wanted,
+            stages: stages.iter().map(pending).collect(),
+        };
+    }
+    for (index, (stage, recorded)) in stages.iter().zip(&status.stages).enumerate() {
+        let step = match StagePhase::parse(&recorded.phase) {
+            StagePhase::Done => continue,
+            StagePhase::Pending | StagePhase::WaitingForPreCondition => {
+                if stage.wait_for_pre_condition.is_some() {
+                    StageStep::CheckPre
+                } else {
+                    StageStep::Run
+                }
+            }
+            StagePhase::ApplyingOrDeleting => StageStep::Run,
+            StagePhase::WaitingForPostCondition => StageStep::CheckPost,
+        };
+        return Step::Stage { hook, index, step };
+    }
+    Step::StagesDone {
+        hook,
+        count: stages.len(),
+    }
+}
+
+/// What a stage's phase becomes after `step` when its condition `met` (ignored by `Run`).
+pub fn advance(step: StageStep, met: bool) -> StagePhase {
+    match (step, met) {
+        (StageStep::CheckPre, true) => StagePhase::ApplyingOrDeleting,
+        (StageStep::CheckPre, false) => StagePhase::WaitingForPreCondition,
+        (StageStep::Run, _) => StagePhase::WaitingForPostCondition,
+        (StageStep::CheckPost, true) => StagePhase::Done,
+        (StageStep::CheckPost, false) => StagePhase::WaitingForPostCondition,
+    }
+}
+
+/// The stages `config` declares for `hook` (none when it declares none).
+pub fn stages_of(config: &AddonConfig, hook: Hook) -> &[Stage] {
+    config
+        .hooks
+        .iter()
+        .find(|(h, _)| *h == hook)
+        .map_or(&[], |(_, stages)| stages.as_slice())
+}
+
+fn pending(stage: &Stage) -> StageStatus {
+    StageStatus {
+        name: stage.name.clone(),
+        action: stage.action.as_str().into(),
+        phase: StagePhase::Pending.as_str().into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use capstan_stack::addon_config::{Action, WaitCondition};
+    use proptest::prelude::*;
+
+    const V1: &str = "docker-ferrol-1-27-v1";
+    const V2: &str = "docker-ferrol-1-27-v2";
+
+    fn condition() -> Option<WaitCondition> {
+        Some(WaitCondition {
+            objects: Vec::new(),
+            conditions: "true".into(),
+        })
+    }
+
+    fn stage(name: &str, pre: bool, post: bool) -> Stage {
+        Stage {
+            name: name.into(),
+            action: Action::Apply,
+            wait_for_pre_condition: pre.then(condition).flatten(),
+            wait_for_post_condition: post.then(condition).flatten(),
+        }
+    }
+
+    /// Two stages on creation (the first with both conditions), one on upgrade.
+    fn config() -> AddonConfig {
+        AddonConfig {
+            hooks: vec![
+                (
+                    Hook::AfterControlPlaneInitialized,
+                    vec![stage("a", true, true), stage("b", false, false)],
+                ),
+                (Hook::BeforeClusterUpgrade, vec![stage("c", false, true)]),
+            ],
+        }
+    }
+
+    fn status(applied: Option<&str>, stages_for: Option<&str>, phases: &[&str]) -> ClusterAddonStatus {
+        ClusterAddonStatus {
+            applied_cluster_stack: applied.map(str::to_string),
+            applied_inputs: applied.map(|_| "inputs".to_string()),
+            stages_for: stages_for.map(str::to_string),
+            stages: phases
+                .iter()
+                .zip(["a", "b", "c"])
+                .map(|(phase, name)| StageStatus {
+                    name: name.into(),
+                    action: "apply".into(),
+                    phase: phase.to_string(),
+                })
+                .collect(),
+            ..ClusterAddonStatus::default()
+        }
+    }
+
+    #[test]
+    fn phases_read_and_write_the_stored_strings() {
+        for phase in StagePhase::ALL {
+            assert_eq!(StagePhase::parse(phase.as_str()), phase);
+        }
+        assert_eq!(
+            StagePhase::parse("waitingForPostCondition"),
+            StagePhase::WaitingForPostCondition
+        );
+        assert_eq!(StagePhase::parse("done"), StagePhase::Done);
+        assert_eq!(StagePhase::parse(""), StagePhase::Pending);
+        assert_eq!(StagePhase::parse("bogus"), StagePhase::Pending);
+        let recorded = format!("{} {V1}", Hook::BeforeClusterUpgrade);
+        let parsed = StagesFor::parse(&recorded).expect("stored form");
+        assert_eq!(parsed.hook, Hook::BeforeClusterUpgrade);
+        assert_eq!(parsed.class, V1);
+        assert_eq!(parsed.to_string(), recorded);
+        assert_eq!(StagesFor::parse("NoSuchHook x"), None);
+        assert_eq!(StagesFor::parse("AfterControlPlaneInitialized"), None);
+    }
+
+    #[test]
+    fn the_table_of_states() {
+        let created = format!("AfterControlPlaneInitialized {V1}");
+        let upgrading = format!("BeforeClusterUpgrade {V2}");
+        let config = config();
+        let stage = |hook, index, step| Step::Stage { hook, index, step };
+        let after = Hook::AfterControlPlaneInitialized;
+        let cases: Vec<(ClusterAddonStatus, Option<&AddonConfig>, &str, Step)> = vec![
+            // No clusteraddon.yaml: the one chart; a drift pass only for the same inputs and class.
+            (
+                status(None, None, &[]),
+                None,
+                V1,
+                Step::ApplyChart { drift_pass: false },
+            ),
+            (
+                status(Some(V1), None, &[]),
+                None,
+                V1,
+                Step::ApplyChart { drift_pass: true },
+            ),
+            (
+                status(Some(V1), None, &[]),
+                None,
+                V2,
+                Step::ApplyChart { drift_pass: false },
+            ),
+            // Nothing recorded: the creation hook's stages start.
+            (
+                status(None, None, &[]),
+                Some(&config),
+                V1,
+                Step::StartStages {
+                    stages_for: StagesFor {
+                        hook: after,
+                        class: V1.into(),
+                    },
+                    stages: vec![pending(&stage_named("a")), pending(&stage_named("b"))],
+                },
+            ),
+            // A recorded list that does not match the hook's stages starts over (no index panics).
+            (
+                status(None, Some(&created), &["done"]),
+                Some(&config),
+                V1,
+                Step::StartStages {
+                    stages_for: StagesFor {
+                        hook: after,
+                        class: V1.into(),
+                    },
+                    stages: vec![pending(&stage_named("a")), pending(&stage_named("b"))],
+                },
+            ),
+            // Each phase of the first stage.
+            (
+                status(None, Some(&created), &["Pending", "Pending"]),
+                Some(&config),
+                V1,
+                stage(after, 0, StageStep::CheckPre),
+            ),
+            (
+                status(None, Some(&created), &["waitingForPreCondition", "Pending"]),
+                Some(&config),
+                V1,
+                stage(after, 0, StageStep::CheckPre),
+            ),
+            (
+                status(None, Some(&created), &["applyingOrDeleting", "Pending"]),
+                Some(&config),
+                V1,
+                stage(after, 0, StageStep::Run),
+            ),
+            (
+                status(None, Some(&created), &["waitingForPostCondition", "Pending"]),
+                Some(&config),
+                V1,
+                stage(after, 0, StageStep::CheckPost),
+            ),
+            // A stage without a pre-condition runs at once; done stages are skipped.
+            (
+                status(None, Some(&created), &["done", "Pending"]),
+                Some(&config),
+                V1,
+                stage(after, 1, StageStep::Run),
+            ),
+            (
+                status(None, Some(&created), &["done", "waitingForPostCondition"]),
+                Some(&config),
+                V1,
+                stage(after, 1, StageStep::CheckPost),
+            ),
+            (
+                status(None, Some(&created), &["done", "done"]),
+                Some(&config),
+                V1,
+                Step::StagesDone {
+                    hook: after,
+                    count: 2,
+                },
+            ),
+            // Applied for this class: drift of the recorded hook.
+            (
+                status(Some(V1), Some(&created), &["done", "done"]),
+                Some(&config),
+                V1,
+                Step::DriftStages { hook: Some(after) },
+            ),
+            (
+                status(Some(V1), None, &[]),
+                Some(&config),
+                V1,
+                Step::DriftStages { hook: None },
+            ),
+            // The class changed: the upgrade hook's stages, for the new class.
+            (
+                status(Some(V1), Some(&created), &["done", "done"]),
+                Some(&config),
+                V2,
+                Step::StartStages {
+                    stages_for: StagesFor {
+                        hook: Hook::BeforeClusterUpgrade,
+                        class: V2.into(),
+                    },
+                    stages: vec![pending(&stage_named("c"))],
+                },
+            ),
+            (
+                status(Some(V1), Some(&upgrading), &["Pending"]),
+                Some(&config),
+                V2,
+                stage(Hook::BeforeClusterUpgrade, 0, StageStep::Run),
+            ),
+            (
+                status(Some(V1), Some(&upgrading), &["done"]),
+                Some(&config),
+                V2,
+                Step::StagesDone {
+                    hook: Hook::BeforeClusterUpgrade,
+                    count: 1,
+                },
+            ),
+        ];
+        for (status, config, class, want) in cases {
+            assert_eq!(
+                plan(&status, config, class, "inputs"),
+                want,
+                "{status:?} on {class}"
+            );
+        }
+    }
+
+    fn stage_named(name: &str) -> Stage {
+        config()
+            .hooks
+            .into_iter()
+            .flat_map(|(_, stages)| stages)
+            .find(|s| s.name == name)
+            .expect("stage")
+    }
+
+    #[test]
+    fn advancing() {
+        assert_eq!(advance(StageStep::CheckPre, true), StagePhase::ApplyingOrDeleting);
+        assert_eq!(
+            advance(StageStep::CheckPre, false),
+            StagePhase::WaitingForPreCondition
+        );
+        assert_eq!(advance(StageStep::Run, true), StagePhase::WaitingForPostCondition);
+        assert_eq!(advance(StageStep::CheckPost, true), StagePhase::Done);
+        assert_eq!(
+            advance(StageStep::CheckPost, false),
+            StagePhase::WaitingForPostCondition
+        );
+    }
+
+    proptest! {
+        /// Driving the plan like the shell does, with conditions that hold or not at random and
+        /// restarts (the plan read again from the recorded status) anywhere: no stage's phase
+        /// ever moves backwards, a stage runs once, and nothing runs after every stage is done.
+        #[test]
+        fn phases_only_move_forward(outcomes in proptest::collection::vec(any::<bool>(), 1..64)) {
+            let config = config();
+            let mut status = status(None, None, &[]);
+            let mut runs = [0usize; 2];
+            let mut finished = false;
+            for met in outcomes {
+                let before: Vec<StagePhase> =
+                    status.stages.iter().map(|s| StagePhase::parse(&s.phase)).collect();
+                match plan(&status, Some(&config), V1, "inputs") {
+                    Step::StartStages { stages_for, stages } => {
+                        prop_assert!(status.stages.is_empty(), "started twice");
+                        status.stages_for = Some(stages_for.to_string());
+                        status.stages = stages;
+                    }
+                    Step::Stage { index, step, .. } => {
+                        prop_assert!(!finished, "a stage after done");
+                        let met = step == StageStep::Run || met;
+                        if step == StageStep::Run {
+                            runs[index] += 1;
+                        }
+                        status.stages[index].phase = advance(step, met).as_str().into();
+                    }
+                    Step::StagesDone { count, .. } => {
+                        prop_assert_eq!(count, 2);
+                        finished = true;
+                        status.applied_cluster_stack = Some(V1.into());
+                    }
+                    Step::DriftStages { .. } => prop_assert!(finished),
+                    Step::ApplyChart { .. } => prop_assert!(false, "a chart step with a config"),
+                }
+                for (was, now) in before.iter().zip(&status.stages) {
+                    prop_assert!(StagePhase::parse(&now.phase) >= *was, "{was:?} -> {}", now.phase);
+                }
+            }
+            prop_assert!(runs.iter().all(|&n| n <= 1), "runs {runs:?}");
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! A Cluster whose ClusterClass lives in another namespace (`spec.topology.classNamespace`):
 //! the ClusterStack and its releases are in `tenant`, the Cluster in `team-a`. The Cluster
 //! gets its ClusterAddon and its addons, and the Clusters listed as users of the release
-//! include it.
+//! include it; deleting the release while the Cluster uses it waits (the finalizer stays).
 //!
 //! The shared Cluster API CRDs are v1.6.0, whose Cluster has no `classNamespace` (Cluster API
 //! added it in v1.8) and so prunes it: the test adds the field to the installed schema first.
@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use crate::operator_common::{NS, eventually};
-use capstan_operator::api::ClusterAddon;
+use capstan_operator::api::{ClusterAddon, ClusterStackRelease};
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
@@ -91,6 +91,22 @@ async fn a_class_in_another_namespace_brings_its_addons() {
         capstan_operator::clusters::users_of(&clusters, NS, CLASS),
         vec![format!("{TEAM}/{CLUSTER}")]
     );
+
+    // Deleting the release while that Cluster uses it waits: the finalizer stays (kube's
+    // finalizer helper drops it after any successful cleanup, so the wait is an error value).
+    let releases: Api<ClusterStackRelease> = Api::namespaced(env.client(), NS);
+    releases
+        .delete(CLASS, &Default::default())
+        .await
+        .expect("deletion requested");
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let kept = releases
+        .get_opt(CLASS)
+        .await
+        .expect("release read")
+        .expect("a release in use is not deleted");
+    assert!(kept.metadata.deletion_timestamp.is_some());
+    assert!(!kept.metadata.finalizers.unwrap_or_default().is_empty());
 }
 
 /// Adds `spec.topology.classNamespace` to the installed Cluster CRD's v1beta1 schema (as Cluster

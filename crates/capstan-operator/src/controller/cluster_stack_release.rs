@@ -423,9 +423,12 @@ async fn cleanup(release: &ClusterStackRelease, ctx: &Context) -> Result<Action,
                     "deletion waits: the class is in use by Cluster(s) {}",
                     users.join(", ")
                 );
-                progress.condition(APPLIED, true, "InUse", message);
+                progress.condition(APPLIED, true, "InUse", message.clone());
                 progress.save().await?;
-                return Ok(Action::requeue(WAIT_FOR_USERS));
+                return Err(Error::Waiting {
+                    reason: message,
+                    retry: WAIT_FOR_USERS,
+                });
             }
         }
         Err(e) if e.contains("404") => {
@@ -433,9 +436,12 @@ async fn cleanup(release: &ClusterStackRelease, ctx: &Context) -> Result<Action,
         }
         Err(e) => {
             let message = format!("deletion waits: cannot tell whether a Cluster uses the class: {e}");
-            progress.condition(APPLIED, true, "InUseUnknown", message);
+            progress.condition(APPLIED, true, "InUseUnknown", message.clone());
             progress.save().await?;
-            return Ok(Action::requeue(WAIT_FOR_USERS));
+            return Err(Error::Waiting {
+                reason: message,
+                retry: WAIT_FOR_USERS,
+            });
         }
     }
     let options = ApplyOptions {

@@ -32,6 +32,11 @@ pub enum Error {
     Step { step: String, message: String },
     #[error("{0}")]
     Kube(String),
+    /// A deletion that must wait (e.g. a class still in use): the finalizer stays and the
+    /// object is looked at again after `retry`. Returned as an error because kube's finalizer
+    /// helper removes the finalizer after any successful cleanup.
+    #[error("{reason}")]
+    Waiting { reason: String, retry: Duration },
 }
 
 /// One reconcile of `object` through kube's finalizer helper: `apply` while it lives,
@@ -91,6 +96,9 @@ pub fn finalizer_outcome(
 ) -> Result<kube::runtime::controller::Action, Error> {
     use kube::runtime::finalizer::Error as Helper;
     match error {
+        Helper::CleanupFailed(Error::Waiting { retry, .. }) => {
+            Ok(kube::runtime::controller::Action::requeue(retry))
+        }
         Helper::ApplyFailed(e) | Helper::CleanupFailed(e) => Err(e),
         Helper::RemoveFinalizer(kube::Error::Api(e)) if e.code == 404 => {
             Ok(kube::runtime::controller::Action::await_change())
@@ -236,4 +244,25 @@ async fn resolve_oci(
         credentials,
         insecure: ctx.settings.oci_insecure,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::finalizer::Error as Helper;
+
+    #[test]
+    fn a_waiting_cleanup_keeps_the_finalizer_and_requeues() {
+        let retry = Duration::from_secs(7);
+        let waiting = Error::Waiting {
+            reason: "in use".into(),
+            retry,
+        };
+        assert_eq!(
+            finalizer_outcome(Helper::CleanupFailed(waiting)).expect("not a failure"),
+            kube::runtime::controller::Action::requeue(retry)
+        );
+        let failed = Error::Kube("boom".into());
+        assert!(finalizer_outcome(Helper::CleanupFailed(failed)).is_err());
+    }
 }

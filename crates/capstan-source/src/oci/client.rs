@@ -374,6 +374,20 @@ struct Request<'a> {
     idempotent: bool,
 }
 
+impl<'a> Request<'a> {
+    /// A plain GET: no extra headers, no body, safe to retry.
+    fn get(url: Url, scope: &'a str) -> Request<'a> {
+        Request {
+            method: Method::GET,
+            url,
+            headers: Vec::new(),
+            body: None,
+            scope,
+            idempotent: true,
+        }
+    }
+}
+
 /// The client of one registry. Cheap to share (`&self` methods); keeps tokens per scope.
 pub struct Client {
     http: reqwest::Client,
@@ -750,16 +764,7 @@ impl Client {
     /// `GET /v2/`: the registry speaks the API and the credentials are accepted.
     pub async fn ping(&self) -> Result<(), OciError> {
         let url = self.url("/v2/")?;
-        let resp = self
-            .send(Request {
-                method: Method::GET,
-                url: url.clone(),
-                headers: Vec::new(),
-                body: None,
-                scope: "",
-                idempotent: true,
-            })
-            .await?;
+        let resp = self.send(Request::get(url.clone(), "")).await?;
         if resp.status().is_success() {
             Ok(())
         } else {
@@ -894,16 +899,7 @@ impl Client {
         let mut url = self.url(&format!("/v2/{repo}/blobs/{}", desc.digest))?;
         let mut resp = None;
         for _ in 0..6 {
-            let r = self
-                .send(Request {
-                    method: Method::GET,
-                    url: url.clone(),
-                    headers: Vec::new(),
-                    body: None,
-                    scope: &scope,
-                    idempotent: true,
-                })
-                .await?;
+            let r = self.send(Request::get(url.clone(), &scope)).await?;
             if !r.status().is_redirection() {
                 resp = Some(r);
                 break;
@@ -1143,16 +1139,7 @@ impl Client {
         let mut all: Vec<String> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for _ in 0..100_000 {
-            let resp = self
-                .send(Request {
-                    method: Method::GET,
-                    url: url.clone(),
-                    headers: Vec::new(),
-                    body: None,
-                    scope: &scope,
-                    idempotent: true,
-                })
-                .await?;
+            let resp = self.send(Request::get(url.clone(), &scope)).await?;
             if !resp.status().is_success() {
                 return Err(self.fail("GET", &url, &format!("repository {repo}"), resp).await);
             }

@@ -11,7 +11,7 @@ use futures::{StreamExt, TryStreamExt};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::utils::{PredicateConfig, WatchStreamExt};
+use kube::runtime::utils::WatchStreamExt;
 use kube::runtime::{reflector, watcher};
 use kube::{Client, Resource};
 
@@ -24,7 +24,7 @@ use super::metrics::Metrics;
 use super::settings::Settings;
 use super::sources::Sources;
 use super::watch::{
-    Scope, cluster_trigger, describe, kubeconfig_addon, kubeconfig_secrets, objects, watch_all,
+    Scope, changed, cluster_trigger, describe, kubeconfig_addon, kubeconfig_secrets, objects, watch_all,
 };
 use capstan_apply::ssa::{INVENTORY_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL};
 use capstan_source::cache::Cache;
@@ -190,9 +190,16 @@ async fn run_controllers(
     let trigger_scope = scope.clone();
     let stack_events = watch_all(scope.apis::<ClusterStack>(&client), objects(watch_config.clone()))
         .reflect(stacks_writer)
-        .applied_objects()
-        .try_filter(move |stack| futures::future::ready(trigger_scope.admits(stack.meta())))
-        .predicate_filter(spec_or_deletion::<ClusterStack>, PredicateConfig::default());
+        .try_filter(move |event| {
+            let admitted = match event {
+                watcher::Event::Apply(stack) | watcher::Event::InitApply(stack) => {
+                    trigger_scope.admits(stack.meta())
+                }
+                _ => true,
+            };
+            futures::future::ready(admitted)
+        });
+    let stack_events = changed(stack_events, spec_or_deletion::<ClusterStack>, false);
     let ctx = Arc::new(Context::new(
         client.clone(),
         settings.clone(),
@@ -220,13 +227,11 @@ async fn run_controllers(
         .for_each(|_| futures::future::ready(()));
 
     let (releases_store, releases_writer) = reflector::store();
-    let release_events = releases()
-        .reflect(releases_writer)
-        .applied_objects()
-        .predicate_filter(
-            spec_or_deletion::<ClusterStackRelease>,
-            PredicateConfig::default(),
-        );
+    let release_events = changed(
+        releases().reflect(releases_writer),
+        spec_or_deletion::<ClusterStackRelease>,
+        false,
+    );
     let class_resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", "ClusterClass"),
         "clusterclasses",
@@ -278,10 +283,7 @@ async fn run_controllers(
     });
     let cluster_writer = reflector::store::Writer::new(cluster_resource.clone());
     let cluster_store = cluster_writer.as_reader();
-    let cluster_events = clusters()
-        .reflect(cluster_writer)
-        .applied_objects()
-        .predicate_filter(cluster_trigger, PredicateConfig::default());
+    let cluster_events = changed(clusters().reflect(cluster_writer), cluster_trigger, false);
     let cluster_controller =
         Controller::for_stream_with(cluster_events, cluster_store, cluster_resource.clone())
             .owns_stream(deleted_addons)
@@ -297,13 +299,12 @@ async fn run_controllers(
     // ClusterAddons, woken by their Cluster (class, version, controlPlaneReady, deletion) and
     // its kubeconfig Secret, so work starts as soon as a gate opens.
     let (addons_store, addons_writer) = reflector::store();
-    let addon_events = addons()
-        .reflect(addons_writer)
-        .applied_objects()
-        .predicate_filter(spec_or_deletion::<ClusterAddon>, PredicateConfig::default());
-    let cluster_changes = clusters()
-        .touched_objects()
-        .predicate_filter(cluster_trigger, PredicateConfig::default());
+    let addon_events = changed(
+        addons().reflect(addons_writer),
+        spec_or_deletion::<ClusterAddon>,
+        false,
+    );
+    let cluster_changes = changed(clusters(), cluster_trigger, true);
     let addon_controller = Controller::for_stream(addon_events, addons_store)
         .watches_stream_with(
             cluster_changes,
@@ -354,7 +355,8 @@ fn release_of_applied(object: &DynamicObject) -> Option<ObjectRef<ClusterStackRe
 }
 
 /// What a watch event must change to start a reconcile: the spec (generation), the deletion
-/// mark or the finalizers; status writes alone do not.
+/// mark, the finalizers or the shard (an object that comes back into this shard is taken
+/// over at once); status writes alone do not.
 fn spec_or_deletion<K: Resource>(object: &K) -> Option<u64> {
     use std::hash::{Hash, Hasher};
     let meta = object.meta();
@@ -363,6 +365,7 @@ fn spec_or_deletion<K: Resource>(object: &K) -> Option<u64> {
     meta.deletion_timestamp.is_some().hash(&mut hasher);
     meta.finalizers.hash(&mut hasher);
     meta.uid.hash(&mut hasher);
+    crate::shard::key_of(meta).hash(&mut hasher);
     Some(hasher.finish())
 }
 

@@ -16,6 +16,7 @@ use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt, watcher as watch_api};
+
 use kube::{Client, Resource};
 
 use crate::api::ClusterAddon;
@@ -206,6 +207,87 @@ impl<K: Resource + Clone> Merged<K> {
     }
 }
 
+/// What a predicate hashes: the object's fields a reconcile reads; `None`: the object never
+/// wakes one.
+pub type Trigger<K> = fn(&K) -> Option<u64>;
+
+/// The objects of `events` whose [`Trigger`] value changed since this watch last saw them;
+/// with `deletes`, deleted objects too. Unlike kube's `predicate_filter`, an object that left
+/// the watch (deleted, or moved out of the label selector: another shard) is forgotten, so it
+/// wakes a reconcile when it comes back unchanged.
+pub fn changed<K, S>(
+    events: S,
+    trigger: Trigger<K>,
+    deletes: bool,
+) -> BoxStream<'static, Result<K, watcher::Error>>
+where
+    K: Resource + Send + 'static,
+    S: futures::Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
+{
+    let mut changes = Changes::new(trigger, deletes);
+    events
+        .flat_map(move |event| {
+            let out: Vec<Result<K, watcher::Error>> = match event {
+                Ok(event) => changes.on(event).into_iter().map(Ok).collect(),
+                Err(error) => vec![Err(error)],
+            };
+            stream::iter(out)
+        })
+        .boxed()
+}
+
+/// The state of [`changed`]: the trigger value last seen per object.
+pub struct Changes<K> {
+    trigger: Trigger<K>,
+    deletes: bool,
+    seen: HashMap<(Option<String>, String), u64>,
+    /// The objects a relist under way has shown.
+    relisted: Option<std::collections::HashSet<(Option<String>, String)>>,
+}
+
+impl<K: Resource> Changes<K> {
+    pub fn new(trigger: Trigger<K>, deletes: bool) -> Changes<K> {
+        Changes {
+            trigger,
+            deletes,
+            seen: HashMap::new(),
+            relisted: None,
+        }
+    }
+
+    /// The object `event` passes on, if any.
+    pub fn on(&mut self, event: Event<K>) -> Option<K> {
+        let key = |object: &K| {
+            let meta = object.meta();
+            (meta.namespace.clone(), meta.name.clone().unwrap_or_default())
+        };
+        match event {
+            Event::Init => {
+                self.relisted = Some(Default::default());
+                None
+            }
+            Event::InitDone => {
+                if let Some(relisted) = self.relisted.take() {
+                    self.seen.retain(|key, _| relisted.contains(key));
+                }
+                None
+            }
+            Event::Delete(object) => {
+                self.seen.remove(&key(&object));
+                self.deletes.then_some(object)
+            }
+            Event::Apply(object) | Event::InitApply(object) => {
+                let key = key(&object);
+                if let Some(relisted) = &mut self.relisted {
+                    relisted.insert(key.clone());
+                }
+                let value = (self.trigger)(&object)?;
+                (self.seen.insert(key, value) != Some(value)).then_some(object)
+            }
+        }
+    }
+}
+
 /// What must change on a Cluster to wake its reconciles: the class (and its namespace), the
 /// Kubernetes version, `status.controlPlaneReady`, the deletion mark, the object itself (a
 /// Cluster made again) and its shard. Other edits (status, labels, replicas) wait for the next
@@ -224,8 +306,9 @@ pub fn cluster_trigger(cluster: &DynamicObject) -> Option<u64> {
 }
 
 /// What must change on a kubeconfig Secret to wake its ClusterAddon: its data, deletion mark
-/// or identity. A relabel or annotation does not.
+/// or identity. A relabel or annotation does not; a Secret that is no kubeconfig never does.
 pub fn kubeconfig_trigger(secret: &Secret) -> Option<u64> {
+    kubeconfig_addon(&secret.metadata)?;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     for (key, value) in secret.data.iter().flatten() {
         key.hash(&mut hasher);
@@ -259,17 +342,11 @@ pub fn kubeconfig_secrets(
     let config = watcher::Config::default()
         .labels(CLUSTER_NAME_LABEL)
         .any_semantic();
-    watch_all(scope.apis::<Secret>(client), objects(config))
-        .touched_objects()
-        .filter(|secret| {
-            let keep = match secret {
-                Ok(secret) => kubeconfig_addon(&secret.metadata).is_some(),
-                Err(_) => true,
-            };
-            futures::future::ready(keep)
-        })
-        .predicate_filter(kubeconfig_trigger, Default::default())
-        .boxed()
+    changed(
+        watch_all(scope.apis::<Secret>(client), objects(config)),
+        kubeconfig_trigger,
+        true,
+    )
 }
 
 /// Whether events of several namespaces are merged (for the logs).
@@ -365,6 +442,49 @@ mod tests {
         relisted.sort();
         assert_eq!(relisted, vec!["apply c@6", "apply d@6", "delete b@1"]);
         assert_eq!(merged.current[0].len(), 1, "namespace 0 keeps e");
+    }
+
+    /// A trigger on the ConfigMap's data only.
+    fn data_of(map: &ConfigMap) -> Option<u64> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        map.data.hash(&mut hasher);
+        Some(hasher.finish())
+    }
+
+    fn with_data(name: &str, version: &str, value: &str) -> ConfigMap {
+        let mut map = object(name, version);
+        map.data = Some([("k".to_string(), value.to_string())].into());
+        map
+    }
+
+    #[test]
+    fn an_object_that_left_wakes_again_when_it_comes_back_unchanged() {
+        let mut changes = Changes::new(data_of, false);
+        let passed = |out: Option<ConfigMap>| out.map(|m| show(&[Event::Apply(m)]).remove(0));
+        // (event, passed on)
+        let table: Vec<(Event<ConfigMap>, Option<&str>)> = vec![
+            (Event::Init, None),
+            (Event::InitApply(with_data("a", "1", "x")), Some("apply a@1")),
+            (Event::InitApply(with_data("b", "1", "x")), Some("apply b@1")),
+            (Event::InitDone, None),
+            // A status write: the trigger value is the same.
+            (Event::Apply(with_data("a", "2", "x")), None),
+            (Event::Apply(with_data("a", "3", "y")), Some("apply a@3")),
+            // Out of the selector (another shard), then back unchanged: woken again.
+            (Event::Delete(with_data("a", "4", "y")), None),
+            (Event::Apply(with_data("a", "5", "y")), Some("apply a@5")),
+            // A relist without b (it left while the watch was down), then b back.
+            (Event::Init, None),
+            (Event::InitApply(with_data("a", "5", "y")), None),
+            (Event::InitDone, None),
+            (Event::Apply(with_data("b", "6", "x")), Some("apply b@6")),
+        ];
+        for (i, (event, want)) in table.into_iter().enumerate() {
+            assert_eq!(passed(changes.on(event)).as_deref(), want, "row {i}");
+        }
+        let mut with_deletes = Changes::new(data_of, true);
+        assert!(with_deletes.on(Event::Apply(with_data("a", "1", "x"))).is_some());
+        assert!(with_deletes.on(Event::Delete(with_data("a", "2", "x"))).is_some());
     }
 
     fn cluster(value: serde_json::Value) -> DynamicObject {

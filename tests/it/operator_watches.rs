@@ -1,6 +1,6 @@
-//! Watches that fit: `capstan operator -n tenant` runs as a user whose rights end at the
-//! namespace `tenant` (a Role, no ClusterRole), so a single cluster-wide watch would be
-//! refused; it still brings a Cluster's addons. Then, with the addons applied, changes a
+//! Watches that fit: `capstan operator -n tenant -n team-b` runs as a user whose rights end at
+//! those namespaces (a Role in each, no ClusterRole), so a single cluster-wide watch would be
+//! refused; it still brings a Cluster's addons (the two namespaces' watches merged). Then, with the addons applied, changes a
 //! reconcile does not read — a Cluster's status phase and annotations, another Secret of the
 //! Cluster (its CA), a label on the kubeconfig Secret — start no reconcile (counted on
 //! `/metrics`), while a change of the kubeconfig's data does.
@@ -18,6 +18,8 @@ const CLUSTER: &str = "web";
 const CLASS: &str = "docker-ferrol-1-27-v1";
 const HOST: &str = "cp.web.example";
 const USER: &str = "system:serviceaccount:tenant:capstan";
+/// A second watched namespace: the watches of both are merged.
+const OTHER: &str = "team-b";
 
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -68,28 +70,37 @@ pub async fn settle(metrics: &str, operator: &capstan_testenv::ChildGuard) -> f6
     }
 }
 
-/// Gives `USER` every right in `NS` and nothing elsewhere; returns a kubeconfig acting as it.
-async fn tenant_user(env: &crate::operator_common::Env) -> PathBuf {
+/// Gives `USER` every right in `namespaces` (made when missing) and nothing elsewhere;
+/// returns a kubeconfig acting as it.
+async fn tenant_user(env: &crate::operator_common::Env, namespaces: &[&str]) -> PathBuf {
     let client = env.client();
-    let role: k8s_openapi::api::rbac::v1::Role = serde_json::from_value(json!({
-        "metadata": {"name": "capstan", "namespace": NS},
-        "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
-    }))
-    .expect("Role");
-    Api::namespaced(client.clone(), NS)
-        .create(&PostParams::default(), &role)
-        .await
-        .expect("Role created");
-    let binding: k8s_openapi::api::rbac::v1::RoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "capstan", "namespace": NS},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "capstan"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER}],
-    }))
-    .expect("RoleBinding");
-    Api::namespaced(client, NS)
-        .create(&PostParams::default(), &binding)
-        .await
-        .expect("RoleBinding created");
+    for namespace in namespaces {
+        let _ = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": namespace}})).expect("namespace"),
+            )
+            .await;
+        let role: k8s_openapi::api::rbac::v1::Role = serde_json::from_value(json!({
+            "metadata": {"name": "capstan", "namespace": namespace},
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
+        }))
+        .expect("Role");
+        Api::namespaced(client.clone(), namespace)
+            .create(&PostParams::default(), &role)
+            .await
+            .expect("Role created");
+        let binding: k8s_openapi::api::rbac::v1::RoleBinding = serde_json::from_value(json!({
+            "metadata": {"name": "capstan", "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "capstan"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER}],
+        }))
+        .expect("RoleBinding");
+        Api::namespaced(client.clone(), namespace)
+            .create(&PostParams::default(), &binding)
+            .await
+            .expect("RoleBinding created");
+    }
     let mut kubeconfig: serde_json::Value =
         serde_json::from_slice(&std::fs::read(env.cluster.kubeconfig_path()).expect("kubeconfig"))
             .expect("kubeconfig is JSON");
@@ -111,7 +122,7 @@ async fn namespaced_watches_wake_reconciles_only_for_what_they_read() {
     let workload = TestCluster::start(&bins, "workload")
         .await
         .expect("workload cluster starts");
-    let kubeconfig = tenant_user(&env).await;
+    let kubeconfig = tenant_user(&env, &[NS, OTHER]).await;
     let metrics = format!("127.0.0.1:{}", free_port());
     let operator = env.operator(
         0,
@@ -120,6 +131,8 @@ async fn namespaced_watches_wake_reconciles_only_for_what_they_read() {
             &kubeconfig.display().to_string(),
             "-n",
             NS,
+            "-n",
+            OTHER,
             "--metrics-addr",
             &metrics,
         ],
@@ -168,6 +181,17 @@ async fn namespaced_watches_wake_reconciles_only_for_what_they_read() {
         )
         .await
         .expect("kubeconfig Secret relabelled");
+    // A Secret named like the kubeconfig in the other namespace: no ClusterAddon there.
+    let elsewhere: Secret = serde_json::from_value(json!({
+        "metadata": {"name": format!("{CLUSTER}-kubeconfig"), "namespace": OTHER,
+                     "labels": {"cluster.x-k8s.io/cluster-name": CLUSTER}},
+        "data": {"value": "eA=="},
+    }))
+    .expect("Secret");
+    Api::<Secret>::namespaced(env.client(), OTHER)
+        .create(&PostParams::default(), &elsewhere)
+        .await
+        .expect("Secret in the other namespace created");
     let clusters: Api<DynamicObject> = env.clusters();
     clusters
         .patch_status(

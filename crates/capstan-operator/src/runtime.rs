@@ -190,15 +190,7 @@ async fn run_controllers(
     let trigger_scope = scope.clone();
     let stack_events = watch_all(scope.apis::<ClusterStack>(&client), objects(watch_config.clone()))
         .reflect(stacks_writer)
-        .try_filter(move |event| {
-            let admitted = match event {
-                watcher::Event::Apply(stack) | watcher::Event::InitApply(stack) => {
-                    trigger_scope.admits(stack.meta())
-                }
-                _ => true,
-            };
-            futures::future::ready(admitted)
-        });
+        .map_ok(move |event| trigger_scope.as_seen_by_trigger(event));
     let stack_events = changed(stack_events, spec_or_deletion::<ClusterStack>, false);
     let ctx = Arc::new(Context::new(
         client.clone(),

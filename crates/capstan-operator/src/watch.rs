@@ -78,6 +78,18 @@ impl Scope {
         in_namespace && crate::shard::owns(self.shard.as_deref(), meta)
     }
 
+    /// `event` of a watch wider than the scope (the ClusterStacks', whose store serves every
+    /// shard), as the scope's trigger sees it: an object outside the scope is gone, so
+    /// [`changed`] forgets it and it wakes a reconcile when it comes back.
+    pub fn as_seen_by_trigger<K: Resource>(&self, event: Event<K>) -> Event<K> {
+        match event {
+            Event::Apply(object) | Event::InitApply(object) if !self.admits(object.meta()) => {
+                Event::Delete(object)
+            }
+            other => other,
+        }
+    }
+
     /// Whether namespaces are merged (several `-n`).
     fn merges(&self) -> bool {
         self.namespaces.len() > 1
@@ -589,6 +601,36 @@ mod tests {
             kubeconfig_trigger(&a),
             kubeconfig_trigger(&secret("web-kubeconfig", Some("web"), "eQ=="))
         );
+    }
+
+    #[test]
+    fn a_stack_that_moves_to_another_shard_and_back_wakes_its_reconcile() {
+        let shard_a = Scope {
+            namespaces: Vec::new(),
+            shard: Some("a".into()),
+        };
+        let labelled = |version: &str, shard: Option<&str>| {
+            let mut map = with_data("stack", version, "spec");
+            map.metadata.labels =
+                shard.map(|s| [(crate::shard::SHARD_LABEL.to_string(), s.to_string())].into());
+            map
+        };
+        let trigger = |map: &ConfigMap| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            map.data.hash(&mut hasher);
+            crate::shard::key_of(&map.metadata).hash(&mut hasher);
+            Some(hasher.finish())
+        };
+        let mut changes = Changes::new(trigger, false);
+        let mut seen = |event| changes.on(shard_a.as_seen_by_trigger(event)).is_some();
+        assert!(seen(Event::Apply(labelled("1", Some("a")))));
+        assert!(!seen(Event::Apply(labelled("2", Some("a")))), "a status write");
+        assert!(!seen(Event::Apply(labelled("3", Some("b")))), "moved to shard b");
+        assert!(
+            !seen(Event::Apply(labelled("4", None))),
+            "moved to the default shard"
+        );
+        assert!(seen(Event::Apply(labelled("5", Some("a")))), "back in shard a");
     }
 
     #[test]

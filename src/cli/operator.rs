@@ -36,6 +36,12 @@ pub struct Args {
     #[arg(short = 'n', long = "namespace", value_name = "NS")]
     namespaces: Vec<String>,
 
+    /// Reconcile only the shard KEY: Clusters and ClusterStacks labelled
+    /// sharding.capstan.dev/key=KEY and what the operator makes for them; its own leader Lease
+    /// (capstan-operator-KEY). Without it: the objects without that label (the default shard).
+    #[arg(long, value_name = "KEY", value_parser = parse_shard)]
+    shard: Option<String>,
+
     /// Reconciles of one kind that run at once.
     #[arg(long, default_value_t = 4, value_name = "N")]
     concurrency: u16,
@@ -147,6 +153,11 @@ fn flag_or_env(flag: &Option<String>, var: &str) -> Option<String> {
     flag.clone().or_else(|| env_var(var))
 }
 
+/// A `--shard` key: a label value.
+fn parse_shard(text: &str) -> Result<String, String> {
+    capstan_operator::shard::parse_key(text).map_err(|e| e.to_string())
+}
+
 /// `:8080` (all interfaces), `127.0.0.1:8080`, `[::1]:8080`.
 fn parse_addr(text: &str) -> Result<SocketAddr, String> {
     let full = if text.starts_with(':') {
@@ -192,6 +203,7 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
         });
         let settings = Settings {
             namespaces: args.namespaces.clone(),
+            shard: args.shard.clone(),
             concurrency: args.concurrency.max(1),
             drift_interval: drift_interval.max(MIN_DRIFT_INTERVAL),
             metrics_addr: args.metrics_addr,
@@ -212,7 +224,7 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
                     .leader_election_namespace
                     .clone()
                     .unwrap_or_else(|| target.namespace.clone()),
-                lease_name: "capstan-operator".into(),
+                lease_name: capstan_operator::shard::lease_name(args.shard.as_deref()),
                 identity,
                 lease_duration: Duration::from_secs(15),
             }),

@@ -134,6 +134,55 @@ fn chart_renders_with_its_crds_and_a_matching_webhook_certificate() {
     );
 }
 
+/// `sharding.shards` adds one Deployment per key, whose pods neither the default Deployment nor
+/// the webhook Service select, running `--shard KEY` without the webhook and hooks servers.
+#[test]
+fn chart_deploys_one_operator_per_shard() {
+    let objects = render(&["--set", "sharding.shards={eu,us}"]);
+    let deployments: Vec<&Json> = objects.iter().filter(|o| o["kind"] == "Deployment").collect();
+    let names: Vec<&str> = deployments
+        .iter()
+        .filter_map(|d| d["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["capstan", "capstan-shard-eu", "capstan-shard-us"]);
+    let args = |d: &Json| -> Vec<String> {
+        d.pointer("/spec/template/spec/containers/0/args")
+            .and_then(Json::as_array)
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    };
+    let selects = |selector: &Json, pod: &Json| {
+        selector
+            .as_object()
+            .is_some_and(|s| s.iter().all(|(k, v)| pod.get(k) == Some(v)))
+    };
+    let service = objects
+        .iter()
+        .find(|o| o["kind"] == "Service")
+        .expect("webhook Service");
+    let default = deployments[0];
+    assert!(args(default).iter().all(|a| !a.starts_with("--shard")));
+    assert!(args(default).iter().any(|a| a.starts_with("--webhook-addr")));
+    for (shard, key) in deployments[1..].iter().zip(["eu", "us"]) {
+        let shard_args = args(shard);
+        assert!(shard_args.contains(&format!("--shard={key}")), "{shard_args:?}");
+        assert!(shard_args.contains(&"--leader-elect".to_string()));
+        assert!(
+            shard_args
+                .iter()
+                .all(|a| !a.starts_with("--webhook") && !a.starts_with("--hooks")),
+            "{shard_args:?}"
+        );
+        let pod = &shard["spec"]["template"]["metadata"]["labels"];
+        assert!(selects(&shard["spec"]["selector"]["matchLabels"], pod));
+        assert!(!selects(&default["spec"]["selector"]["matchLabels"], pod));
+        assert!(!selects(&service["spec"]["selector"], pod));
+    }
+    // No shards: the release's Deployment alone, as before sharding.
+    let plain = render(&[]);
+    assert_eq!(plain.iter().filter(|o| o["kind"] == "Deployment").count(), 1);
+}
+
 async fn apply_all(client: &Client, objects: &[Json]) {
     let params = PatchParams::apply("capstan-test").force();
     for obj in objects {

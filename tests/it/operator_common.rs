@@ -93,27 +93,33 @@ impl Env {
         self.operator_with_env(run, extra, &[])
     }
 
-    /// [`Env::operator`] with these environment variables set.
+    /// [`Env::operator`] with these environment variables set. A `--kubeconfig` in `extra`
+    /// replaces the admin's.
     pub fn operator_with_env(
         &self,
         run: usize,
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> capstan_testenv::ChildGuard {
-        let mut args: Vec<String> = [
-            "operator",
-            "--kubeconfig",
-            &self.cluster.kubeconfig_path().display().to_string(),
-            "--cache-dir",
-            &self.cache.path().display().to_string(),
-            "--github-url",
-            &self.github.base_url(),
-            "--drift-interval",
-            "1m",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let admin = self.cluster.kubeconfig_path().display().to_string();
+        let kubeconfig: &[&str] = if extra.contains(&"--kubeconfig") {
+            &[]
+        } else {
+            &["--kubeconfig", &admin]
+        };
+        let mut args: Vec<String> = kubeconfig
+            .iter()
+            .chain(&[
+                "--cache-dir",
+                &self.cache.path().display().to_string(),
+                "--github-url",
+                &self.github.base_url(),
+                "--drift-interval",
+                "1m",
+            ])
+            .map(|s| s.to_string())
+            .collect();
+        args.insert(0, "operator".into());
         args.extend(extra.iter().map(|s| s.to_string()));
         let log = self.logs.path().join(format!("operator-{run}.log"));
         capstan_testenv::ChildGuard::spawn_with_env("capstan operator", &capstan_binary(), &args, env, &log)

@@ -9,14 +9,17 @@ pub mod context;
 pub mod controller;
 pub mod hooks;
 pub mod http;
+pub mod jitter;
 pub mod leader;
 pub mod lookup;
 pub mod metrics;
 pub mod runtime;
 pub mod serve;
 pub mod settings;
+pub mod shard;
 pub mod sources;
 pub mod store;
+pub mod watch;
 pub mod webhook;
 
 pub use settings::Settings;

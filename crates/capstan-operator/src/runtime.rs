@@ -6,12 +6,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use futures::future::{FutureExt, Shared};
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use futures::{StreamExt, TryStreamExt};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::utils::{PredicateConfig, WatchStreamExt};
+use kube::runtime::utils::WatchStreamExt;
 use kube::runtime::{reflector, watcher};
 use kube::{Client, Resource};
 
@@ -23,12 +23,12 @@ use super::leader;
 use super::metrics::Metrics;
 use super::settings::Settings;
 use super::sources::Sources;
+use super::watch::{
+    Scope, changed, cluster_trigger, describe, kubeconfig_addon, kubeconfig_secrets, objects, watch_all,
+};
 use capstan_apply::ssa::{INVENTORY_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL};
 use capstan_source::cache::Cache;
 use k8s_openapi::api::core::v1::Secret;
-
-/// The label Cluster API puts on a Cluster's Secrets (kubeconfig, certificates).
-const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 
 /// A future every task of the process can wait on: resolves once, on shutdown.
 pub type Shutdown = Shared<Pin<Box<dyn Future<Output = ()> + Send>>>;
@@ -177,16 +177,21 @@ async fn run_controllers(
     })?;
     let sources =
         Sources::new(cache, Some(metrics.github_observer())).with_oci_observer(metrics.oci_observer());
+    let scope = Scope {
+        namespaces: settings.namespaces.clone(),
+        shard: settings.shard.clone(),
+    };
     let watch_config = watcher::Config::default().any_semantic();
+    let sharded = scope.sharded(watch_config.clone());
 
-    // ClusterStacks: their store serves the release controller's source lookups.
-    let stacks_api: Api<ClusterStack> = Api::all(client.clone());
+    // ClusterStacks: their store serves every source lookup (a Cluster of this shard may use
+    // a stack of another), so it holds all of them; only this shard's wake the controller.
     let (stacks, stacks_writer) = reflector::store();
-    let stack_events = watcher(stacks_api, watch_config.clone())
-        .default_backoff()
+    let trigger_scope = scope.clone();
+    let stack_events = watch_all(scope.apis::<ClusterStack>(&client), objects(watch_config.clone()))
         .reflect(stacks_writer)
-        .applied_objects()
-        .predicate_filter(spec_or_deletion::<ClusterStack>, PredicateConfig::default());
+        .map_ok(move |event| trigger_scope.as_seen_by_trigger(event));
+    let stack_events = changed(stack_events, spec_or_deletion::<ClusterStack>, false);
     let ctx = Arc::new(Context::new(
         client.clone(),
         settings.clone(),
@@ -194,40 +199,44 @@ async fn run_controllers(
         metrics,
         stacks.clone(),
     ));
-    let releases_api: Api<ClusterStackRelease> = Api::all(client.clone());
     let concurrency = controller::Config::default().concurrency(settings.concurrency);
+    let releases = || {
+        watch_all(
+            scope.apis::<ClusterStackRelease>(&client),
+            objects(sharded.clone()),
+        )
+    };
 
     let stack_controller = Controller::for_stream(stack_events, stacks)
-        .owns(releases_api.clone(), watch_config.clone())
+        .owns_stream(releases().touched_objects())
         .with_config(concurrency.clone())
         .graceful_shutdown_on(shutdown.clone())
         .run(
-            in_namespaces(cluster_stack::reconcile, &settings.namespaces),
+            in_scope(cluster_stack::reconcile, &scope),
             cluster_stack::error_policy,
             ctx.clone(),
         )
         .for_each(|_| futures::future::ready(()));
 
-    let (releases, releases_writer) = reflector::store();
-    let release_events = watcher(releases_api, watch_config.clone())
-        .default_backoff()
-        .reflect(releases_writer)
-        .applied_objects()
-        .predicate_filter(
-            spec_or_deletion::<ClusterStackRelease>,
-            PredicateConfig::default(),
-        );
+    let (releases_store, releases_writer) = reflector::store();
+    let release_events = changed(
+        releases().reflect(releases_writer),
+        spec_or_deletion::<ClusterStackRelease>,
+        false,
+    );
     let class_resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", "ClusterClass"),
         "clusterclasses",
     );
-    let classes: Api<DynamicObject> = Api::all_with(client.clone(), &class_resource);
+    let applied_classes = watch_all(
+        scope.dynamic_apis(&client, &class_resource),
+        objects(watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"))),
+    )
+    .touched_objects();
     let suspects = ctx.clone();
-    let release_controller = Controller::for_stream(release_events, releases)
-        .watches_with(
-            classes,
-            class_resource,
-            watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}")),
+    let release_controller = Controller::for_stream(release_events, releases_store)
+        .watches_stream_with(
+            applied_classes,
             move |class: DynamicObject| {
                 let owner = release_of_applied(&class);
                 if let Some(release) = &owner {
@@ -235,11 +244,12 @@ async fn run_controllers(
                 }
                 owner
             },
+            class_resource,
         )
         .with_config(concurrency.clone())
         .graceful_shutdown_on(shutdown.clone())
         .run(
-            in_namespaces(cluster_stack_release::reconcile, &settings.namespaces),
+            in_scope(cluster_stack_release::reconcile, &scope),
             cluster_stack_release::error_policy,
             ctx.clone(),
         )
@@ -249,69 +259,68 @@ async fn run_controllers(
     // on its own (its owner reference wakes the Cluster once it is gone; the ClusterAddon's
     // status writes do not).
     let cluster_resource = super::clusters::cluster_resource();
-    let clusters: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_resource);
-    let deleted_addons = watcher(Api::<ClusterAddon>::all(client.clone()), watch_config.clone())
-        .default_backoff()
-        .filter_map(|event| {
-            futures::future::ready(match event {
-                Ok(watcher::Event::Delete(addon)) => Some(Ok(addon)),
-                Ok(_) => None,
-                Err(error) => Some(Err(error)),
-            })
-        });
+    let clusters = || {
+        watch_all(
+            scope.dynamic_apis(&client, &cluster_resource),
+            objects(sharded.clone()),
+        )
+    };
+    let addons = || watch_all(scope.apis::<ClusterAddon>(&client), objects(sharded.clone()));
+    let deleted_addons = addons().filter_map(|event| {
+        futures::future::ready(match event {
+            Ok(watcher::Event::Delete(addon)) => Some(Ok(addon)),
+            Ok(_) => None,
+            Err(error) => Some(Err(error)),
+        })
+    });
+    let cluster_writer = reflector::store::Writer::new(cluster_resource.clone());
+    let cluster_store = cluster_writer.as_reader();
+    let cluster_events = changed(clusters().reflect(cluster_writer), cluster_trigger, false);
     let cluster_controller =
-        Controller::new_with(clusters.clone(), watch_config.clone(), cluster_resource.clone())
+        Controller::for_stream_with(cluster_events, cluster_store, cluster_resource.clone())
             .owns_stream(deleted_addons)
             .with_config(concurrency.clone())
             .graceful_shutdown_on(shutdown.clone())
             .run(
-                in_namespaces(cluster::reconcile, &settings.namespaces),
+                in_scope(cluster::reconcile, &scope),
                 cluster::error_policy,
                 ctx.clone(),
             )
             .for_each(|_| futures::future::ready(()));
 
-    // ClusterAddons, woken by their Cluster (class, controlPlaneReady) and its kubeconfig
-    // Secret, so work starts as soon as a gate opens.
-    let addons_api: Api<ClusterAddon> = Api::all(client.clone());
-    let (addons, addons_writer) = reflector::store();
-    let addon_events = watcher(addons_api, watch_config.clone())
-        .default_backoff()
-        .reflect(addons_writer)
-        .applied_objects()
-        .predicate_filter(spec_or_deletion::<ClusterAddon>, PredicateConfig::default());
-    let secrets: Api<Secret> = Api::all(client.clone());
-    let addon_controller = Controller::for_stream(addon_events, addons)
-        .watches_with(
-            clusters,
-            cluster_resource,
-            watch_config.clone(),
+    // ClusterAddons, woken by their Cluster (class, version, controlPlaneReady, deletion) and
+    // its kubeconfig Secret, so work starts as soon as a gate opens.
+    let (addons_store, addons_writer) = reflector::store();
+    let addon_events = changed(
+        addons().reflect(addons_writer),
+        spec_or_deletion::<ClusterAddon>,
+        false,
+    );
+    let cluster_changes = changed(clusters(), cluster_trigger, true);
+    let addon_controller = Controller::for_stream(addon_events, addons_store)
+        .watches_stream_with(
+            cluster_changes,
             |cluster: DynamicObject| {
                 let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
                 let name = cluster.metadata.name.clone().unwrap_or_default();
                 Some(ObjectRef::new(&cluster::addon_name(&name)).within(&namespace))
             },
+            cluster_resource,
         )
-        .watches(
-            secrets,
-            watcher::Config::default().labels(CLUSTER_NAME_LABEL),
-            |secret: Secret| {
-                let namespace = secret.metadata.namespace.clone().unwrap_or_default();
-                let cluster = secret.metadata.labels.as_ref()?.get(CLUSTER_NAME_LABEL)?.clone();
-                Some(ObjectRef::new(&cluster::addon_name(&cluster)).within(&namespace))
-            },
-        )
+        .watches_stream(kubeconfig_secrets(&client, &scope), |secret: Secret| {
+            kubeconfig_addon(&secret.metadata)
+        })
         .with_config(concurrency.clone())
         .graceful_shutdown_on(shutdown.clone())
         .run(
-            in_namespaces(cluster_addon::reconcile, &settings.namespaces),
+            in_scope(cluster_addon::reconcile, &scope),
             cluster_addon::error_policy,
             ctx.clone(),
         )
         .for_each(|_| futures::future::ready(()));
 
     tracing::info!(
-        namespaces = ?settings.namespaces,
+        scope = %describe(&scope),
         drift_interval = ?settings.drift_interval,
         "controllers started"
     );
@@ -338,7 +347,8 @@ fn release_of_applied(object: &DynamicObject) -> Option<ObjectRef<ClusterStackRe
 }
 
 /// What a watch event must change to start a reconcile: the spec (generation), the deletion
-/// mark or the finalizers; status writes alone do not.
+/// mark, the finalizers or the shard (an object that comes back into this shard is taken
+/// over at once); status writes alone do not.
 fn spec_or_deletion<K: Resource>(object: &K) -> Option<u64> {
     use std::hash::{Hash, Hasher};
     let meta = object.meta();
@@ -347,31 +357,24 @@ fn spec_or_deletion<K: Resource>(object: &K) -> Option<u64> {
     meta.deletion_timestamp.is_some().hash(&mut hasher);
     meta.finalizers.hash(&mut hasher);
     meta.uid.hash(&mut hasher);
+    crate::shard::key_of(meta).hash(&mut hasher);
     Some(hasher.finish())
 }
 
-/// A reconcile's future, boxed so both branches of [`in_namespaces`] have one type.
+/// A reconcile's future, boxed so both branches of [`in_scope`] have one type.
 type Reconciling = Pin<Box<dyn Future<Output = Result<controller::Action, super::controller::Error>> + Send>>;
 
-/// Limits a reconciler to `namespaces` (all when empty): objects elsewhere are left alone.
-fn in_namespaces<K, F, Fut>(
-    reconcile: F,
-    namespaces: &[String],
-) -> impl FnMut(Arc<K>, Arc<Context>) -> Reconciling
+/// Limits a reconciler to `scope` (its namespaces and shard): objects elsewhere — named by a
+/// trigger, or seen before they moved to another shard — are left alone.
+fn in_scope<K, F, Fut>(reconcile: F, scope: &Scope) -> impl FnMut(Arc<K>, Arc<Context>) -> Reconciling
 where
     K: Resource + Send + Sync + 'static,
     F: Fn(Arc<K>, Arc<Context>) -> Fut + Send + Sync + Clone + 'static,
     Fut: Future<Output = Result<controller::Action, super::controller::Error>> + Send + 'static,
 {
-    let namespaces: Vec<String> = namespaces.to_vec();
+    let scope = scope.clone();
     move |object: Arc<K>, ctx: Arc<Context>| {
-        let wanted = namespaces.is_empty()
-            || object
-                .meta()
-                .namespace
-                .as_ref()
-                .is_some_and(|ns| namespaces.contains(ns));
-        if wanted {
+        if scope.admits(object.meta()) {
             Box::pin(reconcile(object, ctx))
         } else {
             Box::pin(async { Ok(controller::Action::await_change()) })

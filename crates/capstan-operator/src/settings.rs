@@ -19,6 +19,9 @@ pub const DEFAULT_DRIFT_INTERVAL: Duration = Duration::from_secs(10 * 60);
 pub struct Settings {
     /// Namespaces watched; empty: all namespaces.
     pub namespaces: Vec<String>,
+    /// The shard this operator reconciles (`--shard`, see [`crate::shard`]); `None`: the
+    /// default shard, the objects without a shard label.
+    pub shard: Option<String>,
     /// Reconciles of one kind that run at once.
     pub concurrency: u16,
     /// Time between drift passes (at least [`MIN_DRIFT_INTERVAL`]).
@@ -184,6 +187,7 @@ impl Settings {
     pub fn local(cache_dir: PathBuf) -> Settings {
         Settings {
             namespaces: Vec::new(),
+            shard: None,
             concurrency: 4,
             drift_interval: DEFAULT_DRIFT_INTERVAL,
             metrics_addr: None,

@@ -13,6 +13,19 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* The pod labels a Deployment selects: the default shard's are the release's selector
+labels; a shard's differ in name (so the default shard's selector and the webhook Service do
+not take its pods) and carry the shard key. Takes a dict with root and shard. */}}
+{{- define "capstan.shardSelectorLabels" -}}
+{{- if .shard -}}
+app.kubernetes.io/name: {{ .root.Chart.Name }}-shard
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+sharding.capstan.dev/key: {{ .shard | quote }}
+{{- else -}}
+{{ include "capstan.selectorLabels" .root }}
+{{- end -}}
+{{- end -}}
+
 {{/* Labels of every object. */}}
 {{- define "capstan.labels" -}}
 {{ include "capstan.selectorLabels" . }}

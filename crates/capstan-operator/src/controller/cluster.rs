@@ -58,18 +58,30 @@ async fn ensure_addon(cluster: &DynamicObject, ctx: &Context) -> Result<Action, 
         .await
         .map_err(|e| Error::Kube(format!("reading ClusterAddon {namespace}/{name}: {e}")))?;
     match existing {
-        Some(addon) if addon.spec.cluster_stack.as_deref() == Some(class.as_str()) => {}
-        Some(_) => {
-            let patch = serde_json::json!({"spec": {"clusterStack": class}});
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map_err(|e| Error::Kube(format!("updating ClusterAddon {namespace}/{name}: {e}")))?;
+        Some(addon) => {
+            // The ClusterAddon follows its Cluster's class and shard (a relabelled Cluster
+            // hands its ClusterAddon to the new shard's operator).
+            let mut patch = crate::shard::follow_owner(&cluster.metadata, &addon.metadata)
+                .unwrap_or_else(|| serde_json::json!({}));
+            if addon.spec.cluster_stack.as_deref() != Some(class.as_str()) {
+                patch["spec"] = serde_json::json!({"clusterStack": class});
+            }
+            if patch != serde_json::json!({}) {
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(|e| Error::Kube(format!("updating ClusterAddon {namespace}/{name}: {e}")))?;
+            }
         }
         None => {
             let addon = ClusterAddon {
                 metadata: ObjectMeta {
                     name: Some(name.clone()),
                     namespace: Some(namespace.clone()),
+                    labels: Some(crate::shard::with_owner_shard(
+                        Default::default(),
+                        &cluster.metadata,
+                    ))
+                    .filter(|labels| !labels.is_empty()),
                     owner_references: Some(vec![OwnerReference {
                         api_version: "cluster.x-k8s.io/v1beta1".into(),
                         kind: "Cluster".into(),

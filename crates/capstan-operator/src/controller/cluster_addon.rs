@@ -241,7 +241,7 @@ async fn apply_release(
                 let message = format!("{count} stage(s) of {hook} done for {class}");
                 progress.condition(APPLIED, true, "StagesDone", message);
                 progress.save().await?;
-                return Ok(Action::requeue(ctx.settings.drift_interval));
+                return Ok(Action::requeue(super::drift_requeue(ctx)));
             }
         }
     }
@@ -401,7 +401,7 @@ async fn apply_chart(
     apply_objects(progress, steps.applier, &objects, inventory, drift_pass).await?;
     record_applied(progress, steps.class, render);
     progress.save().await?;
-    Ok(Action::requeue(ctx.settings.drift_interval))
+    Ok(Action::requeue(super::drift_requeue(ctx)))
 }
 
 /// Marks `Applied` false at once when the class changed (only while the status still says
@@ -460,7 +460,7 @@ async fn drift_stages(
     progress.status.resources = resources;
     progress.status.last_reconciled = Some(now());
     progress.save().await?;
-    Ok(Action::requeue(ctx.settings.drift_interval))
+    Ok(Action::requeue(super::drift_requeue(ctx)))
 }
 
 /// Applies `objects` to the workload cluster with `inventory` (pruning what left it) and

@@ -275,6 +275,7 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
     }
     let releases_api: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), &namespace);
     let owned = owned_releases(stack, &releases_api).await?;
+    follow_shard(stack, &releases_api, &owned).await?;
     for tag in &wanted {
         if !owned.contains_key(tag) {
             create_release(stack, ctx, &releases_api, tag, &stack_name.to_string()).await?;
@@ -424,6 +425,27 @@ async fn owned_releases(
         .collect())
 }
 
+/// Moves the releases `stack` owns into its shard (a relabelled ClusterStack hands its
+/// releases to the new shard's operator).
+async fn follow_shard(
+    stack: &ClusterStack,
+    api: &Api<ClusterStackRelease>,
+    owned: &BTreeMap<String, ClusterStackRelease>,
+) -> Result<(), Error> {
+    for (name, release) in owned {
+        if let Some(patch) = crate::shard::follow_owner(&stack.metadata, &release.metadata) {
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(|e| {
+                    Error::Kube(format!(
+                        "moving ClusterStackRelease {name} to the stack's shard: {e}"
+                    ))
+                })?;
+        }
+    }
+    Ok(())
+}
+
 async fn create_release(
     stack: &ClusterStack,
     ctx: &Context,
@@ -440,13 +462,16 @@ async fn create_release(
         metadata: ObjectMeta {
             name: Some(tag.to_string()),
             namespace: stack.namespace(),
-            labels: Some(BTreeMap::from([
-                (STACK_LABEL.to_string(), stack_name.to_string()),
-                (
-                    capstan_apply::ssa::MANAGED_BY_LABEL.to_string(),
-                    capstan_apply::ssa::MANAGED_BY.to_string(),
-                ),
-            ])),
+            labels: Some(crate::shard::with_owner_shard(
+                BTreeMap::from([
+                    (STACK_LABEL.to_string(), stack_name.to_string()),
+                    (
+                        capstan_apply::ssa::MANAGED_BY_LABEL.to_string(),
+                        capstan_apply::ssa::MANAGED_BY.to_string(),
+                    ),
+                ]),
+                &stack.metadata,
+            )),
             owner_references: Some(vec![owner_reference(stack)]),
             ..ObjectMeta::default()
         },

@@ -242,7 +242,7 @@ async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, E
         return Ok(Action::requeue(wait));
     }
     apply_render(&mut progress, &render, &inputs, applied_before).await?;
-    Ok(Action::requeue(ctx.settings.drift_interval))
+    Ok(Action::requeue(super::drift_requeue(ctx)))
 }
 
 async fn apply_render(

@@ -112,12 +112,20 @@ const BACKOFF_FIRST: Duration = Duration::from_secs(2);
 /// Longest retry delay.
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
 
-/// The delay before retrying `key` after one more failure.
+/// The delay before retrying `key` after one more failure (jittered).
 pub fn backoff(ctx: &Context, key: &str) -> Duration {
     let failures = ctx.failed(key);
-    BACKOFF_FIRST
-        .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
-        .min(BACKOFF_MAX)
+    crate::jitter::jitter(
+        BACKOFF_FIRST
+            .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
+            .min(BACKOFF_MAX),
+    )
+}
+
+/// The delay until the next drift pass after a full one: the drift interval, jittered so
+/// objects applied together do not come due together.
+pub fn drift_requeue(ctx: &Context) -> Duration {
+    crate::jitter::jitter(ctx.settings.drift_interval)
 }
 
 /// Time left until the next drift check of an object last checked at `last`, or `None` when

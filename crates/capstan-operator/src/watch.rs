@@ -1,0 +1,654 @@
+//! What the operator watches, and which changes wake a reconcile.
+//!
+//! - **Scope**: with `-n` the watches are namespaced (one per namespace, merged), so the
+//!   operator needs no cluster-wide list or watch rights; with `--shard` (or without, for the
+//!   default shard) they carry the shard's label selector ([`crate::shard`]).
+//! - **Predicates**: a Cluster wakes its reconciles only when its class, Kubernetes version,
+//!   `controlPlaneReady`, deletion or shard changes; a Secret only when it is a Cluster's
+//!   `<cluster>-kubeconfig` and its data (or identity, or deletion) changes.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use futures::stream::{self, BoxStream, StreamExt};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::{WatchStreamExt, watcher as watch_api};
+
+use kube::{Client, Resource};
+
+use crate::api::ClusterAddon;
+use crate::controller::cluster::addon_name;
+
+/// The label Cluster API puts on a Cluster's Secrets (kubeconfig, certificates).
+pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+
+/// A watch's events, from one or several namespaces.
+pub type Events<K> = BoxStream<'static, Result<Event<K>, watcher::Error>>;
+
+/// Where the operator looks: its namespaces (all when empty) and its shard.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    pub namespaces: Vec<String>,
+    /// `None`: the default shard.
+    pub shard: Option<String>,
+}
+
+impl Scope {
+    /// One API per watched namespace, or one over all namespaces.
+    pub fn apis<K>(&self, client: &Client) -> Vec<Api<K>>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        if self.namespaces.is_empty() {
+            return vec![Api::all(client.clone())];
+        }
+        self.namespaces
+            .iter()
+            .map(|ns| Api::namespaced(client.clone(), ns))
+            .collect()
+    }
+
+    /// [`Scope::apis`] of a namespaced kind known at run time (Cluster API's).
+    pub fn dynamic_apis(&self, client: &Client, resource: &ApiResource) -> Vec<Api<DynamicObject>> {
+        if self.namespaces.is_empty() {
+            return vec![Api::all_with(client.clone(), resource)];
+        }
+        self.namespaces
+            .iter()
+            .map(|ns| Api::namespaced_with(client.clone(), ns, resource))
+            .collect()
+    }
+
+    /// `config` narrowed to the objects of this shard.
+    pub fn sharded(&self, config: watcher::Config) -> watcher::Config {
+        config.labels(&crate::shard::selector(self.shard.as_deref()))
+    }
+
+    /// Whether this operator reconciles an object with `meta`: in a watched namespace and in
+    /// its shard. Checked again at reconcile, for objects a trigger or a stale event names.
+    pub fn admits(&self, meta: &ObjectMeta) -> bool {
+        let in_namespace = self.namespaces.is_empty()
+            || meta
+                .namespace
+                .as_ref()
+                .is_some_and(|ns| self.namespaces.contains(ns));
+        in_namespace && crate::shard::owns(self.shard.as_deref(), meta)
+    }
+
+    /// `event` of a watch wider than the scope (the ClusterStacks', whose store serves every
+    /// shard), as the scope's trigger sees it: an object outside the scope is gone, so
+    /// [`changed`] forgets it and it wakes a reconcile when it comes back.
+    pub fn as_seen_by_trigger<K: Resource>(&self, event: Event<K>) -> Event<K> {
+        match event {
+            Event::Apply(object) | Event::InitApply(object) if !self.admits(object.meta()) => {
+                Event::Delete(object)
+            }
+            other => other,
+        }
+    }
+
+    /// Whether namespaces are merged (several `-n`).
+    fn merges(&self) -> bool {
+        self.namespaces.len() > 1
+    }
+}
+
+/// The events of `watch` run on every API of `apis`, with kube's default backoff, as one
+/// stream (see [`Merged`] for several).
+pub fn watch_all<K, F, S>(apis: Vec<Api<K>>, watch: F) -> Events<K>
+where
+    K: Resource + Clone + Send + 'static,
+    F: Fn(Api<K>) -> S,
+    S: futures::Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
+{
+    let count = apis.len();
+    let streams: Vec<_> = apis
+        .into_iter()
+        .enumerate()
+        .map(|(index, api)| watch(api).default_backoff().map(move |e| (index, e)).boxed())
+        .collect();
+    if count == 1 {
+        return streams
+            .into_iter()
+            .next()
+            .map(|s| s.map(|(_, e)| e).boxed())
+            .unwrap_or_else(|| stream::empty().boxed());
+    }
+    let mut merged = Merged::new(count);
+    stream::select_all(streams)
+        .flat_map(move |(index, event)| {
+            let out: Vec<Result<Event<K>, watcher::Error>> = match event {
+                Ok(event) => merged.on(index, event).into_iter().map(Ok).collect(),
+                Err(error) => vec![Err(error)],
+            };
+            stream::iter(out)
+        })
+        .boxed()
+}
+
+/// The watcher of `api` with `config` (a helper for [`watch_all`]).
+pub fn objects<K>(config: watcher::Config) -> impl Fn(Api<K>) -> Events<K>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    move |api| watch_api(api, config.clone()).boxed()
+}
+
+/// Several namespaces' watches as one watch. kube's reflector keeps one store per watch and
+/// replaces it whole on a (re)list, so one namespace's relist would drop the others' objects.
+/// The merge turns each namespace's lists into applies and deletes against what it had, and
+/// lists everything once, as one initial list, when every namespace has listed.
+#[derive(Debug)]
+pub struct Merged<K> {
+    /// Per namespace: the objects it has, by name; and the relist being read.
+    current: Vec<HashMap<String, K>>,
+    relist: Vec<Option<HashMap<String, K>>>,
+    listed: Vec<bool>,
+    /// Whether the first whole list went out.
+    started: bool,
+}
+
+impl<K: Resource + Clone> Merged<K> {
+    pub fn new(count: usize) -> Merged<K> {
+        Merged {
+            current: vec![HashMap::new(); count],
+            relist: vec![None; count],
+            listed: vec![false; count],
+            started: false,
+        }
+    }
+
+    /// The events to pass on for `event` of namespace `index`.
+    pub fn on(&mut self, index: usize, event: Event<K>) -> Vec<Event<K>> {
+        let name = |object: &K| object.meta().name.clone().unwrap_or_default();
+        match event {
+            Event::Apply(object) => {
+                self.current[index].insert(name(&object), object.clone());
+                if self.started {
+                    vec![Event::Apply(object)]
+                } else {
+                    Vec::new()
+                }
+            }
+            Event::Delete(object) => {
+                self.current[index].remove(&name(&object));
+                if self.started {
+                    vec![Event::Delete(object)]
+                } else {
+                    Vec::new()
+                }
+            }
+            Event::Init => {
+                self.relist[index] = Some(HashMap::new());
+                Vec::new()
+            }
+            Event::InitApply(object) => {
+                self.relist[index]
+                    .get_or_insert_with(HashMap::new)
+                    .insert(name(&object), object);
+                Vec::new()
+            }
+            Event::InitDone => {
+                let fresh = self.relist[index].take().unwrap_or_default();
+                let old = std::mem::replace(&mut self.current[index], fresh);
+                self.listed[index] = true;
+                if !self.started {
+                    if !self.listed.iter().all(|l| *l) {
+                        return Vec::new();
+                    }
+                    self.started = true;
+                    let mut out = vec![Event::Init];
+                    for objects in &self.current {
+                        out.extend(objects.values().cloned().map(Event::InitApply));
+                    }
+                    out.push(Event::InitDone);
+                    return out;
+                }
+                let mut out: Vec<Event<K>> = old
+                    .into_iter()
+                    .filter(|(name, _)| !self.current[index].contains_key(name))
+                    .map(|(_, gone)| Event::Delete(gone))
+                    .collect();
+                out.extend(self.current[index].values().cloned().map(Event::Apply));
+                out
+            }
+        }
+    }
+}
+
+/// What a predicate hashes: the object's fields a reconcile reads; `None`: the object never
+/// wakes one.
+pub type Trigger<K> = fn(&K) -> Option<u64>;
+
+/// The objects of `events` whose [`Trigger`] value changed since this watch last saw them;
+/// with `deletes`, deleted objects too. Unlike kube's `predicate_filter`, an object that left
+/// the watch (deleted, or moved out of the label selector: another shard) is forgotten, so it
+/// wakes a reconcile when it comes back unchanged.
+pub fn changed<K, S>(
+    events: S,
+    trigger: Trigger<K>,
+    deletes: bool,
+) -> BoxStream<'static, Result<K, watcher::Error>>
+where
+    K: Resource + Send + 'static,
+    S: futures::Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
+{
+    let mut changes = Changes::new(trigger, deletes);
+    events
+        .flat_map(move |event| {
+            let out: Vec<Result<K, watcher::Error>> = match event {
+                Ok(event) => changes.on(event).into_iter().map(Ok).collect(),
+                Err(error) => vec![Err(error)],
+            };
+            stream::iter(out)
+        })
+        .boxed()
+}
+
+/// The state of [`changed`]: the trigger value last seen per object.
+pub struct Changes<K> {
+    trigger: Trigger<K>,
+    deletes: bool,
+    seen: HashMap<(Option<String>, String), u64>,
+    /// The objects a relist under way has shown.
+    relisted: Option<std::collections::HashSet<(Option<String>, String)>>,
+}
+
+impl<K: Resource> Changes<K> {
+    pub fn new(trigger: Trigger<K>, deletes: bool) -> Changes<K> {
+        Changes {
+            trigger,
+            deletes,
+            seen: HashMap::new(),
+            relisted: None,
+        }
+    }
+
+    /// The object `event` passes on, if any.
+    pub fn on(&mut self, event: Event<K>) -> Option<K> {
+        let key = |object: &K| {
+            let meta = object.meta();
+            (meta.namespace.clone(), meta.name.clone().unwrap_or_default())
+        };
+        match event {
+            Event::Init => {
+                self.relisted = Some(Default::default());
+                None
+            }
+            Event::InitDone => {
+                if let Some(relisted) = self.relisted.take() {
+                    self.seen.retain(|key, _| relisted.contains(key));
+                }
+                None
+            }
+            Event::Delete(object) => {
+                self.seen.remove(&key(&object));
+                self.deletes.then_some(object)
+            }
+            Event::Apply(object) | Event::InitApply(object) => {
+                let key = key(&object);
+                if let Some(relisted) = &mut self.relisted {
+                    relisted.insert(key.clone());
+                }
+                let value = (self.trigger)(&object)?;
+                (self.seen.insert(key, value) != Some(value)).then_some(object)
+            }
+        }
+    }
+}
+
+/// What must change on a Cluster to wake its reconciles: the class (and its namespace), the
+/// Kubernetes version, `status.controlPlaneReady`, the deletion mark, the object itself (a
+/// Cluster made again) and its shard. Other edits (status, labels, replicas) wait for the next
+/// drift pass.
+pub fn cluster_trigger(cluster: &DynamicObject) -> Option<u64> {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let text = |path: &str| cluster.data.pointer(path).map(|v| v.to_string());
+    text("/spec/topology/class").hash(&mut hasher);
+    text("/spec/topology/classNamespace").hash(&mut hasher);
+    text("/spec/topology/version").hash(&mut hasher);
+    text("/status/controlPlaneReady").hash(&mut hasher);
+    cluster.metadata.deletion_timestamp.is_some().hash(&mut hasher);
+    cluster.metadata.uid.hash(&mut hasher);
+    crate::shard::key_of(&cluster.metadata).hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+/// What must change on a kubeconfig Secret to wake its ClusterAddon: its data, deletion mark
+/// or identity. A relabel or annotation does not; a Secret that is no kubeconfig never does.
+pub fn kubeconfig_trigger(secret: &Secret) -> Option<u64> {
+    kubeconfig_addon(&secret.metadata)?;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for (key, value) in secret.data.iter().flatten() {
+        key.hash(&mut hasher);
+        value.0.hash(&mut hasher);
+    }
+    secret.metadata.deletion_timestamp.is_some().hash(&mut hasher);
+    secret.metadata.uid.hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+/// The ClusterAddon a Secret wakes: only a Cluster's kubeconfig, `<cluster>-kubeconfig`
+/// labelled with its Cluster (Cluster API's other Secrets — CA, etcd, service account,
+/// proxy — carry the label too).
+pub fn kubeconfig_addon(meta: &ObjectMeta) -> Option<ObjectRef<ClusterAddon>> {
+    let cluster = meta.labels.as_ref()?.get(CLUSTER_NAME_LABEL)?;
+    let name = meta.name.as_deref()?;
+    if name.strip_suffix("-kubeconfig") != Some(cluster.as_str()) {
+        return None;
+    }
+    let namespace = meta.namespace.as_deref()?;
+    Some(ObjectRef::new(&addon_name(cluster)).within(namespace))
+}
+
+/// The kubeconfig Secrets of `scope`'s namespaces that wake a ClusterAddon, each once per
+/// change of [`kubeconfig_trigger`] (a watch on Cluster API's cluster-name label: a field
+/// selector cannot match a name suffix, so the name is checked here).
+pub fn kubeconfig_secrets(
+    client: &Client,
+    scope: &Scope,
+) -> BoxStream<'static, Result<Secret, watcher::Error>> {
+    let config = watcher::Config::default()
+        .labels(CLUSTER_NAME_LABEL)
+        .any_semantic();
+    changed(
+        watch_all(scope.apis::<Secret>(client), objects(config)),
+        kubeconfig_trigger,
+        true,
+    )
+}
+
+/// Whether events of several namespaces are merged (for the logs).
+pub fn describe(scope: &Scope) -> String {
+    let namespaces = if scope.namespaces.is_empty() {
+        "all namespaces".to_string()
+    } else if scope.merges() {
+        format!("namespaces {} (merged watches)", scope.namespaces.join(", "))
+    } else {
+        format!("namespace {}", scope.namespaces[0])
+    };
+    format!(
+        "{namespaces}, shard {}",
+        scope.shard.as_deref().unwrap_or("(default: unlabelled objects)")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use serde_json::json;
+
+    fn object(name: &str, version: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                resource_version: Some(version.into()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        }
+    }
+
+    /// Events as `kind name@version`, to compare streams as text.
+    fn show(events: &[Event<ConfigMap>]) -> Vec<String> {
+        let it = |o: &ConfigMap| {
+            format!(
+                "{}@{}",
+                o.metadata.name.as_deref().unwrap_or(""),
+                o.metadata.resource_version.as_deref().unwrap_or("")
+            )
+        };
+        events
+            .iter()
+            .map(|e| match e {
+                Event::Init => "init".to_string(),
+                Event::InitDone => "done".to_string(),
+                Event::InitApply(o) => format!("list {}", it(o)),
+                Event::Apply(o) => format!("apply {}", it(o)),
+                Event::Delete(o) => format!("delete {}", it(o)),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn merged_namespaces_list_once_then_relist_without_dropping_the_others() {
+        let mut merged = Merged::<ConfigMap>::new(2);
+        // Namespace 0 lists a; nothing goes out until namespace 1 has listed too.
+        assert!(merged.on(0, Event::Init).is_empty());
+        assert!(merged.on(0, Event::InitApply(object("a", "1"))).is_empty());
+        assert!(merged.on(0, Event::InitDone).is_empty());
+        assert!(merged.on(0, Event::Apply(object("a", "2"))).is_empty());
+        assert!(merged.on(1, Event::Init).is_empty());
+        assert!(merged.on(1, Event::InitApply(object("b", "1"))).is_empty());
+        let first = merged.on(1, Event::InitDone);
+        assert_eq!(first.first().map(|e| matches!(e, Event::Init)), Some(true));
+        assert_eq!(first.last().map(|e| matches!(e, Event::InitDone)), Some(true));
+        let mut listed = show(&first[1..first.len() - 1]);
+        listed.sort();
+        assert_eq!(listed, vec!["list a@2", "list b@1"]);
+
+        // Then changes pass as they come.
+        assert_eq!(
+            show(&merged.on(1, Event::Apply(object("c", "3")))),
+            vec!["apply c@3"]
+        );
+        assert_eq!(
+            show(&merged.on(0, Event::Delete(object("a", "4")))),
+            vec!["delete a@4"]
+        );
+
+        // Namespace 1 relists (its watch expired): b is gone, c changed, d is new; namespace
+        // 0's objects are not touched (a whole-store relist would have dropped them).
+        assert_eq!(
+            show(&merged.on(0, Event::Apply(object("e", "5")))),
+            vec!["apply e@5"]
+        );
+        assert!(merged.on(1, Event::Init).is_empty());
+        assert!(merged.on(1, Event::InitApply(object("c", "6"))).is_empty());
+        assert!(merged.on(1, Event::InitApply(object("d", "6"))).is_empty());
+        let mut relisted = show(&merged.on(1, Event::InitDone));
+        relisted.sort();
+        assert_eq!(relisted, vec!["apply c@6", "apply d@6", "delete b@1"]);
+        assert_eq!(merged.current[0].len(), 1, "namespace 0 keeps e");
+    }
+
+    /// A trigger on the ConfigMap's data only.
+    fn data_of(map: &ConfigMap) -> Option<u64> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        map.data.hash(&mut hasher);
+        Some(hasher.finish())
+    }
+
+    fn with_data(name: &str, version: &str, value: &str) -> ConfigMap {
+        let mut map = object(name, version);
+        map.data = Some([("k".to_string(), value.to_string())].into());
+        map
+    }
+
+    #[test]
+    fn an_object_that_left_wakes_again_when_it_comes_back_unchanged() {
+        let mut changes = Changes::new(data_of, false);
+        let passed = |out: Option<ConfigMap>| out.map(|m| show(&[Event::Apply(m)]).remove(0));
+        // (event, passed on)
+        let table: Vec<(Event<ConfigMap>, Option<&str>)> = vec![
+            (Event::Init, None),
+            (Event::InitApply(with_data("a", "1", "x")), Some("apply a@1")),
+            (Event::InitApply(with_data("b", "1", "x")), Some("apply b@1")),
+            (Event::InitDone, None),
+            // A status write: the trigger value is the same.
+            (Event::Apply(with_data("a", "2", "x")), None),
+            (Event::Apply(with_data("a", "3", "y")), Some("apply a@3")),
+            // Out of the selector (another shard), then back unchanged: woken again.
+            (Event::Delete(with_data("a", "4", "y")), None),
+            (Event::Apply(with_data("a", "5", "y")), Some("apply a@5")),
+            // A relist without b (it left while the watch was down), then b back.
+            (Event::Init, None),
+            (Event::InitApply(with_data("a", "5", "y")), None),
+            (Event::InitDone, None),
+            (Event::Apply(with_data("b", "6", "x")), Some("apply b@6")),
+        ];
+        for (i, (event, want)) in table.into_iter().enumerate() {
+            assert_eq!(passed(changes.on(event)).as_deref(), want, "row {i}");
+        }
+        let mut with_deletes = Changes::new(data_of, true);
+        assert!(with_deletes.on(Event::Apply(with_data("a", "1", "x"))).is_some());
+        assert!(with_deletes.on(Event::Delete(with_data("a", "2", "x"))).is_some());
+    }
+
+    fn cluster(value: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(value).expect("cluster")
+    }
+
+    #[test]
+    fn a_cluster_wakes_reconciles_only_for_what_they_read() {
+        let base = json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+            "metadata": {"name": "c", "namespace": "ns", "uid": "u1", "resourceVersion": "1"},
+            "spec": {"topology": {"class": "docker-ferrol-1-27-v1", "version": "v1.27.3"},
+                     "paused": false},
+            "status": {"controlPlaneReady": false, "phase": "Provisioning"},
+        });
+        let edit = |path: &str, value: serde_json::Value| {
+            let mut changed = base.clone();
+            *changed.pointer_mut(path).expect("path") = value;
+            cluster(changed)
+        };
+        let with_meta = |key: &str, value: serde_json::Value| {
+            let mut changed = base.clone();
+            changed["metadata"][key] = value;
+            cluster(changed)
+        };
+        let before = cluster_trigger(&cluster(base.clone()));
+        // (what changed, wakes)
+        let table: Vec<(&str, DynamicObject, bool)> = vec![
+            (
+                "class",
+                edit("/spec/topology/class", json!("docker-ferrol-1-27-v2")),
+                true,
+            ),
+            ("version", edit("/spec/topology/version", json!("v1.28.0")), true),
+            (
+                "controlPlaneReady",
+                edit("/status/controlPlaneReady", json!(true)),
+                true,
+            ),
+            (
+                "deletion",
+                with_meta("deletionTimestamp", json!("2026-01-01T00:00:00Z")),
+                true,
+            ),
+            ("made again", with_meta("uid", json!("u2")), true),
+            (
+                "shard",
+                with_meta("labels", json!({crate::shard::SHARD_LABEL: "a"})),
+                true,
+            ),
+            ("status phase", edit("/status/phase", json!("Provisioned")), false),
+            ("paused", edit("/spec/paused", json!(true)), false),
+            ("resourceVersion", with_meta("resourceVersion", json!("9")), false),
+            ("other label", with_meta("labels", json!({"team": "x"})), false),
+            (
+                "annotation",
+                with_meta("annotations", json!({"note": "x"})),
+                false,
+            ),
+        ];
+        for (what, changed, wakes) in table {
+            assert_eq!(cluster_trigger(&changed) != before, wakes, "{what}");
+        }
+    }
+
+    fn secret(name: &str, cluster: Option<&str>, data: &str) -> Secret {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": "s1",
+                         "labels": cluster.map(|c| json!({CLUSTER_NAME_LABEL: c}))},
+            "data": {"value": data},
+        }))
+        .expect("secret")
+    }
+
+    #[test]
+    fn only_a_clusters_kubeconfig_secret_wakes_its_addon() {
+        #[rustfmt::skip]
+        let table: &[(&str, Option<&str>, Option<&str>)] = &[
+            ("web-kubeconfig", Some("web"), Some("cluster-addon-web")),
+            ("web-ca", Some("web"), None),
+            ("web-etcd", Some("web"), None),
+            ("web-user-kubeconfig", Some("web"), None),
+            ("other-kubeconfig", Some("web"), None),
+            ("web-kubeconfig", None, None),
+        ];
+        for (name, cluster, want) in table {
+            let got = kubeconfig_addon(&secret(name, *cluster, "eA==").metadata);
+            assert_eq!(got.as_ref().map(|r| r.name.as_str()), *want, "{name}");
+            if let Some(r) = got {
+                assert_eq!(r.namespace.as_deref(), Some("ns"));
+            }
+        }
+        let a = secret("web-kubeconfig", Some("web"), "eA==");
+        let mut relabelled = a.clone();
+        relabelled
+            .metadata
+            .labels
+            .get_or_insert_default()
+            .insert("x".into(), "y".into());
+        assert_eq!(kubeconfig_trigger(&a), kubeconfig_trigger(&relabelled));
+        assert_ne!(
+            kubeconfig_trigger(&a),
+            kubeconfig_trigger(&secret("web-kubeconfig", Some("web"), "eQ=="))
+        );
+    }
+
+    #[test]
+    fn a_stack_that_moves_to_another_shard_and_back_wakes_its_reconcile() {
+        let shard_a = Scope {
+            namespaces: Vec::new(),
+            shard: Some("a".into()),
+        };
+        let labelled = |version: &str, shard: Option<&str>| {
+            let mut map = with_data("stack", version, "spec");
+            map.metadata.labels =
+                shard.map(|s| [(crate::shard::SHARD_LABEL.to_string(), s.to_string())].into());
+            map
+        };
+        let trigger = |map: &ConfigMap| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            map.data.hash(&mut hasher);
+            crate::shard::key_of(&map.metadata).hash(&mut hasher);
+            Some(hasher.finish())
+        };
+        let mut changes = Changes::new(trigger, false);
+        let mut seen = |event| changes.on(shard_a.as_seen_by_trigger(event)).is_some();
+        assert!(seen(Event::Apply(labelled("1", Some("a")))));
+        assert!(!seen(Event::Apply(labelled("2", Some("a")))), "a status write");
+        assert!(!seen(Event::Apply(labelled("3", Some("b")))), "moved to shard b");
+        assert!(
+            !seen(Event::Apply(labelled("4", None))),
+            "moved to the default shard"
+        );
+        assert!(seen(Event::Apply(labelled("5", Some("a")))), "back in shard a");
+    }
+
+    #[test]
+    fn a_scope_admits_its_namespaces_and_shard() {
+        let meta = |ns: &str, shard: Option<&str>| ObjectMeta {
+            namespace: Some(ns.into()),
+            labels: shard.map(|s| [(crate::shard::SHARD_LABEL.to_string(), s.to_string())].into()),
+            ..ObjectMeta::default()
+        };
+        let all = Scope::default();
+        let tenant_a = Scope {
+            namespaces: vec!["tenant".into()],
+            shard: Some("a".into()),
+        };
+        assert!(all.admits(&meta("x", None)));
+        assert!(!all.admits(&meta("x", Some("a"))));
+        assert!(tenant_a.admits(&meta("tenant", Some("a"))));
+        assert!(!tenant_a.admits(&meta("other", Some("a"))));
+        assert!(!tenant_a.admits(&meta("tenant", None)));
+    }
+}

@@ -25,7 +25,8 @@ use super::settings::Settings;
 use super::sources::Sources;
 use capstan_apply::ssa::{INVENTORY_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL};
 use capstan_source::cache::Cache;
-use k8s_openapi::api::core::v1::Secret;
+use futures::TryStreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 
 /// The label Cluster API puts on a Cluster's Secrets (kubeconfig, certificates).
 const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
@@ -281,6 +282,7 @@ async fn run_controllers(
         .applied_objects()
         .predicate_filter(spec_or_deletion::<ClusterAddon>, PredicateConfig::default());
     let secrets: Api<Secret> = Api::all(client.clone());
+    let user_values = user_value_changes(&client, &watch_config, &addons);
     let addon_controller = Controller::for_stream(addon_events, addons)
         .watches_with(
             clusters,
@@ -301,6 +303,7 @@ async fn run_controllers(
                 Some(ObjectRef::new(&cluster::addon_name(&cluster)).within(&namespace))
             },
         )
+        .reconcile_on(user_values)
         .with_config(concurrency.clone())
         .graceful_shutdown_on(shutdown.clone())
         .run(
@@ -326,6 +329,88 @@ async fn run_controllers(
     );
     tracing::info!("controllers stopped");
     Ok(())
+}
+
+/// Label of a ConfigMap or Secret holding a Cluster's user values (`addon-values-from`): a
+/// change to one so labelled re-renders the ClusterAddons of its namespace at once (unlabelled
+/// ones are read again on the next pass).
+pub const USER_VALUES_LABEL: &str = "clusterstack.x-k8s.io/addon-values";
+
+/// The ClusterAddons to look at again when user values change: those using a ClusterStack
+/// whose spec (`addonValues`) changed, and those in the namespace of a labelled ConfigMap or
+/// Secret that changed. A wake-up with nothing changed renders nothing (the inputs hash).
+fn user_value_changes(
+    client: &Client,
+    watch_config: &watcher::Config,
+    addons: &reflector::Store<ClusterAddon>,
+) -> impl futures::Stream<Item = ObjectRef<ClusterAddon>> + Send + 'static {
+    let of_stack = addons.clone();
+    let stacks = watcher(Api::<ClusterStack>::all(client.clone()), watch_config.clone())
+        .default_backoff()
+        .applied_objects()
+        .predicate_filter(spec_or_deletion::<ClusterStack>, PredicateConfig::default())
+        .map_ok(move |stack| addons_of_stack(&of_stack.state(), &stack))
+        .boxed();
+    let labelled = watcher::Config::default().labels(USER_VALUES_LABEL);
+    let in_namespace = |store: reflector::Store<ClusterAddon>| {
+        move |namespace: Option<String>| addons_in(&store.state(), namespace.as_deref().unwrap_or_default())
+    };
+    let config_maps = watcher(Api::<ConfigMap>::all(client.clone()), labelled.clone())
+        .default_backoff()
+        .applied_objects()
+        .map_ok({
+            let wake = in_namespace(addons.clone());
+            move |map| wake(map.metadata.namespace)
+        })
+        .boxed();
+    let secrets = watcher(Api::<Secret>::all(client.clone()), labelled)
+        .default_backoff()
+        .applied_objects()
+        .map_ok({
+            let wake = in_namespace(addons.clone());
+            move |secret| wake(secret.metadata.namespace)
+        })
+        .boxed();
+    futures::stream::select_all([stacks, config_maps, secrets]).flat_map(|batch| {
+        futures::stream::iter(match batch {
+            Ok(refs) => refs,
+            // The watch retries with backoff; the pass interval covers the gap.
+            Err(error) => {
+                tracing::warn!(%error, "watching user values");
+                Vec::new()
+            }
+        })
+    })
+}
+
+/// The ClusterAddons whose release (`spec.clusterStack`) is one of `stack`'s.
+fn addons_of_stack(addons: &[Arc<ClusterAddon>], stack: &ClusterStack) -> Vec<ObjectRef<ClusterAddon>> {
+    let spec = &stack.spec;
+    let prefix = format!(
+        "{}-{}-{}-",
+        spec.provider,
+        spec.name,
+        spec.kubernetes_version.replace('.', "-")
+    );
+    addons
+        .iter()
+        .filter(|a| {
+            a.spec
+                .cluster_stack
+                .as_deref()
+                .is_some_and(|c| c.starts_with(&prefix))
+        })
+        .map(|a| ObjectRef::from_obj(a.as_ref()))
+        .collect()
+}
+
+/// The ClusterAddons in `namespace`.
+fn addons_in(addons: &[Arc<ClusterAddon>], namespace: &str) -> Vec<ObjectRef<ClusterAddon>> {
+    addons
+        .iter()
+        .filter(|a| a.metadata.namespace.as_deref() == Some(namespace))
+        .map(|a| ObjectRef::from_obj(a.as_ref()))
+        .collect()
 }
 
 /// The release whose inventory an applied object carries (`capstan.dev/inventory:

@@ -453,7 +453,8 @@ fn class_change(applied: Option<&str>, class: &str) -> Option<String> {
 }
 
 /// Drift pass of a multi-stage addon whose stages ran: the `apply` stages of the recorded
-/// hook are applied again from the stored render (unchanged objects are not sent).
+/// hook are applied again from the stored render (unchanged objects are not sent) — at once
+/// when the render's inputs changed (user values, say), else when a drift pass is due.
 async fn drift_stages(
     progress: &mut Progress<'_>,
     stages: &[capstan_stack::addon_config::Stage],
@@ -461,7 +462,8 @@ async fn drift_stages(
     applier: &Applier,
 ) -> Result<Action, Error> {
     let ctx = progress.ctx;
-    if let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
+    let changed = progress.status.applied_inputs.as_deref() != Some(render.inputs.as_str());
+    if !changed && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
         progress.save().await?;
         return Ok(Action::requeue(wait));
     }
@@ -479,10 +481,12 @@ async fn drift_stages(
             Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
         };
         let inventory = stage_inventory(progress.object, &stage.name);
-        apply_objects(progress, applier, &objects, inventory, true).await?;
+        apply_objects(progress, applier, &objects, inventory, !changed).await?;
         resources.append(&mut progress.status.resources);
     }
     progress.status.resources = resources;
+    progress.status.applied_inputs = Some(render.inputs.clone());
+    progress.status.applied_revision = Some(i64::from(render.revision));
     progress.status.last_reconciled = Some(now());
     progress.save().await?;
     Ok(Action::requeue(ctx.settings.drift_interval))

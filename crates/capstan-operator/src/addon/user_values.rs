@@ -283,7 +283,7 @@ mod tests {
         }
     }
 
-    /// (stack field, referenced text, annotation) → the layers' sources in order.
+    /// The layers' sources come in the documented order, whichever are present.
     #[test]
     fn layers_come_in_documented_order() {
         let referenced = || {
@@ -293,7 +293,9 @@ mod tests {
             })
         };
         let annotated = json!({VALUES_ANNOTATION: "c: 3"});
-        let cases: [(Option<&str>, Option<Layer>, serde_json::Value, &[&str]); 4] = [
+        /// (stack field, referenced layer, annotations, the sources expected in order)
+        type Case<'a> = (Option<&'a str>, Option<Layer>, serde_json::Value, &'a [&'a str]);
+        let cases: [Case; 4] = [
             (None, None, json!({}), &[]),
             (
                 Some("a: 1"),

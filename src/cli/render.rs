@@ -28,7 +28,8 @@ use capstan_template::funcs::FuncEnv;
         (csctl.yaml), OWNER/REPO@TAG (a GitHub release, pulled into the cache when missing), \
         oci://HOST/REPO@TAG (a release in an OCI registry, likewise), git+URL#REF[:PATH] (a git commit built into a v0-sha.<hash> release) or a release tag \
         already in the cache; the ClusterClass chart and the addon chart(s) are rendered with the runtime values \
-        computed from the Cluster (and --control-plane, --infra-cluster), one stream per part."
+        computed from the Cluster (and --control-plane, --infra-cluster), with the -f/--values files layered \
+        over the addon charts' values, one stream per part."
 )]
 pub struct Args {
     /// `[NAME] CHART`: optional release name, then the chart directory or .tgz; or RELEASE.
@@ -44,7 +45,9 @@ pub struct Args {
     #[command(flatten)]
     sources: super::source_args::SourceArgs,
 
-    /// Values files (YAML; `-` reads stdin); later files win.
+    /// Values files (YAML; `-` reads stdin); later files win. For a whole release: user
+    /// values for the addon charts, layered over the values computed from the Cluster as the
+    /// operator layers a ClusterStack's `addonValues` and a Cluster's values.
     #[arg(short = 'f', long = "values", value_name = "FILE")]
     values: Vec<PathBuf>,
 
@@ -308,15 +311,7 @@ fn user_values(args: &Args) -> anyhow::Result<capstan_template::Value> {
     let mut files = Vec::new();
     for file in &args.values {
         // `-f -` reads values from stdin, as the cluster-stack operator passes them.
-        let text = if file.as_os_str() == "-" {
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
-                .context("reading values from stdin")?;
-            text
-        } else {
-            std::fs::read_to_string(file)
-                .with_context(|| format!("reading values file {}", file.display()))?
-        };
+        let text = read_values_file(file)?;
         files.push(values::parse(&text, &file.display().to_string())?);
     }
     // Later files win: merge from the last one (the destination wins when merging).
@@ -340,6 +335,18 @@ fn user_values(args: &Args) -> anyhow::Result<capstan_template::Value> {
         strvals::apply_file_content(&base, key, content)?;
     }
     Ok(base)
+}
+
+/// A `-f` file's text; `-` reads stdin, as the cluster-stack operator passes values.
+pub fn read_values_file(file: &Path) -> anyhow::Result<String> {
+    if file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+            .context("reading values from stdin")?;
+        Ok(text)
+    } else {
+        std::fs::read_to_string(file).with_context(|| format!("reading values file {}", file.display()))
+    }
 }
 
 /// Writes `<dir>/<template path>` files like `helm template --output-dir`.
@@ -397,7 +404,6 @@ impl LookupEnv {
 
 fn render_release(args: &Args, release: &str) -> anyhow::Result<()> {
     let unsupported = [
-        (!args.values.is_empty(), "-f/--values"),
         (!args.set.is_empty(), "--set"),
         (!args.set_string.is_empty(), "--set-string"),
         (!args.set_json.is_empty(), "--set-json"),
@@ -409,7 +415,7 @@ fn render_release(args: &Args, release: &str) -> anyhow::Result<()> {
     ];
     if let Some((_, flag)) = unsupported.iter().find(|(on, _)| *on) {
         bail!(
-            "{flag} applies to a single chart; a release is rendered with the values computed from --cluster"
+            "{flag} applies to a single chart; a release is rendered with the values computed from --cluster (and -f/--values files layered over them)"
         );
     }
     let lookup_env = LookupEnv::new(args)?;
@@ -422,5 +428,6 @@ fn render_release(args: &Args, release: &str) -> anyhow::Result<()> {
         namespace: args.namespace.clone(),
         output_dir: args.output_dir.as_deref(),
         json: args.output == Format::Json,
+        values: &args.values,
     })
 }

@@ -3,13 +3,14 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use anyhow::{Context, bail};
 
 use capstan_chart::{manifest, values};
-use capstan_stack::render::{self, Part, RenderOptions};
+use capstan_stack::render::{self, CompiledRelease, Part, RenderOptions};
+use capstan_stack::user_values::UserValues;
 use capstan_template::funcs::FuncEnv;
 
 use super::output::value_to_json;
@@ -30,6 +31,8 @@ pub struct Request<'a> {
     pub output_dir: Option<&'a Path>,
     /// `-o json` instead of the manifest stream.
     pub json: bool,
+    /// `-f` files: user values layered over the addon charts' computed values, in order.
+    pub values: &'a [PathBuf],
 }
 
 pub fn run(args: &Request<'_>) -> anyhow::Result<()> {
@@ -40,7 +43,13 @@ pub fn run(args: &Request<'_>) -> anyhow::Result<()> {
         env: args.env.clone(),
     };
     let resolver = super::repository_args::LazyResolver::new(args.repositories, args.sources);
-    let parts = render::render_release_with(&opened.release, &objects, &opts, &resolver)?;
+    let mut user = Vec::new();
+    for file in args.values {
+        let text = super::render::read_values_file(file)?;
+        user.push(UserValues::parse(&file.display().to_string(), &text)?);
+    }
+    let parts = CompiledRelease::with_resolver(&opened.release, Some(&resolver))?
+        .render_with_user_values(&objects, &opts, &user)?;
     let mut out = std::io::stdout().lock();
     if let Some(dir) = &args.output_dir {
         for part in &parts {

@@ -267,3 +267,79 @@ fn cli_releases_diff() {
     );
     assert_eq!(json[1]["unchanged"], 14);
 }
+
+/// `capstan render RELEASE --cluster … -f FILE` renders the addons with the user's values
+/// layered over the computed ones, exactly as real Helm renders the addon chart with
+/// `-f computed.yaml -f FILE` (the reference operator's `-f -`, then the user's file): a map
+/// merged into a subchart's values, a scalar and a list replaced, a null deleting a default.
+#[test]
+fn cli_user_values_render_like_helm_with_repeated_f() {
+    use capstan_stack::render::CompiledRelease;
+    use capstan_stack::user_values::UserValues;
+    let test = "cli user values vs helm -f";
+    let Some(shared) = capstan_testenv::shared::dir(test) else {
+        return;
+    };
+    let Some(python) = stack::helm_python(test) else {
+        return;
+    };
+    let dir = shared.join("cluster-stack-releases/docker-ferrol-1-27-v1");
+    let release = Release::load(&dir).expect("the shared release loads");
+    let out = scratch("cli-user-values");
+    let user_file = out.join("user-values.yaml");
+    let user_text = "metrics-server:\n  replicas: 3\n  commonLabels:\n    team: platform\n  \
+                     args: null\n  defaultArgs:\n    - --cert-dir=/tmp\n";
+    std::fs::write(&user_file, user_text).unwrap();
+
+    // The binary prints what the library renders with the file layered on.
+    let objects = example_objects();
+    let user = [UserValues::parse(&user_file.display().to_string(), user_text).unwrap()];
+    let compiled = CompiledRelease::new(&release).unwrap();
+    let parts = compiled
+        .render_with_user_values(&objects, &deterministic(), &user)
+        .unwrap();
+    let cli = capstan(&[
+        "render",
+        dir.to_str().unwrap(),
+        "--cluster",
+        "testdata/cluster.yaml",
+        "--control-plane",
+        "testdata/control-plane.yaml",
+        "--infra-cluster",
+        "testdata/infra-cluster.yaml",
+        "--values",
+        user_file.to_str().unwrap(),
+    ]);
+    assert!(cli.status.success(), "{}", String::from_utf8_lossy(&cli.stderr));
+    let printed = String::from_utf8(cli.stdout).unwrap();
+    assert_eq!(printed, labelled_stream(&parts));
+    let without = compiled.render(&objects, &deterministic()).unwrap();
+    assert_ne!(
+        parts[1].rendered, without[1].rendered,
+        "the user values change the addons"
+    );
+    assert!(
+        printed.contains("    team: platform\n"),
+        "the user's label is applied"
+    );
+    // `args: null` deleted the parent chart's default for its subchart.
+    let flag = "--kubelet-insecure-tls";
+    assert!(labelled_stream(&without).contains(flag) && !printed.contains(flag));
+
+    // Real Helm, given the computed values and the user's file as two -f files, agrees.
+    let computed = compiled.addon_values(&objects).unwrap();
+    let computed_file = out.join("computed.yaml");
+    std::fs::write(&computed_file, &computed[0].1.as_ref().unwrap().text).unwrap();
+    let addon = &release.addon_charts().unwrap()[0];
+    let chart_path = match release.addon() {
+        capstan_stack::release::Addon::Single { chart, .. } => chart.clone(),
+        capstan_stack::release::Addon::Staged { .. } => panic!("ferrol v1 has a single addon chart"),
+    };
+    let mut questions =
+        stack::questions_for("ferrol user values", &chart_path, &addon.chart, &parts[1], &out);
+    for question in &mut questions {
+        question.set_values_files(&[&computed_file, &user_file]);
+    }
+    let failures = stack::differences(&shared, &python, &questions, &out);
+    assert!(failures.is_empty(), "parts that differ from Helm: {failures:?}");
+}

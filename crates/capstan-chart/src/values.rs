@@ -36,6 +36,18 @@ fn parse_with_context(text: &str, file: &str, context: String) -> Result<Value, 
     Ok(merged)
 }
 
+/// Several values files merged the way `helm template -f a.yaml -f b.yaml` merges them
+/// (Helm's `MergeValues` over its `-f` files): later files win key by key; where two files
+/// both hold a table at a key the tables merge, anything else (a scalar, a list, a null)
+/// replaces what was there. Nulls are kept: the chart's coalescing ([`crate::coalesce`]) then
+/// deletes the chart default a null meets, as Helm does. Files that are not tables count as
+/// empty ones.
+pub fn merge_files(files: &[Value]) -> Value {
+    files
+        .iter()
+        .fold(new_table(), |merged, file| merge_maps(&merged, file))
+}
+
 /// Helm's `MergeMaps`: `b` wins; where both hold a table, the tables merge recursively.
 fn merge_maps(a: &Value, b: &Value) -> Value {
     let out = new_table();
@@ -127,4 +139,58 @@ pub fn parse_document_typed(text: &str) -> Result<Value, String> {
     yaml_load::parse_yaml(text)
         .and_then(|node| yaml_load::to_typed_value(&node))
         .map_err(|e| e.sigs_message())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(text: &str) -> Value {
+        Value::from_json(&serde_json::from_str(text).expect("valid JSON"))
+    }
+
+    fn to_json(v: &Value) -> String {
+        capstan_encoding::json::marshal(v).expect("encodable")
+    }
+
+    /// `merge_files` as a table: the files in order → the merged values.
+    #[test]
+    fn files_merge_like_helms_repeated_f_flags() {
+        let cases: [(&[&str], &str); 8] = [
+            (&[], "{}"),
+            (&[r#"{"a":1}"#], r#"{"a":1}"#),
+            // Later files win; keys of earlier ones stay.
+            (&[r#"{"a":1,"b":2}"#, r#"{"a":3}"#], r#"{"a":3,"b":2}"#),
+            // Tables merge key by key, at any depth.
+            (
+                &[r#"{"t":{"x":1,"u":{"p":1}}}"#, r#"{"t":{"y":2,"u":{"q":2}}}"#],
+                r#"{"t":{"u":{"p":1,"q":2},"x":1,"y":2}}"#,
+            ),
+            // A scalar replaces a table and a table a scalar; lists are replaced whole.
+            (
+                &[r#"{"t":{"x":1},"s":1}"#, r#"{"t":5,"s":{"z":1}}"#],
+                r#"{"s":{"z":1},"t":5}"#,
+            ),
+            (&[r#"{"l":[1,2]}"#, r#"{"l":[3]}"#], r#"{"l":[3]}"#),
+            // A null replaces the value and stays (the chart's coalescing deletes the default).
+            (
+                &[r#"{"a":1,"t":{"x":1}}"#, r#"{"a":null,"t":{"x":null}}"#],
+                r#"{"a":null,"t":{"x":null}}"#,
+            ),
+            // Three files: the last one wins over both.
+            (&[r#"{"a":1}"#, r#"{"a":2}"#, r#"{"a":3}"#], r#"{"a":3}"#),
+        ];
+        for (files, want) in cases {
+            let values: Vec<Value> = files.iter().map(|f| json(f)).collect();
+            assert_eq!(to_json(&merge_files(&values)), want, "{files:?}");
+        }
+    }
+
+    #[test]
+    fn merging_leaves_the_files_alone() {
+        let first = json(r#"{"t":{"x":1}}"#);
+        let second = json(r#"{"t":{"y":2}}"#);
+        merge_files(&[first.clone(), second]);
+        assert_eq!(to_json(&first), r#"{"t":{"x":1}}"#);
+    }
 }

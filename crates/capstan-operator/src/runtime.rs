@@ -28,7 +28,7 @@ use super::watch::{
 };
 use capstan_apply::ssa::{INVENTORY_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL};
 use capstan_source::cache::Cache;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 
 /// A future every task of the process can wait on: resolves once, on shutdown.
 pub type Shutdown = Shared<Pin<Box<dyn Future<Output = ()> + Send>>>;
@@ -291,6 +291,7 @@ async fn run_controllers(
     // ClusterAddons, woken by their Cluster (class, version, controlPlaneReady, deletion) and
     // its kubeconfig Secret, so work starts as soon as a gate opens.
     let (addons_store, addons_writer) = reflector::store();
+    let user_values = user_value_changes(&client, &scope, &addons_store);
     let addon_events = changed(
         addons().reflect(addons_writer),
         spec_or_deletion::<ClusterAddon>,
@@ -310,6 +311,7 @@ async fn run_controllers(
         .watches_stream(kubeconfig_secrets(&client, &scope), |secret: Secret| {
             kubeconfig_addon(&secret.metadata)
         })
+        .reconcile_on(user_values)
         .with_config(concurrency.clone())
         .graceful_shutdown_on(shutdown.clone())
         .run(
@@ -335,6 +337,91 @@ async fn run_controllers(
     );
     tracing::info!("controllers stopped");
     Ok(())
+}
+
+/// Label of a ConfigMap or Secret holding a Cluster's user values (`addon-values-from`): a
+/// change to one so labelled re-renders the ClusterAddons of its namespace at once (unlabelled
+/// ones are read again on the next pass).
+pub const USER_VALUES_LABEL: &str = "clusterstack.x-k8s.io/addon-values";
+
+/// The ClusterAddons to look at again when user values change: those using a ClusterStack
+/// whose spec (`addonValues`) changed, and those in the namespace of a labelled ConfigMap or
+/// Secret that changed. A wake-up with nothing changed renders nothing (the inputs hash).
+fn user_value_changes(
+    client: &Client,
+    scope: &Scope,
+    addons: &reflector::Store<ClusterAddon>,
+) -> impl futures::Stream<Item = ObjectRef<ClusterAddon>> + Send + 'static {
+    let of_stack = addons.clone();
+    // Every shard reads every ClusterStack (a Cluster's class may come from another shard's).
+    let stacks = changed(
+        watch_all(
+            scope.apis::<ClusterStack>(client),
+            objects(watcher::Config::default()),
+        ),
+        spec_or_deletion::<ClusterStack>,
+        false,
+    )
+    .map_ok(move |stack| addons_of_stack(&of_stack.state(), &stack))
+    .boxed();
+    let labelled = watcher::Config::default().labels(USER_VALUES_LABEL);
+    let in_namespace = |store: reflector::Store<ClusterAddon>| {
+        move |namespace: Option<String>| addons_in(&store.state(), namespace.as_deref().unwrap_or_default())
+    };
+    let config_maps = watch_all(scope.apis::<ConfigMap>(client), objects(labelled.clone()))
+        .applied_objects()
+        .map_ok({
+            let wake = in_namespace(addons.clone());
+            move |map| wake(map.metadata.namespace)
+        })
+        .boxed();
+    let secrets = watch_all(scope.apis::<Secret>(client), objects(labelled))
+        .applied_objects()
+        .map_ok({
+            let wake = in_namespace(addons.clone());
+            move |secret| wake(secret.metadata.namespace)
+        })
+        .boxed();
+    futures::stream::select_all([stacks, config_maps, secrets]).flat_map(|batch| {
+        futures::stream::iter(match batch {
+            Ok(refs) => refs,
+            // The watch retries with backoff; the pass interval covers the gap.
+            Err(error) => {
+                tracing::warn!(%error, "watching user values");
+                Vec::new()
+            }
+        })
+    })
+}
+
+/// The ClusterAddons whose release (`spec.clusterStack`) is one of `stack`'s.
+fn addons_of_stack(addons: &[Arc<ClusterAddon>], stack: &ClusterStack) -> Vec<ObjectRef<ClusterAddon>> {
+    let spec = &stack.spec;
+    let prefix = format!(
+        "{}-{}-{}-",
+        spec.provider,
+        spec.name,
+        spec.kubernetes_version.replace('.', "-")
+    );
+    addons
+        .iter()
+        .filter(|a| {
+            a.spec
+                .cluster_stack
+                .as_deref()
+                .is_some_and(|c| c.starts_with(&prefix))
+        })
+        .map(|a| ObjectRef::from_obj(a.as_ref()))
+        .collect()
+}
+
+/// The ClusterAddons in `namespace`.
+fn addons_in(addons: &[Arc<ClusterAddon>], namespace: &str) -> Vec<ObjectRef<ClusterAddon>> {
+    addons
+        .iter()
+        .filter(|a| a.metadata.namespace.as_deref() == Some(namespace))
+        .map(|a| ObjectRef::from_obj(a.as_ref()))
+        .collect()
 }
 
 /// The release whose inventory an applied object carries (`capstan.dev/inventory:

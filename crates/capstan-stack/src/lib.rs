@@ -5,6 +5,7 @@
 //! - [`name`] — stack names, release tags, ClusterClass names, asset file names.
 //! - [`metadata`] — the `metadata.yaml` of a release.
 //! - [`addon_config`] — `clusteraddon.yaml` (multi-stage addons: hooks, stages, conditions).
+//! - [`user_values`] — values a user gives for the addon charts, layered over the computed ones.
 //!
 //! Builds on [`capstan_chart`]; knows nothing of HTTP, git or the Kubernetes API. Every file
 //! problem is a [`DocumentError`] naming the file and the field.
@@ -18,6 +19,7 @@ pub mod metadata;
 pub mod name;
 pub mod release;
 pub mod render;
+pub mod user_values;
 pub mod values;
 pub mod version;
 

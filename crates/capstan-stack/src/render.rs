@@ -7,6 +7,9 @@
 //! | `cluster-addon` | `cluster-addon` | `kube-system` | `versions.kubernetes` | `cluster-addon-values.yaml` | included |
 //! | `cluster-addon/<stage>` | `cluster-addon` | `kube-system` | `versions.kubernetes` | the stage's `overwrite.yaml` | included |
 //!
+//! User values ([`crate::user_values`]), when given, are layered over each addon part's values
+//! like further `-f` files.
+//!
 //! Each part is Helm's `helm template` stream for its chart; [`labelled_stream`] joins them for
 //! output, each document's `# Source:` header prefixed with the part.
 
@@ -24,6 +27,7 @@ use capstan_template::funcs::FuncEnv;
 
 use super::addon_config::AddonConfig;
 use super::release::{Release, ReleaseError};
+use super::user_values::{UserValues, layer_parts};
 use super::values::{ClusterObjects, ComputedValues, compute_values};
 
 /// The namespace the addon charts are rendered into (as the reference operator does).
@@ -320,13 +324,25 @@ impl CompiledRelease {
 
     /// Every part of the release for the Cluster in `objects`.
     pub fn render(&self, objects: &ClusterObjects, opts: &RenderOptions) -> Result<Vec<Part>, RenderError> {
+        self.render_with_user_values(objects, opts, &[])
+    }
+
+    /// [`CompiledRelease::render`] with `user` values layered over every addon part's computed
+    /// values ([`crate::user_values::layer`]), as the operator renders a Cluster's addons.
+    pub fn render_with_user_values(
+        &self,
+        objects: &ClusterObjects,
+        opts: &RenderOptions,
+        user: &[UserValues],
+    ) -> Result<Vec<Part>, RenderError> {
         let namespace = opts
             .namespace
             .clone()
             .or_else(|| objects.cluster_namespace())
             .unwrap_or_else(|| "default".to_string());
         let mut parts = vec![self.render_class(&namespace, &opts.env)?];
-        parts.extend(self.render_addons(self.addon_values(objects)?, None, &opts.env)?);
+        let values = layer_parts(self.addon_values(objects)?, user);
+        parts.extend(self.render_addons(values, None, &opts.env)?);
         Ok(parts)
     }
 }

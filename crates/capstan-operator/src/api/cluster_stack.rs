@@ -3,7 +3,8 @@
 //!
 //! The fields of the cluster-stack-operator's ClusterStack keep their names, types, defaults
 //! and constraints, so its objects work unchanged. capstan adds `source` and `interval` (CSO
-//! takes one repository from its environment), both optional.
+//! takes one repository from its environment) and `addonValues` (CSO takes no user values),
+//! all optional.
 
 use std::time::Duration;
 
@@ -92,6 +93,12 @@ pub struct ClusterStackSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"))]
     pub interval: Option<String>,
+    /// Helm values for the addon charts of every Cluster that uses the stack (capstan): a YAML
+    /// map, read like a `helm template -f` file and layered over the values the release
+    /// computes for each Cluster; a Cluster's own values are layered over these. Checked by the
+    /// validating webhook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addon_values: Option<String>,
 }
 
 fn default_true() -> bool {

@@ -4,9 +4,10 @@
 //!
 //! - **Gates**: the `<cluster>-kubeconfig` Secret, `status.controlPlaneReady` and the workload
 //!   API server's `/readyz`; the `ClusterReady` condition names the gate that is missing.
-//! - **Render once**: the injected values are computed on every pass (cheap) and hashed with
-//!   the release digest and capstan's version; the addon charts are rendered only when that
-//!   hash changes, into the render store. Drift passes apply the stored manifest.
+//! - **Render once**: the injected values are computed on every pass (cheap), the user's values
+//!   ([`crate::addon::user_values`]) layered over them, and hashed with the release digest and
+//!   capstan's version; the addon charts are rendered only when that hash changes, into the
+//!   render store. Drift passes apply the stored manifest.
 //! - **Single chart**: applied to the workload cluster with an inventory there and pruning, so
 //!   an upgrade (the Cluster's class changes) applies every object of the new release and
 //!   removes what it dropped.
@@ -31,9 +32,10 @@ use super::cluster_stack_release::{StackLookup, compiled_release, find_stack};
 use super::progress::WAIT;
 use super::{Error, backoff, now, object_ref, owner_reference};
 use crate::addon::condition::{self, Verdict};
+use crate::addon::user_values::{GatherError, Layer};
 use crate::addon::workload::{self, Workload};
 use crate::api::conditions::Condition;
-use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStackRelease};
+use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStack, ClusterStackRelease};
 use crate::context::Context;
 use crate::store::{Owner, StoredRender};
 use capstan_apply::{Applier, ApplyOptions, InventoryRef, PruneScope, parse_stream};
@@ -165,7 +167,7 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
     };
 
     // 3. The release, through the ClusterStack that follows it.
-    let (compiled, digest) = match resolve_release(&mut progress, &class_namespace, &tag).await? {
+    let (compiled, digest, stack) = match resolve_release(&mut progress, &class_namespace, &tag).await? {
         ControlFlow::Continue(found) => found,
         ControlFlow::Break(action) => return Ok(action),
     };
@@ -175,13 +177,33 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
         Ok(objects) => objects,
         Err(message) => return progress.wait(RENDERED, "ObjectsMissing", message).await,
     };
+    let user_values = match crate::addon::user_values::gather(&ctx.client, &stack, &cluster).await {
+        Ok(layers) => layers,
+        Err(GatherError::Missing(message)) => {
+            return progress.wait(RENDERED, "UserValuesMissing", message).await;
+        }
+        Err(GatherError::Invalid(message)) => {
+            return Err(progress.fail(RENDERED, "InvalidUserValues", message).await);
+        }
+    };
     let owner = Owner {
         namespace: namespace.clone(),
         short_kind: "caddon",
         name: addon.name_any(),
         reference: owner_reference(addon),
     };
-    let render = match render_once(ctx, &compiled, objects, &digest, &owner, &target).await {
+    let with_user_values = if user_values.is_empty() {
+        String::new()
+    } else {
+        let sources: Vec<&str> = user_values.iter().map(|l| l.source.as_str()).collect();
+        format!(", with user values from {}", sources.join(", "))
+    };
+    let inputs = RenderInputs {
+        objects,
+        user_values,
+        digest: &digest,
+    };
+    let render = match render_once(ctx, &compiled, inputs, &owner, &target).await {
         Ok(render) => render,
         Err(message) => return Err(progress.fail(RENDERED, "RenderFailed", message).await),
     };
@@ -189,7 +211,10 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
         RENDERED,
         true,
         "Rendered",
-        format!("revision {} of the addons of {tag}", render.revision),
+        format!(
+            "revision {} of the addons of {tag}{with_user_values}",
+            render.revision
+        ),
     );
 
     // 5. Apply: stages of the current hook, or the one chart.
@@ -278,13 +303,13 @@ async fn read_cluster(
     }
 }
 
-/// The compiled release of `tag` in `class_namespace` and its digest: the release, the
-/// ClusterStack that follows it, its source, the fetch and the compile.
+/// The compiled release of `tag` in `class_namespace`, its digest and the ClusterStack that
+/// follows it: the release, the stack, its source, the fetch and the compile.
 async fn resolve_release(
     progress: &mut Progress<'_>,
     class_namespace: &str,
     tag: &ReleaseTag,
-) -> Result<ControlFlow<Action, (Arc<CompiledRelease>, String)>, Error> {
+) -> Result<ControlFlow<Action, (Arc<CompiledRelease>, String, Arc<ClusterStack>)>, Error> {
     let ctx = progress.ctx;
     let releases: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), class_namespace);
     let release = match releases.get_opt(&tag.tag()).await {
@@ -322,7 +347,7 @@ async fn resolve_release(
         Err(e) => return Err(progress.fail(RENDERED, "DownloadFailed", e.to_string()).await),
     };
     match compiled_release(ctx, &source, &fetched, &digest).await {
-        Ok(compiled) => Ok(ControlFlow::Continue((compiled, digest))),
+        Ok(compiled) => Ok(ControlFlow::Continue((compiled, digest, stack))),
         Err(message) => Err(progress.fail(RENDERED, "CompileFailed", message).await),
     }
 }
@@ -428,7 +453,8 @@ fn class_change(applied: Option<&str>, class: &str) -> Option<String> {
 }
 
 /// Drift pass of a multi-stage addon whose stages ran: the `apply` stages of the recorded
-/// hook are applied again from the stored render (unchanged objects are not sent).
+/// hook are applied again from the stored render (unchanged objects are not sent) — at once
+/// when the render's inputs changed (user values, say), else when a drift pass is due.
 async fn drift_stages(
     progress: &mut Progress<'_>,
     stages: &[capstan_stack::addon_config::Stage],
@@ -436,7 +462,8 @@ async fn drift_stages(
     applier: &Applier,
 ) -> Result<Action, Error> {
     let ctx = progress.ctx;
-    if let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
+    let changed = progress.status.applied_inputs.as_deref() != Some(render.inputs.as_str());
+    if !changed && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
         progress.save().await?;
         return Ok(Action::requeue(wait));
     }
@@ -454,10 +481,12 @@ async fn drift_stages(
             Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
         };
         let inventory = stage_inventory(progress.object, &stage.name);
-        apply_objects(progress, applier, &objects, inventory, true).await?;
+        apply_objects(progress, applier, &objects, inventory, !changed).await?;
         resources.append(&mut progress.status.resources);
     }
     progress.status.resources = resources;
+    progress.status.applied_inputs = Some(render.inputs.clone());
+    progress.status.applied_revision = Some(i64::from(render.revision));
     progress.status.last_reconciled = Some(now());
     progress.save().await?;
     Ok(Action::requeue(super::drift_requeue(ctx)))
@@ -665,16 +694,28 @@ async fn live_objects(ctx: &Context, cluster: &DynamicObject) -> Result<LiveObje
 /// Rendered parts: part name → manifest stream.
 type Parts = Vec<(String, String)>;
 
+/// What a render of the addons is made from, besides the release.
+struct RenderInputs<'a> {
+    objects: LiveObjects,
+    /// The user's values, in the order they are layered.
+    user_values: Vec<Layer>,
+    digest: &'a str,
+}
+
 /// The stored render for the current inputs, rendering (on a blocking thread, with `lookup`
 /// answered by the workload cluster) only when no stored revision has them.
 async fn render_once(
     ctx: &Context,
     compiled: &Arc<capstan_stack::render::CompiledRelease>,
-    objects: LiveObjects,
-    digest: &str,
+    inputs: RenderInputs<'_>,
     owner: &Owner,
     target: &Workload,
 ) -> Result<StoredRender, String> {
+    let RenderInputs {
+        objects,
+        user_values,
+        digest,
+    } = inputs;
     let compiled = compiled.clone();
     let handle = tokio::runtime::Handle::current();
     let lookup_client = target.client.clone();
@@ -700,7 +741,13 @@ async fn render_once(
                 .map(|t| parse(t, "InfraCluster"))
                 .transpose()?,
         };
-        let values = compiled.addon_values(&objects).map_err(|e| e.to_string())?;
+        // The user's values join the computed ones here; the hash covers the layered text.
+        let user = user_values
+            .iter()
+            .map(Layer::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        let computed = compiled.addon_values(&objects).map_err(|e| e.to_string())?;
+        let values = capstan_stack::user_values::layer_parts(computed, &user);
         let inputs = inputs_hash(&digest, &server_version, &values);
         if stored_inputs.as_deref() == Some(inputs.as_str()) {
             return Ok((inputs, None));
@@ -738,7 +785,8 @@ async fn render_once(
 }
 
 /// The hash of what a render of the addons depends on: capstan's version, the release
-/// digest, the workload cluster's version and every part's computed values.
+/// digest, the workload cluster's version and every part's values (computed, with the user's
+/// layered over them).
 fn inputs_hash(
     digest: &str,
     server_version: &str,

@@ -130,6 +130,12 @@ async fn decide(
             req.kind.kind
         ));
     }
+    if hook == Hook::Cluster
+        && let Some(cluster) = &req.object
+        && matches!(req.operation, Operation::Create | Operation::Update)
+    {
+        from_rule(validate::cluster_user_values(req.old_object.as_ref(), cluster))?;
+    }
     if req.operation == Operation::Update && spec_unchanged(req) {
         return Ok(Verdict::Allow);
     }

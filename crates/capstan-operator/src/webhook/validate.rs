@@ -3,10 +3,13 @@
 //! text is what the user sees after `admission webhook … denied the request:`.
 //!
 //! - ClusterStack: `provider`, `name`, `channel`, `kubernetesVersion` are immutable;
-//!   `versions[]` must be stack versions; no deletion while a Cluster uses one of its classes.
+//!   `versions[]` must be stack versions; `addonValues` must be a YAML map; no deletion while a
+//!   Cluster uses one of its classes.
 //! - ClusterStackRelease: no deletion while a Cluster uses its class.
 //! - ClusterAddon: `clusterRef` names a Cluster and never changes.
-//! - Cluster: a Cluster whose class is not a stack release's is never rejected; one that uses a
+//! - Cluster: its user-value annotations (`clusterstack.x-k8s.io/addon-values` and
+//!   `…/addon-values-from`), when set or changed, must be a YAML map and a reference; otherwise
+//!   a Cluster whose class is not a stack release's is never rejected, and one that uses a
 //!   ready release must run the release's Kubernetes version.
 //!
 //! When the Clusters could not be listed, a deletion is refused: allowing it could orphan
@@ -77,10 +80,19 @@ fn check_versions(stack: &ClusterStack, syntax: &dyn VersionSyntax, reasons: &mu
     }
 }
 
+fn check_addon_values(stack: &ClusterStack, reasons: &mut Vec<String>) {
+    if let Some(text) = &stack.spec.addon_values
+        && let Err(e) = capstan_stack::user_values::UserValues::parse("spec.addonValues", text)
+    {
+        reasons.push(e.to_string());
+    }
+}
+
 /// Creating a ClusterStack.
 pub fn cluster_stack_create(new: &ClusterStack, syntax: &dyn VersionSyntax) -> Result<(), Rejection> {
     let mut reasons = Vec::new();
     check_versions(new, syntax, &mut reasons);
+    check_addon_values(new, &mut reasons);
     verdict(reasons)
 }
 
@@ -107,7 +119,20 @@ pub fn cluster_stack_update(
         &mut reasons,
     );
     check_versions(new, syntax, &mut reasons);
+    check_addon_values(new, &mut reasons);
     verdict(reasons)
+}
+
+/// A Cluster's user-value annotations, on creation (`old` is `None`) or when an update
+/// changes them: values that are not a YAML map, or a reference that is not one, are refused.
+/// Unchanged annotations are never refused, so no update of a Cluster admitted before (by
+/// Cluster API's controllers, say) is blocked.
+pub fn cluster_user_values(old: Option<&DynamicObject>, new: &DynamicObject) -> Result<(), Rejection> {
+    use crate::addon::user_values::{annotations_changed, check_annotations};
+    if old.is_some_and(|old| !annotations_changed(old, new)) {
+        return Ok(());
+    }
+    verdict(check_annotations(new))
 }
 
 /// What a Cluster says about the class it uses.
@@ -358,6 +383,7 @@ mod tests {
                 provider_ref: None,
                 source: None,
                 interval: None,
+                addon_values: None,
             },
         );
         s.metadata.namespace = Some("cluster".into());
@@ -473,6 +499,54 @@ mod tests {
                     spec.versions[2]: \"v2.0\" is not a stack version: not in the test table";
         assert_eq!(message(cluster_stack_create(&bad, &Known)), want);
         assert_eq!(message(cluster_stack_update(&stack(&[]), &bad, &Known)), want);
+    }
+
+    #[test]
+    fn addon_values_must_be_a_yaml_map() {
+        let with = |text: &str| {
+            let mut s = stack(&[]);
+            s.spec.addon_values = Some(text.into());
+            s
+        };
+        for fine in ["", "a: 1\nb:\n  c: null\n", "# nothing\n"] {
+            assert_eq!(cluster_stack_create(&with(fine), &Known), Ok(()), "{fine:?}");
+        }
+        for (bad, problem) in [
+            ("a: [\n", "line"),
+            ("- a\n", "cannot unmarshal array"),
+            ("text", "cannot unmarshal string"),
+        ] {
+            let why = message(cluster_stack_create(&with(bad), &Known));
+            assert!(
+                why.starts_with("spec.addonValues: not a YAML map of Helm values: ") && why.contains(problem),
+                "{bad:?}: {why}"
+            );
+            let why = message(cluster_stack_update(&stack(&[]), &with(bad), &Known));
+            assert!(why.starts_with("spec.addonValues: "), "{why}");
+        }
+    }
+
+    #[test]
+    fn cluster_user_values_are_checked_when_set_or_changed() {
+        let annotated = |text: &str| {
+            let mut c = cluster_object("a", None);
+            c.metadata.annotations =
+                Some([("clusterstack.x-k8s.io/addon-values".to_string(), text.to_string())].into());
+            c
+        };
+        let (fine, bad) = (annotated("a: 1"), annotated("- a"));
+        assert_eq!(cluster_user_values(None, &fine), Ok(()));
+        let why = message(cluster_user_values(None, &bad));
+        assert!(
+            why.starts_with("metadata.annotations[clusterstack.x-k8s.io/addon-values]: not a YAML map"),
+            "{why}"
+        );
+        assert!(
+            cluster_user_values(Some(&fine), &bad).is_err(),
+            "a change to bad values"
+        );
+        // Unchanged (admitted before the webhook): never refused.
+        assert_eq!(cluster_user_values(Some(&bad), &bad.clone()), Ok(()));
     }
 
     #[test]

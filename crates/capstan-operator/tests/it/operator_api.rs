@@ -548,6 +548,12 @@ async fn capstan_fields_round_trip_and_invalid_values_are_rejected() {
             with(json!({"interval": "30s", "source": {"local": {"path": "/var/lib/stacks"}}})),
             None,
         ),
+        object(
+            "ClusterStack",
+            "with-addon-values",
+            with(json!({"addonValues": "metrics-server:\n  replicas: 2\n"})),
+            None,
+        ),
     ];
     for obj in &own {
         let what = format!("ClusterStack {}", obj["metadata"]["name"]);

@@ -421,6 +421,37 @@ async fn cluster_stacks(client: &Client) {
         .await,
         Ok(())
     );
+
+    // User values for the addons must be a YAML map.
+    let not_a_map = "spec.addonValues: not a YAML map of Helm values: cannot unmarshal yaml document: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type map[string]interface {}";
+    let mut listed = stack_json(NS, "listed-values", &["v1"]);
+    listed["spec"]["addonValues"] = json!("- replicas: 2\n");
+    assert_eq!(create(client, NS, &listed).await, denied(STACK_HOOK, not_a_map));
+    assert!(!exists(client, NS, "ClusterStack", "listed-values").await);
+    let set_values = |values: &str| json!({"addonValues": values});
+    assert_eq!(
+        patch_spec(client, NS, "ClusterStack", "ferrol", set_values("- a\n")).await,
+        denied(STACK_HOOK, not_a_map)
+    );
+    let broken = patch_spec(client, NS, "ClusterStack", "ferrol", set_values("a: [\n")).await;
+    let broken = broken.expect_err("broken YAML refused");
+    assert!(
+        broken.starts_with(&format!(
+            "admission webhook \"{STACK_HOOK}\" denied the request: spec.addonValues: not a YAML map of Helm values: "
+        )),
+        "{broken}"
+    );
+    assert_eq!(
+        patch_spec(
+            client,
+            NS,
+            "ClusterStack",
+            "ferrol",
+            set_values("metrics-server:\n  replicas: 2\n  args: null\n")
+        )
+        .await,
+        Ok(())
+    );
 }
 
 /// Clusters: only a stack class's release is checked (the Kubernetes version it is for);
@@ -508,6 +539,52 @@ async fn clusters(client: &Client) {
         patch_spec(client, NS, "Cluster", "no-topology", json!({"paused": true})).await,
         Ok(())
     );
+
+    // User values in a Cluster's annotations: a YAML map, and a ConfigMap/Secret reference;
+    // checked on creation and when they change (a metadata-only update).
+    const VALUES: &str = "clusterstack.x-k8s.io/addon-values";
+    const VALUES_FROM: &str = "clusterstack.x-k8s.io/addon-values-from";
+    let not_a_map = format!(
+        "metadata.annotations[{VALUES}]: not a YAML map of Helm values: cannot unmarshal yaml document: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type map[string]interface {{}}"
+    );
+    let mut annotated = cluster_json("annotated", None);
+    annotated["metadata"]["annotations"] = json!({VALUES: "- a\n"});
+    assert_eq!(
+        create(client, NS, &annotated).await,
+        denied(CLUSTER_HOOK, &not_a_map)
+    );
+    annotated["metadata"]["annotations"] = json!({VALUES: "a: 1\n", VALUES_FROM: "ConfigMap/values"});
+    assert_eq!(create(client, NS, &annotated).await, Ok(()));
+    let annotate = |annotations: Json| async move {
+        dynamic(client, NS, "Cluster")
+            .patch(
+                "annotated",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"annotations": annotations}})),
+            )
+            .await
+            .map(drop)
+            .map_err(message)
+    };
+    assert_eq!(
+        annotate(json!({VALUES: "- a\n"})).await,
+        denied(CLUSTER_HOOK, &not_a_map)
+    );
+    assert_eq!(
+        annotate(json!({VALUES_FROM: "Pod/p"})).await,
+        denied(
+            CLUSTER_HOOK,
+            &format!(
+                "metadata.annotations[{VALUES_FROM}]: \"Pod/p\": expected ConfigMap/<name>[/<key>] or Secret/<name>[/<key>]"
+            )
+        )
+    );
+    assert_eq!(
+        annotate(json!({VALUES: "b: 2\n", VALUES_FROM: "Secret/values/extra.yaml"})).await,
+        Ok(())
+    );
+    // Other metadata changes leave the (valid) values alone and pass.
+    assert_eq!(annotate(json!({"example.org/note": "x"})).await, Ok(()));
 }
 
 /// A ClusterStack or ClusterStackRelease whose class a Cluster uses is not deleted.

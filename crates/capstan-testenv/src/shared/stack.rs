@@ -43,6 +43,13 @@ pub struct Question {
     ours: Ours,
 }
 
+impl Question {
+    /// Gives Helm these values files instead (merged like repeated `helm template -f`).
+    pub fn set_values_files(&mut self, files: &[&Path]) {
+        self.request["values"] = serde_json::json!(files);
+    }
+}
+
 pub enum Ours {
     Rendered(BTreeMap<String, String>),
     Stream(String),

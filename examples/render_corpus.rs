@@ -158,13 +158,15 @@ enum Outcome {
 }
 
 /// CPU time of this process so far. On a shared, loaded machine wall time mostly measures
-/// waiting for a core; CPU time is what the render itself costs. Read from the main thread's
-/// `/proc/self/schedstat` (nanoseconds on a CPU): this example renders on one thread.
+/// waiting for a core; CPU time is what the render itself costs. `clock_gettime` brings the
+/// running task's time up to date; `/proc/self/schedstat` lags by up to a scheduler tick,
+/// which read 0 ms for a third of the corpus's sub-millisecond renders.
 fn cpu_time() -> Duration {
-    std::fs::read_to_string("/proc/self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(Duration::ZERO, Duration::from_nanos)
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(
+        u64::try_from(now.tv_sec).unwrap_or(0),
+        u32::try_from(now.tv_nsec).unwrap_or(0),
+    )
 }
 
 /// Wall and CPU time of one load+render.

@@ -14,11 +14,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::runtime::controller::Action;
 
-use super::{Error, backoff, now, object_ref, owner_reference, stack_name_of};
-use crate::api::conditions::{self, Condition, ConditionStatus, READY};
+use super::progress::{StatusEvent, Tracked};
+use super::{Cause, Error, object_ref, owner_reference, stack_name_of};
+use crate::api::conditions::{self, Condition, READY};
 use crate::api::{
     Channel, ClusterStack, ClusterStackRelease, ClusterStackReleaseSpec, ClusterStackStatus, ReleaseSummary,
 };
@@ -53,8 +54,7 @@ pub async fn reconcile(stack: Arc<ClusterStack>, ctx: Arc<Context>) -> Result<Ac
 }
 
 pub fn error_policy(stack: Arc<ClusterStack>, error: &Error, ctx: Arc<Context>) -> Action {
-    tracing::warn!(stack = %key_of(&stack), %error, "reconcile failed");
-    Action::requeue(backoff(&ctx, &key_of(&stack)))
+    super::error_policy(&ctx, &key_of(&stack), error)
 }
 
 fn key_of(stack: &ClusterStack) -> String {
@@ -65,84 +65,54 @@ fn key_of(stack: &ClusterStack) -> String {
     )
 }
 
-fn condition(
-    stack: &ClusterStack,
-    status: &mut ClusterStackStatus,
-    type_: &str,
-    ok: bool,
-    reason: &str,
-    message: String,
-) {
-    conditions::set_condition(
-        &mut status.conditions,
-        Condition::new(
-            type_,
-            ConditionStatus::from_bool(ok),
-            reason,
-            message,
-            stack.metadata.generation,
-            now(),
-        ),
-    );
-}
+type Progress<'a> = super::progress::Progress<'a, ClusterStack>;
 
-async fn save(stack: &ClusterStack, ctx: &Context, mut status: ClusterStackStatus) -> Result<(), Error> {
-    conditions::set_ready_summary(
-        &mut status.conditions,
-        &[SOURCE_READY, RELEASES_READY],
-        stack.metadata.generation,
-        now(),
-    );
-    if stack.status.as_ref() == Some(&status) {
-        return Ok(());
+impl Tracked for ClusterStack {
+    const CONTROLLER: &'static str = CONTROLLER;
+    type Status = ClusterStackStatus;
+
+    fn status_of(&self) -> Option<&ClusterStackStatus> {
+        self.status.as_ref()
     }
-    let namespace = stack.namespace().unwrap_or_default();
-    let api: Api<ClusterStack> = Api::namespaced(ctx.client.clone(), &namespace);
-    // Merge patches replace lists whole; optional fields that went away are nulled.
-    let mut json = serde_json::to_value(&status).map_err(|e| Error::Kube(e.to_string()))?;
-    if let Some(map) = json.as_object_mut() {
-        for field in ["latestRelease", "usableVersions", "summary"] {
-            map.entry(field).or_insert(serde_json::Value::Null);
+
+    fn conditions_mut(status: &mut ClusterStackStatus) -> &mut Vec<Condition> {
+        &mut status.conditions
+    }
+
+    /// A ClusterStack's readiness is its `Ready` condition alone.
+    fn ready(status: &ClusterStackStatus) -> bool {
+        conditions::is_true(&status.conditions, READY)
+    }
+
+    fn set_ready(_status: &mut ClusterStackStatus, _ready: bool) {}
+
+    fn ready_note(&self, status: &ClusterStackStatus) -> String {
+        ready_message(status)
+    }
+
+    /// Every state entered is an Event (failures as warnings, the wait for releases not), and
+    /// so is a change of `Ready` either way.
+    fn status_events(&self, before: &ClusterStackStatus, after: &ClusterStackStatus) -> Vec<StatusEvent> {
+        let mut events: Vec<StatusEvent> = conditions::entered(&before.conditions, &after.conditions)
+            .into_iter()
+            .map(|c| StatusEvent {
+                warning: c.reason != "ReleasesNotReady",
+                reason: c.reason.clone(),
+                action: "Reconcile",
+                note: c.message.clone(),
+            })
+            .collect();
+        let ready = Self::ready(after);
+        if Self::ready(before) != ready {
+            events.push(StatusEvent {
+                warning: !ready,
+                reason: if ready { "Ready" } else { "NotReady" }.into(),
+                action: "Reconcile",
+                note: ready_message(after),
+            });
         }
+        events
     }
-    api.patch_status(
-        &stack.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&serde_json::json!({ "status": json })),
-    )
-    .await
-    .map_err(|e| Error::Kube(format!("writing the status of {}: {e}", key_of(stack))))?;
-    let old_conditions = stack
-        .status
-        .as_ref()
-        .map(|s| s.conditions.as_slice())
-        .unwrap_or_default();
-    // Every state entered is an Event: failures as warnings, the wait for releases not.
-    for c in conditions::entered(old_conditions, &status.conditions) {
-        let warning = c.reason != "ReleasesNotReady";
-        ctx.event(
-            &object_ref(stack),
-            warning,
-            &c.reason,
-            "Reconcile",
-            c.message.clone(),
-        )
-        .await;
-    }
-    let was_ready = conditions::is_true(old_conditions, READY);
-    let ready = conditions::is_true(&status.conditions, READY);
-    if was_ready != ready {
-        let message = ready_message(&status);
-        ctx.event(
-            &object_ref(stack),
-            !ready,
-            if ready { "Ready" } else { "NotReady" },
-            "Reconcile",
-            message,
-        )
-        .await;
-    }
-    Ok(())
 }
 
 /// The note of a `Ready`/`NotReady` Event: the `Ready` condition's message, or (when ready,
@@ -162,29 +132,22 @@ fn ready_message(status: &ClusterStackStatus) -> String {
 }
 
 async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
-    let mut status = stack.status.clone().unwrap_or_default();
+    let mut progress = Progress::new(stack, ctx, &[SOURCE_READY, RELEASES_READY]);
     let namespace = stack.namespace().unwrap_or_default();
     let Some(stack_name) = stack_name_of(stack) else {
         let message = format!(
             "provider {:?}, name {:?} and kubernetesVersion {:?} do not make a stack name",
             stack.spec.provider, stack.spec.name, stack.spec.kubernetes_version
         );
-        condition(stack, &mut status, SOURCE_READY, false, "InvalidSpec", message);
-        save(stack, ctx, status).await?;
+        progress.condition(SOURCE_READY, false, "InvalidSpec", message);
+        progress.save().await?;
         return Ok(Action::await_change());
     };
     let interval = match stack.spec.interval() {
         Ok(interval) => interval,
         Err(e) => {
-            condition(
-                stack,
-                &mut status,
-                SOURCE_READY,
-                false,
-                "InvalidSpec",
-                e.to_string(),
-            );
-            save(stack, ctx, status).await?;
+            progress.condition(SOURCE_READY, false, "InvalidSpec", e.to_string());
+            progress.save().await?;
             return Ok(Action::await_change());
         }
     };
@@ -194,8 +157,8 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
             Ok(v) => wanted_versions.push(v),
             Err(e) => {
                 let message = format!("spec.versions: {text:?} is not a stack version: {}", e.problem);
-                condition(stack, &mut status, SOURCE_READY, false, "InvalidSpec", message);
-                save(stack, ctx, status).await?;
+                progress.condition(SOURCE_READY, false, "InvalidSpec", message);
+                progress.save().await?;
                 return Ok(Action::await_change());
             }
         }
@@ -208,21 +171,7 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
         .collect();
     let listing = match list_source(stack, ctx, interval, &wanted_tags).await {
         Ok(listing) => listing,
-        Err(message) => {
-            condition(
-                stack,
-                &mut status,
-                SOURCE_READY,
-                false,
-                "ListFailed",
-                message.clone(),
-            );
-            save(stack, ctx, status).await?;
-            return Err(Error::Step {
-                step: SOURCE_READY.into(),
-                message,
-            });
-        }
+        Err(cause) => return Err(progress.fail(SOURCE_READY, "ListFailed", cause).await),
     };
     let channel = stack.spec.channel;
     let mut remote: Vec<ReleaseTag> = listing
@@ -246,9 +195,7 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
             missing.join(", ")
         ),
     };
-    condition(
-        stack,
-        &mut status,
+    progress.condition(
         SOURCE_READY,
         latest.is_some() && missing.is_empty(),
         if latest.is_none() {
@@ -260,7 +207,7 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
         },
         source_message,
     );
-    status.latest_release = latest.as_ref().map(ReleaseTag::tag);
+    progress.status.latest_release = latest.as_ref().map(ReleaseTag::tag);
 
     // 2. The releases wanted: the latest (when subscribed) and the spec's.
     let mut wanted: BTreeSet<String> = wanted_tags
@@ -310,7 +257,7 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
 
     // 4. Status from the releases as they are now.
     let owned = owned_releases(stack, &releases_api).await?;
-    status.summary = owned.values().map(summary_of).collect();
+    progress.status.summary = owned.values().map(summary_of).collect();
     let mut usable: Vec<(Version, String)> = owned
         .values()
         .filter(|r| super::cluster_stack_release::is_ready(r))
@@ -318,7 +265,7 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
         .map(|t| (t.version().clone(), t.version().to_string()))
         .collect();
     usable.sort();
-    status.usable_versions = (!usable.is_empty()).then(|| {
+    progress.status.usable_versions = (!usable.is_empty()).then(|| {
         usable
             .iter()
             .map(|(_, v)| v.as_str())
@@ -347,9 +294,7 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
             .collect();
         format!("waiting for {}", details.join("; "))
     };
-    condition(
-        stack,
-        &mut status,
+    progress.condition(
         RELEASES_READY,
         not_ready.is_empty(),
         if not_ready.is_empty() {
@@ -359,7 +304,7 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
         },
         releases_message,
     );
-    save(stack, ctx, status).await?;
+    progress.save().await?;
     Ok(Action::requeue(next_poll(ctx, stack, interval)))
 }
 
@@ -390,7 +335,7 @@ async fn list_source(
     ctx: &Context,
     interval: Duration,
     wanted: &[ReleaseTag],
-) -> Result<Vec<ReleaseTag>, String> {
+) -> Result<Vec<ReleaseTag>, Cause> {
     let key = poll_key(stack);
     let source = super::resolve_source(stack, ctx).await?;
     let source_id = source.describe();
@@ -401,7 +346,7 @@ async fn list_source(
     {
         return Ok(tags);
     }
-    let tags = ctx.sources.list(&source).await.map_err(|e| e.to_string())?;
+    let tags = ctx.sources.list(&source).await?;
     ctx.record_poll(&key, source_id, tags.clone());
     Ok(tags)
 }
@@ -415,7 +360,7 @@ async fn owned_releases(
     let list = api
         .list(&ListParams::default())
         .await
-        .map_err(|e| Error::Kube(format!("listing ClusterStackReleases: {e}")))?;
+        .map_err(|e| Error::kube("listing ClusterStackReleases", e))?;
     Ok(list
         .items
         .into_iter()
@@ -467,8 +412,8 @@ async fn create_release(
             .await;
             Ok(())
         }
-        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
-        Err(e) => Err(Error::Kube(format!("creating ClusterStackRelease {tag}: {e}"))),
+        Err(e) if super::error::is_conflict(&e) => Ok(()),
+        Err(e) => Err(Error::kube(format!("creating ClusterStackRelease {tag}"), e)),
     }
 }
 
@@ -494,8 +439,8 @@ async fn delete_release(
             }
             Ok(())
         }
-        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-        Err(e) => Err(Error::Kube(format!("deleting ClusterStackRelease {name}: {e}"))),
+        Err(e) if super::error::is_not_found(&e) => Ok(()),
+        Err(e) => Err(Error::kube(format!("deleting ClusterStackRelease {name}"), e)),
     }
 }
 

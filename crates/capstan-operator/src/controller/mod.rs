@@ -5,6 +5,8 @@ pub mod cluster;
 pub mod cluster_addon;
 pub mod cluster_stack;
 pub mod cluster_stack_release;
+pub mod error;
+pub mod pipeline;
 pub mod progress;
 pub mod provider;
 pub mod report;
@@ -24,20 +26,7 @@ use super::api::{ClusterStack, StackSource};
 use super::context::Context;
 use super::sources::Resolved;
 use capstan_stack::name::{KubernetesVersion, StackName};
-
-/// Why a reconcile failed; the text is what conditions and events show.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("{step}: {message}")]
-    Step { step: String, message: String },
-    #[error("{0}")]
-    Kube(String),
-    /// A deletion that must wait (e.g. a class still in use): the finalizer stays and the
-    /// object is looked at again after `retry`. Returned as an error because kube's finalizer
-    /// helper removes the finalizer after any successful cleanup.
-    #[error("{reason}")]
-    Waiting { reason: String, retry: Duration },
-}
+pub use error::{Cause, Error, Invalid, SourceConfigError, TERMINAL_RETRY};
 
 /// One reconcile of `object` through kube's finalizer helper: `apply` while it lives,
 /// `cleanup` once it is being deleted. Counts the reconcile in the metrics of `controller` and
@@ -73,8 +62,11 @@ where
     })
     .await
     .or_else(finalizer_outcome);
-    ctx.metrics
-        .reconciled(controller, started.elapsed(), result.is_ok());
+    ctx.metrics.reconciled(
+        controller,
+        started.elapsed(),
+        result.as_ref().err().map(Error::metric_label),
+    );
     let reference = object_ref(object.as_ref());
     match &result {
         Ok(_) => {
@@ -100,10 +92,10 @@ pub fn finalizer_outcome(
             Ok(kube::runtime::controller::Action::requeue(retry))
         }
         Helper::ApplyFailed(e) | Helper::CleanupFailed(e) => Err(e),
-        Helper::RemoveFinalizer(kube::Error::Api(e)) if e.code == 404 => {
+        Helper::RemoveFinalizer(e) if error::is_not_found(&e) => {
             Ok(kube::runtime::controller::Action::await_change())
         }
-        other => Err(Error::Kube(other.to_string())),
+        other => Err(Error::Finalizer(Box::new(other))),
     }
 }
 
@@ -111,6 +103,16 @@ pub fn finalizer_outcome(
 const BACKOFF_FIRST: Duration = Duration::from_secs(2);
 /// Longest retry delay.
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
+
+/// The requeue after a failed reconcile of `key`: a terminal error waits for a change (or
+/// [`TERMINAL_RETRY`]); any other is retried with capped exponential backoff.
+pub fn error_policy(ctx: &Context, key: &str, error: &Error) -> kube::runtime::controller::Action {
+    tracing::warn!(object = %key, %error, terminal = error.is_terminal(), "reconcile failed");
+    if error.is_terminal() {
+        return kube::runtime::controller::Action::requeue(TERMINAL_RETRY);
+    }
+    kube::runtime::controller::Action::requeue(backoff(ctx, key))
+}
 
 /// The delay before retrying `key` after one more failure.
 pub fn backoff(ctx: &Context, key: &str) -> Duration {
@@ -159,7 +161,7 @@ pub fn stack_name_of(stack: &ClusterStack) -> Option<StackName> {
 }
 
 /// The source of `stack` with the token of its Secret read.
-pub async fn resolve_source(stack: &ClusterStack, ctx: &Context) -> Result<Resolved, String> {
+pub async fn resolve_source(stack: &ClusterStack, ctx: &Context) -> Result<Resolved, SourceConfigError> {
     let namespace = stack.namespace().unwrap_or_default();
     let Some(source) = stack
         .spec
@@ -167,10 +169,10 @@ pub async fn resolve_source(stack: &ClusterStack, ctx: &Context) -> Result<Resol
         .as_ref()
         .or(ctx.settings.default_source.as_ref())
     else {
-        return Err(format!(
-            "ClusterStack {namespace}/{} has no spec.source and the operator has no default source: set spec.source.github, .oci, .git or .local, or start the operator with --source oci (OCI_REGISTRY, OCI_REPOSITORY) or with GIT_ORG_NAME and GIT_REPOSITORY_NAME (--git-org-name, --git-repository-name)",
-            stack.name_any()
-        ));
+        return Err(SourceConfigError::NoSource {
+            namespace,
+            name: stack.name_any(),
+        });
     };
     if let StackSource::Oci(oci) = source {
         return resolve_oci(oci, &namespace, ctx).await;
@@ -187,21 +189,36 @@ pub async fn resolve_source(stack: &ClusterStack, ctx: &Context) -> Result<Resol
         },
         Some(reference) => {
             let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
-            let secret = secrets
-                .get(&reference.name)
-                .await
-                .map_err(|e| format!("reading Secret {namespace}/{}: {e}", reference.name))?;
+            let secret = read_secret(&secrets, &namespace, &reference.name).await?;
             let token = secret
                 .data
                 .as_ref()
                 .and_then(|d| d.get("token").or_else(|| d.get("password")))
                 .map(|b| String::from_utf8_lossy(&b.0).trim().to_string())
                 .filter(|t| !t.is_empty())
-                .ok_or_else(|| format!("Secret {namespace}/{} has no data.token", reference.name))?;
+                .ok_or_else(|| SourceConfigError::NoToken {
+                    namespace: namespace.clone(),
+                    name: reference.name.clone(),
+                })?;
             Some(token)
         }
     };
-    Resolved::of(source, &ctx.settings.github_url, token)
+    Resolved::of(source, &ctx.settings.github_url, token).map_err(SourceConfigError::OciRepository)
+}
+
+async fn read_secret(
+    secrets: &Api<Secret>,
+    namespace: &str,
+    name: &str,
+) -> Result<Secret, SourceConfigError> {
+    secrets
+        .get(name)
+        .await
+        .map_err(|source| SourceConfigError::ReadSecret {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            source,
+        })
 }
 
 /// An OCI source with its credentials: the Secret's `username` and `password`, or its
@@ -210,17 +227,14 @@ async fn resolve_oci(
     oci: &crate::api::OciSource,
     namespace: &str,
     ctx: &Context,
-) -> Result<Resolved, String> {
+) -> Result<Resolved, SourceConfigError> {
     use capstan_source::oci::{Credentials, OciRepo};
-    let repo = OciRepo::parse(&oci.repository).map_err(|e| format!("spec.source.oci.repository: {e}"))?;
+    let repo = OciRepo::parse(&oci.repository).map_err(SourceConfigError::OciRepository)?;
     let credentials = match &oci.secret_ref {
         None => ctx.settings.oci_credentials.clone(),
         Some(reference) => {
             let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
-            let secret = secrets
-                .get(&reference.name)
-                .await
-                .map_err(|e| format!("reading Secret {namespace}/{}: {e}", reference.name))?;
+            let secret = read_secret(&secrets, namespace, &reference.name).await?;
             let field = |key: &str| {
                 secret
                     .data
@@ -231,10 +245,10 @@ async fn resolve_oci(
             };
             let credentials = Credentials::from_parts(field("username"), field("password"), field("token"));
             if credentials == Credentials::Anonymous {
-                return Err(format!(
-                    "Secret {namespace}/{} has neither data.username (with data.password) nor data.token",
-                    reference.name
-                ));
+                return Err(SourceConfigError::NoCredentials {
+                    namespace: namespace.to_string(),
+                    name: reference.name.clone(),
+                });
             }
             credentials
         }
@@ -262,7 +276,7 @@ mod tests {
             finalizer_outcome(Helper::CleanupFailed(waiting)).expect("not a failure"),
             kube::runtime::controller::Action::requeue(retry)
         );
-        let failed = Error::Kube("boom".into());
+        let failed = Error::step("Applied", "ApplyFailed", Cause::Objects("boom".into()));
         assert!(finalizer_outcome(Helper::CleanupFailed(failed)).is_err());
     }
 }

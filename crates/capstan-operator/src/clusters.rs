@@ -25,6 +25,12 @@ pub async fn list(client: &Client, _namespace: &str) -> Result<Vec<DynamicObject
     api.list(&ListParams::default()).await.map(|list| list.items)
 }
 
+/// Cluster `name` of `namespace`, when it exists.
+pub async fn get(client: &Client, namespace: &str, name: &str) -> Result<Option<DynamicObject>, kube::Error> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &cluster_resource());
+    api.get_opt(name).await
+}
+
 /// Names of the ClusterStackReleases in `namespace` whose classes `clusters` use (dot and dash
 /// forms of a version name the same release).
 pub fn releases_in_use(clusters: &[DynamicObject], namespace: &str) -> BTreeSet<String> {

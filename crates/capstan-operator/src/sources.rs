@@ -251,8 +251,9 @@ impl Sources {
             observer: self.oci_observer.clone(),
             ..oci::Config::default()
         };
-        let client =
-            Arc::new(oci::Client::new(&repo.host, config).map_err(|e| SourceError::Client(Box::new(e.into())))?);
+        let client = Arc::new(
+            oci::Client::new(&repo.host, config).map_err(|e| SourceError::Client(Box::new(e.into())))?,
+        );
         clients.insert(key, client.clone());
         Ok(client)
     }
@@ -273,7 +274,8 @@ impl Sources {
             observer: self.observer.clone(),
             ..github::Config::default()
         };
-        let client = Arc::new(github::Client::new(config).map_err(|e| SourceError::Client(Box::new(e.into())))?);
+        let client =
+            Arc::new(github::Client::new(config).map_err(|e| SourceError::Client(Box::new(e.into())))?);
         clients.insert(key, client.clone());
         Ok(client)
     }

@@ -38,7 +38,7 @@ pub fn error_policy(cluster: Arc<DynamicObject>, error: &Error, ctx: Arc<Context
         cluster.namespace().unwrap_or_default(),
         cluster.name_any()
     );
-    super::error_policy(&ctx, &key, error)
+    super::requeue_after_error(&ctx, &key, error)
 }
 
 async fn ensure_addon(cluster: &DynamicObject, ctx: &Context) -> Result<Action, Error> {

@@ -32,7 +32,6 @@ use super::progress::{Because, Failure, WAIT};
 use super::{Cause, Error, now, owner_reference};
 use crate::addon::condition::{self, Verdict};
 use crate::addon::workload::{self, Gate, Workload};
-use crate::api::conditions::Condition;
 use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStackRelease};
 use crate::context::Context;
 use crate::store::{Owner, StoredRender};
@@ -46,8 +45,7 @@ pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-addon";
 pub const CONTROLLER: &str = "clusteraddon";
 
 pub const CLUSTER_READY: &str = "ClusterReady";
-pub const RENDERED: &str = "Rendered";
-pub const APPLIED: &str = "Applied";
+pub use super::pipeline::{APPLIED, RENDERED};
 const STEPS: [&str; 3] = [CLUSTER_READY, RENDERED, APPLIED];
 
 /// The inventory of a single-chart addon on the workload cluster.
@@ -66,65 +64,16 @@ fn stage_inventory(addon: &ClusterAddon, stage: &str) -> InventoryRef {
     }
 }
 
-pub async fn reconcile(addon: Arc<ClusterAddon>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let key = key_of(&addon);
-    let ctx: &Context = &ctx;
-    super::with_finalizer(
-        addon,
-        ctx,
-        (FINALIZER, CONTROLLER),
-        key,
-        |addon| async move { apply(&addon, ctx).await },
-        |addon| async move { cleanup(&addon, ctx).await },
-    )
-    .await
-}
+super::finalized_kind!(ClusterAddon);
+super::progress::tracked_kind!(ClusterAddon, ClusterAddonStatus);
 
-pub fn error_policy(addon: Arc<ClusterAddon>, error: &Error, ctx: Arc<Context>) -> Action {
-    super::error_policy(&ctx, &key_of(&addon), error)
-}
-
-fn key_of(addon: &ClusterAddon) -> String {
+/// The note of the event sent when the addons become ready.
+fn ready_note(_addon: &ClusterAddon, status: &ClusterAddonStatus) -> String {
     format!(
-        "ClusterAddon/{}/{}",
-        addon.namespace().unwrap_or_default(),
-        addon.name_any()
+        "addons of {} applied ({} objects)",
+        status.applied_cluster_stack.clone().unwrap_or_default(),
+        status.resources.len()
     )
-}
-
-type Progress<'a> = super::progress::Progress<'a, ClusterAddon>;
-
-impl super::progress::Tracked for ClusterAddon {
-    const CONTROLLER: &'static str = CONTROLLER;
-    type Status = ClusterAddonStatus;
-
-    fn status_of(&self) -> Option<&ClusterAddonStatus> {
-        self.status.as_ref()
-    }
-
-    fn conditions_mut(status: &mut ClusterAddonStatus) -> &mut Vec<Condition> {
-        &mut status.conditions
-    }
-
-    fn ready(status: &ClusterAddonStatus) -> bool {
-        status.ready
-    }
-
-    fn set_ready(status: &mut ClusterAddonStatus, ready: bool) {
-        status.ready = ready;
-    }
-
-    fn ready_note(&self, status: &ClusterAddonStatus) -> String {
-        format!(
-            "addons of {} applied ({} objects)",
-            status.applied_cluster_stack.clone().unwrap_or_default(),
-            status.resources.len()
-        )
-    }
-
-    fn set_resources(status: &mut ClusterAddonStatus, resources: Vec<crate::api::Resource>) {
-        status.resources = resources;
-    }
 }
 
 /// A workload cluster ready for use: its client and an [`Applier`] to it.
@@ -258,17 +207,14 @@ async fn read_cluster(progress: &mut Progress<'_>) -> Result<ControlFlow<Action,
     let (ctx, addon) = (progress.ctx, progress.object);
     let namespace = addon.namespace().unwrap_or_default();
     let cluster_name = addon.spec.cluster_ref.name.clone().unwrap_or_default();
-    let clusters: Api<DynamicObject> = Api::namespaced_with(
-        ctx.client.clone(),
-        &namespace,
-        &crate::clusters::cluster_resource(),
-    );
-    match clusters.get_opt(&cluster_name).await {
+    match crate::clusters::get(&ctx.client, &namespace, &cluster_name).await {
         Ok(Some(cluster)) => Ok(ControlFlow::Continue(cluster)),
         Ok(None) => {
             let api: Api<ClusterAddon> = Api::namespaced(ctx.client.clone(), &namespace);
             match api.delete(&addon.name_any(), &DeleteParams::default()).await {
-                Err(e) if !is_not_found(&e) => Err(Error::kube(format!("deleting {}", key_of(addon)), e)),
+                Err(e) if !is_not_found(&e) => {
+                    Err(Error::kube(format!("deleting {}", super::key_of(addon)), e))
+                }
                 _ => Ok(ControlFlow::Break(Action::await_change())),
             }
         }
@@ -547,9 +493,9 @@ async fn delete_objects(client: &kube::Client, objects: &[DesiredObject]) -> Res
 
 /// The Cluster and the objects it references, as JSON text per object.
 struct LiveObjects {
-    cluster: String,
-    control_plane: Option<String>,
-    infra_cluster: Option<String>,
+    cluster: DynamicObject,
+    control_plane: Option<DynamicObject>,
+    infra_cluster: Option<DynamicObject>,
 }
 
 /// Why the objects a Cluster references cannot be read yet (the pass waits).
@@ -563,26 +509,24 @@ enum Missing {
         #[source]
         source: kube::Error,
     },
-    #[error("{0}")]
-    Json(#[from] serde_json::Error),
 }
 
 async fn live_objects(ctx: &Context, cluster: &DynamicObject) -> Result<LiveObjects, Missing> {
     let referenced = |field: &str| cluster.data.pointer(&format!("/spec/{field}")).cloned();
     let namespace = cluster.namespace().unwrap_or_default();
     Ok(LiveObjects {
-        cluster: serde_json::to_string(cluster)?,
+        cluster: cluster.clone(),
         control_plane: read_referenced(ctx, &namespace, referenced("controlPlaneRef")).await?,
         infra_cluster: read_referenced(ctx, &namespace, referenced("infrastructureRef")).await?,
     })
 }
 
-/// The object a Cluster's `reference` names, as JSON text.
+/// The object a Cluster's `reference` names.
 async fn read_referenced(
     ctx: &Context,
     namespace: &str,
     reference: Option<serde_json::Value>,
-) -> Result<Option<String>, Missing> {
+) -> Result<Option<DynamicObject>, Missing> {
     let Some(reference) = reference else {
         return Ok(None);
     };
@@ -611,7 +555,7 @@ async fn read_referenced(
         .map_err(unreadable)?;
     let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &ns, &resource);
     match api.get_opt(&name).await.map_err(unreadable)? {
-        Some(object) => Ok(Some(serde_json::to_string(&object)?)),
+        Some(object) => Ok(Some(object)),
         None => Err(Missing::Absent(what)),
     }
 }
@@ -669,21 +613,26 @@ enum Rendered {
 }
 
 impl LiveObjects {
-    /// The objects as values see them.
+    /// The objects as values see them (blocking: JSON text read as YAML).
     fn parse(&self) -> Result<capstan_stack::values::ClusterObjects, Cause> {
-        let parse =
-            |text: &str, what: &str| capstan_stack::values::parse_object(text, std::path::Path::new(what));
+        let parse = |object: &DynamicObject, what: &str| -> Result<_, Cause> {
+            let text = serde_json::to_string(object).map_err(Cause::Json)?;
+            Ok(capstan_stack::values::parse_object(
+                &text,
+                std::path::Path::new(what),
+            )?)
+        };
         Ok(capstan_stack::values::ClusterObjects {
             cluster: parse(&self.cluster, "Cluster")?,
             control_plane: self
                 .control_plane
-                .as_deref()
-                .map(|t| parse(t, "ControlPlane"))
+                .as_ref()
+                .map(|o| parse(o, "ControlPlane"))
                 .transpose()?,
             infra_cluster: self
                 .infra_cluster
-                .as_deref()
-                .map(|t| parse(t, "InfraCluster"))
+                .as_ref()
+                .map(|o| parse(o, "InfraCluster"))
                 .transpose()?,
         })
     }
@@ -693,13 +642,7 @@ impl LiveObjects {
 async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
     let namespace = addon.namespace().unwrap_or_default();
     let cluster_name = addon.spec.cluster_ref.name.clone().unwrap_or_default();
-    let clusters: Api<DynamicObject> = Api::namespaced_with(
-        ctx.client.clone(),
-        &namespace,
-        &crate::clusters::cluster_resource(),
-    );
-    let cluster = clusters
-        .get_opt(&cluster_name)
+    let cluster = crate::clusters::get(&ctx.client, &namespace, &cluster_name)
         .await
         .map_err(|e| Error::kube(format!("reading Cluster {namespace}/{cluster_name}"), e))?;
     let cluster_going = cluster

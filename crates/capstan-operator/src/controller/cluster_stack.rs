@@ -38,34 +38,7 @@ pub const RELEASES_READY: &str = "ReleasesReady";
 /// Label on the releases a ClusterStack creates: the stack's name.
 pub const STACK_LABEL: &str = "clusterstack.x-k8s.io/cluster-stack";
 
-/// Reconciles one ClusterStack.
-pub async fn reconcile(stack: Arc<ClusterStack>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let key = key_of(&stack);
-    let ctx: &Context = &ctx;
-    super::with_finalizer(
-        stack,
-        ctx,
-        (FINALIZER, CONTROLLER),
-        key,
-        |stack| async move { apply(&stack, ctx).await },
-        |stack| async move { cleanup(&stack, ctx).await },
-    )
-    .await
-}
-
-pub fn error_policy(stack: Arc<ClusterStack>, error: &Error, ctx: Arc<Context>) -> Action {
-    super::error_policy(&ctx, &key_of(&stack), error)
-}
-
-fn key_of(stack: &ClusterStack) -> String {
-    format!(
-        "ClusterStack/{}/{}",
-        stack.namespace().unwrap_or_default(),
-        stack.name_any()
-    )
-}
-
-type Progress<'a> = super::progress::Progress<'a, ClusterStack>;
+super::finalized_kind!(ClusterStack);
 
 impl Tracked for ClusterStack {
     const CONTROLLER: &'static str = CONTROLLER;
@@ -250,7 +223,7 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
             }
             Err(e) => {
                 // Deleting without knowing the users could pull a class from under a Cluster.
-                tracing::warn!(stack = %key_of(stack), error = %e, "not deleting releases: listing Clusters failed");
+                tracing::warn!(stack = %super::key_of(stack), error = %e, "not deleting releases: listing Clusters failed");
             }
         }
     }

@@ -24,7 +24,6 @@ use super::error::is_not_found;
 use super::pipeline::{self, Parts, ReleaseFiles};
 use super::progress::{Because, Failure, WAIT};
 use super::{Error, now, object_ref, owner_reference};
-use crate::api::conditions::Condition;
 use crate::api::{ClusterStackRelease, ClusterStackReleaseStatus};
 use crate::context::Context;
 use crate::store::Owner;
@@ -37,8 +36,7 @@ pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-release";
 pub const CONTROLLER: &str = "clusterstackrelease";
 
 pub const DOWNLOADED: &str = "Downloaded";
-pub const RENDERED: &str = "Rendered";
-pub const APPLIED: &str = "Applied";
+pub use super::pipeline::{APPLIED, RENDERED};
 pub const PROVIDER_READY: &str = "ProviderReady";
 const STEPS: [&str; 3] = [DOWNLOADED, RENDERED, APPLIED];
 const STEPS_WITH_PROVIDER: [&str; 4] = [DOWNLOADED, PROVIDER_READY, RENDERED, APPLIED];
@@ -46,67 +44,16 @@ const STEPS_WITH_PROVIDER: [&str; 4] = [DOWNLOADED, PROVIDER_READY, RENDERED, AP
 /// How often a release being deleted looks again whether Clusters still use it.
 const WAIT_FOR_USERS: Duration = Duration::from_secs(15);
 
-/// Reconciles one ClusterStackRelease.
-pub async fn reconcile(release: Arc<ClusterStackRelease>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let key = key_of(&release);
-    let ctx: &Context = &ctx;
-    super::with_finalizer(
-        release,
-        ctx,
-        (FINALIZER, CONTROLLER),
-        key,
-        |release| async move { apply(&release, ctx).await },
-        |release| async move { cleanup(&release, ctx).await },
-    )
-    .await
-}
+super::finalized_kind!(ClusterStackRelease);
+super::progress::tracked_kind!(ClusterStackRelease, ClusterStackReleaseStatus);
 
-/// Requeue after a failed reconcile: capped exponential backoff per object.
-pub fn error_policy(release: Arc<ClusterStackRelease>, error: &Error, ctx: Arc<Context>) -> Action {
-    super::error_policy(&ctx, &key_of(&release), error)
-}
-
-fn key_of(release: &ClusterStackRelease) -> String {
+/// The note of the event sent when the release becomes ready.
+fn ready_note(release: &ClusterStackRelease, status: &ClusterStackReleaseStatus) -> String {
     format!(
-        "ClusterStackRelease/{}/{}",
-        release.namespace().unwrap_or_default(),
-        release.name_any()
+        "ClusterClass {} applied ({} objects)",
+        release.name_any(),
+        status.resources.len()
     )
-}
-
-type Progress<'a> = super::progress::Progress<'a, ClusterStackRelease>;
-
-impl super::progress::Tracked for ClusterStackRelease {
-    const CONTROLLER: &'static str = CONTROLLER;
-    type Status = ClusterStackReleaseStatus;
-
-    fn set_resources(status: &mut ClusterStackReleaseStatus, resources: Vec<crate::api::Resource>) {
-        status.resources = resources;
-    }
-
-    fn status_of(&self) -> Option<&ClusterStackReleaseStatus> {
-        self.status.as_ref()
-    }
-
-    fn conditions_mut(status: &mut ClusterStackReleaseStatus) -> &mut Vec<Condition> {
-        &mut status.conditions
-    }
-
-    fn ready(status: &ClusterStackReleaseStatus) -> bool {
-        status.ready
-    }
-
-    fn set_ready(status: &mut ClusterStackReleaseStatus, ready: bool) {
-        status.ready = ready;
-    }
-
-    fn ready_note(&self, status: &ClusterStackReleaseStatus) -> String {
-        format!(
-            "ClusterClass {} applied ({} objects)",
-            self.name_any(),
-            status.resources.len()
-        )
-    }
 }
 
 /// The conditions a release's `Ready` summarises.

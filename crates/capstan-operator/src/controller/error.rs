@@ -92,6 +92,9 @@ pub enum Cause {
     /// A live object that does not read as values.
     #[error(transparent)]
     Values(#[from] capstan_stack::DocumentError),
+    /// An object that does not encode as JSON (a bug).
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
     #[error(transparent)]
     Manifest(#[from] capstan_apply::ParseError),
     #[error(transparent)]
@@ -175,7 +178,9 @@ impl Cause {
     /// Whether the same inputs will fail the same way (see the module docs).
     pub fn is_terminal(&self) -> bool {
         match self {
-            Cause::Render(_) | Cause::Values(_) | Cause::Manifest(_) | Cause::Invalid(_) => true,
+            Cause::Render(_) | Cause::Values(_) | Cause::Json(_) | Cause::Manifest(_) | Cause::Invalid(_) => {
+                true
+            }
             Cause::Apply(capstan_apply::Error::Refused(_) | capstan_apply::Error::PruneWithoutInventory) => {
                 true
             }
@@ -201,7 +206,7 @@ impl Cause {
             Cause::SourceConfig(_) => "source_config",
             Cause::Store(_) => "store",
             Cause::Compile(_) | Cause::Resolver(_) => "compile",
-            Cause::Render(_) | Cause::Values(_) => "render",
+            Cause::Render(_) | Cause::Values(_) | Cause::Json(_) => "render",
             Cause::Manifest(_) => "manifest",
             Cause::Apply(_) | Cause::Objects(_) => "apply",
             Cause::Condition { .. } => "condition",

@@ -15,11 +15,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::NamespaceResourceScope;
-
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kube::api::Api;
+use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
 use super::api::{ClusterStack, StackSource};
@@ -28,57 +27,99 @@ use super::sources::Resolved;
 use capstan_stack::name::{KubernetesVersion, StackName};
 pub use error::{Cause, Error, Invalid, SourceConfigError, TERMINAL_RETRY};
 
-/// One reconcile of `object` through kube's finalizer helper: `apply` while it lives,
-/// `cleanup` once it is being deleted. Counts the reconcile in the metrics of `controller` and
-/// reports a new error as a Warning event (a success clears it and the backoff of `key`).
-pub async fn with_finalizer<K, A, AF, C, CF>(
-    object: Arc<K>,
-    ctx: &Context,
-    names: (&str, &str),
-    key: String,
-    apply: A,
-    cleanup: C,
-) -> Result<kube::runtime::controller::Action, Error>
-where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + serde::Serialize
-        + std::fmt::Debug,
-    A: FnOnce(Arc<K>) -> AF,
-    AF: Future<Output = Result<kube::runtime::controller::Action, Error>>,
-    C: FnOnce(Arc<K>) -> CF,
-    CF: Future<Output = Result<kube::runtime::controller::Action, Error>>,
-{
+/// A kind of the operator's API reconciled through a finalizer: `apply` while an object
+/// lives, `cleanup` once it is being deleted.
+pub trait Finalized: progress::Tracked + Send + Sync + 'static {
+    const FINALIZER: &'static str;
+    fn apply(&self, ctx: &Context) -> impl Future<Output = Result<Action, Error>> + Send;
+    fn cleanup(&self, ctx: &Context) -> impl Future<Output = Result<Action, Error>> + Send;
+}
+
+/// A controller module's entry points for `$kind` (which it reconciles with its `apply` and
+/// `cleanup` under its `FINALIZER`): `reconcile`, `error_policy` and the `Progress` alias.
+macro_rules! finalized_kind {
+    ($kind:ty) => {
+        /// Reconciles one object.
+        pub async fn reconcile(object: Arc<$kind>, ctx: Arc<Context>) -> Result<Action, Error> {
+            super::reconcile(object, ctx).await
+        }
+
+        pub use super::error_policy;
+
+        impl super::Finalized for $kind {
+            const FINALIZER: &'static str = FINALIZER;
+
+            fn apply(
+                &self,
+                ctx: &Context,
+            ) -> impl std::future::Future<Output = Result<Action, Error>> + Send {
+                apply(self, ctx)
+            }
+
+            fn cleanup(
+                &self,
+                ctx: &Context,
+            ) -> impl std::future::Future<Output = Result<Action, Error>> + Send {
+                cleanup(self, ctx)
+            }
+        }
+
+        type Progress<'a> = super::progress::Progress<'a, $kind>;
+    };
+}
+use finalized_kind;
+
+/// One reconcile of `object` through kube's finalizer helper. Counts the reconcile in the
+/// metrics of its controller and reports a new error as a Warning event (a success clears it
+/// and the object's backoff).
+pub async fn reconcile<K: Finalized>(object: Arc<K>, ctx: Arc<Context>) -> Result<Action, Error> {
     use kube::runtime::finalizer::{Event, finalizer};
-    let (finalizer_name, controller) = names;
+    let key = key_of(object.as_ref());
+    let ctx: &Context = &ctx;
     let started = std::time::Instant::now();
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &object.namespace().unwrap_or_default());
-    let result = finalizer(&api, finalizer_name, object.clone(), |event| async move {
+    let result = finalizer(&api, K::FINALIZER, object.clone(), |event| async move {
         match event {
-            Event::Apply(object) => apply(object).await,
-            Event::Cleanup(object) => cleanup(object).await,
+            Event::Apply(object) => object.apply(ctx).await,
+            Event::Cleanup(object) => object.cleanup(ctx).await,
         }
     })
     .await
     .or_else(finalizer_outcome);
-    ctx.metrics.reconciled(
-        controller,
-        started.elapsed(),
-        result.as_ref().err().map(Error::metric_label),
-    );
-    let reference = object_ref(object.as_ref());
-    match &result {
-        Ok(_) => {
-            ctx.succeeded(&key);
-            ctx.error_event(&key, &reference, "ReconcileFailed", None).await;
-        }
-        Err(e) => {
-            ctx.error_event(&key, &reference, "ReconcileFailed", Some(&e.to_string()))
-                .await
-        }
+    let error = result.as_ref().err();
+    ctx.metrics
+        .reconciled(K::CONTROLLER, started.elapsed(), error.map(Error::metric_label));
+    if error.is_none() {
+        ctx.succeeded(&key);
     }
+    let text = error.map(Error::to_string);
+    ctx.error_event(
+        &key,
+        &object_ref(object.as_ref()),
+        "ReconcileFailed",
+        text.as_deref(),
+    )
+    .await;
     result
+}
+
+/// The key of `object` in backoffs, error events and logs: `Kind/namespace/name`.
+pub fn key_of<K: Resource<DynamicType = ()>>(object: &K) -> String {
+    format!(
+        "{}/{}/{}",
+        K::kind(&()),
+        object.namespace().unwrap_or_default(),
+        object.name_any()
+    )
+}
+
+/// The requeue after a failed reconcile of `object` (see [`requeue_after_error`]).
+pub fn error_policy<K: Resource<DynamicType = ()>>(
+    object: Arc<K>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Action {
+    requeue_after_error(&ctx, &key_of(object.as_ref()), error)
 }
 
 /// The outcome of a reconcile through kube's finalizer helper: the step's own error, or the
@@ -106,17 +147,20 @@ const BACKOFF_MAX: Duration = Duration::from_secs(300);
 
 /// The requeue after a failed reconcile of `key`: a terminal error waits for a change (or
 /// [`TERMINAL_RETRY`]); any other is retried with capped exponential backoff.
-pub fn error_policy(ctx: &Context, key: &str, error: &Error) -> kube::runtime::controller::Action {
-    tracing::warn!(object = %key, %error, terminal = error.is_terminal(), "reconcile failed");
-    if error.is_terminal() {
-        return kube::runtime::controller::Action::requeue(TERMINAL_RETRY);
-    }
-    kube::runtime::controller::Action::requeue(backoff(ctx, key))
+pub fn requeue_after_error(ctx: &Context, key: &str, error: &Error) -> Action {
+    let terminal = error.is_terminal();
+    tracing::warn!(object = %key, %error, terminal, kind = error.metric_label(), "reconcile failed");
+    // A terminal error does not climb the backoff ladder: the next retryable one starts low.
+    let failures = if terminal { 0 } else { ctx.failed(key) };
+    Action::requeue(retry_delay(terminal, failures))
 }
 
-/// The delay before retrying `key` after one more failure.
-pub fn backoff(ctx: &Context, key: &str) -> Duration {
-    let failures = ctx.failed(key);
+/// The delay before the next attempt after `failures` retryable failures in a row, or after
+/// a terminal error.
+pub fn retry_delay(terminal: bool, failures: u32) -> Duration {
+    if terminal {
+        return TERMINAL_RETRY;
+    }
     BACKOFF_FIRST
         .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
         .min(BACKOFF_MAX)
@@ -264,6 +308,27 @@ async fn resolve_oci(
 mod tests {
     use super::*;
     use kube::runtime::finalizer::Error as Helper;
+
+    #[test]
+    fn retryable_errors_back_off_and_terminal_ones_wait_long() {
+        let cases = [
+            (false, 1, 2),
+            (false, 2, 4),
+            (false, 3, 8),
+            (false, 8, 256),
+            (false, 9, 300),
+            (false, 40, 300),
+            (true, 0, 600),
+            (true, 1, 600),
+        ];
+        for (terminal, failures, seconds) in cases {
+            assert_eq!(
+                retry_delay(terminal, failures),
+                Duration::from_secs(seconds),
+                "terminal {terminal}, {failures} failure(s)"
+            );
+        }
+    }
 
     #[test]
     fn a_waiting_cleanup_keeps_the_finalizer_and_requeues() {

@@ -27,6 +27,11 @@ use capstan_apply::{Applier, ApplyOptions, DesiredObject, InventoryRef, PruneSco
 use capstan_stack::name::ReleaseTag;
 use capstan_stack::render::CompiledRelease;
 
+/// Condition: the release's charts were rendered (a stored render has the inputs).
+pub const RENDERED: &str = "Rendered";
+/// Condition: the stored render was applied.
+pub const APPLIED: &str = "Applied";
+
 /// Runs `work` on the blocking pool.
 pub async fn blocking<T, F>(what: &'static str, work: F) -> Result<T, Cause>
 where
@@ -192,6 +197,17 @@ pub async fn objects_of(render: &StoredRender, part: Option<&str>) -> Result<Vec
     .because("InvalidManifest")
 }
 
+/// Options of an apply that records its objects in `inventory` (in the inventory's
+/// namespace, the default of namespaced objects) and prunes what left it.
+fn pruning(inventory: InventoryRef) -> ApplyOptions {
+    ApplyOptions {
+        namespace: inventory.namespace.clone(),
+        inventory: Some(inventory),
+        prune: true,
+        ..ApplyOptions::default()
+    }
+}
+
 /// Applies `objects` with `inventory` (pruning what left it), counts and records the outcome
 /// (per-object status; condition `step` fails when an object failed).
 pub async fn apply<K: Tracked>(
@@ -203,11 +219,8 @@ pub async fn apply<K: Tracked>(
     drift_pass: bool,
 ) -> Result<Outcome, Error> {
     let options = ApplyOptions {
-        namespace: inventory.namespace.clone(),
-        inventory: Some(inventory),
-        prune: true,
         concurrency: 8,
-        ..ApplyOptions::default()
+        ..pruning(inventory)
     };
     let report = applier.apply(objects, &options).await.because("ApplyFailed");
     let report = progress.check(step, report).await?;
@@ -228,11 +241,8 @@ pub async fn prune_all(
     inventory: InventoryRef,
 ) -> Result<u64, Cause> {
     let options = ApplyOptions {
-        namespace: inventory.namespace.clone(),
-        inventory: Some(inventory),
-        prune: true,
         prune_scope: PruneScope::Any,
-        ..ApplyOptions::default()
+        ..pruning(inventory)
     };
     let report = applier.apply(&[], &options).await?;
     let pruned = report.summary.pruned as u64;

@@ -50,6 +50,51 @@ pub trait Tracked:
     }
 }
 
+/// [`Tracked`] for `$kind` of the module's `CONTROLLER`, whose status `$status` has
+/// `conditions`, `ready` and `resources`; the module's `ready_note(object, status)` says
+/// what became ready.
+macro_rules! tracked_kind {
+    ($kind:ty, $status:ty) => {
+        impl super::progress::Tracked for $kind {
+            const CONTROLLER: &'static str = CONTROLLER;
+            type Status = $status;
+            super::progress::tracked_status!($status);
+
+            fn ready_note(&self, status: &$status) -> String {
+                ready_note(self, status)
+            }
+        }
+    };
+}
+pub(crate) use tracked_kind;
+
+/// The [`Tracked`] methods of a kind whose status has `conditions`, `ready` and
+/// `resources`.
+macro_rules! tracked_status {
+    ($status:ty) => {
+        fn status_of(&self) -> Option<&$status> {
+            self.status.as_ref()
+        }
+
+        fn conditions_mut(status: &mut $status) -> &mut Vec<$crate::api::conditions::Condition> {
+            &mut status.conditions
+        }
+
+        fn ready(status: &$status) -> bool {
+            status.ready
+        }
+
+        fn set_ready(status: &mut $status, ready: bool) {
+            status.ready = ready;
+        }
+
+        fn set_resources(status: &mut $status, resources: Vec<$crate::api::Resource>) {
+            status.resources = resources;
+        }
+    };
+}
+pub(crate) use tracked_status;
+
 /// An event a status change makes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatusEvent {

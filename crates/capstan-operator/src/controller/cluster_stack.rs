@@ -24,7 +24,7 @@ use crate::api::{
     Channel, ClusterStack, ClusterStackRelease, ClusterStackReleaseSpec, ClusterStackStatus, ReleaseSummary,
 };
 use crate::context::Context;
-use capstan_stack::name::ReleaseTag;
+use capstan_stack::name::{ReleaseTag, StackName};
 use capstan_stack::version::Version;
 
 pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-stack";
@@ -104,86 +104,66 @@ fn ready_message(status: &ClusterStackStatus) -> String {
     }
 }
 
-async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
-    let mut progress = Progress::new(stack, ctx, &[SOURCE_READY, RELEASES_READY]);
-    let namespace = stack.namespace().unwrap_or_default();
+/// What a ClusterStack's spec asks for, read.
+struct Spec {
+    stack_name: StackName,
+    interval: Duration,
+    /// The releases of `spec.versions`.
+    versions: Vec<ReleaseTag>,
+}
+
+/// Why a ClusterStack's spec asks for nothing usable (the `SourceReady` message).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct InvalidSpec(String);
+
+fn spec_of(stack: &ClusterStack) -> Result<Spec, InvalidSpec> {
     let Some(stack_name) = stack_name_of(stack) else {
-        let message = format!(
+        return Err(InvalidSpec(format!(
             "provider {:?}, name {:?} and kubernetesVersion {:?} do not make a stack name",
             stack.spec.provider, stack.spec.name, stack.spec.kubernetes_version
-        );
-        progress.condition(SOURCE_READY, false, "InvalidSpec", message);
-        progress.save().await?;
-        return Ok(Action::await_change());
+        )));
     };
-    let interval = match stack.spec.interval() {
-        Ok(interval) => interval,
-        Err(e) => {
-            progress.condition(SOURCE_READY, false, "InvalidSpec", e.to_string());
+    let interval = stack.spec.interval().map_err(|e| InvalidSpec(e.to_string()))?;
+    let versions = stack
+        .spec
+        .versions
+        .iter()
+        .map(|text| {
+            Version::parse(text).map(|v| stack_name.release(v)).map_err(|e| {
+                InvalidSpec(format!(
+                    "spec.versions: {text:?} is not a stack version: {}",
+                    e.problem
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Spec {
+        stack_name,
+        interval,
+        versions,
+    })
+}
+
+async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
+    let mut progress = Progress::new(stack, ctx, &[SOURCE_READY, RELEASES_READY]);
+    let spec = match spec_of(stack) {
+        Ok(spec) => spec,
+        Err(invalid) => {
+            progress.condition(SOURCE_READY, false, "InvalidSpec", invalid.to_string());
             progress.save().await?;
             return Ok(Action::await_change());
         }
     };
-    let mut wanted_versions = Vec::new();
-    for text in &stack.spec.versions {
-        match Version::parse(text) {
-            Ok(v) => wanted_versions.push(v),
-            Err(e) => {
-                let message = format!("spec.versions: {text:?} is not a stack version: {}", e.problem);
-                progress.condition(SOURCE_READY, false, "InvalidSpec", message);
-                progress.save().await?;
-                return Ok(Action::await_change());
-            }
-        }
-    }
-
     // 1. The source's releases of this stack (polled at most once per interval).
-    let wanted_tags: Vec<ReleaseTag> = wanted_versions
-        .iter()
-        .map(|v| stack_name.release(v.clone()))
-        .collect();
-    let listing = match list_source(stack, ctx, interval, &wanted_tags).await {
+    let listing = match list_source(stack, ctx, spec.interval, &spec.versions).await {
         Ok(listing) => listing,
         Err(cause) => return Err(progress.fail(SOURCE_READY, "ListFailed", cause).await),
     };
-    let channel = stack.spec.channel;
-    let mut remote: Vec<ReleaseTag> = listing
-        .iter()
-        .filter(|t| t.stack() == &stack_name && on_channel(t.version(), channel))
-        .cloned()
-        .collect();
-    remote.sort_by(|a, b| a.version().cmp(b.version()));
-    let latest = remote.last().cloned();
-    let missing: Vec<String> = wanted_tags
-        .iter()
-        .filter(|t| !remote.contains(t))
-        .map(ReleaseTag::tag)
-        .collect();
-    let source_message = match (&latest, missing.is_empty()) {
-        (None, _) => format!("the source has no release of {stack_name} on channel {channel}"),
-        (Some(latest), true) => format!("{} matching release(s), latest {latest}", remote.len()),
-        (Some(latest), false) => format!(
-            "{} matching release(s), latest {latest}; not in the source: {}",
-            remote.len(),
-            missing.join(", ")
-        ),
-    };
-    progress.condition(
-        SOURCE_READY,
-        latest.is_some() && missing.is_empty(),
-        if latest.is_none() {
-            "NoRelease"
-        } else if missing.is_empty() {
-            "Listed"
-        } else {
-            "VersionMissing"
-        },
-        source_message,
-    );
-    progress.status.latest_release = latest.as_ref().map(ReleaseTag::tag);
-
+    let (remote, latest) = listed(&mut progress, &spec, &listing);
     // 2. The releases wanted: the latest (when subscribed) and the spec's.
-    let mut wanted: BTreeSet<String> = wanted_tags
+    let mut wanted: BTreeSet<String> = spec
+        .versions
         .iter()
         .filter(|t| remote.contains(t))
         .map(ReleaseTag::tag)
@@ -193,57 +173,124 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
     {
         wanted.insert(latest.tag());
     }
-    let releases_api: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), &namespace);
+    let releases_api: Api<ClusterStackRelease> =
+        Api::namespaced(ctx.client.clone(), &stack.namespace().unwrap_or_default());
     let owned = owned_releases(stack, &releases_api).await?;
     for tag in &wanted {
         if !owned.contains_key(tag) {
-            create_release(stack, ctx, &releases_api, tag, &stack_name.to_string()).await?;
+            create_release(stack, ctx, &releases_api, tag, &spec.stack_name.to_string()).await?;
         }
     }
-
     // 3. Releases no longer wanted go, unless a Cluster uses them or they are the latest
     //    ready one (what new Clusters can use while a newer release gets ready).
+    let mut keep = wanted.clone();
+    keep.extend(latest.as_ref().map(ReleaseTag::tag));
+    prune_releases(stack, ctx, &releases_api, &owned, keep).await?;
+    // 4. Status from the releases as they are now.
+    let owned = owned_releases(stack, &releases_api).await?;
+    report(&mut progress, &owned, &wanted);
+    progress.save().await?;
+    Ok(Action::requeue(next_poll(ctx, stack, spec.interval)))
+}
+
+/// The listed releases of the stack on its channel, oldest first, and the latest; recorded
+/// in `SourceReady` (with the spec's versions the source lacks) and `latestRelease`.
+fn listed(
+    progress: &mut Progress<'_>,
+    spec: &Spec,
+    listing: &[ReleaseTag],
+) -> (Vec<ReleaseTag>, Option<ReleaseTag>) {
+    let (stack_name, channel) = (&spec.stack_name, progress.object.spec.channel);
+    let mut remote: Vec<ReleaseTag> = listing
+        .iter()
+        .filter(|t| t.stack() == stack_name && on_channel(t.version(), channel))
+        .cloned()
+        .collect();
+    remote.sort_by(|a, b| a.version().cmp(b.version()));
+    let latest = remote.last().cloned();
+    let missing: Vec<String> = spec
+        .versions
+        .iter()
+        .filter(|t| !remote.contains(t))
+        .map(ReleaseTag::tag)
+        .collect();
+    let (reason, message) = match (&latest, missing.is_empty()) {
+        (None, _) => (
+            "NoRelease",
+            format!("the source has no release of {stack_name} on channel {channel}"),
+        ),
+        (Some(latest), true) => (
+            "Listed",
+            format!("{} matching release(s), latest {latest}", remote.len()),
+        ),
+        (Some(latest), false) => (
+            "VersionMissing",
+            format!(
+                "{} matching release(s), latest {latest}; not in the source: {}",
+                remote.len(),
+                missing.join(", ")
+            ),
+        ),
+    };
+    progress.condition(SOURCE_READY, reason == "Listed", reason, message);
+    progress.status.latest_release = latest.as_ref().map(ReleaseTag::tag);
+    (remote, latest)
+}
+
+/// Deletes the owned releases that are not in `keep`, not the latest ready one and not used
+/// by a Cluster; none when the Clusters cannot be listed.
+async fn prune_releases(
+    stack: &ClusterStack,
+    ctx: &Context,
+    api: &Api<ClusterStackRelease>,
+    owned: &BTreeMap<String, ClusterStackRelease>,
+    mut keep: BTreeSet<String>,
+) -> Result<(), Error> {
     let latest_ready = owned
         .values()
         .filter(|r| super::cluster_stack_release::is_ready(r))
         .filter_map(|r| ReleaseTag::parse(&r.name_any()).ok())
         .max_by(|a, b| a.version().cmp(b.version()))
         .map(|t| t.tag());
-    let mut keep = wanted.clone();
-    keep.extend(latest.as_ref().map(ReleaseTag::tag));
     keep.extend(latest_ready);
     let unwanted: Vec<&String> = owned.keys().filter(|name| !keep.contains(*name)).collect();
-    if !unwanted.is_empty() {
-        match crate::clusters::list(&ctx.client, &namespace).await {
-            Ok(clusters) => {
-                let used = crate::clusters::releases_in_use(&clusters, &namespace);
-                for name in unwanted.into_iter().filter(|n| !used.contains(*n)) {
-                    delete_release(stack, ctx, &releases_api, name).await?;
-                }
-            }
-            Err(e) => {
-                // Deleting without knowing the users could pull a class from under a Cluster.
-                tracing::warn!(stack = %super::key_of(stack), error = %e, "not deleting releases: listing Clusters failed");
+    if unwanted.is_empty() {
+        return Ok(());
+    }
+    let namespace = stack.namespace().unwrap_or_default();
+    match crate::clusters::list(&ctx.client, &namespace).await {
+        Ok(clusters) => {
+            let used = crate::clusters::releases_in_use(&clusters, &namespace);
+            for name in unwanted.into_iter().filter(|n| !used.contains(*n)) {
+                delete_release(stack, ctx, api, name).await?;
             }
         }
+        Err(e) => {
+            // Deleting without knowing the users could pull a class from under a Cluster.
+            tracing::warn!(stack = %super::key_of(stack), error = %e, "not deleting releases: listing Clusters failed");
+        }
     }
+    Ok(())
+}
 
-    // 4. Status from the releases as they are now.
-    let owned = owned_releases(stack, &releases_api).await?;
+/// The status from the owned releases: a summary line each, the usable versions, and
+/// `ReleasesReady` for the `wanted` ones.
+fn report(
+    progress: &mut Progress<'_>,
+    owned: &BTreeMap<String, ClusterStackRelease>,
+    wanted: &BTreeSet<String>,
+) {
     progress.status.summary = owned.values().map(summary_of).collect();
-    let mut usable: Vec<(Version, String)> = owned
+    let mut usable: Vec<Version> = owned
         .values()
         .filter(|r| super::cluster_stack_release::is_ready(r))
         .filter_map(|r| ReleaseTag::parse(&r.name_any()).ok())
-        .map(|t| (t.version().clone(), t.version().to_string()))
+        .map(|t| t.version().clone())
         .collect();
     usable.sort();
     progress.status.usable_versions = (!usable.is_empty()).then(|| {
-        usable
-            .iter()
-            .map(|(_, v)| v.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        let texts: Vec<String> = usable.iter().map(Version::to_string).collect();
+        texts.join(", ")
     });
     let not_ready: Vec<&String> = wanted
         .iter()
@@ -253,7 +300,7 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
                 .is_some_and(super::cluster_stack_release::is_ready)
         })
         .collect();
-    let releases_message = if wanted.is_empty() {
+    let message = if wanted.is_empty() {
         "no release is wanted (autoSubscribe is off and spec.versions is empty)".to_string()
     } else if not_ready.is_empty() {
         format!("{} release(s) ready", wanted.len())
@@ -267,18 +314,9 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
             .collect();
         format!("waiting for {}", details.join("; "))
     };
-    progress.condition(
-        RELEASES_READY,
-        not_ready.is_empty(),
-        if not_ready.is_empty() {
-            "Ready"
-        } else {
-            "ReleasesNotReady"
-        },
-        releases_message,
-    );
-    progress.save().await?;
-    Ok(Action::requeue(next_poll(ctx, stack, interval)))
+    let ready = not_ready.is_empty();
+    let reason = if ready { "Ready" } else { "ReleasesNotReady" };
+    progress.condition(RELEASES_READY, ready, reason, message);
 }
 
 fn on_channel(version: &Version, channel: Channel) -> bool {

@@ -301,6 +301,34 @@ mod tests {
             (Error::step("Rendered", "NoSuchStage", invalid), true, "invalid"),
             (
                 Error::step(
+                    "Rendered",
+                    "RenderFailed",
+                    capstan_stack::render::RenderError::Part {
+                        release: "docker-ferrol-1-27-v1".into(),
+                        part: "cluster-class".into(),
+                        chart: "docker-ferrol-1-27-cluster-class".into(),
+                        message: "template: boom".into(),
+                    },
+                ),
+                true,
+                "render",
+            ),
+            (
+                Error::step(
+                    "Rendered",
+                    "CompileFailed",
+                    Cause::Compile(capstan_stack::render::RenderError::Part {
+                        release: "docker-ferrol-1-27-v1".into(),
+                        part: "cluster-addon".into(),
+                        chart: "ngnix".into(),
+                        message: "dependency download failed".into(),
+                    }),
+                ),
+                false,
+                "compile",
+            ),
+            (
+                Error::step(
                     "Applied",
                     "ApplyFailed",
                     Cause::Objects("1 of 2 object(s) failed".into()),

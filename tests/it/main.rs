@@ -26,6 +26,7 @@ mod operator_provider;
 mod operator_restart;
 mod operator_shards;
 mod operator_stages;
+mod operator_terminal;
 mod operator_user_values;
 mod operator_watches;
 mod pull_crash;

@@ -18,14 +18,17 @@ pub fn cluster_resource() -> ApiResource {
 
 /// The Clusters that may use the classes of `namespace` — those of every namespace, since
 /// `spec.topology.classNamespace` names a class in another one (callers filter with
-/// [`releases_in_use`] or [`users_of`]) — or why they could not be listed (the text of the API
-/// error; a missing Cluster CRD is an error too: nobody can then say which classes are in use).
-pub async fn list(client: &Client, _namespace: &str) -> Result<Vec<DynamicObject>, String> {
+/// [`releases_in_use`] or [`users_of`]) — or why they could not be listed (a missing Cluster
+/// CRD is the API server's 404).
+pub async fn list(client: &Client, _namespace: &str) -> Result<Vec<DynamicObject>, kube::Error> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &cluster_resource());
-    api.list(&ListParams::default())
-        .await
-        .map(|list| list.items)
-        .map_err(|e| e.to_string())
+    api.list(&ListParams::default()).await.map(|list| list.items)
+}
+
+/// Cluster `name` of `namespace`, when it exists.
+pub async fn get(client: &Client, namespace: &str, name: &str) -> Result<Option<DynamicObject>, kube::Error> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &cluster_resource());
+    api.get_opt(name).await
 }
 
 /// Names of the ClusterStackReleases in `namespace` whose classes `clusters` use (dot and dash

@@ -13,6 +13,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use capstan_apply::Applier;
 
 use super::api::{ClusterStack, ClusterStackRelease};
+use super::controller::Cause;
 use super::metrics::Metrics;
 use super::settings::Settings;
 use super::sources::Sources;
@@ -84,16 +85,19 @@ impl Context {
 
     /// The compiled release of `digest`, compiling it with `compile` (on a blocking thread)
     /// when it is not kept.
-    pub async fn compiled<F>(&self, digest: &str, compile: F) -> Result<Arc<CompiledRelease>, String>
+    pub async fn compiled<F>(&self, digest: &str, compile: F) -> Result<Arc<CompiledRelease>, Cause>
     where
-        F: FnOnce() -> Result<CompiledRelease, String> + Send + 'static,
+        F: FnOnce() -> Result<CompiledRelease, Cause> + Send + 'static,
     {
         if let Some(found) = self.lock_compiled().iter().find(|(d, _)| d == digest) {
             return Ok(found.1.clone());
         }
         let compiled = tokio::task::spawn_blocking(compile)
             .await
-            .map_err(|e| format!("compiling the release: {e}"))??;
+            .map_err(|source| Cause::Task {
+                what: "compiling the release",
+                source,
+            })??;
         let compiled = Arc::new(compiled);
         let mut kept = self.lock_compiled();
         kept.retain(|(d, _)| d != digest);

@@ -24,7 +24,7 @@ pub struct Metrics {
     registry: Registry,
     reconciles: Family<ControllerResult, Counter>,
     reconcile_duration: Family<ControllerLabel, Histogram, fn() -> Histogram>,
-    reconcile_errors: Family<ControllerLabel, Counter>,
+    reconcile_errors: Family<ControllerError, Counter>,
     objects: Family<ControllerOutcome, Counter>,
     drift_corrections: Family<ControllerLabel, Counter>,
     github_requests: Family<StatusClass, Counter>,
@@ -53,6 +53,13 @@ impl ObjectOutcome {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ControllerLabel {
     controller: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ControllerError {
+    controller: String,
+    /// The error's kind (`Error::metric_label`): `kube`, `source`, `render`, `apply`, …
+    error: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -104,7 +111,7 @@ impl Metrics {
         let reconcile_errors = Family::default();
         registry.register(
             "reconcile_errors",
-            "Reconciles that ended in an error, by controller",
+            "Reconciles that ended in an error, by controller and kind of error",
             reconcile_errors.clone(),
         );
         let objects = Family::default();
@@ -151,9 +158,9 @@ impl Metrics {
     }
 
     /// One reconcile of `controller` (`clusterstack`, `clusterstackrelease`, `clusteraddon`)
-    /// took `duration` and ended well or not.
-    pub fn reconciled(&self, controller: &str, duration: Duration, ok: bool) {
-        let result = if ok { "success" } else { "error" };
+    /// took `duration` and ended well or with an error of kind `error`.
+    pub fn reconciled(&self, controller: &str, duration: Duration, error: Option<&'static str>) {
+        let result = if error.is_none() { "success" } else { "error" };
         self.reconciles
             .get_or_create(&ControllerResult {
                 controller: controller.to_string(),
@@ -166,8 +173,13 @@ impl Metrics {
         self.reconcile_duration
             .get_or_create(&label)
             .observe(duration.as_secs_f64());
-        if !ok {
-            self.reconcile_errors.get_or_create(&label).inc();
+        if let Some(error) = error {
+            self.reconcile_errors
+                .get_or_create(&ControllerError {
+                    controller: controller.to_string(),
+                    error,
+                })
+                .inc();
         }
     }
 
@@ -254,9 +266,9 @@ mod tests {
     #[test]
     fn encode_has_the_series_recorded() {
         let m = Metrics::new();
-        m.reconciled("clusterstack", Duration::from_millis(30), true);
-        m.reconciled("clusterstack", Duration::from_millis(40), true);
-        m.reconciled("clusterstackrelease", Duration::from_secs(2), false);
+        m.reconciled("clusterstack", Duration::from_millis(30), None);
+        m.reconciled("clusterstack", Duration::from_millis(40), None);
+        m.reconciled("clusterstackrelease", Duration::from_secs(2), Some("render"));
         m.objects("clusterstackrelease", ObjectOutcome::Applied, 7);
         m.objects("clusterstackrelease", ObjectOutcome::Failed, 1);
         m.objects("clusterstackrelease", ObjectOutcome::Pruned, 2);
@@ -271,7 +283,7 @@ mod tests {
         for line in [
             r#"capstan_reconciles_total{controller="clusterstack",result="success"} 2"#,
             r#"capstan_reconciles_total{controller="clusterstackrelease",result="error"} 1"#,
-            r#"capstan_reconcile_errors_total{controller="clusterstackrelease"} 1"#,
+            r#"capstan_reconcile_errors_total{controller="clusterstackrelease",error="render"} 1"#,
             r#"capstan_reconcile_duration_seconds_count{controller="clusterstack"} 2"#,
             r#"capstan_reconcile_duration_seconds_sum{controller="clusterstackrelease"} 2.0"#,
             r#"capstan_objects_total{controller="clusterstackrelease",outcome="applied"} 7"#,
@@ -290,6 +302,6 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "missing {line:?} in:\n{text}");
         }
         // No reconcile errors for a controller that never failed.
-        assert!(!text.contains(r#"capstan_reconcile_errors_total{controller="clusterstack"}"#));
+        assert!(!text.contains(r#"capstan_reconcile_errors_total{controller="clusterstack","#));
     }
 }

@@ -47,7 +47,7 @@ impl Resolved {
         source: &StackSource,
         default_api_url: &str,
         token: Option<String>,
-    ) -> Result<Resolved, String> {
+    ) -> Result<Resolved, oci::OciError> {
         Ok(match source {
             StackSource::Github(gh) => Resolved::GitHub {
                 api_url: gh.api_url.clone().unwrap_or_else(|| default_api_url.to_string()),
@@ -55,8 +55,7 @@ impl Resolved {
                 token,
             },
             StackSource::Oci(o) => Resolved::Oci {
-                repo: OciRepo::parse(&o.repository)
-                    .map_err(|e| format!("spec.source.oci.repository: {e}"))?,
+                repo: OciRepo::parse(&o.repository)?,
                 credentials: token.map_or(oci::Credentials::Anonymous, oci::Credentials::Token),
                 insecure: false,
             },
@@ -111,12 +110,15 @@ impl Fetched {
             Fetched::Cached(manifest) => local::open_cached(cache, manifest),
             Fetched::Local(dir) => local::open(dir),
         }
-        .map_err(|e| SourceError(e.to_string()))
+        .map_err(SourceError::Open)
     }
 }
 
 fn hash_dir(root: &Path, dir: &Path, hasher: &mut Sha256) -> Result<(), SourceError> {
-    let io = |e: std::io::Error| SourceError(format!("{}: {e}", dir.display()));
+    let io = |source: std::io::Error| SourceError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .map_err(io)?
         .collect::<Result<_, _>>()
@@ -141,10 +143,64 @@ fn hash_dir(root: &Path, dir: &Path, hasher: &mut Sha256) -> Result<(), SourceEr
     Ok(())
 }
 
-/// A source could not be listed or a release not fetched; the text names the source.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SourceError(pub String);
+/// Why a source could not be listed or a release fetched or opened.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("listing releases of {describe}: {cause}")]
+    List {
+        describe: String,
+        #[source]
+        cause: Box<SourceCause>,
+    },
+    #[error("fetching {tag} from {describe}: {cause}")]
+    Fetch {
+        tag: String,
+        describe: String,
+        #[source]
+        cause: Box<SourceCause>,
+    },
+    /// A client of a registry or of GitHub could not be made.
+    #[error(transparent)]
+    Client(Box<SourceCause>),
+    /// A fetched release could not be read.
+    #[error(transparent)]
+    Open(local::LocalError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What failed inside a list or a fetch.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceCause {
+    #[error(transparent)]
+    GitHub(#[from] github::GitHubError),
+    #[error(transparent)]
+    Oci(#[from] oci::OciError),
+    #[error(transparent)]
+    OciRelease(#[from] oci::release::ReleaseError),
+    #[error(transparent)]
+    Pull(#[from] pull::PullError),
+    #[error(transparent)]
+    Cache(#[from] capstan_source::cache::CacheError),
+    #[error(transparent)]
+    Git(#[from] git::GitError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the ref {reference} no longer builds this release and the cache does not hold it")]
+    RefMoved { reference: String },
+    #[error("no release directory with tag {tag} in {path}")]
+    NoLocalRelease { tag: String, path: PathBuf },
+    #[error("{0}")]
+    Task(#[source] tokio::task::JoinError),
+}
 
 /// A GitHub client per API URL and token.
 type ClientKey = (String, Option<String>);
@@ -195,7 +251,9 @@ impl Sources {
             observer: self.oci_observer.clone(),
             ..oci::Config::default()
         };
-        let client = Arc::new(oci::Client::new(&repo.host, config).map_err(|e| SourceError(e.to_string()))?);
+        let client = Arc::new(
+            oci::Client::new(&repo.host, config).map_err(|e| SourceError::Client(Box::new(e.into())))?,
+        );
         clients.insert(key, client.clone());
         Ok(client)
     }
@@ -216,7 +274,8 @@ impl Sources {
             observer: self.observer.clone(),
             ..github::Config::default()
         };
-        let client = Arc::new(github::Client::new(config).map_err(|e| SourceError(e.to_string()))?);
+        let client =
+            Arc::new(github::Client::new(config).map_err(|e| SourceError::Client(Box::new(e.into())))?);
         clients.insert(key, client.clone());
         Ok(client)
     }
@@ -225,11 +284,14 @@ impl Sources {
     /// are skipped.
     pub async fn list(&self, source: &Resolved) -> Result<Vec<ReleaseTag>, SourceError> {
         let describe = source.describe();
-        let fail = |message: String| SourceError(format!("listing releases of {describe}: {message}"));
+        let fail = |cause: SourceCause| SourceError::List {
+            describe: describe.clone(),
+            cause: Box::new(cause),
+        };
         let tags: Vec<String> = match source {
             Resolved::GitHub { api_url, repo, token } => {
                 let client = self.github(api_url, token)?;
-                let releases = client.releases(repo).await.map_err(|e| fail(e.to_string()))?;
+                let releases = client.releases(repo).await.map_err(|e| fail(e.into()))?;
                 releases.into_iter().map(|r| r.tag).collect()
             }
             Resolved::Oci {
@@ -240,25 +302,24 @@ impl Sources {
                 let client = self.oci(repo, credentials, *insecure)?;
                 oci::release::tags(&client, repo)
                     .await
-                    .map_err(|e| fail(e.to_string()))?
+                    .map_err(|e| fail(e.into()))?
             }
             Resolved::Git(spec) => {
                 let cache = self.cache.clone();
                 let spec = spec.clone();
                 let built = tokio::task::spawn_blocking(move || {
-                    let current = git::pull_git(&cache, &spec).map_err(|e| e.to_string())?;
+                    let current = git::pull_git(&cache, &spec)?;
                     let prefix = format!("{}/", git::url_key(&spec.url));
                     let mut tags: Vec<String> = cache
-                        .releases()
-                        .map_err(|e| e.to_string())?
+                        .releases()?
                         .into_iter()
                         .filter_map(|key| key.strip_prefix(&prefix).map(str::to_string))
                         .collect();
                     tags.push(current.tag);
-                    Ok::<_, String>(tags)
+                    Ok::<_, SourceCause>(tags)
                 })
                 .await
-                .map_err(|e| fail(e.to_string()))?;
+                .map_err(|e| fail(SourceCause::Task(e)))?;
                 built.map_err(fail)?
             }
             Resolved::Local(path) => local_tags(path).map_err(fail)?,
@@ -273,18 +334,22 @@ impl Sources {
     /// nothing is sent when it is complete there already).
     pub async fn fetch(&self, source: &Resolved, tag: &ReleaseTag) -> Result<Fetched, SourceError> {
         let describe = source.describe();
-        let fail = |message: String| SourceError(format!("fetching {tag} from {describe}: {message}"));
+        let fail = |cause: SourceCause| SourceError::Fetch {
+            tag: tag.tag(),
+            describe: describe.clone(),
+            cause: Box::new(cause),
+        };
         match source {
             Resolved::GitHub { api_url, repo, token } => {
                 if let Some(manifest) =
-                    pull::cached_github(&self.cache, repo, &tag.tag()).map_err(|e| fail(e.to_string()))?
+                    pull::cached_github(&self.cache, repo, &tag.tag()).map_err(|e| fail(e.into()))?
                 {
                     return Ok(Fetched::Cached(manifest));
                 }
                 let client = self.github(api_url, token)?;
                 let summary = pull::pull_github(&client, &self.cache, repo, &tag.tag(), |_| {})
                     .await
-                    .map_err(|e| fail(e.to_string()))?;
+                    .map_err(|e| fail(e.into()))?;
                 Ok(Fetched::Cached(summary.manifest))
             }
             Resolved::Oci {
@@ -296,17 +361,16 @@ impl Sources {
                 // A release complete in the cache is used without a request.
                 let summary = oci::release::pull(&client, &self.cache, repo, &tag.tag(), false, |_| {})
                     .await
-                    .map_err(|e| fail(e.to_string()))?;
+                    .map_err(|e| fail(e.into()))?;
                 Ok(Fetched::Cached(summary.manifest))
             }
             Resolved::Git(spec) => {
                 let key = format!("{}/{}", git::url_key(&spec.url), tag.tag());
-                match self.cache.release(&key).map_err(|e| fail(e.to_string()))? {
+                match self.cache.release(&key).map_err(|e| fail(e.into()))? {
                     Some(manifest) => Ok(Fetched::Cached(manifest)),
-                    None => Err(fail(format!(
-                        "the ref {} no longer builds this release and the cache does not hold it",
-                        spec.reference
-                    ))),
+                    None => Err(fail(SourceCause::RefMoved {
+                        reference: spec.reference.clone(),
+                    })),
                 }
             }
             Resolved::Local(path) => {
@@ -319,7 +383,7 @@ impl Sources {
 
 /// The release tags of a local source: its own (a release dir or source tree named after its
 /// tag is not required: the release's metadata says) or those of its subdirectories.
-fn local_tags(path: &Path) -> Result<Vec<String>, String> {
+fn local_tags(path: &Path) -> Result<Vec<String>, SourceCause> {
     let mut tags = Vec::new();
     for dir in local_candidates(path)? {
         if let Some(tag) = local_tag(&dir) {
@@ -329,11 +393,14 @@ fn local_tags(path: &Path) -> Result<Vec<String>, String> {
     Ok(tags)
 }
 
-fn local_candidates(path: &Path) -> Result<Vec<PathBuf>, String> {
+fn local_candidates(path: &Path) -> Result<Vec<PathBuf>, SourceCause> {
     if local::kind(path).is_some() {
         return Ok(vec![path.to_path_buf()]);
     }
-    let entries = std::fs::read_dir(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let entries = std::fs::read_dir(path).map_err(|source| SourceCause::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
@@ -358,10 +425,13 @@ fn local_tag(dir: &Path) -> Option<String> {
     }
 }
 
-fn local_release_dir(path: &Path, tag: &ReleaseTag) -> Result<PathBuf, String> {
+fn local_release_dir(path: &Path, tag: &ReleaseTag) -> Result<PathBuf, SourceCause> {
     let wanted = tag.tag();
     local_candidates(path)?
         .into_iter()
         .find(|dir| local_tag(dir).as_deref() == Some(wanted.as_str()))
-        .ok_or_else(|| format!("no release directory with tag {wanted} in {}", path.display()))
+        .ok_or_else(|| SourceCause::NoLocalRelease {
+            tag: wanted.clone(),
+            path: path.to_path_buf(),
+        })
 }

@@ -54,11 +54,12 @@ impl StoredRender {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("render store of {owner}: {action}: {message}")]
+    #[error("render store of {owner}: {action}: {source}")]
     Api {
         owner: String,
         action: &'static str,
-        message: String,
+        #[source]
+        source: kube::Error,
     },
     #[error("render store of {owner}: Secret {secret} is corrupt: {message}")]
     Corrupt {
@@ -113,10 +114,10 @@ impl RenderStore {
             .api(&owner.namespace)
             .list(&params)
             .await
-            .map_err(|e| StoreError::Api {
+            .map_err(|source| StoreError::Api {
                 owner: owner.describe(),
                 action: "listing Secrets",
-                message: e.to_string(),
+                source,
             })?
             .items;
         secrets.sort_by_key(|s| std::cmp::Reverse(revision_of(s)));
@@ -151,10 +152,10 @@ impl RenderStore {
         self.api(&owner.namespace)
             .create(&PostParams::default(), &secret)
             .await
-            .map_err(|e| StoreError::Api {
+            .map_err(|source| StoreError::Api {
                 owner: owner.describe(),
                 action: "creating the revision Secret",
-                message: e.to_string(),
+                source,
             })?;
         for old in existing.iter().skip(KEEP_REVISIONS - 1) {
             if let Some(name) = &old.metadata.name {
@@ -179,12 +180,12 @@ impl RenderStore {
                     .await
                 {
                     Ok(_) => {}
-                    Err(kube::Error::Api(e)) if e.code == 404 => {}
-                    Err(e) => {
+                    Err(e) if crate::controller::error::is_not_found(&e) => {}
+                    Err(source) => {
                         return Err(StoreError::Api {
                             owner: owner.describe(),
                             action: "deleting a revision Secret",
-                            message: e.to_string(),
+                            source,
                         });
                     }
                 }

@@ -27,8 +27,8 @@ pub fn addon_name(cluster: &str) -> String {
 pub async fn reconcile(cluster: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = std::time::Instant::now();
     let result = ensure_addon(&cluster, &ctx).await;
-    ctx.metrics
-        .reconciled(CONTROLLER, started.elapsed(), result.is_ok());
+    let error = result.as_ref().err().map(Error::metric_label);
+    ctx.metrics.reconciled(CONTROLLER, started.elapsed(), error);
     result
 }
 
@@ -38,8 +38,7 @@ pub fn error_policy(cluster: Arc<DynamicObject>, error: &Error, ctx: Arc<Context
         cluster.namespace().unwrap_or_default(),
         cluster.name_any()
     );
-    tracing::warn!(cluster = %key, %error, "reconcile failed");
-    Action::requeue(super::backoff(&ctx, &key))
+    super::requeue_after_error(&ctx, &key, error)
 }
 
 async fn ensure_addon(cluster: &DynamicObject, ctx: &Context) -> Result<Action, Error> {
@@ -56,7 +55,7 @@ async fn ensure_addon(cluster: &DynamicObject, ctx: &Context) -> Result<Action, 
     let existing = api
         .get_opt(&name)
         .await
-        .map_err(|e| Error::Kube(format!("reading ClusterAddon {namespace}/{name}: {e}")))?;
+        .map_err(|e| Error::kube(format!("reading ClusterAddon {namespace}/{name}"), e))?;
     match existing {
         Some(addon) => {
             // The ClusterAddon follows its Cluster's class and shard (a relabelled Cluster
@@ -69,7 +68,7 @@ async fn ensure_addon(cluster: &DynamicObject, ctx: &Context) -> Result<Action, 
             if patch != serde_json::json!({}) {
                 api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
-                    .map_err(|e| Error::Kube(format!("updating ClusterAddon {namespace}/{name}: {e}")))?;
+                    .map_err(|e| Error::kube(format!("updating ClusterAddon {namespace}/{name}"), e))?;
             }
         }
         None => {
@@ -109,11 +108,12 @@ async fn ensure_addon(cluster: &DynamicObject, ctx: &Context) -> Result<Action, 
             };
             match api.create(&PostParams::default(), &addon).await {
                 Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) if super::error::is_conflict(&e) => {}
                 Err(e) => {
-                    return Err(Error::Kube(format!(
-                        "creating ClusterAddon {namespace}/{name}: {e}"
-                    )));
+                    return Err(Error::kube(
+                        format!("creating ClusterAddon {namespace}/{name}"),
+                        e,
+                    ));
                 }
             }
             tracing::info!(cluster = %usage.name, %namespace, %class, "ClusterAddon created");

@@ -26,31 +26,28 @@ use std::sync::Arc;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind};
 use kube::runtime::controller::Action;
-use sha2::{Digest, Sha256};
 
-use super::cluster_stack_release::{StackLookup, compiled_release, find_stack};
-use super::progress::WAIT;
-use super::{Error, backoff, now, object_ref, owner_reference};
+use super::error::{Invalid, is_not_found};
+use super::pipeline::{self, Parts, ReleaseFiles};
+use super::progress::{Because, Failure, WAIT};
+use super::{Cause, Error, now, owner_reference};
 use crate::addon::condition::{self, Verdict};
 use crate::addon::user_values::{GatherError, Layer};
-use crate::addon::workload::{self, Workload};
-use crate::api::conditions::Condition;
+use crate::addon::workload::{self, Gate, Workload};
 use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStack, ClusterStackRelease};
 use crate::context::Context;
 use crate::store::{Owner, StoredRender};
-use capstan_apply::{Applier, ApplyOptions, InventoryRef, PruneScope, parse_stream};
-use capstan_stack::addon_config::{Action as StageAction, AddonConfig, WaitCondition};
+use capstan_apply::{Applier, DesiredObject, InventoryRef};
+use capstan_stack::addon_config::{Action as StageAction, AddonConfig, Stage, WaitCondition};
 use capstan_stack::name::ReleaseTag;
-use capstan_stack::render::ADDON_NAMESPACE;
-use capstan_stack::render::CompiledRelease;
+use capstan_stack::render::{ADDON_NAMESPACE, CompiledRelease};
 use plan::{StagePhase, StageStep, Step};
 
 pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-addon";
 pub const CONTROLLER: &str = "clusteraddon";
 
 pub const CLUSTER_READY: &str = "ClusterReady";
-pub const RENDERED: &str = "Rendered";
-pub const APPLIED: &str = "Applied";
+pub use super::pipeline::{APPLIED, RENDERED};
 const STEPS: [&str; 3] = [CLUSTER_READY, RENDERED, APPLIED];
 
 /// The inventory of a single-chart addon on the workload cluster.
@@ -69,113 +66,61 @@ fn stage_inventory(addon: &ClusterAddon, stage: &str) -> InventoryRef {
     }
 }
 
-pub async fn reconcile(addon: Arc<ClusterAddon>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let key = key_of(&addon);
-    let ctx: &Context = &ctx;
-    super::with_finalizer(
-        addon,
-        ctx,
-        (FINALIZER, CONTROLLER),
-        key,
-        |addon| async move { apply(&addon, ctx).await },
-        |addon| async move { cleanup(&addon, ctx).await },
-    )
-    .await
-}
+super::finalized_kind!(ClusterAddon);
+super::progress::tracked_kind!(ClusterAddon, ClusterAddonStatus);
 
-pub fn error_policy(addon: Arc<ClusterAddon>, error: &Error, ctx: Arc<Context>) -> Action {
-    tracing::warn!(addon = %key_of(&addon), %error, "reconcile failed");
-    Action::requeue(backoff(&ctx, &key_of(&addon)))
-}
-
-fn key_of(addon: &ClusterAddon) -> String {
+/// The note of the event sent when the addons become ready.
+fn ready_note(_addon: &ClusterAddon, status: &ClusterAddonStatus) -> String {
     format!(
-        "ClusterAddon/{}/{}",
-        addon.namespace().unwrap_or_default(),
-        addon.name_any()
+        "addons of {} applied ({} objects)",
+        status.applied_cluster_stack.clone().unwrap_or_default(),
+        status.resources.len()
     )
 }
 
-type Progress<'a> = super::progress::Progress<'a, ClusterAddon>;
+/// A workload cluster ready for use: its client and an [`Applier`] to it.
+struct Connected {
+    workload: Workload,
+    applier: Applier,
+}
 
-impl super::progress::Tracked for ClusterAddon {
-    type Status = ClusterAddonStatus;
+/// The workload cluster of `cluster` in `namespace`, ready, with an applier (the one place
+/// a ClusterAddon pass acquires them).
+async fn connect(ctx: &Context, namespace: &str, cluster: &str) -> Result<Connected, Gate> {
+    let workload = workload::connect(&ctx.client, namespace, cluster).await?;
+    let applier = Applier::new(workload.client.clone(), workload.server.clone());
+    Ok(Connected { workload, applier })
+}
 
-    fn status_of(&self) -> Option<&ClusterAddonStatus> {
-        self.status.as_ref()
-    }
-
-    fn conditions_mut(status: &mut ClusterAddonStatus) -> &mut Vec<Condition> {
-        &mut status.conditions
-    }
-
-    fn ready(status: &ClusterAddonStatus) -> bool {
-        status.ready
-    }
-
-    fn set_ready(status: &mut ClusterAddonStatus, ready: bool) {
-        status.ready = ready;
-    }
-
-    fn ready_note(&self, status: &ClusterAddonStatus) -> String {
-        format!(
-            "addons of {} applied ({} objects)",
-            status.applied_cluster_stack.clone().unwrap_or_default(),
-            status.resources.len()
-        )
-    }
+/// Breaks out of a pass with `$flow`'s action, else gives its value.
+macro_rules! proceed {
+    ($flow:expr) => {
+        match $flow {
+            ControlFlow::Continue(value) => value,
+            ControlFlow::Break(action) => return Ok(action),
+        }
+    };
 }
 
 async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
     let mut progress = Progress::new(addon, ctx, &STEPS);
-    let namespace = addon.namespace().unwrap_or_default();
-    let cluster_name = addon.spec.cluster_ref.name.clone().unwrap_or_default();
-    let cluster = match read_cluster(&mut progress, &namespace, &cluster_name).await? {
-        ControlFlow::Continue(cluster) => cluster,
-        ControlFlow::Break(action) => return Ok(action),
-    };
-
+    let cluster = proceed!(read_cluster(&mut progress).await?);
     // 1. Which release: the Cluster's class, in `spec.topology.classNamespace` when given.
-    let usage = crate::webhook::validate::ClusterUse::of(&cluster);
-    let class_namespace = usage.class_namespace;
-    let Some(class) = usage.class else {
-        return progress
-            .wait(
-                CLUSTER_READY,
-                "NoTopology",
-                format!("Cluster {cluster_name} has no spec.topology.class"),
-            )
-            .await;
-    };
-    let tag = match ReleaseTag::parse_cluster_class(&class) {
-        Ok(tag) => tag,
-        Err(e) => {
-            let message = format!("class {class} is not a cluster stack class: {e}");
-            progress.condition(CLUSTER_READY, false, "NotAStackClass", message);
-            progress.save().await?;
-            return Ok(Action::await_change());
-        }
-    };
-
+    let (class, class_namespace, tag) = proceed!(class_of(&mut progress, &cluster).await?);
     // Status never claims the old release for the new class: progressing at once.
     upgrading(&mut progress, &class).await?;
-
     // 2. Gates.
-    let target = match open_gates(&mut progress, &cluster, &namespace, &cluster_name).await? {
-        ControlFlow::Continue(target) => target,
-        ControlFlow::Break(action) => return Ok(action),
-    };
-
+    let target = proceed!(open_gates(&mut progress, &cluster).await?);
     // 3. The release, through the ClusterStack that follows it.
-    let (compiled, digest, stack) = match resolve_release(&mut progress, &class_namespace, &tag).await? {
-        ControlFlow::Continue(found) => found,
-        ControlFlow::Break(action) => return Ok(action),
-    };
-
+    let (files, compiled, stack) = proceed!(resolve_release(&mut progress, &class_namespace, &tag).await?);
     // 4. Values from the live objects; a render only when they (or the release) changed.
     let objects = match live_objects(ctx, &cluster).await {
         Ok(objects) => objects,
-        Err(message) => return progress.wait(RENDERED, "ObjectsMissing", message).await,
+        Err(missing) => {
+            return progress
+                .wait(RENDERED, "ObjectsMissing", missing.to_string())
+                .await;
+        }
     };
     let user_values = match crate::addon::user_values::gather(&ctx.client, &stack, &cluster).await {
         Ok(layers) => layers,
@@ -183,49 +128,54 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
             return progress.wait(RENDERED, "UserValuesMissing", message).await;
         }
         Err(GatherError::Invalid(message)) => {
-            return Err(progress.fail(RENDERED, "InvalidUserValues", message).await);
+            return Err(progress
+                .fail(RENDERED, "InvalidUserValues", Cause::UserValues(message))
+                .await);
         }
     };
-    let owner = Owner {
-        namespace: namespace.clone(),
-        short_kind: "caddon",
-        name: addon.name_any(),
-        reference: owner_reference(addon),
-    };
-    let with_user_values = if user_values.is_empty() {
-        String::new()
-    } else {
-        let sources: Vec<&str> = user_values.iter().map(|l| l.source.as_str()).collect();
-        format!(", with user values from {}", sources.join(", "))
-    };
+    let with_user_values = user_values_note(&user_values);
     let inputs = RenderInputs {
         objects,
         user_values,
-        digest: &digest,
+        digest: &files.digest,
     };
-    let render = match render_once(ctx, &compiled, inputs, &owner, &target).await {
-        Ok(render) => render,
-        Err(message) => return Err(progress.fail(RENDERED, "RenderFailed", message).await),
-    };
-    progress.condition(
-        RENDERED,
-        true,
-        "Rendered",
-        format!(
-            "revision {} of the addons of {tag}{with_user_values}",
-            render.revision
-        ),
+    let render = render(ctx, addon, &compiled, inputs, &target.workload).await;
+    let render = progress.check(RENDERED, render).await?;
+    let message = format!(
+        "revision {} of the addons of {tag}{with_user_values}",
+        render.revision
     );
-
+    progress.condition(RENDERED, true, "Rendered", message);
     // 5. Apply: stages of the current hook, or the one chart.
-    let applier = Applier::new(target.client.clone(), target.server.clone());
     let steps = Steps {
         class: &class,
         render: &render,
-        applier: &applier,
         target: &target,
     };
     apply_release(&mut progress, compiled.addon_config(), &steps).await
+}
+
+/// The Cluster's class, its namespace and its release tag; a Cluster without one waits, a
+/// class that is no stack's waits for a change.
+async fn class_of(
+    progress: &mut Progress<'_>,
+    cluster: &DynamicObject,
+) -> Result<ControlFlow<Action, (String, String, ReleaseTag)>, Error> {
+    let usage = crate::webhook::validate::ClusterUse::of(cluster);
+    let Some(class) = usage.class else {
+        let message = format!("Cluster {} has no spec.topology.class", usage.name);
+        let waited = progress.wait(CLUSTER_READY, "NoTopology", message).await;
+        return waited.map(ControlFlow::Break);
+    };
+    match ReleaseTag::parse_cluster_class(&class) {
+        Ok(tag) => Ok(ControlFlow::Continue((class, usage.class_namespace, tag))),
+        Err(e) => {
+            let message = format!("class {class} is not a cluster stack class: {e}");
+            progress.condition(CLUSTER_READY, false, "NotAStackClass", message);
+            progress.save().await?;
+            Ok(ControlFlow::Break(Action::await_change()))
+        }
+    }
 }
 
 /// Steps the plan until the pass is done or has to wait.
@@ -244,7 +194,7 @@ async fn apply_release(
                     (Some(config), Some(hook)) => plan::stages_of(config, hook),
                     _ => &[],
                 };
-                return drift_stages(progress, stages, render, steps.applier).await;
+                return drift_stages(progress, stages, steps).await;
             }
             Step::StartStages { stages_for, stages } => {
                 progress.status.stages_for = Some(stages_for.to_string());
@@ -254,8 +204,9 @@ async fn apply_release(
             Step::Stage { hook, index, step } => {
                 let stage = config.and_then(|c| plan::stages_of(c, hook).get(index));
                 let Some(stage) = stage else {
-                    let message = format!("stage {index} of {hook} is not in the release");
-                    return Err(progress.fail(APPLIED, "NoSuchStage", message).await);
+                    let hook = hook.to_string();
+                    let invalid = Invalid::NoSuchStage { hook, index };
+                    return Err(progress.fail(APPLIED, "NoSuchStage", invalid).await);
                 };
                 if let Some(action) = stage_step(progress, index, stage, step, steps).await? {
                     return Ok(action);
@@ -274,91 +225,58 @@ async fn apply_release(
 
 /// The addon's Cluster; when it is gone, the ClusterAddon is deleted (no garbage collector
 /// took it along) and the pass ends.
-async fn read_cluster(
-    progress: &mut Progress<'_>,
-    namespace: &str,
-    cluster_name: &str,
-) -> Result<ControlFlow<Action, DynamicObject>, Error> {
+async fn read_cluster(progress: &mut Progress<'_>) -> Result<ControlFlow<Action, DynamicObject>, Error> {
     let (ctx, addon) = (progress.ctx, progress.object);
-    let clusters: Api<DynamicObject> = Api::namespaced_with(
-        ctx.client.clone(),
-        namespace,
-        &crate::clusters::cluster_resource(),
-    );
-    match clusters.get_opt(cluster_name).await {
+    let namespace = addon.namespace().unwrap_or_default();
+    let cluster_name = addon.spec.cluster_ref.name.clone().unwrap_or_default();
+    match crate::clusters::get(&ctx.client, &namespace, &cluster_name).await {
         Ok(Some(cluster)) => Ok(ControlFlow::Continue(cluster)),
         Ok(None) => {
-            // The Cluster is gone (no garbage collector took its ClusterAddon along).
-            let api: Api<ClusterAddon> = Api::namespaced(ctx.client.clone(), namespace);
+            let api: Api<ClusterAddon> = Api::namespaced(ctx.client.clone(), &namespace);
             match api.delete(&addon.name_any(), &DeleteParams::default()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
-                Err(e) => return Err(Error::Kube(format!("deleting {}: {e}", key_of(addon)))),
+                Err(e) if !is_not_found(&e) => {
+                    Err(Error::kube(format!("deleting {}", super::key_of(addon)), e))
+                }
+                _ => Ok(ControlFlow::Break(Action::await_change())),
             }
-            Ok(ControlFlow::Break(Action::await_change()))
         }
-        Err(e) => Err(progress
-            .fail(CLUSTER_READY, "ClusterUnreadable", e.to_string())
-            .await),
+        Err(e) => Err(progress.fail(CLUSTER_READY, "ClusterUnreadable", e).await),
     }
 }
 
-/// The compiled release of `tag` in `class_namespace`, its digest and the ClusterStack that
-/// follows it: the release, the stack, its source, the fetch and the compile.
+/// The release of `tag` in `class_namespace`, on disk and compiled, and the ClusterStack that
+/// follows it: the ClusterStackRelease, the stack, its source, the fetch and the compile.
 async fn resolve_release(
     progress: &mut Progress<'_>,
     class_namespace: &str,
     tag: &ReleaseTag,
-) -> Result<ControlFlow<Action, (Arc<CompiledRelease>, String, Arc<ClusterStack>)>, Error> {
+) -> Result<ControlFlow<Action, (ReleaseFiles, Arc<CompiledRelease>, Arc<ClusterStack>)>, Error> {
     let ctx = progress.ctx;
     let releases: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), class_namespace);
-    let release = match releases.get_opt(&tag.tag()).await {
-        Ok(Some(release)) => release,
-        Ok(None) => {
-            let message = format!("ClusterStackRelease {class_namespace}/{tag} does not exist");
-            return progress
-                .wait(RENDERED, "NoRelease", message)
-                .await
-                .map(ControlFlow::Break);
-        }
-        Err(e) => return Err(progress.fail(RENDERED, "ReleaseUnreadable", e.to_string()).await),
+    let read = releases.get_opt(&tag.tag()).await.because("ReleaseUnreadable");
+    let Some(release) = progress.check(RENDERED, read).await? else {
+        let message = format!("ClusterStackRelease {class_namespace}/{tag} does not exist");
+        let waited = progress.wait(RENDERED, "NoRelease", message).await;
+        return waited.map(ControlFlow::Break);
     };
-    let stack = match find_stack(&release, tag, ctx) {
-        StackLookup::Found(stack) => stack,
-        StackLookup::NotYetKnown(_) => return Ok(ControlFlow::Break(Action::requeue(WAIT))),
-        StackLookup::None => {
-            let message = format!(
-                "no ClusterStack in namespace {class_namespace} follows {}",
-                tag.stack()
-            );
-            return Err(progress.fail(RENDERED, "NoClusterStack", message).await);
-        }
+    let found = pipeline::stack_of(&release, tag, ctx, "");
+    let stack = match progress.check(RENDERED, found).await? {
+        ControlFlow::Continue(stack) => stack,
+        ControlFlow::Break(action) => return Ok(ControlFlow::Break(action)),
     };
-    let source = match super::resolve_source(&stack, ctx).await {
-        Ok(source) => source,
-        Err(message) => return Err(progress.fail(RENDERED, "SourceUnavailable", message).await),
-    };
-    let fetched = match ctx.sources.fetch(&source, tag).await {
-        Ok(fetched) => fetched,
-        Err(e) => return Err(progress.fail(RENDERED, "DownloadFailed", e.to_string()).await),
-    };
-    let digest = match fetched.digest() {
-        Ok(digest) => digest,
-        Err(e) => return Err(progress.fail(RENDERED, "DownloadFailed", e.to_string()).await),
-    };
-    match compiled_release(ctx, &source, &fetched, &digest).await {
-        Ok(compiled) => Ok(ControlFlow::Continue((compiled, digest, stack))),
-        Err(message) => Err(progress.fail(RENDERED, "CompileFailed", message).await),
-    }
+    let files = pipeline::fetch(ctx, &stack, tag).await;
+    let files = progress.check(RENDERED, files).await?;
+    let compiled = pipeline::compile(ctx, &files).await.because("CompileFailed");
+    let compiled = progress.check(RENDERED, compiled).await?;
+    Ok(ControlFlow::Continue((files, compiled, stack)))
 }
 
 /// The gates: `status.controlPlaneReady`, then a workload API server that is ready.
 async fn open_gates(
     progress: &mut Progress<'_>,
     cluster: &DynamicObject,
-    namespace: &str,
-    cluster_name: &str,
-) -> Result<ControlFlow<Action, Workload>, Error> {
+) -> Result<ControlFlow<Action, Connected>, Error> {
+    let cluster_name = cluster.name_any();
     let control_plane_ready = cluster
         .data
         .pointer("/status/controlPlaneReady")
@@ -366,26 +284,23 @@ async fn open_gates(
         .unwrap_or(false);
     if !control_plane_ready {
         let message = format!("waiting for Cluster {cluster_name}: status.controlPlaneReady is not true");
-        return progress
+        let waited = progress
             .wait(CLUSTER_READY, "ControlPlaneNotReady", message)
-            .await
-            .map(ControlFlow::Break);
+            .await;
+        return waited.map(ControlFlow::Break);
     }
-    let target = match workload::connect(&progress.ctx.client, namespace, cluster_name).await {
+    let namespace = cluster.namespace().unwrap_or_default();
+    let target = match connect(progress.ctx, &namespace, &cluster_name).await {
         Ok(target) => target,
         Err(gate) => {
-            return progress
+            let waited = progress
                 .wait(CLUSTER_READY, "WorkloadNotReady", gate.to_string())
-                .await
-                .map(ControlFlow::Break);
+                .await;
+            return waited.map(ControlFlow::Break);
         }
     };
-    progress.condition(
-        CLUSTER_READY,
-        true,
-        "Ready",
-        format!("workload API server {} is ready", target.server),
-    );
+    let message = format!("workload API server {} is ready", target.workload.server);
+    progress.condition(CLUSTER_READY, true, "Ready", message);
     Ok(ControlFlow::Continue(target))
 }
 
@@ -393,8 +308,7 @@ async fn open_gates(
 struct Steps<'a> {
     class: &'a str,
     render: &'a StoredRender,
-    applier: &'a Applier,
-    target: &'a Workload,
+    target: &'a Connected,
 }
 
 /// Records that the addons of `class` were applied from `render`.
@@ -416,17 +330,28 @@ async fn apply_chart(
         progress.save().await?;
         return Ok(Action::requeue(wait));
     }
-    let render = steps.render;
-    let manifest = render.manifest();
-    let objects = match parse_stream(&manifest, &format!("render revision {}", render.revision)) {
-        Ok(objects) => objects,
-        Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
-    };
+    let objects = pipeline::objects_of(steps.render, None).await;
+    let objects = progress.check(APPLIED, objects).await?;
     let inventory = inventory(progress.object);
-    apply_objects(progress, steps.applier, &objects, inventory, drift_pass).await?;
-    record_applied(progress, steps.class, render);
+    apply_objects(progress, steps, &objects, inventory, drift_pass).await?;
+    record_applied(progress, steps.class, steps.render);
     progress.save().await?;
     Ok(Action::requeue(super::drift_requeue(ctx)))
+}
+
+/// Applies `objects` to the workload cluster with `inventory` (pruning what left it) and
+/// records the per-object status and the `Applied` condition.
+async fn apply_objects(
+    progress: &mut Progress<'_>,
+    steps: &Steps<'_>,
+    objects: &[DesiredObject],
+    inventory: InventoryRef,
+    drift_pass: bool,
+) -> Result<(), Error> {
+    let applier = &steps.target.applier;
+    let outcome = pipeline::apply(progress, APPLIED, applier, objects, inventory, drift_pass).await?;
+    progress.condition(APPLIED, true, "Applied", outcome.summary());
+    Ok(())
 }
 
 /// Marks `Applied` false at once when the class changed (only while the status still says
@@ -452,75 +377,39 @@ fn class_change(applied: Option<&str>, class: &str) -> Option<String> {
     }
 }
 
+/// The render part of a stage.
+fn stage_part(stage: &Stage) -> String {
+    format!("cluster-addon/{}", stage.name)
+}
+
 /// Drift pass of a multi-stage addon whose stages ran: the `apply` stages of the recorded
 /// hook are applied again from the stored render (unchanged objects are not sent) — at once
 /// when the render's inputs changed (user values, say), else when a drift pass is due.
 async fn drift_stages(
     progress: &mut Progress<'_>,
-    stages: &[capstan_stack::addon_config::Stage],
-    render: &StoredRender,
-    applier: &Applier,
+    stages: &[Stage],
+    steps: &Steps<'_>,
 ) -> Result<Action, Error> {
     let ctx = progress.ctx;
-    let changed = progress.status.applied_inputs.as_deref() != Some(render.inputs.as_str());
+    let changed = progress.status.applied_inputs.as_deref() != Some(steps.render.inputs.as_str());
     if !changed && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
         progress.save().await?;
         return Ok(Action::requeue(wait));
     }
     let mut resources = Vec::new();
     for stage in stages.iter().filter(|s| s.action == StageAction::Apply) {
-        let part = format!("cluster-addon/{}", stage.name);
-        let stream = render
-            .parts
-            .iter()
-            .find(|(name, _)| *name == part)
-            .map(|(_, stream)| stream.as_str())
-            .unwrap_or_default();
-        let objects = match parse_stream(stream, &part) {
-            Ok(objects) => objects,
-            Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
-        };
+        let objects = pipeline::objects_of(steps.render, Some(&stage_part(stage))).await;
+        let objects = progress.check(APPLIED, objects).await?;
         let inventory = stage_inventory(progress.object, &stage.name);
-        apply_objects(progress, applier, &objects, inventory, !changed).await?;
+        apply_objects(progress, steps, &objects, inventory, !changed).await?;
         resources.append(&mut progress.status.resources);
     }
     progress.status.resources = resources;
-    progress.status.applied_inputs = Some(render.inputs.clone());
-    progress.status.applied_revision = Some(i64::from(render.revision));
+    progress.status.applied_inputs = Some(steps.render.inputs.clone());
+    progress.status.applied_revision = Some(i64::from(steps.render.revision));
     progress.status.last_reconciled = Some(now());
     progress.save().await?;
     Ok(Action::requeue(super::drift_requeue(ctx)))
-}
-
-/// Applies `objects` to the workload cluster with `inventory` (pruning what left it) and
-/// records the per-object status and the `Applied` condition.
-async fn apply_objects(
-    progress: &mut Progress<'_>,
-    applier: &Applier,
-    objects: &[capstan_apply::DesiredObject],
-    inventory: InventoryRef,
-    drift_pass: bool,
-) -> Result<(), Error> {
-    let ctx = progress.ctx;
-    let options = ApplyOptions {
-        namespace: ADDON_NAMESPACE.into(),
-        inventory: Some(inventory),
-        prune: true,
-        concurrency: 8,
-        ..ApplyOptions::default()
-    };
-    let report = match applier.apply(objects, &options).await {
-        Ok(report) => report,
-        Err(e) => return Err(progress.fail(APPLIED, "ApplyFailed", e.to_string()).await),
-    };
-    let outcome =
-        super::report::record(ctx, CONTROLLER, &object_ref(progress.object), &report, drift_pass).await;
-    progress.status.resources = outcome.resources.clone();
-    if let Some(message) = outcome.failure.clone() {
-        return Err(progress.fail(APPLIED, "ApplyFailed", message).await);
-    }
-    progress.condition(APPLIED, true, "Applied", outcome.summary());
-    Ok(())
 }
 
 /// One step of stage `index`: a condition checked or its objects applied/deleted, then the
@@ -528,7 +417,7 @@ async fn apply_objects(
 async fn stage_step(
     progress: &mut Progress<'_>,
     index: usize,
-    stage: &capstan_stack::addon_config::Stage,
+    stage: &Stage,
     step: StageStep,
     steps: &Steps<'_>,
 ) -> Result<Option<Action>, Error> {
@@ -544,7 +433,7 @@ async fn stage_step(
         }
     };
     let met = match condition {
-        Some(condition) => condition_met(progress, &stage.name, condition, waiting, steps.target).await?,
+        Some(condition) => condition_met(progress, &stage.name, condition, waiting, steps).await?,
         None => true,
     };
     if let Some(recorded) = progress.status.stages.get_mut(index) {
@@ -557,30 +446,20 @@ async fn stage_step(
 /// Applies (with the stage's inventory) or deletes the objects of `stage`.
 async fn run_stage_objects(
     progress: &mut Progress<'_>,
-    stage: &capstan_stack::addon_config::Stage,
+    stage: &Stage,
     steps: &Steps<'_>,
 ) -> Result<(), Error> {
-    let part = format!("cluster-addon/{}", stage.name);
-    let stream = steps
-        .render
-        .parts
-        .iter()
-        .find(|(name, _)| *name == part)
-        .map(|(_, stream)| stream.as_str())
-        .unwrap_or_default();
-    let objects = match parse_stream(stream, &part) {
-        Ok(objects) => objects,
-        Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
-    };
+    let objects = pipeline::objects_of(steps.render, Some(&stage_part(stage))).await;
+    let objects = progress.check(APPLIED, objects).await?;
     match stage.action {
         StageAction::Apply => {
             let inventory = stage_inventory(progress.object, &stage.name);
-            apply_objects(progress, steps.applier, &objects, inventory, false).await
+            apply_objects(progress, steps, &objects, inventory, false).await
         }
-        StageAction::Delete => match delete_objects(&steps.target.client, &objects).await {
-            Ok(()) => Ok(()),
-            Err(message) => Err(progress.fail(APPLIED, "DeleteFailed", message).await),
-        },
+        StageAction::Delete => {
+            let deleted = delete_objects(&steps.target.workload.client, &objects).await;
+            progress.check(APPLIED, deleted.because("DeleteFailed")).await
+        }
     }
 }
 
@@ -591,48 +470,48 @@ async fn condition_met(
     stage: &str,
     condition: &WaitCondition,
     phase: StagePhase,
-    target: &Workload,
+    steps: &Steps<'_>,
 ) -> Result<bool, Error> {
     let phase = phase.as_str();
-    match condition::evaluate(&target.client, condition).await {
+    match condition::evaluate(&steps.target.workload.client, condition).await {
         Ok(Verdict::Met) => Ok(true),
         Ok(Verdict::NotMet(why)) => {
             let message = format!("stage {stage}: {phase}: {why}");
             progress.condition(APPLIED, false, "WaitingForCondition", message);
             Ok(false)
         }
-        Err(e) => {
-            let message = format!("stage {stage}: {phase}: {e}");
-            Err(progress.fail(APPLIED, "ConditionFailed", message).await)
+        Err(source) => {
+            let stage = stage.to_string();
+            let cause = Cause::Condition {
+                stage,
+                phase,
+                source: Box::new(source),
+            };
+            Err(progress.fail(APPLIED, "ConditionFailed", cause).await)
         }
     }
 }
 
 /// Deletes `objects` from the workload cluster (a `delete` stage); absent ones are fine.
-async fn delete_objects(
-    client: &kube::Client,
-    objects: &[capstan_apply::DesiredObject],
-) -> Result<(), String> {
+async fn delete_objects(client: &kube::Client, objects: &[DesiredObject]) -> Result<(), Cause> {
     for key in objects {
         let gvk = GroupVersionKind::gvk(&key.group, &key.version, &key.kind);
-        let (resource, caps) = match kube::discovery::pinned_kind(client, &gvk).await {
-            Ok(found) => found,
+        let Ok((resource, caps)) = kube::discovery::pinned_kind(client, &gvk).await else {
             // The kind is not served: none of its objects exist.
-            Err(_) => continue,
+            continue;
         };
         let api: Api<DynamicObject> = if caps.scope == kube::discovery::Scope::Namespaced {
-            Api::namespaced_with(
-                client.clone(),
-                key.namespace.as_deref().unwrap_or(ADDON_NAMESPACE),
-                &resource,
-            )
+            let namespace = key.namespace.as_deref().unwrap_or(ADDON_NAMESPACE);
+            Api::namespaced_with(client.clone(), namespace, &resource)
         } else {
             Api::all_with(client.clone(), &resource)
         };
         match api.delete(&key.name, &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(e) => return Err(format!("deleting {} {}: {e}", key.kind, key.name)),
+            Err(source) if !is_not_found(&source) => {
+                let what = format!("deleting {} {}", key.kind, key.name);
+                return Err(Cause::Kube { what, source });
+            }
+            _ => {}
         }
     }
     Ok(())
@@ -640,59 +519,129 @@ async fn delete_objects(
 
 /// The Cluster and the objects it references, as JSON text per object.
 struct LiveObjects {
-    cluster: String,
-    control_plane: Option<String>,
-    infra_cluster: Option<String>,
+    cluster: DynamicObject,
+    control_plane: Option<DynamicObject>,
+    infra_cluster: Option<DynamicObject>,
 }
 
-async fn live_objects(ctx: &Context, cluster: &DynamicObject) -> Result<LiveObjects, String> {
-    let namespace = cluster.namespace().unwrap_or_default();
+/// Why the objects a Cluster references cannot be read yet (the pass waits).
+#[derive(Debug, thiserror::Error)]
+enum Missing {
+    #[error("waiting for {0}, which the Cluster references")]
+    Absent(String),
+    #[error("{what}: {source}")]
+    Unreadable {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+async fn live_objects(ctx: &Context, cluster: &DynamicObject) -> Result<LiveObjects, Missing> {
     let referenced = |field: &str| cluster.data.pointer(&format!("/spec/{field}")).cloned();
-    let read = |reference: Option<serde_json::Value>| {
-        let client = ctx.client.clone();
-        let namespace = namespace.clone();
-        async move {
-            let Some(reference) = reference else {
-                return Ok(None);
-            };
-            let text = |k: &str| {
-                reference
-                    .get(k)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default()
-                    .to_string()
-            };
-            let (api_version, kind, name) = (text("apiVersion"), text("kind"), text("name"));
-            let ns = reference
-                .get("namespace")
-                .and_then(|v| v.as_str())
-                .map_or(namespace.clone(), str::to_string);
-            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version.as_str()));
-            let gvk = GroupVersionKind::gvk(group, version, &kind);
-            let (resource, _) = kube::discovery::pinned_kind(&client, &gvk)
-                .await
-                .map_err(|e| format!("{kind} {ns}/{name}: {e}"))?;
-            let api: Api<DynamicObject> = Api::namespaced_with(client, &ns, &resource);
-            match api.get_opt(&name).await {
-                Ok(Some(object)) => serde_json::to_string(&object)
-                    .map(Some)
-                    .map_err(|e| e.to_string()),
-                Ok(None) => Err(format!(
-                    "waiting for {kind} {ns}/{name}, which the Cluster references"
-                )),
-                Err(e) => Err(format!("{kind} {ns}/{name}: {e}")),
-            }
-        }
-    };
+    let namespace = cluster.namespace().unwrap_or_default();
     Ok(LiveObjects {
-        cluster: serde_json::to_string(cluster).map_err(|e| e.to_string())?,
-        control_plane: read(referenced("controlPlaneRef")).await?,
-        infra_cluster: read(referenced("infrastructureRef")).await?,
+        cluster: cluster.clone(),
+        control_plane: read_referenced(ctx, &namespace, referenced("controlPlaneRef")).await?,
+        infra_cluster: read_referenced(ctx, &namespace, referenced("infrastructureRef")).await?,
     })
 }
 
-/// Rendered parts: part name → manifest stream.
-type Parts = Vec<(String, String)>;
+/// The object a Cluster's `reference` names.
+async fn read_referenced(
+    ctx: &Context,
+    namespace: &str,
+    reference: Option<serde_json::Value>,
+) -> Result<Option<DynamicObject>, Missing> {
+    let Some(reference) = reference else {
+        return Ok(None);
+    };
+    let text = |k: &str| {
+        reference
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (api_version, kind, name) = (text("apiVersion"), text("kind"), text("name"));
+    let ns = reference
+        .get("namespace")
+        .and_then(|v| v.as_str())
+        .unwrap_or(namespace)
+        .to_string();
+    let what = format!("{kind} {ns}/{name}");
+    let unreadable = |source| Missing::Unreadable {
+        what: what.clone(),
+        source,
+    };
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version.as_str()));
+    let gvk = GroupVersionKind::gvk(group, version, &kind);
+    let (resource, _) = kube::discovery::pinned_kind(&ctx.client, &gvk)
+        .await
+        .map_err(unreadable)?;
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &ns, &resource);
+    match api.get_opt(&name).await.map_err(unreadable)? {
+        Some(object) => Ok(Some(object)),
+        None => Err(Missing::Absent(what)),
+    }
+}
+
+/// The stored render for the current inputs: the values (cheap) and their hash on a
+/// blocking thread, then — only when no stored revision has that hash — the charts rendered
+/// there too, with `lookup` answered by the workload cluster.
+async fn render(
+    ctx: &Context,
+    addon: &ClusterAddon,
+    compiled: &Arc<CompiledRelease>,
+    inputs: RenderInputs<'_>,
+    target: &Workload,
+) -> Result<StoredRender, Failure> {
+    let RenderInputs {
+        objects,
+        user_values,
+        digest,
+    } = inputs;
+    let owner = Owner {
+        namespace: addon.namespace().unwrap_or_default(),
+        short_kind: "caddon",
+        name: addon.name_any(),
+        reference: owner_reference(addon),
+    };
+    let stored = pipeline::latest(ctx, &owner).await?;
+    let (compiled, client, version) = (compiled.clone(), target.client.clone(), target.version.clone());
+    let digest = digest.to_string();
+    let handle = tokio::runtime::Handle::current();
+    let rendered = pipeline::blocking("rendering the addons", move || {
+        // Values first (cheap); their hash decides whether the charts are rendered again.
+        let computed = compiled.addon_values(&objects.parse()?)?;
+        // The user's values join the computed ones here; the hash covers the layered text.
+        let user = user_values
+            .iter()
+            .map(Layer::parse)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(Cause::UserValues)?;
+        let values = capstan_stack::user_values::layer_parts(computed, &user);
+        let texts = values
+            .iter()
+            .flat_map(|(part, computed)| [part.as_str(), computed.as_ref().map_or("", |c| c.text.as_str())]);
+        let fields = [digest.as_str(), version.as_str()].into_iter().chain(texts);
+        let inputs = pipeline::inputs_hash("cluster-addon", fields);
+        if let Some(stored) = stored.filter(|s| s.inputs == inputs) {
+            return Ok(Rendered::Stored(stored));
+        }
+        let lookup = crate::lookup::cluster_lookup(handle, client);
+        let env = std::rc::Rc::new(capstan_template::funcs::FuncEnv::system().with_lookup(lookup));
+        // The workload cluster's own version, as `helm install` against it would see.
+        let kube_version = capstan_chart::objects::KubeVersion::parse(&version).ok();
+        let parts = compiled.render_addons(values, kube_version, &env)?;
+        let parts = parts.into_iter().map(|p| (p.name, p.stream)).collect();
+        Ok(Rendered::New { inputs, parts })
+    });
+    match rendered.await.because("RenderFailed")? {
+        Rendered::Stored(stored) => Ok(stored),
+        Rendered::New { inputs, parts } => pipeline::store(ctx, &owner, &inputs, parts).await,
+    }
+}
 
 /// What a render of the addons is made from, besides the release.
 struct RenderInputs<'a> {
@@ -702,169 +651,80 @@ struct RenderInputs<'a> {
     digest: &'a str,
 }
 
-/// The stored render for the current inputs, rendering (on a blocking thread, with `lookup`
-/// answered by the workload cluster) only when no stored revision has them.
-async fn render_once(
-    ctx: &Context,
-    compiled: &Arc<capstan_stack::render::CompiledRelease>,
-    inputs: RenderInputs<'_>,
-    owner: &Owner,
-    target: &Workload,
-) -> Result<StoredRender, String> {
-    let RenderInputs {
-        objects,
-        user_values,
-        digest,
-    } = inputs;
-    let compiled = compiled.clone();
-    let handle = tokio::runtime::Handle::current();
-    let lookup_client = target.client.clone();
-    let server_version = target.version.clone();
-    let stored = ctx.store.latest(owner).await.map_err(|e| e.to_string())?;
-    let stored_inputs = stored.as_ref().map(|s| s.inputs.clone());
-    let digest = digest.to_string();
-    // Values first (cheap); the hash decides whether the charts are rendered again.
-    let (inputs, parts) = tokio::task::spawn_blocking(move || -> Result<(String, Option<Parts>), String> {
-        let parse = |text: &str, what: &str| {
-            capstan_stack::values::parse_object(text, std::path::Path::new(what)).map_err(|e| e.to_string())
-        };
-        let objects = capstan_stack::values::ClusterObjects {
-            cluster: parse(&objects.cluster, "Cluster")?,
-            control_plane: objects
-                .control_plane
-                .as_deref()
-                .map(|t| parse(t, "ControlPlane"))
-                .transpose()?,
-            infra_cluster: objects
-                .infra_cluster
-                .as_deref()
-                .map(|t| parse(t, "InfraCluster"))
-                .transpose()?,
-        };
-        // The user's values join the computed ones here; the hash covers the layered text.
-        let user = user_values
-            .iter()
-            .map(Layer::parse)
-            .collect::<Result<Vec<_>, _>>()?;
-        let computed = compiled.addon_values(&objects).map_err(|e| e.to_string())?;
-        let values = capstan_stack::user_values::layer_parts(computed, &user);
-        let inputs = inputs_hash(&digest, &server_version, &values);
-        if stored_inputs.as_deref() == Some(inputs.as_str()) {
-            return Ok((inputs, None));
-        }
-        let env = std::rc::Rc::new(
-            capstan_template::funcs::FuncEnv::system()
-                .with_lookup(crate::lookup::cluster_lookup(handle, lookup_client)),
-        );
-        // The workload cluster's own version, as `helm install` against it would see.
-        let kube_version = capstan_chart::objects::KubeVersion::parse(&server_version).ok();
-        let parts = compiled
-            .render_addons(values, kube_version, &env)
-            .map_err(|e| e.to_string())?;
-        Ok((
-            inputs,
-            Some(parts.into_iter().map(|p| (p.name, p.stream)).collect()),
-        ))
-    })
-    .await
-    .map_err(|e| format!("rendering: {e}"))??;
-    match (parts, stored) {
-        // Unchanged inputs: the revision read before the values were computed.
-        (None, Some(stored)) => Ok(stored),
-        (None, None) => Err("no stored render for unchanged inputs".to_string()),
-        (Some(parts), _) => {
-            let render = ctx
-                .store
-                .save(owner, &inputs, parts)
-                .await
-                .map_err(|e| e.to_string())?;
-            tracing::info!(addon = %owner.name, revision = render.revision, "addons rendered");
-            Ok(render)
-        }
+/// The `Rendered` message's note of where user values came from (empty without any).
+fn user_values_note(layers: &[Layer]) -> String {
+    if layers.is_empty() {
+        return String::new();
     }
+    let sources: Vec<&str> = layers.iter().map(|l| l.source.as_str()).collect();
+    format!(", with user values from {}", sources.join(", "))
 }
 
-/// The hash of what a render of the addons depends on: capstan's version, the release
-/// digest, the workload cluster's version and every part's values (computed, with the user's
-/// layered over them).
-fn inputs_hash(
-    digest: &str,
-    server_version: &str,
-    values: &[(String, Option<capstan_stack::values::ComputedValues>)],
-) -> String {
-    let mut hasher = Sha256::new();
-    for text in ["cluster-addon", env!("CARGO_PKG_VERSION"), digest, server_version] {
-        hasher.update(text.as_bytes());
-        hasher.update([0]);
+/// A render for the current inputs: the stored one, or a new one to store.
+enum Rendered {
+    Stored(StoredRender),
+    New { inputs: String, parts: Parts },
+}
+
+impl LiveObjects {
+    /// The objects as values see them (blocking: JSON text read as YAML).
+    fn parse(&self) -> Result<capstan_stack::values::ClusterObjects, Cause> {
+        let parse = |object: &DynamicObject, what: &str| -> Result<_, Cause> {
+            let text = serde_json::to_string(object).map_err(Cause::Json)?;
+            Ok(capstan_stack::values::parse_object(
+                &text,
+                std::path::Path::new(what),
+            )?)
+        };
+        Ok(capstan_stack::values::ClusterObjects {
+            cluster: parse(&self.cluster, "Cluster")?,
+            control_plane: self
+                .control_plane
+                .as_ref()
+                .map(|o| parse(o, "ControlPlane"))
+                .transpose()?,
+            infra_cluster: self
+                .infra_cluster
+                .as_ref()
+                .map(|o| parse(o, "InfraCluster"))
+                .transpose()?,
+        })
     }
-    for (part, computed) in values {
-        hasher.update(part.as_bytes());
-        hasher.update([0]);
-        hasher.update(computed.as_ref().map_or("", |c| c.text.as_str()).as_bytes());
-        hasher.update([0]);
-    }
-    capstan_source::cache::hex(&hasher.finalize())
 }
 
 /// Deletion: without the Cluster nothing can be reached; else the addon's objects go first.
 async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
     let namespace = addon.namespace().unwrap_or_default();
     let cluster_name = addon.spec.cluster_ref.name.clone().unwrap_or_default();
-    let owner = Owner {
-        namespace: namespace.clone(),
-        short_kind: "caddon",
-        name: addon.name_any(),
-        reference: owner_reference(addon),
-    };
-    let clusters: Api<DynamicObject> = Api::namespaced_with(
-        ctx.client.clone(),
-        &namespace,
-        &crate::clusters::cluster_resource(),
-    );
-    let cluster = clusters
-        .get_opt(&cluster_name)
+    let cluster = crate::clusters::get(&ctx.client, &namespace, &cluster_name)
         .await
-        .map_err(|e| Error::Kube(format!("reading Cluster {namespace}/{cluster_name}: {e}")))?;
+        .map_err(|e| Error::kube(format!("reading Cluster {namespace}/{cluster_name}"), e))?;
     let cluster_going = cluster
         .as_ref()
         .is_none_or(|c| c.metadata.deletion_timestamp.is_some());
     if !cluster_going {
-        let target = workload::connect(&ctx.client, &namespace, &cluster_name)
+        let target = connect(ctx, &namespace, &cluster_name)
             .await
-            .map_err(|gate| Error::Step {
-                step: "Cleanup".into(),
-                message: gate.to_string(),
-            })?;
-        let applier = Applier::new(target.client.clone(), target.server.clone());
-        let mut inventories = vec![inventory(addon)];
-        if let Some(status) = &addon.status {
-            inventories.extend(status.stages.iter().map(|s| stage_inventory(addon, &s.name)));
-        }
+            .map_err(|gate| Error::step("Cleanup", "WorkloadNotReady", gate))?;
+        let stages = addon.status.iter().flat_map(|s| &s.stages);
+        let inventories =
+            std::iter::once(inventory(addon)).chain(stages.map(|s| stage_inventory(addon, &s.name)));
         for inventory in inventories {
-            let options = ApplyOptions {
-                namespace: ADDON_NAMESPACE.into(),
-                inventory: Some(inventory),
-                prune: true,
-                // The cleanup: everything goes on purpose.
-                prune_scope: PruneScope::Any,
-                ..ApplyOptions::default()
-            };
-            let report = applier.apply(&[], &options).await.map_err(|e| Error::Step {
-                step: "Cleanup".into(),
-                message: e.to_string(),
-            })?;
-            if report.failed() {
-                return Err(Error::Step {
-                    step: "Cleanup".into(),
-                    message: "some addon objects could not be removed".into(),
-                });
-            }
+            pipeline::prune_all(ctx, CONTROLLER, &target.applier, inventory)
+                .await
+                .map_err(|cause| Error::step("Cleanup", "PruneFailed", cause))?;
         }
     }
+    let owner = Owner {
+        namespace,
+        short_kind: "caddon",
+        name: addon.name_any(),
+        reference: owner_reference(addon),
+    };
     ctx.store
         .remove_all(&owner)
         .await
-        .map_err(|e| Error::Kube(e.to_string()))?;
+        .map_err(|cause| Error::step("Cleanup", "StoreFailed", cause))?;
     Ok(Action::await_change())
 }
 

@@ -17,13 +17,14 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 
-use super::{Error, backoff, now, object_ref, owner_reference, stack_name_of};
-use crate::api::conditions::{self, Condition, ConditionStatus, READY};
+use super::progress::{StatusEvent, Tracked};
+use super::{Cause, Error, object_ref, owner_reference, stack_name_of};
+use crate::api::conditions::{self, Condition, READY};
 use crate::api::{
     Channel, ClusterStack, ClusterStackRelease, ClusterStackReleaseSpec, ClusterStackStatus, ReleaseSummary,
 };
 use crate::context::Context;
-use capstan_stack::name::ReleaseTag;
+use capstan_stack::name::{ReleaseTag, StackName};
 use capstan_stack::version::Version;
 
 pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-stack";
@@ -37,112 +38,54 @@ pub const RELEASES_READY: &str = "ReleasesReady";
 /// Label on the releases a ClusterStack creates: the stack's name.
 pub const STACK_LABEL: &str = "clusterstack.x-k8s.io/cluster-stack";
 
-/// Reconciles one ClusterStack.
-pub async fn reconcile(stack: Arc<ClusterStack>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let key = key_of(&stack);
-    let ctx: &Context = &ctx;
-    super::with_finalizer(
-        stack,
-        ctx,
-        (FINALIZER, CONTROLLER),
-        key,
-        |stack| async move { apply(&stack, ctx).await },
-        |stack| async move { cleanup(&stack, ctx).await },
-    )
-    .await
-}
+super::finalized_kind!(ClusterStack);
 
-pub fn error_policy(stack: Arc<ClusterStack>, error: &Error, ctx: Arc<Context>) -> Action {
-    tracing::warn!(stack = %key_of(&stack), %error, "reconcile failed");
-    Action::requeue(backoff(&ctx, &key_of(&stack)))
-}
+impl Tracked for ClusterStack {
+    const CONTROLLER: &'static str = CONTROLLER;
+    type Status = ClusterStackStatus;
 
-fn key_of(stack: &ClusterStack) -> String {
-    format!(
-        "ClusterStack/{}/{}",
-        stack.namespace().unwrap_or_default(),
-        stack.name_any()
-    )
-}
-
-fn condition(
-    stack: &ClusterStack,
-    status: &mut ClusterStackStatus,
-    type_: &str,
-    ok: bool,
-    reason: &str,
-    message: String,
-) {
-    conditions::set_condition(
-        &mut status.conditions,
-        Condition::new(
-            type_,
-            ConditionStatus::from_bool(ok),
-            reason,
-            message,
-            stack.metadata.generation,
-            now(),
-        ),
-    );
-}
-
-async fn save(stack: &ClusterStack, ctx: &Context, mut status: ClusterStackStatus) -> Result<(), Error> {
-    conditions::set_ready_summary(
-        &mut status.conditions,
-        &[SOURCE_READY, RELEASES_READY],
-        stack.metadata.generation,
-        now(),
-    );
-    if stack.status.as_ref() == Some(&status) {
-        return Ok(());
+    fn status_of(&self) -> Option<&ClusterStackStatus> {
+        self.status.as_ref()
     }
-    let namespace = stack.namespace().unwrap_or_default();
-    let api: Api<ClusterStack> = Api::namespaced(ctx.client.clone(), &namespace);
-    // Merge patches replace lists whole; optional fields that went away are nulled.
-    let mut json = serde_json::to_value(&status).map_err(|e| Error::Kube(e.to_string()))?;
-    if let Some(map) = json.as_object_mut() {
-        for field in ["latestRelease", "usableVersions", "summary"] {
-            map.entry(field).or_insert(serde_json::Value::Null);
+
+    fn conditions_mut(status: &mut ClusterStackStatus) -> &mut Vec<Condition> {
+        &mut status.conditions
+    }
+
+    /// A ClusterStack's readiness is its `Ready` condition alone.
+    fn ready(status: &ClusterStackStatus) -> bool {
+        conditions::is_true(&status.conditions, READY)
+    }
+
+    fn set_ready(_status: &mut ClusterStackStatus, _ready: bool) {}
+
+    fn ready_note(&self, status: &ClusterStackStatus) -> String {
+        ready_message(status)
+    }
+
+    /// Every state entered is an Event (failures as warnings, the wait for releases not), and
+    /// so is a change of `Ready` either way.
+    fn status_events(&self, before: &ClusterStackStatus, after: &ClusterStackStatus) -> Vec<StatusEvent> {
+        let mut events: Vec<StatusEvent> = conditions::entered(&before.conditions, &after.conditions)
+            .into_iter()
+            .map(|c| StatusEvent {
+                warning: c.reason != "ReleasesNotReady",
+                reason: c.reason.clone(),
+                action: "Reconcile",
+                note: c.message.clone(),
+            })
+            .collect();
+        let ready = Self::ready(after);
+        if Self::ready(before) != ready {
+            events.push(StatusEvent {
+                warning: !ready,
+                reason: if ready { "Ready" } else { "NotReady" }.into(),
+                action: "Reconcile",
+                note: ready_message(after),
+            });
         }
+        events
     }
-    api.patch_status(
-        &stack.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&serde_json::json!({ "status": json })),
-    )
-    .await
-    .map_err(|e| Error::Kube(format!("writing the status of {}: {e}", key_of(stack))))?;
-    let old_conditions = stack
-        .status
-        .as_ref()
-        .map(|s| s.conditions.as_slice())
-        .unwrap_or_default();
-    // Every state entered is an Event: failures as warnings, the wait for releases not.
-    for c in conditions::entered(old_conditions, &status.conditions) {
-        let warning = c.reason != "ReleasesNotReady";
-        ctx.event(
-            &object_ref(stack),
-            warning,
-            &c.reason,
-            "Reconcile",
-            c.message.clone(),
-        )
-        .await;
-    }
-    let was_ready = conditions::is_true(old_conditions, READY);
-    let ready = conditions::is_true(&status.conditions, READY);
-    if was_ready != ready {
-        let message = ready_message(&status);
-        ctx.event(
-            &object_ref(stack),
-            !ready,
-            if ready { "Ready" } else { "NotReady" },
-            "Reconcile",
-            message,
-        )
-        .await;
-    }
-    Ok(())
 }
 
 /// The note of a `Ready`/`NotReady` Event: the `Ready` condition's message, or (when ready,
@@ -161,109 +104,66 @@ fn ready_message(status: &ClusterStackStatus) -> String {
     }
 }
 
-async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
-    let mut status = stack.status.clone().unwrap_or_default();
-    let namespace = stack.namespace().unwrap_or_default();
+/// What a ClusterStack's spec asks for, read.
+struct Spec {
+    stack_name: StackName,
+    interval: Duration,
+    /// The releases of `spec.versions`.
+    versions: Vec<ReleaseTag>,
+}
+
+/// Why a ClusterStack's spec asks for nothing usable (the `SourceReady` message).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct InvalidSpec(String);
+
+fn spec_of(stack: &ClusterStack) -> Result<Spec, InvalidSpec> {
     let Some(stack_name) = stack_name_of(stack) else {
-        let message = format!(
+        return Err(InvalidSpec(format!(
             "provider {:?}, name {:?} and kubernetesVersion {:?} do not make a stack name",
             stack.spec.provider, stack.spec.name, stack.spec.kubernetes_version
-        );
-        condition(stack, &mut status, SOURCE_READY, false, "InvalidSpec", message);
-        save(stack, ctx, status).await?;
-        return Ok(Action::await_change());
+        )));
     };
-    let interval = match stack.spec.interval() {
-        Ok(interval) => interval,
-        Err(e) => {
-            condition(
-                stack,
-                &mut status,
-                SOURCE_READY,
-                false,
-                "InvalidSpec",
-                e.to_string(),
-            );
-            save(stack, ctx, status).await?;
+    let interval = stack.spec.interval().map_err(|e| InvalidSpec(e.to_string()))?;
+    let versions = stack
+        .spec
+        .versions
+        .iter()
+        .map(|text| {
+            Version::parse(text).map(|v| stack_name.release(v)).map_err(|e| {
+                InvalidSpec(format!(
+                    "spec.versions: {text:?} is not a stack version: {}",
+                    e.problem
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Spec {
+        stack_name,
+        interval,
+        versions,
+    })
+}
+
+async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
+    let mut progress = Progress::new(stack, ctx, &[SOURCE_READY, RELEASES_READY]);
+    let spec = match spec_of(stack) {
+        Ok(spec) => spec,
+        Err(invalid) => {
+            progress.condition(SOURCE_READY, false, "InvalidSpec", invalid.to_string());
+            progress.save().await?;
             return Ok(Action::await_change());
         }
     };
-    let mut wanted_versions = Vec::new();
-    for text in &stack.spec.versions {
-        match Version::parse(text) {
-            Ok(v) => wanted_versions.push(v),
-            Err(e) => {
-                let message = format!("spec.versions: {text:?} is not a stack version: {}", e.problem);
-                condition(stack, &mut status, SOURCE_READY, false, "InvalidSpec", message);
-                save(stack, ctx, status).await?;
-                return Ok(Action::await_change());
-            }
-        }
-    }
-
     // 1. The source's releases of this stack (polled at most once per interval).
-    let wanted_tags: Vec<ReleaseTag> = wanted_versions
-        .iter()
-        .map(|v| stack_name.release(v.clone()))
-        .collect();
-    let listing = match list_source(stack, ctx, interval, &wanted_tags).await {
+    let listing = match list_source(stack, ctx, spec.interval, &spec.versions).await {
         Ok(listing) => listing,
-        Err(message) => {
-            condition(
-                stack,
-                &mut status,
-                SOURCE_READY,
-                false,
-                "ListFailed",
-                message.clone(),
-            );
-            save(stack, ctx, status).await?;
-            return Err(Error::Step {
-                step: SOURCE_READY.into(),
-                message,
-            });
-        }
+        Err(cause) => return Err(progress.fail(SOURCE_READY, "ListFailed", cause).await),
     };
-    let channel = stack.spec.channel;
-    let mut remote: Vec<ReleaseTag> = listing
-        .iter()
-        .filter(|t| t.stack() == &stack_name && on_channel(t.version(), channel))
-        .cloned()
-        .collect();
-    remote.sort_by(|a, b| a.version().cmp(b.version()));
-    let latest = remote.last().cloned();
-    let missing: Vec<String> = wanted_tags
-        .iter()
-        .filter(|t| !remote.contains(t))
-        .map(ReleaseTag::tag)
-        .collect();
-    let source_message = match (&latest, missing.is_empty()) {
-        (None, _) => format!("the source has no release of {stack_name} on channel {channel}"),
-        (Some(latest), true) => format!("{} matching release(s), latest {latest}", remote.len()),
-        (Some(latest), false) => format!(
-            "{} matching release(s), latest {latest}; not in the source: {}",
-            remote.len(),
-            missing.join(", ")
-        ),
-    };
-    condition(
-        stack,
-        &mut status,
-        SOURCE_READY,
-        latest.is_some() && missing.is_empty(),
-        if latest.is_none() {
-            "NoRelease"
-        } else if missing.is_empty() {
-            "Listed"
-        } else {
-            "VersionMissing"
-        },
-        source_message,
-    );
-    status.latest_release = latest.as_ref().map(ReleaseTag::tag);
-
+    let (remote, latest) = listed(&mut progress, &spec, &listing);
     // 2. The releases wanted: the latest (when subscribed) and the spec's.
-    let mut wanted: BTreeSet<String> = wanted_tags
+    let mut wanted: BTreeSet<String> = spec
+        .versions
         .iter()
         .filter(|t| remote.contains(t))
         .map(ReleaseTag::tag)
@@ -273,58 +173,125 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
     {
         wanted.insert(latest.tag());
     }
-    let releases_api: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), &namespace);
+    let releases_api: Api<ClusterStackRelease> =
+        Api::namespaced(ctx.client.clone(), &stack.namespace().unwrap_or_default());
     let owned = owned_releases(stack, &releases_api).await?;
     follow_shard(stack, &releases_api, &owned).await?;
     for tag in &wanted {
         if !owned.contains_key(tag) {
-            create_release(stack, ctx, &releases_api, tag, &stack_name.to_string()).await?;
+            create_release(stack, ctx, &releases_api, tag, &spec.stack_name.to_string()).await?;
         }
     }
-
     // 3. Releases no longer wanted go, unless a Cluster uses them or they are the latest
     //    ready one (what new Clusters can use while a newer release gets ready).
+    let mut keep = wanted.clone();
+    keep.extend(latest.as_ref().map(ReleaseTag::tag));
+    prune_releases(stack, ctx, &releases_api, &owned, keep).await?;
+    // 4. Status from the releases as they are now.
+    let owned = owned_releases(stack, &releases_api).await?;
+    report(&mut progress, &owned, &wanted);
+    progress.save().await?;
+    Ok(Action::requeue(next_poll(ctx, stack, spec.interval)))
+}
+
+/// The listed releases of the stack on its channel, oldest first, and the latest; recorded
+/// in `SourceReady` (with the spec's versions the source lacks) and `latestRelease`.
+fn listed(
+    progress: &mut Progress<'_>,
+    spec: &Spec,
+    listing: &[ReleaseTag],
+) -> (Vec<ReleaseTag>, Option<ReleaseTag>) {
+    let (stack_name, channel) = (&spec.stack_name, progress.object.spec.channel);
+    let mut remote: Vec<ReleaseTag> = listing
+        .iter()
+        .filter(|t| t.stack() == stack_name && on_channel(t.version(), channel))
+        .cloned()
+        .collect();
+    remote.sort_by(|a, b| a.version().cmp(b.version()));
+    let latest = remote.last().cloned();
+    let missing: Vec<String> = spec
+        .versions
+        .iter()
+        .filter(|t| !remote.contains(t))
+        .map(ReleaseTag::tag)
+        .collect();
+    let (reason, message) = match (&latest, missing.is_empty()) {
+        (None, _) => (
+            "NoRelease",
+            format!("the source has no release of {stack_name} on channel {channel}"),
+        ),
+        (Some(latest), true) => (
+            "Listed",
+            format!("{} matching release(s), latest {latest}", remote.len()),
+        ),
+        (Some(latest), false) => (
+            "VersionMissing",
+            format!(
+                "{} matching release(s), latest {latest}; not in the source: {}",
+                remote.len(),
+                missing.join(", ")
+            ),
+        ),
+    };
+    progress.condition(SOURCE_READY, reason == "Listed", reason, message);
+    progress.status.latest_release = latest.as_ref().map(ReleaseTag::tag);
+    (remote, latest)
+}
+
+/// Deletes the owned releases that are not in `keep`, not the latest ready one and not used
+/// by a Cluster; none when the Clusters cannot be listed.
+async fn prune_releases(
+    stack: &ClusterStack,
+    ctx: &Context,
+    api: &Api<ClusterStackRelease>,
+    owned: &BTreeMap<String, ClusterStackRelease>,
+    mut keep: BTreeSet<String>,
+) -> Result<(), Error> {
     let latest_ready = owned
         .values()
         .filter(|r| super::cluster_stack_release::is_ready(r))
         .filter_map(|r| ReleaseTag::parse(&r.name_any()).ok())
         .max_by(|a, b| a.version().cmp(b.version()))
         .map(|t| t.tag());
-    let mut keep = wanted.clone();
-    keep.extend(latest.as_ref().map(ReleaseTag::tag));
     keep.extend(latest_ready);
     let unwanted: Vec<&String> = owned.keys().filter(|name| !keep.contains(*name)).collect();
-    if !unwanted.is_empty() {
-        match crate::clusters::list(&ctx.client, &namespace).await {
-            Ok(clusters) => {
-                let used = crate::clusters::releases_in_use(&clusters, &namespace);
-                for name in unwanted.into_iter().filter(|n| !used.contains(*n)) {
-                    delete_release(stack, ctx, &releases_api, name).await?;
-                }
-            }
-            Err(e) => {
-                // Deleting without knowing the users could pull a class from under a Cluster.
-                tracing::warn!(stack = %key_of(stack), error = %e, "not deleting releases: listing Clusters failed");
+    if unwanted.is_empty() {
+        return Ok(());
+    }
+    let namespace = stack.namespace().unwrap_or_default();
+    match crate::clusters::list(&ctx.client, &namespace).await {
+        Ok(clusters) => {
+            let used = crate::clusters::releases_in_use(&clusters, &namespace);
+            for name in unwanted.into_iter().filter(|n| !used.contains(*n)) {
+                delete_release(stack, ctx, api, name).await?;
             }
         }
+        Err(e) => {
+            // Deleting without knowing the users could pull a class from under a Cluster.
+            tracing::warn!(stack = %super::key_of(stack), error = %e, "not deleting releases: listing Clusters failed");
+        }
     }
+    Ok(())
+}
 
-    // 4. Status from the releases as they are now.
-    let owned = owned_releases(stack, &releases_api).await?;
-    status.summary = owned.values().map(summary_of).collect();
-    let mut usable: Vec<(Version, String)> = owned
+/// The status from the owned releases: a summary line each, the usable versions, and
+/// `ReleasesReady` for the `wanted` ones.
+fn report(
+    progress: &mut Progress<'_>,
+    owned: &BTreeMap<String, ClusterStackRelease>,
+    wanted: &BTreeSet<String>,
+) {
+    progress.status.summary = owned.values().map(summary_of).collect();
+    let mut usable: Vec<Version> = owned
         .values()
         .filter(|r| super::cluster_stack_release::is_ready(r))
         .filter_map(|r| ReleaseTag::parse(&r.name_any()).ok())
-        .map(|t| (t.version().clone(), t.version().to_string()))
+        .map(|t| t.version().clone())
         .collect();
     usable.sort();
-    status.usable_versions = (!usable.is_empty()).then(|| {
-        usable
-            .iter()
-            .map(|(_, v)| v.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+    progress.status.usable_versions = (!usable.is_empty()).then(|| {
+        let texts: Vec<String> = usable.iter().map(Version::to_string).collect();
+        texts.join(", ")
     });
     let not_ready: Vec<&String> = wanted
         .iter()
@@ -334,7 +301,7 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
                 .is_some_and(super::cluster_stack_release::is_ready)
         })
         .collect();
-    let releases_message = if wanted.is_empty() {
+    let message = if wanted.is_empty() {
         "no release is wanted (autoSubscribe is off and spec.versions is empty)".to_string()
     } else if not_ready.is_empty() {
         format!("{} release(s) ready", wanted.len())
@@ -348,20 +315,9 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
             .collect();
         format!("waiting for {}", details.join("; "))
     };
-    condition(
-        stack,
-        &mut status,
-        RELEASES_READY,
-        not_ready.is_empty(),
-        if not_ready.is_empty() {
-            "Ready"
-        } else {
-            "ReleasesNotReady"
-        },
-        releases_message,
-    );
-    save(stack, ctx, status).await?;
-    Ok(Action::requeue(next_poll(ctx, stack, interval)))
+    let ready = not_ready.is_empty();
+    let reason = if ready { "Ready" } else { "ReleasesNotReady" };
+    progress.condition(RELEASES_READY, ready, reason, message);
 }
 
 fn on_channel(version: &Version, channel: Channel) -> bool {
@@ -391,7 +347,7 @@ async fn list_source(
     ctx: &Context,
     interval: Duration,
     wanted: &[ReleaseTag],
-) -> Result<Vec<ReleaseTag>, String> {
+) -> Result<Vec<ReleaseTag>, Cause> {
     let key = poll_key(stack);
     let source = super::resolve_source(stack, ctx).await?;
     let source_id = source.describe();
@@ -402,7 +358,7 @@ async fn list_source(
     {
         return Ok(tags);
     }
-    let tags = ctx.sources.list(&source).await.map_err(|e| e.to_string())?;
+    let tags = ctx.sources.list(&source).await?;
     ctx.record_poll(&key, source_id, tags.clone());
     Ok(tags)
 }
@@ -416,7 +372,7 @@ async fn owned_releases(
     let list = api
         .list(&ListParams::default())
         .await
-        .map_err(|e| Error::Kube(format!("listing ClusterStackReleases: {e}")))?;
+        .map_err(|e| Error::kube("listing ClusterStackReleases", e))?;
     Ok(list
         .items
         .into_iter()
@@ -437,9 +393,10 @@ async fn follow_shard(
             api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
                 .map_err(|e| {
-                    Error::Kube(format!(
-                        "moving ClusterStackRelease {name} to the stack's shard: {e}"
-                    ))
+                    Error::kube(
+                        format!("moving ClusterStackRelease {name} to the stack's shard"),
+                        e,
+                    )
                 })?;
         }
     }
@@ -492,8 +449,8 @@ async fn create_release(
             .await;
             Ok(())
         }
-        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
-        Err(e) => Err(Error::Kube(format!("creating ClusterStackRelease {tag}: {e}"))),
+        Err(e) if super::error::is_conflict(&e) => Ok(()),
+        Err(e) => Err(Error::kube(format!("creating ClusterStackRelease {tag}"), e)),
     }
 }
 
@@ -519,8 +476,8 @@ async fn delete_release(
             }
             Ok(())
         }
-        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-        Err(e) => Err(Error::Kube(format!("deleting ClusterStackRelease {name}: {e}"))),
+        Err(e) if super::error::is_not_found(&e) => Ok(()),
+        Err(e) => Err(Error::kube(format!("deleting ClusterStackRelease {name}"), e)),
     }
 }
 

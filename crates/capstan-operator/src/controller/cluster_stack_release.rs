@@ -9,6 +9,9 @@
 //! the interval says so. On deletion it waits while a Cluster uses the class, then prunes
 //! everything it applied (the cluster-stack operator orphans it).
 
+mod plan;
+
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,16 +19,15 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
-use sha2::{Digest, Sha256};
 
-use super::{Error, backoff, now, object_ref, owner_reference};
-use crate::api::conditions::Condition;
-use crate::api::{ClusterStack, ClusterStackRelease, ClusterStackReleaseStatus};
+use super::error::is_not_found;
+use super::pipeline::{self, Parts, ReleaseFiles};
+use super::progress::{Because, Failure, WAIT};
+use super::{Error, now, object_ref, owner_reference};
+use crate::api::{ClusterStackRelease, ClusterStackReleaseStatus};
 use crate::context::Context;
-use crate::metrics::ObjectOutcome;
-use crate::sources::{Fetched, Resolved};
-use crate::store::{Owner, StoredRender};
-use capstan_apply::{ApplyOptions, InventoryRef, PruneScope, parse_stream};
+use crate::store::Owner;
+use capstan_apply::InventoryRef;
 use capstan_stack::name::ReleaseTag;
 
 /// Finalizer: the release's objects are pruned before it goes.
@@ -34,74 +36,24 @@ pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-release";
 pub const CONTROLLER: &str = "clusterstackrelease";
 
 pub const DOWNLOADED: &str = "Downloaded";
-pub const RENDERED: &str = "Rendered";
-pub const APPLIED: &str = "Applied";
+pub use super::pipeline::{APPLIED, RENDERED};
 pub const PROVIDER_READY: &str = "ProviderReady";
 const STEPS: [&str; 3] = [DOWNLOADED, RENDERED, APPLIED];
 const STEPS_WITH_PROVIDER: [&str; 4] = [DOWNLOADED, PROVIDER_READY, RENDERED, APPLIED];
 
-/// How long to wait before looking again at a release whose ClusterStack is not (yet) known.
-const WAIT_FOR_STACK: Duration = Duration::from_secs(5);
 /// How often a release being deleted looks again whether Clusters still use it.
 const WAIT_FOR_USERS: Duration = Duration::from_secs(15);
 
-/// Reconciles one ClusterStackRelease.
-pub async fn reconcile(release: Arc<ClusterStackRelease>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let key = key_of(&release);
-    let ctx: &Context = &ctx;
-    super::with_finalizer(
-        release,
-        ctx,
-        (FINALIZER, CONTROLLER),
-        key,
-        |release| async move { apply(&release, ctx).await },
-        |release| async move { cleanup(&release, ctx).await },
-    )
-    .await
-}
+super::finalized_kind!(ClusterStackRelease);
+super::progress::tracked_kind!(ClusterStackRelease, ClusterStackReleaseStatus);
 
-/// Requeue after a failed reconcile: capped exponential backoff per object.
-pub fn error_policy(release: Arc<ClusterStackRelease>, error: &Error, ctx: Arc<Context>) -> Action {
-    tracing::warn!(release = %key_of(&release), %error, "reconcile failed");
-    Action::requeue(backoff(&ctx, &key_of(&release)))
-}
-
-fn key_of(release: &ClusterStackRelease) -> String {
+/// The note of the event sent when the release becomes ready.
+fn ready_note(release: &ClusterStackRelease, status: &ClusterStackReleaseStatus) -> String {
     format!(
-        "ClusterStackRelease/{}/{}",
-        release.namespace().unwrap_or_default(),
-        release.name_any()
+        "ClusterClass {} applied ({} objects)",
+        release.name_any(),
+        status.resources.len()
     )
-}
-
-type Progress<'a> = super::progress::Progress<'a, ClusterStackRelease>;
-
-impl super::progress::Tracked for ClusterStackRelease {
-    type Status = ClusterStackReleaseStatus;
-
-    fn status_of(&self) -> Option<&ClusterStackReleaseStatus> {
-        self.status.as_ref()
-    }
-
-    fn conditions_mut(status: &mut ClusterStackReleaseStatus) -> &mut Vec<Condition> {
-        &mut status.conditions
-    }
-
-    fn ready(status: &ClusterStackReleaseStatus) -> bool {
-        status.ready
-    }
-
-    fn set_ready(status: &mut ClusterStackReleaseStatus, ready: bool) {
-        status.ready = ready;
-    }
-
-    fn ready_note(&self, status: &ClusterStackReleaseStatus) -> String {
-        format!(
-            "ClusterClass {} applied ({} objects)",
-            self.name_any(),
-            status.resources.len()
-        )
-    }
 }
 
 /// The conditions a release's `Ready` summarises.
@@ -115,9 +67,7 @@ fn steps_of(release: &ClusterStackRelease) -> &'static [&'static str] {
 
 async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, Error> {
     let mut progress = Progress::new(release, ctx, steps_of(release));
-    let name = release.name_any();
-    let namespace = release.namespace().unwrap_or_default();
-    let tag = match ReleaseTag::parse(&name) {
+    let tag = match ReleaseTag::parse(&release.name_any()) {
         Ok(tag) => tag,
         Err(e) => {
             let message = format!("the name is not a release tag: {e}");
@@ -127,231 +77,110 @@ async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, E
             return Ok(Action::await_change());
         }
     };
-
     // 1. The source, from the ClusterStack that owns (or else matches) the release.
-    let stack = match find_stack(release, &tag, ctx) {
-        StackLookup::Found(stack) => stack,
-        StackLookup::NotYetKnown(which) => {
-            tracing::debug!(release = %name, stack = %which, "ClusterStack not in the cache yet");
-            return Ok(Action::requeue(WAIT_FOR_STACK));
-        }
-        StackLookup::None => {
-            let message = format!(
-                "no ClusterStack in namespace {namespace} follows {}; the release has no source",
-                tag.stack()
-            );
-            return Err(progress.fail(DOWNLOADED, "NoClusterStack", message).await);
-        }
+    let found = pipeline::stack_of(release, &tag, ctx, "; the release has no source");
+    let stack = match progress.check(DOWNLOADED, found).await? {
+        ControlFlow::Continue(stack) => stack,
+        ControlFlow::Break(action) => return Ok(action),
     };
-    let source = match super::resolve_source(&stack, ctx).await {
-        Ok(source) => source,
-        Err(message) => return Err(progress.fail(DOWNLOADED, "SourceUnavailable", message).await),
-    };
-
     // 2. Download (nothing is sent when the cache holds the release complete).
-    let fetched = match ctx.sources.fetch(&source, &tag).await {
-        Ok(fetched) => fetched,
-        Err(e) => return Err(progress.fail(DOWNLOADED, "DownloadFailed", e.to_string()).await),
-    };
-    let digest = match fetched.digest() {
-        Ok(digest) => digest,
-        Err(e) => return Err(progress.fail(DOWNLOADED, "DownloadFailed", e.to_string()).await),
-    };
-    progress.status.release_digest = Some(digest.clone());
-    progress.condition(
-        DOWNLOADED,
-        true,
-        "Downloaded",
-        format!(
-            "{} verified in the cache (digest {})",
-            source.describe(),
-            &digest[..12]
-        ),
+    let files = pipeline::fetch(ctx, &stack, &tag).await;
+    let files = progress.check(DOWNLOADED, files).await?;
+    progress.status.release_digest = Some(files.digest.clone());
+    let message = format!(
+        "{} verified in the cache (digest {})",
+        files.source.describe(),
+        &files.digest[..12]
     );
+    progress.condition(DOWNLOADED, true, "Downloaded", message);
     progress.save().await?;
-
     // The provider's part of the release (`<X>ClusterStackRelease`), when it has one.
     if let Some(reference) = &release.spec.provider_ref {
-        match super::provider::ensure(ctx, release, reference).await {
-            Ok(super::provider::State::Ready(what)) => {
+        let state = super::provider::ensure(ctx, release, reference).await;
+        match progress
+            .check(PROVIDER_READY, state.because("ProviderFailed"))
+            .await?
+        {
+            super::provider::State::Ready(what) => {
                 progress.condition(PROVIDER_READY, true, "Ready", format!("{what} is ready"));
             }
-            Ok(super::provider::State::Waiting(why)) => {
+            super::provider::State::Waiting(why) => {
                 progress.condition(PROVIDER_READY, false, "Waiting", why);
                 progress.save().await?;
-                return Ok(Action::requeue(WAIT_FOR_STACK));
+                return Ok(Action::requeue(WAIT));
             }
-            Err(message) => return Err(progress.fail(PROVIDER_READY, "ProviderFailed", message).await),
         }
     }
+    render_and_apply(&mut progress, &files).await
+}
 
-    // 3. Render, only when the inputs changed since the stored render.
-    let inputs = inputs_hash(&digest, &namespace);
+/// Renders only when the inputs changed since the stored render (3.), then applies, or only
+/// checks drift when the manifest was applied in full before (4.; [`plan::plan`] decides).
+async fn render_and_apply(progress: &mut Progress<'_>, files: &ReleaseFiles) -> Result<Action, Error> {
+    let (release, ctx) = (progress.object, progress.ctx);
+    let namespace = release.namespace().unwrap_or_default();
+    let inputs = pipeline::inputs_hash("cluster-class", [files.digest.as_str(), namespace.as_str()]);
     let owner = store_owner(release);
-    let stored = match ctx.store.latest(&owner).await {
-        Ok(stored) => stored.filter(|s| s.inputs == inputs),
-        Err(e) => return Err(progress.fail(RENDERED, "StoreUnavailable", e.to_string()).await),
-    };
-    let render = match stored {
-        Some(render) => render,
-        None => match render_class(ctx, &source, &fetched, &digest, &namespace).await {
-            Ok((parts, kubernetes)) => {
-                progress.status.kubernetes_version = Some(kubernetes);
-                match ctx.store.save(&owner, &inputs, parts).await {
-                    Ok(render) => {
-                        ctx.event(
-                            &object_ref(release),
-                            false,
-                            "Rendered",
-                            "Render",
-                            format!(
-                                "ClusterClass chart rendered, stored as revision {}",
-                                render.revision
-                            ),
-                        )
-                        .await;
-                        render
-                    }
-                    Err(e) => return Err(progress.fail(RENDERED, "StoreFailed", e.to_string()).await),
-                }
-            }
-            Err(message) => return Err(progress.fail(RENDERED, "RenderFailed", message).await),
-        },
-    };
-    progress.condition(
-        RENDERED,
-        true,
-        "Rendered",
-        format!("revision {} of the rendered ClusterClass chart", render.revision),
-    );
+    let render = pipeline::render_once(ctx, &owner, &inputs, render_class(ctx, files, &namespace));
+    let (render, fresh) = progress.check(RENDERED, render.await).await?;
+    if fresh {
+        let note = format!(
+            "ClusterClass chart rendered, stored as revision {}",
+            render.revision
+        );
+        ctx.event(&object_ref(release), false, "Rendered", "Render", note)
+            .await;
+    }
+    let message = format!("revision {} of the rendered ClusterClass chart", render.revision);
+    progress.condition(RENDERED, true, "Rendered", message);
     if progress.status.kubernetes_version.is_none()
-        && let Ok(compiled_kube) = kubernetes_of(ctx, &source, &fetched, &digest).await
+        && let Ok(compiled) = pipeline::compile(ctx, files).await
     {
-        progress.status.kubernetes_version = Some(compiled_kube);
+        progress.status.kubernetes_version = Some(compiled.kubernetes().to_string());
     }
-
-    // 4. Apply, or only check drift when the manifest was applied in full before.
-    let this = ObjectRef::from_obj(release);
-    let applied_before = progress.status.applied_inputs.as_deref() == Some(inputs.as_str());
-    let suspect = ctx.take_drift_suspect(&this);
-    if applied_before
-        && !suspect
-        && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx)
-    {
-        progress.save().await?;
-        return Ok(Action::requeue(wait));
-    }
-    apply_render(&mut progress, &render, &inputs, applied_before).await?;
+    let recorded = plan::Recorded {
+        stored: !fresh,
+        applied: progress.status.applied_inputs.as_deref() == Some(inputs.as_str()),
+    };
+    let drift = if ctx.take_drift_suspect(&ObjectRef::from_obj(release)) {
+        plan::Drift::Suspect
+    } else {
+        super::drift_wait(progress.status.last_reconciled.as_ref(), ctx)
+            .map_or(plan::Drift::Due, plan::Drift::NotDue)
+    };
+    tracing::debug!(release = %release.name_any(), phase = ?recorded.phase(), ?drift, "planning");
+    let drift_pass = match plan::plan(recorded, drift).apply {
+        plan::Apply::Wait(wait) => {
+            progress.save().await?;
+            return Ok(Action::requeue(wait));
+        }
+        plan::Apply::Full => false,
+        plan::Apply::DriftCheck => true,
+    };
+    let objects = pipeline::objects_of(&render, None).await;
+    let objects = progress.check(APPLIED, objects).await?;
+    let inventory = inventory_of(release);
+    let outcome = pipeline::apply(progress, APPLIED, &ctx.applier, &objects, inventory, drift_pass).await?;
+    progress.status.applied_inputs = Some(inputs);
+    progress.status.applied_revision = Some(i64::from(render.revision));
+    progress.status.last_reconciled = Some(now());
+    let message = format!("{} from revision {}", outcome.summary(), render.revision);
+    progress.condition(APPLIED, true, "Applied", message);
+    progress.save().await?;
     Ok(Action::requeue(super::drift_requeue(ctx)))
 }
 
-async fn apply_render(
-    progress: &mut Progress<'_>,
-    render: &StoredRender,
-    inputs: &str,
-    drift_pass: bool,
-) -> Result<(), Error> {
-    let release = progress.object;
-    let ctx = progress.ctx;
-    let namespace = release.namespace().unwrap_or_default();
-    let objects = match parse_stream(
-        &render.manifest(),
-        &format!("render revision {}", render.revision),
-    ) {
-        Ok(objects) => objects,
-        Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
-    };
-    let options = ApplyOptions {
-        namespace: namespace.clone(),
-        inventory: Some(inventory_of(release)),
-        prune: true,
-        concurrency: 8,
-        ..ApplyOptions::default()
-    };
-    let report = match ctx.applier.apply(&objects, &options).await {
-        Ok(report) => report,
-        Err(e) => return Err(progress.fail(APPLIED, "ApplyFailed", e.to_string()).await),
-    };
-    let outcome = super::report::record(ctx, CONTROLLER, &object_ref(release), &report, drift_pass).await;
-    progress.status.resources = outcome.resources.clone();
-    if let Some(message) = outcome.failure.clone() {
-        return Err(progress.fail(APPLIED, "ApplyFailed", message).await);
-    }
-    progress.status.applied_inputs = Some(inputs.to_string());
-    progress.status.applied_revision = Some(i64::from(render.revision));
-    progress.status.last_reconciled = Some(now());
-    progress.condition(
-        APPLIED,
-        true,
-        "Applied",
-        format!("{} from revision {}", outcome.summary(), render.revision),
-    );
-    progress.save().await
-}
-
-/// Renders the ClusterClass chart on a blocking thread; returns the parts and the release's
-/// Kubernetes version.
-async fn render_class(
-    ctx: &Context,
-    source: &Resolved,
-    fetched: &Fetched,
-    digest: &str,
-    namespace: &str,
-) -> Result<(Vec<(String, String)>, String), String> {
-    let compiled = compiled_release(ctx, source, fetched, digest).await?;
+/// Renders the ClusterClass chart on a blocking thread.
+async fn render_class(ctx: &Context, files: &ReleaseFiles, namespace: &str) -> Result<Parts, Failure> {
+    let compiled = pipeline::compile(ctx, files).await.because("CompileFailed")?;
     let namespace = namespace.to_string();
-    tokio::task::spawn_blocking(move || {
+    pipeline::blocking("rendering the ClusterClass chart", move || {
         let env = std::rc::Rc::new(capstan_template::funcs::FuncEnv::system());
-        let part = compiled
-            .render_class(&namespace, &env)
-            .map_err(|e| e.to_string())?;
-        Ok((vec![(part.name, part.stream)], compiled.kubernetes().to_string()))
+        let part = compiled.render_class(&namespace, &env)?;
+        Ok(vec![(part.name, part.stream)])
     })
     .await
-    .map_err(|e| format!("rendering: {e}"))?
-}
-
-async fn kubernetes_of(
-    ctx: &Context,
-    source: &Resolved,
-    fetched: &Fetched,
-    digest: &str,
-) -> Result<String, String> {
-    Ok(compiled_release(ctx, source, fetched, digest)
-        .await?
-        .kubernetes()
-        .to_string())
-}
-
-pub(super) async fn compiled_release(
-    ctx: &Context,
-    source: &Resolved,
-    fetched: &Fetched,
-    digest: &str,
-) -> Result<Arc<capstan_stack::render::CompiledRelease>, String> {
-    let cache = ctx.sources.cache().clone();
-    let fetched = fetched.clone();
-    let describe = source.describe();
-    let repositories = ctx.settings.chart_repositories.clone();
-    ctx.compiled(digest, move || {
-        let opened = fetched.open(&cache).map_err(|e| format!("{describe}: {e}"))?;
-        // The charts' missing dependencies, as the reference operator's `--dependency-update`,
-        // through the shared cache.
-        let resolver = capstan_source::charts::ChartResolver::new(cache.clone(), repositories)?;
-        capstan_stack::render::CompiledRelease::with_resolver(&opened.release, Some(&resolver))
-            .map_err(|e| e.to_string())
-    })
-    .await
-}
-
-/// The hash of everything a ClusterClass render depends on.
-fn inputs_hash(digest: &str, namespace: &str) -> String {
-    let mut hasher = Sha256::new();
-    for part in ["cluster-class", env!("CARGO_PKG_VERSION"), digest, namespace] {
-        hasher.update(part.as_bytes());
-        hasher.update([0]);
-    }
-    capstan_source::cache::hex(&hasher.finalize())
+    .because("RenderFailed")
 }
 
 fn store_owner(release: &ClusterStackRelease) -> Owner {
@@ -379,124 +208,89 @@ pub fn inventory_of(release: &ClusterStackRelease) -> InventoryRef {
     }
 }
 
-pub(super) enum StackLookup {
-    Found(Arc<ClusterStack>),
-    /// An owner is named but the watch has not delivered it yet.
-    NotYetKnown(String),
-    None,
-}
-
-pub(super) fn find_stack(release: &ClusterStackRelease, tag: &ReleaseTag, ctx: &Context) -> StackLookup {
-    let namespace = release.namespace().unwrap_or_default();
-    let owner = release
-        .owner_references()
-        .iter()
-        .find(|o| o.kind == "ClusterStack" && o.api_version.starts_with("clusterstack.x-k8s.io/"));
-    if let Some(owner) = owner {
-        let key = ObjectRef::<ClusterStack>::new(&owner.name).within(&namespace);
-        return match ctx.stacks.get(&key) {
-            Some(stack) => StackLookup::Found(stack),
-            None => StackLookup::NotYetKnown(format!("{namespace}/{}", owner.name)),
-        };
-    }
-    // A release made by hand: the stack of its namespace that follows the same stack name.
-    ctx.stacks
-        .state()
-        .into_iter()
-        .find(|s| {
-            s.namespace().as_deref() == Some(namespace.as_str())
-                && super::stack_name_of(s).as_ref() == Some(tag.stack())
-        })
-        .map_or(StackLookup::None, StackLookup::Found)
-}
-
 /// Deletion: wait while Clusters use the class, then prune what was applied.
 async fn cleanup(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, Error> {
     let mut progress = Progress::new(release, ctx, steps_of(release));
     let namespace = release.namespace().unwrap_or_default();
-    let name = release.name_any();
-    match crate::clusters::list(&ctx.client, &namespace).await {
-        Ok(clusters) => {
-            let users = crate::clusters::users_of(&clusters, &namespace, &name);
-            if !users.is_empty() {
-                let message = format!(
-                    "deletion waits: the class is in use by Cluster(s) {}",
-                    users.join(", ")
-                );
-                progress.condition(APPLIED, true, "InUse", message.clone());
-                progress.save().await?;
-                return Err(Error::Waiting {
-                    reason: message,
-                    retry: WAIT_FOR_USERS,
-                });
-            }
-        }
-        Err(e) if e.contains("404") => {
-            // No Cluster API installed: no Cluster can use the class.
-        }
-        Err(e) => {
-            let message = format!("deletion waits: cannot tell whether a Cluster uses the class: {e}");
-            progress.condition(APPLIED, true, "InUseUnknown", message.clone());
-            progress.save().await?;
-            return Err(Error::Waiting {
-                reason: message,
-                retry: WAIT_FOR_USERS,
-            });
-        }
-    }
-    let options = ApplyOptions {
-        namespace: namespace.clone(),
-        inventory: Some(inventory_of(release)),
-        prune: true,
-        // The deletion: everything goes on purpose.
-        prune_scope: PruneScope::Any,
-        ..ApplyOptions::default()
-    };
-    let report = ctx.applier.apply(&[], &options).await.map_err(|e| Error::Step {
-        step: "Prune".into(),
-        message: e.to_string(),
-    })?;
-    let pruned = report.summary.pruned;
-    ctx.metrics
-        .objects(CONTROLLER, ObjectOutcome::Pruned, pruned as u64);
-    if report.failed() {
-        let problems: Vec<String> = report
-            .results
-            .iter()
-            .filter(|r| r.is_failure())
-            .map(|r| format!("{}: {}", r.key, r.message))
-            .collect();
-        return Err(Error::Step {
-            step: "Prune".into(),
-            message: problems.join("; "),
+    if let Some(users) = users(ctx, &namespace, &release.name_any()).await {
+        progress.condition(APPLIED, true, users.reason(), users.to_string());
+        progress.save().await?;
+        return Err(Error::Waiting {
+            reason: users.to_string(),
+            retry: WAIT_FOR_USERS,
         });
     }
     let inventory = inventory_of(release);
+    let pruned = pipeline::prune_all(ctx, CONTROLLER, &ctx.applier, inventory.clone())
+        .await
+        .map_err(|cause| Error::step("Prune", "PruneFailed", cause))?;
     let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> =
         Api::namespaced(ctx.client.clone(), &namespace);
     match configmaps.delete(&inventory.name, &DeleteParams::default()).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(e)) if e.code == 404 => {}
-        Err(e) => return Err(Error::Kube(format!("deleting inventory {}: {e}", inventory.id()))),
+        Err(e) if !is_not_found(&e) => {
+            return Err(Error::kube(format!("deleting inventory {}", inventory.id()), e));
+        }
+        _ => {}
     }
     ctx.store
         .remove_all(&store_owner(release))
         .await
-        .map_err(|e| Error::Kube(e.to_string()))?;
+        .map_err(|cause| Error::step("Prune", "StoreFailed", cause))?;
     if let Some(reference) = &release.spec.provider_ref {
         super::provider::remove(ctx, release, reference)
             .await
-            .map_err(Error::Kube)?;
+            .map_err(|cause| Error::step(PROVIDER_READY, "ProviderFailed", cause))?;
     }
-    ctx.event(
-        &object_ref(release),
-        false,
-        "Pruned",
-        "Delete",
-        format!("{pruned} object(s) of the release pruned"),
-    )
-    .await;
+    let note = format!("{pruned} object(s) of the release pruned");
+    ctx.event(&object_ref(release), false, "Pruned", "Delete", note)
+        .await;
     Ok(Action::await_change())
+}
+
+/// Why a release being deleted still waits for its Clusters.
+enum Users {
+    /// These Clusters (`namespace/name`) use the class.
+    Using(Vec<String>),
+    /// The Clusters could not be listed (without Cluster API none can use the class).
+    Unknown(kube::Error),
+}
+
+impl Users {
+    fn reason(&self) -> &'static str {
+        match self {
+            Users::Using(_) => "InUse",
+            Users::Unknown(_) => "InUseUnknown",
+        }
+    }
+}
+
+impl std::fmt::Display for Users {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Users::Using(users) => write!(
+                f,
+                "deletion waits: the class is in use by Cluster(s) {}",
+                users.join(", ")
+            ),
+            Users::Unknown(e) => write!(
+                f,
+                "deletion waits: cannot tell whether a Cluster uses the class: {e}"
+            ),
+        }
+    }
+}
+
+/// What keeps release `name` of `namespace` from going, if anything.
+async fn users(ctx: &Context, namespace: &str, name: &str) -> Option<Users> {
+    match crate::clusters::list(&ctx.client, namespace).await {
+        Ok(clusters) => {
+            let users = crate::clusters::users_of(&clusters, namespace, name);
+            (!users.is_empty()).then_some(Users::Using(users))
+        }
+        // No Cluster API installed (the resource is not served): no Cluster can use the class.
+        Err(e) if is_not_found(&e) => None,
+        Err(e) => Some(Users::Unknown(e)),
+    }
 }
 
 /// Whether the release reports ready.

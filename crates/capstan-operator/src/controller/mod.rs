@@ -5,6 +5,8 @@ pub mod cluster;
 pub mod cluster_addon;
 pub mod cluster_stack;
 pub mod cluster_stack_release;
+pub mod error;
+pub mod pipeline;
 pub mod progress;
 pub mod provider;
 pub mod report;
@@ -13,80 +15,111 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::NamespaceResourceScope;
-
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kube::api::Api;
+use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
 use super::api::{ClusterStack, StackSource};
 use super::context::Context;
 use super::sources::Resolved;
 use capstan_stack::name::{KubernetesVersion, StackName};
+pub use error::{Cause, Error, Invalid, SourceConfigError, TERMINAL_RETRY};
 
-/// Why a reconcile failed; the text is what conditions and events show.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("{step}: {message}")]
-    Step { step: String, message: String },
-    #[error("{0}")]
-    Kube(String),
-    /// A deletion that must wait (e.g. a class still in use): the finalizer stays and the
-    /// object is looked at again after `retry`. Returned as an error because kube's finalizer
-    /// helper removes the finalizer after any successful cleanup.
-    #[error("{reason}")]
-    Waiting { reason: String, retry: Duration },
+/// A kind of the operator's API reconciled through a finalizer: `apply` while an object
+/// lives, `cleanup` once it is being deleted.
+pub trait Finalized: progress::Tracked + Send + Sync + 'static {
+    const FINALIZER: &'static str;
+    fn apply(&self, ctx: &Context) -> impl Future<Output = Result<Action, Error>> + Send;
+    fn cleanup(&self, ctx: &Context) -> impl Future<Output = Result<Action, Error>> + Send;
 }
 
-/// One reconcile of `object` through kube's finalizer helper: `apply` while it lives,
-/// `cleanup` once it is being deleted. Counts the reconcile in the metrics of `controller` and
-/// reports a new error as a Warning event (a success clears it and the backoff of `key`).
-pub async fn with_finalizer<K, A, AF, C, CF>(
-    object: Arc<K>,
-    ctx: &Context,
-    names: (&str, &str),
-    key: String,
-    apply: A,
-    cleanup: C,
-) -> Result<kube::runtime::controller::Action, Error>
-where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + serde::Serialize
-        + std::fmt::Debug,
-    A: FnOnce(Arc<K>) -> AF,
-    AF: Future<Output = Result<kube::runtime::controller::Action, Error>>,
-    C: FnOnce(Arc<K>) -> CF,
-    CF: Future<Output = Result<kube::runtime::controller::Action, Error>>,
-{
+/// A controller module's entry points for `$kind` (which it reconciles with its `apply` and
+/// `cleanup` under its `FINALIZER`): `reconcile`, `error_policy` and the `Progress` alias.
+macro_rules! finalized_kind {
+    ($kind:ty) => {
+        /// Reconciles one object.
+        pub async fn reconcile(object: Arc<$kind>, ctx: Arc<Context>) -> Result<Action, Error> {
+            super::reconcile(object, ctx).await
+        }
+
+        pub use super::error_policy;
+
+        impl super::Finalized for $kind {
+            const FINALIZER: &'static str = FINALIZER;
+
+            fn apply(
+                &self,
+                ctx: &Context,
+            ) -> impl std::future::Future<Output = Result<Action, Error>> + Send {
+                apply(self, ctx)
+            }
+
+            fn cleanup(
+                &self,
+                ctx: &Context,
+            ) -> impl std::future::Future<Output = Result<Action, Error>> + Send {
+                cleanup(self, ctx)
+            }
+        }
+
+        type Progress<'a> = super::progress::Progress<'a, $kind>;
+    };
+}
+use finalized_kind;
+
+/// One reconcile of `object` through kube's finalizer helper. Counts the reconcile in the
+/// metrics of its controller and reports a new error as a Warning event (a success clears it
+/// and the object's backoff).
+pub async fn reconcile<K: Finalized>(object: Arc<K>, ctx: Arc<Context>) -> Result<Action, Error> {
     use kube::runtime::finalizer::{Event, finalizer};
-    let (finalizer_name, controller) = names;
+    let key = key_of(object.as_ref());
+    let ctx: &Context = &ctx;
     let started = std::time::Instant::now();
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &object.namespace().unwrap_or_default());
-    let result = finalizer(&api, finalizer_name, object.clone(), |event| async move {
+    let result = finalizer(&api, K::FINALIZER, object.clone(), |event| async move {
         match event {
-            Event::Apply(object) => apply(object).await,
-            Event::Cleanup(object) => cleanup(object).await,
+            Event::Apply(object) => object.apply(ctx).await,
+            Event::Cleanup(object) => object.cleanup(ctx).await,
         }
     })
     .await
     .or_else(finalizer_outcome);
+    let error = result.as_ref().err();
     ctx.metrics
-        .reconciled(controller, started.elapsed(), result.is_ok());
-    let reference = object_ref(object.as_ref());
-    match &result {
-        Ok(_) => {
-            ctx.succeeded(&key);
-            ctx.error_event(&key, &reference, "ReconcileFailed", None).await;
-        }
-        Err(e) => {
-            ctx.error_event(&key, &reference, "ReconcileFailed", Some(&e.to_string()))
-                .await
-        }
+        .reconciled(K::CONTROLLER, started.elapsed(), error.map(Error::metric_label));
+    if error.is_none() {
+        ctx.succeeded(&key);
     }
+    let text = error.map(Error::to_string);
+    ctx.error_event(
+        &key,
+        &object_ref(object.as_ref()),
+        "ReconcileFailed",
+        text.as_deref(),
+    )
+    .await;
     result
+}
+
+/// The key of `object` in backoffs, error events and logs: `Kind/namespace/name`.
+pub fn key_of<K: Resource<DynamicType = ()>>(object: &K) -> String {
+    format!(
+        "{}/{}/{}",
+        K::kind(&()),
+        object.namespace().unwrap_or_default(),
+        object.name_any()
+    )
+}
+
+/// The requeue after a failed reconcile of `object` (see [`requeue_after_error`]).
+pub fn error_policy<K: Resource<DynamicType = ()>>(
+    object: Arc<K>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Action {
+    requeue_after_error(&ctx, &key_of(object.as_ref()), error)
 }
 
 /// The outcome of a reconcile through kube's finalizer helper: the step's own error, or the
@@ -100,10 +133,10 @@ pub fn finalizer_outcome(
             Ok(kube::runtime::controller::Action::requeue(retry))
         }
         Helper::ApplyFailed(e) | Helper::CleanupFailed(e) => Err(e),
-        Helper::RemoveFinalizer(kube::Error::Api(e)) if e.code == 404 => {
+        Helper::RemoveFinalizer(e) if error::is_not_found(&e) => {
             Ok(kube::runtime::controller::Action::await_change())
         }
-        other => Err(Error::Kube(other.to_string())),
+        other => Err(Error::Finalizer(Box::new(other))),
     }
 }
 
@@ -112,14 +145,25 @@ const BACKOFF_FIRST: Duration = Duration::from_secs(2);
 /// Longest retry delay.
 const BACKOFF_MAX: Duration = Duration::from_secs(300);
 
-/// The delay before retrying `key` after one more failure (jittered).
-pub fn backoff(ctx: &Context, key: &str) -> Duration {
-    let failures = ctx.failed(key);
-    crate::jitter::jitter(
-        BACKOFF_FIRST
-            .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
-            .min(BACKOFF_MAX),
-    )
+/// The requeue after a failed reconcile of `key`: a terminal error waits for a change (or
+/// [`TERMINAL_RETRY`]); any other is retried with capped exponential backoff. Both jittered.
+pub fn requeue_after_error(ctx: &Context, key: &str, error: &Error) -> Action {
+    let terminal = error.is_terminal();
+    tracing::warn!(object = %key, %error, terminal, kind = error.metric_label(), "reconcile failed");
+    // A terminal error does not climb the backoff ladder: the next retryable one starts low.
+    let failures = if terminal { 0 } else { ctx.failed(key) };
+    Action::requeue(crate::jitter::jitter(retry_delay(terminal, failures)))
+}
+
+/// The delay before the next attempt after `failures` retryable failures in a row, or after
+/// a terminal error.
+pub fn retry_delay(terminal: bool, failures: u32) -> Duration {
+    if terminal {
+        return TERMINAL_RETRY;
+    }
+    BACKOFF_FIRST
+        .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
+        .min(BACKOFF_MAX)
 }
 
 /// The delay until the next drift pass after a full one: the drift interval, jittered so
@@ -167,7 +211,7 @@ pub fn stack_name_of(stack: &ClusterStack) -> Option<StackName> {
 }
 
 /// The source of `stack` with the token of its Secret read.
-pub async fn resolve_source(stack: &ClusterStack, ctx: &Context) -> Result<Resolved, String> {
+pub async fn resolve_source(stack: &ClusterStack, ctx: &Context) -> Result<Resolved, SourceConfigError> {
     let namespace = stack.namespace().unwrap_or_default();
     let Some(source) = stack
         .spec
@@ -175,10 +219,10 @@ pub async fn resolve_source(stack: &ClusterStack, ctx: &Context) -> Result<Resol
         .as_ref()
         .or(ctx.settings.default_source.as_ref())
     else {
-        return Err(format!(
-            "ClusterStack {namespace}/{} has no spec.source and the operator has no default source: set spec.source.github, .oci, .git or .local, or start the operator with --source oci (OCI_REGISTRY, OCI_REPOSITORY) or with GIT_ORG_NAME and GIT_REPOSITORY_NAME (--git-org-name, --git-repository-name)",
-            stack.name_any()
-        ));
+        return Err(SourceConfigError::NoSource {
+            namespace,
+            name: stack.name_any(),
+        });
     };
     if let StackSource::Oci(oci) = source {
         return resolve_oci(oci, &namespace, ctx).await;
@@ -195,21 +239,36 @@ pub async fn resolve_source(stack: &ClusterStack, ctx: &Context) -> Result<Resol
         },
         Some(reference) => {
             let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
-            let secret = secrets
-                .get(&reference.name)
-                .await
-                .map_err(|e| format!("reading Secret {namespace}/{}: {e}", reference.name))?;
+            let secret = read_secret(&secrets, &namespace, &reference.name).await?;
             let token = secret
                 .data
                 .as_ref()
                 .and_then(|d| d.get("token").or_else(|| d.get("password")))
                 .map(|b| String::from_utf8_lossy(&b.0).trim().to_string())
                 .filter(|t| !t.is_empty())
-                .ok_or_else(|| format!("Secret {namespace}/{} has no data.token", reference.name))?;
+                .ok_or_else(|| SourceConfigError::NoToken {
+                    namespace: namespace.clone(),
+                    name: reference.name.clone(),
+                })?;
             Some(token)
         }
     };
-    Resolved::of(source, &ctx.settings.github_url, token)
+    Resolved::of(source, &ctx.settings.github_url, token).map_err(SourceConfigError::OciRepository)
+}
+
+async fn read_secret(
+    secrets: &Api<Secret>,
+    namespace: &str,
+    name: &str,
+) -> Result<Secret, SourceConfigError> {
+    secrets
+        .get(name)
+        .await
+        .map_err(|source| SourceConfigError::ReadSecret {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            source,
+        })
 }
 
 /// An OCI source with its credentials: the Secret's `username` and `password`, or its
@@ -218,17 +277,14 @@ async fn resolve_oci(
     oci: &crate::api::OciSource,
     namespace: &str,
     ctx: &Context,
-) -> Result<Resolved, String> {
+) -> Result<Resolved, SourceConfigError> {
     use capstan_source::oci::{Credentials, OciRepo};
-    let repo = OciRepo::parse(&oci.repository).map_err(|e| format!("spec.source.oci.repository: {e}"))?;
+    let repo = OciRepo::parse(&oci.repository).map_err(SourceConfigError::OciRepository)?;
     let credentials = match &oci.secret_ref {
         None => ctx.settings.oci_credentials.clone(),
         Some(reference) => {
             let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
-            let secret = secrets
-                .get(&reference.name)
-                .await
-                .map_err(|e| format!("reading Secret {namespace}/{}: {e}", reference.name))?;
+            let secret = read_secret(&secrets, namespace, &reference.name).await?;
             let field = |key: &str| {
                 secret
                     .data
@@ -239,10 +295,10 @@ async fn resolve_oci(
             };
             let credentials = Credentials::from_parts(field("username"), field("password"), field("token"));
             if credentials == Credentials::Anonymous {
-                return Err(format!(
-                    "Secret {namespace}/{} has neither data.username (with data.password) nor data.token",
-                    reference.name
-                ));
+                return Err(SourceConfigError::NoCredentials {
+                    namespace: namespace.to_string(),
+                    name: reference.name.clone(),
+                });
             }
             credentials
         }
@@ -260,6 +316,27 @@ mod tests {
     use kube::runtime::finalizer::Error as Helper;
 
     #[test]
+    fn retryable_errors_back_off_and_terminal_ones_wait_long() {
+        let cases = [
+            (false, 1, 2),
+            (false, 2, 4),
+            (false, 3, 8),
+            (false, 8, 256),
+            (false, 9, 300),
+            (false, 40, 300),
+            (true, 0, 600),
+            (true, 1, 600),
+        ];
+        for (terminal, failures, seconds) in cases {
+            assert_eq!(
+                retry_delay(terminal, failures),
+                Duration::from_secs(seconds),
+                "terminal {terminal}, {failures} failure(s)"
+            );
+        }
+    }
+
+    #[test]
     fn a_waiting_cleanup_keeps_the_finalizer_and_requeues() {
         let retry = Duration::from_secs(7);
         let waiting = Error::Waiting {
@@ -270,7 +347,7 @@ mod tests {
             finalizer_outcome(Helper::CleanupFailed(waiting)).expect("not a failure"),
             kube::runtime::controller::Action::requeue(retry)
         );
-        let failed = Error::Kube("boom".into());
+        let failed = Error::step("Applied", "ApplyFailed", Cause::Objects("boom".into()));
         assert!(finalizer_outcome(Helper::CleanupFailed(failed)).is_err());
     }
 }

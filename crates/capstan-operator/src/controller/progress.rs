@@ -1,7 +1,7 @@
 //! The status of one object as a reconcile builds it: conditions set step by step, the `Ready`
 //! summary and `ready` recomputed on every save, written (merge patch on the status
-//! subresource) only when something changed, with an event when the object becomes ready.
-//! Shared by the ClusterStackRelease and ClusterAddon controllers.
+//! subresource) only when something changed, with the events the change makes (by default
+//! one when the object becomes ready). Shared by every controller of the operator's API.
 
 use k8s_openapi::NamespaceResourceScope;
 use kube::ResourceExt;
@@ -10,7 +10,8 @@ use kube::runtime::controller::Action;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Error, now, object_ref};
+use super::{Cause, Error, now, object_ref};
+use crate::api::Resource as StatusResource;
 use crate::api::conditions::{self, Condition, ConditionStatus};
 use crate::context::Context;
 
@@ -22,6 +23,8 @@ pub trait Tracked:
     + Serialize
     + std::fmt::Debug
 {
+    /// The controller's name in metrics.
+    const CONTROLLER: &'static str;
     type Status: Clone + PartialEq + Default + Serialize;
     fn status_of(&self) -> Option<&Self::Status>;
     fn conditions_mut(status: &mut Self::Status) -> &mut Vec<Condition>;
@@ -29,6 +32,103 @@ pub trait Tracked:
     fn set_ready(status: &mut Self::Status, ready: bool);
     /// The note of the event sent when the object becomes ready.
     fn ready_note(&self, status: &Self::Status) -> String;
+    /// Records the per-object status of an apply (kinds that apply nothing keep none).
+    fn set_resources(_status: &mut Self::Status, _resources: Vec<StatusResource>) {}
+    /// The events a written change of the status from `before` to `after` makes: by
+    /// default one when the object becomes ready.
+    fn status_events(&self, before: &Self::Status, after: &Self::Status) -> Vec<StatusEvent> {
+        if Self::ready(after) && !Self::ready(before) {
+            vec![StatusEvent {
+                warning: false,
+                reason: "Ready".into(),
+                action: "Apply",
+                note: self.ready_note(after),
+            }]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// [`Tracked`] for `$kind` of the module's `CONTROLLER`, whose status `$status` has
+/// `conditions`, `ready` and `resources`; the module's `ready_note(object, status)` says
+/// what became ready.
+macro_rules! tracked_kind {
+    ($kind:ty, $status:ty) => {
+        impl super::progress::Tracked for $kind {
+            const CONTROLLER: &'static str = CONTROLLER;
+            type Status = $status;
+            super::progress::tracked_status!($status);
+
+            fn ready_note(&self, status: &$status) -> String {
+                ready_note(self, status)
+            }
+        }
+    };
+}
+pub(crate) use tracked_kind;
+
+/// The [`Tracked`] methods of a kind whose status has `conditions`, `ready` and
+/// `resources`.
+macro_rules! tracked_status {
+    ($status:ty) => {
+        fn status_of(&self) -> Option<&$status> {
+            self.status.as_ref()
+        }
+
+        fn conditions_mut(status: &mut $status) -> &mut Vec<$crate::api::conditions::Condition> {
+            &mut status.conditions
+        }
+
+        fn ready(status: &$status) -> bool {
+            status.ready
+        }
+
+        fn set_ready(status: &mut $status, ready: bool) {
+            status.ready = ready;
+        }
+
+        fn set_resources(status: &mut $status, resources: Vec<$crate::api::Resource>) {
+            status.resources = resources;
+        }
+    };
+}
+pub(crate) use tracked_status;
+
+/// An event a status change makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusEvent {
+    pub warning: bool,
+    pub reason: String,
+    pub action: &'static str,
+    pub note: String,
+}
+
+/// A step that failed: the condition's reason and the cause.
+#[derive(Debug)]
+pub struct Failure {
+    pub reason: &'static str,
+    pub cause: Box<Cause>,
+}
+
+impl Failure {
+    pub fn new(reason: &'static str, cause: impl Into<Cause>) -> Failure {
+        Failure {
+            reason,
+            cause: Box::new(cause.into()),
+        }
+    }
+}
+
+/// A result whose error is a [`Failure`] with `reason`.
+pub trait Because<T> {
+    fn because(self, reason: &'static str) -> Result<T, Failure>;
+}
+
+impl<T, E: Into<Cause>> Because<T> for Result<T, E> {
+    fn because(self, reason: &'static str) -> Result<T, Failure> {
+        self.map_err(|cause| Failure::new(reason, cause))
+    }
 }
 
 /// How soon a waiting step is looked at again.
@@ -77,15 +177,18 @@ impl<'a, K: Tracked> Progress<'a, K> {
         if self.status == self.written {
             return Ok(());
         }
-        let became_ready = ready && !K::ready(&self.written);
         let key = format!(
             "{} {}/{}",
             K::kind(&()),
             self.object.namespace().unwrap_or_default(),
             self.object.name_any()
         );
-        let encode =
-            |status: &K::Status| serde_json::to_value(status).map_err(|e| Error::Kube(format!("{key}: {e}")));
+        let encode = |status: &K::Status| {
+            serde_json::to_value(status).map_err(|source| Error::Encode {
+                what: key.clone(),
+                source,
+            })
+        };
         let mut json = encode(&self.status)?;
         // A merge patch keeps what it does not name: fields that went away are nulled.
         if let (Some(new), serde_json::Value::Object(old)) = (json.as_object_mut(), encode(&self.written)?) {
@@ -103,27 +206,44 @@ impl<'a, K: Tracked> Progress<'a, K> {
             &Patch::Merge(&serde_json::json!({ "status": json })),
         )
         .await
-        .map_err(|e| Error::Kube(format!("writing the status of {key}: {e}")))?;
-        self.written = self.status.clone();
-        if became_ready {
-            let note = self.object.ready_note(&self.status);
+        .map_err(|e| Error::kube(format!("writing the status of {key}"), e))?;
+        for event in self.object.status_events(&self.written, &self.status) {
             self.ctx
-                .event(&object_ref(self.object), false, "Ready", "Apply", note)
+                .event(
+                    &object_ref(self.object),
+                    event.warning,
+                    &event.reason,
+                    event.action,
+                    event.note,
+                )
                 .await;
         }
+        self.written = self.status.clone();
         Ok(())
     }
 
-    /// Records a failed step and returns its error.
-    pub async fn fail(&mut self, step: &str, reason: &str, message: String) -> Error {
-        self.condition(step, false, reason, message.clone());
+    /// Records a failed step (its condition false with `reason` and the cause's text) and
+    /// returns its error.
+    pub async fn fail(&mut self, step: &'static str, reason: &'static str, cause: impl Into<Cause>) -> Error {
+        let cause = cause.into();
+        self.condition(step, false, reason, cause.to_string());
         if let Err(e) = self.save().await {
             return e;
         }
-        Error::Step {
-            step: step.to_string(),
-            message,
+        Error::step(step, reason, cause)
+    }
+
+    /// The value of a step that succeeded, or its failure recorded (see [`Progress::fail`]).
+    pub async fn check<T>(&mut self, step: &'static str, result: Result<T, Failure>) -> Result<T, Error> {
+        match result {
+            Ok(value) => Ok(value),
+            Err(Failure { reason, cause }) => Err(self.fail(step, reason, *cause).await),
         }
+    }
+
+    /// Records the per-object status of an apply.
+    pub fn set_resources(&mut self, resources: Vec<StatusResource>) {
+        K::set_resources(&mut self.status, resources);
     }
 
     /// A step waits for something outside (a gate, a condition): recorded, and looked at

@@ -10,6 +10,7 @@ use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
 use kube::discovery::Scope;
 
+use super::error::{is_conflict, is_not_found};
 use super::owner_reference;
 use crate::api::ClusterStackRelease;
 use crate::context::Context;
@@ -20,6 +21,40 @@ pub enum State {
     Ready(String),
     /// Not yet; says what is awaited.
     Waiting(String),
+}
+
+/// Why the provider's part of a release could not be made or read.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("spec.providerRef needs apiVersion, kind and name")]
+    Incomplete,
+    #[error("spec.providerRef: {api_version} {kind} is not served: {source}")]
+    NotServed {
+        api_version: String,
+        kind: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("spec.providerRef: {kind} {name} does not exist")]
+    NoTemplate { kind: String, name: String },
+    /// `what` is the request: `reading X ns/name`, `creating …`, `deleting …`.
+    #[error("{what}: {source}")]
+    Request {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl ProviderError {
+    /// An incomplete reference needs a change of the spec.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, ProviderError::Incomplete)
+    }
+}
+
+fn request(what: String) -> impl FnOnce(kube::Error) -> ProviderError {
+    move |source| ProviderError::Request { what, source }
 }
 
 struct Target {
@@ -36,13 +71,13 @@ async fn target(
     ctx: &Context,
     release: &ClusterStackRelease,
     reference: &ObjectReference,
-) -> Result<Target, String> {
+) -> Result<Target, ProviderError> {
     let namespace = release.namespace().unwrap_or_default();
     let api_version = reference.api_version.clone().unwrap_or_default();
     let kind = reference.kind.clone().unwrap_or_default();
     let name = reference.name.clone().unwrap_or_default();
     if api_version.is_empty() || kind.is_empty() || name.is_empty() {
-        return Err("spec.providerRef needs apiVersion, kind and name".into());
+        return Err(ProviderError::Incomplete);
     }
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version.as_str()));
     let ref_namespace = reference.namespace.clone().unwrap_or_else(|| namespace.clone());
@@ -53,8 +88,12 @@ async fn target(
         async move {
             let (resource, caps) = kube::discovery::pinned_kind(&client, &gvk)
                 .await
-                .map_err(|e| format!("spec.providerRef: {api_version} {} is not served: {e}", gvk.kind))?;
-            Ok::<_, String>((resource, caps.scope))
+                .map_err(|source| ProviderError::NotServed {
+                    api_version,
+                    kind: gvk.kind.clone(),
+                    source,
+                })?;
+            Ok::<_, ProviderError>((resource, caps.scope))
         }
     };
     match kind.strip_suffix("Template") {
@@ -103,32 +142,26 @@ pub async fn ensure(
     ctx: &Context,
     release: &ClusterStackRelease,
     reference: &ObjectReference,
-) -> Result<State, String> {
+) -> Result<State, ProviderError> {
     let target = target(ctx, release, reference).await?;
     let what = format!("{} {}/{}", target.kind, target.namespace, target.name);
     let existing = target
         .api
         .get_opt(&target.name)
         .await
-        .map_err(|e| format!("reading {what}: {e}"))?;
+        .map_err(request(format!("reading {what}")))?;
     let object = match (existing, &target.template) {
         (Some(object), _) => object,
         (None, None) => return Ok(State::Waiting(format!("waiting for {what} to exist"))),
         (None, Some((templates, template_name))) => {
+            let kind = reference.kind.clone().unwrap_or_default();
             let template = templates
                 .get_opt(template_name)
                 .await
-                .map_err(|e| {
-                    format!(
-                        "reading {} {template_name}: {e}",
-                        reference.kind.clone().unwrap_or_default()
-                    )
-                })?
-                .ok_or_else(|| {
-                    format!(
-                        "spec.providerRef: {} {template_name} does not exist",
-                        reference.kind.clone().unwrap_or_default()
-                    )
+                .map_err(request(format!("reading {kind} {template_name}")))?
+                .ok_or_else(|| ProviderError::NoTemplate {
+                    kind,
+                    name: template_name.clone(),
                 })?;
             let spec = template
                 .data
@@ -154,10 +187,10 @@ pub async fn ensure(
                     .await;
                     created
                 }
-                Err(kube::Error::Api(e)) if e.code == 409 => {
+                Err(e) if is_conflict(&e) => {
                     return Ok(State::Waiting(format!("waiting for {what}")));
                 }
-                Err(e) => return Err(format!("creating {what}: {e}")),
+                Err(e) => return Err(request(format!("creating {what}"))(e)),
             }
         }
     };
@@ -174,17 +207,17 @@ pub async fn remove(
     ctx: &Context,
     release: &ClusterStackRelease,
     reference: &ObjectReference,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let target = target(ctx, release, reference).await?;
     if target.template.is_none() {
         return Ok(());
     }
     match target.api.delete(&target.name, &DeleteParams::default()).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-        Err(e) => Err(format!(
-            "deleting {} {}/{}: {e}",
+        Err(e) if is_not_found(&e) => Ok(()),
+        Err(e) => Err(request(format!(
+            "deleting {} {}/{}",
             target.kind, target.namespace, target.name
-        )),
+        ))(e)),
     }
 }

@@ -174,9 +174,14 @@ pub struct ClusterOfRequest {
     pub class: Option<String>,
 }
 
+/// A hook request whose Cluster has no name or namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the request's cluster has no metadata.name and metadata.namespace")]
+pub struct NoCluster;
+
 impl HookRequest {
     /// The request's Cluster, or why it names none.
-    pub fn cluster(&self) -> Result<ClusterOfRequest, String> {
+    pub fn cluster(&self) -> Result<ClusterOfRequest, NoCluster> {
         let text = |pointer: &str| {
             self.cluster
                 .pointer(pointer)
@@ -185,7 +190,7 @@ impl HookRequest {
                 .map(str::to_string)
         };
         let (Some(name), Some(namespace)) = (text("/metadata/name"), text("/metadata/namespace")) else {
-            return Err("the request's cluster has no metadata.name and metadata.namespace".into());
+            return Err(NoCluster);
         };
         Ok(ClusterOfRequest {
             namespace,

@@ -117,7 +117,7 @@ async fn answer(hook: Hook, body: &[u8], shared: &Shared) -> HookResponse {
     };
     let cluster = match request.cluster() {
         Ok(cluster) => cluster,
-        Err(why) => return HookResponse::failure(hook, why),
+        Err(why) => return HookResponse::failure(hook, why.to_string()),
     };
     match hook {
         Hook::AfterControlPlaneInitialized => {
@@ -134,7 +134,7 @@ async fn answer(hook: Hook, body: &[u8], shared: &Shared) -> HookResponse {
             let name = format!("cluster-addon-{}", cluster.name);
             match upgrade(&api, &name, &class, shared).await {
                 Ok(response) => response,
-                Err(why) => HookResponse::failure(hook, why),
+                Err(why) => HookResponse::failure(hook, why.to_string()),
             }
         }
     }
@@ -146,12 +146,12 @@ async fn upgrade(
     name: &str,
     class: &str,
     shared: &Shared,
-) -> Result<HookResponse, String> {
+) -> Result<HookResponse, UpgradeError> {
     for _ in 0..CONFLICT_ATTEMPTS {
-        let addon = api
-            .get_opt(name)
-            .await
-            .map_err(|e| format!("cannot read ClusterAddon {name}: {e}"))?;
+        let addon = api.get_opt(name).await.map_err(|source| UpgradeError::Read {
+            name: name.to_string(),
+            source,
+        })?;
         let (response, change) =
             before_cluster_upgrade(addon.as_ref(), class, Timestamp::now(), shared.timeout);
         let (Some(addon), Some(change)) = (addon, change) else {
@@ -164,11 +164,10 @@ async fn upgrade(
             .await
         {
             Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 409 => continue,
-            Err(e) => {
-                return Err(format!(
-                    "cannot record the upgrade wait in ClusterAddon {name}: {e}"
-                ));
+            Err(e) if crate::controller::error::is_conflict(&e) => continue,
+            Err(source) => {
+                let name = name.to_string();
+                return Err(UpgradeError::Record { name, source });
             }
         }
         if change.timed_out {
@@ -176,9 +175,28 @@ async fn upgrade(
         }
         return Ok(response);
     }
-    Err(format!(
-        "ClusterAddon {name} kept changing while recording the upgrade wait; try again"
-    ))
+    Err(UpgradeError::Conflicts {
+        name: name.to_string(),
+    })
+}
+
+/// Why a `BeforeClusterUpgrade` request could not be answered (the hook's failure message).
+#[derive(Debug, thiserror::Error)]
+enum UpgradeError {
+    #[error("cannot read ClusterAddon {name}: {source}")]
+    Read {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot record the upgrade wait in ClusterAddon {name}: {source}")]
+    Record {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("ClusterAddon {name} kept changing while recording the upgrade wait; try again")]
+    Conflicts { name: String },
 }
 
 /// Tells the ClusterAddon's watchers that an upgrade went on without its addons.

@@ -1,0 +1,280 @@
+//! What the ClusterStackRelease and ClusterAddon controllers both do with a release: resolve
+//! it (the ClusterStack that follows it, its source, the fetch, the digest, the compile), hash
+//! the inputs of a render, render once per inputs into the render store, apply a stored
+//! render with an inventory and record the outcome, and prune everything on delete.
+//!
+//! The blocking work (the digest of a local release, the compile, the renders, parsing a
+//! stored manifest) runs on tokio's blocking pool, never on the async runtime's workers.
+
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use kube::ResourceExt;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use sha2::{Digest, Sha256};
+
+use super::progress::{Because, Failure, Progress, Tracked, WAIT};
+use super::report::Outcome;
+use super::{Cause, Error, object_ref};
+use crate::api::{ClusterStack, ClusterStackRelease};
+use crate::context::Context;
+use crate::metrics::ObjectOutcome;
+use crate::sources::{Fetched, Resolved};
+use crate::store::{Owner, StoredRender};
+use capstan_apply::{Applier, ApplyOptions, DesiredObject, InventoryRef, PruneScope, parse_stream};
+use capstan_stack::name::ReleaseTag;
+use capstan_stack::render::CompiledRelease;
+
+/// Condition: the release's charts were rendered (a stored render has the inputs).
+pub const RENDERED: &str = "Rendered";
+/// Condition: the stored render was applied.
+pub const APPLIED: &str = "Applied";
+
+/// Runs `work` on the blocking pool.
+pub async fn blocking<T, F>(what: &'static str, work: F) -> Result<T, Cause>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, Cause> + Send + 'static,
+{
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|source| Cause::Task { what, source })?
+}
+
+/// The ClusterStack a release gets its source from: its owner, else the stack of its
+/// namespace that follows the same stack name (a release made by hand). `Break` when the
+/// owner is named but the watch has not delivered it yet; `detail` ends the message when
+/// there is none.
+pub fn stack_of(
+    release: &ClusterStackRelease,
+    tag: &ReleaseTag,
+    ctx: &Context,
+    detail: &'static str,
+) -> Result<ControlFlow<Action, Arc<ClusterStack>>, Failure> {
+    let namespace = release.namespace().unwrap_or_default();
+    let owner = release
+        .owner_references()
+        .iter()
+        .find(|o| o.kind == "ClusterStack" && o.api_version.starts_with("clusterstack.x-k8s.io/"));
+    if let Some(owner) = owner {
+        let key = ObjectRef::<ClusterStack>::new(&owner.name).within(&namespace);
+        return Ok(match ctx.stacks.get(&key) {
+            Some(stack) => ControlFlow::Continue(stack),
+            None => {
+                tracing::debug!(release = %release.name_any(), stack = %owner.name, "ClusterStack not in the cache yet");
+                ControlFlow::Break(Action::requeue(WAIT))
+            }
+        });
+    }
+    ctx.stacks
+        .state()
+        .into_iter()
+        .find(|s| {
+            s.namespace().as_deref() == Some(namespace.as_str())
+                && super::stack_name_of(s).as_ref() == Some(tag.stack())
+        })
+        .map(ControlFlow::Continue)
+        .ok_or_else(|| {
+            Failure::new(
+                "NoClusterStack",
+                Cause::NoClusterStack {
+                    namespace,
+                    stack: tag.stack().to_string(),
+                    detail,
+                },
+            )
+        })
+}
+
+/// A release on disk: where it came from, its files and their digest.
+pub struct ReleaseFiles {
+    pub source: Resolved,
+    pub fetched: Fetched,
+    pub digest: String,
+}
+
+/// Release `tag` of `stack`'s source, complete on disk, with its digest.
+pub async fn fetch(ctx: &Context, stack: &ClusterStack, tag: &ReleaseTag) -> Result<ReleaseFiles, Failure> {
+    let source = super::resolve_source(stack, ctx)
+        .await
+        .because("SourceUnavailable")?;
+    let fetched = ctx.sources.fetch(&source, tag).await.because("DownloadFailed")?;
+    let hashed = fetched.clone();
+    let digest = blocking("hashing the release", move || Ok(hashed.digest()?))
+        .await
+        .because("DownloadFailed")?;
+    Ok(ReleaseFiles {
+        source,
+        fetched,
+        digest,
+    })
+}
+
+/// The compiled release (once per digest, kept in the context), with the charts' missing
+/// dependencies resolved as the reference operator's `--dependency-update` does.
+pub async fn compile(ctx: &Context, files: &ReleaseFiles) -> Result<Arc<CompiledRelease>, Cause> {
+    let cache = ctx.sources.cache().clone();
+    let fetched = files.fetched.clone();
+    let repositories = ctx.settings.chart_repositories.clone();
+    ctx.compiled(&files.digest, move || {
+        let opened = fetched.open(&cache)?;
+        let resolver = capstan_source::charts::ChartResolver::new(cache.clone(), repositories)
+            .map_err(Cause::Resolver)?;
+        CompiledRelease::with_resolver(&opened.release, Some(&resolver)).map_err(Cause::Compile)
+    })
+    .await
+}
+
+/// The hash of what a render depends on: `what` is rendered, capstan's version, then
+/// `fields` (each ends in a NUL, so no two lists hash alike).
+pub fn inputs_hash<'a>(what: &'a str, fields: impl IntoIterator<Item = &'a str>) -> String {
+    let mut hasher = Sha256::new();
+    for field in [what, env!("CARGO_PKG_VERSION")].into_iter().chain(fields) {
+        hasher.update(field.as_bytes());
+        hasher.update([0]);
+    }
+    capstan_source::cache::hex(&hasher.finalize())
+}
+
+/// Rendered parts: part name → manifest stream.
+pub type Parts = Vec<(String, String)>;
+
+/// The stored render of `owner` for `inputs`: the newest revision when it has them, else
+/// `render` (not run otherwise) saved as a new revision. `true` with a fresh render.
+pub async fn render_once(
+    ctx: &Context,
+    owner: &Owner,
+    inputs: &str,
+    render: impl Future<Output = Result<Parts, Failure>>,
+) -> Result<(StoredRender, bool), Failure> {
+    if let Some(stored) = latest(ctx, owner).await?.filter(|s| s.inputs == inputs) {
+        return Ok((stored, false));
+    }
+    Ok((store(ctx, owner, inputs, render.await?).await?, true))
+}
+
+/// The newest stored render of `owner`.
+pub async fn latest(ctx: &Context, owner: &Owner) -> Result<Option<StoredRender>, Failure> {
+    ctx.store.latest(owner).await.because("StoreUnavailable")
+}
+
+/// Stores `parts`, rendered from `inputs`, as the newest revision of `owner`.
+pub async fn store(
+    ctx: &Context,
+    owner: &Owner,
+    inputs: &str,
+    parts: Parts,
+) -> Result<StoredRender, Failure> {
+    let saved = ctx
+        .store
+        .save(owner, inputs, parts)
+        .await
+        .because("StoreFailed")?;
+    tracing::info!(owner = %owner.name, revision = saved.revision, "rendered");
+    Ok(saved)
+}
+
+/// The objects of a stored render (of its part `part`, or all of it).
+pub async fn objects_of(render: &StoredRender, part: Option<&str>) -> Result<Vec<DesiredObject>, Failure> {
+    let (stream, origin) = match part {
+        Some(part) => (
+            render
+                .parts
+                .iter()
+                .find(|(name, _)| name == part)
+                .map(|(_, stream)| stream.clone())
+                .unwrap_or_default(),
+            part.to_string(),
+        ),
+        None => (render.manifest(), format!("render revision {}", render.revision)),
+    };
+    blocking("parsing the stored render", move || {
+        Ok(parse_stream(&stream, &origin)?)
+    })
+    .await
+    .because("InvalidManifest")
+}
+
+/// Options of an apply that records its objects in `inventory` (in the inventory's
+/// namespace, the default of namespaced objects) and prunes what left it.
+fn pruning(inventory: InventoryRef) -> ApplyOptions {
+    ApplyOptions {
+        namespace: inventory.namespace.clone(),
+        inventory: Some(inventory),
+        prune: true,
+        ..ApplyOptions::default()
+    }
+}
+
+/// Applies `objects` with `inventory` (pruning what left it), counts and records the outcome
+/// (per-object status; condition `step` fails when an object failed).
+pub async fn apply<K: Tracked>(
+    progress: &mut Progress<'_, K>,
+    step: &'static str,
+    applier: &Applier,
+    objects: &[DesiredObject],
+    inventory: InventoryRef,
+    drift_pass: bool,
+) -> Result<Outcome, Error> {
+    let options = ApplyOptions {
+        concurrency: 8,
+        ..pruning(inventory)
+    };
+    let report = applier.apply(objects, &options).await.because("ApplyFailed");
+    let report = progress.check(step, report).await?;
+    let reference = object_ref(progress.object);
+    let outcome = super::report::record(progress.ctx, K::CONTROLLER, &reference, &report, drift_pass).await;
+    progress.set_resources(outcome.resources.clone());
+    if let Some(message) = outcome.failure.clone() {
+        return Err(progress.fail(step, "ApplyFailed", Cause::Objects(message)).await);
+    }
+    Ok(outcome)
+}
+
+/// Deletion: every object of `inventory` is pruned (on purpose: any scope). Returns how many.
+pub async fn prune_all(
+    ctx: &Context,
+    controller: &str,
+    applier: &Applier,
+    inventory: InventoryRef,
+) -> Result<u64, Cause> {
+    let options = ApplyOptions {
+        prune_scope: PruneScope::Any,
+        ..pruning(inventory)
+    };
+    let report = applier.apply(&[], &options).await?;
+    let pruned = report.summary.pruned as u64;
+    ctx.metrics.objects(controller, ObjectOutcome::Pruned, pruned);
+    if report.failed() {
+        let problems: Vec<String> = report
+            .results
+            .iter()
+            .filter(|r| r.is_failure())
+            .map(|r| format!("{}: {}", r.key, r.message))
+            .chain(report.inventory_error.clone())
+            .collect();
+        return Err(Cause::Objects(problems.join("; ")));
+    }
+    Ok(pruned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_hashes_differ_by_kind_field_and_boundary() {
+        let class = inputs_hash("cluster-class", ["sha", "ns"]);
+        assert_eq!(class, inputs_hash("cluster-class", ["sha", "ns"]));
+        assert_ne!(class, inputs_hash("cluster-addon", ["sha", "ns"]));
+        assert_ne!(class, inputs_hash("cluster-class", ["sha", "ns2"]));
+        assert_ne!(
+            inputs_hash("x", ["ab", "c"]),
+            inputs_hash("x", ["a", "bc"]),
+            "fields end in a NUL"
+        );
+        assert_eq!(class.len(), 64);
+    }
+}

@@ -25,6 +25,7 @@ mod operator_oci;
 mod operator_provider;
 mod operator_restart;
 mod operator_stages;
+mod operator_workload_cache;
 mod pull_crash;
 mod release_archives;
 mod releases_cli;

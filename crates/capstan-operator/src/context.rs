@@ -35,6 +35,8 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Applies to the management cluster (keeps its discovery cache).
     pub applier: Applier,
+    /// Connected workload clusters, one per Cluster.
+    pub workloads: crate::addon::cache::WorkloadClusters,
     recorder: Recorder,
     /// Failed reconciles in a row per object, for the backoff.
     failures: Mutex<HashMap<String, u32>>,
@@ -68,6 +70,7 @@ impl Context {
         Context {
             store: RenderStore::new(client.clone()),
             applier: Applier::new(client.clone(), "the management cluster"),
+            workloads: crate::addon::cache::WorkloadClusters::default(),
             failures: Mutex::new(HashMap::new()),
             client,
             settings,

@@ -281,6 +281,7 @@ async fn run_controllers(
         .applied_objects()
         .predicate_filter(spec_or_deletion::<ClusterAddon>, PredicateConfig::default());
     let secrets: Api<Secret> = Api::all(client.clone());
+    let secret_ctx = ctx.clone();
     let addon_controller = Controller::for_stream(addon_events, addons)
         .watches_with(
             clusters,
@@ -295,9 +296,16 @@ async fn run_controllers(
         .watches(
             secrets,
             watcher::Config::default().labels(CLUSTER_NAME_LABEL),
-            |secret: Secret| {
+            move |secret: Secret| {
                 let namespace = secret.metadata.namespace.clone().unwrap_or_default();
                 let cluster = secret.metadata.labels.as_ref()?.get(CLUSTER_NAME_LABEL)?.clone();
+                // A changed kubeconfig drops the cached workload cluster at once.
+                if secret.metadata.name.as_deref()
+                    == Some(&crate::addon::workload::kubeconfig_secret(&cluster))
+                {
+                    let version = secret.metadata.resource_version.as_deref().unwrap_or_default();
+                    secret_ctx.workloads.secret_seen(&namespace, &cluster, version);
+                }
                 Some(ObjectRef::new(&cluster::addon_name(&cluster)).within(&namespace))
             },
         )

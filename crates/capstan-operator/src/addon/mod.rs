@@ -1,5 +1,7 @@
 //! What the ClusterAddon controller needs besides the applier: workload-cluster connections
-//! ([`workload`]) and the CEL wait conditions of multi-stage addons ([`condition`]).
+//! ([`workload`]), kept per Cluster ([`cache`]), and the CEL wait conditions of multi-stage
+//! addons ([`condition`]).
 
+pub mod cache;
 pub mod condition;
 pub mod workload;

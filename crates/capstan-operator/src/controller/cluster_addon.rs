@@ -23,7 +23,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind};
+use kube::api::{Api, DeleteParams, DynamicObject};
 use kube::runtime::controller::Action;
 use sha2::{Digest, Sha256};
 
@@ -31,11 +31,12 @@ use super::cluster_stack_release::{StackLookup, compiled_release, find_stack};
 use super::progress::WAIT;
 use super::{Error, backoff, now, object_ref, owner_reference};
 use crate::addon::condition::{self, Verdict};
-use crate::addon::workload::{self, Workload};
+use crate::addon::workload::Workload;
 use crate::api::conditions::Condition;
 use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStackRelease};
 use crate::context::Context;
 use crate::store::{Owner, StoredRender};
+use capstan_apply::discovery::{Discovery, DiscoveryError};
 use capstan_apply::{Applier, ApplyOptions, InventoryRef, PruneScope, parse_stream};
 use capstan_stack::addon_config::{Action as StageAction, AddonConfig, WaitCondition};
 use capstan_stack::name::ReleaseTag;
@@ -83,6 +84,10 @@ pub async fn reconcile(addon: Arc<ClusterAddon>, ctx: Arc<Context>) -> Result<Ac
 
 pub fn error_policy(addon: Arc<ClusterAddon>, error: &Error, ctx: Arc<Context>) -> Action {
     tracing::warn!(addon = %key_of(&addon), %error, "reconcile failed");
+    // The workload cluster may be the cause: the next pass probes it before using it.
+    if let (Some(namespace), Some(cluster)) = (addon.namespace(), &addon.spec.cluster_ref.name) {
+        ctx.workloads.suspect(&namespace, cluster);
+    }
     Action::requeue(backoff(&ctx, &key_of(&addon)))
 }
 
@@ -193,11 +198,10 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
     );
 
     // 5. Apply: stages of the current hook, or the one chart.
-    let applier = Applier::new(target.client.clone(), target.server.clone());
     let steps = Steps {
         class: &class,
         render: &render,
-        applier: &applier,
+        applier: &target.applier,
         target: &target,
     };
     apply_release(&mut progress, compiled.addon_config(), &steps).await
@@ -327,13 +331,14 @@ async fn resolve_release(
     }
 }
 
-/// The gates: `status.controlPlaneReady`, then a workload API server that is ready.
+/// The gates: `status.controlPlaneReady`, then a workload API server that is ready (from
+/// the workload-cluster cache: no request to it when its kubeconfig Secret did not change).
 async fn open_gates(
     progress: &mut Progress<'_>,
     cluster: &DynamicObject,
     namespace: &str,
     cluster_name: &str,
-) -> Result<ControlFlow<Action, Workload>, Error> {
+) -> Result<ControlFlow<Action, Arc<Workload>>, Error> {
     let control_plane_ready = cluster
         .data
         .pointer("/status/controlPlaneReady")
@@ -346,7 +351,8 @@ async fn open_gates(
             .await
             .map(ControlFlow::Break);
     }
-    let target = match workload::connect(&progress.ctx.client, namespace, cluster_name).await {
+    let ctx = progress.ctx;
+    let target = match ctx.workloads.get(&ctx.client, namespace, cluster_name).await {
         Ok(target) => target,
         Err(gate) => {
             return progress
@@ -548,7 +554,7 @@ async fn run_stage_objects(
             let inventory = stage_inventory(progress.object, &stage.name);
             apply_objects(progress, steps.applier, &objects, inventory, false).await
         }
-        StageAction::Delete => match delete_objects(&steps.target.client, &objects).await {
+        StageAction::Delete => match delete_objects(steps.applier.discovery(), &objects).await {
             Ok(()) => Ok(()),
             Err(message) => Err(progress.fail(APPLIED, "DeleteFailed", message).await),
         },
@@ -565,7 +571,7 @@ async fn condition_met(
     target: &Workload,
 ) -> Result<bool, Error> {
     let phase = phase.as_str();
-    match condition::evaluate(&target.client, condition).await {
+    match condition::evaluate(target.applier.discovery(), condition).await {
         Ok(Verdict::Met) => Ok(true),
         Ok(Verdict::NotMet(why)) => {
             let message = format!("stage {stage}: {phase}: {why}");
@@ -581,25 +587,18 @@ async fn condition_met(
 
 /// Deletes `objects` from the workload cluster (a `delete` stage); absent ones are fine.
 async fn delete_objects(
-    client: &kube::Client,
+    discovery: &Discovery,
     objects: &[capstan_apply::DesiredObject],
 ) -> Result<(), String> {
     for key in objects {
-        let gvk = GroupVersionKind::gvk(&key.group, &key.version, &key.kind);
-        let (resource, caps) = match kube::discovery::pinned_kind(client, &gvk).await {
+        let info = match discovery.resolve(&key.group, &key.version, &key.kind).await {
             Ok(found) => found,
             // The kind is not served: none of its objects exist.
-            Err(_) => continue,
+            Err(DiscoveryError::UnknownKind { .. }) => continue,
+            Err(e) => return Err(format!("deleting {} {}: {e}", key.kind, key.name)),
         };
-        let api: Api<DynamicObject> = if caps.scope == kube::discovery::Scope::Namespaced {
-            Api::namespaced_with(
-                client.clone(),
-                key.namespace.as_deref().unwrap_or(ADDON_NAMESPACE),
-                &resource,
-            )
-        } else {
-            Api::all_with(client.clone(), &resource)
-        };
+        let namespace = key.namespace.as_deref().unwrap_or(ADDON_NAMESPACE);
+        let api = discovery.api(&info, Some(namespace));
         match api.delete(&key.name, &DeleteParams::default()).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 => {}
@@ -619,8 +618,8 @@ struct LiveObjects {
 async fn live_objects(ctx: &Context, cluster: &DynamicObject) -> Result<LiveObjects, String> {
     let namespace = cluster.namespace().unwrap_or_default();
     let referenced = |field: &str| cluster.data.pointer(&format!("/spec/{field}")).cloned();
+    let discovery = ctx.applier.discovery();
     let read = |reference: Option<serde_json::Value>| {
-        let client = ctx.client.clone();
         let namespace = namespace.clone();
         async move {
             let Some(reference) = reference else {
@@ -638,12 +637,11 @@ async fn live_objects(ctx: &Context, cluster: &DynamicObject) -> Result<LiveObje
                 .get("namespace")
                 .and_then(|v| v.as_str())
                 .map_or(namespace.clone(), str::to_string);
-            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version.as_str()));
-            let gvk = GroupVersionKind::gvk(group, version, &kind);
-            let (resource, _) = kube::discovery::pinned_kind(&client, &gvk)
+            let info = discovery
+                .resolve_api_version(&api_version, &kind)
                 .await
                 .map_err(|e| format!("{kind} {ns}/{name}: {e}"))?;
-            let api: Api<DynamicObject> = Api::namespaced_with(client, &ns, &resource);
+            let api = discovery.api(&info, Some(&ns));
             match api.get_opt(&name).await {
                 Ok(Some(object)) => serde_json::to_string(&object)
                     .map(Some)
@@ -677,7 +675,7 @@ async fn render_once(
 ) -> Result<StoredRender, String> {
     let compiled = compiled.clone();
     let handle = tokio::runtime::Handle::current();
-    let lookup_client = target.client.clone();
+    let lookup_applier = target.applier.clone();
     let server_version = target.version.clone();
     let stored = ctx.store.latest(owner).await.map_err(|e| e.to_string())?;
     let stored_inputs = stored.as_ref().map(|s| s.inputs.clone());
@@ -707,7 +705,7 @@ async fn render_once(
         }
         let env = std::rc::Rc::new(
             capstan_template::funcs::FuncEnv::system()
-                .with_lookup(crate::lookup::cluster_lookup(handle, lookup_client)),
+                .with_lookup(crate::lookup::applier_lookup(handle, lookup_applier)),
         );
         // The workload cluster's own version, as `helm install` against it would see.
         let kube_version = capstan_chart::objects::KubeVersion::parse(&server_version).ok();
@@ -781,13 +779,15 @@ async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
         .as_ref()
         .is_none_or(|c| c.metadata.deletion_timestamp.is_some());
     if !cluster_going {
-        let target = workload::connect(&ctx.client, &namespace, &cluster_name)
+        let target = ctx
+            .workloads
+            .get(&ctx.client, &namespace, &cluster_name)
             .await
             .map_err(|gate| Error::Step {
                 step: "Cleanup".into(),
                 message: gate.to_string(),
             })?;
-        let applier = Applier::new(target.client.clone(), target.server.clone());
+        let applier = &target.applier;
         let mut inventories = vec![inventory(addon)];
         if let Some(status) = &addon.status {
             inventories.extend(status.stages.iter().map(|s| stage_inventory(addon, &s.name)));
@@ -817,6 +817,7 @@ async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
         .remove_all(&owner)
         .await
         .map_err(|e| Error::Kube(e.to_string()))?;
+    ctx.workloads.forget(&namespace, &cluster_name);
     Ok(Action::await_change())
 }
 

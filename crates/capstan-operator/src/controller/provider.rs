@@ -7,7 +7,7 @@
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::ResourceExt;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
 use kube::discovery::Scope;
 
 use super::owner_reference;
@@ -47,14 +47,21 @@ async fn target(
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version.as_str()));
     let ref_namespace = reference.namespace.clone().unwrap_or_else(|| namespace.clone());
     let api_for = |kind: &str| {
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        let client = ctx.client.clone();
+        let kind = kind.to_string();
         let api_version = api_version.clone();
         async move {
-            let (resource, caps) = kube::discovery::pinned_kind(&client, &gvk)
+            let info = ctx
+                .applier
+                .discovery()
+                .resolve(group, version, &kind)
                 .await
-                .map_err(|e| format!("spec.providerRef: {api_version} {} is not served: {e}", gvk.kind))?;
-            Ok::<_, String>((resource, caps.scope))
+                .map_err(|e| format!("spec.providerRef: {api_version} {kind} is not served: {e}"))?;
+            let scope = if info.namespaced {
+                Scope::Namespaced
+            } else {
+                Scope::Cluster
+            };
+            Ok::<_, String>((info.resource, scope))
         }
     };
     match kind.strip_suffix("Template") {

@@ -19,6 +19,7 @@ mod operator_addons;
 mod operator_class_namespace;
 mod operator_common;
 mod operator_defaults;
+mod operator_drift_watch;
 mod operator_e2e;
 mod operator_hooks;
 mod operator_oci;

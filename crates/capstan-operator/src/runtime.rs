@@ -282,6 +282,7 @@ async fn run_controllers(
         .predicate_filter(spec_or_deletion::<ClusterAddon>, PredicateConfig::default());
     let secrets: Api<Secret> = Api::all(client.clone());
     let secret_ctx = ctx.clone();
+    let drift_wake_ups = ctx.addon_drift.wake_ups();
     let addon_controller = Controller::for_stream(addon_events, addons)
         .watches_with(
             clusters,
@@ -309,6 +310,8 @@ async fn run_controllers(
                 Some(ObjectRef::new(&cluster::addon_name(&cluster)).within(&namespace))
             },
         )
+        // Drift watches on the workload clusters wake their ClusterAddon.
+        .reconcile_on(drift_wake_ups)
         .with_config(concurrency.clone())
         .graceful_shutdown_on(shutdown.clone())
         .run(

@@ -7,7 +7,8 @@
 //! Secret from the management cluster, and a new version (rotated credentials, a moved
 //! endpoint) connects afresh. The Secret watch drops an entry as soon as its Secret changes,
 //! the ClusterAddon's cleanup when its Cluster goes. A failed pass marks the entry suspect:
-//! the next pass probes `/readyz` on the kept client before using it. Past [`CAPACITY`]
+//! the next pass probes `/readyz` on the kept client before using it (and drops the entry,
+//! its drift watches included, when that fails). Past [`CAPACITY`]
 //! entries, the least recently used one is dropped.
 
 use std::collections::HashMap;
@@ -109,7 +110,11 @@ impl WorkloadClusters {
         match (decide(state, &secret_version), cached) {
             (Use::Reuse, Some((_, _, found))) => Ok(found),
             (Use::Probe, Some((_, _, found))) => {
-                workload::ready(&found.client, &found.server).await?;
+                if let Err(gate) = workload::ready(&found.client, &found.server).await {
+                    // Unreachable: its watches stop with the entry; the next pass reconnects.
+                    self.remove(&key);
+                    return Err(gate);
+                }
                 self.set_health(&key, Health::Healthy);
                 Ok(found)
             }

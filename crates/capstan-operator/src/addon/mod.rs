@@ -4,4 +4,5 @@
 
 pub mod cache;
 pub mod condition;
+pub mod drift;
 pub mod workload;

@@ -46,6 +46,8 @@ pub struct Workload {
     /// Applies to this cluster; its discovery cache also serves `lookup`, wait conditions and
     /// `delete` stages.
     pub applier: std::sync::Arc<Applier>,
+    /// Watches of the objects capstan applied here (stopped when this is dropped).
+    pub drift: super::drift::DriftWatches,
 }
 
 /// Reads the kubeconfig Secret of `cluster` in `namespace`.
@@ -103,6 +105,7 @@ pub async fn connect(secret: &Secret) -> Result<Workload, Gate> {
         server,
         version,
         applier,
+        drift: super::drift::DriftWatches::default(),
     })
 }
 

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 use sha2::{Digest, Sha256};
 
 use super::cluster_stack_release::{StackLookup, compiled_release, find_stack};
@@ -393,7 +394,11 @@ async fn apply_chart(
     drift_pass: bool,
 ) -> Result<Action, Error> {
     let ctx = progress.ctx;
-    if drift_pass && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
+    let drifted = ctx.addon_drift.take(&ObjectRef::from_obj(progress.object));
+    if drift_pass
+        && !drifted
+        && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx)
+    {
         progress.save().await?;
         return Ok(Action::requeue(wait));
     }
@@ -404,10 +409,35 @@ async fn apply_chart(
         Err(e) => return Err(progress.fail(APPLIED, "InvalidManifest", e.to_string()).await),
     };
     let inventory = inventory(progress.object);
-    apply_objects(progress, steps.applier, &objects, inventory, drift_pass).await?;
+    apply_objects(progress, steps.applier, &objects, inventory.clone(), drift_pass).await?;
+    watch_drift(progress, steps.target, &objects, &inventory).await;
     record_applied(progress, steps.class, render);
     progress.save().await?;
     Ok(Action::requeue(ctx.settings.drift_interval))
+}
+
+/// Watches the kinds just applied with `inventory` on the workload cluster: a change there
+/// wakes this ClusterAddon at once (see [`crate::addon::drift`]).
+async fn watch_drift(
+    progress: &Progress<'_>,
+    target: &Workload,
+    objects: &[capstan_apply::DesiredObject],
+    inventory: &InventoryRef,
+) {
+    let mut kinds: Vec<crate::addon::drift::Kind> = objects
+        .iter()
+        .map(|o| (o.group.clone(), o.version.clone(), o.kind.clone()))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    let notify = progress
+        .ctx
+        .addon_drift
+        .notifier(ObjectRef::from_obj(progress.object));
+    target
+        .drift
+        .ensure(target.applier.discovery(), &inventory.id(), &kinds, notify)
+        .await;
 }
 
 /// Marks `Applied` false at once when the class changed (only while the status still says

@@ -114,12 +114,14 @@ impl Env {
                 &self.cache.path().display().to_string(),
                 "--github-url",
                 &self.github.base_url(),
-                "--drift-interval",
-                "1m",
             ])
             .map(|s| s.to_string())
             .collect();
         args.insert(0, "operator".into());
+        // 1m unless the test sets its own.
+        if !extra.contains(&"--drift-interval") {
+            args.extend(["--drift-interval".to_string(), "1m".to_string()]);
+        }
         args.extend(extra.iter().map(|s| s.to_string()));
         let log = self.logs.path().join(format!("operator-{run}.log"));
         capstan_testenv::ChildGuard::spawn_with_env("capstan operator", &capstan_binary(), &args, env, &log)

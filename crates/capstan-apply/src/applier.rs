@@ -126,6 +126,8 @@ pub struct Applier {
     server: String,
     discovery: Discovery,
     progress: Option<Progress>,
+    /// Whether each apply and diff first asks for the server's version.
+    check_server: bool,
 }
 
 /// What is known about the live copy of an object before it is sent.
@@ -148,7 +150,15 @@ impl Applier {
             client,
             server: server.into(),
             progress: None,
+            check_server: true,
         }
+    }
+
+    /// An applier whose caller checks the server's reachability itself (the operator's
+    /// workload-cluster cache): applies and diffs do not ask for `/version` first.
+    pub fn without_server_check(mut self) -> Applier {
+        self.check_server = false;
+        self
     }
 
     pub fn with_progress(mut self, progress: Progress) -> Applier {
@@ -158,6 +168,11 @@ impl Applier {
 
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// The discovery cache of this applier's cluster, for other readers of that cluster.
+    pub fn discovery(&self) -> &Discovery {
+        &self.discovery
     }
 
     /// Asks the server for its version: an unreachable server or refused credentials become
@@ -186,7 +201,9 @@ impl Applier {
         if opts.prune && opts.inventory.is_none() {
             return Err(Error::PruneWithoutInventory);
         }
-        self.check_server().await?;
+        if self.check_server {
+            self.check_server().await?;
+        }
         let owner = Ownership {
             inventory: opts.inventory.as_ref().map(InventoryRef::id),
         };
@@ -314,7 +331,9 @@ impl Applier {
         objects: &[DesiredObject],
         opts: &ApplyOptions,
     ) -> Result<Vec<ObjectDiff>, Error> {
-        self.check_server().await?;
+        if self.check_server {
+            self.check_server().await?;
+        }
         let owner = Ownership {
             inventory: opts.inventory.as_ref().map(InventoryRef::id),
         };

@@ -1,12 +1,17 @@
 //! Group/version/kind → resource (plural) and scope, from the API server's discovery
 //! documents, one request per group-version, cached. A kind missing from a cached
 //! group-version (a CRD that appeared since) refetches that group-version once.
+//!
+//! It is the one way capstan turns a kind into a REST resource: the applier, Helm's `lookup`,
+//! the operator's wait conditions, `delete` stages and reads of referenced objects all go
+//! through [`Discovery::resolve`] and [`Discovery::api`], so a long-lived `Discovery` (one
+//! per cluster) asks the server once per group-version.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use kube::Client;
-use kube::api::{ApiResource, GroupVersionKind};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use tokio::sync::Mutex;
 
 /// The REST resource behind a kind and whether its objects live in namespaces.
@@ -20,7 +25,12 @@ pub struct ResourceInfo {
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoveryError {
     #[error("the server has no resource for kind {kind} in {api_version} (is its CRD installed?)")]
-    UnknownKind { api_version: String, kind: String },
+    UnknownKind {
+        api_version: String,
+        kind: String,
+        /// Whether the server serves the group-version at all (`false`: it answered 404).
+        served: bool,
+    },
     #[error("discovery of {api_version}: {source}")]
     Api {
         api_version: String,
@@ -31,10 +41,17 @@ pub enum DiscoveryError {
 
 type Kinds = HashMap<String, ResourceInfo>;
 
+/// One group-version's discovery document: its kinds, or that the server does not serve it.
+#[derive(Default)]
+struct GroupVersion {
+    served: bool,
+    kinds: Kinds,
+}
+
 /// A discovery cache shared by all applies of one client.
 pub struct Discovery {
     client: Client,
-    cache: Mutex<HashMap<String, Arc<Kinds>>>,
+    cache: Mutex<HashMap<String, Arc<GroupVersion>>>,
 }
 
 impl Discovery {
@@ -58,16 +75,43 @@ impl Discovery {
             format!("{group}/{version}")
         };
         let mut cache = self.cache.lock().await;
-        if let Some(info) = cache.get(&api_version).and_then(|kinds| kinds.get(kind)) {
+        if let Some(info) = cache.get(&api_version).and_then(|gv| gv.kinds.get(kind)) {
             return Ok(info.clone());
         }
-        let kinds = self.fetch(group, version, &api_version).await?;
-        let found = kinds.get(kind).cloned();
-        cache.insert(api_version.clone(), Arc::new(kinds));
+        let fetched = self.fetch(group, version, &api_version).await?;
+        let found = fetched.kinds.get(kind).cloned();
+        let served = fetched.served;
+        cache.insert(api_version.clone(), Arc::new(fetched));
         found.ok_or_else(|| DiscoveryError::UnknownKind {
             api_version,
             kind: kind.to_string(),
+            served,
         })
+    }
+
+    /// Resolves `api_version` (`apps/v1`, `v1`) and `kind`.
+    pub async fn resolve_api_version(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<ResourceInfo, DiscoveryError> {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        self.resolve(group, version, kind).await
+    }
+
+    /// The dynamic API of a resolved kind: in `namespace` when the kind is namespaced and one
+    /// is given, else across the cluster (all namespaces).
+    pub fn api(&self, info: &ResourceInfo, namespace: Option<&str>) -> Api<DynamicObject> {
+        crate::ssa::api_for(
+            &self.client,
+            &info.resource,
+            namespace.filter(|_| info.namespaced),
+        )
+    }
+
+    /// The client the APIs of [`Discovery::api`] use.
+    pub fn client(&self) -> &Client {
+        &self.client
     }
 
     /// Forgets everything (e.g. after CRDs were applied or deleted).
@@ -75,7 +119,12 @@ impl Discovery {
         self.cache.lock().await.clear();
     }
 
-    async fn fetch(&self, group: &str, version: &str, api_version: &str) -> Result<Kinds, DiscoveryError> {
+    async fn fetch(
+        &self,
+        group: &str,
+        version: &str,
+        api_version: &str,
+    ) -> Result<GroupVersion, DiscoveryError> {
         let list = if group.is_empty() {
             self.client.list_core_api_resources(version).await
         } else {
@@ -84,7 +133,7 @@ impl Discovery {
         let list = match list {
             Ok(list) => list,
             // An unknown group-version is a 404: no kind of it exists (yet).
-            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(Kinds::new()),
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(GroupVersion::default()),
             Err(source) => {
                 return Err(DiscoveryError::Api {
                     api_version: api_version.to_string(),
@@ -107,6 +156,6 @@ impl Discovery {
                 },
             );
         }
-        Ok(kinds)
+        Ok(GroupVersion { served: true, kinds })
     }
 }

@@ -12,7 +12,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use capstan_apply::Applier;
 
-use super::api::{ClusterStack, ClusterStackRelease};
+use super::api::{ClusterAddon, ClusterStack, ClusterStackRelease};
 use super::controller::Cause;
 use super::metrics::Metrics;
 use super::settings::Settings;
@@ -36,6 +36,11 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Applies to the management cluster (keeps its discovery cache).
     pub applier: Applier,
+    /// Connected workload clusters, one per Cluster.
+    pub workloads: crate::addon::cache::WorkloadClusters,
+    /// ClusterAddons whose objects a drift watch saw change: woken at once, and their next
+    /// pass re-applies even when the drift interval has not passed.
+    pub addon_drift: AddonDrift,
     recorder: Recorder,
     /// Failed reconciles in a row per object, for the backoff.
     failures: Mutex<HashMap<String, u32>>,
@@ -69,6 +74,8 @@ impl Context {
         Context {
             store: RenderStore::new(client.clone()),
             applier: Applier::new(client.clone(), "the management cluster"),
+            workloads: crate::addon::cache::WorkloadClusters::default(),
+            addon_drift: AddonDrift::new(),
             failures: Mutex::new(HashMap::new()),
             client,
             settings,
@@ -232,6 +239,59 @@ impl Context {
             self.event(object, true, reason, "Reconcile", text.to_string())
                 .await;
         }
+    }
+}
+
+/// Wake-ups of ClusterAddons from drift watches: a bounded queue the ClusterAddon controller
+/// reads (a full queue drops the wake-up; the suspect mark stays for the next pass).
+pub struct AddonDrift {
+    suspects: Arc<Mutex<HashSet<ObjectRef<ClusterAddon>>>>,
+    sender: tokio::sync::mpsc::Sender<ObjectRef<ClusterAddon>>,
+    receiver: Mutex<Option<tokio::sync::mpsc::Receiver<ObjectRef<ClusterAddon>>>>,
+}
+
+/// Wake-ups queued at most.
+const DRIFT_QUEUE: usize = 1024;
+
+impl AddonDrift {
+    fn new() -> AddonDrift {
+        let (sender, receiver) = tokio::sync::mpsc::channel(DRIFT_QUEUE);
+        AddonDrift {
+            suspects: Arc::new(Mutex::new(HashSet::new())),
+            sender,
+            receiver: Mutex::new(Some(receiver)),
+        }
+    }
+
+    /// What a drift watch calls for `addon`: mark it and wake it.
+    pub fn notifier(&self, addon: ObjectRef<ClusterAddon>) -> crate::addon::drift::Notify {
+        let suspects = self.suspects.clone();
+        let sender = self.sender.clone();
+        Arc::new(move || {
+            suspects
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(addon.clone());
+            let _ = sender.try_send(addon.clone());
+        })
+    }
+
+    /// Whether a watch saw objects of `addon` drift since the last call.
+    pub fn take(&self, addon: &ObjectRef<ClusterAddon>) -> bool {
+        self.suspects
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(addon)
+    }
+
+    /// The wake-ups, once (for the ClusterAddon controller's `reconcile_on`).
+    pub fn wake_ups(&self) -> impl futures::Stream<Item = ObjectRef<ClusterAddon>> + Send + 'static {
+        let receiver = self.receiver.lock().unwrap_or_else(|p| p.into_inner()).take();
+        futures::stream::unfold(receiver, |receiver| async move {
+            let mut receiver = receiver?;
+            let next = receiver.recv().await?;
+            Some((next, Some(receiver)))
+        })
     }
 }
 

@@ -1,34 +1,39 @@
 //! Helm's `lookup` answered from a live cluster, for renders that `helm install` would make
 //! against it: capstan's own install chart, ClusterClass charts (management cluster) and addon
-//! charts (workload cluster). The engine calls it synchronously from a blocking thread.
+//! charts (workload cluster). The engine calls it synchronously from a blocking thread. Kinds
+//! are resolved through the applier's discovery cache, so a render with many lookups (and,
+//! in the operator, every render of a cached workload cluster) asks once per group-version.
 
 use std::rc::Rc;
+use std::sync::Arc;
 
-use kube::api::{Api, DynamicObject, GroupVersionKind, ListParams};
-use kube::discovery::Scope;
+use kube::api::ListParams;
 
+use capstan_apply::Applier;
 use capstan_template::funcs::{Lookup, LookupRequest};
 
 /// A [`Lookup`] asking `client`'s cluster, blocking on `handle` (call it off the runtime's
 /// worker threads, e.g. inside `spawn_blocking`).
 pub fn cluster_lookup(handle: tokio::runtime::Handle, client: kube::Client) -> Lookup {
-    Rc::new(move |q: &LookupRequest<'_>| handle.block_on(lookup(client.clone(), q)))
+    applier_lookup(handle, Arc::new(Applier::new(client, "the cluster")))
+}
+
+/// A [`Lookup`] asking the cluster of `applier`, through its discovery cache.
+pub fn applier_lookup(handle: tokio::runtime::Handle, applier: Arc<Applier>) -> Lookup {
+    Rc::new(move |q: &LookupRequest<'_>| handle.block_on(lookup(&applier, q)))
 }
 
 /// Helm's `lookup`: the object, or for an empty name the list of them; `None` when the object
 /// does not exist.
-async fn lookup(client: kube::Client, q: &LookupRequest<'_>) -> Result<Option<serde_json::Value>, String> {
+async fn lookup(applier: &Applier, q: &LookupRequest<'_>) -> Result<Option<serde_json::Value>, String> {
     let what = format!("lookup {} {} {}/{}", q.api_version, q.kind, q.namespace, q.name);
-    let (group, version) = q.api_version.split_once('/').unwrap_or(("", q.api_version));
-    let gvk = GroupVersionKind::gvk(group, version, q.kind);
-    let (resource, caps) = kube::discovery::pinned_kind(&client, &gvk)
+    let discovery = applier.discovery();
+    let info = discovery
+        .resolve_api_version(q.api_version, q.kind)
         .await
         .map_err(|e| format!("{what}: {e}"))?;
-    let api: Api<DynamicObject> = if caps.scope == Scope::Namespaced && !q.namespace.is_empty() {
-        Api::namespaced_with(client, q.namespace, &resource)
-    } else {
-        Api::all_with(client, &resource)
-    };
+    let namespace = Some(q.namespace).filter(|ns| !ns.is_empty());
+    let api = discovery.api(&info, namespace);
     if q.name.is_empty() {
         let list = api
             .list(&ListParams::default())

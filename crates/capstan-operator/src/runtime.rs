@@ -24,6 +24,7 @@ use super::metrics::Metrics;
 use super::settings::Settings;
 use super::sources::Sources;
 use super::watch::{
+    CLUSTER_NAME_LABEL,
     Scope, changed, cluster_trigger, describe, kubeconfig_addon, kubeconfig_secrets, objects, watch_all,
 };
 use capstan_apply::ssa::{INVENTORY_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL};
@@ -292,6 +293,8 @@ async fn run_controllers(
     // its kubeconfig Secret, so work starts as soon as a gate opens.
     let (addons_store, addons_writer) = reflector::store();
     let user_values = user_value_changes(&client, &scope, &addons_store);
+    let secret_ctx = ctx.clone();
+    let drift_wake_ups = ctx.addon_drift.wake_ups();
     let addon_events = changed(
         addons().reflect(addons_writer),
         spec_or_deletion::<ClusterAddon>,
@@ -308,10 +311,18 @@ async fn run_controllers(
             },
             cluster_resource,
         )
-        .watches_stream(kubeconfig_secrets(&client, &scope), |secret: Secret| {
-            kubeconfig_addon(&secret.metadata)
+        .watches_stream(kubeconfig_secrets(&client, &scope), move |secret: Secret| {
+            let addon = kubeconfig_addon(&secret.metadata)?;
+            // A changed kubeconfig drops the cached workload cluster at once.
+            let cluster = secret.metadata.labels.as_ref()?.get(CLUSTER_NAME_LABEL)?;
+            let namespace = secret.metadata.namespace.as_deref().unwrap_or_default();
+            let version = secret.metadata.resource_version.as_deref().unwrap_or_default();
+            secret_ctx.workloads.secret_seen(namespace, cluster, version);
+            Some(addon)
         })
         .reconcile_on(user_values)
+        // Drift watches on the workload clusters wake their ClusterAddon.
+        .reconcile_on(drift_wake_ups)
         .with_config(concurrency.clone())
         .graceful_shutdown_on(shutdown.clone())
         .run(

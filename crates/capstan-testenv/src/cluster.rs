@@ -39,9 +39,14 @@ pub struct TestCluster {
 impl TestCluster {
     /// Starts a fresh cluster called `name` (used as the kubeconfig cluster/context name).
     pub async fn start(bins: &Binaries, name: &str) -> Result<Self> {
+        Self::start_with_args(bins, name, &[]).await
+    }
+
+    /// [`TestCluster::start`] with more kube-apiserver flags (e.g. an audit log).
+    pub async fn start_with_args(bins: &Binaries, name: &str, extra_args: &[String]) -> Result<Self> {
         let mut last = None;
         for _ in 0..START_ATTEMPTS {
-            match Self::start_once(bins, name).await {
+            match Self::start_once(bins, name, extra_args).await {
                 Ok(c) => return Ok(c),
                 // A server that exited early most likely lost a port race: try fresh ports.
                 // A timeout would only repeat itself, slowly.
@@ -52,7 +57,7 @@ impl TestCluster {
         Err(last.unwrap_or_else(|| Error::Startup("no start attempt".into())))
     }
 
-    async fn start_once(bins: &Binaries, name: &str) -> Result<Self> {
+    async fn start_once(bins: &Binaries, name: &str, extra_args: &[String]) -> Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix(&format!("capstan-kube-{name}-"))
             .tempdir()
@@ -92,7 +97,7 @@ impl TestCluster {
         let etcd = ChildGuard::spawn("etcd", &bins.etcd, &etcd_args, &root.join("etcd.log"))?;
 
         let p = |f: &str| root.join(f).display().to_string();
-        let api_args = vec![
+        let mut api_args = vec![
             format!("--etcd-servers={etcd_url}"),
             format!("--secure-port={api_port}"),
             "--bind-address=127.0.0.1".to_string(),
@@ -111,6 +116,7 @@ impl TestCluster {
             "--disable-admission-plugins=ServiceAccount".to_string(),
             "--profiling=false".to_string(),
         ];
+        api_args.extend(extra_args.iter().cloned());
         let apiserver = ChildGuard::spawn(
             "kube-apiserver",
             &bins.kube_apiserver,

@@ -13,12 +13,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use capstan_apply::discovery::{Discovery, DiscoveryError};
 use cel::common::value::Val;
 use cel::objects::{Key, Map};
 use cel::{Context, ExecutionError, Program, Value};
-use kube::Client;
-use kube::api::{Api, DynamicObject, GroupVersionKind};
-use kube::discovery::Scope;
 
 use capstan_stack::addon_config::{ConditionObject, WaitCondition};
 
@@ -65,16 +63,16 @@ pub enum ConditionError {
     },
 }
 
-/// Reads the condition's objects from the workload cluster behind `client` and evaluates its
+/// Reads the condition's objects from the workload cluster behind `discovery` and evaluates its
 /// expression over them. The expression is compiled first, so a broken one fails without
 /// reading anything.
-pub async fn evaluate(client: &Client, condition: &WaitCondition) -> Result<Verdict, ConditionError> {
+pub async fn evaluate(discovery: &Discovery, condition: &WaitCondition) -> Result<Verdict, ConditionError> {
     let expression = condition.conditions.as_str();
     let program = compile(expression)?;
     let mut objects = BTreeMap::new();
     let mut missing = Vec::new();
     for object in &condition.objects {
-        match read(client, object).await? {
+        match read(discovery, object).await? {
             Read::Found(json) => {
                 objects.insert(object.key.clone(), json);
             }
@@ -188,44 +186,39 @@ enum Read {
 
 /// One object of a condition, or why it is missing: absent, or its kind not served (yet: a
 /// previous stage may install the CRD). Other API errors are errors.
-async fn read(client: &Client, object: &ConditionObject) -> Result<Read, ConditionError> {
+async fn read(discovery: &Discovery, object: &ConditionObject) -> Result<Read, ConditionError> {
     let what = describe_object(object);
-    let (group, version) = object
-        .api_version
-        .split_once('/')
-        .unwrap_or(("", object.api_version.as_str()));
-    let gvk = GroupVersionKind::gvk(group, version, &object.kind);
     let read_error = |source| ConditionError::Read {
         key: object.key.clone(),
         what: what.clone(),
         source,
     };
-    let (resource, caps) = match kube::discovery::pinned_kind(client, &gvk).await {
-        Ok(found) => found,
-        Err(kube::Error::Api(status)) if status.code == 404 => {
+    let info = match discovery
+        .resolve_api_version(&object.api_version, &object.kind)
+        .await
+    {
+        Ok(info) => info,
+        Err(DiscoveryError::UnknownKind { served: false, .. }) => {
             return Ok(Read::Missing(format!(
                 "{what}: {} is not served",
                 object.api_version
             )));
         }
-        Err(kube::Error::Discovery(kube::error::DiscoveryError::MissingKind(_))) => {
+        Err(DiscoveryError::UnknownKind { .. }) => {
             return Ok(Read::Missing(format!(
                 "{what}: kind {} of {} is not served",
                 object.kind, object.api_version
             )));
         }
-        Err(e) => return Err(read_error(e)),
+        Err(DiscoveryError::Api { source, .. }) => return Err(read_error(source)),
     };
-    let api: Api<DynamicObject> = match (&caps.scope, &object.namespace) {
-        (Scope::Namespaced, Some(namespace)) => Api::namespaced_with(client.clone(), namespace, &resource),
-        (Scope::Namespaced, None) => {
-            return Err(ConditionError::NoNamespace {
-                key: object.key.clone(),
-                what,
-            });
-        }
-        (Scope::Cluster, _) => Api::all_with(client.clone(), &resource),
-    };
+    if info.namespaced && object.namespace.is_none() {
+        return Err(ConditionError::NoNamespace {
+            key: object.key.clone(),
+            what,
+        });
+    }
+    let api = discovery.api(&info, object.namespace.as_deref());
     match api.get_opt(&object.name).await.map_err(read_error)? {
         Some(found) => serde_json::to_value(&found)
             .map(Read::Found)

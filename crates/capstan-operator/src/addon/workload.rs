@@ -1,6 +1,6 @@
 //! A workload cluster as the operator reaches it: through the `<cluster>-kubeconfig` Secret
 //! Cluster API writes next to the Cluster (key `value`), and ready when its API server's
-//! `/readyz` answers `ok`.
+//! `/readyz` answers `ok`. [`super::cache`] keeps what [`connect`] makes, per Cluster.
 
 use std::time::Duration;
 
@@ -8,6 +8,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use capstan_apply::Applier;
 
 /// The Secret Cluster API keeps a Cluster's admin kubeconfig in.
 pub fn kubeconfig_secret(cluster: &str) -> String {
@@ -41,30 +43,37 @@ pub struct Workload {
     pub server: String,
     /// The API server's version (`v1.27.3`): what charts see as `.Capabilities.KubeVersion`.
     pub version: String,
+    /// Applies to this cluster; its discovery cache also serves `lookup`, wait conditions and
+    /// `delete` stages.
+    pub applier: std::sync::Arc<Applier>,
+    /// Watches of the objects capstan applied here (stopped when this is dropped).
+    pub drift: super::drift::DriftWatches,
 }
 
-/// Connects to the workload cluster of `cluster` in `namespace` and checks `/readyz`.
-pub async fn connect(management: &Client, namespace: &str, cluster: &str) -> Result<Workload, Gate> {
+/// Reads the kubeconfig Secret of `cluster` in `namespace`.
+pub async fn read_secret(management: &Client, namespace: &str, cluster: &str) -> Result<Secret, Gate> {
     let name = kubeconfig_secret(cluster);
     let secrets: Api<Secret> = Api::namespaced(management.clone(), namespace);
-    let secret = match secrets.get_opt(&name).await {
-        Ok(Some(secret)) => secret,
-        Ok(None) => {
-            return Err(Gate::NoKubeconfig {
-                namespace: namespace.to_string(),
-                name,
-            });
-        }
-        Err(e) => {
-            return Err(Gate::Api {
-                namespace: namespace.to_string(),
-                name,
-                problem: e.to_string(),
-            });
-        }
-    };
+    match secrets.get_opt(&name).await {
+        Ok(Some(secret)) => Ok(secret),
+        Ok(None) => Err(Gate::NoKubeconfig {
+            namespace: namespace.to_string(),
+            name,
+        }),
+        Err(e) => Err(Gate::Api {
+            namespace: namespace.to_string(),
+            name,
+            problem: e.to_string(),
+        }),
+    }
+}
+
+/// Connects to the workload cluster the kubeconfig `secret` names and checks `/readyz`.
+pub async fn connect(secret: &Secret) -> Result<Workload, Gate> {
+    let namespace = secret.metadata.namespace.clone().unwrap_or_default();
+    let name = secret.metadata.name.clone().unwrap_or_default();
     let bad = |problem: String| Gate::BadKubeconfig {
-        namespace: namespace.to_string(),
+        namespace: namespace.clone(),
         name: name.clone(),
         problem,
     };
@@ -80,26 +89,37 @@ pub async fn connect(management: &Client, namespace: &str, cluster: &str) -> Res
         .map_err(|e| bad(e.to_string()))?;
     let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
     let client = capstan_apply::client::client(config).map_err(|e| bad(e.to_string()))?;
+    ready(&client, &server).await?;
+    let version = client
+        .apiserver_version()
+        .await
+        .map_err(|e| Gate::NotReady {
+            server: server.clone(),
+            problem: format!("reading its version: {e}"),
+        })?
+        .git_version;
+    // Reachability is the cache's job (`/readyz` here and after a failed pass).
+    let applier = std::sync::Arc::new(Applier::new(client.clone(), server.clone()).without_server_check());
+    Ok(Workload {
+        client,
+        server,
+        version,
+        applier,
+        drift: super::drift::DriftWatches::default(),
+    })
+}
+
+/// Whether the API server behind `client` answers `/readyz` with `ok` (within 10 s).
+pub async fn ready(client: &Client, server: &str) -> Result<(), Gate> {
     let not_ready = |problem: String| Gate::NotReady {
-        server: server.clone(),
+        server: server.to_string(),
         problem,
     };
     let request = http::Request::get("/readyz")
         .body(Vec::new())
         .map_err(|e| not_ready(e.to_string()))?;
     match tokio::time::timeout(Duration::from_secs(10), client.request_text(request)).await {
-        Ok(Ok(body)) if body.trim() == "ok" => {
-            let version = client
-                .apiserver_version()
-                .await
-                .map_err(|e| not_ready(format!("reading its version: {e}")))?
-                .git_version;
-            Ok(Workload {
-                client,
-                server,
-                version,
-            })
-        }
+        Ok(Ok(body)) if body.trim() == "ok" => Ok(()),
         Ok(Ok(body)) => Err(not_ready(format!("/readyz answered {:?}", body.trim()))),
         Ok(Err(e)) => Err(not_ready(e.to_string())),
         Err(_) => Err(not_ready("/readyz gave no answer within 10s".into())),

@@ -24,8 +24,9 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, DynamicObject, GroupVersionKind};
+use kube::api::{DeleteParams, DynamicObject};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 
 use super::error::{Invalid, is_not_found};
 use super::pipeline::{self, Parts, ReleaseFiles};
@@ -33,11 +34,12 @@ use super::progress::{Because, Failure, WAIT};
 use super::{Cause, Error, now, owner_reference};
 use crate::addon::condition::{self, Verdict};
 use crate::addon::user_values::{GatherError, Layer};
-use crate::addon::workload::{self, Gate, Workload};
+use crate::addon::workload::{Gate, Workload};
 use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStack, ClusterStackRelease};
 use crate::context::Context;
 use crate::store::{Owner, StoredRender};
-use capstan_apply::{Applier, DesiredObject, InventoryRef};
+use capstan_apply::discovery::{Discovery, DiscoveryError};
+use capstan_apply::{DesiredObject, InventoryRef};
 use capstan_stack::addon_config::{Action as StageAction, AddonConfig, Stage, WaitCondition};
 use capstan_stack::name::ReleaseTag;
 use capstan_stack::render::{ADDON_NAMESPACE, CompiledRelease};
@@ -78,18 +80,14 @@ fn ready_note(_addon: &ClusterAddon, status: &ClusterAddonStatus) -> String {
     )
 }
 
-/// A workload cluster ready for use: its client and an [`Applier`] to it.
-struct Connected {
-    workload: Workload,
-    applier: Applier,
-}
+/// A workload cluster ready for use, from the workload-cluster cache: its client, version and
+/// an [`capstan_apply::Applier`] with its discovery cache, kept across passes.
+type Connected = Arc<Workload>;
 
-/// The workload cluster of `cluster` in `namespace`, ready, with an applier (the one place
-/// a ClusterAddon pass acquires them).
+/// The workload cluster of `cluster` in `namespace`, ready (the one place a ClusterAddon pass
+/// acquires it): no request to it while its kubeconfig Secret is unchanged and it is healthy.
 async fn connect(ctx: &Context, namespace: &str, cluster: &str) -> Result<Connected, Gate> {
-    let workload = workload::connect(&ctx.client, namespace, cluster).await?;
-    let applier = Applier::new(workload.client.clone(), workload.server.clone());
-    Ok(Connected { workload, applier })
+    ctx.workloads.get(&ctx.client, namespace, cluster).await
 }
 
 /// Breaks out of a pass with `$flow`'s action, else gives its value.
@@ -103,6 +101,17 @@ macro_rules! proceed {
 }
 
 async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
+    let result = apply_pass(addon, ctx).await;
+    // The workload cluster may be the cause: the next pass probes it before using it.
+    if result.is_err()
+        && let (Some(namespace), Some(cluster)) = (addon.namespace(), &addon.spec.cluster_ref.name)
+    {
+        ctx.workloads.suspect(&namespace, cluster);
+    }
+    result
+}
+
+async fn apply_pass(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
     let mut progress = Progress::new(addon, ctx, &STEPS);
     let cluster = proceed!(read_cluster(&mut progress).await?);
     // 1. Which release: the Cluster's class, in `spec.topology.classNamespace` when given.
@@ -139,7 +148,7 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
         user_values,
         digest: &files.digest,
     };
-    let render = render(ctx, addon, &compiled, inputs, &target.workload).await;
+    let render = render(ctx, addon, &compiled, inputs, &target).await;
     let render = progress.check(RENDERED, render).await?;
     let message = format!(
         "revision {} of the addons of {tag}{with_user_values}",
@@ -299,7 +308,7 @@ async fn open_gates(
             return waited.map(ControlFlow::Break);
         }
     };
-    let message = format!("workload API server {} is ready", target.workload.server);
+    let message = format!("workload API server {} is ready", target.server);
     progress.condition(CLUSTER_READY, true, "Ready", message);
     Ok(ControlFlow::Continue(target))
 }
@@ -326,17 +335,39 @@ async fn apply_chart(
     drift_pass: bool,
 ) -> Result<Action, Error> {
     let ctx = progress.ctx;
-    if drift_pass && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
+    // A drift watch on the workload cluster saw one of the objects change: apply now.
+    let drifted = ctx.addon_drift.take(&ObjectRef::from_obj(progress.object));
+    if drift_pass
+        && !drifted
+        && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx)
+    {
         progress.save().await?;
         return Ok(Action::requeue(wait));
     }
     let objects = pipeline::objects_of(steps.render, None).await;
     let objects = progress.check(APPLIED, objects).await?;
     let inventory = inventory(progress.object);
-    apply_objects(progress, steps, &objects, inventory, drift_pass).await?;
+    apply_objects(progress, steps, &objects, inventory.clone(), drift_pass).await?;
+    watch_drift(progress, steps.target, &objects, &inventory).await;
     record_applied(progress, steps.class, steps.render);
     progress.save().await?;
     Ok(Action::requeue(super::drift_requeue(ctx)))
+}
+
+/// Watches the kinds just applied with `inventory` on the workload cluster: a change there
+/// wakes this ClusterAddon at once (see [`crate::addon::drift`]).
+async fn watch_drift(progress: &Progress<'_>, target: &Workload, objects: &[DesiredObject], inventory: &InventoryRef) {
+    let mut kinds: Vec<crate::addon::drift::Kind> = objects
+        .iter()
+        .map(|o| (o.group.clone(), o.version.clone(), o.kind.clone()))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    let notify = progress.ctx.addon_drift.notifier(ObjectRef::from_obj(progress.object));
+    target
+        .drift
+        .ensure(target.applier.discovery(), &inventory.id(), &kinds, notify)
+        .await;
 }
 
 /// Applies `objects` to the workload cluster with `inventory` (pruning what left it) and
@@ -457,7 +488,7 @@ async fn run_stage_objects(
             apply_objects(progress, steps, &objects, inventory, false).await
         }
         StageAction::Delete => {
-            let deleted = delete_objects(&steps.target.workload.client, &objects).await;
+            let deleted = delete_objects(steps.target.applier.discovery(), &objects).await;
             progress.check(APPLIED, deleted.because("DeleteFailed")).await
         }
     }
@@ -473,7 +504,7 @@ async fn condition_met(
     steps: &Steps<'_>,
 ) -> Result<bool, Error> {
     let phase = phase.as_str();
-    match condition::evaluate(&steps.target.workload.client, condition).await {
+    match condition::evaluate(steps.target.applier.discovery(), condition).await {
         Ok(Verdict::Met) => Ok(true),
         Ok(Verdict::NotMet(why)) => {
             let message = format!("stage {stage}: {phase}: {why}");
@@ -493,19 +524,19 @@ async fn condition_met(
 }
 
 /// Deletes `objects` from the workload cluster (a `delete` stage); absent ones are fine.
-async fn delete_objects(client: &kube::Client, objects: &[DesiredObject]) -> Result<(), Cause> {
+async fn delete_objects(discovery: &Discovery, objects: &[DesiredObject]) -> Result<(), Cause> {
     for key in objects {
-        let gvk = GroupVersionKind::gvk(&key.group, &key.version, &key.kind);
-        let Ok((resource, caps)) = kube::discovery::pinned_kind(client, &gvk).await else {
+        let info = match discovery.resolve(&key.group, &key.version, &key.kind).await {
+            Ok(info) => info,
             // The kind is not served: none of its objects exist.
-            continue;
+            Err(DiscoveryError::UnknownKind { .. }) => continue,
+            Err(DiscoveryError::Api { source, .. }) => {
+                let what = format!("deleting {} {}: discovery", key.kind, key.name);
+                return Err(Cause::Kube { what, source });
+            }
         };
-        let api: Api<DynamicObject> = if caps.scope == kube::discovery::Scope::Namespaced {
-            let namespace = key.namespace.as_deref().unwrap_or(ADDON_NAMESPACE);
-            Api::namespaced_with(client.clone(), namespace, &resource)
-        } else {
-            Api::all_with(client.clone(), &resource)
-        };
+        let namespace = key.namespace.as_deref().unwrap_or(ADDON_NAMESPACE);
+        let api = discovery.api(&info, Some(namespace));
         match api.delete(&key.name, &DeleteParams::default()).await {
             Err(source) if !is_not_found(&source) => {
                 let what = format!("deleting {} {}", key.kind, key.name);
@@ -534,6 +565,12 @@ enum Missing {
         what: String,
         #[source]
         source: kube::Error,
+    },
+    #[error("{what}: {source}")]
+    Undiscoverable {
+        what: String,
+        #[source]
+        source: DiscoveryError,
     },
 }
 
@@ -574,12 +611,15 @@ async fn read_referenced(
         what: what.clone(),
         source,
     };
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version.as_str()));
-    let gvk = GroupVersionKind::gvk(group, version, &kind);
-    let (resource, _) = kube::discovery::pinned_kind(&ctx.client, &gvk)
+    let discovery = ctx.applier.discovery();
+    let info = discovery
+        .resolve_api_version(&api_version, &kind)
         .await
-        .map_err(unreadable)?;
-    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &ns, &resource);
+        .map_err(|source| Missing::Undiscoverable {
+            what: what.clone(),
+            source,
+        })?;
+    let api = discovery.api(&info, Some(&ns));
     match api.get_opt(&name).await.map_err(unreadable)? {
         Some(object) => Ok(Some(object)),
         None => Err(Missing::Absent(what)),
@@ -608,7 +648,7 @@ async fn render(
         reference: owner_reference(addon),
     };
     let stored = pipeline::latest(ctx, &owner).await?;
-    let (compiled, client, version) = (compiled.clone(), target.client.clone(), target.version.clone());
+    let (compiled, applier, version) = (compiled.clone(), target.applier.clone(), target.version.clone());
     let digest = digest.to_string();
     let handle = tokio::runtime::Handle::current();
     let rendered = pipeline::blocking("rendering the addons", move || {
@@ -629,7 +669,7 @@ async fn render(
         if let Some(stored) = stored.filter(|s| s.inputs == inputs) {
             return Ok(Rendered::Stored(stored));
         }
-        let lookup = crate::lookup::cluster_lookup(handle, client);
+        let lookup = crate::lookup::applier_lookup(handle, applier);
         let env = std::rc::Rc::new(capstan_template::funcs::FuncEnv::system().with_lookup(lookup));
         // The workload cluster's own version, as `helm install` against it would see.
         let kube_version = capstan_chart::objects::KubeVersion::parse(&version).ok();
@@ -706,6 +746,7 @@ async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
         let target = connect(ctx, &namespace, &cluster_name)
             .await
             .map_err(|gate| Error::step("Cleanup", "WorkloadNotReady", gate))?;
+        let target = &*target;
         let stages = addon.status.iter().flat_map(|s| &s.stages);
         let inventories =
             std::iter::once(inventory(addon)).chain(stages.map(|s| stage_inventory(addon, &s.name)));
@@ -716,7 +757,7 @@ async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
         }
     }
     let owner = Owner {
-        namespace,
+        namespace: namespace.clone(),
         short_kind: "caddon",
         name: addon.name_any(),
         reference: owner_reference(addon),
@@ -725,6 +766,7 @@ async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
         .remove_all(&owner)
         .await
         .map_err(|cause| Error::step("Cleanup", "StoreFailed", cause))?;
+    ctx.workloads.forget(&namespace, &cluster_name);
     Ok(Action::await_change())
 }
 

@@ -7,7 +7,7 @@
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::ResourceExt;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
 use kube::discovery::Scope;
 
 use super::error::{is_conflict, is_not_found};
@@ -33,7 +33,7 @@ pub enum ProviderError {
         api_version: String,
         kind: String,
         #[source]
-        source: kube::Error,
+        source: capstan_apply::discovery::DiscoveryError,
     },
     #[error("spec.providerRef: {kind} {name} does not exist")]
     NoTemplate { kind: String, name: String },
@@ -82,18 +82,25 @@ async fn target(
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version.as_str()));
     let ref_namespace = reference.namespace.clone().unwrap_or_else(|| namespace.clone());
     let api_for = |kind: &str| {
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        let client = ctx.client.clone();
+        let kind = kind.to_string();
         let api_version = api_version.clone();
         async move {
-            let (resource, caps) = kube::discovery::pinned_kind(&client, &gvk)
+            let info = ctx
+                .applier
+                .discovery()
+                .resolve(group, version, &kind)
                 .await
                 .map_err(|source| ProviderError::NotServed {
                     api_version,
-                    kind: gvk.kind.clone(),
+                    kind: kind.clone(),
                     source,
                 })?;
-            Ok::<_, ProviderError>((resource, caps.scope))
+            let scope = if info.namespaced {
+                Scope::Namespaced
+            } else {
+                Scope::Cluster
+            };
+            Ok::<_, ProviderError>((info.resource, scope))
         }
     };
     match kind.strip_suffix("Template") {

@@ -43,10 +43,11 @@ async fn wait_conditions_on_a_real_api_server() {
         .await
         .expect("cluster starts");
     let client = cluster.client();
+    let discovery = capstan_apply::discovery::Discovery::new(client.clone());
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
 
     // Neither Deployment exists: both named, not an error.
-    let Verdict::NotMet(why) = evaluate(&client, &condition).await.expect("evaluates") else {
+    let Verdict::NotMet(why) = evaluate(&discovery, &condition).await.expect("evaluates") else {
         panic!("met without objects");
     };
     assert!(
@@ -57,7 +58,7 @@ async fn wait_conditions_on_a_real_api_server() {
 
     // One of them: only the other is named.
     create_deployment(&deployments, "metrics-server", 1).await;
-    let Verdict::NotMet(why) = evaluate(&client, &condition).await.expect("evaluates") else {
+    let Verdict::NotMet(why) = evaluate(&discovery, &condition).await.expect("evaluates") else {
         panic!("met with one object missing");
     };
     assert!(
@@ -68,19 +69,19 @@ async fn wait_conditions_on_a_real_api_server() {
     // Both, same replicas: met.
     create_deployment(&deployments, "cluster-addon-ngnix", 1).await;
     assert_eq!(
-        evaluate(&client, &condition).await.expect("evaluates"),
+        evaluate(&discovery, &condition).await.expect("evaluates"),
         Verdict::Met
     );
 
     // Scaled apart: not met, saying the expression is false; scaled back: met again.
     scale(&deployments, "cluster-addon-ngnix", 3).await;
     assert_eq!(
-        evaluate(&client, &condition).await.expect("evaluates"),
+        evaluate(&discovery, &condition).await.expect("evaluates"),
         Verdict::NotMet("`msdeployment.spec.replicas == ngnix.spec.replicas` is false".to_string())
     );
     scale(&deployments, "metrics-server", 3).await;
     assert_eq!(
-        evaluate(&client, &condition).await.expect("evaluates"),
+        evaluate(&discovery, &condition).await.expect("evaluates"),
         Verdict::Met
     );
 
@@ -89,7 +90,7 @@ async fn wait_conditions_on_a_real_api_server() {
         objects: vec![deployment_object("ngnix", "cluster-addon-ngnix")],
         conditions: "ngnix.status.readyReplicas == ngnix.spec.replicas".to_string(),
     };
-    let Verdict::NotMet(why) = evaluate(&client, &ready).await.expect("evaluates") else {
+    let Verdict::NotMet(why) = evaluate(&discovery, &ready).await.expect("evaluates") else {
         panic!("readyReplicas is not set without a controller");
     };
     assert!(why.contains("not set"), "{why}");
@@ -105,7 +106,7 @@ async fn wait_conditions_on_a_real_api_server() {
                 .to_string(),
     };
     assert_eq!(
-        evaluate(&client, &namespace).await.expect("evaluates"),
+        evaluate(&discovery, &namespace).await.expect("evaluates"),
         Verdict::Met
     );
 
@@ -117,7 +118,7 @@ async fn wait_conditions_on_a_real_api_server() {
         ],
         conditions: "w.spec.size == g.spec.size".to_string(),
     };
-    let Verdict::NotMet(why) = evaluate(&client, &unserved).await.expect("evaluates") else {
+    let Verdict::NotMet(why) = evaluate(&discovery, &unserved).await.expect("evaluates") else {
         panic!("met over kinds that do not exist");
     };
     assert!(
@@ -132,13 +133,15 @@ async fn wait_conditions_on_a_real_api_server() {
         objects: vec![object("d", "apps/v1", "Deployment", "metrics-server", None)],
         conditions: "d.spec.replicas == 3".to_string(),
     };
-    let err = evaluate(&client, &no_namespace).await.expect_err("no namespace");
+    let err = evaluate(&discovery, &no_namespace)
+        .await
+        .expect_err("no namespace");
     assert!(matches!(err, ConditionError::NoNamespace { .. }), "{err}");
     let broken = WaitCondition {
         conditions: "msdeployment.spec.replicas = ngnix.spec.replicas".to_string(),
         ..condition.clone()
     };
-    let err = evaluate(&client, &broken).await.expect_err("syntax");
+    let err = evaluate(&discovery, &broken).await.expect_err("syntax");
     assert!(matches!(err, ConditionError::Syntax { .. }), "{err}");
     assert!(
         err.to_string()
@@ -149,7 +152,7 @@ async fn wait_conditions_on_a_real_api_server() {
         conditions: "ngnix.spec.replicas".to_string(),
         ..condition.clone()
     };
-    let err = evaluate(&client, &not_bool).await.expect_err("an int");
+    let err = evaluate(&discovery, &not_bool).await.expect_err("an int");
     assert!(err.to_string().contains("gives int 3, not a bool"), "{err}");
 }
 

@@ -1,0 +1,227 @@
+//! The workload-cluster cache: one connected [`Workload`] per Cluster, so a ClusterAddon pass
+//! that finds nothing changed reuses the client (its pooled TLS connection), the server
+//! version and the applier's discovery cache instead of a new handshake, `/readyz`,
+//! `/version` and discovery every pass.
+//!
+//! An entry is keyed by the kubeconfig Secret's `resourceVersion`: a pass still reads the
+//! Secret from the management cluster, and a new version (rotated credentials, a moved
+//! endpoint) connects afresh. The Secret watch drops an entry as soon as its Secret changes,
+//! the ClusterAddon's cleanup when its Cluster goes. A failed pass marks the entry suspect:
+//! the next pass probes `/readyz` on the kept client before using it (and drops the entry,
+//! its drift watches included, when that fails). Past [`CAPACITY`]
+//! entries, the least recently used one is dropped.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use kube::Client;
+
+use super::workload::{self, Gate, Workload};
+
+/// Workload clusters kept at most (a fleet larger than this reconnects its least recently
+/// used clusters).
+pub const CAPACITY: usize = 2048;
+
+/// What the cache knows of a cluster's reachability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Health {
+    /// The last pass through this entry succeeded (or it was just connected).
+    Healthy,
+    /// A pass failed since: probe `/readyz` before trusting the entry again.
+    Suspect,
+}
+
+/// How a pass gets its workload cluster, given the cached entry (its Secret version and
+/// health) and the Secret's version now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// The cached entry as it is: no request to the workload cluster.
+    Reuse,
+    /// The cached entry after `/readyz` answers.
+    Probe,
+    /// A new client from the Secret.
+    Connect,
+}
+
+/// The decision, pure: an entry of another Secret version (or a Secret without a version)
+/// is never used.
+pub fn decide(cached: Option<(&str, Health)>, secret_version: &str) -> Use {
+    match cached {
+        Some((version, health)) if !secret_version.is_empty() && version == secret_version => match health {
+            Health::Healthy => Use::Reuse,
+            Health::Suspect => Use::Probe,
+        },
+        _ => Use::Connect,
+    }
+}
+
+struct Entry {
+    secret_version: String,
+    workload: Arc<Workload>,
+    health: Health,
+    /// Tick of the last use, for the least-recently-used eviction.
+    used: u64,
+}
+
+/// `(namespace, cluster name)`.
+type Key = (String, String);
+
+/// The cache; shared by all reconciles through the operator's context.
+pub struct WorkloadClusters {
+    entries: Mutex<(u64, HashMap<Key, Entry>)>,
+    capacity: usize,
+}
+
+impl Default for WorkloadClusters {
+    fn default() -> WorkloadClusters {
+        WorkloadClusters::new(CAPACITY)
+    }
+}
+
+impl WorkloadClusters {
+    pub fn new(capacity: usize) -> WorkloadClusters {
+        WorkloadClusters {
+            entries: Mutex::new((0, HashMap::new())),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// The workload cluster of `cluster` in `namespace`: cached when its kubeconfig Secret
+    /// did not change, else connected (and `/readyz` checked) and kept.
+    pub async fn get(
+        &self,
+        management: &Client,
+        namespace: &str,
+        cluster: &str,
+    ) -> Result<Arc<Workload>, Gate> {
+        let key = (namespace.to_string(), cluster.to_string());
+        let secret = match workload::read_secret(management, namespace, cluster).await {
+            Ok(secret) => secret,
+            Err(gate) => {
+                if matches!(gate, Gate::NoKubeconfig { .. }) {
+                    self.remove(&key);
+                }
+                return Err(gate);
+            }
+        };
+        let secret_version = secret.metadata.resource_version.clone().unwrap_or_default();
+        let cached = self.touch(&key);
+        let state = cached.as_ref().map(|(v, h, _)| (v.as_str(), *h));
+        match (decide(state, &secret_version), cached) {
+            (Use::Reuse, Some((_, _, found))) => Ok(found),
+            (Use::Probe, Some((_, _, found))) => {
+                if let Err(gate) = workload::ready(&found.client, &found.server).await {
+                    // Unreachable: its watches stop with the entry; the next pass reconnects.
+                    self.remove(&key);
+                    return Err(gate);
+                }
+                self.set_health(&key, Health::Healthy);
+                Ok(found)
+            }
+            _ => {
+                let connected = Arc::new(workload::connect(&secret).await?);
+                self.insert(key, secret_version, connected.clone());
+                Ok(connected)
+            }
+        }
+    }
+
+    /// A pass through this cluster failed: probe it before the next use.
+    pub fn suspect(&self, namespace: &str, cluster: &str) {
+        self.set_health(&(namespace.to_string(), cluster.to_string()), Health::Suspect);
+    }
+
+    /// Drops the entry of `cluster` (deleted, or its addons cleaned up).
+    pub fn forget(&self, namespace: &str, cluster: &str) {
+        self.remove(&(namespace.to_string(), cluster.to_string()));
+    }
+
+    /// The Secret watch saw `cluster`'s kubeconfig Secret at `secret_version`: an entry of
+    /// another version is dropped now (with its connections), not at the next pass.
+    pub fn secret_seen(&self, namespace: &str, cluster: &str, secret_version: &str) {
+        let key = (namespace.to_string(), cluster.to_string());
+        let mut guard = self.lock();
+        if guard
+            .1
+            .get(&key)
+            .is_some_and(|e| e.secret_version != secret_version)
+        {
+            guard.1.remove(&key);
+        }
+    }
+
+    /// How many clusters are kept.
+    pub fn len(&self) -> usize {
+        self.lock().1.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, HashMap<Key, Entry>)> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn touch(&self, key: &Key) -> Option<(String, Health, Arc<Workload>)> {
+        let mut guard = self.lock();
+        guard.0 += 1;
+        let tick = guard.0;
+        let entry = guard.1.get_mut(key)?;
+        entry.used = tick;
+        Some((entry.secret_version.clone(), entry.health, entry.workload.clone()))
+    }
+
+    fn set_health(&self, key: &Key, health: Health) {
+        if let Some(entry) = self.lock().1.get_mut(key) {
+            entry.health = health;
+        }
+    }
+
+    fn remove(&self, key: &Key) {
+        self.lock().1.remove(key);
+    }
+
+    fn insert(&self, key: Key, secret_version: String, workload: Arc<Workload>) {
+        let mut guard = self.lock();
+        guard.0 += 1;
+        let used = guard.0;
+        let entries = &mut guard.1;
+        entries.insert(
+            key,
+            Entry {
+                secret_version,
+                workload,
+                health: Health::Healthy,
+                used,
+            },
+        );
+        while entries.len() > self.capacity {
+            let Some(oldest) = entries.iter().min_by_key(|(_, e)| e.used).map(|(k, _)| k.clone()) else {
+                break;
+            };
+            entries.remove(&oldest);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Health, Use, decide};
+
+    #[test]
+    fn an_entry_is_used_only_for_its_secret_version() {
+        let table = [
+            (None, "7", Use::Connect),
+            (Some(("7", Health::Healthy)), "7", Use::Reuse),
+            (Some(("7", Health::Suspect)), "7", Use::Probe),
+            (Some(("7", Health::Healthy)), "8", Use::Connect),
+            (Some(("7", Health::Suspect)), "8", Use::Connect),
+            // A Secret without a version cannot be told apart from a changed one.
+            (Some(("", Health::Healthy)), "", Use::Connect),
+        ];
+        for (cached, version, want) in table {
+            assert_eq!(decide(cached, version), want, "{cached:?} at {version}");
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! The workload-cluster cache, counted on the wire: the workload API server writes an audit
+//! log (every request it answers) and the operator reaches it through a TCP proxy that
+//! counts connections (each one a TLS handshake). Once the addons are applied, passes that
+//! find nothing changed (woken by edits of the Cluster) send nothing to the workload cluster
+//! and open no connection; a drift pass re-applies over the kept client (its pooled
+//! connections) without `/readyz`, `/version` or discovery.
+//!
+//! The figures are printed (`--no-capture`) for docs/benchmarks.md.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use base64::Engine;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::operator_common::{NS, eventually};
+use capstan_testenv::{Binaries, TestCluster};
+
+const CLUSTER: &str = "cached";
+const CLASS: &str = "docker-ferrol-1-27-v1";
+/// Passes woken without any change.
+const WOKEN_PASSES: u64 = 5;
+
+/// Forwards every connection to `upstream`, counting them.
+async fn counting_proxy(upstream: String) -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("proxy binds");
+    let port = listener.local_addr().expect("proxy address").port();
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = count.clone();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = TcpStream::connect(&upstream).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    (port, count)
+}
+
+/// The requests the workload API server answered for capstan's user: their `verb URI`.
+fn audited(log: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| event["user"]["username"] == "capstan-admin")
+        .map(|event| {
+            format!(
+                "{} {}",
+                event["verb"].as_str().unwrap_or_default(),
+                event["requestURI"].as_str().unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// Whether `request` (`verb URI`) is a discovery, version or health request.
+fn is_overhead(request: &str) -> bool {
+    let path = request
+        .split_once(' ')
+        .map_or(request, |(_, uri)| uri)
+        .split('?')
+        .next()
+        .unwrap_or_default();
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    matches!(
+        segments.as_slice(),
+        ["readyz" | "livez" | "healthz" | "version" | "api" | "apis"]
+    ) || matches!(segments.as_slice(), ["api", _] | ["apis", _] | ["apis", _, _])
+}
+
+/// The operator's `capstan_reconciles_total` of the ClusterAddon controller.
+async fn addon_reconciles(metrics_port: u16) -> Option<u64> {
+    let mut stream = TcpStream::connect(("127.0.0.1", metrics_port)).await.ok()?;
+    stream
+        .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .await
+        .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.ok()?;
+    Some(
+        text.lines()
+            .filter(|l| {
+                l.starts_with("capstan_reconciles_total{") && l.contains("controller=\"clusteraddon\"")
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>() as u64,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steady_pass_reuses_the_workload_connection() {
+    let test = "a_steady_pass_reuses_the_workload_connection";
+    let Some(env) = crate::operator_common::start(test, &[CLASS]).await else {
+        return;
+    };
+    let Some(bins) = Binaries::find_or_skip(test) else {
+        return;
+    };
+    let audit = tempfile::tempdir().expect("temp dir");
+    let policy = audit.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted]\nrules:\n- level: Metadata\n",
+    )
+    .expect("audit policy");
+    let log = audit.path().join("audit.log");
+    let workload = TestCluster::start_with_args(
+        &bins,
+        "cached-workload",
+        &[
+            format!("--audit-policy-file={}", policy.display()),
+            format!("--audit-log-path={}", log.display()),
+        ],
+    )
+    .await
+    .expect("workload cluster starts");
+    let upstream = workload.server_url().trim_start_matches("https://").to_string();
+    let (proxy_port, connections) = counting_proxy(upstream.clone()).await;
+
+    // The kubeconfig Secret names the proxy (the serving certificate is for 127.0.0.1).
+    let mut kubeconfig: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(workload.kubeconfig_path()).expect("kubeconfig"))
+            .expect("JSON");
+    kubeconfig["clusters"][0]["cluster"]["server"] = json!(format!("https://127.0.0.1:{proxy_port}"));
+    env.cluster_api(CLUSTER, CLASS, "cp.cached.example", &workload, true)
+        .await;
+    env.set_control_plane_ready(CLUSTER).await;
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": format!("{CLUSTER}-kubeconfig"), "namespace": NS,
+                     "labels": {"cluster.x-k8s.io/cluster-name": CLUSTER}},
+        "data": {"value": base64::engine::general_purpose::STANDARD
+            .encode(serde_json::to_vec(&kubeconfig).expect("JSON"))},
+    }))
+    .expect("Secret");
+    Api::<Secret>::namespaced(env.client(), NS)
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("kubeconfig Secret created");
+
+    let metrics_port = capstan_testenv::registry::free_port();
+    let metrics_addr = format!("127.0.0.1:{metrics_port}");
+    let operator = env.operator(0, &["--metrics-addr", &metrics_addr]);
+    env.create_stack(&["v1"], "1m").await;
+    env.wait_applied(CLUSTER, CLASS, &operator, Duration::from_secs(180))
+        .await;
+    let applied_at = env
+        .addon(CLUSTER)
+        .await
+        .and_then(|a| a.status?.last_reconciled)
+        .expect("lastReconciled set");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // Passes that find nothing changed: an annotation on the Cluster wakes each.
+    let (connections_before, requests_before) = (connections.load(Ordering::SeqCst), audited(&log).len());
+    for pass in 0..WOKEN_PASSES {
+        let seen = addon_reconciles(metrics_port).await.expect("metrics answer");
+        env.clusters()
+            .patch(
+                CLUSTER,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"metadata": {"annotations": {"capstan.test/pass": pass.to_string()}}})),
+            )
+            .await
+            .expect("Cluster annotated");
+        eventually("the woken pass", Duration::from_secs(30), &operator, || async {
+            (addon_reconciles(metrics_port).await? > seen).then_some(())
+        })
+        .await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let woken_requests: Vec<String> = audited(&log).split_off(requests_before);
+    let woken_connections = connections.load(Ordering::SeqCst) - connections_before;
+    eprintln!(
+        "{WOKEN_PASSES} woken passes: {woken_connections} new connections, {} requests: {woken_requests:?}",
+        woken_requests.len()
+    );
+
+    // One drift pass (interval 1m) re-applies.
+    let (connections_before, requests_before) = (connections.load(Ordering::SeqCst), audited(&log).len());
+    eventually("a drift pass", Duration::from_secs(120), &operator, || async {
+        let last = env.addon(CLUSTER).await?.status?.last_reconciled?;
+        (last != applied_at).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let drift_requests: Vec<String> = audited(&log).split_off(requests_before);
+    let drift_connections = connections.load(Ordering::SeqCst) - connections_before;
+    eprintln!(
+        "drift pass: {drift_connections} new connections, {} requests: {drift_requests:?}",
+        drift_requests.len()
+    );
+
+    assert_eq!(woken_connections, 0, "woken passes opened connections");
+    assert!(
+        woken_requests.is_empty(),
+        "woken passes sent requests: {woken_requests:?}"
+    );
+    // Pooled HTTP/1.1 connections are reused; a pass lists more kinds at once than the pool
+    // holds only up to the apply's concurrency (8). A server's idle timeout (90 s for
+    // kube-apiserver) closes pooled connections of longer drift intervals.
+    assert!(
+        drift_connections <= 8,
+        "the drift pass opened {drift_connections} connections"
+    );
+    let overhead: Vec<&String> = drift_requests.iter().filter(|r| is_overhead(r)).collect();
+    assert!(
+        overhead.is_empty(),
+        "the drift pass sent health/version/discovery requests: {overhead:?}"
+    );
+    // The inventory read and one list per kind of the addons (Deployment, Service,
+    // ServiceAccount, ConfigMap...), whatever changed: bounded by the kinds, not the objects.
+    assert!(
+        drift_requests.len() <= 12,
+        "the drift pass sent {} requests: {drift_requests:?}",
+        drift_requests.len()
+    );
+    drop(operator);
+}
+
+#[test]
+fn overhead_requests_are_told_apart() {
+    for overhead in [
+        "get /readyz",
+        "get /version?timeout=32s",
+        "get /api",
+        "get /api/v1",
+        "get /apis",
+        "get /apis/apps/v1",
+        "get /apis/apiextensions.k8s.io",
+    ] {
+        assert!(is_overhead(overhead), "{overhead}");
+    }
+    for work in [
+        "list /api/v1/namespaces/kube-system/configmaps?labelSelector=x",
+        "get /api/v1/namespaces/kube-system",
+        "patch /apis/apps/v1/namespaces/kube-system/deployments/web",
+    ] {
+        assert!(!is_overhead(work), "{work}");
+    }
+}

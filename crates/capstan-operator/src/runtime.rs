@@ -24,8 +24,8 @@ use super::metrics::Metrics;
 use super::settings::Settings;
 use super::sources::Sources;
 use super::watch::{
-    CLUSTER_NAME_LABEL,
-    Scope, changed, cluster_trigger, describe, kubeconfig_addon, kubeconfig_secrets, objects, watch_all,
+    CLUSTER_NAME_LABEL, Scope, changed, cluster_trigger, describe, kubeconfig_addon, kubeconfig_secrets,
+    objects, watch_all,
 };
 use capstan_apply::ssa::{INVENTORY_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL};
 use capstan_source::cache::Cache;

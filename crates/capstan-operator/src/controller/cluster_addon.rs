@@ -24,7 +24,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use kube::ResourceExt;
-use kube::api::{DeleteParams, DynamicObject};
+use kube::api::{Api, DeleteParams, DynamicObject};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
@@ -356,14 +356,22 @@ async fn apply_chart(
 
 /// Watches the kinds just applied with `inventory` on the workload cluster: a change there
 /// wakes this ClusterAddon at once (see [`crate::addon::drift`]).
-async fn watch_drift(progress: &Progress<'_>, target: &Workload, objects: &[DesiredObject], inventory: &InventoryRef) {
+async fn watch_drift(
+    progress: &Progress<'_>,
+    target: &Workload,
+    objects: &[DesiredObject],
+    inventory: &InventoryRef,
+) {
     let mut kinds: Vec<crate::addon::drift::Kind> = objects
         .iter()
         .map(|o| (o.group.clone(), o.version.clone(), o.kind.clone()))
         .collect();
     kinds.sort();
     kinds.dedup();
-    let notify = progress.ctx.addon_drift.notifier(ObjectRef::from_obj(progress.object));
+    let notify = progress
+        .ctx
+        .addon_drift
+        .notifier(ObjectRef::from_obj(progress.object));
     target
         .drift
         .ensure(target.applier.discovery(), &inventory.id(), &kinds, notify)

@@ -33,7 +33,7 @@ pub enum ProviderError {
         api_version: String,
         kind: String,
         #[source]
-        source: capstan_apply::discovery::DiscoveryError,
+        source: Box<capstan_apply::discovery::DiscoveryError>,
     },
     #[error("spec.providerRef: {kind} {name} does not exist")]
     NoTemplate { kind: String, name: String },
@@ -93,7 +93,7 @@ async fn target(
                 .map_err(|source| ProviderError::NotServed {
                     api_version,
                     kind: kind.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
             let scope = if info.namespaced {
                 Scope::Namespaced

@@ -1,7 +1,7 @@
 //! Watches that fit: `capstan operator -n tenant -n team-b` runs as a user whose rights end at
 //! those namespaces (a Role in each, no ClusterRole), so a single cluster-wide watch would be
 //! refused; it still brings a Cluster's addons (the two namespaces' watches merged). Then, with the addons applied, changes a
-//! reconcile does not read — a Cluster's status phase and annotations, another Secret of the
+//! reconcile does not read — a Cluster's status phase, another Secret of the
 //! Cluster (its CA), a label on the kubeconfig Secret — start no reconcile (counted on
 //! `/metrics`), while a change of the kubeconfig's data does.
 
@@ -201,14 +201,6 @@ async fn namespaced_watches_wake_reconciles_only_for_what_they_read() {
         )
         .await
         .expect("Cluster phase set");
-    clusters
-        .patch(
-            CLUSTER,
-            &PatchParams::default(),
-            &merge(json!({"metadata": {"annotations": {"note": "seen"}}})),
-        )
-        .await
-        .expect("Cluster annotated");
     tokio::time::sleep(Duration::from_secs(4)).await;
     let after_noise = addon_reconciles(&metrics).await.expect("metrics");
     assert_eq!(

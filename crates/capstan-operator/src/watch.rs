@@ -307,9 +307,14 @@ impl<K: Resource> Changes<K> {
 pub fn cluster_trigger(cluster: &DynamicObject) -> Option<u64> {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     let text = |path: &str| cluster.data.pointer(path).map(|v| v.to_string());
-    text("/spec/topology/class").hash(&mut hasher);
-    text("/spec/topology/classNamespace").hash(&mut hasher);
-    text("/spec/topology/version").hash(&mut hasher);
+    // The addon values are templated from the whole Cluster (`.Cluster.spec…`,
+    // `.Cluster.metadata.annotations…`, and the user-values annotations), so every change
+    // of its spec, labels or annotations may change the render; the inputs hash keeps a
+    // change that does not from rendering or applying anything. Status churn (phase,
+    // conditions) does not wake it, except `controlPlaneReady`, a gate.
+    text("/spec").hash(&mut hasher);
+    cluster.metadata.labels.hash(&mut hasher);
+    cluster.metadata.annotations.hash(&mut hasher);
     text("/status/controlPlaneReady").hash(&mut hasher);
     cluster.metadata.deletion_timestamp.is_some().hash(&mut hasher);
     cluster.metadata.uid.hash(&mut hasher);
@@ -510,7 +515,7 @@ mod tests {
             "metadata": {"name": "c", "namespace": "ns", "uid": "u1", "resourceVersion": "1"},
             "spec": {"topology": {"class": "docker-ferrol-1-27-v1", "version": "v1.27.3"},
                      "paused": false},
-            "status": {"controlPlaneReady": false, "phase": "Provisioning"},
+            "status": {"controlPlaneReady": false, "phase": "Provisioning", "conditions": []},
         });
         let edit = |path: &str, value: serde_json::Value| {
             let mut changed = base.clone();
@@ -548,12 +553,19 @@ mod tests {
                 true,
             ),
             ("status phase", edit("/status/phase", json!("Provisioned")), false),
-            ("paused", edit("/spec/paused", json!(true)), false),
-            ("resourceVersion", with_meta("resourceVersion", json!("9")), false),
-            ("other label", with_meta("labels", json!({"team": "x"})), false),
+            // Values may read any of these (`.Cluster.spec`, `.Cluster.metadata`).
+            ("paused", edit("/spec/paused", json!(true)), true),
             (
-                "annotation",
-                with_meta("annotations", json!({"note": "x"})),
+                "conditions",
+                edit("/status/conditions", json!([{"type": "Ready"}])),
+                false,
+            ),
+            ("resourceVersion", with_meta("resourceVersion", json!("9")), false),
+            ("other label", with_meta("labels", json!({"team": "x"})), true),
+            ("annotation", with_meta("annotations", json!({"note": "x"})), true),
+            (
+                "managedFields",
+                with_meta("managedFields", json!([{"manager": "x"}])),
                 false,
             ),
         ];

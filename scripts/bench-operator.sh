@@ -10,6 +10,8 @@
 #   scripts/bench-operator.sh [options] [N ...]        (default N: 100)
 #     --shards S          also run each N with S operator shards (skipped, with a message,
 #                         when the capstan binary has no --shard)
+#     --shard-label KEY   the label that puts a Cluster on a shard (default
+#                         clusterstack.x-k8s.io/shard)
 #     --workloads W       workload API servers (default 3)
 #     --drift-interval D  the operator's --drift-interval and the idle window (default 1m)
 #     --drift-samples K   objects deleted on random Clusters (default 30)
@@ -22,14 +24,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "bench-operator: ERROR: $*" >&2; exit 1; }
 
-SHARDS=1 WORKLOADS=3 DRIFT=1m SAMPLES=30 CONCURRENCY=8 RUN_TIMEOUT=60m BUILD=1
+SHARDS=1 SHARD_LABEL=clusterstack.x-k8s.io/shard WORKLOADS=3 DRIFT=1m SAMPLES=30 CONCURRENCY=8 RUN_TIMEOUT=60m BUILD=1
 COUNTS=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --shards) SHARDS=${2:?}; shift 2 ;;
+        --shard-label) SHARD_LABEL=${2:?}; shift 2 ;;
         --workloads) WORKLOADS=${2:?}; shift 2 ;;
         --drift-interval) DRIFT=${2:?}; shift 2 ;;
         --drift-samples) SAMPLES=${2:?}; shift 2 ;;
@@ -94,7 +97,7 @@ for n in "${COUNTS[@]}"; do
         echo "bench-operator: $n Clusters, $shards shard(s) (log: $LOG)" >&2
         # timeout sends SIGINT first (the run stops its processes), SIGKILL a minute later.
         nice -n 19 timeout --signal=INT --kill-after=60 "$RUN_TIMEOUT" \
-            "$BENCH" "$n" --shards "$shards" --workloads "$WORKLOADS" \
+            "$BENCH" "$n" --shards "$shards" --shard-label "$SHARD_LABEL" --workloads "$WORKLOADS" \
             --drift-interval "$DRIFT" --drift-samples "$SAMPLES" --concurrency "$CONCURRENCY" \
             >"$OUT_DIR/out-$STAMP-$n-$shards.txt" 2> >(tee -a "$LOG" >&2) &
         child=$!

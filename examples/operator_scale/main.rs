@@ -185,6 +185,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     ops.wait(
         "the releases v1 and v2 ready",
         Duration::from_secs(300),
+        Duration::from_secs(1),
         || async { (env.ready_releases().await.len() == tags.len()).then_some(()) },
     )
     .await?;
@@ -439,8 +440,14 @@ impl Operators<'_> {
             .join("\n")
     }
 
-    /// Polls `check` every second until it gives `Some`; fails after `limit`.
-    async fn wait<T, F, Fut>(&self, what: &str, limit: Duration, mut check: F) -> anyhow::Result<T>
+    /// Polls `check` every `poll` until it gives `Some`; fails after `limit`.
+    async fn wait<T, F, Fut>(
+        &self,
+        what: &str,
+        limit: Duration,
+        poll: Duration,
+        mut check: F,
+    ) -> anyhow::Result<T>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Option<T>>,
@@ -458,7 +465,7 @@ impl Operators<'_> {
                     self.logs()
                 );
             }
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            tokio::time::sleep(poll).await;
         }
     }
 }
@@ -471,8 +478,8 @@ struct FleetWatch<'a> {
 }
 
 impl FleetWatch<'_> {
-    /// Waits until every Cluster's ClusterAddon is ready with `class` applied (one LIST per
-    /// second, progress on stderr every 15 s).
+    /// Waits until every Cluster's ClusterAddon is ready with `class` applied (progress on
+    /// stderr every 15 s).
     async fn converged(&self, class: &str) -> anyhow::Result<()> {
         let addons: Api<ClusterAddon> = Api::namespaced(self.env.client(), operator_common::NS);
         let wanted: BTreeSet<String> = self.names.iter().map(|n| format!("cluster-addon-{n}")).collect();
@@ -482,6 +489,9 @@ impl FleetWatch<'_> {
             .wait(
                 &format!("every Cluster's addons of {class}"),
                 self.timeout,
+                // One LIST of all ClusterAddons (about 5 kB each) a second, every 2 s from
+                // 500 Clusters on, to keep the driver's load on the management server small.
+                Duration::from_millis(1000.max(2 * self.names.len() as u64)),
                 || {
                     let addons = addons.clone();
                     let wanted = &wanted;

@@ -1,11 +1,135 @@
 #!/usr/bin/env bash
-# Scale run of the operator (examples/operator_scale.rs): N Clusters (default 50) over three
-# workload API servers; prints the times to converge and the operator's peak RSS.
+# Fleet benchmark of `capstan operator` (issue 26 §4; docs/benchmarks.md "Issue 26"): for each
+# N, a management API server, a few workload API servers (kube-apiserver + etcd each, the test
+# harness) and N Clusters on the benchmark stack stacks/bench (about 25 objects per Cluster,
+# each Cluster's in its own namespace); measures the first apply, the switch of all to the next
+# release, an idle drift interval and drift repair (examples/operator_scale). Everything runs
+# under `nice -n 19`, the API servers too. Prints ready-to-paste markdown tables and keeps
+# them in target/bench-operator/.
+#
+#   scripts/bench-operator.sh [options] [N ...]        (default N: 100)
+#     --shards S          also run each N with S operator shards (skipped, with a message,
+#                         when the capstan binary has no --shard)
+#     --shard-label KEY   the label that puts a Cluster on a shard (default
+#                         sharding.capstan.dev/key)
+#     --workloads W       workload API servers (default 3)
+#     --drift-interval D  the operator's --drift-interval and the idle window (default 1m)
+#     --drift-samples K   objects deleted on random Clusters (default 30)
+#     --concurrency C     the operator's --concurrency (default 8)
+#     --run-timeout T     longest time one run (one N, one shard count) may take (default 60m)
+#     --no-build          use the binaries already in target/release
+#
+# Ctrl-C or a timeout stops the run; every process it started is stopped with it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-deps="$(scripts/install-test-deps.sh)"
+ROOT=$PWD
+
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+die() { echo "bench-operator: ERROR: $*" >&2; exit 1; }
+
+SHARDS=1 SHARD_LABEL=sharding.capstan.dev/key WORKLOADS=3 DRIFT=1m SAMPLES=30 CONCURRENCY=8 RUN_TIMEOUT=60m BUILD=1
+COUNTS=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --shards) SHARDS=${2:?}; shift 2 ;;
+        --shard-label) SHARD_LABEL=${2:?}; shift 2 ;;
+        --workloads) WORKLOADS=${2:?}; shift 2 ;;
+        --drift-interval) DRIFT=${2:?}; shift 2 ;;
+        --drift-samples) SAMPLES=${2:?}; shift 2 ;;
+        --concurrency) CONCURRENCY=${2:?}; shift 2 ;;
+        --run-timeout) RUN_TIMEOUT=${2:?}; shift 2 ;;
+        --no-build) BUILD=0; shift ;;
+        -h|--help) usage ;;
+        -*) echo "bench-operator: unknown option $1" >&2; usage ;;
+        *) [[ $1 =~ ^[0-9]+$ ]] || die "N must be a number, got '$1'"; COUNTS+=("$1"); shift ;;
+    esac
+done
+[ ${#COUNTS[@]} -gt 0 ] || COUNTS=(100)
+[[ $SHARDS =~ ^[0-9]+$ ]] && [ "$SHARDS" -ge 1 ] || die "--shards must be a number >= 1"
+
+deps="$(scripts/install-test-deps.sh)" || die "scripts/install-test-deps.sh failed"
 CAPSTAN_KUBE_APISERVER="$(sed -n 's/^KUBE_APISERVER=//p' <<<"$deps")"
 CAPSTAN_ETCD="$(sed -n 's/^ETCD=//p' <<<"$deps")"
+[ -x "$CAPSTAN_KUBE_APISERVER" ] && [ -x "$CAPSTAN_ETCD" ] || die "no kube-apiserver/etcd from install-test-deps.sh"
 export CAPSTAN_KUBE_APISERVER CAPSTAN_ETCD
-cargo build --release --bin capstan --example operator_scale
-CAPSTAN_BIN="$PWD/target/release/capstan" exec target/release/examples/operator_scale "${1:-50}"
+
+if [ "$BUILD" = 1 ]; then
+    nice -n 19 cargo build --release --quiet --bin capstan --example operator_scale
+fi
+CAPSTAN="$ROOT/target/release/capstan"
+BENCH="$ROOT/target/release/examples/operator_scale"
+[ -x "$CAPSTAN" ] && [ -x "$BENCH" ] || die "missing $CAPSTAN or $BENCH (run without --no-build)"
+export CAPSTAN_BIN="$CAPSTAN"
+
+SHARD_RUNS=(1)
+if [ "$SHARDS" -gt 1 ]; then
+    if "$CAPSTAN" operator --help 2>/dev/null | grep -qE -- '--shard[ =<]'; then
+        SHARD_RUNS+=("$SHARDS")
+    else
+        echo "bench-operator: SKIPPED the runs with $SHARDS shards: $CAPSTAN operator has no --shard flag" >&2
+    fi
+fi
+
+OUT_DIR="$ROOT/target/bench-operator"
+mkdir -p "$OUT_DIR"
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+ROWS="$OUT_DIR/rows-$STAMP.txt"
+LOG="$OUT_DIR/run-$STAMP.log"
+: >"$ROWS"
+
+child=
+stop() {
+    if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
+        echo "bench-operator: stopping the run (pid $child)" >&2
+        kill -INT "$child" 2>/dev/null || true
+        wait "$child" 2>/dev/null || true
+    fi
+    child=
+}
+trap 'stop; exit 130' INT
+trap 'stop; exit 143' TERM
+trap stop EXIT
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+failed=0
+for n in "${COUNTS[@]}"; do
+    for shards in "${SHARD_RUNS[@]}"; do
+        echo "bench-operator: $n Clusters, $shards shard(s) (log: $LOG)" >&2
+        # timeout sends SIGINT first (the run stops its processes), SIGKILL a minute later.
+        nice -n 19 timeout --signal=INT --kill-after=60 "$RUN_TIMEOUT" \
+            "$BENCH" "$n" --shards "$shards" --shard-label "$SHARD_LABEL" --workloads "$WORKLOADS" \
+            --drift-interval "$DRIFT" --drift-samples "$SAMPLES" --concurrency "$CONCURRENCY" \
+            >"$OUT_DIR/out-$STAMP-$n-$shards.txt" 2> >(tee -a "$LOG" >&2) &
+        child=$!
+        status=0
+        wait "$child" || status=$?
+        child=
+        if [ "$status" != 0 ]; then
+            [ "$status" = 124 ] && echo "bench-operator: $n Clusters, $shards shard(s): timed out after $RUN_TIMEOUT" >&2
+            echo "bench-operator: $n Clusters, $shards shard(s) FAILED (exit $status); see $LOG" >&2
+            failed=1
+            continue
+        fi
+        cat "$OUT_DIR/out-$STAMP-$n-$shards.txt" >>"$ROWS"
+    done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# The tables: each table's header once, then its rows in run order.
+TABLES="$OUT_DIR/tables-$STAMP.md"
+{
+    echo "Run $STAMP at $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores," \
+        "load average $load_before before and $load_after after," \
+        "$WORKLOADS workload API servers, operator --concurrency $CONCURRENCY, drift interval $DRIFT."
+    for table in converge requests verbs drift cpu; do
+        header=$(grep -m1 "^HEADER $table " "$ROWS" | cut -d' ' -f3- || true)
+        [ -n "$header" ] || continue
+        echo
+        echo "$header"
+        echo "$header" | sed -E 's/[^|]+/---/g'
+        grep "^ROW $table " "$ROWS" | cut -d' ' -f3-
+    done
+} >"$TABLES"
+cat "$TABLES"
+echo "bench-operator: tables in $TABLES" >&2
+exit "$failed"

@@ -5,6 +5,7 @@ mod apply_drift;
 mod apply_guards;
 mod apply_restart;
 mod apply_stack;
+mod bench_stack;
 mod chart_dependencies;
 mod cluster_stacks;
 mod example_stack;

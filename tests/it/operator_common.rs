@@ -330,6 +330,20 @@ impl Env {
     /// Plays Cluster API for Cluster `namespace/name` with `topology`: its DockerCluster,
     /// KubeadmControlPlane and the Cluster (control plane endpoint `host`); the gates closed.
     pub async fn cluster_api_in(&self, namespace: &str, name: &str, topology: serde_json::Value, host: &str) {
+        self.cluster_api_labeled(namespace, name, topology, host, json!({}))
+            .await;
+    }
+
+    /// [`Env::cluster_api_in`] with these `labels` on the Cluster (e.g. a shard label, set
+    /// before any controller sees the Cluster).
+    pub async fn cluster_api_labeled(
+        &self,
+        namespace: &str,
+        name: &str,
+        topology: serde_json::Value,
+        host: &str,
+        labels: serde_json::Value,
+    ) {
         let create = |api: Api<DynamicObject>, object: serde_json::Value| async move {
             let object: DynamicObject = serde_json::from_value(object).expect("object");
             api.create(&PostParams::default(), &object)
@@ -365,7 +379,7 @@ impl Env {
         create(
             self.clusters_in(namespace),
             json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
-                   "metadata": {"name": name, "namespace": namespace},
+                   "metadata": {"name": name, "namespace": namespace, "labels": labels},
                    "spec": {
                        "controlPlaneEndpoint": {"host": host, "port": 6443},
                        "controlPlaneRef": {"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1",

@@ -50,6 +50,11 @@ pub struct Args {
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     drift_interval: Option<Duration>,
 
+    /// Watch what was applied to workload clusters and repair a change at once (`false`:
+    /// only the drift pass, every --drift-interval, repairs it).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    drift_watches: bool,
+
     /// Serve Prometheus metrics on /metrics at this address (e.g. :8080).
     #[arg(long, value_parser = parse_addr, value_name = "ADDR")]
     metrics_addr: Option<SocketAddr>,
@@ -206,6 +211,7 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             shard: args.shard.clone(),
             concurrency: args.concurrency.max(1),
             drift_interval: drift_interval.max(MIN_DRIFT_INTERVAL),
+            drift_watches: args.drift_watches,
             metrics_addr: args.metrics_addr,
             health_addr: args.health_addr,
             webhook: args.webhook_addr.map(|addr| WebhookSettings {

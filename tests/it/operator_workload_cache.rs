@@ -148,7 +148,10 @@ async fn a_steady_pass_reuses_the_workload_connection() {
 
     let metrics_port = capstan_testenv::registry::free_port();
     let metrics_addr = format!("127.0.0.1:{metrics_port}");
-    let operator = env.operator(0, &["--metrics-addr", &metrics_addr]);
+    // Without drift watches: each holds a connection of its own (and reconnects on the
+    // server's timeouts), which would blur the count of what a pass opens; they are tested in
+    // operator_drift_watch.
+    let operator = env.operator(0, &["--metrics-addr", &metrics_addr, "--drift-watches", "false"]);
     env.create_stack(&["v1"], "1m").await;
     env.wait_applied(CLUSTER, CLASS, &operator, Duration::from_secs(180))
         .await;

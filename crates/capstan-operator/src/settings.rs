@@ -26,6 +26,10 @@ pub struct Settings {
     pub concurrency: u16,
     /// Time between drift passes (at least [`MIN_DRIFT_INTERVAL`]).
     pub drift_interval: Duration,
+    /// Whether objects applied to workload clusters are watched, so an out-of-band change is
+    /// repaired at once; without, only the drift pass repairs it. Off for fleets whose
+    /// addons are edited on purpose between passes (an autoscaler's replicas, say).
+    pub drift_watches: bool,
     /// Where `/metrics` is served; `None`: not served.
     pub metrics_addr: Option<SocketAddr>,
     /// Where `/healthz` and `/readyz` are served; `None`: not served.
@@ -190,6 +194,7 @@ impl Settings {
             shard: None,
             concurrency: 4,
             drift_interval: DEFAULT_DRIFT_INTERVAL,
+            drift_watches: true,
             metrics_addr: None,
             health_addr: None,
             webhook: None,

@@ -348,7 +348,9 @@ async fn apply_chart(
     let objects = progress.check(APPLIED, objects).await?;
     let inventory = inventory(progress.object);
     apply_objects(progress, steps, &objects, inventory.clone(), drift_pass).await?;
-    watch_drift(progress, steps.target, &objects, &inventory).await;
+    if ctx.settings.drift_watches {
+        watch_drift(progress, steps.target, &objects, &inventory).await;
+    }
     record_applied(progress, steps.class, steps.render);
     progress.save().await?;
     Ok(Action::requeue(super::drift_requeue(ctx)))

@@ -593,7 +593,7 @@ impl Rng {
 
 /// Deletes `--drift-samples` objects, each from a random Cluster (never its Namespace: with no
 /// namespace controller it would stay Terminating) at a random moment of one drift interval,
-/// and polls each (GET every 250 ms) until it is back with a new uid. `None` for an object not back within two drift
+/// and polls each from then on (GET every 100 ms) until it is back with a new uid. `None` for an object not back within two drift
 /// intervals and a minute.
 async fn drift_repair(
     env: &operator_common::Env,
@@ -651,7 +651,9 @@ async fn drift_repair(
         .iter()
         .map(|_| Duration::from_millis(rng.below(args.drift_interval.as_millis().max(1) as usize) as u64))
         .collect();
-    let deleted = futures::future::join_all(targets.iter().zip(offsets).map(
+    // One future per object: deleted at its offset and polled from that moment on (polling
+    // only after every deletion would count the wait for the last deletion as latency).
+    let latencies = futures::future::join_all(targets.iter().zip(offsets).map(
         |((what, api, name), offset)| async move {
             tokio::time::sleep(offset).await;
             let uid = api
@@ -663,13 +665,7 @@ async fn drift_repair(
             api.delete(name, &DeleteParams::default())
                 .await
                 .with_context(|| format!("deleting {what}"))?;
-            Ok::<_, anyhow::Error>((Instant::now(), uid))
-        },
-    ))
-    .await;
-    let latencies = futures::future::join_all(targets.iter().zip(deleted).map(
-        |((what, api, name), deleted)| async move {
-            let (at, uid) = deleted?;
+            let at = Instant::now();
             loop {
                 if let Ok(Some(object)) = api.get_opt(name).await
                     && object.metadata.uid != uid
@@ -680,7 +676,7 @@ async fn drift_repair(
                     eprintln!("  drift: {what} not repaired within {} s", limit.as_secs());
                     return Ok::<_, anyhow::Error>(None);
                 }
-                tokio::time::sleep(Duration::from_millis(250)).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
         },
     ))

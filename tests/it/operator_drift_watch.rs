@@ -1,6 +1,7 @@
 //! Drift seen at once through watches (issue 26 §1): with the drift interval at 1 h, an addon
 //! object deleted on the workload cluster, and one edited by another field manager, are
-//! repaired within 5 s — the interval pass could not have done it.
+//! repaired within 5 s — the interval pass could not have done it; the same for the objects
+//! of a multi-stage addon's stages.
 
 use std::time::{Duration, Instant};
 
@@ -86,5 +87,54 @@ async fn drift_is_repaired_within_seconds() {
     )
     .await;
     eprintln!("edited object repaired after {:?}", edited_at.elapsed());
+    drop(operator);
+}
+
+/// A multi-stage addon: the objects its `apply` stages put on the workload cluster are watched
+/// once the stages are done — a deleted one is back within seconds, not at the next drift pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_of_a_staged_addon_is_repaired_within_seconds() {
+    let test = "drift_of_a_staged_addon_is_repaired_within_seconds";
+    const STAGED: &str = "docker-ferrol-1-27-v0-sha.hipstsw";
+    let Some(env) = crate::operator_common::start(test, &["docker-ferrol-1-27-v0-sha-hipstsw"]).await else {
+        return;
+    };
+    let Some(bins) = Binaries::find_or_skip(test) else {
+        return;
+    };
+    let workload = TestCluster::start(&bins, "staged-workload")
+        .await
+        .expect("workload cluster starts");
+    let operator = env.operator(0, &["--drift-interval", "1h"]);
+    env.create_stack_named("ferrol-custom", "custom", &[], "1m").await;
+    env.cluster_api("staged", STAGED, "cp.staged.example", &workload, false)
+        .await;
+    env.wait_applied("staged", STAGED, &operator, Duration::from_secs(180))
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let deployments: Api<Deployment> = Api::namespaced(workload.client(), "kube-system");
+    deployments
+        .delete("metrics-server", &DeleteParams::default())
+        .await
+        .expect("the stage's metrics-server deleted");
+    let deleted_at = Instant::now();
+    eventually(
+        "the stage's metrics-server restored",
+        REPAIR,
+        &operator,
+        || async {
+            deployments
+                .get_opt("metrics-server")
+                .await
+                .ok()
+                .flatten()
+                .map(drop)
+        },
+    )
+    .await;
+    eprintln!(
+        "deleted object of a stage restored after {:?}",
+        deleted_at.elapsed()
+    );
     drop(operator);
 }

@@ -96,15 +96,22 @@ async fn addon_reconciles(metrics_port: u16) -> Option<u64> {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_steady_pass_reuses_the_workload_connection() {
-    let test = "a_steady_pass_reuses_the_workload_connection";
-    let Some(env) = crate::operator_common::start(test, &[CLASS]).await else {
-        return;
-    };
-    let Some(bins) = Binaries::find_or_skip(test) else {
-        return;
-    };
+/// A workload cluster that writes an audit log, reached through a counting proxy, with the
+/// addons of [`CLUSTER`] applied by an operator.
+struct Counted {
+    env: crate::operator_common::Env,
+    log: std::path::PathBuf,
+    connections: Arc<AtomicUsize>,
+    operator: capstan_testenv::ChildGuard,
+    metrics_port: u16,
+    _workload: TestCluster,
+    _audit: tempfile::TempDir,
+}
+
+/// [`Counted`] with the operator's `extra` flags; `None` when the test skips.
+async fn counted(test: &str, extra: &[&str]) -> Option<Counted> {
+    let env = crate::operator_common::start(test, &[CLASS]).await?;
+    let bins = Binaries::find_or_skip(test)?;
     let audit = tempfile::tempdir().expect("temp dir");
     let policy = audit.path().join("policy.yaml");
     std::fs::write(
@@ -148,22 +155,53 @@ async fn a_steady_pass_reuses_the_workload_connection() {
 
     let metrics_port = capstan_testenv::registry::free_port();
     let metrics_addr = format!("127.0.0.1:{metrics_port}");
-    // Without drift watches: each holds a connection of its own (and reconnects on the
-    // server's timeouts), which would blur the count of what a pass opens; they are tested in
-    // operator_drift_watch.
-    let operator = env.operator(0, &["--metrics-addr", &metrics_addr, "--drift-watches", "false"]);
+    let mut args = vec!["--metrics-addr", metrics_addr.as_str()];
+    args.extend_from_slice(extra);
+    let operator = env.operator(0, &args);
     env.create_stack(&["v1"], "1m").await;
     env.wait_applied(CLUSTER, CLASS, &operator, Duration::from_secs(180))
         .await;
-    let applied_at = env
-        .addon(CLUSTER)
-        .await
-        .and_then(|a| a.status?.last_reconciled)
-        .expect("lastReconciled set");
+    Some(Counted {
+        env,
+        log,
+        connections,
+        operator,
+        metrics_port,
+        _workload: workload,
+        _audit: audit,
+    })
+}
+
+/// The `lastReconciled` of the ClusterAddon.
+async fn last_reconciled(
+    env: &crate::operator_common::Env,
+) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time> {
+    env.addon(CLUSTER).await?.status?.last_reconciled
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steady_pass_reuses_the_workload_connection() {
+    let test = "a_steady_pass_reuses_the_workload_connection";
+    // Without drift watches: each holds a connection of its own (and reconnects on the
+    // server's timeouts), which would blur the count of what a pass opens; they are tested in
+    // operator_drift_watch and below.
+    let Some(counted) = counted(test, &["--drift-watches", "false"]).await else {
+        return;
+    };
+    let Counted {
+        env,
+        log,
+        connections,
+        operator,
+        metrics_port,
+        ..
+    } = &counted;
+    let (env, log, operator, metrics_port) = (env, log.as_path(), operator, *metrics_port);
+    let applied_at = last_reconciled(env).await.expect("lastReconciled set");
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // Passes that find nothing changed: an annotation on the Cluster wakes each.
-    let (connections_before, requests_before) = (connections.load(Ordering::SeqCst), audited(&log).len());
+    let (connections_before, requests_before) = (connections.load(Ordering::SeqCst), audited(log).len());
     for pass in 0..WOKEN_PASSES {
         let seen = addon_reconciles(metrics_port).await.expect("metrics answer");
         env.clusters()
@@ -174,13 +212,13 @@ async fn a_steady_pass_reuses_the_workload_connection() {
             )
             .await
             .expect("Cluster annotated");
-        eventually("the woken pass", Duration::from_secs(30), &operator, || async {
+        eventually("the woken pass", Duration::from_secs(30), operator, || async {
             (addon_reconciles(metrics_port).await? > seen).then_some(())
         })
         .await;
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let woken_requests: Vec<String> = audited(&log).split_off(requests_before);
+    let woken_requests: Vec<String> = audited(log).split_off(requests_before);
     let woken_connections = connections.load(Ordering::SeqCst) - connections_before;
     eprintln!(
         "{WOKEN_PASSES} woken passes: {woken_connections} new connections, {} requests: {woken_requests:?}",
@@ -188,14 +226,14 @@ async fn a_steady_pass_reuses_the_workload_connection() {
     );
 
     // One drift pass (interval 1m) re-applies.
-    let (connections_before, requests_before) = (connections.load(Ordering::SeqCst), audited(&log).len());
-    eventually("a drift pass", Duration::from_secs(120), &operator, || async {
-        let last = env.addon(CLUSTER).await?.status?.last_reconciled?;
+    let (connections_before, requests_before) = (connections.load(Ordering::SeqCst), audited(log).len());
+    eventually("a drift pass", Duration::from_secs(120), operator, || async {
+        let last = last_reconciled(env).await?;
         (last != applied_at).then_some(())
     })
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let drift_requests: Vec<String> = audited(&log).split_off(requests_before);
+    let drift_requests: Vec<String> = audited(log).split_off(requests_before);
     let drift_connections = connections.load(Ordering::SeqCst) - connections_before;
     eprintln!(
         "drift pass: {drift_connections} new connections, {} requests: {drift_requests:?}",
@@ -226,7 +264,45 @@ async fn a_steady_pass_reuses_the_workload_connection() {
         "the drift pass sent {} requests: {drift_requests:?}",
         drift_requests.len()
     );
-    drop(operator);
+}
+
+/// With drift watches listing every kind of the addon, a due drift pass sends nothing to the
+/// workload cluster: an idle addon costs its watches only (issue 26 §4). Watch requests show
+/// in the audit log only when they end; none ends within the minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_addon_costs_no_request_when_idle() {
+    let test = "a_watched_addon_costs_no_request_when_idle";
+    let Some(counted) = counted(test, &[]).await else {
+        return;
+    };
+    // The watches start after the apply: their listing (one list per kind) comes first.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let applied_at = last_reconciled(&counted.env).await.expect("lastReconciled set");
+    let requests_before = audited(&counted.log).len();
+    eventually(
+        "a drift pass",
+        Duration::from_secs(120),
+        &counted.operator,
+        || async {
+            let last = last_reconciled(&counted.env).await?;
+            (last != applied_at).then_some(())
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let requests: Vec<String> = audited(&counted.log)
+        .split_off(requests_before)
+        .into_iter()
+        .filter(|r| !r.starts_with("watch "))
+        .collect();
+    eprintln!(
+        "idle drift pass with watches: {} requests: {requests:?}",
+        requests.len()
+    );
+    assert!(
+        requests.is_empty(),
+        "the drift pass of a watched addon sent requests: {requests:?}"
+    );
 }
 
 #[test]

@@ -1,9 +1,13 @@
 //! Drift seen at once, with no agent in the workload cluster: for each inventory capstan
 //! applied there, one metadata-only watch per kind, filtered by the inventory's label. An
 //! object deleted, or changed last by another field manager than capstan's, wakes the
-//! ClusterAddon at once; the interval pass stays the fallback (a change while a watch was
-//! reconnecting is seen by the relist only if the object still differs from what capstan
-//! applied, so the interval pass catches the rest).
+//! ClusterAddon at once. A watch that had to list again (its resourceVersion expired while it
+//! was disconnected) wakes it too: what changed in the gap is not in the new listing's events.
+//!
+//! While every kind of an inventory is watched, listed and untroubled since the last full
+//! pass ([`DriftWatches::covers`]), nothing there can drift unseen, so the interval pass sends
+//! no request to the workload cluster; it stays the fallback for kinds that cannot be
+//! watched and for watches that failed since.
 //!
 //! Watches live in their workload cluster's cache entry ([`super::workload::Workload`]):
 //! dropping the entry (kubeconfig changed, Cluster or ClusterAddon gone, cluster unreachable,
@@ -11,6 +15,7 @@
 //! and never reach the controller. At most [`MAX_KINDS`] kinds per inventory.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -37,7 +42,22 @@ pub type Kind = (String, String, String);
 /// The running watches of one workload cluster, by inventory and kind; aborted when dropped.
 #[derive(Default)]
 pub struct DriftWatches {
-    tasks: Mutex<HashMap<(String, Kind), tokio::task::JoinHandle<()>>>,
+    tasks: Mutex<HashMap<(String, Kind), Running>>,
+}
+
+/// One running watch.
+struct Running {
+    task: tokio::task::JoinHandle<()>,
+    health: Arc<Health>,
+}
+
+/// What a watch tells about itself.
+#[derive(Default)]
+struct Health {
+    /// Its first listing is complete: from then on every change is an event.
+    listed: AtomicBool,
+    /// It failed (and reconnected) or listed again since the last full pass.
+    troubled: AtomicBool,
 }
 
 impl DriftWatches {
@@ -54,12 +74,12 @@ impl DriftWatches {
         }
         let missing: Vec<Kind> = {
             let mut tasks = self.lock();
-            tasks.retain(|(inv, kind), task| {
+            tasks.retain(|(inv, kind), running| {
                 let keep = inv != inventory || wanted.contains(&kind);
                 if !keep {
-                    task.abort();
+                    running.task.abort();
                 }
-                keep && !task.is_finished()
+                keep && !running.task.is_finished()
             });
             wanted
                 .iter()
@@ -79,9 +99,45 @@ impl DriftWatches {
             // Metadata only, across namespaces.
             let api: kube::Api<PartialObjectMeta<DynamicObject>> =
                 kube::Api::all_with(discovery.client().clone(), &info.resource);
-            let task = tokio::spawn(watch(api, selector, kind.2.clone(), notify.clone()));
-            if let Some(old) = self.lock().insert((inventory.to_string(), kind), task) {
-                old.abort();
+            let health = Arc::new(Health::default());
+            let task = tokio::spawn(watch(
+                api,
+                selector,
+                kind.2.clone(),
+                notify.clone(),
+                health.clone(),
+            ));
+            if let Some(old) = self
+                .lock()
+                .insert((inventory.to_string(), kind), Running { task, health })
+            {
+                old.task.abort();
+            }
+        }
+    }
+
+    /// Whether the watches of `inventory` see every change of `kinds` since the last full
+    /// pass: each kind watched, listed, and its watch neither failed nor listed again since.
+    pub fn covers(&self, inventory: &str, kinds: &[Kind]) -> bool {
+        let tasks = self.lock();
+        !kinds.is_empty()
+            && kinds.iter().all(|kind| {
+                tasks
+                    .get(&(inventory.to_string(), kind.clone()))
+                    .is_some_and(|running| {
+                        !running.task.is_finished()
+                            && running.health.listed.load(Ordering::Acquire)
+                            && !running.health.troubled.load(Ordering::Acquire)
+                    })
+            })
+    }
+
+    /// A full pass of `inventory` just compared every object: earlier trouble of its watches
+    /// no longer hides anything.
+    pub fn checked(&self, inventory: &str) {
+        for ((inv, _), running) in self.lock().iter() {
+            if inv == inventory {
+                running.health.troubled.store(false, Ordering::Release);
             }
         }
     }
@@ -95,15 +151,15 @@ impl DriftWatches {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, Kind), tokio::task::JoinHandle<()>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, Kind), Running>> {
         self.tasks.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 impl Drop for DriftWatches {
     fn drop(&mut self) {
-        for task in self.lock().values() {
-            task.abort();
+        for running in self.lock().values() {
+            running.task.abort();
         }
     }
 }
@@ -113,14 +169,28 @@ async fn watch(
     selector: String,
     kind: String,
     notify: Notify,
+    health: Arc<Health>,
 ) {
     let config = watcher::Config::default().labels(&selector);
     let mut events = watcher(api, config).default_backoff().boxed();
     while let Some(event) = events.next().await {
-        match event {
-            Ok(event) if drifted(&event) => notify(),
-            Ok(_) => {}
-            Err(e) => tracing::debug!(%kind, error = %e, "drift watch error (retrying with backoff)"),
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                health.troubled.store(true, Ordering::Release);
+                tracing::debug!(%kind, error = %e, "drift watch error (retrying with backoff)");
+                continue;
+            }
+        };
+        let relisted = matches!(event, Event::Init) && health.listed.load(Ordering::Acquire);
+        if relisted {
+            health.troubled.store(true, Ordering::Release);
+        }
+        if matches!(event, Event::InitDone) {
+            health.listed.store(true, Ordering::Release);
+        }
+        if relisted || drifted(&event) {
+            notify();
         }
     }
 }
@@ -180,6 +250,54 @@ mod tests {
             },
             _phantom: Default::default(),
         }
+    }
+
+    fn kind(name: &str) -> Kind {
+        ("apps".into(), "v1".into(), name.into())
+    }
+
+    /// A watch of `kind` for inventory `inv` that never ends, in the given health.
+    fn running(watches: &DriftWatches, inv: &str, name: &str, listed: bool, troubled: bool) {
+        let health = Arc::new(Health::default());
+        health.listed.store(listed, Ordering::Release);
+        health.troubled.store(troubled, Ordering::Release);
+        let task = tokio::spawn(futures::future::pending::<()>());
+        watches
+            .lock()
+            .insert((inv.to_string(), kind(name)), Running { task, health });
+    }
+
+    #[tokio::test]
+    async fn an_inventory_is_covered_when_each_kind_is_listed_and_untroubled() {
+        let both = [kind("Deployment"), kind("DaemonSet")];
+        let table: [(&[(bool, bool)], bool); 5] = [
+            (&[(true, false), (true, false)], true),
+            // Still listing.
+            (&[(true, false), (false, false)], false),
+            // Failed or listed again since the last full pass.
+            (&[(true, true), (true, false)], false),
+            // A kind not watched at all.
+            (&[(true, false)], false),
+            (&[], false),
+        ];
+        for (health, want) in table {
+            let watches = DriftWatches::default();
+            for ((listed, troubled), kind) in health.iter().zip(["Deployment", "DaemonSet"]) {
+                running(&watches, "inv", kind, *listed, *troubled);
+            }
+            // Another inventory's watches do not count.
+            running(&watches, "other", "DaemonSet", true, false);
+            assert_eq!(watches.covers("inv", &both), want, "{health:?}");
+            // A full pass forgets the trouble.
+            watches.checked("inv");
+            let listed = health.len() == 2 && health.iter().all(|(listed, _)| *listed);
+            assert_eq!(
+                watches.covers("inv", &both),
+                listed,
+                "after a full pass: {health:?}"
+            );
+        }
+        assert!(!DriftWatches::default().covers("inv", &[]));
     }
 
     #[test]

@@ -222,6 +222,11 @@ async fn apply_release(
                 }
             }
             Step::StagesDone { hook, count } => {
+                // Watched from now on, not from the first drift pass.
+                let stages = config.map_or(&[][..], |c| plan::stages_of(c, hook));
+                let applied = applied_stages(progress, stages, steps).await?;
+                let inventories = watched_kinds(&applied);
+                watch_drift(progress, steps.target, &inventories).await;
                 record_applied(progress, class, render);
                 let message = format!("{count} stage(s) of {hook} done for {class}");
                 progress.condition(APPLIED, true, "StagesDone", message);
@@ -328,56 +333,100 @@ fn record_applied(progress: &mut Progress<'_>, class: &str, render: &StoredRende
     progress.status.last_reconciled = Some(now());
 }
 
-/// A single-chart addon: applied with its inventory, unless a drift pass is not yet due.
+/// A single-chart addon: applied with its inventory, unless a drift pass is not yet due or
+/// the drift watches saw every change since the last full pass.
 async fn apply_chart(
     progress: &mut Progress<'_>,
     steps: &Steps<'_>,
     drift_pass: bool,
 ) -> Result<Action, Error> {
     let ctx = progress.ctx;
-    // A drift watch on the workload cluster saw one of the objects change: apply now.
-    let drifted = ctx.addon_drift.take(&ObjectRef::from_obj(progress.object));
-    if drift_pass
-        && !drifted
-        && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx)
-    {
-        progress.save().await?;
-        return Ok(Action::requeue(wait));
-    }
     let objects = pipeline::objects_of(steps.render, None).await;
     let objects = progress.check(APPLIED, objects).await?;
     let inventory = inventory(progress.object);
-    apply_objects(progress, steps, &objects, inventory.clone(), drift_pass).await?;
-    if ctx.settings.drift_watches {
-        watch_drift(progress, steps.target, &objects, &inventory).await;
+    let inventories = [(inventory.clone(), kinds_of(&objects))];
+    if drift_pass && let Some(action) = skip_drift_pass(progress, steps.target, &inventories).await? {
+        return Ok(action);
     }
+    apply_objects(progress, steps, &objects, inventory.clone(), drift_pass).await?;
+    watch_drift(progress, steps.target, &inventories).await;
     record_applied(progress, steps.class, steps.render);
     progress.save().await?;
     Ok(Action::requeue(super::drift_requeue(ctx)))
 }
 
-/// Watches the kinds just applied with `inventory` on the workload cluster: a change there
-/// wakes this ClusterAddon at once (see [`crate::addon::drift`]).
-async fn watch_drift(
-    progress: &Progress<'_>,
-    target: &Workload,
-    objects: &[DesiredObject],
-    inventory: &InventoryRef,
-) {
+/// `(group, version, kind)` of `objects`, sorted, each once.
+fn kinds_of(objects: &[DesiredObject]) -> Vec<crate::addon::drift::Kind> {
     let mut kinds: Vec<crate::addon::drift::Kind> = objects
         .iter()
         .map(|o| (o.group.clone(), o.version.clone(), o.kind.clone()))
         .collect();
     kinds.sort();
     kinds.dedup();
+    kinds
+}
+
+/// The kinds of each inventory's objects.
+fn watched_kinds(
+    applied: &[(InventoryRef, Vec<DesiredObject>)],
+) -> Vec<(InventoryRef, Vec<crate::addon::drift::Kind>)> {
+    applied
+        .iter()
+        .map(|(inventory, objects)| (inventory.clone(), kinds_of(objects)))
+        .collect()
+}
+
+/// Ends a drift pass early — `Some(action)` — while it is not due, and when it is due but the
+/// drift watches of every inventory saw each change since the last full pass (no request to
+/// the workload cluster then). A drift watch's wake-up always makes the pass run.
+async fn skip_drift_pass(
+    progress: &mut Progress<'_>,
+    target: &Workload,
+    inventories: &[(InventoryRef, Vec<crate::addon::drift::Kind>)],
+) -> Result<Option<Action>, Error> {
+    let ctx = progress.ctx;
+    if ctx.addon_drift.take(&ObjectRef::from_obj(progress.object)) {
+        return Ok(None);
+    }
+    if let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
+        progress.save().await?;
+        return Ok(Some(Action::requeue(wait)));
+    }
+    let watched = ctx.settings.drift_watches
+        && inventories
+            .iter()
+            .all(|(inventory, kinds)| target.drift.covers(&inventory.id(), kinds));
+    if !watched {
+        return Ok(None);
+    }
+    progress.status.last_reconciled = Some(now());
+    progress.save().await?;
+    Ok(Some(Action::requeue(super::drift_requeue(ctx))))
+}
+
+/// Watches the kinds just applied with each inventory on the workload cluster: a change there
+/// wakes this ClusterAddon at once (see [`crate::addon::drift`]); the pass just compared every
+/// object, so earlier trouble of the watches is forgotten.
+async fn watch_drift(
+    progress: &Progress<'_>,
+    target: &Workload,
+    inventories: &[(InventoryRef, Vec<crate::addon::drift::Kind>)],
+) {
+    if !progress.ctx.settings.drift_watches {
+        return;
+    }
     let notify = progress
         .ctx
         .addon_drift
         .notifier(ObjectRef::from_obj(progress.object));
-    target
-        .drift
-        .ensure(target.applier.discovery(), &inventory.id(), &kinds, notify)
-        .await;
+    for (inventory, kinds) in inventories {
+        let id = inventory.id();
+        target
+            .drift
+            .ensure(target.applier.discovery(), &id, kinds, notify.clone())
+            .await;
+        target.drift.checked(&id);
+    }
 }
 
 /// Applies `objects` to the workload cluster with `inventory` (pruning what left it) and
@@ -425,7 +474,8 @@ fn stage_part(stage: &Stage) -> String {
 
 /// Drift pass of a multi-stage addon whose stages ran: the `apply` stages of the recorded
 /// hook are applied again from the stored render (unchanged objects are not sent) — at once
-/// when the render's inputs changed (user values, say), else when a drift pass is due.
+/// when the render's inputs changed (user values, say) or a drift watch saw a change, else
+/// when a drift pass is due and the watches may have missed something.
 async fn drift_stages(
     progress: &mut Progress<'_>,
     stages: &[Stage],
@@ -433,24 +483,38 @@ async fn drift_stages(
 ) -> Result<Action, Error> {
     let ctx = progress.ctx;
     let changed = progress.status.applied_inputs.as_deref() != Some(steps.render.inputs.as_str());
-    if !changed && let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
-        progress.save().await?;
-        return Ok(Action::requeue(wait));
+    let applied = applied_stages(progress, stages, steps).await?;
+    let inventories = watched_kinds(&applied);
+    if !changed && let Some(action) = skip_drift_pass(progress, steps.target, &inventories).await? {
+        return Ok(action);
     }
     let mut resources = Vec::new();
-    for stage in stages.iter().filter(|s| s.action == StageAction::Apply) {
-        let objects = pipeline::objects_of(steps.render, Some(&stage_part(stage))).await;
-        let objects = progress.check(APPLIED, objects).await?;
-        let inventory = stage_inventory(progress.object, &stage.name);
-        apply_objects(progress, steps, &objects, inventory, !changed).await?;
+    for (inventory, objects) in &applied {
+        apply_objects(progress, steps, objects, inventory.clone(), !changed).await?;
         resources.append(&mut progress.status.resources);
     }
+    watch_drift(progress, steps.target, &inventories).await;
     progress.status.resources = resources;
     progress.status.applied_inputs = Some(steps.render.inputs.clone());
     progress.status.applied_revision = Some(i64::from(steps.render.revision));
     progress.status.last_reconciled = Some(now());
     progress.save().await?;
     Ok(Action::requeue(super::drift_requeue(ctx)))
+}
+
+/// The inventory and objects of each `apply` stage in `stages`, from the stored render.
+async fn applied_stages(
+    progress: &mut Progress<'_>,
+    stages: &[Stage],
+    steps: &Steps<'_>,
+) -> Result<Vec<(InventoryRef, Vec<DesiredObject>)>, Error> {
+    let mut applied = Vec::new();
+    for stage in stages.iter().filter(|s| s.action == StageAction::Apply) {
+        let objects = pipeline::objects_of(steps.render, Some(&stage_part(stage))).await;
+        let objects = progress.check(APPLIED, objects).await?;
+        applied.push((stage_inventory(progress.object, &stage.name), objects));
+    }
+    Ok(applied)
 }
 
 /// One step of stage `index`: a condition checked or its objects applied/deleted, then the

@@ -241,12 +241,14 @@ async fn run_controllers(
             move |class: DynamicObject| {
                 let owner = release_of_applied(&class);
                 if let Some(release) = &owner {
-                    suspects.suspect_drift(release.clone());
+                    suspects.release_drift.suspect(release.clone());
                 }
                 owner
             },
             class_resource,
         )
+        // Drift watches on the releases' objects wake their release.
+        .reconcile_on(ctx.release_drift.wake_ups())
         .with_config(concurrency.clone())
         .graceful_shutdown_on(shutdown.clone())
         .run(

@@ -38,9 +38,20 @@ pub type Kind = (String, String, String);
 #[derive(Default)]
 pub struct DriftWatches {
     tasks: Mutex<HashMap<(String, Kind), tokio::task::JoinHandle<()>>>,
+    /// Watch only this namespace (see [`DriftWatches::within`]); `None`: all namespaces.
+    namespace: Option<String>,
 }
 
 impl DriftWatches {
+    /// Watches that list only `namespace` (an operator whose rights end at its namespaces,
+    /// `-n`); cluster-scoped kinds are not watched then.
+    pub fn within(namespace: &str) -> DriftWatches {
+        DriftWatches {
+            tasks: Mutex::default(),
+            namespace: Some(namespace.to_string()),
+        }
+    }
+
     /// Watches exactly `kinds` for the objects of `inventory` (an inventory id such as
     /// `kube-system/capstan.caddon.x`): new kinds start, kinds no longer applied stop.
     pub async fn ensure(&self, discovery: &Discovery, inventory: &str, kinds: &[Kind], notify: Notify) {
@@ -76,9 +87,14 @@ impl DriftWatches {
                 }
             };
             let selector = format!("{INVENTORY_ID_LABEL}={}", inventory_id(inventory));
-            // Metadata only, across namespaces.
+            // Metadata only, across namespaces (or in the one namespace).
+            let client = discovery.client().clone();
             let api: kube::Api<PartialObjectMeta<DynamicObject>> =
-                kube::Api::all_with(discovery.client().clone(), &info.resource);
+                match watch_scope(self.namespace.as_deref(), info.namespaced) {
+                    WatchScope::All => kube::Api::all_with(client, &info.resource),
+                    WatchScope::Namespace(ns) => kube::Api::namespaced_with(client, ns, &info.resource),
+                    WatchScope::Nowhere => continue,
+                };
             let task = tokio::spawn(watch(api, selector, kind.2.clone(), notify.clone()));
             if let Some(old) = self.lock().insert((inventory.to_string(), kind), task) {
                 old.abort();
@@ -105,6 +121,23 @@ impl Drop for DriftWatches {
         for task in self.lock().values() {
             task.abort();
         }
+    }
+}
+
+/// Where the watch of one kind lists.
+#[derive(Debug, PartialEq, Eq)]
+enum WatchScope<'a> {
+    All,
+    Namespace(&'a str),
+    /// Not watched: a cluster-scoped kind, for watches limited to a namespace.
+    Nowhere,
+}
+
+fn watch_scope(within: Option<&str>, namespaced: bool) -> WatchScope<'_> {
+    match (within, namespaced) {
+        (None, _) => WatchScope::All,
+        (Some(namespace), true) => WatchScope::Namespace(namespace),
+        (Some(_), false) => WatchScope::Nowhere,
     }
 }
 
@@ -179,6 +212,19 @@ mod tests {
                 ..ObjectMeta::default()
             },
             _phantom: Default::default(),
+        }
+    }
+
+    #[test]
+    fn watches_within_a_namespace_skip_cluster_scoped_kinds() {
+        let table = [
+            (None, true, WatchScope::All),
+            (None, false, WatchScope::All),
+            (Some("tenant"), true, WatchScope::Namespace("tenant")),
+            (Some("tenant"), false, WatchScope::Nowhere),
+        ];
+        for (within, namespaced, want) in table {
+            assert_eq!(watch_scope(within, namespaced), want, "{within:?} {namespaced}");
         }
     }
 

@@ -364,12 +364,7 @@ async fn watch_drift(
     objects: &[DesiredObject],
     inventory: &InventoryRef,
 ) {
-    let mut kinds: Vec<crate::addon::drift::Kind> = objects
-        .iter()
-        .map(|o| (o.group.clone(), o.version.clone(), o.kind.clone()))
-        .collect();
-    kinds.sort();
-    kinds.dedup();
+    let kinds = pipeline::kinds_of(objects);
     let notify = progress
         .ctx
         .addon_drift

@@ -1,7 +1,8 @@
 //! The ClusterStackRelease controller: downloads a release through the verified cache,
 //! renders its ClusterClass chart once per input (release digest, namespace, capstan's
 //! version) into the render store, server-side-applies the stored manifest to the management
-//! cluster, records per-object status, and re-checks drift at least every drift interval.
+//! cluster, records per-object status, and re-checks drift at least every drift interval, or
+//! at once when a drift watch on its objects sees a change ([`watches`]).
 //!
 //! Each step records in status what it did before the next starts (`releaseDigest`,
 //! `appliedInputs` + `appliedRevision`, `lastReconciled`), so a restarted operator neither

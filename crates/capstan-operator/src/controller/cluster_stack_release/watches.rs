@@ -1,7 +1,8 @@
 //! Drift seen at once in the management cluster: the objects a release applied (its
 //! ClusterClass and the templates) are watched through [`DriftWatches`], one set per release,
-//! started after each apply and stopped when the release is deleted. A drift wakes the release
-//! through [`crate::context::ReleaseDrift`]; the drift pass stays the fallback.
+//! started after each apply and stopped when the release is deleted or leaves the operator's
+//! watch (another shard or namespace). A drift wakes the release through
+//! [`crate::context::ReleaseDrift`]; the drift pass stays the fallback.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

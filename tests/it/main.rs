@@ -17,6 +17,7 @@ mod install_cli;
 mod oci_source;
 mod operator_addon_restart;
 mod operator_addons;
+mod operator_class_drift;
 mod operator_class_namespace;
 mod operator_common;
 mod operator_defaults;

@@ -72,7 +72,7 @@ pub async fn settle(metrics: &str, operator: &capstan_testenv::ChildGuard) -> f6
 
 /// Gives `USER` every right in `namespaces` (made when missing) and nothing elsewhere;
 /// returns a kubeconfig acting as it.
-async fn tenant_user(env: &crate::operator_common::Env, namespaces: &[&str]) -> PathBuf {
+pub async fn tenant_user(env: &crate::operator_common::Env, namespaces: &[&str]) -> PathBuf {
     let client = env.client();
     for namespace in namespaces {
         let _ = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, Resource};
 
 use capstan_apply::Applier;
 
@@ -41,15 +41,18 @@ pub struct Context {
     /// ClusterAddons whose objects a drift watch saw change: woken at once, and their next
     /// pass re-applies even when the drift interval has not passed.
     pub addon_drift: AddonDrift,
+    /// ClusterStackReleases whose objects a watch saw change (their ClusterClass, or any
+    /// object of their inventory through the drift watches): woken at once, and their next
+    /// pass re-applies even when the drift interval has not passed.
+    pub release_drift: ReleaseDrift,
+    /// The drift watches of each release's objects in the management cluster.
+    pub release_watches: crate::controller::cluster_stack_release::watches::ReleaseWatches,
     recorder: Recorder,
     /// Failed reconciles in a row per object, for the backoff.
     failures: Mutex<HashMap<String, u32>>,
     compiled: Mutex<Vec<(String, Arc<CompiledRelease>)>>,
     /// The ClusterStacks as the ClusterStack controller's watch sees them.
     pub stacks: Store<ClusterStack>,
-    /// Releases whose applied objects a watch saw change: their next reconcile checks drift
-    /// even when the drift interval has not passed.
-    drift_suspects: Mutex<HashSet<ObjectRef<ClusterStackRelease>>>,
     /// The last listing of each ClusterStack's source: when, which source, the tags.
     polls: Mutex<HashMap<String, Poll>>,
     /// Last error text per object, to emit an event only when it changes.
@@ -76,6 +79,8 @@ impl Context {
             applier: Applier::new(client.clone(), "the management cluster"),
             workloads: crate::addon::cache::WorkloadClusters::default(),
             addon_drift: AddonDrift::new(),
+            release_drift: ReleaseDrift::new(),
+            release_watches: Default::default(),
             failures: Mutex::new(HashMap::new()),
             client,
             settings,
@@ -84,7 +89,6 @@ impl Context {
             recorder,
             compiled: Mutex::new(Vec::new()),
             stacks,
-            drift_suspects: Mutex::new(HashSet::new()),
             last_errors: Mutex::new(HashMap::new()),
             polls: Mutex::new(HashMap::new()),
         }
@@ -153,21 +157,6 @@ impl Context {
 
     pub fn forget_poll(&self, key: &str) {
         self.polls.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
-    }
-
-    pub fn suspect_drift(&self, release: ObjectRef<ClusterStackRelease>) {
-        self.drift_suspects
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(release);
-    }
-
-    /// Whether a watch saw objects of `release` change since the last call.
-    pub fn take_drift_suspect(&self, release: &ObjectRef<ClusterStackRelease>) -> bool {
-        self.drift_suspects
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(release)
     }
 
     /// Publishes a Kubernetes Event about `object`; a failure is logged, never fatal.
@@ -242,50 +231,57 @@ impl Context {
     }
 }
 
-/// Wake-ups of ClusterAddons from drift watches: a bounded queue the ClusterAddon controller
-/// reads (a full queue drops the wake-up; the suspect mark stays for the next pass).
-pub struct AddonDrift {
-    suspects: Arc<Mutex<HashSet<ObjectRef<ClusterAddon>>>>,
-    sender: tokio::sync::mpsc::Sender<ObjectRef<ClusterAddon>>,
-    receiver: Mutex<Option<tokio::sync::mpsc::Receiver<ObjectRef<ClusterAddon>>>>,
+/// Wake-ups from drift watches: a bounded queue the controller of `K` reads (a full queue
+/// drops the wake-up; the suspect mark stays for the next pass).
+pub struct DriftWakeUps<K: Resource<DynamicType = ()>> {
+    suspects: Arc<Mutex<HashSet<ObjectRef<K>>>>,
+    sender: tokio::sync::mpsc::Sender<ObjectRef<K>>,
+    receiver: Mutex<Option<tokio::sync::mpsc::Receiver<ObjectRef<K>>>>,
 }
+
+/// ClusterAddons whose objects on their workload cluster drifted.
+pub type AddonDrift = DriftWakeUps<ClusterAddon>;
+/// ClusterStackReleases whose objects in the management cluster drifted.
+pub type ReleaseDrift = DriftWakeUps<ClusterStackRelease>;
 
 /// Wake-ups queued at most.
 const DRIFT_QUEUE: usize = 1024;
 
-impl AddonDrift {
-    fn new() -> AddonDrift {
+impl<K> DriftWakeUps<K>
+where
+    K: Resource<DynamicType = ()> + Send + Sync + 'static,
+{
+    fn new() -> DriftWakeUps<K> {
         let (sender, receiver) = tokio::sync::mpsc::channel(DRIFT_QUEUE);
-        AddonDrift {
+        DriftWakeUps {
             suspects: Arc::new(Mutex::new(HashSet::new())),
             sender,
             receiver: Mutex::new(Some(receiver)),
         }
     }
 
-    /// What a drift watch calls for `addon`: mark it and wake it.
-    pub fn notifier(&self, addon: ObjectRef<ClusterAddon>) -> crate::addon::drift::Notify {
+    /// What a drift watch calls for `object`: mark it and wake it.
+    pub fn notifier(&self, object: ObjectRef<K>) -> crate::addon::drift::Notify {
         let suspects = self.suspects.clone();
         let sender = self.sender.clone();
         Arc::new(move || {
-            suspects
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(addon.clone());
-            let _ = sender.try_send(addon.clone());
+            lock(&suspects).insert(object.clone());
+            let _ = sender.try_send(object.clone());
         })
     }
 
-    /// Whether a watch saw objects of `addon` drift since the last call.
-    pub fn take(&self, addon: &ObjectRef<ClusterAddon>) -> bool {
-        self.suspects
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(addon)
+    /// Marks `object` without waking it (a watch that wakes it on its own).
+    pub fn suspect(&self, object: ObjectRef<K>) {
+        lock(&self.suspects).insert(object);
     }
 
-    /// The wake-ups, once (for the ClusterAddon controller's `reconcile_on`).
-    pub fn wake_ups(&self) -> impl futures::Stream<Item = ObjectRef<ClusterAddon>> + Send + 'static {
+    /// Whether a watch saw objects of `object` drift since the last call.
+    pub fn take(&self, object: &ObjectRef<K>) -> bool {
+        lock(&self.suspects).remove(object)
+    }
+
+    /// The wake-ups, once (for the controller's `reconcile_on`).
+    pub fn wake_ups(&self) -> impl futures::Stream<Item = ObjectRef<K>> + Send + 'static {
         let receiver = self.receiver.lock().unwrap_or_else(|p| p.into_inner()).take();
         futures::stream::unfold(receiver, |receiver| async move {
             let mut receiver = receiver?;
@@ -293,6 +289,10 @@ impl AddonDrift {
             Some((next, Some(receiver)))
         })
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn truncate(mut text: String, max: usize) -> String {

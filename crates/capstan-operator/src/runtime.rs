@@ -220,8 +220,15 @@ async fn run_controllers(
         .for_each(|_| futures::future::ready(()));
 
     let (releases_store, releases_writer) = reflector::store();
+    // A release that left the watch (deleted, its finalizer gone, or moved to another shard
+    // or namespace) stops its drift watches: no reconcile of it will.
+    let gone_ctx = ctx.clone();
     let release_events = changed(
-        releases().reflect(releases_writer),
+        releases().reflect(releases_writer).inspect_ok(move |event| {
+            if let watcher::Event::Delete(release) = event {
+                gone_ctx.release_watches.stop(&ObjectRef::from_obj(release));
+            }
+        }),
         spec_or_deletion::<ClusterStackRelease>,
         false,
     );
@@ -241,12 +248,14 @@ async fn run_controllers(
             move |class: DynamicObject| {
                 let owner = release_of_applied(&class);
                 if let Some(release) = &owner {
-                    suspects.suspect_drift(release.clone());
+                    suspects.release_drift.suspect(release.clone());
                 }
                 owner
             },
             class_resource,
         )
+        // Drift watches on the releases' objects wake their release.
+        .reconcile_on(ctx.release_drift.wake_ups())
         .with_config(concurrency.clone())
         .graceful_shutdown_on(shutdown.clone())
         .run(

@@ -43,6 +43,8 @@ pub type Kind = (String, String, String);
 #[derive(Default)]
 pub struct DriftWatches {
     tasks: Mutex<HashMap<(String, Kind), Running>>,
+    /// Watch only this namespace (see [`DriftWatches::within`]); `None`: all namespaces.
+    namespace: Option<String>,
 }
 
 /// One running watch.
@@ -61,6 +63,15 @@ struct Health {
 }
 
 impl DriftWatches {
+    /// Watches that list only `namespace` (an operator whose rights end at its namespaces,
+    /// `-n`); cluster-scoped kinds are not watched then.
+    pub fn within(namespace: &str) -> DriftWatches {
+        DriftWatches {
+            tasks: Mutex::default(),
+            namespace: Some(namespace.to_string()),
+        }
+    }
+
     /// Watches exactly `kinds` for the objects of `inventory` (an inventory id such as
     /// `kube-system/capstan.caddon.x`): new kinds start, kinds no longer applied stop.
     pub async fn ensure(&self, discovery: &Discovery, inventory: &str, kinds: &[Kind], notify: Notify) {
@@ -96,9 +107,14 @@ impl DriftWatches {
                 }
             };
             let selector = format!("{INVENTORY_ID_LABEL}={}", inventory_id(inventory));
-            // Metadata only, across namespaces.
+            // Metadata only, across namespaces (or in the one namespace).
+            let client = discovery.client().clone();
             let api: kube::Api<PartialObjectMeta<DynamicObject>> =
-                kube::Api::all_with(discovery.client().clone(), &info.resource);
+                match watch_scope(self.namespace.as_deref(), info.namespaced) {
+                    WatchScope::All => kube::Api::all_with(client, &info.resource),
+                    WatchScope::Namespace(ns) => kube::Api::namespaced_with(client, ns, &info.resource),
+                    WatchScope::Nowhere => continue,
+                };
             let health = Arc::new(Health::default());
             let task = tokio::spawn(watch(
                 api,
@@ -161,6 +177,23 @@ impl Drop for DriftWatches {
         for running in self.lock().values() {
             running.task.abort();
         }
+    }
+}
+
+/// Where the watch of one kind lists.
+#[derive(Debug, PartialEq, Eq)]
+enum WatchScope<'a> {
+    All,
+    Namespace(&'a str),
+    /// Not watched: a cluster-scoped kind, for watches limited to a namespace.
+    Nowhere,
+}
+
+fn watch_scope(within: Option<&str>, namespaced: bool) -> WatchScope<'_> {
+    match (within, namespaced) {
+        (None, _) => WatchScope::All,
+        (Some(namespace), true) => WatchScope::Namespace(namespace),
+        (Some(_), false) => WatchScope::Nowhere,
     }
 }
 
@@ -298,6 +331,19 @@ mod tests {
             );
         }
         assert!(!DriftWatches::default().covers("inv", &[]));
+    }
+
+    #[test]
+    fn watches_within_a_namespace_skip_cluster_scoped_kinds() {
+        let table = [
+            (None, true, WatchScope::All),
+            (None, false, WatchScope::All),
+            (Some("tenant"), true, WatchScope::Namespace("tenant")),
+            (Some("tenant"), false, WatchScope::Nowhere),
+        ];
+        for (within, namespaced, want) in table {
+            assert_eq!(watch_scope(within, namespaced), want, "{within:?} {namespaced}");
+        }
     }
 
     #[test]

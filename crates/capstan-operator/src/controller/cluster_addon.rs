@@ -344,7 +344,7 @@ async fn apply_chart(
     let objects = pipeline::objects_of(steps.render, None).await;
     let objects = progress.check(APPLIED, objects).await?;
     let inventory = inventory(progress.object);
-    let inventories = [(inventory.clone(), kinds_of(&objects))];
+    let inventories = [(inventory.clone(), pipeline::kinds_of(&objects))];
     if drift_pass && let Some(action) = skip_drift_pass(progress, steps.target, &inventories).await? {
         return Ok(action);
     }
@@ -355,24 +355,13 @@ async fn apply_chart(
     Ok(Action::requeue(super::drift_requeue(ctx)))
 }
 
-/// `(group, version, kind)` of `objects`, sorted, each once.
-fn kinds_of(objects: &[DesiredObject]) -> Vec<crate::addon::drift::Kind> {
-    let mut kinds: Vec<crate::addon::drift::Kind> = objects
-        .iter()
-        .map(|o| (o.group.clone(), o.version.clone(), o.kind.clone()))
-        .collect();
-    kinds.sort();
-    kinds.dedup();
-    kinds
-}
-
 /// The kinds of each inventory's objects.
 fn watched_kinds(
     applied: &[(InventoryRef, Vec<DesiredObject>)],
 ) -> Vec<(InventoryRef, Vec<crate::addon::drift::Kind>)> {
     applied
         .iter()
-        .map(|(inventory, objects)| (inventory.clone(), kinds_of(objects)))
+        .map(|(inventory, objects)| (inventory.clone(), pipeline::kinds_of(objects)))
         .collect()
 }
 

@@ -1,7 +1,8 @@
 //! The ClusterStackRelease controller: downloads a release through the verified cache,
 //! renders its ClusterClass chart once per input (release digest, namespace, capstan's
 //! version) into the render store, server-side-applies the stored manifest to the management
-//! cluster, records per-object status, and re-checks drift at least every drift interval.
+//! cluster, records per-object status, and re-checks drift at least every drift interval, or
+//! at once when a drift watch on its objects sees a change ([`watches`]).
 //!
 //! Each step records in status what it did before the next starts (`releaseDigest`,
 //! `appliedInputs` + `appliedRevision`, `lastReconciled`), so a restarted operator neither
@@ -10,6 +11,7 @@
 //! everything it applied (the cluster-stack operator orphans it).
 
 mod plan;
+pub mod watches;
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -27,7 +29,7 @@ use super::{Error, now, object_ref, owner_reference};
 use crate::api::{ClusterStackRelease, ClusterStackReleaseStatus};
 use crate::context::Context;
 use crate::store::Owner;
-use capstan_apply::InventoryRef;
+use capstan_apply::{DesiredObject, InventoryRef};
 use capstan_stack::name::ReleaseTag;
 
 /// Finalizer: the release's objects are pruned before it goes.
@@ -142,7 +144,7 @@ async fn render_and_apply(progress: &mut Progress<'_>, files: &ReleaseFiles) -> 
         stored: !fresh,
         applied: progress.status.applied_inputs.as_deref() == Some(inputs.as_str()),
     };
-    let drift = if ctx.take_drift_suspect(&ObjectRef::from_obj(release)) {
+    let drift = if ctx.release_drift.take(&ObjectRef::from_obj(release)) {
         plan::Drift::Suspect
     } else {
         super::drift_wait(progress.status.last_reconciled.as_ref(), ctx)
@@ -160,7 +162,18 @@ async fn render_and_apply(progress: &mut Progress<'_>, files: &ReleaseFiles) -> 
     let objects = pipeline::objects_of(&render, None).await;
     let objects = progress.check(APPLIED, objects).await?;
     let inventory = inventory_of(release);
-    let outcome = pipeline::apply(progress, APPLIED, &ctx.applier, &objects, inventory, drift_pass).await?;
+    let outcome = pipeline::apply(
+        progress,
+        APPLIED,
+        &ctx.applier,
+        &objects,
+        inventory.clone(),
+        drift_pass,
+    )
+    .await?;
+    if ctx.settings.drift_watches {
+        watch_drift(ctx, release, &objects, &inventory).await;
+    }
     progress.status.applied_inputs = Some(inputs);
     progress.status.applied_revision = Some(i64::from(render.revision));
     progress.status.last_reconciled = Some(now());
@@ -168,6 +181,29 @@ async fn render_and_apply(progress: &mut Progress<'_>, files: &ReleaseFiles) -> 
     progress.condition(APPLIED, true, "Applied", message);
     progress.save().await?;
     Ok(Action::requeue(super::drift_requeue(ctx)))
+}
+
+/// Watches the kinds just applied with `inventory` in the management cluster: a change there
+/// wakes this release at once (see [`watches`]).
+async fn watch_drift(
+    ctx: &Context,
+    release: &ClusterStackRelease,
+    objects: &[DesiredObject],
+    inventory: &InventoryRef,
+) {
+    let key = ObjectRef::from_obj(release);
+    let namespace = release.namespace().unwrap_or_default();
+    let scope = watches::watch_namespace(&ctx.settings.namespaces, &namespace);
+    let notify = ctx.release_drift.notifier(key.clone());
+    ctx.release_watches
+        .of(&key, scope)
+        .ensure(
+            ctx.applier.discovery(),
+            &inventory.id(),
+            &pipeline::kinds_of(objects),
+            notify,
+        )
+        .await;
 }
 
 /// Renders the ClusterClass chart on a blocking thread.
@@ -210,6 +246,8 @@ pub fn inventory_of(release: &ClusterStackRelease) -> InventoryRef {
 
 /// Deletion: wait while Clusters use the class, then prune what was applied.
 async fn cleanup(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, Error> {
+    // What is pruned below is no drift; while Clusters hold the release, nothing is repaired.
+    ctx.release_watches.stop(&ObjectRef::from_obj(release));
     let mut progress = Progress::new(release, ctx, steps_of(release));
     let namespace = release.namespace().unwrap_or_default();
     if let Some(users) = users(ctx, &namespace, &release.name_any()).await {

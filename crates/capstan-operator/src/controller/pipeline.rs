@@ -197,6 +197,17 @@ pub async fn objects_of(render: &StoredRender, part: Option<&str>) -> Result<Vec
     .because("InvalidManifest")
 }
 
+/// The kinds among `objects`, sorted, each once (what drift watches watch).
+pub fn kinds_of(objects: &[DesiredObject]) -> Vec<crate::addon::drift::Kind> {
+    let mut kinds: Vec<crate::addon::drift::Kind> = objects
+        .iter()
+        .map(|o| (o.group.clone(), o.version.clone(), o.kind.clone()))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
+}
+
 /// Options of an apply that records its objects in `inventory` (in the inventory's
 /// namespace, the default of namespaced objects) and prunes what left it.
 fn pruning(inventory: InventoryRef) -> ApplyOptions {

@@ -226,6 +226,8 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     tokio::time::sleep(args.drift_interval).await;
     ops.alive()?;
     let idle = phase.end(&procs, &servers, &baseline).await?;
+    // What the fleet costs to hold, apart from the apply's peak.
+    let idle_rss = mib(operators.iter().map(|op| measure::rss_kib(op.pid())));
 
     // 4. Drift: objects deleted on random Clusters, each polled until it is back.
     let phase = Phase::begin("drift repair", &procs, &servers).await?;
@@ -233,13 +235,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     ops.alive()?;
     let drift = phase.end(&procs, &servers, &baseline).await?;
 
-    let rss: Vec<String> = operators
-        .iter()
-        .map(|op| {
-            measure::peak_rss_kib(op.pid())
-                .map_or("?".into(), |kib| format!("{:.0} MiB", kib as f64 / 1024.0))
-        })
-        .collect();
+    let rss = mib(operators.iter().map(|op| measure::peak_rss_kib(op.pid())));
     let cpu: f64 = operators
         .iter()
         .filter_map(|op| measure::process_cpu_seconds(op.pid()))
@@ -248,13 +244,12 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     let key = format!("| {} | {} ", args.clusters, args.shards);
     print_table(
         "converge",
-        "| Clusters | shards | objects per Cluster | Clusters created in | all v1 addons applied | switch to v2 converged | operator peak RSS | operator CPU |",
+        "| Clusters | shards | objects per Cluster | Clusters created in | all v1 addons applied | switch to v2 converged | operator peak RSS | operator RSS idle | operator CPU |",
         &format!(
-            "{key}| {objects} | {:.1} s | {:.1} s | {:.1} s | {} | {cpu:.1} s |",
+            "{key}| {objects} | {:.1} s | {:.1} s | {:.1} s | {rss} | {idle_rss} | {cpu:.1} s |",
             created.as_secs_f64(),
             apply.wall.as_secs_f64(),
             upgrade.wall.as_secs_f64(),
-            rss.join(" + "),
         ),
     );
     let per = |cost: &PhaseCost| cost.requests.total() / args.clusters as f64;
@@ -366,6 +361,13 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(bad());
     }
     Ok(Duration::from_secs(total))
+}
+
+/// Sizes in KiB as MiB, one per operator joined by " + " ("?" for a process gone).
+fn mib(kib: impl Iterator<Item = Option<u64>>) -> String {
+    kib.map(|kib| kib.map_or("?".into(), |kib| format!("{:.0} MiB", kib as f64 / 1024.0)))
+        .collect::<Vec<_>>()
+        .join(" + ")
 }
 
 /// Requests per second the workload servers make with no Cluster on them (15 s window), and

@@ -194,4 +194,71 @@ mod tests {
         }
         hold.abort();
     }
+
+    /// A TLS server that offers only HTTP/1.1 by ALPN, or no ALPN at all, is spoken to over
+    /// HTTP/1.1 (an HTTP/2 preface would get no answer from it).
+    #[tokio::test]
+    async fn a_server_without_http2_is_spoken_to_over_http1() {
+        use std::sync::Arc;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+            .expect("params")
+            .self_signed(&key)
+            .expect("certificate");
+        for alpn in [vec![b"http/1.1".to_vec()], Vec::new()] {
+            let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+            let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .expect("versions")
+                .with_no_client_auth()
+                .with_single_cert(
+                    vec![cert.der().clone()],
+                    rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+                )
+                .expect("server config");
+            tls.alpn_protocols = alpn.clone();
+            let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let addr = listener.local_addr().expect("address");
+            let serve = tokio::spawn(async move {
+                let (socket, _) = listener.accept().await.expect("accept");
+                let mut stream = acceptor.accept(socket).await.expect("handshake");
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = stream.read(&mut buf).await.expect("read");
+                    assert!(n > 0, "the client closed before a request: {head:?}");
+                    head.extend_from_slice(&buf[..n]);
+                }
+                stream
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                    .await
+                    .expect("write");
+                String::from_utf8_lossy(&head)
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            });
+
+            let mut config = Config::new(format!("https://{addr}").parse().expect("URL"));
+            config.root_cert = Some(vec![cert.der().to_vec()]);
+            let client = client(config).expect("client");
+            let request = http::Request::get("/version").body(Vec::new()).expect("request");
+            let response =
+                tokio::time::timeout(Duration::from_secs(10), client.send(request.map(Into::into)))
+                    .await
+                    .expect("an answer in time")
+                    .expect("an answer over HTTP/1.1");
+            assert_eq!(
+                (response.status(), response.version()),
+                (http::StatusCode::OK, http::Version::HTTP_11),
+                "ALPN {alpn:?}"
+            );
+            let line = serve.await.expect("server");
+            assert_eq!(line, "GET /version HTTP/1.1", "ALPN {alpn:?}");
+        }
+    }
 }

@@ -128,9 +128,10 @@ async fn a_steady_pass_reuses_the_workload_connection() {
 
     let metrics_port = capstan_testenv::registry::free_port();
     let metrics_addr = format!("127.0.0.1:{metrics_port}");
-    // Without drift watches: they share the client's connection (HTTP/2), but a watch the
-    // server ends (its timeout) is audited and opened again, which would blur the count of
-    // the requests a pass sends; they are tested in operator_drift_watch.
+    // Without drift watches: they share the client's one HTTP/2 connection (one connection
+    // over the whole run with them too, docs/benchmarks.md), but their lists, and a watch the
+    // server ends (audited then) and that is opened again, would blur the count of the
+    // requests a pass sends; they are tested in operator_drift_watch.
     let operator = env.operator(0, &["--metrics-addr", &metrics_addr, "--drift-watches", "false"]);
     env.create_stack(&["v1"], "1m").await;
     env.wait_applied(CLUSTER, CLASS, &operator, Duration::from_secs(180))

@@ -2,49 +2,28 @@
 //! log (every request it answers) and the operator reaches it through a TCP proxy that
 //! counts connections (each one a TLS handshake). Once the addons are applied, passes that
 //! find nothing changed (woken by edits of the Cluster) send nothing to the workload cluster
-//! and open no connection; a drift pass re-applies over the kept client (its pooled
-//! connections) without `/readyz`, `/version` or discovery.
+//! and open no connection; a drift pass re-applies over the kept client (its one HTTP/2
+//! connection) without `/readyz`, `/version` or discovery.
 //!
 //! The figures are printed (`--no-capture`) for docs/benchmarks.md.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 use crate::operator_common::{NS, eventually};
+use capstan_testenv::proxy::TcpProxy;
 use capstan_testenv::{Binaries, TestCluster};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 const CLUSTER: &str = "cached";
 const CLASS: &str = "docker-ferrol-1-27-v1";
 /// Passes woken without any change.
 const WOKEN_PASSES: u64 = 5;
-
-/// Forwards every connection to `upstream`, counting them.
-async fn counting_proxy(upstream: String) -> (u16, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("proxy binds");
-    let port = listener.local_addr().expect("proxy address").port();
-    let count = Arc::new(AtomicUsize::new(0));
-    let counted = count.clone();
-    tokio::spawn(async move {
-        while let Ok((mut inbound, _)) = listener.accept().await {
-            counted.fetch_add(1, Ordering::SeqCst);
-            let upstream = upstream.clone();
-            tokio::spawn(async move {
-                if let Ok(mut outbound) = TcpStream::connect(&upstream).await {
-                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                }
-            });
-        }
-    });
-    (port, count)
-}
 
 /// The requests the workload API server answered for capstan's user: their `verb URI`.
 fn audited(log: &std::path::Path) -> Vec<String> {
@@ -101,7 +80,7 @@ async fn addon_reconciles(metrics_port: u16) -> Option<u64> {
 struct Counted {
     env: crate::operator_common::Env,
     log: std::path::PathBuf,
-    connections: Arc<AtomicUsize>,
+    proxy: TcpProxy,
     operator: capstan_testenv::ChildGuard,
     metrics_port: u16,
     _workload: TestCluster,
@@ -131,7 +110,8 @@ async fn counted(test: &str, extra: &[&str]) -> Option<Counted> {
     .await
     .expect("workload cluster starts");
     let upstream = workload.server_url().trim_start_matches("https://").to_string();
-    let (proxy_port, connections) = counting_proxy(upstream.clone()).await;
+    let proxy = TcpProxy::start(&upstream).await;
+    let proxy_port = proxy.port();
 
     // The kubeconfig Secret names the proxy (the serving certificate is for 127.0.0.1).
     let mut kubeconfig: serde_json::Value =
@@ -164,7 +144,7 @@ async fn counted(test: &str, extra: &[&str]) -> Option<Counted> {
     Some(Counted {
         env,
         log,
-        connections,
+        proxy,
         operator,
         metrics_port,
         _workload: workload,
@@ -182,16 +162,17 @@ async fn last_reconciled(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_steady_pass_reuses_the_workload_connection() {
     let test = "a_steady_pass_reuses_the_workload_connection";
-    // Without drift watches: each holds a connection of its own (and reconnects on the
-    // server's timeouts), which would blur the count of what a pass opens; they are tested in
-    // operator_drift_watch and below.
+    // Without drift watches: they share the client's one HTTP/2 connection (one connection
+    // over the whole run with them too, docs/benchmarks.md), but their lists, and a watch the
+    // server ends (audited then) and that is opened again, would blur the count of the
+    // requests a pass sends; they are tested in operator_drift_watch and below.
     let Some(counted) = counted(test, &["--drift-watches", "false"]).await else {
         return;
     };
     let Counted {
         env,
         log,
-        connections,
+        proxy,
         operator,
         metrics_port,
         ..
@@ -201,7 +182,7 @@ async fn a_steady_pass_reuses_the_workload_connection() {
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // Passes that find nothing changed: an annotation on the Cluster wakes each.
-    let (connections_before, requests_before) = (connections.load(Ordering::SeqCst), audited(log).len());
+    let (connections_before, requests_before) = (proxy.connections(), audited(log).len());
     for pass in 0..WOKEN_PASSES {
         let seen = addon_reconciles(metrics_port).await.expect("metrics answer");
         env.clusters()
@@ -219,14 +200,14 @@ async fn a_steady_pass_reuses_the_workload_connection() {
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
     let woken_requests: Vec<String> = audited(log).split_off(requests_before);
-    let woken_connections = connections.load(Ordering::SeqCst) - connections_before;
+    let woken_connections = proxy.connections() - connections_before;
     eprintln!(
         "{WOKEN_PASSES} woken passes: {woken_connections} new connections, {} requests: {woken_requests:?}",
         woken_requests.len()
     );
 
     // One drift pass (interval 1m) re-applies.
-    let (connections_before, requests_before) = (connections.load(Ordering::SeqCst), audited(log).len());
+    let (connections_before, requests_before) = (proxy.connections(), audited(log).len());
     eventually("a drift pass", Duration::from_secs(120), operator, || async {
         let last = last_reconciled(env).await?;
         (last != applied_at).then_some(())
@@ -234,7 +215,7 @@ async fn a_steady_pass_reuses_the_workload_connection() {
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let drift_requests: Vec<String> = audited(log).split_off(requests_before);
-    let drift_connections = connections.load(Ordering::SeqCst) - connections_before;
+    let drift_connections = proxy.connections() - connections_before;
     eprintln!(
         "drift pass: {drift_connections} new connections, {} requests: {drift_requests:?}",
         drift_requests.len()
@@ -245,13 +226,16 @@ async fn a_steady_pass_reuses_the_workload_connection() {
         woken_requests.is_empty(),
         "woken passes sent requests: {woken_requests:?}"
     );
-    // Pooled HTTP/1.1 connections are reused; a pass lists more kinds at once than the pool
-    // holds only up to the apply's concurrency (8). A server's idle timeout (90 s for
-    // kube-apiserver) closes pooled connections of longer drift intervals.
+    // HTTP/2: the first apply, the passes and the drift pass are streams on one connection
+    // (over HTTP/1.1 the apply's concurrency opened up to 8). One more is allowed should the
+    // server have closed it while idle (kube-apiserver: after 90 s without a stream).
+    let total = proxy.connections();
+    eprintln!("connections over the whole run: {total}");
     assert!(
-        drift_connections <= 8,
+        drift_connections <= 1,
         "the drift pass opened {drift_connections} connections"
     );
+    assert!(total <= 2, "{total} connections to the workload API server");
     let overhead: Vec<&String> = drift_requests.iter().filter(|r| is_overhead(r)).collect();
     assert!(
         overhead.is_empty(),

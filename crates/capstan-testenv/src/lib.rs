@@ -22,6 +22,7 @@ mod crds;
 pub mod fake_github;
 mod pki;
 mod process;
+pub mod proxy;
 pub mod registry;
 pub mod shared;
 mod static_http;

@@ -1,3 +1,4 @@
 //! Integration tests, one binary for the crate (each file a module).
 
+mod client_http2;
 mod kube_smoke;

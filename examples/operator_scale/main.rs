@@ -66,6 +66,10 @@ struct Args {
     /// The operator's --drift-interval (its floor is 1m); also the idle window.
     #[arg(long, default_value = "1m", value_parser = parse_duration)]
     drift_interval: Duration,
+    /// The operator's --drift-watches (false: repairs wait for the interval pass; the run
+    /// then shows what the watches cost).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    drift_watches: bool,
     /// Objects deleted (each on a random Cluster) to measure the drift repair.
     #[arg(long, default_value_t = 30)]
     drift_samples: usize,
@@ -241,7 +245,8 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         .filter_map(|op| measure::process_cpu_seconds(op.pid()))
         .sum();
 
-    let key = format!("| {} | {} ", args.clusters, args.shards);
+    let watches = if args.drift_watches { "" } else { ", drift watches off" };
+    let key = format!("| {} | {}{watches} ", args.clusters, args.shards);
     print_table(
         "converge",
         "| Clusters | shards | objects per Cluster | Clusters created in | all v1 addons applied | switch to v2 converged | operator peak RSS | operator RSS idle | operator CPU |",
@@ -399,6 +404,8 @@ fn start_operator(
         format!("{}s", args.drift_interval.as_secs()),
         "--concurrency".into(),
         args.concurrency.to_string(),
+        "--drift-watches".into(),
+        args.drift_watches.to_string(),
     ];
     if shard > 0 {
         argv.extend(["--shard".into(), format!("shard-{shard}")]);

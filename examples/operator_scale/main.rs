@@ -245,7 +245,11 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         .filter_map(|op| measure::process_cpu_seconds(op.pid()))
         .sum();
 
-    let watches = if args.drift_watches { "" } else { ", drift watches off" };
+    let watches = if args.drift_watches {
+        ""
+    } else {
+        ", drift watches off"
+    };
     let key = format!("| {} | {}{watches} ", args.clusters, args.shards);
     print_table(
         "converge",

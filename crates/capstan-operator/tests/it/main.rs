@@ -5,3 +5,4 @@ mod operator_api;
 mod operator_leader;
 mod operator_metrics;
 mod operator_webhook;
+mod render_store;

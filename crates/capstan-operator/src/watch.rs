@@ -129,12 +129,18 @@ where
         .boxed()
 }
 
-/// The watcher of `api` with `config` (a helper for [`watch_all`]).
+/// The watcher of `api` with `config` (a helper for [`watch_all`]), its objects without
+/// `managedFields`: no reconcile reads them, and the stores hold every Cluster, ClusterAddon
+/// and release of the fleet (a few KiB each of field-manager bookkeeping).
 pub fn objects<K>(config: watcher::Config) -> impl Fn(Api<K>) -> Events<K>
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
-    move |api| watch_api(api, config.clone()).boxed()
+    move |api| {
+        watch_api(api, config.clone())
+            .modify(|object| object.meta_mut().managed_fields = None)
+            .boxed()
+    }
 }
 
 /// Several namespaces' watches as one watch. kube's reflector keeps one store per watch and

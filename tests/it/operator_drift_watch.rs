@@ -39,21 +39,7 @@ async fn drift_is_repaired_within_seconds() {
     let deployments: Api<Deployment> = Api::namespaced(workload.client(), "kube-system");
 
     // Deleted.
-    deployments
-        .delete("metrics-server", &DeleteParams::default())
-        .await
-        .expect("metrics-server deleted");
-    let deleted_at = Instant::now();
-    eventually("metrics-server restored", REPAIR, &operator, || async {
-        deployments
-            .get_opt("metrics-server")
-            .await
-            .ok()
-            .flatten()
-            .map(drop)
-    })
-    .await;
-    eprintln!("deleted object restored after {:?}", deleted_at.elapsed());
+    delete_and_await_repair(&deployments, &operator).await;
 
     // Edited by someone else: the replica count capstan applied comes back.
     let applied = deployments
@@ -113,28 +99,25 @@ async fn drift_of_a_staged_addon_is_repaired_within_seconds() {
         .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let deployments: Api<Deployment> = Api::namespaced(workload.client(), "kube-system");
+    delete_and_await_repair(&deployments, &operator).await;
+    drop(operator);
+}
+
+/// Deletes the metrics-server Deployment and waits, at most [`REPAIR`], until it is back.
+async fn delete_and_await_repair(deployments: &Api<Deployment>, operator: &capstan_testenv::ChildGuard) {
     deployments
         .delete("metrics-server", &DeleteParams::default())
         .await
-        .expect("the stage's metrics-server deleted");
+        .expect("metrics-server deleted");
     let deleted_at = Instant::now();
-    eventually(
-        "the stage's metrics-server restored",
-        REPAIR,
-        &operator,
-        || async {
-            deployments
-                .get_opt("metrics-server")
-                .await
-                .ok()
-                .flatten()
-                .map(drop)
-        },
-    )
+    eventually("metrics-server restored", REPAIR, operator, || async {
+        deployments
+            .get_opt("metrics-server")
+            .await
+            .ok()
+            .flatten()
+            .map(drop)
+    })
     .await;
-    eprintln!(
-        "deleted object of a stage restored after {:?}",
-        deleted_at.elapsed()
-    );
-    drop(operator);
+    eprintln!("deleted object restored after {:?}", deleted_at.elapsed());
 }

@@ -236,11 +236,19 @@ async fn run_controllers(
         &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", "ClusterClass"),
         "clusterclasses",
     );
-    let applied_classes = watch_all(
-        scope.dynamic_apis(&client, &class_resource),
-        objects(watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"))),
-    )
-    .touched_objects();
+    // With drift watches the ClusterClass is one of the kinds each release's watches follow,
+    // and they tell capstan's own applies from drift; this watch, which marks its release on
+    // any change, is the mechanism only without them.
+    let applied_classes = if settings.drift_watches {
+        futures::stream::empty().boxed()
+    } else {
+        watch_all(
+            scope.dynamic_apis(&client, &class_resource),
+            objects(watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"))),
+        )
+        .touched_objects()
+        .boxed()
+    };
     let suspects = ctx.clone();
     let release_controller = Controller::for_stream(release_events, releases_store)
         .watches_stream_with(

@@ -261,7 +261,7 @@ where
     }
 
     /// What a drift watch calls for `object`: mark it and wake it.
-    pub fn notifier(&self, object: ObjectRef<K>) -> crate::addon::drift::Notify {
+    pub fn notifier(&self, object: ObjectRef<K>) -> crate::drift::Notify {
         let suspects = self.suspects.clone();
         let sender = self.sender.clone();
         Arc::new(move || {

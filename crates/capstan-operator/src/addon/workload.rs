@@ -47,7 +47,7 @@ pub struct Workload {
     /// `delete` stages.
     pub applier: std::sync::Arc<Applier>,
     /// Watches of the objects capstan applied here (stopped when this is dropped).
-    pub drift: super::drift::DriftWatches,
+    pub drift: crate::drift::DriftWatches,
 }
 
 /// Reads the kubeconfig Secret of `cluster` in `namespace`.
@@ -105,7 +105,7 @@ pub async fn connect(secret: &Secret) -> Result<Workload, Gate> {
         server,
         version,
         applier,
-        drift: super::drift::DriftWatches::default(),
+        drift: crate::drift::DriftWatches::default(),
     })
 }
 

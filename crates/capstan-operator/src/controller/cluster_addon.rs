@@ -358,7 +358,7 @@ async fn apply_chart(
 /// The kinds of each inventory's objects.
 fn watched_kinds(
     applied: &[(InventoryRef, Vec<DesiredObject>)],
-) -> Vec<(InventoryRef, Vec<crate::addon::drift::Kind>)> {
+) -> Vec<(InventoryRef, Vec<crate::drift::Kind>)> {
     applied
         .iter()
         .map(|(inventory, objects)| (inventory.clone(), pipeline::kinds_of(objects)))
@@ -371,7 +371,7 @@ fn watched_kinds(
 async fn skip_drift_pass(
     progress: &mut Progress<'_>,
     target: &Workload,
-    inventories: &[(InventoryRef, Vec<crate::addon::drift::Kind>)],
+    inventories: &[(InventoryRef, Vec<crate::drift::Kind>)],
 ) -> Result<Option<Action>, Error> {
     let ctx = progress.ctx;
     if ctx.addon_drift.take(&ObjectRef::from_obj(progress.object)) {
@@ -394,12 +394,12 @@ async fn skip_drift_pass(
 }
 
 /// Watches the kinds just applied with each inventory on the workload cluster: a change there
-/// wakes this ClusterAddon at once (see [`crate::addon::drift`]); the pass just compared every
+/// wakes this ClusterAddon at once (see [`crate::drift`]); the pass just compared every
 /// object, so earlier trouble of the watches is forgotten.
 async fn watch_drift(
     progress: &Progress<'_>,
     target: &Workload,
-    inventories: &[(InventoryRef, Vec<crate::addon::drift::Kind>)],
+    inventories: &[(InventoryRef, Vec<crate::drift::Kind>)],
 ) {
     if !progress.ctx.settings.drift_watches {
         return;

@@ -198,8 +198,8 @@ pub async fn objects_of(render: &StoredRender, part: Option<&str>) -> Result<Vec
 }
 
 /// The kinds among `objects`, sorted, each once (what drift watches watch).
-pub fn kinds_of(objects: &[DesiredObject]) -> Vec<crate::addon::drift::Kind> {
-    let mut kinds: Vec<crate::addon::drift::Kind> = objects
+pub fn kinds_of(objects: &[DesiredObject]) -> Vec<crate::drift::Kind> {
+    let mut kinds: Vec<crate::drift::Kind> = objects
         .iter()
         .map(|o| (o.group.clone(), o.version.clone(), o.kind.clone()))
         .collect();

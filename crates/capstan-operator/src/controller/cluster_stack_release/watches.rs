@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use kube::runtime::reflector::ObjectRef;
 
-use crate::addon::drift::DriftWatches;
 use crate::api::ClusterStackRelease;
+use crate::drift::DriftWatches;
 
 /// The drift watches of every applied release, by release.
 #[derive(Default)]

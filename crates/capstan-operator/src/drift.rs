@@ -1,18 +1,21 @@
-//! Drift seen at once, with no agent in the workload cluster: for each inventory capstan
-//! applied there, one metadata-only watch per kind, filtered by the inventory's label. An
-//! object deleted, or changed last by another field manager than capstan's, wakes the
-//! ClusterAddon at once. A watch that had to list again (its resourceVersion expired while it
-//! was disconnected) wakes it too: what changed in the gap is not in the new listing's events.
+//! Drift seen at once, with no agent in the cluster: for each inventory capstan applied, one
+//! metadata-only watch per kind, filtered by the inventory's label. An object deleted, or
+//! changed last by another field manager than capstan's, wakes its owner (a ClusterAddon for
+//! a workload cluster, a ClusterStackRelease for the management cluster) at once. A watch that
+//! had to list again (its resourceVersion expired while it was disconnected) wakes it too:
+//! what changed in the gap is not in the new listing's events.
 //!
 //! While every kind of an inventory is watched, listed and untroubled since the last full
 //! pass ([`DriftWatches::covers`]), nothing there can drift unseen, so the interval pass sends
-//! no request to the workload cluster; it stays the fallback for kinds that cannot be
-//! watched and for watches that failed since.
+//! no request to the cluster; it stays the fallback for kinds that cannot be watched and for
+//! watches that failed since.
 //!
-//! Watches live in their workload cluster's cache entry ([`super::workload::Workload`]):
+//! A workload cluster's watches live in its cache entry ([`crate::addon::workload::Workload`]):
 //! dropping the entry (kubeconfig changed, Cluster or ClusterAddon gone, cluster unreachable,
-//! evicted) aborts them. Each reconnects with kube's default backoff; its errors are logged
-//! and never reach the controller. At most [`MAX_KINDS`] kinds per inventory.
+//! evicted) aborts them; a release's live in
+//! [`crate::controller::cluster_stack_release::watches`]. Each reconnects with kube's default
+//! backoff; its errors are logged and never reach the controller. At most [`MAX_KINDS`] kinds
+//! per inventory.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -341,11 +341,18 @@ async fn apply_chart(
     drift_pass: bool,
 ) -> Result<Action, Error> {
     let ctx = progress.ctx;
+    let drift = drift_pass.then(|| drift_state(progress));
+    if let Some(Drift::NotDue(wait)) = drift {
+        progress.save().await?;
+        return Ok(Action::requeue(wait));
+    }
     let objects = pipeline::objects_of(steps.render, None).await;
     let objects = progress.check(APPLIED, objects).await?;
     let inventory = inventory(progress.object);
     let inventories = [(inventory.clone(), pipeline::kinds_of(&objects))];
-    if drift_pass && let Some(action) = skip_drift_pass(progress, steps.target, &inventories).await? {
+    if drift == Some(Drift::Due)
+        && let Some(action) = watched_pass(progress, steps.target, &inventories).await?
+    {
         return Ok(action);
     }
     apply_objects(progress, steps, &objects, inventory.clone(), drift_pass).await?;
@@ -365,22 +372,37 @@ fn watched_kinds(
         .collect()
 }
 
-/// Ends a drift pass early — `Some(action)` — while it is not due, and when it is due but the
-/// drift watches of every inventory saw each change since the last full pass (no request to
-/// the workload cluster then). A drift watch's wake-up always makes the pass run.
-async fn skip_drift_pass(
+/// Where a drift pass stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Drift {
+    /// A drift watch saw a change: the pass runs at once.
+    Woken,
+    /// Not due for this long.
+    NotDue(std::time::Duration),
+    Due,
+}
+
+/// Where the drift pass of this ClusterAddon stands (a drift watch's wake-up is taken here).
+fn drift_state(progress: &Progress<'_>) -> Drift {
+    let ctx = progress.ctx;
+    if ctx.addon_drift.take(&ObjectRef::from_obj(progress.object)) {
+        return Drift::Woken;
+    }
+    match super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
+        Some(wait) => Drift::NotDue(wait),
+        None => Drift::Due,
+    }
+}
+
+/// Ends a due drift pass — `Some(action)` — when the drift watches of every inventory saw
+/// each change since the last full pass: the check is recorded, nothing is sent to the
+/// workload cluster.
+async fn watched_pass(
     progress: &mut Progress<'_>,
     target: &Workload,
     inventories: &[(InventoryRef, Vec<crate::drift::Kind>)],
 ) -> Result<Option<Action>, Error> {
     let ctx = progress.ctx;
-    if ctx.addon_drift.take(&ObjectRef::from_obj(progress.object)) {
-        return Ok(None);
-    }
-    if let Some(wait) = super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
-        progress.save().await?;
-        return Ok(Some(Action::requeue(wait)));
-    }
     let watched = ctx.settings.drift_watches
         && inventories
             .iter()
@@ -472,9 +494,17 @@ async fn drift_stages(
 ) -> Result<Action, Error> {
     let ctx = progress.ctx;
     let changed = progress.status.applied_inputs.as_deref() != Some(steps.render.inputs.as_str());
+    let drift = drift_state(progress);
+    if !changed && let Drift::NotDue(wait) = drift {
+        progress.save().await?;
+        return Ok(Action::requeue(wait));
+    }
     let applied = applied_stages(progress, stages, steps).await?;
     let inventories = watched_kinds(&applied);
-    if !changed && let Some(action) = skip_drift_pass(progress, steps.target, &inventories).await? {
+    if !changed
+        && drift == Drift::Due
+        && let Some(action) = watched_pass(progress, steps.target, &inventories).await?
+    {
         return Ok(action);
     }
     let mut resources = Vec::new();

@@ -38,7 +38,7 @@ pub struct KubeArgs {
     pub namespace: Option<String>,
 
     /// Field manager of the server-side apply.
-    #[arg(long, default_value = "capstan", value_name = "NAME")]
+    #[arg(long, default_value = capstan_apply::FIELD_MANAGER, value_name = "NAME")]
     pub field_manager: String,
 
     /// Take over fields other managers own (the default, like a controller owning its objects).

@@ -43,3 +43,15 @@ pub use inventory::InventoryRef;
 pub use object::{DesiredObject, Origin, ParseError, parse_stream};
 pub use ssa::Retry;
 pub use status::{Action, ObjectKey, ObjectResult, Summary, SyncStatus};
+
+/// The field manager of capstan's applies. The operator tells its own applies from drift by
+/// it, so every copy names this one constant.
+pub const FIELD_MANAGER: &str = "capstan";
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn applies_use_the_one_field_manager_by_default() {
+        assert_eq!(super::ApplyOptions::default().field_manager, super::FIELD_MANAGER);
+    }
+}

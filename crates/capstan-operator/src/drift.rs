@@ -27,14 +27,12 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt, watcher::watcher};
 
+use capstan_apply::FIELD_MANAGER;
 use capstan_apply::discovery::Discovery;
 use capstan_apply::ssa::{INVENTORY_ID_LABEL, inventory_id};
 
 /// Kinds watched per inventory at most (an addon chart has about ten).
 pub const MAX_KINDS: usize = 64;
-
-/// The field manager of capstan's applies.
-pub const FIELD_MANAGER: &str = "capstan";
 
 /// Called when a watched object drifted.
 pub type Notify = Arc<dyn Fn() + Send + Sync>;

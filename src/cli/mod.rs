@@ -16,6 +16,7 @@ mod render_release;
 mod repository_args;
 mod source_args;
 mod stack_input;
+mod values_input;
 mod version;
 // `capstan apply` / `capstan diff` (issue 12) and the flags they share.
 mod apply;

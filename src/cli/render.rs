@@ -311,7 +311,7 @@ fn user_values(args: &Args) -> anyhow::Result<capstan_template::Value> {
     let mut files = Vec::new();
     for file in &args.values {
         // `-f -` reads values from stdin, as the cluster-stack operator passes them.
-        let text = read_values_file(file)?;
+        let text = super::values_input::read_values_file(file)?;
         files.push(values::parse(&text, &file.display().to_string())?);
     }
     // Later files win: merge from the last one (the destination wins when merging).
@@ -335,18 +335,6 @@ fn user_values(args: &Args) -> anyhow::Result<capstan_template::Value> {
         strvals::apply_file_content(&base, key, content)?;
     }
     Ok(base)
-}
-
-/// A `-f` file's text; `-` reads stdin, as the cluster-stack operator passes values.
-pub fn read_values_file(file: &Path) -> anyhow::Result<String> {
-    if file.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
-            .context("reading values from stdin")?;
-        Ok(text)
-    } else {
-        std::fs::read_to_string(file).with_context(|| format!("reading values file {}", file.display()))
-    }
 }
 
 /// Writes `<dir>/<template path>` files like `helm template --output-dir`.

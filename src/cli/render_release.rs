@@ -45,7 +45,7 @@ pub fn run(args: &Request<'_>) -> anyhow::Result<()> {
     let resolver = super::repository_args::LazyResolver::new(args.repositories, args.sources);
     let mut user = Vec::new();
     for file in args.values {
-        let text = super::render::read_values_file(file)?;
+        let text = super::values_input::read_values_file(file)?;
         user.push(UserValues::parse(&file.display().to_string(), &text)?);
     }
     let parts = CompiledRelease::with_resolver(&opened.release, Some(&resolver))?

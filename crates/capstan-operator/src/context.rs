@@ -13,16 +13,11 @@ use kube::{Client, Resource};
 use capstan_apply::Applier;
 
 use super::api::{ClusterAddon, ClusterStack, ClusterStackRelease};
-use super::controller::Cause;
 use super::metrics::Metrics;
 use super::settings::Settings;
 use super::sources::Sources;
 use super::store::RenderStore;
 use capstan_stack::name::ReleaseTag;
-use capstan_stack::render::CompiledRelease;
-
-/// Compiled releases kept in memory (by release digest); older ones are dropped first.
-const COMPILED_KEEP: usize = 16;
 
 /// One listing of a source: when, the source's description, the release tags.
 type Poll = (Instant, (String, Vec<ReleaseTag>));
@@ -50,7 +45,7 @@ pub struct Context {
     recorder: Recorder,
     /// Failed reconciles in a row per object, for the backoff.
     failures: Mutex<HashMap<String, u32>>,
-    compiled: Mutex<Vec<(String, Arc<CompiledRelease>)>>,
+    pub compiled: crate::compiled::CompiledReleases,
     /// The ClusterStacks as the ClusterStack controller's watch sees them.
     pub stacks: Store<ClusterStack>,
     /// The last listing of each ClusterStack's source: when, which source, the tags.
@@ -87,40 +82,11 @@ impl Context {
             sources,
             metrics,
             recorder,
-            compiled: Mutex::new(Vec::new()),
+            compiled: Default::default(),
             stacks,
             last_errors: Mutex::new(HashMap::new()),
             polls: Mutex::new(HashMap::new()),
         }
-    }
-
-    /// The compiled release of `digest`, compiling it with `compile` (on a blocking thread)
-    /// when it is not kept.
-    pub async fn compiled<F>(&self, digest: &str, compile: F) -> Result<Arc<CompiledRelease>, Cause>
-    where
-        F: FnOnce() -> Result<CompiledRelease, Cause> + Send + 'static,
-    {
-        if let Some(found) = self.lock_compiled().iter().find(|(d, _)| d == digest) {
-            return Ok(found.1.clone());
-        }
-        let compiled = tokio::task::spawn_blocking(compile)
-            .await
-            .map_err(|source| Cause::Task {
-                what: "compiling the release",
-                source,
-            })??;
-        let compiled = Arc::new(compiled);
-        let mut kept = self.lock_compiled();
-        kept.retain(|(d, _)| d != digest);
-        kept.push((digest.to_string(), compiled.clone()));
-        if kept.len() > COMPILED_KEEP {
-            kept.remove(0);
-        }
-        Ok(compiled)
-    }
-
-    fn lock_compiled(&self) -> std::sync::MutexGuard<'_, Vec<(String, Arc<CompiledRelease>)>> {
-        self.compiled.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Counts a failure of `key` and returns how many happened in a row.

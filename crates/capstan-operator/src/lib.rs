@@ -5,12 +5,14 @@
 pub mod addon;
 pub mod api;
 pub mod clusters;
+pub mod compiled;
 pub mod context;
 pub mod controller;
 pub mod drift;
 pub mod hooks;
 pub mod http;
 pub mod jitter;
+pub mod kube_error;
 pub mod leader;
 pub mod lookup;
 pub mod metrics;

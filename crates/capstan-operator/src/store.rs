@@ -196,7 +196,7 @@ impl RenderStore {
                     .await
                 {
                     Ok(_) => {}
-                    Err(e) if crate::controller::error::is_not_found(&e) => {}
+                    Err(e) if crate::kube_error::is_not_found(&e) => {}
                     Err(source) => {
                         return Err(StoreError::Api {
                             owner: owner.describe(),

@@ -108,7 +108,7 @@ async fn ensure_addon(cluster: &DynamicObject, ctx: &Context) -> Result<Action, 
             };
             match api.create(&PostParams::default(), &addon).await {
                 Ok(_) => {}
-                Err(e) if super::error::is_conflict(&e) => {}
+                Err(e) if crate::kube_error::is_conflict(&e) => {}
                 Err(e) => {
                     return Err(Error::kube(
                         format!("creating ClusterAddon {namespace}/{name}"),

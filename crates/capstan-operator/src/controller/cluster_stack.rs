@@ -449,7 +449,7 @@ async fn create_release(
             .await;
             Ok(())
         }
-        Err(e) if super::error::is_conflict(&e) => Ok(()),
+        Err(e) if crate::kube_error::is_conflict(&e) => Ok(()),
         Err(e) => Err(Error::kube(format!("creating ClusterStackRelease {tag}"), e)),
     }
 }
@@ -476,7 +476,7 @@ async fn delete_release(
             }
             Ok(())
         }
-        Err(e) if super::error::is_not_found(&e) => Ok(()),
+        Err(e) if crate::kube_error::is_not_found(&e) => Ok(()),
         Err(e) => Err(Error::kube(format!("deleting ClusterStackRelease {name}"), e)),
     }
 }

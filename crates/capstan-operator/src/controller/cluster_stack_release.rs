@@ -22,12 +22,12 @@ use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
-use super::error::is_not_found;
 use super::pipeline::{self, Parts, ReleaseFiles};
 use super::progress::{Because, Failure, WAIT};
 use super::{Error, now, object_ref, owner_reference};
 use crate::api::{ClusterStackRelease, ClusterStackReleaseStatus};
 use crate::context::Context;
+use crate::kube_error::is_not_found;
 use crate::store::Owner;
 use capstan_apply::{DesiredObject, InventoryRef};
 use capstan_stack::name::ReleaseTag;
@@ -98,7 +98,21 @@ async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, E
     progress.save().await?;
     // The provider's part of the release (`<X>ClusterStackRelease`), when it has one.
     if let Some(reference) = &release.spec.provider_ref {
-        let state = super::provider::ensure(ctx, release, reference).await;
+        let ensured = super::provider::ensure(provider_cluster(ctx), release, reference).await;
+        if let Ok(super::provider::Ensured {
+            created: Some(note), ..
+        }) = &ensured
+        {
+            ctx.event(
+                &object_ref(release),
+                false,
+                "ProviderReleaseCreated",
+                "Provide",
+                note.clone(),
+            )
+            .await;
+        }
+        let state = ensured.map(|ensured| ensured.state);
         match progress
             .check(PROVIDER_READY, state.because("ProviderFailed"))
             .await?
@@ -275,7 +289,7 @@ async fn cleanup(release: &ClusterStackRelease, ctx: &Context) -> Result<Action,
         .await
         .map_err(|cause| Error::step("Prune", "StoreFailed", cause))?;
     if let Some(reference) = &release.spec.provider_ref {
-        super::provider::remove(ctx, release, reference)
+        super::provider::remove(provider_cluster(ctx), release, reference)
             .await
             .map_err(|cause| Error::step(PROVIDER_READY, "ProviderFailed", cause))?;
     }
@@ -332,6 +346,14 @@ async fn users(ctx: &Context, namespace: &str, name: &str) -> Option<Users> {
 }
 
 /// Whether the release reports ready.
+/// The management cluster as the provider's part of a release needs it.
+fn provider_cluster(ctx: &Context) -> super::provider::Cluster<'_> {
+    super::provider::Cluster {
+        client: &ctx.client,
+        discovery: ctx.applier.discovery(),
+    }
+}
+
 pub fn is_ready(release: &ClusterStackRelease) -> bool {
     release.status.as_ref().is_some_and(|s| s.ready)
 }

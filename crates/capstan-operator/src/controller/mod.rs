@@ -1,6 +1,7 @@
 //! The controllers: one file per kind, on top of `stack/`, `source/` and `apply/`, plus what
 //! they share (errors, backoff, owner references, a stack's source with its credentials).
 
+pub mod clock;
 pub mod cluster;
 pub mod cluster_addon;
 pub mod cluster_stack;
@@ -9,14 +10,15 @@ pub mod error;
 pub mod pipeline;
 pub mod progress;
 pub mod provider;
+pub mod references;
 pub mod report;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ObjectReference, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
@@ -25,7 +27,9 @@ use super::api::{ClusterStack, StackSource};
 use super::context::Context;
 use super::sources::Resolved;
 use capstan_stack::name::{KubernetesVersion, StackName};
+pub use clock::now;
 pub use error::{Cause, Error, Invalid, SourceConfigError, TERMINAL_RETRY};
+pub use references::{object_ref, owner_reference};
 
 /// A kind of the operator's API reconciled through a finalizer: `apply` while an object
 /// lives, `cleanup` once it is being deleted.
@@ -133,7 +137,7 @@ pub fn finalizer_outcome(
             Ok(kube::runtime::controller::Action::requeue(retry))
         }
         Helper::ApplyFailed(e) | Helper::CleanupFailed(e) => Err(e),
-        Helper::RemoveFinalizer(e) if error::is_not_found(&e) => {
+        Helper::RemoveFinalizer(e) if crate::kube_error::is_not_found(&e) => {
             Ok(kube::runtime::controller::Action::await_change())
         }
         other => Err(Error::Finalizer(Box::new(other))),
@@ -181,27 +185,6 @@ pub fn drift_wait(last: Option<&Time>, ctx: &Context) -> Option<Duration> {
         .drift_interval
         .checked_sub(elapsed)
         .filter(|d| !d.is_zero())
-}
-
-pub fn now() -> Time {
-    Time(k8s_openapi::jiff::Timestamp::now())
-}
-
-/// A reference to `object` for events.
-pub fn object_ref<K: Resource<DynamicType = ()>>(object: &K) -> ObjectReference {
-    object.object_ref(&())
-}
-
-/// An owner reference to `object` (as controller, so `kubectl` shows who made the owned one).
-pub fn owner_reference<K: Resource<DynamicType = ()>>(object: &K) -> OwnerReference {
-    OwnerReference {
-        api_version: K::api_version(&()).to_string(),
-        kind: K::kind(&()).to_string(),
-        name: object.name_any(),
-        uid: object.uid().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
 }
 
 /// The stack a ClusterStack follows, when its fields make a stack name.

@@ -118,13 +118,17 @@ pub async fn compile(ctx: &Context, files: &ReleaseFiles) -> Result<Arc<Compiled
     let cache = ctx.sources.cache().clone();
     let fetched = files.fetched.clone();
     let repositories = ctx.settings.chart_repositories.clone();
-    ctx.compiled(&files.digest, move || {
+    if let Some(kept) = ctx.compiled.get(&files.digest) {
+        return Ok(kept);
+    }
+    let compiled = blocking("compiling the release", move || {
         let opened = fetched.open(&cache)?;
         let resolver = capstan_source::charts::ChartResolver::new(cache.clone(), repositories)
             .map_err(Cause::Resolver)?;
         CompiledRelease::with_resolver(&opened.release, Some(&resolver)).map_err(Cause::Compile)
     })
-    .await
+    .await?;
+    Ok(ctx.compiled.keep(&files.digest, compiled))
 }
 
 /// The hash of what a render depends on: `what` is rendered, capstan's version, then

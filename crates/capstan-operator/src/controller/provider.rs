@@ -6,14 +6,28 @@
 //! writes it) is only waited for.
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
 use kube::discovery::Scope;
+use kube::{Client, ResourceExt};
 
-use super::error::{is_conflict, is_not_found};
-use super::owner_reference;
+use super::references::owner_reference;
 use crate::api::ClusterStackRelease;
-use crate::context::Context;
+use crate::kube_error::{is_conflict, is_not_found};
+use capstan_apply::discovery::Discovery;
+
+/// The management cluster the provider's objects live in.
+#[derive(Clone, Copy)]
+pub struct Cluster<'a> {
+    pub client: &'a Client,
+    pub discovery: &'a Discovery,
+}
+
+/// What [`ensure`] did and found.
+pub struct Ensured {
+    pub state: State,
+    /// The note of a `ProviderReleaseCreated` Event, when this pass cloned the template.
+    pub created: Option<String>,
+}
 
 /// Where the provider's part stands.
 pub enum State {
@@ -68,7 +82,7 @@ struct Target {
 }
 
 async fn target(
-    ctx: &Context,
+    cluster: Cluster<'_>,
     release: &ClusterStackRelease,
     reference: &ObjectReference,
 ) -> Result<Target, ProviderError> {
@@ -85,9 +99,8 @@ async fn target(
         let kind = kind.to_string();
         let api_version = api_version.clone();
         async move {
-            let info = ctx
-                .applier
-                .discovery()
+            let info = cluster
+                .discovery
                 .resolve(group, version, &kind)
                 .await
                 .map_err(|source| ProviderError::NotServed {
@@ -109,13 +122,13 @@ async fn target(
             let (resource, scope) = api_for(release_kind).await?;
             let template_api = match template_scope {
                 Scope::Namespaced => {
-                    Api::namespaced_with(ctx.client.clone(), &ref_namespace, &template_resource)
+                    Api::namespaced_with(cluster.client.clone(), &ref_namespace, &template_resource)
                 }
-                Scope::Cluster => Api::all_with(ctx.client.clone(), &template_resource),
+                Scope::Cluster => Api::all_with(cluster.client.clone(), &template_resource),
             };
             let api = match scope {
-                Scope::Namespaced => Api::namespaced_with(ctx.client.clone(), &namespace, &resource),
-                Scope::Cluster => Api::all_with(ctx.client.clone(), &resource),
+                Scope::Namespaced => Api::namespaced_with(cluster.client.clone(), &namespace, &resource),
+                Scope::Cluster => Api::all_with(cluster.client.clone(), &resource),
             };
             Ok(Target {
                 api,
@@ -129,8 +142,8 @@ async fn target(
         None => {
             let (resource, scope) = api_for(&kind).await?;
             let api = match scope {
-                Scope::Namespaced => Api::namespaced_with(ctx.client.clone(), &ref_namespace, &resource),
-                Scope::Cluster => Api::all_with(ctx.client.clone(), &resource),
+                Scope::Namespaced => Api::namespaced_with(cluster.client.clone(), &ref_namespace, &resource),
+                Scope::Cluster => Api::all_with(cluster.client.clone(), &resource),
             };
             Ok(Target {
                 api,
@@ -146,20 +159,27 @@ async fn target(
 
 /// Creates the provider's release object when missing and reports whether it is ready.
 pub async fn ensure(
-    ctx: &Context,
+    cluster: Cluster<'_>,
     release: &ClusterStackRelease,
     reference: &ObjectReference,
-) -> Result<State, ProviderError> {
-    let target = target(ctx, release, reference).await?;
+) -> Result<Ensured, ProviderError> {
+    let target = target(cluster, release, reference).await?;
     let what = format!("{} {}/{}", target.kind, target.namespace, target.name);
     let existing = target
         .api
         .get_opt(&target.name)
         .await
         .map_err(request(format!("reading {what}")))?;
+    let mut created = None;
+    let waiting = |why: String| {
+        Ok(Ensured {
+            state: State::Waiting(why),
+            created: None,
+        })
+    };
     let object = match (existing, &target.template) {
         (Some(object), _) => object,
-        (None, None) => return Ok(State::Waiting(format!("waiting for {what} to exist"))),
+        (None, None) => return waiting(format!("waiting for {what} to exist")),
         (None, Some((templates, template_name))) => {
             let kind = reference.kind.clone().unwrap_or_default();
             let template = templates
@@ -183,39 +203,33 @@ pub async fn ensure(
             }
             clone.data = serde_json::json!({ "spec": spec });
             match target.api.create(&PostParams::default(), &clone).await {
-                Ok(created) => {
-                    ctx.event(
-                        &super::object_ref(release),
-                        false,
-                        "ProviderReleaseCreated",
-                        "Provide",
-                        format!("created {what} from {template_name}"),
-                    )
-                    .await;
-                    created
+                Ok(object) => {
+                    created = Some(format!("created {what} from {template_name}"));
+                    object
                 }
                 Err(e) if is_conflict(&e) => {
-                    return Ok(State::Waiting(format!("waiting for {what}")));
+                    return waiting(format!("waiting for {what}"));
                 }
                 Err(e) => return Err(request(format!("creating {what}"))(e)),
             }
         }
     };
     let ready = object.data.pointer("/status/ready").and_then(|v| v.as_bool()) == Some(true);
-    Ok(if ready {
+    let state = if ready {
         State::Ready(what)
     } else {
         State::Waiting(format!("waiting for {what} to report status.ready"))
-    })
+    };
+    Ok(Ensured { state, created })
 }
 
 /// Deletes the provider's release object a release cloned (never one it only waited for).
 pub async fn remove(
-    ctx: &Context,
+    cluster: Cluster<'_>,
     release: &ClusterStackRelease,
     reference: &ObjectReference,
 ) -> Result<(), ProviderError> {
-    let target = target(ctx, release, reference).await?;
+    let target = target(cluster, release, reference).await?;
     if target.template.is_none() {
         return Ok(());
     }

@@ -164,7 +164,7 @@ async fn upgrade(
             .await
         {
             Ok(_) => {}
-            Err(e) if crate::controller::error::is_conflict(&e) => continue,
+            Err(e) if crate::kube_error::is_conflict(&e) => continue,
             Err(source) => {
                 let name = name.to_string();
                 return Err(UpgradeError::Record { name, source });

@@ -27,6 +27,8 @@ use crate::context::Context;
 use capstan_stack::name::{ReleaseTag, StackName};
 use capstan_stack::version::Version;
 
+mod retention;
+
 pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-stack";
 pub const CONTROLLER: &str = "clusterstack";
 
@@ -184,9 +186,15 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
     }
     // 3. Releases no longer wanted go, unless a Cluster uses them or they are the latest
     //    ready one (what new Clusters can use while a newer release gets ready).
-    let mut keep = wanted.clone();
-    keep.extend(latest.as_ref().map(ReleaseTag::tag));
-    prune_releases(stack, ctx, &releases_api, &owned, keep).await?;
+    let latest_tag = latest.as_ref().map(ReleaseTag::tag);
+    let no_rollouts = BTreeSet::new();
+    let policy = retention::Policy {
+        wanted: &wanted,
+        latest_remote: latest_tag.as_deref(),
+        newest_ready: 1,
+        in_use_by_rollouts: &no_rollouts,
+    };
+    prune_releases(stack, ctx, &releases_api, &owned, &policy).await?;
     // 4. Status from the releases as they are now.
     let owned = owned_releases(stack, &releases_api).await?;
     report(&mut progress, &owned, &wanted);
@@ -238,38 +246,37 @@ fn listed(
     (remote, latest)
 }
 
-/// Deletes the owned releases that are not in `keep`, not the latest ready one and not used
-/// by a Cluster; none when the Clusters cannot be listed.
+/// Deletes the owned releases [`retention`] does not keep; the Clusters are listed only
+/// when some release is unwanted.
 async fn prune_releases(
     stack: &ClusterStack,
     ctx: &Context,
     api: &Api<ClusterStackRelease>,
     owned: &BTreeMap<String, ClusterStackRelease>,
-    mut keep: BTreeSet<String>,
+    policy: &retention::Policy<'_>,
 ) -> Result<(), Error> {
-    let latest_ready = owned
-        .values()
-        .filter(|r| super::cluster_stack_release::is_ready(r))
-        .filter_map(|r| ReleaseTag::parse(&r.name_any()).ok())
-        .max_by(|a, b| a.version().cmp(b.version()))
-        .map(|t| t.tag());
-    keep.extend(latest_ready);
-    let unwanted: Vec<&String> = owned.keys().filter(|name| !keep.contains(*name)).collect();
+    let releases: Vec<retention::Owned> = owned
+        .iter()
+        .map(|(name, release)| retention::Owned {
+            name: name.clone(),
+            version: ReleaseTag::parse(name).ok().map(|t| t.version().clone()),
+            ready: super::cluster_stack_release::is_ready(release),
+        })
+        .collect();
+    let unwanted = retention::unwanted(&releases, policy);
     if unwanted.is_empty() {
         return Ok(());
     }
     let namespace = stack.namespace().unwrap_or_default();
-    match crate::clusters::list(&ctx.client, &namespace).await {
-        Ok(clusters) => {
-            let used = crate::clusters::releases_in_use(&clusters, &namespace);
-            for name in unwanted.into_iter().filter(|n| !used.contains(*n)) {
-                delete_release(stack, ctx, api, name).await?;
-            }
-        }
+    let used = match crate::clusters::list(&ctx.client, &namespace).await {
+        Ok(clusters) => Some(crate::clusters::releases_in_use(&clusters, &namespace)),
         Err(e) => {
-            // Deleting without knowing the users could pull a class from under a Cluster.
             tracing::warn!(stack = %super::key_of(stack), error = %e, "not deleting releases: listing Clusters failed");
+            None
         }
+    };
+    for name in retention::to_delete(&unwanted, used.as_ref()) {
+        delete_release(stack, ctx, api, &name).await?;
     }
     Ok(())
 }

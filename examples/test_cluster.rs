@@ -9,6 +9,9 @@
 //!
 //! `--crds DIR` also installs the CRDs of a directory first.
 
+// Examples may unwrap and panic: a failed assumption there is a failed run (issue 34).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::io::Read;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,5 @@
 //! Integration tests, one binary for the crate (each file a module).
 
+mod chart_labels;
 mod client_http2;
 mod kube_smoke;

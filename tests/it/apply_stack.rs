@@ -79,10 +79,21 @@ async fn cluster_class_upgrade(
     )
     .await;
     assert_eq!(class.len(), 1);
+    // The chart's labels as `capstan render` printed them (issue 32: capstan wrote its
+    // `managed-by` over the chart's before), and capstan's own label.
     let labels = class[0].metadata.labels.clone().unwrap_or_default();
+    let rendered = desired
+        .iter()
+        .find(|o| o.kind == "ClusterClass")
+        .and_then(|o| o.data.pointer("/metadata/labels/app.kubernetes.io~1managed-by"))
+        .and_then(|v| v.as_str());
     assert_eq!(
         labels.get("app.kubernetes.io/managed-by").map(String::as_str),
-        Some("capstan")
+        rendered
+    );
+    assert_eq!(
+        labels.get("capstan.dev/managed").map(String::as_str),
+        Some("true")
     );
 
     let mut desired_v2 = vec![namespace(ns)];

@@ -5,16 +5,24 @@
 //! - a Cluster upgraded to it from v1 runs the `BeforeClusterUpgrade` stage (ngnix) and waits
 //!   in `waitingForPostCondition` while the CEL post-condition
 //!   `msdeployment.spec.replicas == ngnix.spec.replicas` is false, then finishes once it holds;
-//! - an object a stage applied and someone deleted is restored within the drift interval.
+//! - an object a stage applied and someone deleted is restored within the drift interval;
+//! - the two-stage example stack (`stacks/example`) is never ready before its last stage, its
+//!   status sampled every 0.2 s while the stages run (issue 32).
 
 use std::time::Duration;
 
-use crate::operator_common::{eventually, names};
+use crate::operator_common::{NS, eventually, names};
+use capstan_operator::api::conditions::ConditionStatus;
+use capstan_operator::api::{ClusterAddonStatus, ClusterStack};
 use capstan_testenv::{Binaries, TestCluster};
-use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use serde_json::json;
 
 const STAGED: &str = "docker-ferrol-1-27-v0-sha.hipstsw";
+/// The class of the example stack's release.
+const CLASS: &str = "docker-example-1-30-v1";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stages_run_in_order_and_honour_their_conditions() {
@@ -129,13 +137,13 @@ async fn stages_run_in_order_and_honour_their_conditions() {
                 .unwrap_or_default();
             (stage.name == "ngnix"
                 && stage.phase == "waitingForPostCondition"
-                && message.starts_with("stage ngnix:"))
+                && message.starts_with("stage ngnix (1/1): waitingForPostCondition:"))
             .then_some(message)
         },
     )
     .await;
     assert!(
-        message.starts_with("stage ngnix: waitingForPostCondition: `msdeployment.spec.replicas == ngnix.spec.replicas` is false"),
+        message.starts_with("stage ngnix (1/1): waitingForPostCondition: `msdeployment.spec.replicas == ngnix.spec.replicas` is false"),
         "{message}"
     );
     deployments
@@ -187,4 +195,267 @@ async fn stages_run_in_order_and_honour_their_conditions() {
         },
     )
     .await;
+}
+
+/// The example stack of `stacks/example` (two stages on creation: `cni`, then `cluster-info`
+/// once cni's DaemonSet reports every pod ready) built as release `docker-example-1-30-v1`
+/// into `dir`. Its cluster-info chart asks for Kubernetes 1.25+; the test's API servers are
+/// v1.20, so the copy asks for none. Nothing runs pods here, and a DaemonSet that schedules
+/// none reports 0 of 0 ready: the copy's pre-condition also wants one pod.
+fn example_release(dir: &std::path::Path) -> std::path::PathBuf {
+    let source = dir.join("example");
+    crate::git_source::copy_dir(
+        &std::path::Path::new(capstan_testenv::REPO_ROOT).join("stacks/example"),
+        &source,
+    );
+    let edit = |file: &str, from: &str, to: &str| {
+        let path = source.join(file);
+        let text = std::fs::read_to_string(&path).expect("example file");
+        assert!(text.contains(from), "{file} has {from:?}");
+        std::fs::write(&path, text.replacen(from, to, 1)).expect("write example file");
+    };
+    edit(
+        "cluster-addon/cluster-info/Chart.yaml",
+        "kubeVersion:",
+        "# kubeVersion:",
+    );
+    edit(
+        "clusteraddon.yaml",
+        "conditions: cni.status.numberReady == ",
+        "conditions: cni.status.numberReady > 0 && cni.status.numberReady == ",
+    );
+    let out = dir.join("docker-example-1-30-v1");
+    let version = capstan_stack::Version::parse("v1").expect("version");
+    capstan_stack::build::build(&source, &version, &out).expect("example release builds");
+    out
+}
+
+/// Whether `status` claims the addons ready (`ready` or `Ready=True`).
+fn claims_ready(status: &ClusterAddonStatus) -> bool {
+    status.ready
+        || status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == ConditionStatus::True)
+}
+
+/// Reads the ClusterAddon of `name` every 0.2 s until `done` holds, failing at once when a
+/// sample claims the addons ready while a stage is not done. Returns the last status and how
+/// many samples were taken.
+async fn sample_until(
+    env: &crate::operator_common::Env,
+    name: &str,
+    operator: &capstan_testenv::ChildGuard,
+    what: &str,
+    done: impl Fn(&ClusterAddonStatus) -> bool,
+) -> (ClusterAddonStatus, usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    let mut samples = 0;
+    loop {
+        if let Some(status) = env.addon(name).await.and_then(|a| a.status) {
+            samples += 1;
+            let pending: Vec<&str> = status
+                .stages
+                .iter()
+                .filter(|s| s.phase != "done")
+                .map(|s| s.name.as_str())
+                .collect();
+            assert!(
+                !(claims_ready(&status) && (status.stages.is_empty() || !pending.is_empty())),
+                "ready with stages {pending:?} not done (sample {samples}): {status:#?}"
+            );
+            if done(&status) {
+                return (status, samples);
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}\n{}",
+            operator.log_tail(60)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `stage/kind/name` of each `status.resources` entry, sorted.
+fn listed(status: &ClusterAddonStatus) -> Vec<String> {
+    let mut listed: Vec<String> = status
+        .resources
+        .iter()
+        .map(|r| format!("{}/{}/{}", r.stage, r.kind, r.name))
+        .collect();
+    listed.sort();
+    listed
+}
+
+/// Issue 32: a multi-stage addon is not ready between its stages (its `Ready` names the stage
+/// it is at), lists the objects of every stage with their stage, and its ready event names
+/// the release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_staged_addon_is_ready_only_after_its_last_stage() {
+    let test = "a_staged_addon_is_ready_only_after_its_last_stage";
+    let Some(env) = crate::operator_common::start(test, &[]).await else {
+        return;
+    };
+    let Some(bins) = Binaries::find_or_skip(test) else {
+        return;
+    };
+    let built = tempfile::tempdir().expect("temp dir");
+    let release = example_release(built.path());
+    env.github
+        .add_release_dir(crate::operator_common::REPO, &release)
+        .expect("release published");
+    let workload = TestCluster::start(&bins, "staged")
+        .await
+        .expect("workload cluster starts");
+    let operator = env.operator(0, &[]);
+    let stack: ClusterStack = serde_json::from_value(json!({
+        "apiVersion": "clusterstack.x-k8s.io/v1alpha1",
+        "kind": "ClusterStack",
+        "metadata": {"name": "example", "namespace": NS},
+        "spec": {
+            "provider": "docker", "name": "example", "kubernetesVersion": "1.30",
+            "channel": "stable", "autoSubscribe": true, "versions": [], "interval": "5s",
+            "source": {"github": {"owner": "scs", "repo": "cluster-stacks"}},
+        }
+    }))
+    .expect("ClusterStack");
+    env.stacks()
+        .create(&PostParams::default(), &stack)
+        .await
+        .expect("ClusterStack created");
+    eventually("the release", Duration::from_secs(60), &operator, || async {
+        (env.release_names().await == ["docker-example-1-30-v1"]).then_some(())
+    })
+    .await;
+
+    // A Cluster with what the stages' values read: pod CIDR, replicas, load balancer image.
+    let topology = json!({"class": CLASS, "version": "v1.30.4", "controlPlane": {"replicas": 1}});
+    env.cluster_api_in(NS, "staged", topology, "staged.example").await;
+    let merge = |api: Api<DynamicObject>, name: &str, patch: serde_json::Value| {
+        let name = name.to_string();
+        async move {
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .unwrap_or_else(|e| panic!("patching {name}: {e}"));
+        }
+    };
+    merge(
+        env.clusters(),
+        "staged",
+        json!({"spec": {"clusterNetwork": {"pods": {"cidrBlocks": ["10.244.0.0/16"]}}}}),
+    )
+    .await;
+    let docker_clusters = Api::namespaced_with(
+        env.client(),
+        NS,
+        &ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "infrastructure.cluster.x-k8s.io",
+            "v1beta1",
+            "DockerCluster",
+        )),
+    );
+    merge(
+        docker_clusters,
+        "staged",
+        json!({"spec": {"loadBalancer": {"imageRepository": "kindest"}}}),
+    )
+    .await;
+    env.open_gates("staged", &workload).await;
+
+    // cni is applied; cluster-info waits for cni's DaemonSet to report its pods ready (nothing
+    // runs pods here): not ready, and `Ready` says where.
+    let (status, first) = sample_until(
+        &env,
+        "staged",
+        &operator,
+        "cluster-info's pre-condition wait",
+        |s| {
+            s.stages
+                .get(1)
+                .is_some_and(|s| s.phase == "waitingForPreCondition")
+        },
+    )
+    .await;
+    let ready = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .expect("Ready condition");
+    assert_eq!(ready.status, ConditionStatus::False, "{ready:?}");
+    assert_eq!(ready.reason, "WaitingForCondition", "{ready:?}");
+    assert!(
+        ready
+            .message
+            .starts_with("stage cluster-info (2/2): waitingForPreCondition: "),
+        "{ready:?}"
+    );
+    assert_eq!(
+        listed(&status),
+        ["cni/ConfigMap/example-cni-config", "cni/DaemonSet/example-cni"]
+    );
+    // Held there for a while: still not ready.
+    let held = std::time::Instant::now() + Duration::from_secs(3);
+    let (_, during) = sample_until(&env, "staged", &operator, "3 s", |_| {
+        std::time::Instant::now() > held
+    })
+    .await;
+
+    // The DaemonSet reports its pod ready: cluster-info runs, then the addons are ready.
+    let daemon_sets: Api<DaemonSet> = Api::namespaced(workload.client(), "kube-system");
+    daemon_sets
+        .patch_status(
+            "example-cni",
+            &PatchParams::default(),
+            &Patch::Merge(
+                &json!({"status": {"currentNumberScheduled": 1, "desiredNumberScheduled": 1,
+                                             "numberMisscheduled": 0, "numberReady": 1}}),
+            ),
+        )
+        .await
+        .expect("DaemonSet status");
+    let (status, last) = sample_until(&env, "staged", &operator, "the addons ready", |s| {
+        s.ready && s.applied_cluster_stack.as_deref() == Some(CLASS)
+    })
+    .await;
+    eprintln!(
+        "{} samples of the addon's status, none ready before the last stage",
+        first + during + last
+    );
+    assert!(status.stages.iter().all(|s| s.phase == "done"), "{status:?}");
+    assert_eq!(
+        listed(&status),
+        [
+            "cluster-info/ClusterInfo/staged",
+            "cluster-info/ClusterRole/example-cluster-info-reader",
+            "cluster-info/ClusterRoleBinding/example-cluster-info-reader",
+            "cluster-info/CustomResourceDefinition/clusterinfos.example.capstan.dev",
+            "cni/ConfigMap/example-cni-config",
+            "cni/DaemonSet/example-cni",
+        ]
+    );
+    assert_eq!(status.resources_omitted, 0);
+    assert!(
+        status.resources.iter().all(|r| r.status == "synced"),
+        "{status:?}"
+    );
+
+    // The ready event names the release and the Cluster.
+    let events: Api<Event> = Api::namespaced(env.client(), NS);
+    let note = eventually("the ready event", Duration::from_secs(30), &operator, || async {
+        let events = events.list(&Default::default()).await.ok()?;
+        events
+            .items
+            .into_iter()
+            .find(|e| {
+                e.reason.as_deref() == Some("Ready")
+                    && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("ClusterAddon")
+            })
+            .and_then(|e| e.note)
+    })
+    .await;
+    assert_eq!(
+        note,
+        "addons of docker-example-1-30-v1 applied to Cluster staged (6 objects)"
+    );
 }

@@ -600,7 +600,7 @@ impl Applier {
     ) -> Vec<tokio::task::JoinHandle<Vec<(ObjectKey, Live)>>> {
         let selector = match &owner.inventory {
             Some(inv) => format!("{}={}", ssa::INVENTORY_ID_LABEL, ssa::inventory_id(inv)),
-            None => format!("{}={}", ssa::MANAGED_BY_LABEL, ssa::MANAGED_BY),
+            None => format!("{}={}", ssa::MANAGED_LABEL, ssa::MANAGED),
         };
         let mut groups: BTreeMap<ListKey, (&ApiResource, Vec<ObjectKey>)> = BTreeMap::new();
         for (key, resource) in members {

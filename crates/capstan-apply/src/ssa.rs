@@ -14,7 +14,16 @@ use super::discovery::ResourceInfo;
 use super::object::DesiredObject;
 use super::status::ObjectKey;
 
-/// The label every object capstan applies carries.
+/// The label every object capstan applies carries, set to [`MANAGED`]: what capstan finds
+/// its objects by. A label of capstan's own, so the chart's labels — its
+/// `app.kubernetes.io/managed-by` among them — are applied as the chart sets them.
+pub const MANAGED_LABEL: &str = "capstan.dev/managed";
+pub const MANAGED: &str = "true";
+/// The recommended label for the tool that manages an object: capstan sets it only on the
+/// objects it makes itself (inventories, stored renders, ClusterStackReleases), never on an
+/// object it applies. Earlier versions set it on applied objects too (issue 32); the next apply
+/// gives the label back to the chart: server-side apply drops a field its manager no longer
+/// sends, or sets the chart's value.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY: &str = "capstan";
 /// Annotation naming the inventory (`namespace/name`) an object belongs to; pruning deletes
@@ -67,7 +76,7 @@ pub fn prepare(
             }
         }
         let labels = object_entry(meta, "labels");
-        labels.insert(MANAGED_BY_LABEL.into(), MANAGED_BY.into());
+        labels.insert(MANAGED_LABEL.into(), MANAGED.into());
         if let Some(inv) = &owner.inventory {
             labels.insert(INVENTORY_ID_LABEL.into(), inventory_id(inv).into());
             let annotations = object_entry(meta, "annotations");
@@ -434,7 +443,7 @@ mod tests {
         assert_eq!(p.key.namespace.as_deref(), Some("target"));
         assert_eq!(p.body["metadata"]["namespace"], "target");
         assert_eq!(p.body["metadata"]["labels"]["x"], "z");
-        assert_eq!(p.body["metadata"]["labels"][MANAGED_BY_LABEL], "capstan");
+        assert_eq!(p.body["metadata"]["labels"][MANAGED_LABEL], "true");
         assert_eq!(
             p.body["metadata"]["labels"][INVENTORY_ID_LABEL],
             inventory_id("ns/inv")
@@ -450,6 +459,21 @@ mod tests {
         let p = prepare(&cluster, &info(false), "target", &Ownership::default());
         assert_eq!(p.key.namespace, None);
         assert!(p.body["metadata"].get("namespace").is_none());
+    }
+
+    #[test]
+    fn the_labels_a_chart_sets_are_sent_as_they_are() {
+        let helm = desired(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: {app.kubernetes.io/managed-by: Helm}\n",
+        );
+        let p = prepare(&helm, &info(true), "ns", &Ownership::default());
+        let labels = p.body["metadata"]["labels"].as_object().expect("labels");
+        let names: Vec<&str> = labels.keys().map(String::as_str).collect();
+        assert_eq!(names, [MANAGED_BY_LABEL, MANAGED_LABEL]);
+        assert_eq!(labels[MANAGED_BY_LABEL], "Helm");
+        let plain = desired("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n");
+        let p = prepare(&plain, &info(true), "ns", &Ownership::default());
+        assert!(p.body["metadata"]["labels"].get(MANAGED_BY_LABEL).is_none());
     }
 
     #[test]

@@ -27,7 +27,7 @@ use super::watch::{
     CLUSTER_NAME_LABEL, Scope, changed, cluster_trigger, describe, kubeconfig_addon, kubeconfig_secrets,
     objects, watch_all,
 };
-use capstan_apply::ssa::{INVENTORY_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL};
+use capstan_apply::ssa::{INVENTORY_ANNOTATION, MANAGED, MANAGED_LABEL};
 use capstan_source::cache::Cache;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 
@@ -244,7 +244,7 @@ async fn run_controllers(
     } else {
         watch_all(
             scope.dynamic_apis(&client, &class_resource),
-            objects(watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"))),
+            objects(watcher::Config::default().labels(&format!("{MANAGED_LABEL}={MANAGED}"))),
         )
         .touched_objects()
         .boxed()

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::conditions::Condition;
-use super::resource::Resource;
+use super::resource::{self, Resource};
 
 /// The addons of one workload cluster.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -61,9 +61,13 @@ pub struct ClusterAddonSpec {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterAddonStatus {
-    /// Every addon object applied to the workload cluster, with the outcome of its last apply.
+    /// Every addon object applied to the workload cluster — of every stage so far, each with
+    /// its stage — with the outcome of its last apply; at most 1,000 entries.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<Resource>,
+    /// How many applied objects `resources` leaves out (past its 1,000 entries) (capstan).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resources_omitted: i64,
     /// The stages of the current hook of a multi-stage release, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<StageStatus>,
@@ -120,4 +124,95 @@ pub struct StageStatus {
     /// `done`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub phase: String,
+    /// How many objects of the stage `resources` leaves out (capstan).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resources_omitted: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+impl ClusterAddonStatus {
+    /// Records the per-object outcome of an apply: of the one chart (`stage` `None`: the list
+    /// is replaced), or of one stage, whose entries replace its earlier ones while the other
+    /// stages' stay. At most [`resource::MAX_LISTED`] entries; the rest are counted.
+    pub fn record_resources(&mut self, stage: Option<&str>, mut fresh: Vec<Resource>) {
+        let cap = resource::MAX_LISTED;
+        let Some(stage) = stage else {
+            let omitted = fresh.len().saturating_sub(cap);
+            fresh.truncate(cap);
+            self.resources = fresh;
+            self.resources_omitted = count(omitted);
+            return;
+        };
+        let omitted = count(resource::record_stage(&mut self.resources, stage, fresh, cap));
+        let unrecorded = match self.stages.iter_mut().find(|s| s.name == stage) {
+            Some(recorded) => {
+                recorded.resources_omitted = omitted;
+                0
+            }
+            // Not one of the recorded stages (never expected): counted for this write only.
+            None => omitted,
+        };
+        self.resources_omitted = self
+            .stages
+            .iter()
+            .map(|s| s.resources_omitted)
+            .fold(unrecorded, i64::saturating_add);
+    }
+}
+
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(n: usize) -> Vec<Resource> {
+        (0..n)
+            .map(|i| Resource {
+                version: "v1".into(),
+                kind: "ConfigMap".into(),
+                name: format!("cm-{i}"),
+                status: Resource::SYNCED.into(),
+                ..Resource::default()
+            })
+            .collect()
+    }
+
+    fn stage(name: &str) -> StageStatus {
+        StageStatus {
+            name: name.into(),
+            action: "apply".into(),
+            phase: "Pending".into(),
+            resources_omitted: 0,
+        }
+    }
+
+    #[test]
+    fn every_stage_is_listed_up_to_the_cap_and_the_rest_counted() {
+        let mut status = ClusterAddonStatus {
+            stages: vec![stage("cni"), stage("csi")],
+            ..ClusterAddonStatus::default()
+        };
+        status.record_resources(Some("cni"), entries(600));
+        status.record_resources(Some("csi"), entries(700));
+        assert_eq!(status.resources.len(), resource::MAX_LISTED);
+        assert_eq!(status.resources.iter().filter(|r| r.stage == "cni").count(), 600);
+        assert_eq!(status.resources_omitted, 300);
+        assert_eq!(status.stages[1].resources_omitted, 300);
+        // cni shrinks: csi's entries stay, the count is csi's alone.
+        status.record_resources(Some("cni"), entries(100));
+        assert_eq!(status.resources.len(), 500);
+        assert_eq!(status.resources_omitted, 300);
+        status.record_resources(Some("csi"), entries(700));
+        assert_eq!((status.resources.len(), status.resources_omitted), (800, 0));
+        // The one chart: replaced, cut at the cap.
+        status.record_resources(None, entries(1_234));
+        assert_eq!((status.resources.len(), status.resources_omitted), (1_000, 234));
+        assert!(status.resources.iter().all(|r| r.stage.is_empty()));
+    }
 }

@@ -30,6 +30,10 @@ pub struct Resource {
     /// Error of the last apply, as the server or capstan reported it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub error: String,
+    /// The stage (`clusteraddon.yaml`) that applies the object; empty outside stages
+    /// (capstan).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stage: String,
 }
 
 /// The identity of a [`Resource`]: group, version, kind, namespace, name.
@@ -72,6 +76,30 @@ pub fn set_resource(resources: &mut Vec<Resource>, entry: Resource) -> bool {
     }
 }
 
+/// The most entries a `status.resources` list holds (a status is stored whole in etcd, whose
+/// objects are limited to about 1.5 MB); the objects past it are counted, not listed.
+pub const MAX_LISTED: usize = 1000;
+
+/// Replaces the entries of `stage` in `listed` by `fresh`, each marked with the stage, where
+/// the stage's entries were (else at the end). The entries of other stages stay; `fresh` gets
+/// the room left below `cap`, and what does not fit is left out. Returns how many were.
+pub fn record_stage(listed: &mut Vec<Resource>, stage: &str, fresh: Vec<Resource>, cap: usize) -> usize {
+    let at = listed
+        .iter()
+        .position(|r| r.stage == stage)
+        .unwrap_or(listed.len());
+    // Every entry before `at` is of another stage: `at` stays where the stage goes.
+    listed.retain(|r| r.stage != stage);
+    let room = cap.saturating_sub(listed.len());
+    let omitted = fresh.len().saturating_sub(room);
+    let kept = fresh.into_iter().take(room).map(|mut r| {
+        r.stage = stage.to_string();
+        r
+    });
+    listed.splice(at..at, kept);
+    omitted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,7 +112,86 @@ mod tests {
             namespace: "ns".into(),
             name: name.into(),
             status: status.into(),
-            error: String::new(),
+            ..Resource::default()
+        }
+    }
+
+    fn named(names: &[&str], stage: &str) -> Vec<Resource> {
+        names
+            .iter()
+            .map(|n| Resource {
+                stage: stage.into(),
+                ..res("ConfigMap", n, Resource::SYNCED)
+            })
+            .collect()
+    }
+
+    /// `stage/name` of each entry.
+    fn listed(list: &[Resource]) -> Vec<String> {
+        list.iter().map(|r| format!("{}/{}", r.stage, r.name)).collect()
+    }
+
+    #[test]
+    fn a_stage_replaces_its_own_entries_in_place_within_the_cap() {
+        // (listed before, stage, fresh names, cap) → (listed after, left out)
+        let cases: Vec<(Vec<Resource>, &str, Vec<&str>, usize, Vec<&str>, usize)> = vec![
+            // A first stage, then a second one after it.
+            (vec![], "cni", vec!["a", "b"], 10, vec!["cni/a", "cni/b"], 0),
+            (
+                named(&["a", "b"], "cni"),
+                "csi",
+                vec!["c"],
+                10,
+                vec!["cni/a", "cni/b", "csi/c"],
+                0,
+            ),
+            // A stage applied again replaces its entries where they were, others stay.
+            (
+                [named(&["a", "b"], "cni"), named(&["c"], "csi")].concat(),
+                "cni",
+                vec!["x"],
+                10,
+                vec!["cni/x", "csi/c"],
+                0,
+            ),
+            // The cap: the stage gets the room left, what does not fit is counted.
+            (
+                named(&["a", "b"], "cni"),
+                "csi",
+                vec!["c", "d", "e"],
+                3,
+                vec!["cni/a", "cni/b", "csi/c"],
+                2,
+            ),
+            (
+                named(&["a", "b", "c"], "cni"),
+                "csi",
+                vec!["d"],
+                3,
+                vec!["cni/a", "cni/b", "cni/c"],
+                1,
+            ),
+            // Shrinking a stage makes room again.
+            (
+                [named(&["a", "b"], "cni"), named(&["c"], "csi")].concat(),
+                "csi",
+                vec!["d"],
+                3,
+                vec!["cni/a", "cni/b", "csi/d"],
+                0,
+            ),
+            (vec![], "cni", vec![], 3, vec![], 0),
+        ];
+        for (before, stage, fresh, cap, want, want_omitted) in cases {
+            let mut list = before.clone();
+            let fresh = named(&fresh, "");
+            let omitted = record_stage(&mut list, stage, fresh, cap);
+            assert_eq!(
+                (listed(&list), omitted),
+                (want.iter().map(|s| s.to_string()).collect(), want_omitted),
+                "{} + {stage}",
+                listed(&before).join(",")
+            );
         }
     }
 

@@ -68,16 +68,61 @@ fn stage_inventory(addon: &ClusterAddon, stage: &str) -> InventoryRef {
     }
 }
 
-super::finalized_kind!(ClusterAddon);
-super::progress::tracked_kind!(ClusterAddon, ClusterAddonStatus);
+/// Reason of `Applied` (and so `Ready`) while the stages of a hook run.
+const STAGE_IN_PROGRESS: &str = "StageInProgress";
+/// Reason of `Applied` while a stage waits for its pre- or post-condition.
+const WAITING_FOR_CONDITION: &str = "WaitingForCondition";
 
-/// The note of the event sent when the addons become ready.
-fn ready_note(_addon: &ClusterAddon, status: &ClusterAddonStatus) -> String {
-    format!(
-        "addons of {} applied ({} objects)",
-        status.applied_cluster_stack.clone().unwrap_or_default(),
-        status.resources.len()
-    )
+super::finalized_kind!(ClusterAddon);
+
+impl super::progress::Tracked for ClusterAddon {
+    const CONTROLLER: &'static str = CONTROLLER;
+    type Status = ClusterAddonStatus;
+
+    fn status_of(&self) -> Option<&ClusterAddonStatus> {
+        self.status.as_ref()
+    }
+
+    fn conditions_mut(status: &mut ClusterAddonStatus) -> &mut Vec<crate::api::conditions::Condition> {
+        &mut status.conditions
+    }
+
+    fn ready(status: &ClusterAddonStatus) -> bool {
+        status.ready
+    }
+
+    fn set_ready(status: &mut ClusterAddonStatus, ready: bool) {
+        status.ready = ready;
+    }
+
+    fn ready_note(&self, status: &ClusterAddonStatus) -> String {
+        ready_note(self, status)
+    }
+
+    /// A stage's objects join those of the other stages.
+    fn set_resources(
+        status: &mut ClusterAddonStatus,
+        stage: Option<&str>,
+        resources: Vec<crate::api::Resource>,
+    ) {
+        status.record_resources(stage, resources);
+    }
+}
+
+/// The note of the event sent when the addons become ready: the release applied (the
+/// Cluster's class while none is recorded), the Cluster and how many objects.
+fn ready_note(addon: &ClusterAddon, status: &ClusterAddonStatus) -> String {
+    let release = status
+        .applied_cluster_stack
+        .as_deref()
+        .or(addon.spec.cluster_stack.as_deref())
+        .filter(|r| !r.is_empty());
+    let cluster = addon.spec.cluster_ref.name.as_deref().unwrap_or_default();
+    let objects = status.resources.len() as i64 + status.resources_omitted;
+    match release {
+        Some(release) => format!("addons of {release} applied to Cluster {cluster} ({objects} objects)"),
+        None => format!("addons applied to Cluster {cluster} ({objects} objects)"),
+    }
 }
 
 /// A workload cluster ready for use, from the workload-cluster cache: its client, version and
@@ -208,6 +253,13 @@ async fn apply_release(
             Step::StartStages { stages_for, stages } => {
                 progress.status.stages_for = Some(stages_for.to_string());
                 progress.status.stages = stages;
+                // The list is of the stages of this hook from now on.
+                progress.status.resources.clear();
+                progress.status.resources_omitted = 0;
+                if !progress.status.stages.is_empty() {
+                    let message = plan::stage_message(&progress.status.stages, 0);
+                    progress.condition(APPLIED, false, STAGE_IN_PROGRESS, message);
+                }
                 progress.save().await?;
             }
             Step::Stage { hook, index, step } => {
@@ -355,7 +407,7 @@ async fn apply_chart(
     {
         return Ok(action);
     }
-    apply_objects(progress, steps, &objects, inventory.clone(), drift_pass).await?;
+    apply_objects(progress, steps, &objects, inventory.clone(), None, drift_pass).await?;
     watch_drift(progress, steps.target, &inventories).await;
     record_applied(progress, steps.class, steps.render);
     progress.save().await?;
@@ -440,17 +492,21 @@ async fn watch_drift(
     }
 }
 
-/// Applies `objects` to the workload cluster with `inventory` (pruning what left it) and
-/// records the per-object status and the `Applied` condition.
+/// Applies `objects` (of `stage`, if one) to the workload cluster with `inventory` (pruning
+/// what left it) and records the per-object status and the `Applied` condition.
 async fn apply_objects(
     progress: &mut Progress<'_>,
     steps: &Steps<'_>,
     objects: &[DesiredObject],
     inventory: InventoryRef,
+    stage: Option<&str>,
     drift_pass: bool,
 ) -> Result<(), Error> {
     let applier = &steps.target.applier;
-    let outcome = pipeline::apply(progress, APPLIED, applier, objects, inventory, drift_pass).await?;
+    progress.stage = stage.map(str::to_string);
+    let applied = pipeline::apply(progress, APPLIED, applier, objects, inventory, drift_pass).await;
+    progress.stage = None;
+    let outcome = applied?;
     progress.condition(APPLIED, true, "Applied", outcome.summary());
     Ok(())
 }
@@ -507,13 +563,17 @@ async fn drift_stages(
     {
         return Ok(action);
     }
-    let mut resources = Vec::new();
-    for (inventory, objects) in &applied {
-        apply_objects(progress, steps, objects, inventory.clone(), !changed).await?;
-        resources.append(&mut progress.status.resources);
+    // Entries of no stage applied here (written by earlier versions, say) go.
+    let names: Vec<&str> = applying(stages).map(|s| s.name.as_str()).collect();
+    progress
+        .status
+        .resources
+        .retain(|r| names.contains(&r.stage.as_str()));
+    for ((inventory, objects), stage) in applied.iter().zip(applying(stages)) {
+        let stage = Some(stage.name.as_str());
+        apply_objects(progress, steps, objects, inventory.clone(), stage, !changed).await?;
     }
     watch_drift(progress, steps.target, &inventories).await;
-    progress.status.resources = resources;
     progress.status.applied_inputs = Some(steps.render.inputs.clone());
     progress.status.applied_revision = Some(i64::from(steps.render.revision));
     progress.status.last_reconciled = Some(now());
@@ -528,12 +588,17 @@ async fn applied_stages(
     steps: &Steps<'_>,
 ) -> Result<Vec<(InventoryRef, Vec<DesiredObject>)>, Error> {
     let mut applied = Vec::new();
-    for stage in stages.iter().filter(|s| s.action == StageAction::Apply) {
+    for stage in applying(stages) {
         let objects = pipeline::objects_of(steps.render, Some(&stage_part(stage))).await;
         let objects = progress.check(APPLIED, objects).await?;
         applied.push((stage_inventory(progress.object, &stage.name), objects));
     }
     Ok(applied)
+}
+
+/// The `apply` stages of `stages`, in order.
+fn applying(stages: &[Stage]) -> impl Iterator<Item = &Stage> {
+    stages.iter().filter(|s| s.action == StageAction::Apply)
 }
 
 /// One step of stage `index`: a condition checked or its objects applied/deleted, then the
@@ -556,15 +621,21 @@ async fn stage_step(
             (&None, StagePhase::ApplyingOrDeleting)
         }
     };
-    let met = match condition {
-        Some(condition) => condition_met(progress, &stage.name, condition, waiting, steps).await?,
-        None => true,
+    let unmet = match condition {
+        Some(condition) => condition_unmet(progress, &stage.name, condition, waiting, steps).await?,
+        None => None,
     };
     if let Some(recorded) = progress.status.stages.get_mut(index) {
-        recorded.phase = plan::advance(step, met).as_str().into();
+        recorded.phase = plan::advance(step, unmet.is_none()).as_str().into();
+    }
+    // Not applied until every stage is done: `Ready` says which stage the addons are at.
+    let message = plan::stage_message(&progress.status.stages, index);
+    match &unmet {
+        Some(why) => progress.condition(APPLIED, false, WAITING_FOR_CONDITION, format!("{message}: {why}")),
+        None => progress.condition(APPLIED, false, STAGE_IN_PROGRESS, message),
     }
     progress.save().await?;
-    Ok((!met).then_some(Action::requeue(WAIT)))
+    Ok(unmet.map(|_| Action::requeue(WAIT)))
 }
 
 /// Applies (with the stage's inventory) or deletes the objects of `stage`.
@@ -578,7 +649,7 @@ async fn run_stage_objects(
     match stage.action {
         StageAction::Apply => {
             let inventory = stage_inventory(progress.object, &stage.name);
-            apply_objects(progress, steps, &objects, inventory, false).await
+            apply_objects(progress, steps, &objects, inventory, Some(&stage.name), false).await
         }
         StageAction::Delete => {
             let deleted = delete_objects(steps.target.applier.discovery(), &objects).await;
@@ -587,28 +658,23 @@ async fn run_stage_objects(
     }
 }
 
-/// Evaluates a wait condition of stage `stage`; when it does not hold, says why in the
-/// `Applied` condition (`phase` is what the stage waits in).
-async fn condition_met(
+/// Evaluates a wait condition of stage `stage` (`phase` is what the stage waits in): `None`
+/// when it holds, else why not.
+async fn condition_unmet(
     progress: &mut Progress<'_>,
     stage: &str,
     condition: &WaitCondition,
     phase: StagePhase,
     steps: &Steps<'_>,
-) -> Result<bool, Error> {
-    let phase = phase.as_str();
+) -> Result<Option<String>, Error> {
     match condition::evaluate(steps.target.applier.discovery(), condition).await {
-        Ok(Verdict::Met) => Ok(true),
-        Ok(Verdict::NotMet(why)) => {
-            let message = format!("stage {stage}: {phase}: {why}");
-            progress.condition(APPLIED, false, "WaitingForCondition", message);
-            Ok(false)
-        }
+        Ok(Verdict::Met) => Ok(None),
+        Ok(Verdict::NotMet(why)) => Ok(Some(why)),
         Err(source) => {
             let stage = stage.to_string();
             let cause = Cause::Condition {
                 stage,
-                phase,
+                phase: phase.as_str(),
                 source: Box::new(source),
             };
             Err(progress.fail(APPLIED, "ConditionFailed", cause).await)
@@ -879,5 +945,62 @@ mod class_change_tests {
             message.contains("from docker-ferrol-1-27-v1 to docker-ferrol-1-27-v2"),
             "{message}"
         );
+    }
+}
+
+#[cfg(test)]
+mod ready_note_tests {
+    use super::ready_note;
+    use crate::api::{ClusterAddon, ClusterAddonSpec, ClusterAddonStatus, Resource};
+
+    #[test]
+    fn the_ready_note_names_the_release_and_the_cluster() {
+        let addon = |class: Option<&str>| {
+            let mut spec = ClusterAddonSpec {
+                cluster_stack: class.map(str::to_string),
+                ..ClusterAddonSpec::default()
+            };
+            spec.cluster_ref.name = Some("web".into());
+            ClusterAddon::new("cluster-addon-web", spec)
+        };
+        let status = |applied: Option<&str>, listed: usize, omitted: i64| ClusterAddonStatus {
+            applied_cluster_stack: applied.map(str::to_string),
+            resources: vec![Resource::default(); listed],
+            resources_omitted: omitted,
+            ..ClusterAddonStatus::default()
+        };
+        let v1 = "docker-ferrol-1-27-v1";
+        let v2 = "docker-ferrol-1-27-v2";
+        let cases = [
+            (
+                Some(v1),
+                status(Some(v1), 24, 0),
+                "addons of docker-ferrol-1-27-v1 applied to Cluster web (24 objects)",
+            ),
+            // Not recorded yet (the release a stage pass applies): the Cluster's class.
+            (
+                Some(v2),
+                status(None, 3, 0),
+                "addons of docker-ferrol-1-27-v2 applied to Cluster web (3 objects)",
+            ),
+            (
+                Some(v2),
+                status(Some(v1), 1_000, 7),
+                "addons of docker-ferrol-1-27-v1 applied to Cluster web (1007 objects)",
+            ),
+            (
+                None,
+                status(None, 2, 0),
+                "addons applied to Cluster web (2 objects)",
+            ),
+            (
+                Some(""),
+                status(None, 2, 0),
+                "addons applied to Cluster web (2 objects)",
+            ),
+        ];
+        for (class, status, want) in cases {
+            assert_eq!(ready_note(&addon(class), &status), want);
+        }
     }
 }

@@ -32,8 +32,9 @@ pub trait Tracked:
     fn set_ready(status: &mut Self::Status, ready: bool);
     /// The note of the event sent when the object becomes ready.
     fn ready_note(&self, status: &Self::Status) -> String;
-    /// Records the per-object status of an apply (kinds that apply nothing keep none).
-    fn set_resources(_status: &mut Self::Status, _resources: Vec<StatusResource>) {}
+    /// Records the per-object status of an apply, of stage `stage` when the kind applies in
+    /// stages (kinds that apply nothing keep none).
+    fn set_resources(_status: &mut Self::Status, _stage: Option<&str>, _resources: Vec<StatusResource>) {}
     /// The events a written change of the status from `before` to `after` makes: by
     /// default one when the object becomes ready.
     fn status_events(&self, before: &Self::Status, after: &Self::Status) -> Vec<StatusEvent> {
@@ -88,7 +89,7 @@ macro_rules! tracked_status {
             status.ready = ready;
         }
 
-        fn set_resources(status: &mut $status, resources: Vec<$crate::api::Resource>) {
+        fn set_resources(status: &mut $status, _stage: Option<&str>, resources: Vec<$crate::api::Resource>) {
             status.resources = resources;
         }
     };
@@ -137,6 +138,8 @@ pub const WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 pub struct Progress<'a, K: Tracked> {
     pub object: &'a K,
     pub ctx: &'a Context,
+    /// The stage whose objects the next apply records (a ClusterAddon's stages), else `None`.
+    pub stage: Option<String>,
     /// The conditions `Ready` summarises, in order.
     steps: &'static [&'static str],
     pub status: K::Status,
@@ -150,6 +153,7 @@ impl<'a, K: Tracked> Progress<'a, K> {
             object,
             ctx,
             steps,
+            stage: None,
             written: status.clone(),
             status,
         }
@@ -241,9 +245,9 @@ impl<'a, K: Tracked> Progress<'a, K> {
         }
     }
 
-    /// Records the per-object status of an apply.
+    /// Records the per-object status of an apply (of [`Progress::stage`]).
     pub fn set_resources(&mut self, resources: Vec<StatusResource>) {
-        K::set_resources(&mut self.status, resources);
+        K::set_resources(&mut self.status, self.stage.as_deref(), resources);
     }
 
     /// A step waits for something outside (a gate, a condition): recorded, and looked at

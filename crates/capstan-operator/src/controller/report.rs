@@ -74,6 +74,7 @@ pub async fn record(
             } else {
                 String::new()
             },
+            stage: String::new(),
         });
     }
     ctx.metrics.objects(controller, ObjectOutcome::Applied, applied);

@@ -185,6 +185,22 @@ fn pending(stage: &Stage) -> StageStatus {
         name: stage.name.clone(),
         action: stage.action.as_str().into(),
         phase: StagePhase::Pending.as_str().into(),
+        resources_omitted: 0,
+    }
+}
+
+/// Where the stages stand while stage `index` is in its recorded phase, for the `Applied`
+/// condition (and so `Ready`): `stage NAME (I/N): PHASE`.
+pub fn stage_message(stages: &[StageStatus], index: usize) -> String {
+    match stages.get(index) {
+        Some(stage) => format!(
+            "stage {} ({}/{}): {}",
+            stage.name,
+            index + 1,
+            stages.len(),
+            StagePhase::parse(&stage.phase).as_str()
+        ),
+        None => format!("stage {} of {}", index + 1, stages.len()),
     }
 }
 
@@ -238,6 +254,7 @@ mod tests {
                     name: name.into(),
                     action: "apply".into(),
                     phase: phase.to_string(),
+                    resources_omitted: 0,
                 })
                 .collect(),
             ..ClusterAddonStatus::default()
@@ -263,6 +280,20 @@ mod tests {
         assert_eq!(parsed.to_string(), recorded);
         assert_eq!(StagesFor::parse("NoSuchHook x"), None);
         assert_eq!(StagesFor::parse("AfterControlPlaneInitialized"), None);
+    }
+
+    #[test]
+    fn the_stage_message_names_the_stage_its_place_and_phase() {
+        let stages = status(None, None, &["done", "waitingForPreCondition", "bogus"]).stages;
+        let cases = [
+            (0, "stage a (1/3): done"),
+            (1, "stage b (2/3): waitingForPreCondition"),
+            (2, "stage c (3/3): Pending"),
+            (3, "stage 4 of 3"),
+        ];
+        for (index, want) in cases {
+            assert_eq!(stage_message(&stages, index), want);
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod jitter;
 pub mod leader;
 pub mod lookup;
 pub mod metrics;
+pub mod rollout;
 pub mod runtime;
 pub mod serve;
 pub mod settings;

@@ -16,6 +16,7 @@ pub mod kube_error;
 pub mod leader;
 pub mod lookup;
 pub mod metrics;
+pub mod rollout;
 pub mod runtime;
 pub mod serve;
 pub mod settings;

@@ -9,7 +9,8 @@
 #
 # Leaves the image in buildah's local storage as NAME:TAG (default capstan:dev) and writes it
 # as a docker-archive tarball (default target/image/capstan.tar), which
-# `kind load image-archive` and `k3d image import` take. README.md, "Operator image".
+# `kind load image-archive` and `k3d image import` take; the binary's debug information, which
+# the image leaves out, goes next to it (capstan.debug). README.md, "Operator image".
 #
 # Environment: CAPSTAN_BUILDAH_ROOT, a storage directory of its own (default: buildah's,
 # /var/lib/containers/storage for root).
@@ -19,7 +20,8 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 TAG=capstan:dev
 BINARY=""
-ARCHIVE="$ROOT/target/image/capstan.tar"
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+ARCHIVE="$TARGET_DIR/image/capstan.tar"
 while [ $# -gt 0 ]; do
     case "$1" in
         --tag) TAG=$2; shift 2 ;;
@@ -42,7 +44,7 @@ fi
 if [ -z "$BINARY" ]; then
     echo "building the release binary…" >&2
     cargo build --release --locked --quiet --bin capstan
-    BINARY="$ROOT/target/release/capstan"
+    BINARY="$TARGET_DIR/release/capstan"
 fi
 
 buildah=(buildah --storage-driver vfs)
@@ -59,7 +61,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-scripts/image-rootfs.sh "$BINARY" "$work/rootfs"
+DEBUG_FILE="$(dirname "$ARCHIVE")/capstan.debug"
+scripts/image-rootfs.sh "$BINARY" "$work/rootfs" "$DEBUG_FILE"
 
 version=$("$BINARY" version --json | sed -n 's/.*"version":"\([^"]*\)".*/\1/p')
 ctr=$("${buildah[@]}" from --name "capstan-build-$$" scratch)
@@ -84,4 +87,4 @@ ctr=""
 mkdir -p "$(dirname "$ARCHIVE")"
 rm -f "$ARCHIVE"
 "${buildah[@]}" push --quiet "$TAG" "docker-archive:$ARCHIVE:$TAG" >/dev/null
-echo "image $TAG (capstan $version): in buildah's storage and in $ARCHIVE ($(du -h "$ARCHIVE" | cut -f1))"
+echo "image $TAG (capstan $version): in buildah's storage and in $ARCHIVE ($(du -h "$ARCHIVE" | cut -f1)); debug information in $DEBUG_FILE"

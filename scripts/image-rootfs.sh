@@ -5,12 +5,18 @@
 # package manager, nothing else. The Dockerfile and scripts/build-image.sh both use it, so the
 # two images hold the same files.
 #
-#   scripts/image-rootfs.sh BINARY DIR
+# The binary goes in without its debug information (the release profile keeps line tables:
+# 250 MB of them) but with its symbol table, so a backtrace still names every function. With
+# DEBUG_FILE the debug information is kept there, outside the image, and the image's binary
+# names it (a GNU debuglink: gdb and addr2line find file and line through it).
+#
+#   scripts/image-rootfs.sh BINARY DIR [DEBUG_FILE]
 set -euo pipefail
 
-[ $# -eq 2 ] || { echo "usage: $0 BINARY DIR" >&2; exit 2; }
+[ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: $0 BINARY DIR [DEBUG_FILE]" >&2; exit 2; }
 bin=$1
 root=$2
+debug_file=${3:-}
 # The user of the Deployment's pod (runAsNonRoot): a fixed number, so Kubernetes can check it.
 uid=65532
 
@@ -18,8 +24,16 @@ uid=65532
 ca=/etc/ssl/certs/ca-certificates.crt
 [ -f "$ca" ] || { echo "image-rootfs.sh: $ca is missing (install the ca-certificates package)" >&2; exit 1; }
 
+command -v objcopy >/dev/null || { echo "image-rootfs.sh: objcopy is missing (install binutils)" >&2; exit 1; }
 mkdir -p "$root"/usr/local/bin "$root"/etc/ssl/certs "$root"/tmp "$root"/var/cache/capstan
-install -m 0755 "$bin" "$root/usr/local/bin/capstan"
+if [ -n "$debug_file" ]; then
+    mkdir -p "$(dirname "$debug_file")"
+    objcopy --only-keep-debug "$bin" "$debug_file"
+    objcopy --strip-debug --add-gnu-debuglink="$debug_file" "$bin" "$root/usr/local/bin/capstan"
+else
+    objcopy --strip-debug "$bin" "$root/usr/local/bin/capstan"
+fi
+chmod 0755 "$root/usr/local/bin/capstan"
 
 # Every library ldd resolves ("name => /path (addr)") and the loader itself ("/path (addr)"),
 # copied to the path it was found at, symlinks resolved.

@@ -9,6 +9,8 @@
 # token the chart's service account's. Passes when the operator reports ready and reconciles
 # one ClusterStack whose source is a local directory inside the image's file system
 # (stacks/example): its ClusterStackRelease is created and the stack's status names it.
+# Fails when the unpacked image exceeds 60 MB, or its binary carries debug information or
+# lacks its symbol table (backtraces name functions through it).
 #
 #   scripts/test-image.sh [--no-build] [--debug]
 #
@@ -22,6 +24,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 TAG=localhost/capstan:image-test
+# The largest unpacked image accepted, in bytes (a stripped binary and its libraries: ~45 MB).
+MAX_IMAGE_BYTES=60000000
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 BUILD=1
 PROFILE=release
 while [ $# -gt 0 ]; do
@@ -47,7 +52,7 @@ fi
 cargo_profile=(--release)
 [ "$PROFILE" = debug ] && cargo_profile=()
 cargo build "${cargo_profile[@]}" --locked --quiet --bin capstan --example test_cluster
-CAPSTAN=$ROOT/target/$PROFILE/capstan
+CAPSTAN=$TARGET_DIR/$PROFILE/capstan
 if [ "$BUILD" = 1 ]; then
     scripts/build-image.sh --tag "$TAG" --binary "$CAPSTAN" >&2
 fi
@@ -95,11 +100,22 @@ user=$(image_config User)
 entrypoint=$(image_config Entrypoint)
 [ "$user" = 65532:65532 ] || fail "the image's user is '$user', not 65532:65532"
 [ ! -e "$rootfs/bin/sh" ] && [ ! -e "$rootfs/usr/bin/sh" ] || fail "the image holds a shell"
-say "image unpacked: $(du -sh "$rootfs" | cut -f1), user $user, entrypoint $entrypoint"
+image_bytes=$(du -sb "$rootfs" | cut -f1)
+say "image unpacked: $image_bytes bytes ($(du -sh "$rootfs" | cut -f1)), user $user, entrypoint $entrypoint"
+if [ "$PROFILE" = release ] && [ "$image_bytes" -gt "$MAX_IMAGE_BYTES" ]; then
+    fail "the unpacked image is $image_bytes bytes, more than $MAX_IMAGE_BYTES"
+fi
+image_binary=$rootfs/usr/local/bin/capstan
+sections=$(readelf -S -W "$image_binary")
+if grep -q ' \.debug_' <<<"$sections"; then
+    fail "the image's binary carries debug information: $(grep -o '\.debug_[a-z_]*' <<<"$sections" | tr '\n' ' ')"
+fi
+grep -q ' \.symtab ' <<<"$sections" || fail "the image's binary has no symbol table (backtraces would name no function)"
+[ "$(nm -C "$image_binary" | grep -c ' capstan::')" -gt 0 ] || fail "the image's binary names no capstan function"
 
 # The API server (fd 3 keeps it alive).
 mkfifo "$WORK/stdin"
-"$ROOT/target/$PROFILE/examples/test_cluster" <"$WORK/stdin" >"$WORK/kubeconfig-path" 2>"$WORK/cluster.log" &
+"$TARGET_DIR/$PROFILE/examples/test_cluster" <"$WORK/stdin" >"$WORK/kubeconfig-path" 2>"$WORK/cluster.log" &
 exec 3>"$WORK/stdin"
 for _ in $(seq 1 600); do
     [ -s "$WORK/kubeconfig-path" ] && break

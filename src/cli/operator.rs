@@ -107,7 +107,8 @@ pub struct Args {
     /// The source of ClusterStacks without spec.source, as the cluster-stack operator's
     /// `--source`: `oci` (the repository $OCI_REGISTRY/$OCI_REPOSITORY, credentials
     /// $OCI_USERNAME and $OCI_PASSWORD or $OCI_ACCESS_TOKEN) or `github` (the --git-* settings
-    /// below). Default: github when any --git-* setting is given, else none.
+    /// below). Default: github when only --git-* settings are given, oci when only
+    /// $OCI_REGISTRY/$OCI_REPOSITORY are; both kinds without --source is refused.
     #[arg(long, value_enum, value_name = "oci|github")]
     source: Option<SourceKindArg>,
 
@@ -194,7 +195,14 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
         oci_registry: oci_registry.as_deref(),
         oci_repository: oci_repository.as_deref(),
     })
-    .map_err(|e| anyhow::anyhow!(e))?;
+    .context("the default source of ClusterStacks without spec.source")?;
+    match &default_source {
+        Some(chosen) => tracing::info!("default source of ClusterStacks without spec.source: {chosen}"),
+        None => tracing::info!(
+            "no default source (no --source, no GIT_ORG_NAME/GIT_REPOSITORY_NAME, no OCI_REGISTRY/OCI_REPOSITORY): every ClusterStack needs spec.source"
+        ),
+    }
+    let default_source = default_source.map(|chosen| chosen.source);
     let runtime = runtime()?;
     runtime.block_on(async {
         let target = connect_to(args.kubeconfig.as_deref(), args.context.as_deref(), None).await?;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Differential vectors for what `helm template` checks before it renders: the release name,
 the `--kube-version` flag (short, malformed, edge cases), and the order of Helm's refusals
-(missing dependencies, release name, values.schema.json, the chart's kubeVersion).
+(missing dependencies, release name, values.schema.json, the chart's kubeVersion), and how
+values.schema.json refusals with nested errors (allOf, anyOf, $ref) are printed.
 
 Usage (scripts/gen-check-vectors.sh runs it):  python gen_vectors.py SHARED_DIR > vectors.json
 
@@ -155,8 +156,12 @@ def kube_constraint_cases():
         "pre-release": "v1.27.0-rc.1",
         "space-leading": " 1.27.0",
         "zero-minor": "1.027",
+        # Helm shows the version as given, pre-release and build included.
+        "alpha": "v1.35.0-alpha.1",
+        "k3s-build": "v1.28.3+k3s1",
     }.items():
-        for rkey, rng in {"ge-1-28": ">=1.28.0", "ge-1-20": ">=1.20.0-0", "caret-1-27": "^1.27"}.items():
+        for rkey, rng in {"ge-1-28": ">=1.28.0", "ge-1-20": ">=1.20.0-0", "caret-1-27": "^1.27",
+                          "lt-1-20": "<1.20.0"}.items():
             cases.append(probe_case("constraint-%s-%s" % (rkey, key), kube_version=version,
                                     chart={"kubeVersion": rng}))
     return cases
@@ -201,6 +206,71 @@ def order_cases():
     return cases
 
 
+def schema_case(name, schema, values):
+    return probe_case(name, values=values, files={"values.schema.json": json.dumps(schema)})
+
+
+def schema_cases():
+    """values.schema.json refusals whose errors nest (allOf, anyOf, oneOf, $ref, groups):
+    Helm prints the validator's error tree, indented. Only cases whose order Helm keeps (no
+    sibling properties failing in one schema: Helm lists those in Go map order)."""
+    required_x = {"required": ["x"]}
+    y_integer = {"properties": {"y": {"type": "integer"}}}
+    return [
+        schema_case("schema-allof-required", {"properties": {"a": {"allOf": [required_x]}}},
+                    {"a": {}}),
+        schema_case("schema-allof-two-subschemas",
+                    {"properties": {"a": {"allOf": [required_x, y_integer, {"type": "object"}]}}},
+                    {"a": {"y": "s"}}),
+        schema_case("schema-allof-group",
+                    {"properties": {"a": {"allOf": [dict(required_x, **y_integer)]}}},
+                    {"a": {"y": "s"}}),
+        schema_case("schema-allof-after-properties",
+                    {"properties": {"a": {"properties": {"y": {"type": "integer"}},
+                                          "allOf": [required_x]}}},
+                    {"a": {"y": "s"}}),
+        schema_case("schema-allof-nested",
+                    {"properties": {"a": {"allOf": [{"allOf": [required_x]}]}}},
+                    {"a": {}}),
+        schema_case("schema-allof-in-items",
+                    {"properties": {"l": {"items": {"allOf": [{"type": "integer"}]}}}},
+                    {"l": ["x"]}),
+        schema_case("schema-allof-root", {"allOf": [required_x]}, {}),
+        schema_case("schema-anyof",
+                    {"properties": {"a": {"anyOf": [{"type": "integer"}, {"type": "boolean"}]}}},
+                    {"a": "s"}),
+        schema_case("schema-anyof-group",
+                    {"properties": {"a": {"anyOf": [dict(required_x, **y_integer),
+                                                    {"type": "string"}]}}},
+                    {"a": {"y": "s"}}),
+        schema_case("schema-oneof",
+                    {"properties": {"a": {"oneOf": [{"type": "integer"}, {"type": "boolean"}]}}},
+                    {"a": "s"}),
+        schema_case("schema-ref-one",
+                    {"definitions": {"p": required_x}, "properties": {"a": {"$ref": "#/definitions/p"}}},
+                    {"a": {}}),
+        schema_case("schema-ref-group",
+                    {"definitions": {"p": dict(required_x, **y_integer)},
+                     "properties": {"a": {"$ref": "#/definitions/p"}}},
+                    {"a": {"y": "s"}}),
+        schema_case("schema-nested-group",
+                    {"properties": {"a": {"properties": {"b": dict(required_x, **y_integer)}}}},
+                    {"a": {"b": {"y": "s"}}}),
+        schema_case("schema-nested-group-and-root",
+                    {"required": ["z"],
+                     "properties": {"a": {"properties": {"b": dict(required_x, **y_integer)}}}},
+                    {"a": {"b": {"y": "s"}}}),
+        schema_case("schema-then",
+                    {"properties": {"a": {"if": {"required": ["k"]}, "then": required_x}}},
+                    {"a": {"k": 1}}),
+        # metallb's shape: a null where an allOf of integer constraints applies.
+        schema_case("schema-allof-null",
+                    {"properties": {"p": {"properties": {"t": {"allOf": [{"type": "integer"},
+                                                                          {"minimum": 1}]}}}}},
+                    {"p": {"t": None}}),
+    ]
+
+
 def build_chart(root, case):
     meta = {"apiVersion": "v2", "name": "c", "version": "0.1.0"}
     meta.update(case.get("chart") or {})
@@ -241,7 +311,8 @@ def answer(case, shared):
 
 def main():
     shared = sys.argv[1]
-    cases = release_name_cases() + kube_version_cases() + kube_constraint_cases() + order_cases()
+    cases = (release_name_cases() + kube_version_cases() + kube_constraint_cases() + order_cases()
+             + schema_cases())
     seen = set()
     for case in cases:
         assert case["name"] not in seen, case["name"]

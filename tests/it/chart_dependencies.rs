@@ -26,24 +26,23 @@ fn chart_repos(test: &str) -> Option<PathBuf> {
 }
 
 fn settings(server: &StaticServer) -> Settings {
+    settings_for(&server.url())
+}
+
+/// The upstream repositories mirrored to `url` (a loopback server's).
+fn settings_for(url: &str) -> Settings {
     Settings {
         mirrors: vec![
-            (
-                "https://helm.cilium.io".into(),
-                format!("{}/cilium", server.url()),
-            ),
+            ("https://helm.cilium.io".into(), format!("{url}/cilium")),
             (
                 "https://kubernetes.github.io/cloud-provider-openstack".into(),
-                format!("{}/cloud-provider-openstack", server.url()),
+                format!("{url}/cloud-provider-openstack"),
             ),
             (
                 "https://kubernetes-sigs.github.io/metrics-server".into(),
-                format!("{}/metrics-server", server.url()),
+                format!("{url}/metrics-server"),
             ),
-            (
-                "https://charts.bitnami.com/bitnami".into(),
-                format!("{}/bitnami", server.url()),
-            ),
+            ("https://charts.bitnami.com/bitnami".into(), format!("{url}/bitnami")),
         ],
         ..Settings::default()
     }
@@ -310,6 +309,113 @@ fn faults_name_chart_dependency_and_repository_and_leave_nothing_half_written() 
     named(&err);
     assert!(err.contains("repository unreachable"), "{err}");
     assert!(cached_charts(&cache).is_empty() && tmp_is_empty(&cache));
+}
+
+/// Archives downloaded (`GET ….tgz`) by a server so far.
+fn archive_downloads(server: &StaticServer) -> Vec<String> {
+    server
+        .log()
+        .into_iter()
+        .map(|(line, _)| line)
+        .filter(|line| line.contains(".tgz"))
+        .collect()
+}
+
+#[test]
+fn another_mirror_of_the_same_repositories_downloads_no_chart_again() {
+    let Some(repos) = chart_repos("chart cache across mirrors") else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let chart_dir = scratch.path().join("parent");
+    write_chart(&chart_dir, DEPS);
+    let cache = Cache::open(scratch.path().join("cache")).unwrap();
+    let resolve = |server: &StaticServer| {
+        ChartResolver::new(cache.clone(), settings(server))
+            .unwrap()
+            .resolve_chart(load::load(&chart_dir).unwrap(), Some(&chart_dir))
+            .unwrap()
+    };
+
+    let mirror_a = StaticServer::start(&repos);
+    resolve(&mirror_a);
+    assert_eq!(archive_downloads(&mirror_a).len(), 2, "{:?}", mirror_a.log());
+
+    // The mirror moves: its indexes are read (index state is per URL fetched), the charts the
+    // indexes name by digest come from the cache.
+    let mirror_b = StaticServer::start(&repos);
+    let chart = resolve(&mirror_b);
+    assert_eq!(chart.dependencies.len(), 2);
+    assert_eq!(
+        archive_downloads(&mirror_b),
+        Vec::<String>::new(),
+        "the second mirror downloaded charts again"
+    );
+    assert_eq!(mirror_b.requests(), 2, "{:?}", mirror_b.log());
+    // Kept under the charts' own repositories, once.
+    assert_eq!(
+        cached_charts(&cache),
+        [
+            "charts/charts.bitnami.com/bitnami/common/2.14.1",
+            "charts/kubernetes-sigs.github.io/metrics-server/metrics-server/3.13.0",
+        ]
+    );
+}
+
+#[test]
+fn a_damaged_cached_chart_with_the_repository_down_says_both() {
+    let Some(repos) = chart_repos("damaged cached chart") else {
+        return;
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    let chart_dir = scratch.path().join("parent");
+    write_chart(
+        &chart_dir,
+        "  - name: common
+    version: 2.14.1
+    repository: https://charts.bitnami.com/bitnami
+",
+    );
+    let cache = Cache::open(scratch.path().join("cache")).unwrap();
+    // By URL: a server dropped before the resolution leaves its port closed.
+    let resolve = |url: &str| {
+        ChartResolver::new(cache.clone(), settings_for(url))
+            .unwrap()
+            .resolve_chart(load::load(&chart_dir).unwrap(), Some(&chart_dir))
+            .map(|_| ())
+    };
+    let server = StaticServer::start(&repos);
+    resolve(&server.url()).unwrap();
+    let manifest = cache
+        .release("charts/charts.bitnami.com/bitnami/common/2.14.1")
+        .unwrap()
+        .expect("the chart is cached under its own repository");
+    let sha = manifest.files.values().next().unwrap().sha256.clone();
+    let blob = cache.blob_path(&sha).unwrap();
+
+    // Another valid chart in its place, and the repository stopped.
+    std::fs::write(&blob, std::fs::read(repos.join("bitnami/common-2.31.10.tgz")).unwrap()).unwrap();
+    let url = server.url();
+    drop(server);
+    let err = resolve(&url).unwrap_err().to_string();
+    assert!(
+        err.starts_with("chart parent: dependency common from https://charts.bitnami.com/bitnami (mirror http://127.0.0.1:"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "the cached copy of common 2.14.1 failed its digest check (expected sha256:{sha}"
+        )) && err.contains("and was removed; fetching it again failed: GET http://127.0.0.1:")
+            && err.contains("repository unreachable"),
+        "{err}"
+    );
+    assert!(!blob.exists(), "the damaged copy was kept");
+
+    // With a repository up again, the chart is fetched once more.
+    let server = StaticServer::start(&repos);
+    resolve(&server.url()).unwrap();
+    assert_eq!(archive_downloads(&server).len(), 1, "{:?}", server.log());
+    assert!(blob.is_file());
 }
 
 #[test]

@@ -197,6 +197,13 @@ fn refusal_order_like_helm() {
     check_area("order-");
 }
 
+/// values.schema.json refusals whose errors nest (allOf, anyOf, oneOf, $ref, groups): Helm
+/// prints its validator's error tree, indented.
+#[test]
+fn schema_refusals_like_helm() {
+    check_area("schema-");
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {

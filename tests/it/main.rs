@@ -31,6 +31,7 @@ mod operator_hooks;
 mod operator_oci;
 mod operator_provider;
 mod operator_restart;
+mod operator_settings_cli;
 mod operator_shards;
 mod operator_stages;
 mod operator_terminal;

@@ -5,8 +5,6 @@
 //! Helm's message lists errors in Go map order, which changes between runs, so only the
 //! wording of each line is Helm's; capstan sorts the lines by location.
 
-use std::collections::BTreeMap;
-
 use std::sync::Arc;
 
 use jsonschema::error::{TypeKind, ValidationErrorKind};
@@ -72,38 +70,297 @@ fn compile(schema: &[u8]) -> Result<jsonschema::Validator, String> {
     jsonschema::validator_for(&schema).map_err(|e| format!("invalid schema: {e}"))
 }
 
-/// Validates one instance; returns the error lines (empty when valid).
+/// Validates one instance; returns the error lines (empty when valid), as Helm prints them.
 fn check(
     validator: &Result<Arc<jsonschema::Validator>, String>,
     instance: &Json,
 ) -> Result<Vec<String>, String> {
     let validator = validator.as_ref().map_err(String::clone)?;
-    // Group by the first segment of the location, like Helm's nested "validation failed".
-    let mut groups: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-    for err in validator.iter_errors(instance) {
-        let location = err.instance_path().to_string();
-        let top = match location.get(1..).and_then(|rest| rest.split('/').next()) {
-            Some(first) => format!("/{first}"),
-            None => String::new(),
-        };
-        groups
-            .entry(top)
-            .or_default()
-            .push((location, message(err.kind(), instance_at(instance, &err))));
-    }
+    let found: Vec<Found> = validator
+        .iter_errors(instance)
+        .map(|err| Found::new(&err, instance))
+        .collect();
     let mut lines = Vec::new();
-    for (top, mut errors) in groups {
-        errors.sort();
-        if let [(location, msg)] = errors.as_slice() {
-            lines.push(format!("- at '{location}': {msg}"));
-            continue;
-        }
-        lines.push(format!("- at '{top}': validation failed"));
-        for (location, msg) in errors {
-            lines.push(format!("  - at '{location}': {msg}"));
-        }
+    for node in tree::report(&found) {
+        node.render(0, &mut lines);
     }
     Ok(lines)
+}
+
+/// One error of the validator: where in the schema (the evaluation path, through `$ref`s) and
+/// in the values it was found, Helm's wording, and for `anyOf`/`oneOf` the errors of each
+/// subschema.
+#[derive(Debug)]
+struct Found {
+    path: Vec<String>,
+    instance: Vec<String>,
+    message: String,
+    subschemas: Vec<Vec<Found>>,
+}
+
+impl Found {
+    fn new(err: &jsonschema::ValidationError<'_>, root: &Json) -> Found {
+        let subschemas = match err.kind() {
+            ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => context
+                .iter()
+                .map(|errors| errors.iter().map(|e| Found::new(e, root)).collect())
+                .collect(),
+            _ => Vec::new(),
+        };
+        Found {
+            path: pointer_tokens(&err.evaluation_path().to_string()),
+            instance: pointer_tokens(&err.instance_path().to_string()),
+            message: message(err.kind(), instance_at(root, err)),
+            subschemas,
+        }
+    }
+}
+
+/// The tokens of a JSON pointer, still escaped (`~0`, `~1`): joined with `/` they are the
+/// pointer again.
+fn pointer_tokens(pointer: &str) -> Vec<String> {
+    pointer.split('/').skip(1).map(str::to_string).collect()
+}
+
+/// The errors as the tree Helm's validator (santhosh-tekuri/jsonschema) builds and prints:
+/// each schema applied to a value yields its one error, or a "validation failed" group of
+/// several; `allOf`, `anyOf` and `oneOf` hold their subschemas' errors, a `$ref` its target's
+/// (shown only when more than one); the top-level group is flattened. jsonschema-rs reports
+/// a flat list, so the tree is rebuilt from each error's evaluation path.
+mod tree {
+    use std::collections::BTreeMap;
+
+    use super::Found;
+
+    /// One line of the report and the lines indented under it.
+    #[derive(Debug)]
+    pub(super) struct Node {
+        at: String,
+        text: String,
+        causes: Vec<Node>,
+        kind: Kind,
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Kind {
+        /// One keyword's error (`anyOf`/`oneOf` with their subschemas' errors as causes).
+        Keyword,
+        /// Several errors of one schema applied to one value: "validation failed".
+        Group,
+        /// A `$ref`'s errors: shown as a group only when there are several.
+        Reference,
+    }
+
+    impl Node {
+        pub(super) fn render(&self, depth: usize, lines: &mut Vec<String>) {
+            if self.kind == Kind::Reference && self.causes.len() == 1 {
+                return self.causes[0].render(depth, lines);
+            }
+            lines.push(format!("{}- at '{}': {}", "  ".repeat(depth), self.at, self.text));
+            for cause in &self.causes {
+                cause.render(depth + 1, lines);
+            }
+        }
+
+        /// The one error of a schema applied to a value, or the group of its several.
+        fn one_of(at: String, mut nodes: Vec<Node>) -> Node {
+            if nodes.len() == 1 {
+                return nodes.remove(0);
+            }
+            Node {
+                at,
+                text: "validation failed".into(),
+                causes: nodes,
+                kind: Kind::Group,
+            }
+        }
+    }
+
+    /// The report's top-level lines.
+    pub(super) fn report(found: &[Found]) -> Vec<Node> {
+        let all = found.iter().map(|found| Cursor { found, at: 0 }).collect();
+        let mut nodes = scope(all, 0);
+        if nodes.len() == 1 && nodes[0].kind == Kind::Group {
+            return nodes.remove(0).causes;
+        }
+        nodes
+    }
+
+    /// An error and how far into its evaluation path the tree has descended.
+    #[derive(Clone, Copy)]
+    struct Cursor<'a> {
+        found: &'a Found,
+        at: usize,
+    }
+
+    impl<'a> Cursor<'a> {
+        fn rest(&self) -> &'a [String] {
+            &self.found.path[self.at.min(self.found.path.len())..]
+        }
+
+        fn advanced(self, by: usize) -> Cursor<'a> {
+            Cursor {
+                found: self.found,
+                at: self.at + by,
+            }
+        }
+    }
+
+    /// Where an error goes within one schema's evaluation.
+    enum Step {
+        /// A keyword's own error.
+        Here,
+        /// A subschema applied to a child value (`properties/p`, `items`, …): `len` path
+        /// tokens.
+        Child { len: usize },
+        /// A subschema applied to the same value whose error is one of this schema's
+        /// (`then`, `else`, `dependencies/p`).
+        Same { len: usize },
+        /// The `index`th subschema of `allOf`.
+        AllOf { index: usize },
+        /// A `$ref` (or `$dynamicRef`, `$recursiveRef`).
+        Reference,
+    }
+
+    fn step(rest: &[String]) -> Step {
+        let keyword = rest.first().map(String::as_str).unwrap_or("");
+        let index = rest.get(1).and_then(|s| s.parse::<usize>().ok());
+        match keyword {
+            "properties" | "patternProperties" if rest.len() > 2 => Step::Child { len: 2 },
+            "items" | "prefixItems" if index.is_some() && rest.len() > 2 => Step::Child { len: 2 },
+            "additionalProperties" | "items" | "additionalItems" | "unevaluatedProperties"
+            | "unevaluatedItems" | "contains"
+                if rest.len() > 1 =>
+            {
+                Step::Child { len: 1 }
+            }
+            "then" | "else" if rest.len() > 1 => Step::Same { len: 1 },
+            "dependencies" | "dependentSchemas" if rest.len() > 2 => Step::Same { len: 2 },
+            "allOf" => match index {
+                Some(index) if rest.len() > 2 => Step::AllOf { index },
+                _ => Step::Here,
+            },
+            "$ref" | "$dynamicRef" | "$recursiveRef" if rest.len() > 1 => Step::Reference,
+            _ => Step::Here,
+        }
+    }
+
+    /// Where a keyword's errors come in a schema's list: Helm's validator checks `$ref`
+    /// first, then the keywords of the value's type (their errors sorted by location here:
+    /// Helm's order of properties changes between runs), then `not`, `allOf`, `anyOf`,
+    /// `oneOf` and `if`.
+    fn rank(keyword: &str) -> u8 {
+        match keyword {
+            "$ref" | "$dynamicRef" | "$recursiveRef" => 0,
+            "not" => 2,
+            "allOf" => 3,
+            "anyOf" => 4,
+            "oneOf" => 5,
+            "then" | "else" => 6,
+            _ => 1,
+        }
+    }
+
+    /// The errors of one schema applied to the value `depth` tokens into the instance path
+    /// (every error in `errors` is at or below it).
+    fn scope(errors: Vec<Cursor<'_>>, depth: usize) -> Vec<Node> {
+        let prefix = |found: &Found, depth: usize| pointer(&found.instance[..depth.min(found.instance.len())]);
+        let place = errors.first().map(|c| prefix(c.found, depth)).unwrap_or_default();
+        let mut ranked: Vec<(u8, Node)> = Vec::new();
+        // Keyed by the path tokens taken (and the child value's token).
+        let mut children: BTreeMap<(&[String], &str), Vec<Cursor<'_>>> = BTreeMap::new();
+        let mut same: BTreeMap<&[String], Vec<Cursor<'_>>> = BTreeMap::new();
+        let mut all_of: BTreeMap<usize, Vec<Cursor<'_>>> = BTreeMap::new();
+        let mut references: Vec<Cursor<'_>> = Vec::new();
+        for cursor in errors {
+            let found = cursor.found;
+            let rest = cursor.rest();
+            match step(rest) {
+                Step::Child { len } if found.instance.len() > depth => children
+                    .entry((&rest[..len], found.instance[depth].as_str()))
+                    .or_default()
+                    .push(cursor.advanced(len)),
+                Step::Same { len } => same.entry(&rest[..len]).or_default().push(cursor.advanced(len)),
+                Step::AllOf { index } => all_of.entry(index).or_default().push(cursor.advanced(2)),
+                Step::Reference => references.push(cursor.advanced(1)),
+                Step::Here | Step::Child { .. } => ranked.push((
+                    rank(rest.first().map(String::as_str).unwrap_or("")),
+                    Node {
+                        at: pointer(&found.instance),
+                        text: found.message.clone(),
+                        causes: found
+                            .subschemas
+                            .iter()
+                            .map(|errors| subschema(found, errors))
+                            .collect(),
+                        kind: Kind::Keyword,
+                    },
+                )),
+            }
+        }
+        for errors in children.into_values() {
+            let at = errors.first().map(|c| prefix(c.found, depth + 1)).unwrap_or_default();
+            ranked.push((1, Node::one_of(at, scope(errors, depth + 1))));
+        }
+        for (keyword, errors) in same {
+            let node = Node::one_of(place.clone(), scope(errors, depth));
+            ranked.push((rank(keyword.first().map(String::as_str).unwrap_or("")), node));
+        }
+        if !references.is_empty() {
+            let causes = match Node::one_of(place.clone(), scope(references, depth)) {
+                group if group.kind == Kind::Group => group.causes,
+                one => vec![one],
+            };
+            let node = Node {
+                at: place.clone(),
+                text: "validation failed".into(),
+                causes,
+                kind: Kind::Reference,
+            };
+            ranked.push((0, node));
+        }
+        if !all_of.is_empty() {
+            // The subschemas' errors in the order of the subschemas.
+            let causes = all_of
+                .into_values()
+                .map(|errors| Node::one_of(place.clone(), scope(errors, depth)))
+                .collect();
+            let node = Node {
+                at: place.clone(),
+                text: "'allOf' failed".into(),
+                causes,
+                kind: Kind::Keyword,
+            };
+            ranked.push((3, node));
+        }
+        // Stable: within `not` … `if` the order found.
+        ranked.sort_by(|(ra, a), (rb, b)| match (ra, rb) {
+            (1, 1) => (&a.at, &a.text).cmp(&(&b.at, &b.text)),
+            _ => ra.cmp(rb),
+        });
+        ranked.into_iter().map(|(_, node)| node).collect()
+    }
+
+    /// The errors of one subschema of `anyOf`/`oneOf` (their paths continue the keyword's,
+    /// or start afresh at the subschema).
+    fn subschema(parent: &Found, errors: &[Found]) -> Node {
+        let depth = parent.instance.len();
+        let cursors: Vec<Cursor<'_>> = errors
+            .iter()
+            .map(|found| {
+                let continues = found.path.len() > parent.path.len() && found.path.starts_with(&parent.path);
+                Cursor {
+                    found,
+                    at: if continues { parent.path.len() + 1 } else { 0 },
+                }
+            })
+            .collect();
+        Node::one_of(pointer(&parent.instance), scope(cursors, depth))
+    }
+
+    fn pointer(tokens: &[String]) -> String {
+        tokens.iter().map(|t| format!("/{t}")).collect()
+    }
 }
 
 fn instance_at<'a>(root: &'a Json, err: &jsonschema::ValidationError<'_>) -> Option<&'a Json> {
@@ -254,6 +511,47 @@ mod tests {
             "values don't meet the specifications of the schema(s) in the following chart(s):\n\
              t:\n- at '': missing property 'z'\n- at '/x': got string, want integer\n"
         );
+    }
+
+    #[test]
+    fn nested_errors_are_indented_under_their_keyword_like_helm() {
+        // Helm 4.2.3's messages for these schemas and values (testdata/checks has more).
+        let cases = [
+            (
+                r#"{"properties":{"a":{"allOf":[{"required":["x"]}]}}}"#,
+                serde_json::json!({"a": {}}),
+                "- at '/a': 'allOf' failed\n  - at '/a': missing property 'x'\n",
+            ),
+            (
+                r#"{"properties":{"a":{"properties":{"y":{"type":"integer"}},"allOf":[{"required":["x"],"properties":{"y":{"type":"integer"}}}]}}}"#,
+                serde_json::json!({"a": {"y": "s"}}),
+                "- at '/a/y': got string, want integer\n- at '/a': 'allOf' failed\n  - at '/a': validation failed\n    - at '/a': missing property 'x'\n    - at '/a/y': got string, want integer\n",
+            ),
+            (
+                r#"{"properties":{"a":{"anyOf":[{"type":"integer"},{"type":"boolean"}]}}}"#,
+                serde_json::json!({"a": "s"}),
+                "- at '/a': 'anyOf' failed\n  - at '/a': got string, want integer\n  - at '/a': got string, want boolean\n",
+            ),
+            (
+                r##"{"definitions":{"p":{"required":["x"]}},"properties":{"a":{"$ref":"#/definitions/p"}}}"##,
+                serde_json::json!({"a": {}}),
+                "- at '/a': missing property 'x'\n",
+            ),
+            (
+                r#"{"properties":{"a":{"properties":{"b":{"required":["x"],"properties":{"y":{"type":"integer"}}}}}}}"#,
+                serde_json::json!({"a": {"b": {"y": "s"}}}),
+                "- at '/a/b': missing property 'x'\n- at '/a/b/y': got string, want integer\n",
+            ),
+        ];
+        for (schema, input, want) in cases {
+            let chart = chart_with_schema(schema);
+            let err = validate(&tree(&chart, vec![]), &values(input)).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("values don't meet the specifications of the schema(s) in the following chart(s):\nt:\n{want}"),
+                "{schema}"
+            );
+        }
     }
 
     #[test]

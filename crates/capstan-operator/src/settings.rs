@@ -85,64 +85,137 @@ pub struct DefaultSourceSettings<'a> {
     pub oci_repository: Option<&'a str>,
 }
 
+/// The default source and why it was chosen (logged at start).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DefaultSource {
+    pub source: StackSource,
+    pub reason: DefaultSourceReason,
+}
+
+/// Why a default source was chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultSourceReason {
+    /// `--source` named its kind.
+    Flag,
+    /// No `--source`; only git settings were set (`GIT_*`, `--git-*`).
+    GitSettings,
+    /// No `--source`; only `OCI_REGISTRY`/`OCI_REPOSITORY` were set.
+    OciSettings,
+}
+
+impl std::fmt::Display for DefaultSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.source {
+            StackSource::Oci(oci) => write!(f, "OCI repository {}", oci.repository)?,
+            StackSource::Github(gh) => write!(f, "GitHub repository {}/{}", gh.owner, gh.repo)?,
+            other => write!(f, "{other:?}")?,
+        }
+        f.write_str(match self.reason {
+            DefaultSourceReason::Flag => " (named by --source)",
+            DefaultSourceReason::GitSettings => {
+                " (no --source; inferred from the git settings GIT_ORG_NAME/GIT_REPOSITORY_NAME)"
+            }
+            DefaultSourceReason::OciSettings => {
+                " (no --source; inferred from OCI_REGISTRY/OCI_REPOSITORY)"
+            }
+        })
+    }
+}
+
+/// Why the cluster-stack operator's settings make no default source.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DefaultSourceError {
+    #[error(
+        "both git settings ({git}) and OCI settings ({oci}) are set and no --source says which is the default source: pass --source github or --source oci, or unset one kind"
+    )]
+    Ambiguous { git: String, oci: String },
+    #[error("the default source oci needs OCI_REGISTRY: the registry's host, e.g. registry.scs.community")]
+    MissingOciRegistry,
+    #[error("the default source oci needs OCI_REPOSITORY: the repository, e.g. kaas/cluster-stacks")]
+    MissingOciRepository,
+    #[error("the default source oci: OCI_REGISTRY/OCI_REPOSITORY {repository}: {message}")]
+    InvalidOciRepository { repository: String, message: String },
+    #[error("GIT_PROVIDER {0:?} is not supported: the default source can only be github (or --source oci)")]
+    UnsupportedGitProvider(String),
+    #[error("the default source needs GIT_ORG_NAME (--git-org-name): the repository's owner")]
+    MissingGitOrgName,
+    #[error("the default source needs GIT_REPOSITORY_NAME (--git-repository-name)")]
+    MissingGitRepositoryName,
+}
+
 /// The default source from the cluster-stack operator's settings. `--source oci`: the
 /// repository `OCI_REGISTRY/OCI_REPOSITORY` (checked now, so a typo stops the operator at
-/// start, not at every reconcile). `--source github`, or no `--source` but any of the git
-/// settings: the GitHub repository `GIT_ORG_NAME/GIT_REPOSITORY_NAME` (`GIT_PROVIDER` may only
-/// be `github`). Nothing set: no default source.
-pub fn default_source(settings: &DefaultSourceSettings) -> Result<Option<StackSource>, String> {
+/// start, not at every reconcile). `--source github`: the GitHub repository
+/// `GIT_ORG_NAME/GIT_REPOSITORY_NAME` (`GIT_PROVIDER` may only be `github`). No `--source`:
+/// the kind whose settings alone are set — the cluster-stack operator's chart sets only the
+/// variables of the kind its `-source` names — and both kinds set is refused as ambiguous.
+/// Nothing set: no default source.
+pub fn default_source(settings: &DefaultSourceSettings) -> Result<Option<DefaultSource>, DefaultSourceError> {
     fn set(v: Option<&str>) -> Option<&str> {
         v.map(str::trim).filter(|v| !v.is_empty())
+    }
+    fn named(vars: &[(&str, Option<&str>)]) -> String {
+        let names: Vec<&str> = vars.iter().filter(|(_, v)| v.is_some()).map(|(n, _)| *n).collect();
+        names.join(", ")
     }
     let provider = set(settings.git_provider);
     let org = set(settings.git_org_name);
     let repository = set(settings.git_repository_name);
-    let kind = match settings.source {
-        Some(kind) => kind,
-        None if provider.is_none() && org.is_none() && repository.is_none() => return Ok(None),
-        None => DefaultSourceKind::Github,
+    let registry = set(settings.oci_registry);
+    let oci_path = set(settings.oci_repository);
+    let git = named(&[
+        ("GIT_PROVIDER", provider),
+        ("GIT_ORG_NAME", org),
+        ("GIT_REPOSITORY_NAME", repository),
+    ]);
+    let oci = named(&[("OCI_REGISTRY", registry), ("OCI_REPOSITORY", oci_path)]);
+    let (kind, reason) = match settings.source {
+        Some(kind) => (kind, DefaultSourceReason::Flag),
+        None => match (git.is_empty(), oci.is_empty()) {
+            (true, true) => return Ok(None),
+            (false, false) => return Err(DefaultSourceError::Ambiguous { git, oci }),
+            (false, true) => (DefaultSourceKind::Github, DefaultSourceReason::GitSettings),
+            (true, false) => (DefaultSourceKind::Oci, DefaultSourceReason::OciSettings),
+        },
     };
-    match kind {
+    let source = match kind {
         DefaultSourceKind::Oci => {
-            let registry = set(settings.oci_registry)
-                .ok_or("--source oci needs OCI_REGISTRY: the registry's host, e.g. registry.scs.community")?;
-            let path = set(settings.oci_repository)
-                .ok_or("--source oci needs OCI_REPOSITORY: the repository, e.g. kaas/cluster-stacks")?;
+            let registry = registry.ok_or(DefaultSourceError::MissingOciRegistry)?;
+            let path = oci_path.ok_or(DefaultSourceError::MissingOciRepository)?;
             let full = format!(
                 "{}/{}",
                 registry.trim_start_matches("oci://").trim_end_matches('/'),
                 path.trim_start_matches('/')
             );
-            capstan_source::oci::OciRepo::parse(&full)
-                .map_err(|e| format!("--source oci: OCI_REGISTRY/OCI_REPOSITORY {full}: {e}"))?;
-            Ok(Some(StackSource::Oci(OciSource {
+            capstan_source::oci::OciRepo::parse(&full).map_err(|e| {
+                DefaultSourceError::InvalidOciRepository {
+                    repository: full.clone(),
+                    message: e.to_string(),
+                }
+            })?;
+            StackSource::Oci(OciSource {
                 repository: full,
                 secret_ref: None,
-            })))
+            })
         }
         DefaultSourceKind::Github => {
             if let Some(p) = provider
                 && !p.eq_ignore_ascii_case("github")
             {
-                return Err(format!(
-                    "GIT_PROVIDER {p:?} is not supported: the default source can only be github (or --source oci)"
-                ));
+                return Err(DefaultSourceError::UnsupportedGitProvider(p.to_string()));
             }
             match (org, repository) {
-                (Some(owner), Some(repo)) => Ok(Some(StackSource::Github(GitHubSource {
+                (Some(owner), Some(repo)) => StackSource::Github(GitHubSource {
                     owner: owner.to_string(),
                     repo: repo.to_string(),
                     ..GitHubSource::default()
-                }))),
-                (None, _) => Err(
-                    "the default source needs GIT_ORG_NAME (--git-org-name): the repository's owner".into(),
-                ),
-                (_, None) => {
-                    Err("the default source needs GIT_REPOSITORY_NAME (--git-repository-name)".into())
-                }
+                }),
+                (None, _) => return Err(DefaultSourceError::MissingGitOrgName),
+                (_, None) => return Err(DefaultSourceError::MissingGitRepositoryName),
             }
         }
-    }
+    };
+    Ok(Some(DefaultSource { source, reason }))
 }
 
 /// The webhook server.
@@ -218,11 +291,12 @@ mod tests {
     #[test]
     fn default_source_from_the_cluster_stack_operators_settings() {
         use DefaultSourceKind::{Github, Oci};
+        use DefaultSourceReason::{Flag, GitSettings, OciSettings};
         #[derive(Debug)]
         enum Want {
             Nothing,
-            GitHub(&'static str, &'static str),
-            Oci(&'static str),
+            GitHub(&'static str, &'static str, DefaultSourceReason),
+            Oci(&'static str, DefaultSourceReason),
             Refused(&'static str),
         }
         // (--source, GIT_PROVIDER, GIT_ORG_NAME, GIT_REPOSITORY_NAME, OCI_REGISTRY, OCI_REPOSITORY)
@@ -240,28 +314,44 @@ mod tests {
         #[rustfmt::skip]
         let table: Vec<Row> = vec![
             ((None, None, None, None, None, None), Want::Nothing),
-            ((None, Some(""), Some(" "), None, None, None), Want::Nothing),
+            ((None, Some(""), Some(" "), None, Some(""), Some(" ")), Want::Nothing),
             // No --source: github inferred from the git settings, as before --source existed.
-            ((None, Some("github"), Some("scs"), Some("cluster-stacks"), None, None), Want::GitHub("scs", "cluster-stacks")),
-            ((None, None, Some("scs"), Some("cluster-stacks"), None, None), Want::GitHub("scs", "cluster-stacks")),
-            ((None, Some("GitHub"), Some("scs"), Some("cluster-stacks"), None, None), Want::GitHub("scs", "cluster-stacks")),
+            ((None, Some("github"), Some("scs"), Some("cluster-stacks"), None, None), Want::GitHub("scs", "cluster-stacks", GitSettings)),
+            ((None, None, Some("scs"), Some("cluster-stacks"), None, None), Want::GitHub("scs", "cluster-stacks", GitSettings)),
+            ((None, Some("GitHub"), Some("scs"), Some("cluster-stacks"), Some(""), None), Want::GitHub("scs", "cluster-stacks", GitSettings)),
             ((None, Some("gitlab"), Some("scs"), Some("cluster-stacks"), None, None), Want::Refused("not supported")),
             ((None, Some("github"), None, None, None, None), Want::Refused("GIT_ORG_NAME")),
             ((None, None, Some("scs"), None, None, None), Want::Refused("GIT_REPOSITORY_NAME")),
             ((None, None, None, Some("cluster-stacks"), None, None), Want::Refused("GIT_ORG_NAME")),
-            // The OCI settings alone choose nothing: CSO's --source names the kind.
-            ((None, None, None, None, Some("registry.scs.community"), Some("kaas/cluster-stacks")), Want::Nothing),
+            // No --source: oci inferred from the OCI settings alone (CSO's chart sets only
+            // them with `-source oci`).
+            (
+                (None, None, None, None, Some("registry.scs.community"), Some("kaas/cluster-stacks")),
+                Want::Oci("registry.scs.community/kaas/cluster-stacks", OciSettings),
+            ),
+            (
+                (None, Some(" "), Some(""), None, Some("oci://127.0.0.1:5000/"), Some("/stacks")),
+                Want::Oci("127.0.0.1:5000/stacks", OciSettings),
+            ),
+            ((None, None, None, None, None, Some("kaas/cluster-stacks")), Want::Refused("needs OCI_REGISTRY")),
+            ((None, None, None, None, Some("registry.scs.community"), None), Want::Refused("needs OCI_REPOSITORY")),
+            // Both kinds and no --source: refused, naming what is set.
+            (
+                (None, None, Some("scs"), Some("cluster-stacks"), Some("registry.scs.community"), Some("kaas/cluster-stacks")),
+                Want::Refused("git settings (GIT_ORG_NAME, GIT_REPOSITORY_NAME) and OCI settings (OCI_REGISTRY, OCI_REPOSITORY) are set and no --source"),
+            ),
+            ((None, Some("github"), None, None, None, Some("x")), Want::Refused("(GIT_PROVIDER) and OCI settings (OCI_REPOSITORY)")),
             // --source github: the git settings are required.
             ((Some(Github), None, None, None, None, None), Want::Refused("GIT_ORG_NAME")),
-            ((Some(Github), None, Some("scs"), Some("cluster-stacks"), Some("r.example"), Some("x")), Want::GitHub("scs", "cluster-stacks")),
+            ((Some(Github), None, Some("scs"), Some("cluster-stacks"), Some("r.example"), Some("x")), Want::GitHub("scs", "cluster-stacks", Flag)),
             // --source oci: the OCI settings; the git ones are not looked at.
             (
                 (Some(Oci), None, None, None, Some("registry.scs.community"), Some("kaas/cluster-stacks")),
-                Want::Oci("registry.scs.community/kaas/cluster-stacks"),
+                Want::Oci("registry.scs.community/kaas/cluster-stacks", Flag),
             ),
             (
                 (Some(Oci), Some("gitlab"), Some("scs"), None, Some("oci://127.0.0.1:5000/"), Some("/stacks")),
-                Want::Oci("127.0.0.1:5000/stacks"),
+                Want::Oci("127.0.0.1:5000/stacks", Flag),
             ),
             ((Some(Oci), None, None, None, None, Some("kaas/cluster-stacks")), Want::Refused("OCI_REGISTRY")),
             ((Some(Oci), None, None, None, Some("registry.scs.community"), Some(" ")), Want::Refused("OCI_REPOSITORY")),
@@ -282,28 +372,58 @@ mod tests {
             });
             match want {
                 Want::Nothing => assert_eq!(got, Ok(None), "row {i}"),
-                Want::GitHub(owner, repo) => assert_eq!(
+                Want::GitHub(owner, repo, reason) => assert_eq!(
                     got,
-                    Ok(Some(StackSource::Github(GitHubSource {
-                        owner: owner.into(),
-                        repo: repo.into(),
-                        ..GitHubSource::default()
-                    }))),
+                    Ok(Some(DefaultSource {
+                        source: StackSource::Github(GitHubSource {
+                            owner: owner.into(),
+                            repo: repo.into(),
+                            ..GitHubSource::default()
+                        }),
+                        reason,
+                    })),
                     "row {i}"
                 ),
-                Want::Oci(repository) => assert_eq!(
+                Want::Oci(repository, reason) => assert_eq!(
                     got,
-                    Ok(Some(StackSource::Oci(OciSource {
-                        repository: repository.into(),
-                        secret_ref: None,
-                    }))),
+                    Ok(Some(DefaultSource {
+                        source: StackSource::Oci(OciSource {
+                            repository: repository.into(),
+                            secret_ref: None,
+                        }),
+                        reason,
+                    })),
                     "row {i}"
                 ),
                 Want::Refused(part) => {
-                    let err = got.expect_err("refused");
+                    let err = got.expect_err("refused").to_string();
                     assert!(err.contains(part), "row {i}: {err}");
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_chosen_default_source_says_why() {
+        let oci = DefaultSource {
+            source: StackSource::Oci(OciSource {
+                repository: "registry.scs.community/kaas/cluster-stacks".into(),
+                secret_ref: None,
+            }),
+            reason: DefaultSourceReason::OciSettings,
+        };
+        assert_eq!(
+            oci.to_string(),
+            "OCI repository registry.scs.community/kaas/cluster-stacks (no --source; inferred from OCI_REGISTRY/OCI_REPOSITORY)"
+        );
+        let github = DefaultSource {
+            source: StackSource::Github(GitHubSource {
+                owner: "scs".into(),
+                repo: "cluster-stacks".into(),
+                ..GitHubSource::default()
+            }),
+            reason: DefaultSourceReason::Flag,
+        };
+        assert_eq!(github.to_string(), "GitHub repository scs/cluster-stacks (named by --source)");
     }
 }

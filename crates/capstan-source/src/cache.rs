@@ -491,20 +491,29 @@ impl Cache {
     /// Whether a blob of this sha256 and size is present and its content hashes to its name.
     /// A blob that does not is removed (it can never become right).
     pub fn has_verified_blob(&self, sha256: &str, size: u64) -> Result<bool, CacheError> {
-        if !self.has_blob(sha256, size)? {
-            return Ok(false);
-        }
+        Ok(matches!(self.check_blob(sha256, size)?, BlobCheck::Intact))
+    }
+
+    /// The blob of this sha256 and size re-hashed: intact, missing, or damaged (present but of
+    /// another size or content — then removed, since it can never become right).
+    pub fn check_blob(&self, sha256: &str, size: u64) -> Result<BlobCheck, CacheError> {
         let path = self.blob_path(sha256)?;
+        if !no_symlink(&path)?.is_some_and(|m| m.is_file()) {
+            return Ok(BlobCheck::Missing);
+        }
         let (actual_size, actual) = hash_file(&path)?;
         if actual_size == size && actual == sha256 {
-            return Ok(true);
+            return Ok(BlobCheck::Intact);
         }
         match fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_err(&path)(e)),
         }
-        Ok(false)
+        Ok(BlobCheck::Damaged {
+            size: actual_size,
+            sha256: actual,
+        })
     }
 
     /// Re-hash every file of a release; `Err` names the first that differs.
@@ -756,6 +765,15 @@ pub enum RemovedKind {
     Release,
     Blob,
     Temp,
+}
+
+/// What [`Cache::check_blob`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlobCheck {
+    Intact,
+    Missing,
+    /// Present but wrong (removed): the size and sha256 it had.
+    Damaged { size: u64, sha256: String },
 }
 
 /// Size and sha256 of a file (never through a symlink).

@@ -25,7 +25,7 @@ use capstan_chart::deps::{
 use capstan_chart::load;
 use capstan_chart::{Chart, Dependency};
 
-use super::cache::{Cache, CacheError, CachedFile, Expected, ReleaseManifest};
+use super::cache::{BlobCheck, Cache, CacheError, CachedFile, Expected, ReleaseManifest};
 use super::net::{NetworkTimeouts, host_of, reqwest_timeout};
 
 mod oci;
@@ -139,6 +139,46 @@ enum FetchError {
     TimedOut(String),
     #[error(transparent)]
     Cache(#[from] CacheError),
+    /// The cached archive failed its digest check (and was removed), and fetching it again
+    /// failed too: both said, so a damaged cache is not mistaken for a network fault.
+    #[error("{damaged}; fetching it again failed: {refetch}")]
+    RefetchAfterDamage {
+        damaged: DamagedCopy,
+        refetch: Box<FetchError>,
+    },
+}
+
+/// A cached chart archive whose content no longer matched its digest; removed from the cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DamagedCopy {
+    name: String,
+    version: String,
+    /// The digest the cache recorded for it.
+    expected: String,
+    /// What the file held (size, sha256).
+    actual_size: u64,
+    actual: String,
+}
+
+impl std::fmt::Display for DamagedCopy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the cached copy of {} {} failed its digest check (expected sha256:{}, the file holds {} bytes with sha256:{}) and was removed",
+            self.name, self.version, self.expected, self.actual_size, self.actual
+        )
+    }
+}
+
+/// `result`, or when it failed after the cached copy was found damaged, both facts.
+fn after_damage<T>(result: Result<T, FetchError>, damaged: Option<DamagedCopy>) -> Result<T, FetchError> {
+    match (result, damaged) {
+        (Err(refetch), Some(damaged)) => Err(FetchError::RefetchAfterDamage {
+            damaged,
+            refetch: Box::new(refetch),
+        }),
+        (result, _) => result,
+    }
 }
 
 fn msg(s: impl Into<String>) -> FetchError {
@@ -366,9 +406,24 @@ impl ChartResolver {
         url: &str,
         wanted: &str,
     ) -> Result<Result<Resolved, Vec<String>>, FetchError> {
+        let mut damaged = None;
+        let result = self.resolve_http_into_cache(dep, url, wanted, &mut damaged);
+        after_damage(result, damaged)
+    }
+
+    /// [`Self::resolve_http`]; a cached copy found damaged (and removed) on the way is
+    /// recorded in `damaged`.
+    fn resolve_http_into_cache(
+        &self,
+        dep: &Dependency,
+        url: &str,
+        wanted: &str,
+        damaged: &mut Option<DamagedCopy>,
+    ) -> Result<Result<Resolved, Vec<String>>, FetchError> {
+        let key_base = upstream_key_base(&dep.repository);
         // An exact version already in the cache costs nothing.
         if let Some(exact) = exact_version(wanted)
-            && let Some(r) = self.cached_chart(dep, url, &exact)?
+            && let Some(r) = self.cached_at(&chart_key(&key_base, &dep.name, &exact), dep, &exact, None, damaged)?
         {
             return Ok(Ok(r));
         }
@@ -390,7 +445,19 @@ impl ChartResolver {
         else {
             return Ok(Err(versions.iter().map(|v| v.to_string()).collect()));
         };
-        if let Some(r) = self.cached_chart(dep, url, &version)? {
+        let entry = index
+            .entry(&dep.name, &version)
+            .ok_or_else(|| msg(format!("{} {version}: not in the index", dep.name)))?;
+        let digest = entry.digest.trim_start_matches("sha256:").to_ascii_lowercase();
+        let expected = Expected {
+            size: None,
+            sha256: (digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit())).then_some(digest),
+        };
+        // Kept under the chart's own repository: a mirror changes where bytes come from, not
+        // which chart it is (the index's digest decides that).
+        let key = chart_key(&key_base, &dep.name, &version);
+        let want = expected.sha256.as_deref();
+        if let Some(r) = self.cached_at(&key, dep, &version, want, damaged)? {
             return Ok(Ok(r));
         }
         if self.settings.offline {
@@ -399,19 +466,10 @@ impl ChartResolver {
                 dep.name
             )));
         }
-        let entry = index
-            .entry(&dep.name, &version)
-            .ok_or_else(|| msg(format!("{} {version}: not in the index", dep.name)))?;
         let archive_url = chart_url(url, &entry.urls[0]);
-        let digest = entry.digest.trim_start_matches("sha256:").to_ascii_lowercase();
-        let expected = Expected {
-            size: None,
-            sha256: (digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit())).then_some(digest),
-        };
-        let key = chart_key(url, &dep.name, &version);
         let _lock = self.cache.lock_release(&key)?;
         // Another process may have fetched it while this one waited for the lock.
-        if let Some(r) = self.cached_chart(dep, url, &version)? {
+        if let Some(r) = self.cached_at(&key, dep, &version, want, damaged)? {
             return Ok(Ok(r));
         }
         let file_name = format!("{}-{version}.tgz", dep.name);
@@ -419,7 +477,8 @@ impl ChartResolver {
         let manifest = ReleaseManifest {
             key: key.clone(),
             origin: serde_json::json!({
-                "repository": url,
+                "repository": dep.repository,
+                "fetched_from": url,
                 "name": dep.name,
                 "version": version,
                 "url": archive_url,
@@ -438,34 +497,50 @@ impl ChartResolver {
         }))
     }
 
-    /// A chart already complete in the cache, re-verified.
-    fn cached_chart(
+    /// The chart recorded under the cache key `key`, when complete and its archive re-hashes
+    /// to its digest, and (`want`) that digest is the one the index names. An archive that
+    /// fails the check is removed and recorded in `damaged`, for the message should fetching
+    /// it again fail.
+    fn cached_at(
         &self,
+        key: &str,
         dep: &Dependency,
-        url: &str,
         version: &str,
+        want: Option<&str>,
+        damaged: &mut Option<DamagedCopy>,
     ) -> Result<Option<Resolved>, FetchError> {
-        self.cached_at(&chart_key(url, &dep.name, version), dep, version)
-    }
-
-    /// The chart recorded under the cache key `key`, when complete.
-    fn cached_at(&self, key: &str, dep: &Dependency, version: &str) -> Result<Option<Resolved>, FetchError> {
-        let Some(manifest) = self.cache.release(key)? else {
+        let Some(manifest) = self.cache.manifest(key)? else {
             return Ok(None);
         };
         let Some(file) = manifest.files.values().next() else {
             return Ok(None);
         };
-        if !self.cache.has_blob(&file.sha256, file.size)? {
+        if want.is_some_and(|want| want != file.sha256) {
+            // Another archive under the same name and version: the index's is fetched.
             return Ok(None);
         }
-        Ok(Some(Resolved {
-            name: dep.name.clone(),
-            repository: dep.repository.clone(),
-            version: version.to_string(),
-            path: self.cache.blob_path(&file.sha256)?,
-            sha256: file.sha256.clone(),
-        }))
+        match self.cache.check_blob(&file.sha256, file.size)? {
+            BlobCheck::Intact => Ok(Some(Resolved {
+                name: dep.name.clone(),
+                repository: dep.repository.clone(),
+                version: version.to_string(),
+                path: self.cache.blob_path(&file.sha256)?,
+                sha256: file.sha256.clone(),
+            })),
+            BlobCheck::Missing => Ok(None),
+            BlobCheck::Damaged { size, sha256 } => {
+                let copy = DamagedCopy {
+                    name: dep.name.clone(),
+                    version: version.to_string(),
+                    expected: file.sha256.clone(),
+                    actual_size: size,
+                    actual: sha256,
+                };
+                tracing::warn!(release = key, "{copy}; fetching it again");
+                *damaged = Some(copy);
+                Ok(None)
+            }
+        }
     }
 
     fn load_resolved(&self, r: &Resolved) -> Result<Chart, String> {
@@ -699,6 +774,17 @@ fn url_segments(url: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("/")
+}
+
+/// The part of a chart's cache key that names its repository: the repository as Chart.yaml
+/// writes it, before mirrors (`@name` and `alias:name` alike), so that every mirror of it
+/// shares one cached copy of each chart.
+fn upstream_key_base(repository: &str) -> String {
+    match parse_repository(repository) {
+        Ok(RepositoryRef::Oci(url)) => format!("oci/{}", url.trim_start_matches("oci://")),
+        Ok(RepositoryRef::Named(name)) => format!("named/{name}"),
+        _ => repository.to_string(),
+    }
 }
 
 fn chart_key(url: &str, name: &str, version: &str) -> String {

@@ -15,7 +15,10 @@ use crate::oci::{self, OciRepo};
 use capstan_chart::Dependency;
 use capstan_chart::deps::{choose_version, exact_version};
 
-use super::{Auth, ChartResolver, FetchError, MAX_CHART_SIZE, Resolved, chart_key, msg, url_segments};
+use super::{
+    Auth, ChartResolver, DamagedCopy, FetchError, MAX_CHART_SIZE, Resolved, after_damage, chart_key, msg,
+    upstream_key_base, url_segments,
+};
 
 /// Helm's media type of a chart's config blob (what marks a manifest as a chart).
 pub const HELM_CONFIG: &str = "application/vnd.cncf.helm.config.v1+json";
@@ -40,11 +43,26 @@ impl ChartResolver {
         url: &str,
         wanted: &str,
     ) -> Result<Result<Resolved, Vec<String>>, FetchError> {
+        let mut damaged = None;
+        let result = self.resolve_oci_into_cache(dep, url, wanted, &mut damaged);
+        after_damage(result, damaged)
+    }
+
+    /// [`Self::resolve_oci`]; a cached copy found damaged (and removed) on the way is
+    /// recorded in `damaged`.
+    fn resolve_oci_into_cache(
+        &self,
+        dep: &Dependency,
+        url: &str,
+        wanted: &str,
+        damaged: &mut Option<DamagedCopy>,
+    ) -> Result<Result<Resolved, Vec<String>>, FetchError> {
         let base = url.trim_start_matches("oci://").trim_end_matches('/');
         let repo = OciRepo::parse(&format!("{base}/{}", dep.name)).map_err(|e| msg(e.to_string()))?;
-        let key_base = format!("oci/{base}");
+        // The chart's own repository, not the mirror's (see `upstream_key_base`).
+        let key_base = upstream_key_base(&dep.repository);
         if let Some(exact) = exact_version(wanted)
-            && let Some(r) = self.cached_at(&chart_key(&key_base, &dep.name, &exact), dep, &exact)?
+            && let Some(r) = self.cached_at(&chart_key(&key_base, &dep.name, &exact), dep, &exact, None, damaged)?
         {
             return Ok(Ok(r));
         }
@@ -59,7 +77,7 @@ impl ChartResolver {
             return Ok(Err(versions));
         };
         let key = chart_key(&key_base, &dep.name, &version);
-        if let Some(r) = self.cached_at(&key, dep, &version)? {
+        if let Some(r) = self.cached_at(&key, dep, &version, None, damaged)? {
             return Ok(Ok(r));
         }
         if self.settings.offline {
@@ -70,7 +88,7 @@ impl ChartResolver {
         }
         let _lock = self.cache.lock_release(&key)?;
         // Another process may have fetched it while this one waited for the lock.
-        if let Some(r) = self.cached_at(&key, dep, &version)? {
+        if let Some(r) = self.cached_at(&key, dep, &version, None, damaged)? {
             return Ok(Ok(r));
         }
         let tag = version.replace('+', "_");
@@ -103,7 +121,8 @@ impl ChartResolver {
         let manifest = ReleaseManifest {
             key: key.clone(),
             origin: serde_json::json!({
-                "repository": url,
+                "repository": dep.repository,
+                "fetched_from": url,
                 "name": dep.name,
                 "version": version,
                 "reference": format!("{repo}:{tag}"),

@@ -15,6 +15,11 @@ pub struct RepositoryArgs {
     #[arg(long = "repository-mirror", value_name = "FROM=TO")]
     pub mirrors: Vec<String>,
 
+    /// Repository mirrors from a file, one `FROM=TO` a line (`#` comments), after the
+    /// --repository-mirror flags: what `capstan releases mirror --write-mirrors` writes.
+    #[arg(long = "repository-mirrors-file", value_name = "FILE")]
+    pub mirrors_file: Option<std::path::PathBuf>,
+
     /// Credentials for the chart repositories below URL (`https://…` or `oci://HOST[/PATH]`):
     /// `URL=basic:USER:PASSWORD` or `URL=bearer:TOKEN` (repeatable; also from
     /// CAPSTAN_REPOSITORY_CREDENTIALS, one per line). Sent only to that URL's host (and a
@@ -47,6 +52,20 @@ impl RepositoryArgs {
                 .split_once('=')
                 .with_context(|| format!("--repository-mirror {m:?}: expected FROM=TO"))?;
             mirrors.push((from.to_string(), to.to_string()));
+        }
+        if let Some(file) = &self.mirrors_file {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("reading --repository-mirrors-file {}", file.display()))?;
+            for (n, line) in text.lines().enumerate() {
+                let line = line.trim();
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                let (from, to) = line
+                    .split_once('=')
+                    .with_context(|| format!("{}:{}: {line:?}: expected FROM=TO", file.display(), n + 1))?;
+                mirrors.push((from.trim().to_string(), to.trim().to_string()));
+            }
         }
         let mut credentials = Vec::new();
         let from_env = std::env::var("CAPSTAN_REPOSITORY_CREDENTIALS").unwrap_or_default();

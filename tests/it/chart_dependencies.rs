@@ -503,7 +503,7 @@ fn dependency_update_matches_helm() {
     assert_eq!(std::fs::read_to_string(ours.join("Chart.lock")).unwrap(), before);
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap().flatten() {
         let target = to.join(entry.file_name());

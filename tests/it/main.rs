@@ -36,5 +36,7 @@ mod operator_workload_cache;
 mod pull_crash;
 mod release_archives;
 mod releases_cli;
+mod releases_mirror;
 mod render_lookup;
 mod stack_cli;
+mod verify_cosign;

@@ -184,7 +184,10 @@ mod tests {
     #[test]
     fn mirror_entries_name_the_charts_repository() {
         let dst = OciRepo::parse("oci://registry.local:5000/airgap/stacks").unwrap();
-        assert_eq!(charts_repo(&dst).to_string(), "oci://registry.local:5000/airgap/stacks/charts");
+        assert_eq!(
+            charts_repo(&dst).to_string(),
+            "oci://registry.local:5000/airgap/stacks/charts"
+        );
         assert_eq!(
             mirror_entry("https://helm.cilium.io/", &dst),
             "https://helm.cilium.io=oci://registry.local:5000/airgap/stacks/charts"

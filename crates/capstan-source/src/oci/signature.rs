@@ -72,7 +72,11 @@ fn docker_reference(repo: &OciRepo) -> String {
 }
 
 /// The signature manifest of `digest`, `None` when there is none.
-async fn signature_manifest(client: &Client, repo: &OciRepo, digest: &str) -> Result<Option<Bytes>, OciError> {
+async fn signature_manifest(
+    client: &Client,
+    repo: &OciRepo,
+    digest: &str,
+) -> Result<Option<Bytes>, OciError> {
     let Some(tag) = cosign::signature_tag(digest) else {
         return Err(OciError::BadReference(digest.to_string()));
     };
@@ -131,7 +135,13 @@ fn state_key(repo: &OciRepo, tag: &str) -> String {
 }
 
 /// The recorded verification of `repo:tag`, when it was of `digest` by a key `policy` trusts.
-pub fn cached_verification(cache: &Cache, repo: &OciRepo, tag: &str, digest: &str, policy: &Policy) -> Option<Verified> {
+pub fn cached_verification(
+    cache: &Cache,
+    repo: &OciRepo,
+    tag: &str,
+    digest: &str,
+    policy: &Policy,
+) -> Option<Verified> {
     let bytes = cache.read_state(&state_key(repo, tag)).ok()??;
     let recorded: Verified = serde_json::from_slice(&bytes).ok()?;
     (recorded.digest == digest && policy.trusts(&recorded.signer)).then_some(recorded)
@@ -158,11 +168,12 @@ pub async fn verify(
             tag: tag.to_string(),
             source,
         })?;
-    let verified = crate::verify::policy::verify(policy, digest, &sigs).map_err(|refusal| SignatureError::Refused {
-        repo: repo.to_string(),
-        tag: tag.to_string(),
-        refusal,
-    })?;
+    let verified =
+        crate::verify::policy::verify(policy, digest, &sigs).map_err(|refusal| SignatureError::Refused {
+            repo: repo.to_string(),
+            tag: tag.to_string(),
+            refusal,
+        })?;
     let record = serde_json::to_vec(&verified).unwrap_or_default();
     cache
         .write_state(&state_key(repo, tag), &record)
@@ -176,7 +187,12 @@ pub async fn verify(
 
 /// Signs the manifest `digest` of `repo` with `key` in cosign's format; returns the signature
 /// tag. A signature manifest already there keeps its signatures.
-pub async fn sign(client: &Client, repo: &OciRepo, digest: &str, key: &SigningKey) -> Result<String, SignatureError> {
+pub async fn sign(
+    client: &Client,
+    repo: &OciRepo,
+    digest: &str,
+    key: &SigningKey,
+) -> Result<String, SignatureError> {
     let push_err = |source| SignatureError::Push {
         repo: repo.to_string(),
         digest: digest.to_string(),

@@ -48,8 +48,7 @@ pub fn payload(docker_reference: &str, digest: &str) -> Vec<u8> {
 
 /// The manifest digest a payload names, after checking it is a cosign payload.
 pub fn signed_digest(payload: &[u8]) -> Result<String, String> {
-    let value: serde_json::Value =
-        serde_json::from_slice(payload).map_err(|e| format!("not JSON: {e}"))?;
+    let value: serde_json::Value = serde_json::from_slice(payload).map_err(|e| format!("not JSON: {e}"))?;
     let critical = value.get("critical").ok_or("no `critical`")?;
     let kind = critical.get("type").and_then(|t| t.as_str()).unwrap_or_default();
     if kind != PAYLOAD_TYPE {

@@ -136,9 +136,8 @@ impl SigningKey {
                 })?;
                 EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &der).map_err(not_p256)?
             }
-            "PRIVATE KEY" => {
-                EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, block.contents()).map_err(not_p256)?
-            }
+            "PRIVATE KEY" => EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, block.contents())
+                .map_err(not_p256)?,
             "EC PRIVATE KEY" => {
                 EcdsaKeyPair::from_private_key_der(&ECDSA_P256_SHA256_ASN1_SIGNING, block.contents())
                     .map_err(not_p256)?

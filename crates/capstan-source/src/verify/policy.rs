@@ -137,23 +137,52 @@ mod tests {
         tampered.payload = cosign::payload("r/x", OTHER);
         let garbage = signed(&key, b"{\"critical\":{}}");
         let table: Vec<(&str, Vec<Signature>, Result<&str, &str>)> = vec![
-            ("signed by the key", vec![good.clone()], Ok(key.public_key().fingerprint())),
+            (
+                "signed by the key",
+                vec![good.clone()],
+                Ok(key.public_key().fingerprint()),
+            ),
             ("no signatures", vec![], Err("NoSignature")),
-            ("another key", vec![signed(&stranger, &cosign::payload("r/x", DIGEST))], Err("WrongKey")),
-            ("payload changed after signing", vec![tampered.clone()], Err("WrongKey")),
-            ("signed, of another manifest", vec![signed(&key, &cosign::payload("r/x", OTHER))], Err("DigestMismatch")),
-            ("signed, not a cosign payload", vec![garbage], Err("TamperedPayload")),
+            (
+                "another key",
+                vec![signed(&stranger, &cosign::payload("r/x", DIGEST))],
+                Err("WrongKey"),
+            ),
+            (
+                "payload changed after signing",
+                vec![tampered.clone()],
+                Err("WrongKey"),
+            ),
+            (
+                "signed, of another manifest",
+                vec![signed(&key, &cosign::payload("r/x", OTHER))],
+                Err("DigestMismatch"),
+            ),
+            (
+                "signed, not a cosign payload",
+                vec![garbage],
+                Err("TamperedPayload"),
+            ),
             (
                 "not base64",
-                vec![Signature { payload: good.payload.clone(), signature: "%%".into() }],
+                vec![Signature {
+                    payload: good.payload.clone(),
+                    signature: "%%".into(),
+                }],
                 Err("MalformedSignature"),
             ),
-            ("one good among bad ones", vec![tampered, good], Ok(key.public_key().fingerprint())),
+            (
+                "one good among bad ones",
+                vec![tampered, good],
+                Ok(key.public_key().fingerprint()),
+            ),
         ];
         for (what, sigs, want) in table {
             let got = verify(&policy, DIGEST, &sigs);
             match (got, want) {
-                (Ok(v), Ok(signer)) => assert_eq!((v.signer.as_str(), v.digest.as_str()), (signer, DIGEST), "{what}"),
+                (Ok(v), Ok(signer)) => {
+                    assert_eq!((v.signer.as_str(), v.digest.as_str()), (signer, DIGEST), "{what}")
+                }
                 (Err(r), Err(reason)) => assert_eq!(r.reason(), reason, "{what}: {r}"),
                 (got, want) => panic!("{what}: got {got:?}, want {want:?}"),
             }

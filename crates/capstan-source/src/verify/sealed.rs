@@ -76,7 +76,8 @@ fn derive(password: &[u8], salt: &[u8], params: &Params) -> Result<[u8; 32], Sea
     if log_n > MAX_LOG_N || params.r > 32 || params.p > 16 {
         return Err(bad("over the limits (N ≤ 2^20, r ≤ 32, p ≤ 16)"));
     }
-    let scrypt_params = scrypt::Params::new(log_n, params.r, params.p, 32).map_err(|e| bad(&e.to_string()))?;
+    let scrypt_params =
+        scrypt::Params::new(log_n, params.r, params.p, 32).map_err(|e| bad(&e.to_string()))?;
     let mut key = [0u8; 32];
     scrypt::scrypt(password, salt, &scrypt_params, &mut key).map_err(|e| bad(&e.to_string()))?;
     Ok(key)

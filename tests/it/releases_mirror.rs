@@ -16,6 +16,8 @@ use capstan_stack::render::CompiledRelease;
 use capstan_testenv::StaticServer;
 use capstan_testenv::registry::{Auth, Registry};
 
+use super::oci_source::ok;
+
 /// The upstream repositories of scs2's charts, served on loopback from ../shared/chart-repos.
 fn upstream(server: &StaticServer) -> Vec<(String, String)> {
     [
@@ -43,16 +45,6 @@ fn capstan(args: &[String]) -> Output {
         .env_remove("COSIGN_PASSWORD")
         .output()
         .unwrap()
-}
-
-fn ok(out: Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "{what}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn render(
@@ -94,17 +86,7 @@ fn releases_mirror_renders_in_the_air_gap_like_online() {
     let server = StaticServer::start(&repos);
     let scratch = tempfile::tempdir().unwrap();
     let source = scratch.path().join("scs2");
-    super::chart_dependencies::copy_dir(
-        &shared.join("cluster-stacks-src/providers/openstack/scs2"),
-        &source,
-    );
-    let cni = source.join("cluster-addon/cni/Chart.yaml");
-    let text = std::fs::read_to_string(&cni).unwrap();
-    assert!(
-        text.contains("version: 1.18.9"),
-        "scs2's cilium pin changed: {text}"
-    );
-    std::fs::write(&cni, text.replace("version: 1.18.9", "version: 1.17.4")).unwrap();
+    super::chart_dependencies::scs2_with_shared_cilium(&shared, &source);
     let built = capstan_stack::build::build(
         &source,
         &capstan_stack::build::hash_version(&source).unwrap(),

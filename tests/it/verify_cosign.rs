@@ -10,6 +10,8 @@ use std::process::{Command, Output};
 
 use capstan_testenv::registry::{Auth, Registry};
 
+use super::oci_source::ok;
+
 const REPO: &str = "kaas/cluster-stacks";
 const PASSWORD: &str = "capstan-interop";
 
@@ -156,16 +158,6 @@ impl Env {
 
 fn pem(dir: &Path, name: &str) -> String {
     dir.join(name).to_string_lossy().into_owned()
-}
-
-fn ok(out: Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "{what}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn refused(out: Output, what: &str) -> String {

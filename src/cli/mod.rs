@@ -9,6 +9,7 @@ mod releases_build;
 mod releases_gc;
 mod releases_git;
 mod releases_list;
+mod releases_mirror;
 mod releases_pull;
 mod releases_push;
 mod render;

@@ -33,6 +33,10 @@ enum Command {
     /// Build a stack source tree into a release like `csctl create` (`--mode hash|stable`),
     /// into `--output DIR` and/or published with `--push oci://HOST/REPO`.
     Build(super::releases_build::BuildArgs),
+    /// Copy a release and every chart dependency of its charts into one OCI repository for an
+    /// air gap (`SRC oci://HOST/REPO`; an OCI release keeps its digest and cosign signature),
+    /// and print the --repository-mirror mapping that renders from there alone.
+    Mirror(super::releases_mirror::MirrorArgs),
     /// What an upgrade from OLD to NEW changes for a Cluster: objects added, removed and
     /// changed (with a unified diff), for the ClusterClass part and the addon part.
     Diff(DiffArgs),
@@ -70,6 +74,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Command::Gc(gc) => super::releases_gc::run(gc),
         Command::Push(push) => super::releases_push::run(push),
         Command::Build(build) => super::releases_build::run(build),
+        Command::Mirror(mirror) => super::releases_mirror::run(mirror),
         Command::Diff(diff) => run_diff(diff),
     }
 }

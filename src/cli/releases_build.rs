@@ -37,6 +37,10 @@ pub struct BuildArgs {
     /// The manifest's `org.opencontainers.image.created` (default: now, UTC).
     #[arg(long, value_name = "RFC3339")]
     created: Option<String>,
+    /// Sign the pushed manifest with this private key in cosign's format (see `releases push
+    /// --sign-key`; the password of an encrypted key from COSIGN_PASSWORD).
+    #[arg(long, value_name = "FILE", requires = "push")]
+    sign_key: Option<PathBuf>,
     #[command(flatten)]
     sources: SourceArgs,
 }
@@ -46,6 +50,11 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<()> {
         bail!("give --output DIR, --push oci://HOST/REPO, or both");
     }
     let repo = args.push.as_deref().map(OciRepo::parse).transpose()?;
+    let key = args
+        .sign_key
+        .as_deref()
+        .map(super::releases_push::signing_key)
+        .transpose()?;
     let runtime = source_args::runtime()?;
     let client = repo.as_ref().map(|r| args.sources.oci_client(r)).transpose()?;
     let hash = build::content_hash(&args.source)?;
@@ -99,6 +108,9 @@ pub fn run(args: &BuildArgs) -> anyhow::Result<()> {
             "pushed {repo}:{} {} ({} file(s))",
             summary.tag, summary.digest, summary.files
         );
+        if let Some(key) = &key {
+            super::releases_push::sign(&runtime, client, repo, &summary.digest, key)?;
+        }
     }
     Ok(())
 }

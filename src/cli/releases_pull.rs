@@ -27,6 +27,7 @@ pub struct PullArgs {
 
 pub fn run(args: &PullArgs) -> anyhow::Result<()> {
     if let Some(git) = args.source.strip_prefix("git+") {
+        args.sources.refuse_policy_for(&args.source)?;
         if args.tag.is_some() {
             bail!("a git source names its ref in the URL (git+URL#REF); it takes no TAG argument");
         }
@@ -46,8 +47,13 @@ pub fn run(args: &PullArgs) -> anyhow::Result<()> {
         // A tag named on purpose is checked against the registry: one HEAD when unchanged.
         let summary = pull_oci_with_bar(&args.sources, &cache, &repo, tag, true)?;
         print_summary(&format!("{repo}:{tag}"), &summary, started, &cache);
+        if let Some(v) = args.sources.verify_oci(&cache, &repo, tag)? {
+            println!("{repo}:{tag}: verified {}, signed by {}", v.digest, v.signer);
+        }
         return Ok(());
     }
+    args.sources
+        .refuse_policy_for(&format!("{} {tag}", args.source))?;
     let summary = match pull_with_bar(&args.sources, &cache, &args.source, tag) {
         Ok(s) => s,
         Err(e) => return Err(source_args::explain_not_found(e, &cache)),

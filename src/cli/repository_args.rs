@@ -15,6 +15,11 @@ pub struct RepositoryArgs {
     #[arg(long = "repository-mirror", value_name = "FROM=TO")]
     pub mirrors: Vec<String>,
 
+    /// Repository mirrors from a file, one `FROM=TO` a line (`#` comments), after the
+    /// --repository-mirror flags: what `capstan releases mirror --write-mirrors` writes.
+    #[arg(long = "repository-mirrors-file", value_name = "FILE")]
+    pub mirrors_file: Option<std::path::PathBuf>,
+
     /// Credentials for the chart repositories below URL (`https://…` or `oci://HOST[/PATH]`):
     /// `URL=basic:USER:PASSWORD` or `URL=bearer:TOKEN` (repeatable; also from
     /// CAPSTAN_REPOSITORY_CREDENTIALS, one per line). Sent only to that URL's host (and a
@@ -48,6 +53,11 @@ impl RepositoryArgs {
                 .with_context(|| format!("--repository-mirror {m:?}: expected FROM=TO"))?;
             mirrors.push((from.to_string(), to.to_string()));
         }
+        if let Some(file) = &self.mirrors_file {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("reading --repository-mirrors-file {}", file.display()))?;
+            mirrors.extend(parse_mirrors_file(&text, &file.display().to_string())?);
+        }
         let mut credentials = Vec::new();
         let from_env = std::env::var("CAPSTAN_REPOSITORY_CREDENTIALS").unwrap_or_default();
         for text in self
@@ -66,6 +76,24 @@ impl RepositoryArgs {
             timeouts,
         })
     }
+}
+
+/// The mirrors of a `--repository-mirrors-file` (one `FROM=TO` a line, `#` comments, blank
+/// lines); a bad line is named by `origin` and its number.
+fn parse_mirrors_file(text: &str, origin: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let mut mirrors = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (from, to) = line
+            .split_once('=')
+            .filter(|(from, to)| !from.trim().is_empty() && !to.trim().is_empty())
+            .with_context(|| format!("{origin}:{}: {line:?}: expected FROM=TO", n + 1))?;
+        mirrors.push((from.trim().to_string(), to.trim().to_string()));
+    }
+    Ok(mirrors)
 }
 
 /// A resolver made on first need: a render whose charts lack nothing never opens the cache.
@@ -106,6 +134,30 @@ impl capstan_chart::deps::DependencyResolver for LazyResolver<'_> {
         match resolver {
             Ok(r) => r.resolve(chart, chart_dir),
             Err(e) => Err(e.clone()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mirrors_files_read_like_the_flag_and_name_a_bad_line() {
+        let text = "# written by capstan releases mirror\n\nhttps://helm.cilium.io=oci://r/a/charts\n  oci://ghcr.io/x = oci://r/a/charts \n";
+        assert_eq!(
+            parse_mirrors_file(text, "m.txt").unwrap(),
+            [
+                (
+                    "https://helm.cilium.io".to_string(),
+                    "oci://r/a/charts".to_string()
+                ),
+                ("oci://ghcr.io/x".to_string(), "oci://r/a/charts".to_string()),
+            ]
+        );
+        for (bad, line) in [("a=b\nno-equals\n", 2), ("=oci://r\n", 1), ("https://x=\n", 1)] {
+            let err = parse_mirrors_file(bad, "m.txt").unwrap_err().to_string();
+            assert!(err.starts_with(&format!("m.txt:{line}: ")), "{err}");
         }
     }
 }

@@ -10,6 +10,7 @@ use capstan_source::cache::Cache;
 use capstan_source::github::{Client, Config, Token};
 use capstan_source::net::NetworkTimeouts;
 use capstan_source::oci::{self, OciRepo};
+use capstan_source::verify::{Policy, PublicKey, Verified};
 
 /// Flags shared by `capstan releases list/pull`, `capstan render` and `capstan releases diff`.
 #[derive(Debug, Clone, clap::Args)]
@@ -38,6 +39,11 @@ pub struct SourceArgs {
     /// OCI_PASSWORD, or OCI_ACCESS_TOKEN (the cluster-stack operator's variables).
     #[arg(long)]
     pub insecure_registry: bool,
+    /// A public key (PEM, as cosign.pub) a release from an OCI registry must carry a cosign
+    /// signature of; repeat for several keys (any one suffices). A release that fails is not
+    /// used, and the error names the reason. Releases from other sources are refused with it.
+    #[arg(long = "verify-key", value_name = "FILE")]
+    pub verify_keys: Vec<PathBuf>,
 }
 
 /// A positive number of seconds (`1`, `2.5`).
@@ -115,6 +121,50 @@ impl SourceArgs {
             ..oci::Config::default()
         };
         Ok(oci::Client::new(&repo.host, config)?)
+    }
+}
+
+impl SourceArgs {
+    /// The signature policy of `--verify-key` (empty without it).
+    pub fn policy(&self) -> anyhow::Result<Policy> {
+        let mut keys = Vec::with_capacity(self.verify_keys.len());
+        for path in &self.verify_keys {
+            let text =
+                std::fs::read(path).with_context(|| format!("reading --verify-key {}", path.display()))?;
+            keys.push(PublicKey::from_pem(&text, &path.display().to_string())?);
+        }
+        Ok(Policy::keyed(keys))
+    }
+
+    /// Refuses `--verify-key` for `what`, a release that carries no cosign signature.
+    pub fn refuse_policy_for(&self, what: &str) -> anyhow::Result<()> {
+        if !self.verify_keys.is_empty() {
+            anyhow::bail!(
+                "{what}: --verify-key verifies cosign signatures of releases in an OCI registry; this release has none to check (give oci://HOST/REPO@TAG)"
+            );
+        }
+        Ok(())
+    }
+
+    /// Verifies the pulled release `repo:tag` against `--verify-key`: `None` without keys,
+    /// else who signed it (recorded in the cache; a release verified before at the same
+    /// manifest digest is not read again).
+    pub fn verify_oci(&self, cache: &Cache, repo: &OciRepo, tag: &str) -> anyhow::Result<Option<Verified>> {
+        let policy = self.policy()?;
+        if policy.is_empty() {
+            return Ok(None);
+        }
+        let digest = oci::release::cached_digest(cache, repo, tag).with_context(|| {
+            format!("{repo}:{tag}: the cache does not record its manifest digest; pull it again with `capstan releases pull {repo} {tag}`")
+        })?;
+        if let Some(v) = oci::signature::cached_verification(cache, repo, tag, &digest, &policy) {
+            return Ok(Some(v));
+        }
+        let client = self.oci_client(repo)?;
+        let verified = runtime()?.block_on(oci::signature::verify(
+            &client, cache, repo, tag, &digest, &policy,
+        ))?;
+        Ok(Some(verified))
     }
 }
 

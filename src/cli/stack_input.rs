@@ -83,9 +83,11 @@ pub fn open(arg: &str, sources: &SourceArgs) -> anyhow::Result<Opened> {
                 "{arg} is neither a release directory (it has no {METADATA_FILE}) nor a stack source tree (it has no {CSCTL_FILE})"
             );
         }
+        sources.refuse_policy_for(arg)?;
         return Ok(local::open(path)?);
     }
     if let Some(git) = arg.strip_prefix("git+") {
+        sources.refuse_policy_for(arg)?;
         let cache = sources.open_cache()?;
         let manifest = super::releases_git::fetch(git, &cache)?.manifest;
         return Ok(local::open_cached(&cache, &manifest)?);
@@ -94,17 +96,21 @@ pub fn open(arg: &str, sources: &SourceArgs) -> anyhow::Result<Opened> {
         let (repo, tag) = OciRepo::parse_with_tag(arg)?;
         let cache = sources.open_cache()?;
         let summary = super::releases_pull::pull_oci_with_bar(sources, &cache, &repo, &tag, false)?;
+        // Never opened unless it passes the policy: the error names the reason.
+        sources.verify_oci(&cache, &repo, &tag)?;
         return Ok(local::open_cached(&cache, &summary.manifest)?);
     }
     if let Some((repo, tag)) = arg.split_once('@')
         && repo.contains('/')
     {
+        sources.refuse_policy_for(arg)?;
         let cache = sources.open_cache()?;
         let summary = super::releases_pull::pull_with_bar(sources, &cache, repo, tag)
             .map_err(|e| source_args::explain_not_found(e, &cache))?;
         return Ok(local::open_cached(&cache, &summary.manifest)?);
     }
     if ReleaseTag::parse(arg).is_ok() {
+        sources.refuse_policy_for(arg)?;
         let cache = sources.open_cache()?;
         let keys = cache.find_tag(arg)?;
         return match keys.as_slice() {

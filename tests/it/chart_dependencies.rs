@@ -621,6 +621,19 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A copy of `openstack/scs2` at `dest` whose cilium pin (1.18.9) is moved to 1.17.4, a
+/// version the shared chart repositories hold.
+pub(crate) fn scs2_with_shared_cilium(shared: &Path, dest: &Path) {
+    copy_dir(&shared.join("cluster-stacks-src/providers/openstack/scs2"), dest);
+    let cni = dest.join("cluster-addon/cni/Chart.yaml");
+    let text = std::fs::read_to_string(&cni).unwrap();
+    assert!(
+        text.contains("version: 1.18.9"),
+        "scs2's cilium pin changed: {text}"
+    );
+    std::fs::write(&cni, text.replace("version: 1.18.9", "version: 1.17.4")).unwrap();
+}
+
 /// The "done when": a copy of `openstack/scs2` whose cilium pin is one the shared
 /// repositories hold renders with its dependencies fetched through mirrors on loopback, and
 /// every addon stage equals real Helm rendering that stage after `dependency_update` (engine
@@ -634,17 +647,7 @@ fn scs2_stages_render_like_helm_after_dependency_update() {
     let server = StaticServer::start(&repos);
     let scratch = tempfile::tempdir().unwrap();
     let source = scratch.path().join("scs2");
-    copy_dir(
-        &shared_dir.join("cluster-stacks-src/providers/openstack/scs2"),
-        &source,
-    );
-    let cni = source.join("cluster-addon/cni/Chart.yaml");
-    let text = std::fs::read_to_string(&cni).unwrap();
-    assert!(
-        text.contains("version: 1.18.9"),
-        "scs2's cilium pin changed: {text}"
-    );
-    std::fs::write(&cni, text.replace("version: 1.18.9", "version: 1.17.4")).unwrap();
+    scs2_with_shared_cilium(&shared_dir, &source);
 
     use capstan_chart::deps::DependencyResolver;
     use capstan_stack::release::Addon;

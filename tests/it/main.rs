@@ -41,6 +41,8 @@ mod operator_workload_cache;
 mod pull_crash;
 mod release_archives;
 mod releases_cli;
+mod releases_mirror;
 mod render_lookup;
 mod rollout_cli;
 mod stack_cli;
+mod verify_cosign;

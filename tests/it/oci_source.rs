@@ -72,7 +72,8 @@ fn oci_py(shared: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::O
     cmd.output().expect("running oci_release.py")
 }
 
-fn ok(out: std::process::Output, what: &str) -> String {
+/// The stdout of a command that must succeed (else its output in the failure).
+pub(crate) fn ok(out: std::process::Output, what: &str) -> String {
     assert!(
         out.status.success(),
         "{what}: {}\n{}",

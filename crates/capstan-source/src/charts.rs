@@ -28,7 +28,7 @@ use capstan_chart::{Chart, Dependency};
 use super::cache::{BlobCheck, Cache, CacheError, CachedFile, Expected, ReleaseManifest};
 use super::net::{NetworkTimeouts, host_of, reqwest_timeout};
 
-mod oci;
+pub(crate) mod oci;
 
 /// Largest `index.yaml` read (the big public indexes are tens of MiB).
 const MAX_INDEX_SIZE: u64 = 128 * 1024 * 1024;
@@ -278,6 +278,25 @@ impl ChartResolver {
         chart.dependencies.sort_by(|a, b| a.name().cmp(b.name()));
         chart.memo = Default::default();
         Ok(chart)
+    }
+
+    /// Each dependency `charts/` lacks, resolved (fetched into the cache when missing) as
+    /// [`resolve_chart`](Self::resolve_chart) would load it: `releases mirror` copies these.
+    pub fn resolve_dependencies(
+        &self,
+        chart: &Chart,
+        chart_dir: Option<&Path>,
+    ) -> Result<Vec<Resolved>, DependencyError> {
+        let missing: Vec<Dependency> = missing_dependencies(chart)
+            .into_iter()
+            .filter(|d| !d.repository.trim().is_empty())
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            return Ok(Vec::new());
+        }
+        let lock = self.lock_in_sync(chart);
+        self.resolve_all(chart, &missing, lock.as_ref(), chart_dir)
     }
 
     /// The chart's Chart.lock when it matches Chart.yaml.

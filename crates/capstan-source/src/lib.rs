@@ -15,3 +15,4 @@ pub mod net;
 pub mod oci;
 pub mod pull;
 pub mod retention;
+pub mod verify;

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Creates (once) a Python virtualenv with `cryptography` (ECDSA P-256) and `PyNaCl` (NaCl
+# secretbox) for the independent cosign signer/verifier tests/oracle/cosign_oracle.py; prints
+# the path of its python. The supply-chain interop tests (tests/it/verify_cosign.rs) call it.
+set -euo pipefail
+venv="${XDG_CACHE_HOME:-$HOME/.cache}/capstan/verify-venv"
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import cryptography, nacl' 2>/dev/null; then
+  echo "verify-env: creating $venv with cryptography and PyNaCl" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q 'cryptography>=42' 'PyNaCl>=1.5' >&2
+fi
+echo "$venv/bin/python"

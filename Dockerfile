@@ -8,8 +8,9 @@ COPY . .
 RUN cargo build --release --locked --bin capstan \
  && scripts/image-rootfs.sh target/release/capstan /rootfs
 
-# Runtime: nothing but the binary, the shared libraries it loads, CA certificates and a
-# passwd entry for the non-root user; no shell, no package manager.
+# Runtime: nothing but the binary (without debug information, symbols kept: image-rootfs.sh
+# strips it with the build image's objcopy), the shared libraries it loads, CA certificates
+# and a passwd entry for the non-root user; no shell, no package manager.
 FROM scratch
 COPY --from=build /rootfs/ /
 USER 65532:65532

@@ -42,7 +42,10 @@ fn settings_for(url: &str) -> Settings {
                 "https://kubernetes-sigs.github.io/metrics-server".into(),
                 format!("{url}/metrics-server"),
             ),
-            ("https://charts.bitnami.com/bitnami".into(), format!("{url}/bitnami")),
+            (
+                "https://charts.bitnami.com/bitnami".into(),
+                format!("{url}/bitnami"),
+            ),
         ],
         ..Settings::default()
     }
@@ -64,6 +67,12 @@ const DEPS: &str = "  - name: metrics-server
     version: \"~2.14\"
     repository: https://charts.bitnami.com/bitnami
     alias: lib
+";
+
+/// One dependency at an exact version.
+const COMMON_PINNED: &str = "  - name: common
+    version: 2.14.1
+    repository: https://charts.bitnami.com/bitnami
 ";
 
 /// Names of the charts complete in the cache.
@@ -221,13 +230,7 @@ fn faults_name_chart_dependency_and_repository_and_leave_nothing_half_written() 
     };
     let scratch = tempfile::tempdir().unwrap();
     let chart_dir = scratch.path().join("parent");
-    write_chart(
-        &chart_dir,
-        "  - name: common
-    version: 2.14.1
-    repository: https://charts.bitnami.com/bitnami
-",
-    );
+    write_chart(&chart_dir, COMMON_PINNED);
     let resolve = |server: &StaticServer, cache: &Cache| {
         ChartResolver::new(cache.clone(), settings(server))
             .unwrap()
@@ -369,13 +372,7 @@ fn a_damaged_cached_chart_with_the_repository_down_says_both() {
     };
     let scratch = tempfile::tempdir().unwrap();
     let chart_dir = scratch.path().join("parent");
-    write_chart(
-        &chart_dir,
-        "  - name: common
-    version: 2.14.1
-    repository: https://charts.bitnami.com/bitnami
-",
-    );
+    write_chart(&chart_dir, COMMON_PINNED);
     let cache = Cache::open(scratch.path().join("cache")).unwrap();
     // By URL: a server dropped before the resolution leaves its port closed.
     let resolve = |url: &str| {
@@ -394,7 +391,11 @@ fn a_damaged_cached_chart_with_the_repository_down_says_both() {
     let blob = cache.blob_path(&sha).unwrap();
 
     // Another valid chart in its place, and the repository stopped.
-    std::fs::write(&blob, std::fs::read(repos.join("bitnami/common-2.31.10.tgz")).unwrap()).unwrap();
+    std::fs::write(
+        &blob,
+        std::fs::read(repos.join("bitnami/common-2.31.10.tgz")).unwrap(),
+    )
+    .unwrap();
     let url = server.url();
     drop(server);
     let err = resolve(&url).unwrap_err().to_string();

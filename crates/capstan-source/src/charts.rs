@@ -377,12 +377,16 @@ impl ChartResolver {
                     path: dir,
                 }))
             }
-            Repo::Http(url) => self
-                .resolve_http(dep, &url, wanted)
-                .map_err(|e| err(e.to_string())),
-            Repo::Oci(url) => self
-                .resolve_oci(dep, &url, wanted)
-                .map_err(|e| err(e.to_string())),
+            Repo::Http(url) => {
+                let mut damaged = None;
+                let result = self.resolve_http(dep, &url, wanted, &mut damaged);
+                after_damage(result, damaged).map_err(|e| err(e.to_string()))
+            }
+            Repo::Oci(url) => {
+                let mut damaged = None;
+                let result = self.resolve_oci(dep, &url, wanted, &mut damaged);
+                after_damage(result, damaged).map_err(|e| err(e.to_string()))
+            }
         }
     }
 
@@ -419,20 +423,9 @@ impl ChartResolver {
         }
     }
 
+    /// A dependency from a Helm repository (`url`, after mirrors); a cached copy found
+    /// damaged (and removed) on the way is recorded in `damaged`.
     fn resolve_http(
-        &self,
-        dep: &Dependency,
-        url: &str,
-        wanted: &str,
-    ) -> Result<Result<Resolved, Vec<String>>, FetchError> {
-        let mut damaged = None;
-        let result = self.resolve_http_into_cache(dep, url, wanted, &mut damaged);
-        after_damage(result, damaged)
-    }
-
-    /// [`Self::resolve_http`]; a cached copy found damaged (and removed) on the way is
-    /// recorded in `damaged`.
-    fn resolve_http_into_cache(
         &self,
         dep: &Dependency,
         url: &str,
@@ -442,7 +435,13 @@ impl ChartResolver {
         let key_base = upstream_key_base(&dep.repository);
         // An exact version already in the cache costs nothing.
         if let Some(exact) = exact_version(wanted)
-            && let Some(r) = self.cached_at(&chart_key(&key_base, &dep.name, &exact), dep, &exact, None, damaged)?
+            && let Some(r) = self.cached_at(
+                &chart_key(&key_base, &dep.name, &exact),
+                dep,
+                &exact,
+                None,
+                damaged,
+            )?
         {
             return Ok(Ok(r));
         }

@@ -16,7 +16,7 @@ use capstan_chart::Dependency;
 use capstan_chart::deps::{choose_version, exact_version};
 
 use super::{
-    Auth, ChartResolver, DamagedCopy, FetchError, MAX_CHART_SIZE, Resolved, after_damage, chart_key, msg,
+    Auth, ChartResolver, DamagedCopy, FetchError, MAX_CHART_SIZE, Resolved, chart_key, msg,
     upstream_key_base, url_segments,
 };
 
@@ -36,21 +36,9 @@ struct TagsState {
 
 impl ChartResolver {
     /// `dep` from the OCI repository `url` (`oci://HOST/PATH`, after mirrors): `Ok(Err(versions))`
-    /// when no tag matches the constraint.
+    /// when no tag matches the constraint. A cached copy found damaged (and removed) on the way
+    /// is recorded in `damaged`.
     pub(super) fn resolve_oci(
-        &self,
-        dep: &Dependency,
-        url: &str,
-        wanted: &str,
-    ) -> Result<Result<Resolved, Vec<String>>, FetchError> {
-        let mut damaged = None;
-        let result = self.resolve_oci_into_cache(dep, url, wanted, &mut damaged);
-        after_damage(result, damaged)
-    }
-
-    /// [`Self::resolve_oci`]; a cached copy found damaged (and removed) on the way is
-    /// recorded in `damaged`.
-    fn resolve_oci_into_cache(
         &self,
         dep: &Dependency,
         url: &str,
@@ -62,7 +50,13 @@ impl ChartResolver {
         // The chart's own repository, not the mirror's (see `upstream_key_base`).
         let key_base = upstream_key_base(&dep.repository);
         if let Some(exact) = exact_version(wanted)
-            && let Some(r) = self.cached_at(&chart_key(&key_base, &dep.name, &exact), dep, &exact, None, damaged)?
+            && let Some(r) = self.cached_at(
+                &chart_key(&key_base, &dep.name, &exact),
+                dep,
+                &exact,
+                None,
+                damaged,
+            )?
         {
             return Ok(Ok(r));
         }

@@ -27,7 +27,32 @@ log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+# One API server the tests that may share it use, a namespace each (docs/testing.md, "Shared
+# API servers"): nextest runs every test in a process of its own, so it lives outside them,
+# until this script exits (its stdin, fd 3, closes then).
+start_shared_server() {
+  cargo build --quiet -p capstan-testenv --bin testenv-up
+  local bin
+  bin="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/debug/testenv-up"
+  # Global: the EXIT trap removes it.
+  shared_work="$(mktemp -d)"
+  mkfifo "$shared_work/stdin"
+  "$bin" management <"$shared_work/stdin" >"$shared_work/servers" 2>"$shared_work/log" &
+  shared_pid=$!
+  exec 3>"$shared_work/stdin"
+  trap 'exec 3>&-; wait "$shared_pid" 2>/dev/null || true; rm -rf "$shared_work"' EXIT
+  while ! grep -q '^management=' "$shared_work/servers"; do
+    kill -0 "$shared_pid" 2>/dev/null || { log "the shared API server did not start:"; cat "$shared_work/log" >&2; exit 1; }
+    sleep 0.2
+  done
+  CAPSTAN_TEST_SHARED_KUBECONFIG="$(sed -n 's/^management=//p' "$shared_work/servers")"
+  export CAPSTAN_TEST_SHARED_KUBECONFIG
+  log "shared API server: $CAPSTAN_TEST_SHARED_KUBECONFIG"
+}
+
 if cargo nextest --version >/dev/null 2>&1; then
+  start_shared_server
   log "cargo nextest run --workspace"
   cargo nextest run --workspace --no-fail-fast --success-output final --failure-output final
   log "cargo test --workspace --doc"

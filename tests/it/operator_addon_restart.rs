@@ -70,7 +70,7 @@ async fn sigkill_during_an_upgrade_never_repeats_a_finished_stage() {
     let test = "sigkill_during_an_upgrade_never_repeats_a_finished_stage";
     let (kills, mut rng) = crate::operator_common::kill_plan(test);
     let published = ["docker-ferrol-1-27-v1", "docker-ferrol-1-27-v0-sha-hipstsw"];
-    let Some(env) = crate::operator_common::start(test, &published).await else {
+    let Some(env) = crate::operator_common::start_shared(test, &published).await else {
         return;
     };
     let Some(bins) = Binaries::find_or_skip(test) else {

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::operator_common::{NS, eventually, names};
+use crate::operator_common::{eventually, names};
 use capstan_operator::api::ClusterAddon;
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -22,7 +22,7 @@ const CLUSTER: &str = "workload";
 const HOST: &str = "cp.workload.example";
 
 async fn addon(env: &crate::operator_common::Env) -> Option<ClusterAddon> {
-    let api: Api<ClusterAddon> = Api::namespaced(env.client(), NS);
+    let api: Api<ClusterAddon> = Api::namespaced(env.client(), &env.ns);
     api.get_opt(&format!("cluster-addon-{CLUSTER}"))
         .await
         .ok()
@@ -37,7 +37,7 @@ async fn addons_follow_the_cluster_class() {
         "docker-ferrol-1-27-v2",
         "docker-ferrol-1-27-v3",
     ];
-    let Some(env) = crate::operator_common::start(test, &published).await else {
+    let Some(env) = crate::operator_common::start_shared(test, &published).await else {
         return;
     };
     let Some(bins) = Binaries::find_or_skip(test) else {
@@ -88,7 +88,10 @@ async fn addons_follow_the_cluster_class() {
     .await;
     assert_eq!(
         message,
-        format!("the kubeconfig Secret {NS}/{CLUSTER}-kubeconfig does not exist yet")
+        format!(
+            "the kubeconfig Secret {}/{CLUSTER}-kubeconfig does not exist yet",
+            env.ns
+        )
     );
     env.write_kubeconfig(CLUSTER, &workload).await;
 
@@ -212,7 +215,7 @@ async fn addons_follow_the_cluster_class() {
     )
     .await;
     // Idle drift passes sent nothing (issue 21): the only correction is the deleted object.
-    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(env.client(), NS);
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(env.client(), &env.ns);
     let drift_notes = || async {
         events
             .list(&Default::default())
@@ -241,7 +244,7 @@ async fn addons_follow_the_cluster_class() {
     // The ClusterAddon alone is deleted: its objects leave the workload cluster first, then
     // the Cluster controller makes a new ClusterAddon (no change of the Cluster needed), which
     // brings them back. New uids on both show the round trip.
-    let addons: Api<ClusterAddon> = Api::namespaced(env.client(), NS);
+    let addons: Api<ClusterAddon> = Api::namespaced(env.client(), &env.ns);
     let uid = |meta: &kube::api::ObjectMeta| meta.uid.clone().unwrap_or_default();
     let old_addon = uid(&addon(&env).await.expect("ClusterAddon exists").metadata);
     let old_deployment = uid(&deployments

@@ -1,6 +1,10 @@
 //! What the operator tests share: a real API server with the CAPI and capstan CRDs, the fake
 //! GitHub serving `../shared/cluster-stack-releases`, the `capstan operator` binary as a child
 //! process, and polling helpers.
+//!
+//! [`start`] gives a test an API server of its own; [`start_shared`] a namespace of the run's
+//! shared one when `scripts/test.sh` started it (docs/testing.md, "Shared API servers"), where
+//! the operator watches only that namespace (`-n`).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -16,18 +20,33 @@ use capstan_testenv::fake_github::FakeGitHub;
 use capstan_testenv::{self, Binaries, TestCluster};
 
 pub const REPO: &str = "scs/cluster-stacks";
+/// The test's namespace on a server of its own ([`Env::ns`] on the shared one).
 pub const NS: &str = "tenant";
 
 pub struct Env {
     pub cluster: TestCluster,
+    /// Where the test's objects live: [`NS`], or the test's namespace on the shared server.
+    pub ns: String,
     pub github: FakeGitHub,
     pub releases: PathBuf,
     pub cache: tempfile::TempDir,
     pub logs: tempfile::TempDir,
 }
 
-/// Starts everything but the operator; `None` (after printing why) when a part is missing.
+/// Starts everything but the operator, on an API server of the test's own; `None` (after
+/// printing why) when a part is missing.
 pub async fn start(test: &str, published: &[&str]) -> Option<Env> {
+    start_on(test, published, false).await
+}
+
+/// [`start`] on a namespace of the run's shared API server when there is one: for tests that
+/// neither stop the server nor need it to themselves. The operator ([`Env::operator`]) then
+/// watches only [`Env::ns`].
+pub async fn start_shared(test: &str, published: &[&str]) -> Option<Env> {
+    start_on(test, published, true).await
+}
+
+async fn start_on(test: &str, published: &[&str], shared: bool) -> Option<Env> {
     let bins = Binaries::find_or_skip(test)?;
     let (Some(crds), Some(releases)) = (
         capstan_testenv::shared_path("capi-crds/v1.6.0"),
@@ -39,7 +58,12 @@ pub async fn start(test: &str, published: &[&str]) -> Option<Env> {
         );
         return None;
     };
-    let cluster = TestCluster::start(&bins, test).await.expect("cluster starts");
+    let cluster = if shared {
+        TestCluster::shared_or_start(&bins, test).await
+    } else {
+        TestCluster::start(&bins, test).await
+    }
+    .expect("cluster starts");
     let client = cluster.client();
     capstan_testenv::install_crds(&client, &crds)
         .await
@@ -53,18 +77,25 @@ pub async fn start(test: &str, published: &[&str]) -> Option<Env> {
     capstan_testenv::install_crds(&client, ours.path())
         .await
         .expect("capstan CRDs install");
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": NS}})).expect("namespace"),
-        )
-        .await
-        .expect("namespace created");
+    // The shared server's namespace is the test's already.
+    let ns = if cluster.is_shared() {
+        cluster.namespace().to_string()
+    } else {
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": NS}})).expect("namespace"),
+            )
+            .await
+            .expect("namespace created");
+        NS.to_string()
+    };
     let github = FakeGitHub::start().await;
     github.add_repo(REPO);
     let env = Env {
         cluster,
+        ns,
         github,
         releases,
         cache: tempfile::tempdir().expect("temp dir"),
@@ -94,7 +125,8 @@ impl Env {
     }
 
     /// [`Env::operator`] with these environment variables set. A `--kubeconfig` in `extra`
-    /// replaces the admin's.
+    /// replaces the admin's. On the shared server the operator watches only [`Env::ns`]
+    /// unless `extra` names namespaces.
     pub fn operator_with_env(
         &self,
         run: usize,
@@ -118,6 +150,10 @@ impl Env {
             .map(|s| s.to_string())
             .collect();
         args.insert(0, "operator".into());
+        let namespaced = extra.iter().any(|a| *a == "-n" || *a == "--namespace");
+        if self.cluster.is_shared() && !namespaced {
+            args.extend(["--namespace".to_string(), self.ns.clone()]);
+        }
         // 1m unless the test sets its own.
         if !extra.contains(&"--drift-interval") {
             args.extend(["--drift-interval".to_string(), "1m".to_string()]);
@@ -129,11 +165,11 @@ impl Env {
     }
 
     pub fn stacks(&self) -> Api<ClusterStack> {
-        Api::namespaced(self.client(), NS)
+        Api::namespaced(self.client(), &self.ns)
     }
 
     pub fn releases(&self) -> Api<ClusterStackRelease> {
-        Api::namespaced(self.client(), NS)
+        Api::namespaced(self.client(), &self.ns)
     }
 
     pub fn classes(&self) -> Api<DynamicObject> {
@@ -141,11 +177,11 @@ impl Env {
             &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", "ClusterClass"),
             "clusterclasses",
         );
-        Api::namespaced_with(self.client(), NS, &resource)
+        Api::namespaced_with(self.client(), &self.ns, &resource)
     }
 
     pub fn clusters(&self) -> Api<DynamicObject> {
-        self.clusters_in(NS)
+        self.clusters_in(&self.ns)
     }
 
     pub fn clusters_in(&self, namespace: &str) -> Api<DynamicObject> {
@@ -161,7 +197,7 @@ impl Env {
         let stack: ClusterStack = serde_json::from_value(json!({
             "apiVersion": "clusterstack.x-k8s.io/v1alpha1",
             "kind": "ClusterStack",
-            "metadata": {"name": "ferrol", "namespace": NS},
+            "metadata": {"name": "ferrol", "namespace": self.ns},
             "spec": {
                 "provider": "docker", "name": "ferrol", "kubernetesVersion": "1.27",
                 "channel": "stable", "autoSubscribe": true, "versions": versions,
@@ -181,7 +217,7 @@ impl Env {
         let cluster: DynamicObject = serde_json::from_value(json!({
             "apiVersion": "cluster.x-k8s.io/v1beta1",
             "kind": "Cluster",
-            "metadata": {"name": name, "namespace": NS},
+            "metadata": {"name": name, "namespace": self.ns},
             "spec": {"topology": {"class": class, "version": "v1.27.3"}},
         }))
         .expect("Cluster");
@@ -285,7 +321,7 @@ impl Env {
         let stack: ClusterStack = serde_json::from_value(json!({
             "apiVersion": "clusterstack.x-k8s.io/v1alpha1",
             "kind": "ClusterStack",
-            "metadata": {"name": name, "namespace": NS},
+            "metadata": {"name": name, "namespace": self.ns},
             "spec": {
                 "provider": "docker", "name": "ferrol", "kubernetesVersion": "1.27",
                 "channel": channel, "autoSubscribe": true, "versions": versions,
@@ -301,7 +337,7 @@ impl Env {
     }
 
     fn dynamic(&self, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
-        self.dynamic_in(NS, group, version, kind)
+        self.dynamic_in(&self.ns, group, version, kind)
     }
 
     fn dynamic_in(&self, namespace: &str, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
@@ -321,7 +357,7 @@ impl Env {
         gated: bool,
     ) {
         let topology = json!({"class": class, "version": "v1.27.3"});
-        self.cluster_api_in(NS, name, topology, host).await;
+        self.cluster_api_in(&self.ns, name, topology, host).await;
         if !gated {
             self.open_gates(name, workload).await;
         }
@@ -398,7 +434,7 @@ impl Env {
     }
 
     pub async fn set_control_plane_ready(&self, name: &str) {
-        self.set_control_plane_ready_in(NS, name).await;
+        self.set_control_plane_ready_in(&self.ns, name).await;
     }
 
     pub async fn set_control_plane_ready_in(&self, namespace: &str, name: &str) {
@@ -413,7 +449,7 @@ impl Env {
     }
 
     pub async fn write_kubeconfig(&self, name: &str, workload: &TestCluster) {
-        self.write_kubeconfig_in(NS, name, workload).await;
+        self.write_kubeconfig_in(&self.ns, name, workload).await;
     }
 
     pub async fn write_kubeconfig_in(&self, namespace: &str, name: &str, workload: &TestCluster) {
@@ -445,7 +481,7 @@ impl Env {
 
     /// The ClusterAddon of Cluster `name`.
     pub async fn addon(&self, name: &str) -> Option<capstan_operator::api::ClusterAddon> {
-        let api: Api<capstan_operator::api::ClusterAddon> = Api::namespaced(self.client(), NS);
+        let api: Api<capstan_operator::api::ClusterAddon> = Api::namespaced(self.client(), &self.ns);
         api.get_opt(&format!("cluster-addon-{name}")).await.ok().flatten()
     }
 

@@ -19,7 +19,7 @@ const REPAIR: Duration = Duration::from_secs(5);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drift_is_repaired_within_seconds() {
     let test = "drift_is_repaired_within_seconds";
-    let Some(env) = crate::operator_common::start(test, &[CLASS]).await else {
+    let Some(env) = crate::operator_common::start_shared(test, &[CLASS]).await else {
         return;
     };
     let Some(bins) = Binaries::find_or_skip(test) else {
@@ -82,7 +82,8 @@ async fn drift_is_repaired_within_seconds() {
 async fn drift_of_a_staged_addon_is_repaired_within_seconds() {
     let test = "drift_of_a_staged_addon_is_repaired_within_seconds";
     const STAGED: &str = "docker-ferrol-1-27-v0-sha.hipstsw";
-    let Some(env) = crate::operator_common::start(test, &["docker-ferrol-1-27-v0-sha-hipstsw"]).await else {
+    let Some(env) = crate::operator_common::start_shared(test, &["docker-ferrol-1-27-v0-sha-hipstsw"]).await
+    else {
         return;
     };
     let Some(bins) = Binaries::find_or_skip(test) else {

@@ -13,7 +13,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 async fn subscribe_apply_upgrade_prune_and_correct_drift() {
     let test = "subscribe_apply_upgrade_prune_and_correct_drift";
     let Some(env) =
-        crate::operator_common::start(test, &["docker-ferrol-1-27-v1", "docker-ferrol-1-27-v2"]).await
+        crate::operator_common::start_shared(test, &["docker-ferrol-1-27-v1", "docker-ferrol-1-27-v2"]).await
     else {
         return;
     };
@@ -30,7 +30,7 @@ async fn subscribe_apply_upgrade_prune_and_correct_drift() {
             &health_addr,
             "--leader-elect",
             "--leader-election-namespace",
-            crate::operator_common::NS,
+            &env.ns,
         ],
     );
     eventually(
@@ -185,8 +185,7 @@ async fn subscribe_apply_upgrade_prune_and_correct_drift() {
         metric(&metrics, "capstan_github_requests_total{code=\"2xx\"}").is_some_and(|n| n >= 1.0),
         "{metrics}"
     );
-    let events: Api<k8s_openapi::api::events::v1::Event> =
-        Api::namespaced(env.client(), crate::operator_common::NS);
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(env.client(), &env.ns);
     let drift_events: Vec<String> = events
         .list(&Default::default())
         .await
@@ -197,9 +196,10 @@ async fn subscribe_apply_upgrade_prune_and_correct_drift() {
         .filter_map(|e| e.note)
         .collect();
     assert!(
-        drift_events
-            .iter()
-            .any(|n| n.contains("ClusterClass.cluster.x-k8s.io/tenant/docker-ferrol-1-27-v3")),
+        drift_events.iter().any(|n| n.contains(&format!(
+            "ClusterClass.cluster.x-k8s.io/{}/docker-ferrol-1-27-v3",
+            env.ns
+        ))),
         "{drift_events:?}"
     );
 

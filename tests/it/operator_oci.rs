@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::operator_common::{NS, eventually, names};
+use crate::operator_common::{eventually, names};
 use capstan_operator::api::ClusterStack;
 use capstan_source::oci::release::{self, OciRepo, PushOptions};
 use capstan_source::oci::{Client, Config, Credentials};
@@ -21,7 +21,7 @@ async fn a_cluster_stack_follows_an_oci_registry() {
     let Some(bin) = capstan_testenv::registry::binary_or_skip(test) else {
         return;
     };
-    let Some(env) = crate::operator_common::start(test, &[]).await else {
+    let Some(env) = crate::operator_common::start_shared(test, &[]).await else {
         return;
     };
     let reg = Registry::start(&bin, Auth::Htpasswd);
@@ -48,18 +48,18 @@ async fn a_cluster_stack_follows_an_oci_registry() {
 
     let secret: Secret = serde_json::from_value(serde_json::json!({
         "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "registry-credentials", "namespace": NS},
+        "metadata": {"name": "registry-credentials", "namespace": env.ns},
         "stringData": {"username": USER, "password": PASSWORD},
     }))
     .unwrap();
-    Api::<Secret>::namespaced(env.client(), NS)
+    Api::<Secret>::namespaced(env.client(), &env.ns)
         .create(&PostParams::default(), &secret)
         .await
         .expect("Secret created");
     let stack: ClusterStack = serde_json::from_value(serde_json::json!({
         "apiVersion": "clusterstack.x-k8s.io/v1alpha1",
         "kind": "ClusterStack",
-        "metadata": {"name": "ferrol", "namespace": NS},
+        "metadata": {"name": "ferrol", "namespace": env.ns},
         "spec": {
             "provider": "docker", "name": "ferrol", "kubernetesVersion": "1.27",
             "channel": "stable", "autoSubscribe": true, "versions": ["v1"], "interval": "2s",
@@ -120,7 +120,7 @@ async fn the_default_source_is_the_cluster_stack_operators_oci_settings() {
     let Some(bin) = capstan_testenv::registry::binary_or_skip(test) else {
         return;
     };
-    let Some(env) = crate::operator_common::start(test, &[]).await else {
+    let Some(env) = crate::operator_common::start_shared(test, &[]).await else {
         return;
     };
     let reg = Registry::start(&bin, Auth::Htpasswd);
@@ -144,7 +144,7 @@ async fn the_default_source_is_the_cluster_stack_operators_oci_settings() {
     let stack: ClusterStack = serde_json::from_value(serde_json::json!({
         "apiVersion": "clusterstack.x-k8s.io/v1alpha1",
         "kind": "ClusterStack",
-        "metadata": {"name": "ferrol", "namespace": NS},
+        "metadata": {"name": "ferrol", "namespace": env.ns},
         "spec": {
             "provider": "docker", "name": "ferrol", "kubernetesVersion": "1.27",
             "channel": "stable", "autoSubscribe": true, "interval": "2s",

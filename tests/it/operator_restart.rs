@@ -98,7 +98,7 @@ async fn observe(env: &Env, recorded: &mut Recorded, when: &str) {
 
 /// Every stored render revision of the namespace, as (owner uid, revision).
 async fn stored_revisions(env: &Env) -> Vec<(String, String)> {
-    let secrets: Api<Secret> = Api::namespaced(env.client(), crate::operator_common::NS);
+    let secrets: Api<Secret> = Api::namespaced(env.client(), &env.ns);
     let list = secrets
         .list(&ListParams::default().labels(store::OWNER_LABEL))
         .await
@@ -120,7 +120,7 @@ async fn sigkill_at_random_points_converges_without_repeating_recorded_work() {
     let test = "sigkill_at_random_points_converges_without_repeating_recorded_work";
     let (kills, mut rng) = crate::operator_common::kill_plan(test);
     let Some(env) =
-        crate::operator_common::start(test, &["docker-ferrol-1-27-v1", "docker-ferrol-1-27-v2"]).await
+        crate::operator_common::start_shared(test, &["docker-ferrol-1-27-v1", "docker-ferrol-1-27-v2"]).await
     else {
         return;
     };

@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::operator_common::{NS, eventually};
+use crate::operator_common::eventually;
 use crate::operator_watches::{free_port, metric_sum};
 use capstan_operator::api::ClusterAddon;
 use capstan_operator::shard::SHARD_LABEL;
@@ -64,7 +64,7 @@ async fn relabel(env: &crate::operator_common::Env, shard: Option<&str>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_shards_split_the_fleet_and_hand_a_cluster_over() {
     let test = "two_shards_split_the_fleet_and_hand_a_cluster_over";
-    let Some(env) = crate::operator_common::start(test, &[V1, V2]).await else {
+    let Some(env) = crate::operator_common::start_shared(test, &[V1, V2]).await else {
         return;
     };
     let Some(bins) = Binaries::find_or_skip(test) else {
@@ -77,7 +77,7 @@ async fn two_shards_split_the_fleet_and_hand_a_cluster_over() {
         format!("127.0.0.1:{}", free_port()),
         format!("127.0.0.1:{}", free_port()),
     );
-    let elect = ["--leader-elect", "--leader-election-namespace", NS];
+    let elect = ["--leader-elect", "--leader-election-namespace", env.ns.as_str()];
     let default_shard = env.operator(
         0,
         &[&["--metrics-addr", default_metrics.as_str()][..], &elect].concat(),
@@ -92,7 +92,7 @@ async fn two_shards_split_the_fleet_and_hand_a_cluster_over() {
     );
 
     // Each shard leads on its own Lease.
-    let leases: Api<Lease> = Api::namespaced(env.client(), NS);
+    let leases: Api<Lease> = Api::namespaced(env.client(), &env.ns);
     for (lease, operator) in [
         ("capstan-operator", &default_shard),
         ("capstan-operator-a", &shard_a),
@@ -129,7 +129,7 @@ async fn two_shards_split_the_fleet_and_hand_a_cluster_over() {
     }
 
     // A Cluster moved to shard a (its gates still closed): its ClusterAddon follows.
-    env.cluster_api_in(NS, CLUSTER, json!({"class": V1, "version": "v1.27.3"}), HOST)
+    env.cluster_api_in(&env.ns, CLUSTER, json!({"class": V1, "version": "v1.27.3"}), HOST)
         .await;
     eventually(
         "the ClusterAddon made by the default shard",

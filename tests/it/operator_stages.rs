@@ -28,7 +28,7 @@ const CLASS: &str = "docker-example-1-30-v1";
 async fn stages_run_in_order_and_honour_their_conditions() {
     let test = "stages_run_in_order_and_honour_their_conditions";
     let published = ["docker-ferrol-1-27-v1", "docker-ferrol-1-27-v0-sha-hipstsw"];
-    let Some(env) = crate::operator_common::start(test, &published).await else {
+    let Some(env) = crate::operator_common::start_shared(test, &published).await else {
         return;
     };
     let Some(bins) = Binaries::find_or_skip(test) else {

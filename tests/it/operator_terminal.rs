@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::operator_common::{NS, eventually};
+use crate::operator_common::eventually;
 use kube::api::PostParams;
 use serde_json::json;
 
@@ -26,7 +26,7 @@ fn metric(text: &str, name: &str) -> Option<f64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_terminal_error_is_not_retried_in_a_loop() {
     let test = "a_terminal_error_is_not_retried_in_a_loop";
-    let Some(env) = crate::operator_common::start(test, &[]).await else {
+    let Some(env) = crate::operator_common::start_shared(test, &[]).await else {
         return;
     };
     let metrics_addr = format!("127.0.0.1:{}", free_port());
@@ -34,7 +34,7 @@ async fn a_terminal_error_is_not_retried_in_a_loop() {
     let stack = serde_json::from_value(json!({
         "apiVersion": "clusterstack.x-k8s.io/v1alpha1",
         "kind": "ClusterStack",
-        "metadata": {"name": "ferrol", "namespace": NS},
+        "metadata": {"name": "ferrol", "namespace": env.ns},
         "spec": {
             "provider": "docker", "name": "ferrol", "kubernetesVersion": "1.27",
             "channel": "stable", "autoSubscribe": true, "noProvider": true, "versions": [],

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::operator_common::{Env, NS, eventually};
+use crate::operator_common::{Env, eventually};
 use capstan_operator::store::{OWNER_LABEL, REVISION_LABEL};
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -66,9 +66,9 @@ async fn set_stack_values(env: &Env, values: &str) {
 }
 
 async fn write_config_map(env: &Env, values: &str, create: bool) {
-    let api: Api<ConfigMap> = Api::namespaced(env.client(), NS);
+    let api: Api<ConfigMap> = Api::namespaced(env.client(), &env.ns);
     let map: ConfigMap = serde_json::from_value(json!({
-        "metadata": {"name": "valued-values", "namespace": NS,
+        "metadata": {"name": "valued-values", "namespace": env.ns,
                      "labels": {"clusterstack.x-k8s.io/addon-values": "true"}},
         "data": {"values.yaml": values},
     }))
@@ -91,7 +91,7 @@ async fn latest_render(env: &Env) -> u64 {
         .await
         .and_then(|a| a.metadata.uid)
         .expect("the ClusterAddon's uid");
-    let secrets: Api<Secret> = Api::namespaced(env.client(), NS);
+    let secrets: Api<Secret> = Api::namespaced(env.client(), &env.ns);
     let list = secrets
         .list(&ListParams::default().labels(&format!("{OWNER_LABEL}={uid}")))
         .await
@@ -117,7 +117,7 @@ async fn rendered(env: &Env) -> Option<(Option<i64>, String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn user_values_per_stack_and_cluster_are_applied_and_follow_changes() {
     let test = "user_values_per_stack_and_cluster_are_applied_and_follow_changes";
-    let Some(env) = crate::operator_common::start(test, &[CLASS]).await else {
+    let Some(env) = crate::operator_common::start_shared(test, &[CLASS]).await else {
         return;
     };
     let Some(bins) = Binaries::find_or_skip(test) else {
@@ -154,7 +154,8 @@ async fn user_values_per_stack_and_cluster_are_applied_and_follow_changes() {
     assert_eq!(reason, "Rendered");
     assert!(
         message.contains(&format!(
-            "with user values from ClusterStack {NS}/ferrol spec.addonValues"
+            "with user values from ClusterStack {}/ferrol spec.addonValues",
+            env.ns
         )),
         "{message}"
     );
@@ -246,7 +247,8 @@ async fn user_values_per_stack_and_cluster_are_applied_and_follow_changes() {
     .await;
     assert!(
         message.starts_with(&format!(
-            "ConfigMap {NS}/valued-values key values.yaml: not a YAML map of Helm values: "
+            "ConfigMap {}/valued-values key values.yaml: not a YAML map of Helm values: ",
+            env.ns
         )),
         "{message}"
     );

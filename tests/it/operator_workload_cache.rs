@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::operator_common::{NS, eventually};
+use crate::operator_common::eventually;
 use capstan_testenv::proxy::TcpProxy;
 use capstan_testenv::{Binaries, TestCluster};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -89,7 +89,7 @@ struct Counted {
 
 /// [`Counted`] with the operator's `extra` flags; `None` when the test skips.
 async fn counted(test: &str, extra: &[&str]) -> Option<Counted> {
-    let env = crate::operator_common::start(test, &[CLASS]).await?;
+    let env = crate::operator_common::start_shared(test, &[CLASS]).await?;
     let bins = Binaries::find_or_skip(test)?;
     let audit = tempfile::tempdir().expect("temp dir");
     let policy = audit.path().join("policy.yaml");
@@ -122,13 +122,13 @@ async fn counted(test: &str, extra: &[&str]) -> Option<Counted> {
         .await;
     env.set_control_plane_ready(CLUSTER).await;
     let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": format!("{CLUSTER}-kubeconfig"), "namespace": NS,
+        "metadata": {"name": format!("{CLUSTER}-kubeconfig"), "namespace": env.ns,
                      "labels": {"cluster.x-k8s.io/cluster-name": CLUSTER}},
         "data": {"value": base64::engine::general_purpose::STANDARD
             .encode(serde_json::to_vec(&kubeconfig).expect("JSON"))},
     }))
     .expect("Secret");
-    Api::<Secret>::namespaced(env.client(), NS)
+    Api::<Secret>::namespaced(env.client(), &env.ns)
         .create(&PostParams::default(), &secret)
         .await
         .expect("kubeconfig Secret created");

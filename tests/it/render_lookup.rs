@@ -31,13 +31,16 @@ async fn lookup_answers_from_the_given_cluster_only() {
     let Some(bins) = Binaries::find_or_skip(test) else {
         return;
     };
-    let cluster = TestCluster::start(&bins, "lookup").await.expect("cluster starts");
+    let cluster = TestCluster::shared_or_start(&bins, "lookup")
+        .await
+        .expect("cluster starts");
+    let namespace = cluster.namespace().to_string();
     let settings: ConfigMap = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "settings", "namespace": "default"},
+        "metadata": {"name": "settings", "namespace": namespace},
         "data": {"color": "blue"}
     }))
     .expect("ConfigMap");
-    Api::<ConfigMap>::namespaced(cluster.client(), "default")
+    Api::<ConfigMap>::namespaced(cluster.client(), &namespace)
         .create(&PostParams::default(), &settings)
         .await
         .expect("ConfigMap created");
@@ -53,7 +56,10 @@ async fn lookup_answers_from_the_given_cluster_only() {
     let kubeconfig = cluster.kubeconfig_path().display().to_string();
     let path = chart.path().to_path_buf();
     let (offline, online) = tokio::task::spawn_blocking(move || {
-        (render(&path, &[]), render(&path, &["--kubeconfig", &kubeconfig]))
+        (
+            render(&path, &["-n", &namespace]),
+            render(&path, &["--kubeconfig", &kubeconfig, "-n", &namespace]),
+        )
     })
     .await
     .expect("renders");

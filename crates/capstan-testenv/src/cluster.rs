@@ -6,19 +6,21 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use k8s_openapi::api::core::v1::Namespace;
+use kube::api::PostParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 
 use super::pki::Pki;
 use super::process::ChildGuard;
-use super::{Binaries, Error, Result, io_err};
+use super::{Binaries, Error, Result, io_err, shared_server};
 
 /// How long a start may take. Generous: the test machine's cores are shared.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 /// Port races (another process grabbing a port we picked) are retried this often.
 const START_ATTEMPTS: usize = 3;
 
-/// A running etcd + kube-apiserver, torn down (processes killed, files removed) on drop.
+/// A running etcd + kube-apiserver, torn down (processes killed, files removed) on drop — or a
+/// namespace of its own on the run's shared server ([`TestCluster::shared_or_start`]).
 ///
 /// The processes also die if the thread that started them exits, so keep the cluster on the
 /// test's own thread (as `#[tokio::test]` does) rather than handing it to another thread.
@@ -27,19 +29,85 @@ pub struct TestCluster {
     server: String,
     kubeconfig: PathBuf,
     client: Client,
+    /// The kubeconfig context's namespace: `default` on a server of the test's own, a fresh
+    /// one on the shared server.
+    namespace: String,
+    /// `None` on the shared server: its processes belong to `testenv-up`.
+    // Drop order matters: the processes stop before their files go.
+    processes: Option<Processes>,
+    dir: tempfile::TempDir,
+}
+
+/// The processes of a server the test started itself.
+struct Processes {
     apiserver_bin: PathBuf,
     api_args: Vec<String>,
     restarts: usize,
-    // Drop order matters: the API server stops before etcd, files go last.
+    // Drop order matters: the API server stops before etcd.
     apiserver: ChildGuard,
     etcd: ChildGuard,
-    dir: tempfile::TempDir,
 }
 
 impl TestCluster {
     /// Starts a fresh cluster called `name` (used as the kubeconfig cluster/context name).
     pub async fn start(bins: &Binaries, name: &str) -> Result<Self> {
         Self::start_with_args(bins, name, &[]).await
+    }
+
+    /// A fresh namespace on the run's shared API server when there is one
+    /// ([`super::SHARED_KUBECONFIG_VAR`], set by `scripts/test.sh`), else
+    /// [`TestCluster::start`]. For tests that neither kill nor restart the server nor need it to
+    /// themselves (cluster-scoped objects they assert on, webhook configurations, RBAC
+    /// experiments): they keep to [`TestCluster::namespace`], and an operator they run
+    /// watches only it (`-n`). docs/testing.md lists who owns a server and why.
+    pub async fn shared_or_start(bins: &Binaries, name: &str) -> Result<Self> {
+        match shared_server::shared_kubeconfig() {
+            Some(admin) => Self::in_shared_server(&admin, name).await,
+            None => Self::start(bins, name).await,
+        }
+    }
+
+    /// A fresh namespace for `name` on the shared server whose admin kubeconfig is `admin`.
+    async fn in_shared_server(admin: &Path, name: &str) -> Result<Self> {
+        let unreachable = |e: Error| {
+            Error::Startup(format!(
+                "the shared API server of {} ({}): {e}",
+                admin.display(),
+                shared_server::SHARED_KUBECONFIG_VAR
+            ))
+        };
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("capstan-shared-{name}-"))
+            .tempdir()
+            .map_err(io_err("creating the test's temp dir"))?;
+        let namespace = shared_server::namespace_name(name, &shared_server::unique_suffix());
+        let kubeconfig = dir.path().join("kubeconfig");
+        let server = shared_server::namespaced_kubeconfig(admin, &namespace, &kubeconfig)?;
+        let client = client_from(&kubeconfig).await.map_err(unreachable)?;
+        wait_ready(&client, None).await.map_err(unreachable)?;
+        let object: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": namespace, "labels": {"capstan.dev/test": "true"}}
+        }))
+        .map_err(|e| Error::Startup(format!("namespace {namespace}: {e}")))?;
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &object)
+            .await
+            .map_err(|e| {
+                Error::Startup(format!(
+                    "creating namespace {namespace} on the shared API server: {e}"
+                ))
+            })?;
+        // Counted in docs/testing.md ("Shared API servers"), like the line of a start.
+        eprintln!("capstan-testenv: namespace {namespace} on the shared API server for {name}");
+        Ok(Self {
+            name: name.to_string(),
+            server,
+            kubeconfig,
+            client,
+            namespace,
+            processes: None,
+            dir,
+        })
     }
 
     /// [`TestCluster::start`] with more kube-apiserver flags (e.g. an audit log).
@@ -133,23 +201,18 @@ impl TestCluster {
         )?;
         let client = client_from(&kubeconfig).await?;
 
-        let mut cluster = Self {
-            name: name.to_string(),
-            server,
-            kubeconfig,
-            client,
+        let mut processes = Processes {
             apiserver_bin,
             api_args,
             restarts: 0,
             apiserver,
             etcd,
-            dir,
         };
-        if let Err(e) = cluster.wait_ready().await {
+        if let Err(e) = wait_ready(&client, Some(&mut processes)).await {
             let logs = format!(
                 "{}\n{}",
-                cluster.apiserver.log_tail(30),
-                cluster.etcd.log_tail(15)
+                processes.apiserver.log_tail(30),
+                processes.etcd.log_tail(15)
             );
             return Err(match e {
                 Error::Timeout { what, secs } => Error::Timeout {
@@ -159,56 +222,57 @@ impl TestCluster {
                 other => Error::Startup(format!("cluster {name}: {other}\n{logs}")),
             });
         }
-        Ok(cluster)
-    }
-
-    /// Waits for `/readyz` and for the `default` namespace (created shortly after start).
-    async fn wait_ready(&mut self) -> Result<()> {
-        let deadline = Instant::now() + READY_TIMEOUT;
-        let namespaces: Api<Namespace> = Api::all(self.client.clone());
-        loop {
-            for guard in [&mut self.etcd, &mut self.apiserver] {
-                if let Some(exit) = guard.exited() {
-                    return Err(Error::Startup(exit));
-                }
-            }
-            let req = http::Request::get("/readyz").body(Vec::new());
-            let ready = match req {
-                Ok(req) => self
-                    .client
-                    .request_text(req)
-                    .await
-                    .is_ok_and(|t| t.trim() == "ok"),
-                Err(_) => false,
-            };
-            if ready && matches!(namespaces.get_opt("default").await, Ok(Some(_))) {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(Error::Timeout {
-                    what: "kube-apiserver /readyz".into(),
-                    secs: READY_TIMEOUT.as_secs(),
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
+        // Counted in docs/testing.md ("Shared API servers"): grep the test output for it.
+        eprintln!("capstan-testenv: started an API server of its own for {name}");
+        Ok(Self {
+            name: name.to_string(),
+            server,
+            kubeconfig,
+            client,
+            namespace: "default".to_string(),
+            processes: Some(processes),
+            dir,
+        })
     }
 
     /// Kills the kube-apiserver (SIGKILL); etcd keeps running. For fault tests: requests
-    /// fail until [`TestCluster::start_apiserver`].
+    /// fail until [`TestCluster::start_apiserver`]. Only a server of the test's own
+    /// ([`TestCluster::start`]) can be killed: on the shared one this panics (a test that
+    /// kills its server must not share it).
     pub fn kill_apiserver(&mut self) {
-        self.apiserver.kill();
+        match &mut self.processes {
+            Some(p) => p.apiserver.kill(),
+            None => panic!(
+                "{}: the shared API server cannot be killed; start one with TestCluster::start",
+                self.name
+            ),
+        }
     }
 
     /// Starts the kube-apiserver again (same port, same etcd) and waits until it is ready.
     pub async fn start_apiserver(&mut self) -> Result<()> {
-        self.restarts += 1;
-        let log = self
-            .dir
-            .path()
-            .join(format!("kube-apiserver-{}.log", self.restarts));
-        self.apiserver = ChildGuard::spawn("kube-apiserver", &self.apiserver_bin, &self.api_args, &log)?;
-        self.wait_ready().await
+        let Some(p) = &mut self.processes else {
+            return Err(Error::Startup(format!(
+                "{}: the shared API server cannot be restarted; start one with TestCluster::start",
+                self.name
+            )));
+        };
+        p.restarts += 1;
+        let log = self.dir.path().join(format!("kube-apiserver-{}.log", p.restarts));
+        p.apiserver = ChildGuard::spawn("kube-apiserver", &p.apiserver_bin, &p.api_args, &log)?;
+        wait_ready(&self.client, Some(p)).await
+    }
+
+    /// True when this is a namespace on the run's shared server rather than a server of the
+    /// test's own.
+    pub fn is_shared(&self) -> bool {
+        self.processes.is_none()
+    }
+
+    /// The kubeconfig context's namespace: `default` on a server of the test's own, the
+    /// test's fresh namespace on the shared server.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
     }
 
     /// A client authenticated as a cluster admin (group `system:masters`).
@@ -242,14 +306,53 @@ impl TestCluster {
         &self.name
     }
 
-    /// Process ids of (etcd, kube-apiserver), for tests of the teardown itself.
+    /// Process ids of (etcd, kube-apiserver), for tests of the teardown itself. Panics on the
+    /// shared server, whose processes are not the test's.
     pub fn pids(&self) -> (u32, u32) {
-        (self.etcd.pid(), self.apiserver.pid())
+        match &self.processes {
+            Some(p) => (p.etcd.pid(), p.apiserver.pid()),
+            None => panic!(
+                "{}: the shared API server's processes are not the test's",
+                self.name
+            ),
+        }
     }
 
-    /// The cluster's scratch directory (logs, certificates, etcd data).
+    /// The cluster's scratch directory (logs, certificates, etcd data; on the shared server
+    /// only the test's kubeconfig).
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+}
+
+/// Waits for `/readyz` and for the `default` namespace (created shortly after start); with
+/// `processes`, fails as soon as one of them exits.
+async fn wait_ready(client: &Client, mut processes: Option<&mut Processes>) -> Result<()> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    loop {
+        if let Some(p) = processes.as_deref_mut() {
+            for guard in [&mut p.etcd, &mut p.apiserver] {
+                if let Some(exit) = guard.exited() {
+                    return Err(Error::Startup(exit));
+                }
+            }
+        }
+        let req = http::Request::get("/readyz").body(Vec::new());
+        let ready = match req {
+            Ok(req) => client.request_text(req).await.is_ok_and(|t| t.trim() == "ok"),
+            Err(_) => false,
+        };
+        if ready && matches!(namespaces.get_opt("default").await, Ok(Some(_))) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(Error::Timeout {
+                what: "kube-apiserver /readyz".into(),
+                secs: READY_TIMEOUT.as_secs(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
@@ -260,7 +363,7 @@ pub async fn client_from(kubeconfig: &Path) -> Result<Client> {
     Ok(Client::try_from(config)?)
 }
 
-fn kubeconfig_json(name: &str, server: &str, ca_pem: &str, token: &str) -> String {
+pub(crate) fn kubeconfig_json(name: &str, server: &str, ca_pem: &str, token: &str) -> String {
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     // JSON is YAML: every kubeconfig reader accepts it.
     let doc = serde_json::json!({

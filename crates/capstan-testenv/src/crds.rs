@@ -45,7 +45,7 @@ fn read_crds(path: &Path) -> Result<Vec<CustomResourceDefinition>> {
 }
 
 /// Server-side applies every CRD found in `dir` and waits until all are Established.
-/// Returns the CRD names.
+/// Returns the CRD names. Idempotent, and safe from two tests at once on a shared server.
 pub async fn install_crds(client: &Client, dir: &Path) -> Result<Vec<String>> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let params = PatchParams::apply(FIELD_MANAGER).force();
@@ -56,7 +56,7 @@ pub async fn install_crds(client: &Client, dir: &Path) -> Result<Vec<String>> {
                 path: file.clone(),
                 message: "CRD without metadata.name".into(),
             })?;
-            api.patch(&name, &params, &Patch::Apply(&crd)).await?;
+            apply(&api, &params, &name, &crd).await?;
             names.push(name);
         }
     }
@@ -64,6 +64,24 @@ pub async fn install_crds(client: &Client, dir: &Path) -> Result<Vec<String>> {
         wait_established(&api, name).await?;
     }
     Ok(names)
+}
+
+/// Tests on the shared API server apply the same CRDs at once: a conflict of two first
+/// applies is retried (the second then finds the CRD and changes nothing).
+async fn apply(
+    api: &Api<CustomResourceDefinition>,
+    params: &PatchParams,
+    name: &str,
+    crd: &CustomResourceDefinition,
+) -> Result<()> {
+    let mut attempts = 0;
+    loop {
+        match api.patch(name, params, &Patch::Apply(crd)).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 409 && attempts < 3 => attempts += 1,
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 async fn wait_established(api: &Api<CustomResourceDefinition>, name: &str) -> Result<()> {

@@ -1,4 +1,5 @@
-//! Real Kubernetes for integration tests: an isolated etcd + kube-apiserver per [`TestCluster`].
+//! Real Kubernetes for integration tests: an isolated etcd + kube-apiserver per [`TestCluster`],
+//! or a namespace of the run's shared one ([`TestCluster::shared_or_start`]).
 //!
 //! Binaries come from `scripts/install-test-deps.sh` (cached under
 //! `${XDG_CACHE_HOME:-$HOME/.cache}/capstan/k8s/bin/`) or from `CAPSTAN_KUBE_APISERVER` /
@@ -28,12 +29,14 @@ mod process;
 pub mod proxy;
 pub mod registry;
 pub mod shared;
+mod shared_server;
 mod static_http;
 
 pub use binaries::Binaries;
 pub use cluster::{TestCluster, client_from};
 pub use crds::{crd_files, install_crds};
 pub use process::ChildGuard;
+pub use shared_server::{SHARED_KUBECONFIG_VAR, shared_kubeconfig};
 pub use static_http::StaticServer;
 
 use std::path::PathBuf;

@@ -32,7 +32,9 @@ async fn config_through(cluster: &TestCluster, proxy: &TcpProxy) -> Config {
 
 async fn start(test: &str) -> Option<(TestCluster, TcpProxy)> {
     let bins = Binaries::find_or_skip(test)?;
-    let cluster = TestCluster::start(&bins, test).await.expect("cluster starts");
+    let cluster = TestCluster::shared_or_start(&bins, test)
+        .await
+        .expect("cluster starts");
     let proxy = TcpProxy::start(cluster.server_url().trim_start_matches("https://")).await;
     Some((cluster, proxy))
 }
@@ -49,7 +51,7 @@ async fn one_connection_carries_every_watch_and_request() {
     assert_eq!(response.version(), http::Version::HTTP_2, "{response:?}");
 
     // Watches held open (each answered with its headers) while lists run beside them.
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let version = api
         .list(&ListParams::default())
         .await
@@ -91,7 +93,7 @@ async fn a_silent_connection_fails_its_watches() {
         ..Timeouts::default()
     };
     let client = client_with(config_through(&cluster, &proxy).await, timeouts).expect("client");
-    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
     let version = api
         .list(&ListParams::default())
         .await

@@ -15,7 +15,8 @@ fn config_map(name: &str, data: &[(&str, &str)]) -> ConfigMap {
     ConfigMap {
         metadata: kube::api::ObjectMeta {
             name: Some(name.into()),
-            namespace: Some("default".into()),
+            // The Api's namespace (an apply's body may leave it out).
+            namespace: None,
             ..Default::default()
         },
         data: Some(data),
@@ -35,8 +36,10 @@ async fn server_side_apply_records_field_manager() {
     let Some(bins) = Binaries::find_or_skip("server_side_apply_records_field_manager") else {
         return;
     };
-    let cluster = TestCluster::start(&bins, "smoke").await.expect("cluster starts");
-    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    let cluster = TestCluster::shared_or_start(&bins, "smoke")
+        .await
+        .expect("cluster starts");
+    let api: Api<ConfigMap> = Api::default_namespaced(cluster.client());
 
     apply_config_map(&api, &config_map("capstan-smoke", &[("greeting", "hello")])).await;
     let read = api.get("capstan-smoke").await.expect("read back");

@@ -12,13 +12,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 
-const NS: &str = "default";
 const LEASE: &str = "capstan-leader-test";
 const LEASE_SECONDS: u64 = 3;
 
-fn settings(identity: &str) -> LeaderElection {
+/// The Lease's namespace: the kubeconfig's (`default`, or the test's on the shared server).
+fn settings(client: &Client, identity: &str) -> LeaderElection {
     LeaderElection {
-        namespace: NS.into(),
+        namespace: client.default_namespace().into(),
         lease_name: LEASE.into(),
         identity: identity.into(),
         lease_duration: Duration::from_secs(LEASE_SECONDS),
@@ -26,7 +26,7 @@ fn settings(identity: &str) -> LeaderElection {
 }
 
 async fn holder(client: &Client) -> Option<String> {
-    let lease = Api::<Lease>::namespaced(client.clone(), NS)
+    let lease = Api::<Lease>::default_namespaced(client.clone())
         .get(LEASE)
         .await
         .expect("read the Lease");
@@ -34,7 +34,7 @@ async fn holder(client: &Client) -> Option<String> {
 }
 
 fn contend(client: &Client, identity: &str) -> tokio::task::JoinHandle<Leadership> {
-    let (client, settings) = (client.clone(), settings(identity));
+    let (client, settings) = (client.clone(), settings(client, identity));
     tokio::spawn(async move {
         leader::acquire(client, &settings)
             .await
@@ -55,7 +55,9 @@ async fn one_leader_release_and_expiry_hand_over() {
     let Some(bins) = Binaries::find_or_skip(test) else {
         return;
     };
-    let cluster = TestCluster::start(&bins, "leader").await.expect("test cluster");
+    let cluster = TestCluster::shared_or_start(&bins, "leader")
+        .await
+        .expect("test cluster");
     let client = cluster.client();
 
     // `a` leads (the Lease is created); `b` waits while `a` renews, over more than a lease.
@@ -96,7 +98,7 @@ async fn one_leader_release_and_expiry_hand_over() {
 
     // Someone else writes the Lease (as another replica would after a partition): `c` hears
     // that it lost.
-    let mut spec = Api::<Lease>::namespaced(client.clone(), NS)
+    let mut spec = Api::<Lease>::default_namespaced(client.clone())
         .get(LEASE)
         .await
         .expect("read the Lease")
@@ -105,7 +107,7 @@ async fn one_leader_release_and_expiry_hand_over() {
     spec.holder_identity = Some("intruder".into());
     spec.renew_time = Some(MicroTime(k8s_openapi::jiff::Timestamp::now()));
     spec.lease_duration_seconds = Some(60);
-    Api::<Lease>::namespaced(client.clone(), NS)
+    Api::<Lease>::default_namespaced(client.clone())
         .patch(
             LEASE,
             &PatchParams::default(),

@@ -6,9 +6,9 @@ use capstan_operator::store::{Owner, RenderStore};
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
-fn owner() -> Owner {
+fn owner(namespace: &str) -> Owner {
     Owner {
-        namespace: "default".into(),
+        namespace: namespace.into(),
         short_kind: "caddon",
         name: "cluster-addon-stored".into(),
         reference: OwnerReference {
@@ -34,11 +34,11 @@ async fn a_save_of_stored_inputs_returns_the_stored_revision() {
     let Some(bins) = Binaries::find_or_skip(test) else {
         return;
     };
-    let cluster = TestCluster::start(&bins, "render-store")
+    let cluster = TestCluster::shared_or_start(&bins, "render-store")
         .await
         .expect("test cluster");
     let store = RenderStore::new(cluster.client());
-    let owner = owner();
+    let owner = owner(cluster.namespace());
 
     let first = store.save(&owner, "inputs-a", parts("a")).await.expect("saved");
     assert_eq!(first.revision, 1);

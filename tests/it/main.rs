@@ -10,6 +10,7 @@ mod chart_dependencies;
 mod cluster_stacks;
 mod example_stack;
 mod fake_github;
+mod get_cli;
 mod git_source;
 mod helm_checks;
 mod install_chart;

@@ -440,6 +440,35 @@ async fn get_shows_a_fleet_in_every_state() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no ClusterAddon for Cluster nope in namespace fleet"));
 
+    // kubectl alone: the API server's table of ClusterAddons (what `kubectl get caddon`
+    // prints) has the printer columns, with the applied release.
+    let request = http::Request::get(format!(
+        "/apis/clusterstack.x-k8s.io/v1alpha1/namespaces/{NS}/clusteraddons"
+    ))
+    .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+    .body(Vec::new())
+    .expect("request");
+    let table: Value = cluster.client().request(request).await.expect("Table");
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .filter(|c| c["priority"].as_i64().unwrap_or(0) == 0)
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(
+        columns,
+        ["Name", "Cluster", "ClusterStack", "Applied", "Ready", "Age", "Reason", "Message"]
+    );
+    let staged = table["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["cells"][0] == "cluster-addon-c-staged")
+        .expect("c-staged row");
+    assert_eq!(staged["cells"][2], "docker-ferrol-1-27-v2");
+    assert_eq!(staged["cells"][3], "docker-ferrol-1-27-v1");
+
     // -w: a status change prints the addon's row again.
     let kubeconfig = cluster.kubeconfig_path().to_str().expect("utf-8 path").to_string();
     let mut child = Command::new(env!("CARGO_BIN_EXE_capstan"))

@@ -15,6 +15,7 @@ mod git_source;
 mod helm_checks;
 mod install_chart;
 mod install_cli;
+mod monitoring;
 mod oci_source;
 mod operator_addon_restart;
 mod operator_addons;

@@ -86,11 +86,20 @@ pub struct ObjectRow {
 
 /// The objects of the addon's status, in its order.
 pub fn object_rows(addon: &ClusterAddon, live: &Live) -> Vec<ObjectRow> {
-    let resources = addon.status.as_ref().map(|s| s.resources.as_slice()).unwrap_or_default();
+    let resources = addon
+        .status
+        .as_ref()
+        .map(|s| s.resources.as_slice())
+        .unwrap_or_default();
     resources
         .iter()
         .map(|r| {
-            let key = (r.group.clone(), r.kind.clone(), r.namespace.clone(), r.name.clone());
+            let key = (
+                r.group.clone(),
+                r.kind.clone(),
+                r.namespace.clone(),
+                r.name.clone(),
+            );
             let health = match live {
                 Ok(found) => found
                     .get(&key)
@@ -98,7 +107,11 @@ pub fn object_rows(addon: &ClusterAddon, live: &Live) -> Vec<ObjectRow> {
                     .unwrap_or_else(|| Health::Unknown("not read".into())),
                 Err(_) => Health::Unknown(String::new()),
             };
-            let message = if r.error.is_empty() { health.detail() } else { &r.error };
+            let message = if r.error.is_empty() {
+                health.detail()
+            } else {
+                &r.error
+            };
             ObjectRow {
                 group: r.group.clone(),
                 kind: r.kind.clone(),
@@ -129,13 +142,25 @@ pub fn render(addon: &ClusterAddon, detail: &Detail) -> String {
     field(&mut out, "Namespace", &row.namespace);
     field(&mut out, "Cluster", &row.cluster);
     field(&mut out, "Stack", row.stack.as_deref().unwrap_or_default());
-    field(&mut out, "Wanted", row.release.wanted.as_deref().unwrap_or_default());
-    field(&mut out, "Applied", row.release.applied.as_deref().unwrap_or_default());
+    field(
+        &mut out,
+        "Wanted",
+        row.release.wanted.as_deref().unwrap_or_default(),
+    );
+    field(
+        &mut out,
+        "Applied",
+        row.release.applied.as_deref().unwrap_or_default(),
+    );
     field(&mut out, "Hook", row.hook.as_deref().unwrap_or_default());
     let ready = if row.ready.reason.is_empty() {
         paint(&row.ready.status, detail.colour)
     } else {
-        format!("{} ({})", paint(&row.ready.status, detail.colour), row.ready.reason)
+        format!(
+            "{} ({})",
+            paint(&row.ready.status, detail.colour),
+            row.ready.reason
+        )
     };
     field(&mut out, "Ready", &ready);
     field(&mut out, "Message", &one_line(&row.ready.message, None));
@@ -145,7 +170,11 @@ pub fn render(addon: &ClusterAddon, detail: &Detail) -> String {
         &format!("{} of {} synced", row.objects.synced, row.objects.total),
     );
     field(&mut out, "Last pass", &when(row.last_pass.as_deref()));
-    field(&mut out, "Last drift", &when(row.last_drift_correction.as_deref()));
+    field(
+        &mut out,
+        "Last drift",
+        &when(row.last_drift_correction.as_deref()),
+    );
     field(&mut out, "Created", &when(row.created.as_deref()));
 
     out.push_str("\nConditions:\n");
@@ -172,9 +201,25 @@ pub fn render(addon: &ClusterAddon, detail: &Detail) -> String {
     if status.resources.is_empty() {
         out.push_str("  none applied\n");
     } else {
-        let mut table = Table::new(vec!["GROUP", "KIND", "NAMESPACE", "NAME", "SYNC", "HEALTH", "MESSAGE"]);
+        let mut table = Table::new(vec![
+            "GROUP",
+            "KIND",
+            "NAMESPACE",
+            "NAME",
+            "SYNC",
+            "HEALTH",
+            "MESSAGE",
+        ]);
         for o in object_rows(addon, detail.live) {
-            table.push(vec![o.group, o.kind, o.namespace, o.name, o.sync.into(), o.health.into(), o.message]);
+            table.push(vec![
+                o.group,
+                o.kind,
+                o.namespace,
+                o.name,
+                o.sync.into(),
+                o.health.into(),
+                o.message,
+            ]);
         }
         indent(&mut out, &table.render(false));
     }
@@ -350,11 +395,21 @@ mod tests {
         let row = AddonRow::of(&a, &BTreeMap::new());
         let mut health = BTreeMap::new();
         health.insert(
-            ("apps".into(), "Deployment".into(), "kube-system".into(), "cni".into()),
+            (
+                "apps".into(),
+                "Deployment".into(),
+                "kube-system".into(),
+                "cni".into(),
+            ),
             Health::Progressing("1 of 2 replicas updated".into()),
         );
         health.insert(
-            (String::new(), "ConfigMap".into(), "kube-system".into(), "bad".into()),
+            (
+                String::new(),
+                "ConfigMap".into(),
+                "kube-system".into(),
+                "bad".into(),
+            ),
             Health::Missing,
         );
         let live = Ok(health);
@@ -387,7 +442,10 @@ Objects:
             text.contains("  Values:      the release's, then (later wins):\n    1. ClusterStack tenant/ferrol spec.addonValues\n"),
             "{text}"
         );
-        assert!(text.contains("Created:     60m ago (2026-11-26T11:00:00Z)\n"), "{text}");
+        assert!(
+            text.contains("Created:     60m ago (2026-11-26T11:00:00Z)\n"),
+            "{text}"
+        );
         assert!(text.contains("Events:\n  none\n"), "{text}");
     }
 
@@ -408,10 +466,15 @@ Objects:
             },
         );
         assert!(
-            text.contains("Objects:\n  health unknown: the workload API server https://127.0.0.1:1 is not ready\n"),
+            text.contains(
+                "Objects:\n  health unknown: the workload API server https://127.0.0.1:1 is not ready\n"
+            ),
             "{text}"
         );
-        assert!(text.contains("  apps    Deployment   kube-system   cni    Synced      Unknown   -\n"), "{text}");
+        assert!(
+            text.contains("  apps    Deployment   kube-system   cni    Synced      Unknown   -\n"),
+            "{text}"
+        );
     }
 
     #[test]

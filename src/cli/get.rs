@@ -410,7 +410,12 @@ async fn show_addon(target: &super::kube::Target, args: &OneArgs) -> anyhow::Res
             addon.name_any()
         )))
         .await
-        .with_context(|| format!("listing the Events of ClusterAddon {}", describe_addon::label(addon)))?
+        .with_context(|| {
+            format!(
+                "listing the Events of ClusterAddon {}",
+                describe_addon::label(addon)
+            )
+        })?
         .items;
     let row = AddonRow::of(addon, &get_rows::last_drift_corrections(&events));
     let values = value_sources(&target.client, &row).await;
@@ -491,9 +496,18 @@ async fn live_health(management: &Client, addon: &ClusterAddon) -> Live {
     let workload = workload::connect(&secret).await.map_err(|e| e.to_string())?;
     let discovery = capstan_apply::discovery::Discovery::new(workload.client.clone());
     let mut found = BTreeMap::new();
-    let resources = addon.status.as_ref().map(|s| s.resources.as_slice()).unwrap_or_default();
+    let resources = addon
+        .status
+        .as_ref()
+        .map(|s| s.resources.as_slice())
+        .unwrap_or_default();
     for r in resources {
-        let key = (r.group.clone(), r.kind.clone(), r.namespace.clone(), r.name.clone());
+        let key = (
+            r.group.clone(),
+            r.kind.clone(),
+            r.namespace.clone(),
+            r.name.clone(),
+        );
         let health = match discovery.resolve(&r.group, &r.version, &r.kind).await {
             Err(e) => Health::Unknown(e.to_string()),
             Ok(info) => {

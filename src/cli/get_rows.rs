@@ -74,7 +74,11 @@ impl Readiness {
 
     /// The message, else the reason (a condition may carry only one of them).
     fn text(&self) -> &str {
-        if self.message.is_empty() { &self.reason } else { &self.message }
+        if self.message.is_empty() {
+            &self.reason
+        } else {
+            &self.message
+        }
     }
 }
 
@@ -139,7 +143,8 @@ impl AddonRelease {
 
     /// `v2`, or `v1 → v2` while another is wanted, `→ v2` before the first apply.
     fn cell(&self) -> String {
-        let short = |name: &String| release_tag(name).map_or_else(|| name.clone(), |t| t.version().to_string());
+        let short =
+            |name: &String| release_tag(name).map_or_else(|| name.clone(), |t| t.version().to_string());
         match (&self.applied, &self.wanted) {
             _ if self.current() => self.wanted.as_ref().map(short).unwrap_or_default(),
             (Some(a), Some(w)) => format!("{} → {}", short(a), short(w)),
@@ -244,7 +249,9 @@ pub fn addons_table(rows: &[AddonRow], layout: Layout, now: Timestamp) -> Table 
     if layout.namespaces {
         headers.push("NAMESPACE");
     }
-    headers.extend(["CLUSTER", "STACK", "RELEASE", "STAGE", "READY", "OBJECTS", "DRIFT", "AGE"]);
+    headers.extend([
+        "CLUSTER", "STACK", "RELEASE", "STAGE", "READY", "OBJECTS", "DRIFT", "AGE",
+    ]);
     if layout.wide {
         headers.extend(["NAME", "HOOK", "LAST PASS", "REASON"]);
     }
@@ -419,7 +426,9 @@ pub fn stacks_table(rows: &[StackRow], layout: Layout, now: Timestamp) -> Table 
     if layout.namespaces {
         headers.push("NAMESPACE");
     }
-    headers.extend(["NAME", "STACK", "CHANNEL", "LATEST", "USABLE", "SOURCE", "READY", "AGE"]);
+    headers.extend([
+        "NAME", "STACK", "CHANNEL", "LATEST", "USABLE", "SOURCE", "READY", "AGE",
+    ]);
     if layout.wide {
         headers.extend(["VERSIONS", "AUTO", "SOURCE READY", "REASON"]);
     }
@@ -567,7 +576,12 @@ mod tests {
             kind: "ConfigMap".into(),
             namespace: "kube-system".into(),
             name: name.into(),
-            status: if synced { Resource::SYNCED } else { Resource::NOT_SYNCED }.into(),
+            status: if synced {
+                Resource::SYNCED
+            } else {
+                Resource::NOT_SYNCED
+            }
+            .into(),
             ..Resource::default()
         }
     }
@@ -629,7 +643,11 @@ mod tests {
                     ..Default::default()
                 },
             ),
-            addon("new", "docker-ferrol-1-27-v0-sha-abc", ClusterAddonStatus::default()),
+            addon(
+                "new",
+                "docker-ferrol-1-27-v0-sha-abc",
+                ClusterAddonStatus::default(),
+            ),
         ]
     }
 
@@ -704,7 +722,10 @@ new       docker-ferrol-1-27   → v0-sha.abc   -                               
         let rows = [AddonRow::of(&a, &BTreeMap::new())];
         let now = NOW.parse().expect("now");
         let narrow = addons_table(&rows, Layout::default(), now);
-        assert_eq!(narrow.rows[0].last().map(|m| m.chars().count()), Some(MESSAGE_WIDTH));
+        assert_eq!(
+            narrow.rows[0].last().map(|m| m.chars().count()),
+            Some(MESSAGE_WIDTH)
+        );
         let wide = addons_table(
             &rows,
             Layout {
@@ -746,7 +767,10 @@ new       docker-ferrol-1-27   → v0-sha.abc   -                               
                 "stage"
             ]
         );
-        assert_eq!(json["release"], serde_json::json!({"applied": "docker-ferrol-1-27-v1", "wanted": "docker-ferrol-1-27-v2"}));
+        assert_eq!(
+            json["release"],
+            serde_json::json!({"applied": "docker-ferrol-1-27-v1", "wanted": "docker-ferrol-1-27-v2"})
+        );
         assert_eq!(
             json["stage"],
             serde_json::json!({"index": 2, "total": 2, "name": "cni", "phase": "waitingForPostCondition"})
@@ -788,7 +812,7 @@ new       docker-ferrol-1-27   → v0-sha.abc   -                               
 
     #[test]
     fn sources_in_one_word() {
-        use capstan_operator::api::{GitSource, GitHubSource, LocalSource, OciSource};
+        use capstan_operator::api::{GitHubSource, GitSource, LocalSource, OciSource};
         for (source, want) in [
             (None, "default"),
             (

@@ -156,7 +156,11 @@ pub fn age(seconds: i64) -> String {
         format!("{d}d")
     } else {
         let (y, rest) = (d / 365, d % 365);
-        if rest == 0 { format!("{y}y") } else { format!("{y}y{rest}d") }
+        if rest == 0 {
+            format!("{y}y")
+        } else {
+            format!("{y}y{rest}d")
+        }
     }
 }
 

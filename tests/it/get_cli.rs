@@ -88,7 +88,10 @@ where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
 {
     let object: K = serde_json::from_value(object).expect("fixture object");
-    let created = api.create(&PostParams::default(), &object).await.expect("created");
+    let created = api
+        .create(&PostParams::default(), &object)
+        .await
+        .expect("created");
     let name = kube::ResourceExt::name_any(&created);
     api.patch_status(
         &name,
@@ -183,7 +186,10 @@ async fn fixtures(cluster: &TestCluster) {
 
     let addons: Api<ClusterAddon> = Api::namespaced(client.clone(), NS);
     let v1 = "docker-ferrol-1-27-v1";
-    let synced = json!([resource("ConfigMap", "present", true, ""), resource("ConfigMap", "absent", true, "")]);
+    let synced = json!([
+        resource("ConfigMap", "present", true, ""),
+        resource("ConfigMap", "absent", true, "")
+    ]);
     create(
         &addons,
         addon("c-ready", v1, json!({"state": "ready"})),
@@ -270,9 +276,15 @@ async fn get_shows_a_fleet_in_every_state() {
     let Some(bins) = Binaries::find_or_skip(test) else {
         return;
     };
-    let cluster = TestCluster::start(&bins, "get-cli").await.expect("cluster starts");
+    let cluster = TestCluster::start(&bins, "get-cli")
+        .await
+        .expect("cluster starts");
     let crds = tempfile::tempdir().expect("temp dir");
-    std::fs::write(crds.path().join("capstan.yaml"), api::crds_yaml().expect("CRD YAML")).expect("write CRDs");
+    std::fs::write(
+        crds.path().join("capstan.yaml"),
+        api::crds_yaml().expect("CRD YAML"),
+    )
+    .expect("write CRDs");
     capstan_testenv::install_crds(&cluster.client(), crds.path())
         .await
         .expect("capstan CRDs install");
@@ -284,8 +296,20 @@ async fn get_shows_a_fleet_in_every_state() {
     assert_eq!(
         cells(&stdout(&out), &["DRIFT", "AGE"]),
         grid(&[
-            &["CLUSTER", "STACK", "RELEASE", "STAGE", "READY", "OBJECTS", "DRIFT", "AGE", "MESSAGE"],
-            &["c-drift", "docker-ferrol-1-27", "v1", "-", "True", "2/2", "<age>", "<age>", "Succeeded"],
+            &[
+                "CLUSTER", "STACK", "RELEASE", "STAGE", "READY", "OBJECTS", "DRIFT", "AGE", "MESSAGE"
+            ],
+            &[
+                "c-drift",
+                "docker-ferrol-1-27",
+                "v1",
+                "-",
+                "True",
+                "2/2",
+                "<age>",
+                "<age>",
+                "Succeeded"
+            ],
             &[
                 "c-failed",
                 "docker-ferrol-1-27",
@@ -297,7 +321,17 @@ async fn get_shows_a_fleet_in_every_state() {
                 "<age>",
                 "1 of 2 object(s) failed: v1/ConfigMap/fleet/bad: admission webhook denied the r…"
             ],
-            &["c-ready", "docker-ferrol-1-27", "v1", "-", "True", "2/2", "-", "<age>", "Succeeded"],
+            &[
+                "c-ready",
+                "docker-ferrol-1-27",
+                "v1",
+                "-",
+                "True",
+                "2/2",
+                "-",
+                "<age>",
+                "Succeeded"
+            ],
             &[
                 "c-staged",
                 "docker-ferrol-1-27",
@@ -341,7 +375,10 @@ async fn get_shows_a_fleet_in_every_state() {
     assert_eq!(json["kind"], "AddonList");
     let items = json["items"].as_array().expect("items");
     assert_eq!(items.len(), 5);
-    let staged = items.iter().find(|i| i["cluster"] == "c-staged").expect("c-staged");
+    let staged = items
+        .iter()
+        .find(|i| i["cluster"] == "c-staged")
+        .expect("c-staged");
     assert_eq!(
         staged["release"],
         json!({"applied": "docker-ferrol-1-27-v1", "wanted": "docker-ferrol-1-27-v2"})
@@ -355,7 +392,10 @@ async fn get_shows_a_fleet_in_every_state() {
     let out = capstan(&cluster, &["get", "addons", "-n", NS, "--fail-not-ready"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("3 of 5 ClusterAddons not ready"));
-    let out = capstan(&cluster, &["get", "addons", "-n", NS, "-l", "state=ready", "--fail-not-ready"]);
+    let out = capstan(
+        &cluster,
+        &["get", "addons", "-n", NS, "-l", "state=ready", "--fail-not-ready"],
+    );
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(stdout(&out).lines().count(), 3, "header and two ready addons");
 
@@ -364,7 +404,9 @@ async fn get_shows_a_fleet_in_every_state() {
     assert_eq!(
         cells(&stdout(&out), &["AGE"]),
         grid(&[
-            &["NAME", "STACK", "CHANNEL", "LATEST", "USABLE", "SOURCE", "READY", "AGE", "MESSAGE"],
+            &[
+                "NAME", "STACK", "CHANNEL", "LATEST", "USABLE", "SOURCE", "READY", "AGE", "MESSAGE"
+            ],
             &[
                 "ferrol",
                 "docker-ferrol-1-27",
@@ -383,7 +425,15 @@ async fn get_shows_a_fleet_in_every_state() {
         cells(&stdout(&out), &["AGE"]),
         grid(&[
             &["NAME", "K8S", "READY", "OBJECTS", "CLUSTERS", "AGE", "MESSAGE"],
-            &["docker-ferrol-1-27-v1", "v1.27.3", "True", "1/1", "5", "<age>", "Succeeded"],
+            &[
+                "docker-ferrol-1-27-v1",
+                "v1.27.3",
+                "True",
+                "1/1",
+                "5",
+                "<age>",
+                "Succeeded"
+            ],
             &[
                 "docker-ferrol-1-27-v2",
                 "-",
@@ -429,16 +479,26 @@ async fn get_shows_a_fleet_in_every_state() {
     assert!(text.contains("present   Synced   Unknown"), "{text}");
     // describe: stages and the drift Event.
     let text = stdout(&capstan(&cluster, &["describe", "addon", "c-staged", "-n", NS]));
-    assert!(text.contains("Stages (BeforeClusterUpgrade docker-ferrol-1-27-v2):"), "{text}");
-    assert!(text.contains("2   cni     apply    waitingForPostCondition"), "{text}");
+    assert!(
+        text.contains("Stages (BeforeClusterUpgrade docker-ferrol-1-27-v2):"),
+        "{text}"
+    );
+    assert!(
+        text.contains("2   cni     apply    waitingForPostCondition"),
+        "{text}"
+    );
     let text = stdout(&capstan(&cluster, &["describe", "addon", "c-drift", "-n", NS]));
     assert!(
-        text.contains("Normal   DriftCorrected   1       restored 1 drifted object(s): v1/ConfigMap/fleet/present"),
+        text.contains(
+            "Normal   DriftCorrected   1       restored 1 drifted object(s): v1/ConfigMap/fleet/present"
+        ),
         "{text}"
     );
     let out = capstan(&cluster, &["describe", "addon", "nope", "-n", NS]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no ClusterAddon for Cluster nope in namespace fleet"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no ClusterAddon for Cluster nope in namespace fleet")
+    );
 
     // kubectl alone: the API server's table of ClusterAddons (what `kubectl get caddon`
     // prints) has the printer columns, with the applied release.
@@ -458,7 +518,16 @@ async fn get_shows_a_fleet_in_every_state() {
         .collect();
     assert_eq!(
         columns,
-        ["Name", "Cluster", "ClusterStack", "Applied", "Ready", "Age", "Reason", "Message"]
+        [
+            "Name",
+            "Cluster",
+            "ClusterStack",
+            "Applied",
+            "Ready",
+            "Age",
+            "Reason",
+            "Message"
+        ]
     );
     let staged = table["rows"]
         .as_array()
@@ -470,7 +539,11 @@ async fn get_shows_a_fleet_in_every_state() {
     assert_eq!(staged["cells"][3], "docker-ferrol-1-27-v1");
 
     // -w: a status change prints the addon's row again.
-    let kubeconfig = cluster.kubeconfig_path().to_str().expect("utf-8 path").to_string();
+    let kubeconfig = cluster
+        .kubeconfig_path()
+        .to_str()
+        .expect("utf-8 path")
+        .to_string();
     let mut child = Command::new(env!("CARGO_BIN_EXE_capstan"))
         .args(["get", "addons", "-n", NS, "-w", "--kubeconfig", &kubeconfig])
         .env("NO_COLOR", "1")

@@ -181,6 +181,12 @@ impl Metrics {
             "1 while this process leads (runs the controllers), else 0",
             leader.clone(),
         );
+        // Zero from the start for the controllers that apply (a dashboard shows 0, not nothing).
+        for controller in ["clusterstackrelease", "clusteraddon"] {
+            drift_corrections.get_or_create(&ControllerLabel {
+                controller: controller.to_string(),
+            });
+        }
         let fleet = Arc::new(Mutex::new(None));
         registry.register_collector(Box::new(FleetCollector(Arc::clone(&fleet))));
         registry.register_collector(Box::new(ProcessCollector));
@@ -284,7 +290,9 @@ impl Metrics {
     /// One listing of a source of kind `source` (`github`, `oci`, `git`, `local`).
     pub fn source_polled(&self, source: &'static str, ok: bool) {
         let result = if ok { "success" } else { "error" };
-        self.source_polls.get_or_create(&SourcePoll { source, result }).inc();
+        self.source_polls
+            .get_or_create(&SourcePoll { source, result })
+            .inc();
     }
 
     /// Whether this process leads now.
@@ -386,14 +394,21 @@ pub fn fleet_series(
         let status = addon.status.clone().unwrap_or_default();
         let wanted = addon.spec.cluster_stack.clone().unwrap_or_default();
         let applied = status.applied_cluster_stack.clone().unwrap_or_default();
-        let release = if applied.is_empty() { wanted.clone() } else { applied.clone() };
-        let stack = release_tag(&release).map(|t| t.stack().to_string()).unwrap_or_default();
+        let release = if applied.is_empty() {
+            wanted.clone()
+        } else {
+            applied.clone()
+        };
+        let stack = release_tag(&release)
+            .map(|t| t.stack().to_string())
+            .unwrap_or_default();
         let key = vec![("namespace", namespace.clone()), ("cluster", cluster.clone())];
         let mut labels = key.clone();
         labels.extend([("stack", stack), ("release", release)]);
         ready.push((labels, f64::from(u8::from(status.ready))));
         let on_wanted = !applied.is_empty()
-            && (applied == wanted || (release_tag(&applied).is_some() && release_tag(&applied) == release_tag(&wanted)));
+            && (applied == wanted
+                || (release_tag(&applied).is_some() && release_tag(&applied) == release_tag(&wanted)));
         current.push((key.clone(), f64::from(u8::from(on_wanted))));
         objects.push((key.clone(), status.resources.len() as f64));
         synced.push((
@@ -444,15 +459,51 @@ pub fn fleet_series(
         release_clusters.push((labels, users as f64));
     }
     let mut families = vec![
-        ("cluster_addon_ready", "1 when a ClusterAddon's addons are applied and ready, by namespace, cluster, stack and release (the applied one, else the wanted one)", ready),
-        ("cluster_addon_current", "1 when a ClusterAddon's applied release is the one its Cluster's class wants", current),
-        ("cluster_addon_objects", "Objects in a ClusterAddon's status (applied or tried)", objects),
-        ("cluster_addon_objects_synced", "Objects of a ClusterAddon whose last apply succeeded", synced),
-        ("cluster_addon_last_pass_timestamp_seconds", "When a ClusterAddon's applied objects were last checked (status.lastReconciled), Unix time", last_pass),
-        ("cluster_addon_workload_reachable", "1 when a ClusterAddon's workload API server answered, 0 while its kubeconfig or /readyz fails", reachable),
-        ("cluster_stack_newest_release", "The newest release of a ClusterStack's source (status.latestRelease); value always 1", newest),
-        ("cluster_stack_release_ready", "1 when a ClusterStackRelease is ready to use", release_ready),
-        ("cluster_stack_release_clusters", "ClusterAddons whose addons were last applied from the release (Clusters on it)", release_clusters),
+        (
+            "cluster_addon_ready",
+            "1 when a ClusterAddon's addons are applied and ready, by namespace, cluster, stack and release (the applied one, else the wanted one)",
+            ready,
+        ),
+        (
+            "cluster_addon_current",
+            "1 when a ClusterAddon's applied release is the one its Cluster's class wants",
+            current,
+        ),
+        (
+            "cluster_addon_objects",
+            "Objects in a ClusterAddon's status (applied or tried)",
+            objects,
+        ),
+        (
+            "cluster_addon_objects_synced",
+            "Objects of a ClusterAddon whose last apply succeeded",
+            synced,
+        ),
+        (
+            "cluster_addon_last_pass_timestamp_seconds",
+            "When a ClusterAddon's applied objects were last checked (status.lastReconciled), Unix time",
+            last_pass,
+        ),
+        (
+            "cluster_addon_workload_reachable",
+            "1 when a ClusterAddon's workload API server answered, 0 while its kubeconfig or /readyz fails",
+            reachable,
+        ),
+        (
+            "cluster_stack_newest_release",
+            "The newest release of a ClusterStack's source (status.latestRelease); value always 1",
+            newest,
+        ),
+        (
+            "cluster_stack_release_ready",
+            "1 when a ClusterStackRelease is ready to use",
+            release_ready,
+        ),
+        (
+            "cluster_stack_release_clusters",
+            "ClusterAddons whose addons were last applied from the release (Clusters on it)",
+            release_clusters,
+        ),
     ];
     if let Some(census) = census {
         families.push((
@@ -467,8 +518,14 @@ pub fn fleet_series(
             "drift_watches",
             "Drift watches running, by cluster (workload, management)",
             vec![
-                (vec![("cluster", "workload".into())], census.workload_watches as f64),
-                (vec![("cluster", "management".into())], census.management_watches as f64),
+                (
+                    vec![("cluster", "workload".into())],
+                    census.workload_watches as f64,
+                ),
+                (
+                    vec![("cluster", "management".into())],
+                    census.management_watches as f64,
+                ),
             ],
         ));
     }
@@ -613,7 +670,13 @@ mod tests {
         assert!(!text.contains(r#"capstan_reconcile_errors_total{controller="clusterstack","#));
     }
 
-    fn addon(cluster: &str, wanted: &str, applied: Option<&str>, ready: bool, synced: &[bool]) -> Arc<ClusterAddon> {
+    fn addon(
+        cluster: &str,
+        wanted: &str,
+        applied: Option<&str>,
+        ready: bool,
+        synced: &[bool],
+    ) -> Arc<ClusterAddon> {
         use crate::api::{ClusterAddonSpec, ClusterAddonStatus, Resource};
         let mut a = ClusterAddon::new(
             &format!("cluster-addon-{cluster}"),
@@ -633,7 +696,12 @@ mod tests {
             resources: synced
                 .iter()
                 .map(|s| Resource {
-                    status: if *s { Resource::SYNCED } else { Resource::NOT_SYNCED }.into(),
+                    status: if *s {
+                        Resource::SYNCED
+                    } else {
+                        Resource::NOT_SYNCED
+                    }
+                    .into(),
                     ..Default::default()
                 })
                 .collect(),
@@ -664,8 +732,10 @@ mod tests {
         });
         let mut stack = ClusterStack::new(
             "ferrol",
-            serde_json::from_value(serde_json::json!({"provider": "docker", "name": "ferrol", "kubernetesVersion": "1.27"}))
-                .expect("spec"),
+            serde_json::from_value(
+                serde_json::json!({"provider": "docker", "name": "ferrol", "kubernetesVersion": "1.27"}),
+            )
+            .expect("spec"),
         );
         stack.metadata.namespace = Some("t".into());
         stack.status = Some(crate::api::ClusterStackStatus {
@@ -673,8 +743,20 @@ mod tests {
             ..Default::default()
         });
         let addons = [
-            addon("a", "docker-ferrol-1-27-v1", Some("docker-ferrol-1-27-v1"), true, &[true, true]),
-            addon("b", "docker-ferrol-1-27-v2", Some("docker-ferrol-1-27-v1"), false, &[true, false]),
+            addon(
+                "a",
+                "docker-ferrol-1-27-v1",
+                Some("docker-ferrol-1-27-v1"),
+                true,
+                &[true, true],
+            ),
+            addon(
+                "b",
+                "docker-ferrol-1-27-v2",
+                Some("docker-ferrol-1-27-v1"),
+                false,
+                &[true, false],
+            ),
         ];
         let series = fleet_series(&[Arc::new(stack)], &[Arc::new(release)], &addons, None);
         let labels = |cluster: &str| -> Vec<(&'static str, String)> {
@@ -685,11 +767,23 @@ mod tests {
                 ("release", "docker-ferrol-1-27-v1".into()),
             ]
         };
-        assert_eq!(family(&series, "cluster_addon_ready"), [(labels("a"), 1.0), (labels("b"), 0.0)]);
+        assert_eq!(
+            family(&series, "cluster_addon_ready"),
+            [(labels("a"), 1.0), (labels("b"), 0.0)]
+        );
         let key = |c: &str| vec![("namespace", "t".to_string()), ("cluster", c.to_string())];
-        assert_eq!(family(&series, "cluster_addon_current"), [(key("a"), 1.0), (key("b"), 0.0)]);
-        assert_eq!(family(&series, "cluster_addon_objects"), [(key("a"), 2.0), (key("b"), 2.0)]);
-        assert_eq!(family(&series, "cluster_addon_objects_synced"), [(key("a"), 2.0), (key("b"), 1.0)]);
+        assert_eq!(
+            family(&series, "cluster_addon_current"),
+            [(key("a"), 1.0), (key("b"), 0.0)]
+        );
+        assert_eq!(
+            family(&series, "cluster_addon_objects"),
+            [(key("a"), 2.0), (key("b"), 2.0)]
+        );
+        assert_eq!(
+            family(&series, "cluster_addon_objects_synced"),
+            [(key("a"), 2.0), (key("b"), 1.0)]
+        );
         assert_eq!(
             family(&series, "cluster_addon_last_pass_timestamp_seconds")[0].1,
             1_795_694_400.0
@@ -705,8 +799,14 @@ mod tests {
                 1.0
             )]
         );
-        let rel = vec![("namespace", "t".to_string()), ("release", "docker-ferrol-1-27-v1".to_string())];
-        assert_eq!(family(&series, "cluster_stack_release_ready"), [(rel.clone(), 1.0)]);
+        let rel = vec![
+            ("namespace", "t".to_string()),
+            ("release", "docker-ferrol-1-27-v1".to_string()),
+        ];
+        assert_eq!(
+            family(&series, "cluster_stack_release_ready"),
+            [(rel.clone(), 1.0)]
+        );
         assert_eq!(family(&series, "cluster_stack_release_clusters"), [(rel, 2.0)]);
         // Without a census (controllers not running) no cache series.
         assert!(series.families.iter().all(|(n, _, _)| *n != "workload_clusters"));
@@ -748,7 +848,10 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "missing {line:?} in:\n{text}");
         }
         if cfg!(target_os = "linux") {
-            assert!(text.contains("\ncapstan_process_resident_memory_bytes "), "{text}");
+            assert!(
+                text.contains("\ncapstan_process_resident_memory_bytes "),
+                "{text}"
+            );
             assert!(text.contains("\ncapstan_process_cpu_seconds_total "), "{text}");
         }
     }

@@ -8,11 +8,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ListParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde::Serialize;
 
@@ -346,10 +346,18 @@ async fn watch<K: Kind>(
     if let Some(labels) = &scope.params.label_selector {
         config = config.labels(labels);
     }
-    let mut events = watcher(scope.api::<K::Object>(), config).boxed();
-    while let Some(event) = events.try_next().await.context("watching")? {
-        let (watcher::Event::Apply(object) | watcher::Event::Delete(object)) = event else {
-            continue;
+    // Reconnects with kube's backoff; a failed watch request is reported and retried, not fatal.
+    let mut events = watcher(scope.api::<K::Object>(), config)
+        .default_backoff()
+        .boxed();
+    while let Some(event) = events.next().await {
+        let object = match event {
+            Ok(watcher::Event::Apply(object) | watcher::Event::Delete(object)) => object,
+            Ok(_) => continue,
+            Err(e) => {
+                eprintln!("watching {}: {e} (retrying)", K::PLURAL);
+                continue;
+            }
         };
         let row = K::row(&object, extra);
         match format {

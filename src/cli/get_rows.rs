@@ -174,7 +174,7 @@ impl StagePosition {
             .iter()
             .enumerate()
             .find(|(_, s)| s.phase != "done")
-            .or_else(|| stages.iter().enumerate().last())?;
+            .or_else(|| stages.iter().enumerate().next_back())?;
         Some(StagePosition {
             index: i + 1,
             total,
@@ -243,26 +243,53 @@ impl AddonRow {
     }
 }
 
-/// The table of `capstan get addons`.
-pub fn addons_table(rows: &[AddonRow], layout: Layout, now: Timestamp) -> Table {
+/// A table of `layout`: NAMESPACE first with `-A`, the `wide` headers only with `-o wide`,
+/// MESSAGE last.
+fn frame(layout: Layout, main: &[&'static str], wide: &[&'static str]) -> Table {
     let mut headers = Vec::new();
     if layout.namespaces {
         headers.push("NAMESPACE");
     }
-    headers.extend([
-        "CLUSTER", "STACK", "RELEASE", "STAGE", "READY", "OBJECTS", "DRIFT", "AGE",
-    ]);
+    headers.extend(main);
     if layout.wide {
-        headers.extend(["NAME", "HOOK", "LAST PASS", "REASON"]);
+        headers.extend(wide);
     }
     headers.push("MESSAGE");
-    let mut table = Table::new(headers);
+    Table::new(headers)
+}
+
+/// Adds a row laid out like [`frame`]'s headers.
+fn push_row(
+    table: &mut Table,
+    layout: Layout,
+    namespace: &str,
+    main: impl IntoIterator<Item = String>,
+    wide: impl FnOnce() -> Vec<String>,
+    message: &str,
+) {
+    let mut cells = Vec::new();
+    if layout.namespaces {
+        cells.push(namespace.to_string());
+    }
+    cells.extend(main);
+    if layout.wide {
+        cells.extend(wide());
+    }
+    cells.push(layout.message(message));
+    table.push(cells);
+}
+
+/// The table of `capstan get addons`.
+pub fn addons_table(rows: &[AddonRow], layout: Layout, now: Timestamp) -> Table {
+    let mut table = frame(
+        layout,
+        &[
+            "CLUSTER", "STACK", "RELEASE", "STAGE", "READY", "OBJECTS", "DRIFT", "AGE",
+        ],
+        &["NAME", "HOOK", "LAST PASS", "REASON"],
+    );
     for row in rows {
-        let mut cells = Vec::new();
-        if layout.namespaces {
-            cells.push(row.namespace.clone());
-        }
-        cells.extend([
+        let main = [
             row.cluster.clone(),
             row.stack.clone().unwrap_or_default(),
             row.release.cell(),
@@ -271,17 +298,16 @@ pub fn addons_table(rows: &[AddonRow], layout: Layout, now: Timestamp) -> Table 
             row.objects.cell(),
             age_cell(now, row.last_drift_correction.as_deref()),
             age_cell(now, row.created.as_deref()),
-        ]);
-        if layout.wide {
-            cells.extend([
+        ];
+        let wide = || {
+            vec![
                 row.name.clone(),
                 row.hook.clone().unwrap_or_default(),
                 age_cell(now, row.last_pass.as_deref()),
                 row.ready.reason.clone(),
-            ]);
-        }
-        cells.push(layout.message(row.ready.text()));
-        table.push(cells);
+            ]
+        };
+        push_row(&mut table, layout, &row.namespace, main, wide, row.ready.text());
     }
     table
 }
@@ -422,46 +448,37 @@ impl StackRow {
 
 /// The table of `capstan get stacks`.
 pub fn stacks_table(rows: &[StackRow], layout: Layout, now: Timestamp) -> Table {
-    let mut headers = Vec::new();
-    if layout.namespaces {
-        headers.push("NAMESPACE");
-    }
-    headers.extend([
-        "NAME", "STACK", "CHANNEL", "LATEST", "USABLE", "SOURCE", "READY", "AGE",
-    ]);
-    if layout.wide {
-        headers.extend(["VERSIONS", "AUTO", "SOURCE READY", "REASON"]);
-    }
-    headers.push("MESSAGE");
-    let mut table = Table::new(headers);
+    let mut table = frame(
+        layout,
+        &[
+            "NAME", "STACK", "CHANNEL", "LATEST", "USABLE", "SOURCE", "READY", "AGE",
+        ],
+        &["VERSIONS", "AUTO", "SOURCE READY", "REASON"],
+    );
     for row in rows {
-        let mut cells = Vec::new();
-        if layout.namespaces {
-            cells.push(row.namespace.clone());
-        }
-        cells.extend([
+        let latest = row
+            .latest
+            .as_deref()
+            .map(|l| release_tag(l).map_or_else(|| l.to_string(), |t| t.version().to_string()));
+        let main = [
             row.name.clone(),
             row.stack.clone(),
             row.channel.clone(),
-            row.latest
-                .as_deref()
-                .map(|l| release_tag(l).map_or_else(|| l.to_string(), |t| t.version().to_string()))
-                .unwrap_or_default(),
+            latest.unwrap_or_default(),
             row.usable.join(","),
             row.source.clone(),
             row.ready.status.clone(),
             age_cell(now, row.created.as_deref()),
-        ]);
-        if layout.wide {
-            cells.extend([
+        ];
+        let wide = || {
+            vec![
                 row.versions.join(","),
                 row.auto_subscribe.to_string(),
                 row.source_ready.clone(),
                 row.ready.reason.clone(),
-            ]);
-        }
-        cells.push(layout.message(row.ready.text()));
-        table.push(cells);
+            ]
+        };
+        push_row(&mut table, layout, &row.namespace, main, wide, row.ready.text());
     }
     table
 }
@@ -510,34 +527,22 @@ impl ReleaseRow {
 
 /// The table of `capstan get releases`.
 pub fn releases_table(rows: &[ReleaseRow], layout: Layout, now: Timestamp) -> Table {
-    let mut headers = Vec::new();
-    if layout.namespaces {
-        headers.push("NAMESPACE");
-    }
-    headers.extend(["NAME", "K8S", "READY", "OBJECTS", "CLUSTERS", "AGE"]);
-    if layout.wide {
-        headers.push("REASON");
-    }
-    headers.push("MESSAGE");
-    let mut table = Table::new(headers);
+    let mut table = frame(
+        layout,
+        &["NAME", "K8S", "READY", "OBJECTS", "CLUSTERS", "AGE"],
+        &["REASON"],
+    );
     for row in rows {
-        let mut cells = Vec::new();
-        if layout.namespaces {
-            cells.push(row.namespace.clone());
-        }
-        cells.extend([
+        let main = [
             row.name.clone(),
             row.kubernetes_version.clone().unwrap_or_default(),
             row.ready.status.clone(),
             row.objects.cell(),
             row.clusters.to_string(),
             age_cell(now, row.created.as_deref()),
-        ]);
-        if layout.wide {
-            cells.push(row.ready.reason.clone());
-        }
-        cells.push(layout.message(row.ready.text()));
-        table.push(cells);
+        ];
+        let wide = || vec![row.ready.reason.clone()];
+        push_row(&mut table, layout, &row.namespace, main, wide, row.ready.text());
     }
     table
 }

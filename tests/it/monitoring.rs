@@ -13,8 +13,6 @@ use serde_json::{Value, json};
 
 use crate::operator_common::eventually;
 
-const CHART_NS: &str = "capstan-system";
-
 fn repo_path(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
@@ -42,29 +40,9 @@ fn prometheus_or_skip(test: &str) -> Option<(PathBuf, PathBuf)> {
 
 /// The chart's objects rendered with `--set` `values`.
 fn render(values: &[&str]) -> Vec<Value> {
-    let mut args = vec![
-        "render",
-        "capstan",
-        "deploy/capstan",
-        "-n",
-        CHART_NS,
-        "-o",
-        "json",
-    ];
-    for v in values {
-        args.extend(["--set", v]);
-    }
-    let out = Command::new(env!("CARGO_BIN_EXE_capstan"))
-        .args(&args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run capstan render");
-    assert!(
-        out.status.success(),
-        "capstan render failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("a JSON list of objects")
+    let args: Vec<String> = values.iter().map(|v| format!("--set={v}")).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    crate::install_chart::render(&args)
 }
 
 fn of_kind<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {

@@ -145,7 +145,7 @@ impl Metrics {
             "Objects applied, failed or pruned, by controller and outcome",
             objects.clone(),
         );
-        let drift_corrections = Family::default();
+        let drift_corrections: Family<ControllerLabel, Counter> = Family::default();
         registry.register(
             "drift_corrections",
             "Drifted objects (edited or deleted on the cluster) restored, by controller",
@@ -183,9 +183,11 @@ impl Metrics {
         );
         // Zero from the start for the controllers that apply (a dashboard shows 0, not nothing).
         for controller in ["clusterstackrelease", "clusteraddon"] {
-            drift_corrections.get_or_create(&ControllerLabel {
-                controller: controller.to_string(),
-            });
+            drift_corrections
+                .get_or_create(&ControllerLabel {
+                    controller: controller.to_string(),
+                })
+                .inc_by(0);
         }
         let fleet = Arc::new(Mutex::new(None));
         registry.register_collector(Box::new(FleetCollector(Arc::clone(&fleet))));

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what capstan's tests need besides the Rust toolchain: etcd, a kube-apiserver, git
-# and an OCI registry (Debian's docker-registry).
+# Installs what capstan's tests need besides the Rust toolchain: etcd, a kube-apiserver, git,
+# an OCI registry (Debian's docker-registry) and Prometheus.
 #
 # No Kubernetes binary can be downloaded here, so kube-apiserver is built from Debian's
 # kubernetes source package (it vendors every Go dependency). Idempotent: the built binary is
@@ -45,6 +45,8 @@ command -v etcd >/dev/null || need_pkgs+=(etcd-server)
 git daemon --help >/dev/null 2>&1 || need_pkgs+=(git)
 # The CNCF distribution registry (v2.8) serves the OCI-source tests on loopback.
 command -v docker-registry >/dev/null || need_pkgs+=(docker-registry)
+# Prometheus (and promtool) check the install chart's rules and dashboard (tests/it/monitoring.rs).
+command -v promtool >/dev/null || need_pkgs+=(prometheus)
 if [ ! -x "$apiserver" ]; then
   command -v go >/dev/null || need_pkgs+=(golang-go)
   command -v rsync >/dev/null || need_pkgs+=(rsync)
@@ -115,3 +117,4 @@ fi
 echo "KUBE_APISERVER=$apiserver"
 echo "ETCD=$(command -v etcd)"
 echo "DOCKER_REGISTRY=$(command -v docker-registry)"
+echo "PROMETHEUS=$(command -v prometheus)"

@@ -19,12 +19,32 @@ const FILES: &[(&str, &[u8])] = &[
         include_bytes!("../../deploy/capstan/crds/rollouts.capstan.dev.yaml"),
     ),
     (
+        "dashboards/capstan-fleet.json",
+        include_bytes!("../../deploy/capstan/dashboards/capstan-fleet.json"),
+    ),
+    (
         "templates/_helpers.tpl",
         include_bytes!("../../deploy/capstan/templates/_helpers.tpl"),
     ),
     (
         "templates/deployment.yaml",
         include_bytes!("../../deploy/capstan/templates/deployment.yaml"),
+    ),
+    (
+        "templates/monitoring-dashboards.yaml",
+        include_bytes!("../../deploy/capstan/templates/monitoring-dashboards.yaml"),
+    ),
+    (
+        "templates/monitoring-podmonitor.yaml",
+        include_bytes!("../../deploy/capstan/templates/monitoring-podmonitor.yaml"),
+    ),
+    (
+        "templates/monitoring-prometheusrule.yaml",
+        include_bytes!("../../deploy/capstan/templates/monitoring-prometheusrule.yaml"),
+    ),
+    (
+        "templates/monitoring-servicemonitor.yaml",
+        include_bytes!("../../deploy/capstan/templates/monitoring-servicemonitor.yaml"),
     ),
     (
         "templates/rbac.yaml",

@@ -28,6 +28,12 @@ mod operator;
 // `capstan install` (issue 13): the operator's own chart, embedded.
 mod deploy_chart;
 mod install;
+// `capstan get` / `capstan describe` (issue 37): a fleet at a glance.
+mod describe;
+mod describe_addon;
+mod get;
+mod get_rows;
+mod get_table;
 // Shell completion and manual pages, generated from the CLI's definition.
 mod completion;
 mod man;
@@ -82,6 +88,11 @@ enum Command {
     Operator(Box<operator::Args>),
     /// Install or upgrade the capstan operator in a cluster (CRDs, RBAC, Deployment, webhooks).
     Install(Box<install::Args>),
+    /// List ClusterStacks, ClusterStackReleases or ClusterAddons, one line each, or one
+    /// Cluster's addons in full.
+    Get(Box<get::Args>),
+    /// Show one Cluster's addons in full: objects, stages, inputs, Events.
+    Describe(Box<describe::Args>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completion(completion::Args),
     /// Print the manual page (roff), or write one page per command into a directory.
@@ -109,6 +120,8 @@ pub fn main() -> ExitCode {
         Command::Rollout(args) => rollout_plan::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Operator(args) => operator::run_operator(&args).map(|()| ExitCode::SUCCESS),
         Command::Install(args) => install::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Get(args) => get::run(&args),
+        Command::Describe(args) => describe::run(&args),
         Command::Completion(args) => completion::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Man(args) => man::run(&args).map(|()| ExitCode::SUCCESS),
     };

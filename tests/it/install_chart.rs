@@ -41,7 +41,7 @@ fn chart_crds_are_what_capstan_crds_prints() {
 }
 
 /// `capstan render capstan deploy/capstan -n capstan-system --include-crds -o json` plus `extra`.
-fn render(extra: &[&str]) -> Vec<Json> {
+pub fn render(extra: &[&str]) -> Vec<Json> {
     let out = Command::new(env!("CARGO_BIN_EXE_capstan"))
         .args([
             "render",

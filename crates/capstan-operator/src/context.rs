@@ -89,6 +89,14 @@ impl Context {
         }
     }
 
+    /// The workload cluster cache and the drift watches, for the metrics.
+    pub fn census(&self) -> crate::metrics::Census {
+        crate::metrics::Census {
+            management_watches: self.release_watches.watch_count(),
+            ..self.workloads.census()
+        }
+    }
+
     /// Counts a failure of `key` and returns how many happened in a row.
     pub fn failed(&self, key: &str) -> u32 {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());

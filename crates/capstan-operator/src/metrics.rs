@@ -1,9 +1,19 @@
 //! Prometheus metrics of the operator (served on `/metrics` by [`super::http`]), kept in a
 //! `prometheus-client` registry; every series is prefixed `capstan_`.
+//!
+//! Two kinds: counters and histograms the controllers feed as they work, and the fleet's
+//! state, read at each scrape from the controllers' stores ([`Fleet`]): one series per
+//! ClusterAddon, ClusterStack and ClusterStackRelease — never one per applied object — so the
+//! series grow with the fleet and nothing else (the README lists every series and its labels).
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicI64;
+use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::runtime::reflector::Store;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -13,6 +23,9 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use capstan_source::{github, oci};
+use capstan_stack::name::ReleaseTag;
+
+use crate::api::{ClusterAddon, ClusterStack, ClusterStackRelease, conditions};
 
 /// Content type of [`Metrics::encode`]'s output: `prometheus-client` writes the OpenMetrics
 /// text format (counters as `_total`, a closing `# EOF`), which Prometheus scrapes natively.
@@ -30,6 +43,10 @@ pub struct Metrics {
     github_requests: Family<StatusClass, Counter>,
     github_rate_limit_remaining: Gauge<i64, AtomicI64>,
     oci_requests: Family<StatusClass, Counter>,
+    source_polls: Family<SourcePoll, Counter>,
+    leader: Gauge<i64, AtomicI64>,
+    /// What the fleet series are read from; set once the controllers run.
+    fleet: Arc<Mutex<Option<Fleet>>>,
 }
 
 /// What happened to an applied object.
@@ -80,6 +97,14 @@ struct StatusClass {
     code: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourcePoll {
+    /// `github`, `oci`, `git`, `local`.
+    source: &'static str,
+    /// `success`, `error`.
+    result: &'static str,
+}
+
 /// Reconcile durations from 5 ms to about 80 s: a cached re-apply is milliseconds, a first
 /// download and render of a release tens of seconds.
 fn duration_histogram() -> Histogram {
@@ -120,7 +145,7 @@ impl Metrics {
             "Objects applied, failed or pruned, by controller and outcome",
             objects.clone(),
         );
-        let drift_corrections = Family::default();
+        let drift_corrections: Family<ControllerLabel, Counter> = Family::default();
         registry.register(
             "drift_corrections",
             "Drifted objects (edited or deleted on the cluster) restored, by controller",
@@ -144,7 +169,33 @@ impl Metrics {
             "OCI registry responses (token endpoints included) by status code class",
             oci_requests.clone(),
         );
+        let source_polls = Family::default();
+        registry.register(
+            "source_polls",
+            "Listings of a ClusterStack's source for new releases, by kind of source and result",
+            source_polls.clone(),
+        );
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this process leads (runs the controllers), else 0",
+            leader.clone(),
+        );
+        // Zero from the start for the controllers that apply (a dashboard shows 0, not nothing).
+        for controller in ["clusterstackrelease", "clusteraddon"] {
+            drift_corrections
+                .get_or_create(&ControllerLabel {
+                    controller: controller.to_string(),
+                })
+                .inc_by(0);
+        }
+        let fleet = Arc::new(Mutex::new(None));
+        registry.register_collector(Box::new(FleetCollector(Arc::clone(&fleet))));
+        registry.register_collector(Box::new(ProcessCollector));
         Metrics {
+            source_polls,
+            leader,
+            fleet,
             registry,
             reconciles,
             reconcile_duration,
@@ -238,6 +289,24 @@ impl Metrics {
         Arc::new(move |seen: &oci::client::RequestSeen| metrics.oci_response(seen.status))
     }
 
+    /// One listing of a source of kind `source` (`github`, `oci`, `git`, `local`).
+    pub fn source_polled(&self, source: &'static str, ok: bool) {
+        let result = if ok { "success" } else { "error" };
+        self.source_polls
+            .get_or_create(&SourcePoll { source, result })
+            .inc();
+    }
+
+    /// Whether this process leads now.
+    pub fn leading(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
+    }
+
+    /// Reads the fleet series from `fleet` from now on.
+    pub fn observe_fleet(&self, fleet: Fleet) {
+        *self.fleet.lock().unwrap_or_else(|p| p.into_inner()) = Some(fleet);
+    }
+
     /// The metrics in the OpenMetrics text format ([`CONTENT_TYPE`]).
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -256,6 +325,304 @@ fn status_class(status: u16) -> &'static str {
         300..=399 => "3xx",
         400..=499 => "4xx",
         _ => "5xx",
+    }
+}
+
+/// The workload clusters the operator keeps connections to, and the drift watches it runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Census {
+    /// Cached workload clusters whose last pass succeeded.
+    pub healthy: usize,
+    /// Cached workload clusters a pass failed on since (probed before the next use).
+    pub suspect: usize,
+    /// Drift watches running in workload clusters.
+    pub workload_watches: usize,
+    /// Drift watches running in the management cluster.
+    pub management_watches: usize,
+}
+
+/// What the fleet series are read from at each scrape: the controllers' stores and a census
+/// of the workload cluster cache (`None` once the controllers stopped).
+pub struct Fleet {
+    pub stacks: Store<ClusterStack>,
+    pub releases: Store<ClusterStackRelease>,
+    pub addons: Store<ClusterAddon>,
+    pub census: Box<dyn Fn() -> Option<Census> + Send + Sync>,
+}
+
+impl std::fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fleet").finish_non_exhaustive()
+    }
+}
+
+/// One series: its labels and value.
+pub type Series = (Vec<(&'static str, String)>, f64);
+
+/// The fleet's series by name (without the `capstan_` prefix), with their help texts.
+#[derive(Debug, Default, PartialEq)]
+pub struct FleetSeries {
+    pub families: Vec<(&'static str, &'static str, Vec<Series>)>,
+}
+
+/// The ClusterAddon's gate condition and its reason while the workload cluster does not answer
+/// (`controller::cluster_addon`).
+const CLUSTER_READY: &str = "ClusterReady";
+const WORKLOAD_NOT_READY: &str = "WorkloadNotReady";
+
+/// A release name (tag, or ClusterClass name) read as a release.
+fn release_tag(name: &str) -> Option<ReleaseTag> {
+    ReleaseTag::parse(name)
+        .or_else(|_| ReleaseTag::parse_cluster_class(name))
+        .ok()
+}
+
+/// The fleet's series from the objects, pure: what [`FleetCollector`] encodes.
+pub fn fleet_series(
+    stacks: &[Arc<ClusterStack>],
+    releases: &[Arc<ClusterStackRelease>],
+    addons: &[Arc<ClusterAddon>],
+    census: Option<Census>,
+) -> FleetSeries {
+    let mut ready = Vec::new();
+    let mut current = Vec::new();
+    let mut objects = Vec::new();
+    let mut synced = Vec::new();
+    let mut last_pass = Vec::new();
+    let mut reachable = Vec::new();
+    for addon in addons {
+        let namespace = addon.namespace().unwrap_or_default();
+        let cluster = addon.spec.cluster_ref.name.clone().unwrap_or_default();
+        let status = addon.status.clone().unwrap_or_default();
+        let wanted = addon.spec.cluster_stack.clone().unwrap_or_default();
+        let applied = status.applied_cluster_stack.clone().unwrap_or_default();
+        let release = if applied.is_empty() {
+            wanted.clone()
+        } else {
+            applied.clone()
+        };
+        let stack = release_tag(&release)
+            .map(|t| t.stack().to_string())
+            .unwrap_or_default();
+        let key = vec![("namespace", namespace.clone()), ("cluster", cluster.clone())];
+        let mut labels = key.clone();
+        labels.extend([("stack", stack), ("release", release)]);
+        ready.push((labels, f64::from(u8::from(status.ready))));
+        let on_wanted = !applied.is_empty()
+            && (applied == wanted
+                || (release_tag(&applied).is_some() && release_tag(&applied) == release_tag(&wanted)));
+        current.push((key.clone(), f64::from(u8::from(on_wanted))));
+        objects.push((key.clone(), status.resources.len() as f64));
+        synced.push((
+            key.clone(),
+            status.resources.iter().filter(|r| r.is_synced()).count() as f64,
+        ));
+        if let Some(at) = &status.last_reconciled {
+            last_pass.push((key.clone(), at.0.as_second() as f64));
+        }
+        // The gate condition: true once the workload API server answered; false with
+        // `WorkloadNotReady` while its kubeconfig or `/readyz` fails (other reasons are about
+        // the Cluster, not its reachability, and give no series).
+        match conditions::find(&status.conditions, CLUSTER_READY) {
+            Some(c) if c.is_true() => reachable.push((key, 1.0)),
+            Some(c) if c.reason == WORKLOAD_NOT_READY => reachable.push((key, 0.0)),
+            _ => {}
+        }
+    }
+    let mut newest = Vec::new();
+    for stack in stacks {
+        if let Some(latest) = stack.status.as_ref().and_then(|s| s.latest_release.clone()) {
+            newest.push((
+                vec![
+                    ("namespace", stack.namespace().unwrap_or_default()),
+                    ("cluster_stack", stack.name_any()),
+                    ("release", latest),
+                ],
+                1.0,
+            ));
+        }
+    }
+    let mut release_ready = Vec::new();
+    let mut release_clusters = Vec::new();
+    for release in releases {
+        let namespace = release.namespace().unwrap_or_default();
+        let name = release.name_any();
+        let tag = release_tag(&name);
+        let status = release.status.clone().unwrap_or_default();
+        let ready = status.ready || conditions::is_true(&status.conditions, conditions::READY);
+        let labels = vec![("namespace", namespace.clone()), ("release", name.clone())];
+        release_ready.push((labels.clone(), f64::from(u8::from(ready))));
+        let users = addons
+            .iter()
+            .filter(|a| a.namespace().as_deref() == Some(namespace.as_str()))
+            .filter_map(|a| a.status.as_ref()?.applied_cluster_stack.clone())
+            .filter(|applied| *applied == name || (tag.is_some() && release_tag(applied) == tag))
+            .count();
+        release_clusters.push((labels, users as f64));
+    }
+    let mut families = vec![
+        (
+            "cluster_addon_ready",
+            "1 when a ClusterAddon's addons are applied and ready, by namespace, cluster, stack and release (the applied one, else the wanted one)",
+            ready,
+        ),
+        (
+            "cluster_addon_current",
+            "1 when a ClusterAddon's applied release is the one its Cluster's class wants",
+            current,
+        ),
+        (
+            "cluster_addon_objects",
+            "Objects in a ClusterAddon's status (applied or tried)",
+            objects,
+        ),
+        (
+            "cluster_addon_objects_synced",
+            "Objects of a ClusterAddon whose last apply succeeded",
+            synced,
+        ),
+        (
+            "cluster_addon_last_pass_timestamp_seconds",
+            "When a ClusterAddon's applied objects were last checked (status.lastReconciled), Unix time",
+            last_pass,
+        ),
+        (
+            "cluster_addon_workload_reachable",
+            "1 when a ClusterAddon's workload API server answered, 0 while its kubeconfig or /readyz fails",
+            reachable,
+        ),
+        (
+            "cluster_stack_newest_release",
+            "The newest release of a ClusterStack's source (status.latestRelease); value always 1",
+            newest,
+        ),
+        (
+            "cluster_stack_release_ready",
+            "1 when a ClusterStackRelease is ready to use",
+            release_ready,
+        ),
+        (
+            "cluster_stack_release_clusters",
+            "ClusterAddons whose addons were last applied from the release (Clusters on it)",
+            release_clusters,
+        ),
+    ];
+    if let Some(census) = census {
+        families.push((
+            "workload_clusters",
+            "Workload clusters with a cached connection, by health (healthy, suspect: a pass failed since)",
+            vec![
+                (vec![("health", "healthy".into())], census.healthy as f64),
+                (vec![("health", "suspect".into())], census.suspect as f64),
+            ],
+        ));
+        families.push((
+            "drift_watches",
+            "Drift watches running, by cluster (workload, management)",
+            vec![
+                (
+                    vec![("cluster", "workload".into())],
+                    census.workload_watches as f64,
+                ),
+                (
+                    vec![("cluster", "management".into())],
+                    census.management_watches as f64,
+                ),
+            ],
+        ));
+    }
+    FleetSeries { families }
+}
+
+/// Encodes [`fleet_series`] of the stores at each scrape.
+#[derive(Debug)]
+struct FleetCollector(Arc<Mutex<Option<Fleet>>>);
+
+type Labels = Vec<(&'static str, String)>;
+
+impl Collector for FleetCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let series = {
+            let guard = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(fleet) = guard.as_ref() else {
+                return Ok(());
+            };
+            fleet_series(
+                &fleet.stacks.state(),
+                &fleet.releases.state(),
+                &fleet.addons.state(),
+                (fleet.census)(),
+            )
+        };
+        for (name, help, rows) in series.families {
+            let family = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+            for (labels, value) in rows {
+                family.get_or_create(&labels).set(value);
+            }
+            let metric = encoder.encode_descriptor(name, help, None, family.metric_type())?;
+            family.encode(metric)?;
+        }
+        Ok(())
+    }
+}
+
+/// The operator process' memory and CPU, read from `/proc/self` at each scrape (Linux; elsewhere
+/// nothing).
+#[derive(Debug)]
+struct ProcessCollector;
+
+/// Clock ticks per second of `/proc`'s CPU times (`USER_HZ`, 100 on every Linux ABI).
+const USER_HZ: f64 = 100.0;
+
+/// Resident memory in bytes from `/proc/self/status` (`VmRSS:  1234 kB`).
+pub fn resident_bytes(status: &str) -> Option<f64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024.0)
+}
+
+/// User plus system CPU seconds from `/proc/self/stat` (fields 14 and 15, after the command's
+/// closing parenthesis).
+pub fn cpu_seconds(stat: &str) -> Option<f64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state): utime is field 14, stime 15.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / USER_HZ)
+}
+
+impl Collector for ProcessCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        if let Some(bytes) = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .as_deref()
+            .and_then(resident_bytes)
+        {
+            let gauge = prometheus_client::metrics::gauge::ConstGauge::new(bytes);
+            let metric = encoder.encode_descriptor(
+                "process_resident_memory_bytes",
+                "Resident memory of the operator process",
+                None,
+                gauge.metric_type(),
+            )?;
+            gauge.encode(metric)?;
+        }
+        if let Some(seconds) = std::fs::read_to_string("/proc/self/stat")
+            .ok()
+            .as_deref()
+            .and_then(cpu_seconds)
+        {
+            let counter = prometheus_client::metrics::counter::ConstCounter::new(seconds);
+            let metric = encoder.encode_descriptor(
+                "process_cpu_seconds",
+                "CPU time (user and system) of the operator process",
+                None,
+                counter.metric_type(),
+            )?;
+            counter.encode(metric)?;
+        }
+        Ok(())
     }
 }
 
@@ -303,5 +670,200 @@ mod tests {
         }
         // No reconcile errors for a controller that never failed.
         assert!(!text.contains(r#"capstan_reconcile_errors_total{controller="clusterstack","#));
+    }
+
+    fn addon(
+        cluster: &str,
+        wanted: &str,
+        applied: Option<&str>,
+        ready: bool,
+        synced: &[bool],
+    ) -> Arc<ClusterAddon> {
+        use crate::api::{ClusterAddonSpec, ClusterAddonStatus, Resource};
+        let mut a = ClusterAddon::new(
+            &format!("cluster-addon-{cluster}"),
+            ClusterAddonSpec {
+                cluster_stack: Some(wanted.into()),
+                cluster_ref: k8s_openapi::api::core::v1::ObjectReference {
+                    name: Some(cluster.into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        );
+        a.metadata.namespace = Some("t".into());
+        a.status = Some(ClusterAddonStatus {
+            ready,
+            applied_cluster_stack: applied.map(str::to_string),
+            resources: synced
+                .iter()
+                .map(|s| Resource {
+                    status: if *s {
+                        Resource::SYNCED
+                    } else {
+                        Resource::NOT_SYNCED
+                    }
+                    .into(),
+                    ..Default::default()
+                })
+                .collect(),
+            last_reconciled: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                "2026-11-26T12:00:00Z".parse().expect("time"),
+            )),
+            ..Default::default()
+        });
+        Arc::new(a)
+    }
+
+    fn family<'a>(series: &'a FleetSeries, name: &str) -> &'a [Series] {
+        series
+            .families
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, _, rows)| rows.as_slice())
+            .unwrap_or_else(|| panic!("no family {name}"))
+    }
+
+    #[test]
+    fn fleet_series_one_per_addon_stack_and_release() {
+        let mut release = ClusterStackRelease::new("docker-ferrol-1-27-v1", Default::default());
+        release.metadata.namespace = Some("t".into());
+        release.status = Some(crate::api::ClusterStackReleaseStatus {
+            ready: true,
+            ..Default::default()
+        });
+        let mut stack = ClusterStack::new(
+            "ferrol",
+            serde_json::from_value(
+                serde_json::json!({"provider": "docker", "name": "ferrol", "kubernetesVersion": "1.27"}),
+            )
+            .expect("spec"),
+        );
+        stack.metadata.namespace = Some("t".into());
+        stack.status = Some(crate::api::ClusterStackStatus {
+            latest_release: Some("docker-ferrol-1-27-v2".into()),
+            ..Default::default()
+        });
+        let addons = [
+            addon(
+                "a",
+                "docker-ferrol-1-27-v1",
+                Some("docker-ferrol-1-27-v1"),
+                true,
+                &[true, true],
+            ),
+            addon(
+                "b",
+                "docker-ferrol-1-27-v2",
+                Some("docker-ferrol-1-27-v1"),
+                false,
+                &[true, false],
+            ),
+        ];
+        let series = fleet_series(&[Arc::new(stack)], &[Arc::new(release)], &addons, None);
+        let labels = |cluster: &str| -> Vec<(&'static str, String)> {
+            vec![
+                ("namespace", "t".into()),
+                ("cluster", cluster.into()),
+                ("stack", "docker-ferrol-1-27".into()),
+                ("release", "docker-ferrol-1-27-v1".into()),
+            ]
+        };
+        assert_eq!(
+            family(&series, "cluster_addon_ready"),
+            [(labels("a"), 1.0), (labels("b"), 0.0)]
+        );
+        let key = |c: &str| vec![("namespace", "t".to_string()), ("cluster", c.to_string())];
+        assert_eq!(
+            family(&series, "cluster_addon_current"),
+            [(key("a"), 1.0), (key("b"), 0.0)]
+        );
+        assert_eq!(
+            family(&series, "cluster_addon_objects"),
+            [(key("a"), 2.0), (key("b"), 2.0)]
+        );
+        assert_eq!(
+            family(&series, "cluster_addon_objects_synced"),
+            [(key("a"), 2.0), (key("b"), 1.0)]
+        );
+        assert_eq!(
+            family(&series, "cluster_addon_last_pass_timestamp_seconds")[0].1,
+            1_795_694_400.0
+        );
+        assert_eq!(
+            family(&series, "cluster_stack_newest_release"),
+            [(
+                vec![
+                    ("namespace", "t".into()),
+                    ("cluster_stack", "ferrol".into()),
+                    ("release", "docker-ferrol-1-27-v2".into())
+                ],
+                1.0
+            )]
+        );
+        let rel = vec![
+            ("namespace", "t".to_string()),
+            ("release", "docker-ferrol-1-27-v1".to_string()),
+        ];
+        assert_eq!(
+            family(&series, "cluster_stack_release_ready"),
+            [(rel.clone(), 1.0)]
+        );
+        assert_eq!(family(&series, "cluster_stack_release_clusters"), [(rel, 2.0)]);
+        // Without a census (controllers not running) no cache series.
+        assert!(series.families.iter().all(|(n, _, _)| *n != "workload_clusters"));
+    }
+
+    #[test]
+    fn observed_fleet_and_process_series_are_encoded() {
+        let m = Metrics::new();
+        m.leading(true);
+        m.source_polled("github", true);
+        m.source_polled("oci", false);
+        let (stacks, _w1) = kube::runtime::reflector::store::<ClusterStack>();
+        let (releases, _w2) = kube::runtime::reflector::store::<ClusterStackRelease>();
+        let (addons, _w3) = kube::runtime::reflector::store::<ClusterAddon>();
+        m.observe_fleet(Fleet {
+            stacks,
+            releases,
+            addons,
+            census: Box::new(|| {
+                Some(Census {
+                    healthy: 3,
+                    suspect: 1,
+                    workload_watches: 7,
+                    management_watches: 2,
+                })
+            }),
+        });
+        let text = m.encode();
+        for line in [
+            "capstan_leader 1",
+            r#"capstan_source_polls_total{source="github",result="success"} 1"#,
+            r#"capstan_source_polls_total{source="oci",result="error"} 1"#,
+            r#"capstan_workload_clusters{health="healthy"} 3.0"#,
+            r#"capstan_workload_clusters{health="suspect"} 1.0"#,
+            r#"capstan_drift_watches{cluster="workload"} 7.0"#,
+            r#"capstan_drift_watches{cluster="management"} 2.0"#,
+            "# TYPE capstan_cluster_addon_ready gauge",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in:\n{text}");
+        }
+        if cfg!(target_os = "linux") {
+            assert!(
+                text.contains("\ncapstan_process_resident_memory_bytes "),
+                "{text}"
+            );
+            assert!(text.contains("\ncapstan_process_cpu_seconds_total "), "{text}");
+        }
+    }
+
+    #[test]
+    fn proc_files_parse() {
+        assert_eq!(resident_bytes("Name:\tx\nVmRSS:\t  2048 kB\n"), Some(2_097_152.0));
+        assert_eq!(resident_bytes("Name: x\n"), None);
+        let stat = "42 (capstan (op)) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 8 0 1 2 3";
+        assert_eq!(cpu_seconds(stat), Some(3.0));
+        assert_eq!(cpu_seconds("garbage"), None);
     }
 }

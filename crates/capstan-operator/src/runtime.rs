@@ -135,6 +135,7 @@ pub async fn run(
             _ = lost_rx => {}
         }
     });
+    metrics.leading(true);
     let controllers = run_controllers(client, &settings, metrics, stop, health.clone());
     tokio::pin!(controllers);
     let lost = async {
@@ -250,7 +251,7 @@ async fn run_controllers(
         .boxed()
     };
     let suspects = ctx.clone();
-    let release_controller = Controller::for_stream(release_events, releases_store)
+    let release_controller = Controller::for_stream(release_events, releases_store.clone())
         .watches_stream_with(
             applied_classes,
             move |class: DynamicObject| {
@@ -318,6 +319,13 @@ async fn run_controllers(
         false,
     );
     let cluster_changes = changed(clusters(), cluster_trigger, true);
+    let census = Arc::downgrade(&ctx);
+    ctx.metrics.observe_fleet(super::metrics::Fleet {
+        stacks: ctx.stacks.clone(),
+        releases: releases_store,
+        addons: addons_store.clone(),
+        census: Box::new(move || census.upgrade().map(|c| c.census())),
+    });
     let addon_controller = Controller::for_stream(addon_events, addons_store)
         .watches_stream_with(
             cluster_changes,

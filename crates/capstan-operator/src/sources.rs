@@ -69,6 +69,16 @@ impl Resolved {
     }
 
     /// For messages: `github owner/repo`, `git URL#REF`, `local PATH`.
+    /// The kind of source in one word (`github`, `oci`, `git`, `local`), a metrics label.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Resolved::GitHub { .. } => "github",
+            Resolved::Oci { .. } => "oci",
+            Resolved::Git(_) => "git",
+            Resolved::Local(_) => "local",
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Resolved::GitHub { repo, .. } => format!("github {repo}"),

@@ -159,6 +159,20 @@ impl WorkloadClusters {
         self.len() == 0
     }
 
+    /// The entries by health and their drift watches, for the metrics.
+    pub fn census(&self) -> crate::metrics::Census {
+        let guard = self.lock();
+        let mut census = crate::metrics::Census::default();
+        for entry in guard.1.values() {
+            match entry.health {
+                Health::Healthy => census.healthy += 1,
+                Health::Suspect => census.suspect += 1,
+            }
+            census.workload_watches += entry.workload.drift.len();
+        }
+        census
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, (u64, HashMap<Key, Entry>)> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }

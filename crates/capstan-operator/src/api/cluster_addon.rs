@@ -26,9 +26,16 @@ use super::resource::{self, Resource};
            ClusterClass comes from.",
     printcolumn(name = "Cluster", type_ = "string", json_path = ".spec.clusterRef.name"),
     printcolumn(name = "ClusterStack", type_ = "string", json_path = ".spec.clusterStack"),
-    printcolumn(name = "Hook", type_ = "string", json_path = ".spec.hook"),
+    printcolumn(name = "Applied", type_ = "string", json_path = ".status.appliedClusterStack"),
     printcolumn(name = "Ready", type_ = "boolean", json_path = ".status.ready"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    printcolumn(name = "Hook", type_ = "string", priority = 1, json_path = ".spec.hook"),
+    printcolumn(
+        name = "Last Pass",
+        type_ = "date",
+        priority = 1,
+        json_path = ".status.lastReconciled"
+    ),
     printcolumn(
         name = "Reason",
         type_ = "string",

@@ -32,6 +32,12 @@ use super::resource::Resource;
     printcolumn(name = "Ready", type_ = "boolean", json_path = ".status.ready"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     printcolumn(
+        name = "Last Pass",
+        type_ = "date",
+        priority = 1,
+        json_path = ".status.lastReconciled"
+    ),
+    printcolumn(
         name = "Reason",
         type_ = "string",
         json_path = ".status.conditions[?(@.type==\"Ready\")].reason"

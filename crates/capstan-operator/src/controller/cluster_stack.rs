@@ -365,7 +365,9 @@ async fn list_source(
     {
         return Ok(tags);
     }
-    let tags = ctx.sources.list(&source).await?;
+    let tags = ctx.sources.list(&source).await;
+    ctx.metrics.source_polled(source.kind(), tags.is_ok());
+    let tags = tags?;
     ctx.record_poll(&key, source_id, tags.clone());
     Ok(tags)
 }

@@ -37,6 +37,11 @@ impl ReleaseWatches {
         self.lock().len()
     }
 
+    /// How many watches run for all releases together.
+    pub fn watch_count(&self) -> usize {
+        self.lock().values().map(|w| w.len()).sum()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

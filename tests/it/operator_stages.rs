@@ -440,22 +440,20 @@ async fn a_staged_addon_is_ready_only_after_its_last_stage() {
         "{status:?}"
     );
 
-    // The ready event names the release and the Cluster.
+    // The addons became ready once (no series of Ready events: a ready between the stages
+    // made a second), and the event names the release and the Cluster.
     let events: Api<Event> = Api::namespaced(env.client(), NS);
-    let note = eventually("the ready event", Duration::from_secs(30), &operator, || async {
+    let event = eventually("the ready event", Duration::from_secs(30), &operator, || async {
         let events = events.list(&Default::default()).await.ok()?;
-        events
-            .items
-            .into_iter()
-            .find(|e| {
-                e.reason.as_deref() == Some("Ready")
-                    && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("ClusterAddon")
-            })
-            .and_then(|e| e.note)
+        events.items.into_iter().find(|e| {
+            e.reason.as_deref() == Some("Ready")
+                && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("ClusterAddon")
+        })
     })
     .await;
+    assert!(event.series.is_none(), "ready more than once: {event:?}");
     assert_eq!(
-        note,
-        "addons of docker-example-1-30-v1 applied to Cluster staged (6 objects)"
+        event.note.as_deref(),
+        Some("addons of docker-example-1-30-v1 applied to Cluster staged (6 objects)")
     );
 }

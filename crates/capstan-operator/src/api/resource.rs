@@ -133,8 +133,9 @@ mod tests {
 
     #[test]
     fn a_stage_replaces_its_own_entries_in_place_within_the_cap() {
-        // (listed before, stage, fresh names, cap) → (listed after, left out)
-        let cases: Vec<(Vec<Resource>, &str, Vec<&str>, usize, Vec<&str>, usize)> = vec![
+        // (listed before, stage, fresh names, cap, listed after, left out)
+        type Case<'a> = (Vec<Resource>, &'a str, Vec<&'a str>, usize, Vec<&'a str>, usize);
+        let cases: Vec<Case> = vec![
             // A first stage, then a second one after it.
             (vec![], "cni", vec!["a", "b"], 10, vec!["cni/a", "cni/b"], 0),
             (

@@ -345,7 +345,6 @@ async fn users(ctx: &Context, namespace: &str, name: &str) -> Option<Users> {
     }
 }
 
-/// Whether the release reports ready.
 /// The management cluster as the provider's part of a release needs it.
 fn provider_cluster(ctx: &Context) -> super::provider::Cluster<'_> {
     super::provider::Cluster {
@@ -354,6 +353,7 @@ fn provider_cluster(ctx: &Context) -> super::provider::Cluster<'_> {
     }
 }
 
+/// Whether the release reports ready.
 pub fn is_ready(release: &ClusterStackRelease) -> bool {
     release.status.as_ref().is_some_and(|s| s.ready)
 }

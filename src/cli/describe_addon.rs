@@ -367,6 +367,7 @@ mod tests {
                     name: "cni".into(),
                     status: Resource::SYNCED.into(),
                     error: String::new(),
+                    ..Resource::default()
                 },
                 Resource {
                     version: "v1".into(),
@@ -382,6 +383,7 @@ mod tests {
                 name: "cni".into(),
                 action: "apply".into(),
                 phase: "waitingForPostCondition".into(),
+                ..StageStatus::default()
             }],
             stages_for: Some("AfterControlPlaneInitialized docker-ferrol-1-27-v2".into()),
             ..Default::default()

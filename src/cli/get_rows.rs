@@ -636,11 +636,13 @@ mod tests {
                             name: "crds".into(),
                             action: "apply".into(),
                             phase: "done".into(),
+                            ..StageStatus::default()
                         },
                         StageStatus {
                             name: "cni".into(),
                             action: "apply".into(),
                             phase: "waitingForPostCondition".into(),
+                            ..StageStatus::default()
                         },
                     ],
                     resources: vec![resource("a", true)],

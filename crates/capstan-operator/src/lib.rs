@@ -7,6 +7,7 @@ pub mod api;
 pub mod clusters;
 pub mod context;
 pub mod controller;
+pub mod controllers;
 pub mod drift;
 pub mod hooks;
 pub mod http;

@@ -15,6 +15,10 @@ const FILES: &[(&str, &[u8])] = &[
         include_bytes!("../../deploy/capstan/crds/clusterstack.x-k8s.io.yaml"),
     ),
     (
+        "crds/rollouts.capstan.dev.yaml",
+        include_bytes!("../../deploy/capstan/crds/rollouts.capstan.dev.yaml"),
+    ),
+    (
         "templates/_helpers.tpl",
         include_bytes!("../../deploy/capstan/templates/_helpers.tpl"),
     ),

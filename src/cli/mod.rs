@@ -29,6 +29,8 @@ mod install;
 // Shell completion and manual pages, generated from the CLI's definition.
 mod completion;
 mod man;
+// `capstan rollout plan` (issue 33).
+mod rollout_plan;
 
 use std::process::ExitCode;
 
@@ -70,8 +72,10 @@ enum Command {
     Apply(Box<apply::Args>),
     /// Show what `capstan apply` would change (exit code 1 when anything differs).
     Diff(Box<diff::Args>),
-    /// Print the CustomResourceDefinitions of capstan's clusterstack.x-k8s.io API (YAML).
+    /// Print the CustomResourceDefinitions of capstan's API (YAML): clusterstack.x-k8s.io and capstan.dev.
     Crds(crds::Args),
+    /// Roll a release of a cluster stack out to its Clusters in waves: plan.
+    Rollout(Box<rollout_plan::Args>),
     /// Run the Kubernetes operator: ClusterStack, ClusterStackRelease, Cluster and ClusterAddon controllers, webhooks, hooks, metrics.
     Operator(Box<operator::Args>),
     /// Install or upgrade the capstan operator in a cluster (CRDs, RBAC, Deployment, webhooks).
@@ -100,6 +104,7 @@ pub fn main() -> ExitCode {
         Command::Apply(args) => apply::run(&args),
         Command::Diff(args) => return diff::run(&args),
         Command::Crds(args) => crds::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Rollout(args) => rollout_plan::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Operator(args) => operator::run_operator(&args).map(|()| ExitCode::SUCCESS),
         Command::Install(args) => install::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Completion(args) => completion::run(&args).map(|()| ExitCode::SUCCESS),

@@ -12,7 +12,14 @@ use kube::api::{DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams}
 use kube::{Api, Client};
 use serde_json::{Value as Json, json};
 
-const CRD_FILE: &str = "deploy/capstan/crds/clusterstack.x-k8s.io.yaml";
+/// The chart's CRD files, one per API group.
+const CRD_FILES: [(&str, &str); 2] = [
+    (
+        "clusterstack.x-k8s.io",
+        "deploy/capstan/crds/clusterstack.x-k8s.io.yaml",
+    ),
+    ("capstan.dev", "deploy/capstan/crds/rollouts.capstan.dev.yaml"),
+];
 const NAMESPACE: &str = "capstan-system";
 const SERVICE_ACCOUNT: &str = "system:serviceaccount:capstan-system:capstan";
 
@@ -22,13 +29,15 @@ fn repo_path(rel: &str) -> PathBuf {
 
 #[test]
 fn chart_crds_are_what_capstan_crds_prints() {
-    let want = capstan_operator::api::crds_yaml().expect("CRD YAML");
-    let have = std::fs::read_to_string(repo_path(CRD_FILE)).unwrap_or_default();
-    assert!(
-        have == want,
-        "{CRD_FILE} differs from `capstan crds` (the Rust types in crates/capstan-operator/src/api changed); \
-         regenerate it with:\n    cargo run -- crds > {CRD_FILE}"
-    );
+    for (group, file) in CRD_FILES {
+        let want = capstan_operator::api::crds_yaml_of(Some(group)).expect("CRD YAML");
+        let have = std::fs::read_to_string(repo_path(file)).unwrap_or_default();
+        assert!(
+            have == want,
+            "{file} differs from `capstan crds --group {group}` (the Rust types in crates/capstan-operator/src/api changed); \
+             regenerate it with:\n    cargo run -- crds --group {group} > {file}"
+        );
+    }
 }
 
 /// `capstan render capstan deploy/capstan -n capstan-system --include-crds -o json` plus `extra`.
@@ -78,6 +87,7 @@ fn chart_renders_with_its_crds_and_a_matching_webhook_certificate() {
             "CustomResourceDefinition/clusterstacks.clusterstack.x-k8s.io",
             "CustomResourceDefinition/clusterstackreleases.clusterstack.x-k8s.io",
             "CustomResourceDefinition/clusteraddons.clusterstack.x-k8s.io",
+            "CustomResourceDefinition/clusterstackrollouts.capstan.dev",
             "ServiceAccount/capstan",
             "Secret/capstan-webhook-cert",
             "ClusterRole/capstan",
@@ -93,11 +103,11 @@ fn chart_renders_with_its_crds_and_a_matching_webhook_certificate() {
         .iter()
         .map(|c| serde_json::to_value(c).expect("CRD serializes"))
         .collect();
-    assert_eq!(objects[..3], crds[..], "rendered CRDs differ from the Rust types");
+    assert_eq!(objects[..4], crds[..], "rendered CRDs differ from the Rust types");
 
-    let secret = &objects[4];
-    let webhooks = objects[11]["webhooks"].as_array().expect("webhooks");
-    assert_eq!(webhooks.len(), 4);
+    let secret = &objects[5];
+    let webhooks = objects[12]["webhooks"].as_array().expect("webhooks");
+    assert_eq!(webhooks.len(), 5);
     for hook in webhooks {
         assert_eq!(
             hook["clientConfig"]["caBundle"], secret["data"]["ca.crt"],

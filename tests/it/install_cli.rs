@@ -60,6 +60,7 @@ async fn install_creates_everything_then_changes_nothing() {
         "clusterstacks.clusterstack.x-k8s.io",
         "clusterstackreleases.clusterstack.x-k8s.io",
         "clusteraddons.clusterstack.x-k8s.io",
+        "clusterstackrollouts.capstan.dev",
     ] {
         Api::<CustomResourceDefinition>::all(client.clone())
             .get(crd)

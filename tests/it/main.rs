@@ -37,4 +37,5 @@ mod pull_crash;
 mod release_archives;
 mod releases_cli;
 mod render_lookup;
+mod rollout_cli;
 mod stack_cli;

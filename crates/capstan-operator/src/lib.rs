@@ -15,6 +15,7 @@ pub mod jitter;
 pub mod leader;
 pub mod lookup;
 pub mod metrics;
+pub mod rollout;
 pub mod runtime;
 pub mod serve;
 pub mod settings;

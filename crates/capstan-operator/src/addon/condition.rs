@@ -100,6 +100,12 @@ pub fn evaluate_on(
     run(&compile(condition)?, condition, objects)
 }
 
+/// Whether `expression` compiles: what can be checked before any object is read (the
+/// rollout webhook checks `health.checks` with it).
+pub fn check_syntax(expression: &str) -> Result<(), ConditionError> {
+    compile(expression).map(drop)
+}
+
 fn compile(expression: &str) -> Result<Program, ConditionError> {
     Program::compile(expression).map_err(|e| ConditionError::Syntax {
         expression: expression.to_string(),

@@ -1,6 +1,7 @@
 //! The `clusterstack.x-k8s.io/v1alpha1` API: [`ClusterStack`], [`ClusterStackRelease`] and
 //! [`ClusterAddon`], with their CRDs generated from these types ([`crds`], printed by
-//! `capstan crds`).
+//! `capstan crds`), and capstan's own `capstan.dev/v1alpha1` API: [`rollout`]'s
+//! `ClusterStackRollout`.
 //!
 //! Compatible with the SovereignCloudStack cluster-stack-operator (CSO): every object its
 //! published CRDs accept, capstan's accept unchanged and store the same (same field names,
@@ -17,6 +18,7 @@ pub mod cluster_stack;
 pub mod cluster_stack_release;
 pub mod conditions;
 pub mod resource;
+pub mod rollout;
 
 pub use cluster_addon::{ClusterAddon, ClusterAddonSpec, ClusterAddonStatus, StageStatus};
 pub use cluster_stack::{
@@ -26,6 +28,11 @@ pub use cluster_stack::{
 pub use cluster_stack_release::{ClusterStackRelease, ClusterStackReleaseSpec, ClusterStackReleaseStatus};
 pub use conditions::{Condition, ConditionStatus};
 pub use resource::Resource;
+pub use rollout::{
+    Approval, ClusterPhase, ClusterRolloutStatus, ClusterStackRollout, ClusterStackRolloutSpec,
+    ClusterStackRolloutStatus, FailureAction, FailurePolicy, HealthCheck, HealthPolicy, ROLLOUT_GROUP,
+    RolloutPhase, Wave, WavePhase, WaveStatus,
+};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -44,20 +51,30 @@ pub enum CrdError {
     Serialize { name: String, message: String },
 }
 
-/// The CRDs of the three kinds: ClusterStack, ClusterStackRelease, ClusterAddon.
+/// The CRDs of the three `clusterstack.x-k8s.io` kinds (ClusterStack, ClusterStackRelease,
+/// ClusterAddon), then capstan's own ClusterStackRollout.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     vec![
         finish(ClusterStack::crd(), None),
         finish(ClusterStackRelease::crd(), Some(serde_json::json!({}))),
         finish(ClusterAddon::crd(), None),
+        finish_own(ClusterStackRollout::crd()),
     ]
 }
 
 /// [`crds`] as one YAML stream, each document after a `---` line, keys sorted (the form
 /// `kubectl` prints). The same types always give the same bytes.
 pub fn crds_yaml() -> Result<String, CrdError> {
+    crds_yaml_of(None)
+}
+
+/// [`crds_yaml`] of one API group only (`None`: all), for the chart's one file per group.
+pub fn crds_yaml_of(group: Option<&str>) -> Result<String, CrdError> {
     let mut out = String::new();
-    for crd in crds() {
+    for crd in crds()
+        .into_iter()
+        .filter(|crd| group.is_none_or(|g| crd.spec.group == g))
+    {
         let name = crd.metadata.name.clone().unwrap_or_default();
         let error = |message: String| CrdError::Serialize {
             name: name.clone(),
@@ -76,19 +93,9 @@ pub fn crds_yaml() -> Result<String, CrdError> {
 /// - no `nullable` (CSO's fields are not nullable: a `null` is dropped, not stored);
 /// - `spec` is not required and neither `spec` nor `status` has a default at the top
 ///   (`spec_default` sets one for `spec`).
-fn finish(mut crd: CustomResourceDefinition, spec_default: Option<Json>) -> CustomResourceDefinition {
-    for version in &mut crd.spec.versions {
-        let Some(schema) = version
-            .schema
-            .as_mut()
-            .and_then(|s| s.open_api_v3_schema.as_mut())
-        else {
-            continue;
-        };
-        let Ok(mut json) = serde_json::to_value(&*schema) else {
-            continue;
-        };
-        remove_key(&mut json, "nullable");
+fn finish(crd: CustomResourceDefinition, spec_default: Option<Json>) -> CustomResourceDefinition {
+    edit_schemas(crd, |json| {
+        remove_key(json, "nullable");
         if let Some(required) = json.get_mut("required").and_then(Json::as_array_mut) {
             required.retain(|r| r != "spec");
         }
@@ -113,6 +120,29 @@ fn finish(mut crd: CustomResourceDefinition, spec_default: Option<Json>) -> Cust
         {
             props.insert("default".into(), default.clone());
         }
+    })
+}
+
+/// Adjusts a derived CRD of capstan's own group: no `nullable`, as in [`finish`] (an absent
+/// optional field is omitted, never `null`); `spec` stays required.
+fn finish_own(crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    edit_schemas(crd, |json| remove_key(json, "nullable"))
+}
+
+/// Applies `edit` to the OpenAPI schema of every version of `crd`, as JSON.
+fn edit_schemas(mut crd: CustomResourceDefinition, edit: impl Fn(&mut Json)) -> CustomResourceDefinition {
+    for version in &mut crd.spec.versions {
+        let Some(schema) = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+        else {
+            continue;
+        };
+        let Ok(mut json) = serde_json::to_value(&*schema) else {
+            continue;
+        };
+        edit(&mut json);
         if let Ok(fixed) = serde_json::from_value(json) {
             *schema = fixed;
         }

@@ -12,8 +12,9 @@ use kube::{Api, Client};
 use serde_json::Value as Json;
 
 use super::validate::{self, ClusterUse, Rejection, release_name_of_class};
+use super::validate_rollout;
 use super::versions::StackVersions;
-use crate::api::{ClusterAddon, ClusterStack, ClusterStackRelease};
+use crate::api::{ClusterAddon, ClusterStack, ClusterStackRelease, ClusterStackRollout};
 
 /// Lookups give up after this, well inside the API server's default webhook timeout (10 s), so
 /// the user reads capstan's answer rather than a timeout.
@@ -27,14 +28,16 @@ pub enum Hook {
     ClusterStackRelease,
     ClusterAddon,
     Cluster,
+    ClusterStackRollout,
 }
 
 impl Hook {
-    pub const ALL: [Hook; 4] = [
+    pub const ALL: [Hook; 5] = [
         Hook::ClusterStack,
         Hook::ClusterStackRelease,
         Hook::ClusterAddon,
         Hook::Cluster,
+        Hook::ClusterStackRollout,
     ];
 
     /// The URL path the API server posts this webhook's reviews to.
@@ -44,6 +47,7 @@ impl Hook {
             Hook::ClusterStackRelease => "/validate-clusterstack-x-k8s-io-v1alpha1-clusterstackrelease",
             Hook::ClusterAddon => "/validate-clusterstack-x-k8s-io-v1alpha1-clusteraddon",
             Hook::Cluster => "/validate-cluster-x-k8s-io-v1beta1-cluster",
+            Hook::ClusterStackRollout => "/validate-capstan-dev-v1alpha1-clusterstackrollout",
         }
     }
 
@@ -58,6 +62,7 @@ impl Hook {
             Hook::ClusterStackRelease => "ClusterStackRelease",
             Hook::ClusterAddon => "ClusterAddon",
             Hook::Cluster => "Cluster",
+            Hook::ClusterStackRollout => "ClusterStackRollout",
         }
     }
 }
@@ -181,6 +186,10 @@ async fn decide(
                 .ok_or_else(|| "the request holds no object to validate".to_string())?;
             check_cluster(client, cluster).await
         }
+        (Hook::ClusterStackRollout, Operation::Create | Operation::Update) => {
+            let new: ClusterStackRollout = object(req)?;
+            check_rollout(client, &namespace, &new).await
+        }
         // Operations the install chart does not register for this webhook have no rule.
         _ => Ok(Verdict::Allow),
     }
@@ -267,6 +276,45 @@ async fn check_cluster(client: &Client, cluster: &DynamicObject) -> Result<Verdi
     from_rule(validate::cluster(cluster, found.as_ref()))
 }
 
+/// The rollout rules with what the namespace holds: its ClusterStack, releases and rollouts.
+/// When they cannot be read the rollout is refused with why (nothing runs until it exists).
+async fn check_rollout(
+    client: &Client,
+    namespace: &str,
+    new: &ClusterStackRollout,
+) -> Result<Verdict, String> {
+    let cannot = |what: &str, why: String| format!("cannot check the rollout: reading {what} failed: {why}");
+    let stacks: Api<ClusterStack> = Api::namespaced(client.clone(), namespace);
+    let stack = lookup(stacks.get_opt(&new.spec.cluster_stack))
+        .await
+        .map_err(|why| cannot("the ClusterStack", why))?;
+    let releases: Api<ClusterStackRelease> = Api::namespaced(client.clone(), namespace);
+    let releases = lookup(releases.list(&ListParams::default()))
+        .await
+        .map_err(|why| cannot("the ClusterStackReleases", why))?;
+    let rollouts: Api<ClusterStackRollout> = Api::namespaced(client.clone(), namespace);
+    let rollouts = lookup(rollouts.list(&ListParams::default()))
+        .await
+        .map_err(|why| cannot("the ClusterStackRollouts", why))?;
+    from_rule(validate_rollout::rollout(
+        new,
+        validate_rollout::Namespace {
+            stack: stack.as_ref(),
+            releases: &releases.items,
+            rollouts: &rollouts.items,
+        },
+    ))
+}
+
+/// A lookup within [`LOOKUP_TIMEOUT`], its error as text.
+async fn lookup<T>(request: impl std::future::Future<Output = Result<T, kube::Error>>) -> Result<T, String> {
+    match tokio::time::timeout(LOOKUP_TIMEOUT, request).await {
+        Ok(Ok(found)) => Ok(found),
+        Ok(Err(e)) => Err(error_text(&e)),
+        Err(_) => Err(format!("no answer within {}s", LOOKUP_TIMEOUT.as_secs())),
+    }
+}
+
 fn unchecked(namespace: &str, name: &str, why: &str) -> Verdict {
     tracing::warn!(%namespace, release = %name, error = %why, "Cluster admitted unchecked");
     Verdict::AllowWithWarning(format!(
@@ -295,10 +343,10 @@ mod tests {
     }
 
     fn request(kind: &str, operation: &str, object: Option<Json>, old: Option<Json>) -> Vec<u8> {
-        let group = if kind == "Cluster" {
-            "cluster.x-k8s.io"
-        } else {
-            "clusterstack.x-k8s.io"
+        let group = match kind {
+            "Cluster" => "cluster.x-k8s.io",
+            "ClusterStackRollout" => "capstan.dev",
+            _ => "clusterstack.x-k8s.io",
         };
         let review = json!({
             "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
@@ -431,6 +479,22 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_rollout_is_refused_when_its_namespace_cannot_be_read() {
+        let rollout = json!({
+            "apiVersion": "capstan.dev/v1alpha1", "kind": "ClusterStackRollout",
+            "metadata": {"name": "ferrol", "namespace": "stacks"},
+            "spec": {"clusterStack": "ferrol", "waves": [{"name": "all"}]},
+        });
+        let body = request("ClusterStackRollout", "CREATE", Some(rollout), None);
+        let (allowed, message, _) = answer(Hook::ClusterStackRollout, &body).await;
+        assert!(!allowed);
+        assert!(
+            message.starts_with("cannot check the rollout: reading the ClusterStack failed: "),
+            "{message}"
+        );
+    }
+
     #[test]
     fn paths_are_the_install_charts() {
         let chart = include_str!("../../../../deploy/capstan/templates/webhook.yaml");
@@ -455,6 +519,12 @@ mod tests {
                 "clusteraddon",
             ),
             (Hook::Cluster, "cluster.x-k8s.io", "v1beta1", "cluster"),
+            (
+                Hook::ClusterStackRollout,
+                "capstan.dev",
+                "v1alpha1",
+                "clusterstackrollout",
+            ),
         ] {
             assert!(
                 chart.contains(&format!("(list {kind:?} {group:?} {version:?}")),

@@ -6,6 +6,7 @@
 pub mod admission;
 pub mod server;
 pub mod validate;
+pub mod validate_rollout;
 pub mod versions;
 
 pub use crate::serve::cert::{CertError, Certificate, GeneratedCert, generate};

@@ -232,7 +232,7 @@ async fn install_our_crds(client: &Client) {
     let names = capstan_testenv::install_crds(client, dir.path())
         .await
         .expect("capstan's CRDs install and become Established");
-    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(names.len(), 4, "{names:?}");
 }
 
 /// Applies `obj` (its status through the status subresource) and reads it back.

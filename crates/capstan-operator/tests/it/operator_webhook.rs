@@ -113,7 +113,7 @@ async fn install_crds(client: &Client, capi: &std::path::Path) {
     let names = capstan_testenv::install_crds(client, dir.path())
         .await
         .expect("CRDs install and become Established");
-    assert_eq!(names.len(), 4, "{names:?}");
+    assert_eq!(names.len(), 5, "{names:?}");
 }
 
 async fn create_namespace(client: &Client, name: &str, labels: Json) {

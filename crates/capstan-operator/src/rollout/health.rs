@@ -1,0 +1,196 @@
+//! Whether one Cluster is healthy on a rollout's target, from what the controller observed.
+
+use super::plan::Target;
+use super::waves::ClusterInfo;
+use crate::webhook::validate::release_name_of_class;
+
+/// A Cluster's health on the target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Health {
+    Healthy,
+    /// Why not, for the Cluster's status message (the first unmet rule).
+    Unhealthy(String),
+}
+
+impl Health {
+    pub fn is_healthy(&self) -> bool {
+        *self == Health::Healthy
+    }
+}
+
+/// The health of `cluster` on `target`: its class is the target's; Cluster API reports it
+/// Ready and its topology reconciled; when the switch changed the Kubernetes version
+/// (`version_changed`), the control plane runs the target's; its ClusterAddon applied the
+/// target release and is ready; and, when the rollout has health checks (`has_checks`), they
+/// all pass.
+pub fn health(cluster: &ClusterInfo, target: &Target, version_changed: bool, has_checks: bool) -> Health {
+    let unhealthy = |why: String| Health::Unhealthy(why);
+    if cluster.class.as_deref() != Some(target.class.as_str()) {
+        return unhealthy(format!(
+            "class is {}, not {}",
+            cluster.class.as_deref().unwrap_or("unset"),
+            target.class
+        ));
+    }
+    if !cluster.ready {
+        return unhealthy("Cluster is not Ready".to_string());
+    }
+    if !cluster.topology_reconciled {
+        return unhealthy("topology is not reconciled".to_string());
+    }
+    if version_changed
+        && let Some(kubernetes) = &target.kubernetes
+        && cluster.control_plane_version.as_ref() != Some(kubernetes)
+    {
+        return unhealthy(format!(
+            "control plane runs {}, not {kubernetes}",
+            cluster
+                .control_plane_version
+                .as_deref()
+                .unwrap_or("an unknown version")
+        ));
+    }
+    let applied = cluster.addon_applied.as_deref().map(release_name_of_class);
+    if applied.as_deref() != Some(release_name_of_class(&target.release).as_str()) {
+        return unhealthy(format!(
+            "addons of {} are not applied (applied: {})",
+            target.release,
+            cluster.addon_applied.as_deref().unwrap_or("none")
+        ));
+    }
+    if !cluster.addon_ready {
+        return unhealthy("addons are not ready".to_string());
+    }
+    match (has_checks, cluster.checks_pass) {
+        (true, None) => unhealthy("health checks not evaluated yet".to_string()),
+        (true, Some(false)) => unhealthy("health checks fail".to_string()),
+        _ => Health::Healthy,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn target() -> Target {
+        Target {
+            release: "docker-ferrol-1-27-v2".into(),
+            class: "docker-ferrol-1-27-v2".into(),
+            kubernetes: Some("v1.27.3".into()),
+        }
+    }
+
+    /// A Cluster healthy on [`target`] by every rule.
+    pub(crate) fn healthy(name: &str) -> ClusterInfo {
+        ClusterInfo {
+            namespace: "tenant-a".into(),
+            name: name.into(),
+            class: Some("docker-ferrol-1-27-v2".into()),
+            class_namespace: "tenant-a".into(),
+            version: Some("v1.27.3".into()),
+            ready: true,
+            topology_reconciled: true,
+            control_plane_version: Some("v1.27.3".into()),
+            addon_applied: Some("docker-ferrol-1-27-v2".into()),
+            addon_ready: true,
+            checks_pass: None,
+            ..ClusterInfo::default()
+        }
+    }
+
+    /// One row per rule: a change to a healthy Cluster, whether the version changed and
+    /// checks exist, and the verdict.
+    #[test]
+    fn health_rules() {
+        type Edit = fn(&mut ClusterInfo);
+        let rows: [(&str, Edit, bool, bool, Option<&str>); 11] = [
+            ("healthy by every rule", |_| {}, true, false, None),
+            (
+                "class is not the target",
+                |c| c.class = Some("docker-ferrol-1-27-v1".into()),
+                false,
+                false,
+                Some("class is docker-ferrol-1-27-v1, not docker-ferrol-1-27-v2"),
+            ),
+            (
+                "not Ready",
+                |c| c.ready = false,
+                false,
+                false,
+                Some("Cluster is not Ready"),
+            ),
+            (
+                "topology not reconciled",
+                |c| c.topology_reconciled = false,
+                false,
+                false,
+                Some("topology is not reconciled"),
+            ),
+            (
+                "control plane behind when the version changed",
+                |c| c.control_plane_version = Some("v1.27.1".into()),
+                true,
+                false,
+                Some("control plane runs v1.27.1, not v1.27.3"),
+            ),
+            (
+                "control plane version irrelevant when it did not change",
+                |c| c.control_plane_version = None,
+                false,
+                false,
+                None,
+            ),
+            (
+                "addon of another release",
+                |c| c.addon_applied = Some("docker-ferrol-1-27-v1".into()),
+                false,
+                false,
+                Some("addons of docker-ferrol-1-27-v2 are not applied (applied: docker-ferrol-1-27-v1)"),
+            ),
+            (
+                "addon not ready",
+                |c| c.addon_ready = false,
+                false,
+                false,
+                Some("addons are not ready"),
+            ),
+            (
+                "checks not evaluated",
+                |_| {},
+                false,
+                true,
+                Some("health checks not evaluated yet"),
+            ),
+            (
+                "checks fail",
+                |c| c.checks_pass = Some(false),
+                false,
+                true,
+                Some("health checks fail"),
+            ),
+            ("checks pass", |c| c.checks_pass = Some(true), false, true, None),
+        ];
+        for (rule, edit, version_changed, has_checks, expected) in rows {
+            let mut cluster = healthy("c");
+            edit(&mut cluster);
+            let got = health(&cluster, &target(), version_changed, has_checks);
+            let want = expected.map_or(Health::Healthy, |why| Health::Unhealthy(why.to_string()));
+            assert_eq!(got, want, "{rule}");
+        }
+    }
+
+    #[test]
+    fn addon_applied_in_dot_form_matches_a_dash_form_release() {
+        let target = Target {
+            release: "docker-ferrol-1-27-v0-sha-abc".into(),
+            class: "docker-ferrol-1-27-v0-sha.abc".into(),
+            kubernetes: None,
+        };
+        let cluster = ClusterInfo {
+            class: Some("docker-ferrol-1-27-v0-sha.abc".into()),
+            addon_applied: Some("docker-ferrol-1-27-v0-sha.abc".into()),
+            ..healthy("c")
+        };
+        assert_eq!(health(&cluster, &target, true, false), Health::Healthy);
+    }
+}

@@ -1,0 +1,827 @@
+//! The rollout's decision: from the spec, the Clusters, the recorded status, the approve and
+//! resume annotations and the time, the next status and what to switch. Pure; the controller
+//! writes [`Plan::status`] before it acts on [`Plan::actions`], so a killed operator finds
+//! every switch it may have made recorded (with the class and version to roll back to).
+//!
+//! Rules, in the order [`plan`] applies them:
+//! - **Target**: the release to roll out is fixed in the status when the rollout starts and
+//!   kept until the rollout is Complete; only then is a different release (a newer one with
+//!   `version: latest`, or an edited `spec.version`) taken, and the rollout starts over. A
+//!   resumed Halted rollout also takes the release `spec.version` names now (a fixed release
+//!   replaces the broken one, failed Clusters included); when that is still the recorded
+//!   target, the rollout goes on and its failed Clusters stay failed, no longer counted.
+//! - **Membership**: Clusters are assigned to waves by [`assign`]; a Cluster that appears
+//!   while its wave has not finished joins it, one whose wave finished waits for the next
+//!   rollout. A Cluster that is deleted leaves the rollout unless it failed.
+//! - **Health**: a switched Cluster that becomes healthy ([`health`]) is Healthy; past
+//!   `health.timeout` from its switch it has Failed. A Cluster found on the target class
+//!   without a switch counts as switched: Healthy at once when healthy.
+//! - **Failure**: more failed Clusters (not acknowledged by a resume) than
+//!   `failurePolicy.maxFailures` halt the rollout; with `Rollback` the failed Clusters are
+//!   switched back to their recorded class and version. A halted rollout switches nothing.
+//! - **Pause**: a paused rollout switches (and rolls back) nothing.
+//! - **Waves**: one wave at a time, in order. A Manual wave waits for the approve annotation
+//!   naming it (`<wave>` or `<wave>@<anything>`; a value counts once, and one present when
+//!   the target was chosen never counts). At most `maxInFlight` Clusters of the wave are
+//!   Updating at once. The wave is done when no Cluster is Pending or Updating; it soaks for
+//!   `soak` from then, and the next wave starts after. A wave without Clusters is done at once.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::jiff::Timestamp;
+
+use super::health::health;
+use super::waves::{ClusterInfo, StackId, assign};
+use crate::api::conditions::{self, Condition, ConditionStatus, READY};
+use crate::api::rollout::{
+    Approval, CONDITION_HALTED, CONDITION_PROGRESSING, ClusterPhase, ClusterRolloutStatus,
+    ClusterStackRolloutSpec, ClusterStackRolloutStatus, FailureAction, RolloutPhase, Wave, WavePhase,
+    WaveStatus,
+};
+
+/// The release a rollout moves Clusters to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// ClusterStackRelease name, e.g. `docker-ferrol-1-27-v3`.
+    pub release: String,
+    /// The ClusterClass Clusters are switched to.
+    pub class: String,
+    /// `versions.kubernetes` of the release, e.g. `v1.27.3`.
+    pub kubernetes: Option<String>,
+}
+
+/// The rollout's annotations `capstan.dev/approve` and `capstan.dev/resume`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Annotations<'a> {
+    pub approve: Option<&'a str>,
+    pub resume: Option<&'a str>,
+}
+
+/// Everything the decision depends on.
+#[derive(Clone, Debug)]
+pub struct Observed<'a> {
+    pub spec: &'a ClusterStackRolloutSpec,
+    /// The rollout's namespace (that of its ClusterStack and the classes).
+    pub namespace: &'a str,
+    /// The ClusterStack's provider, name and Kubernetes major-minor.
+    pub stack: &'a StackId,
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    pub annotations: Annotations<'a>,
+    /// The status as recorded.
+    pub status: &'a ClusterStackRolloutStatus,
+    /// What `spec.version` names now (for `latest`, the newest ready release); `None` when no
+    /// such release exists (yet). Used only when a new target is taken.
+    pub target: Option<Target>,
+    /// Every Cluster that may take part, with its health inputs.
+    pub clusters: &'a [ClusterInfo],
+    pub now: Time,
+}
+
+/// The decision: the status to write first, then the actions, the Events to report, and when
+/// to look again at the latest (a soak's end, a health timeout).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub status: ClusterStackRolloutStatus,
+    pub actions: Vec<Action>,
+    pub events: Vec<PlannedEvent>,
+    pub requeue_after: Option<Duration>,
+}
+
+/// A change to one Cluster (`namespace/name`): its `spec.topology.class` and, when `version`
+/// is set, its `spec.topology.version`, in one patch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    Switch {
+        cluster: String,
+        class: String,
+        version: Option<String>,
+    },
+    RollBack {
+        cluster: String,
+        class: String,
+        version: Option<String>,
+    },
+}
+
+impl Action {
+    pub fn cluster(&self) -> &str {
+        match self {
+            Action::Switch { cluster, .. } | Action::RollBack { cluster, .. } => cluster,
+        }
+    }
+}
+
+/// An Event on the rollout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedEvent {
+    pub reason: String,
+    pub message: String,
+    pub warning: bool,
+}
+
+/// Decides the rollout's next step; see the module documentation for the rules.
+pub fn plan(observed: &Observed) -> Plan {
+    let mut planner = Planner {
+        o: observed,
+        now: whole_second(observed.now.0),
+        status: observed.status.clone(),
+        actions: Vec::new(),
+        events: Vec::new(),
+        requeue: None,
+        message: None,
+        late: Vec::new(),
+    };
+    planner.run();
+    planner.finish()
+}
+
+struct Planner<'o, 'a> {
+    o: &'o Observed<'a>,
+    /// `now` to the second: what the status keeps of a time.
+    now: Timestamp,
+    status: ClusterStackRolloutStatus,
+    actions: Vec<Action>,
+    events: Vec<PlannedEvent>,
+    requeue: Option<Duration>,
+    /// The status message when it is not the progress summary (no target, a bad spec).
+    message: Option<String>,
+    /// Clusters whose wave finished before they appeared: they wait for the next rollout.
+    late: Vec<String>,
+}
+
+/// The durations of a spec, parsed.
+struct Durations {
+    timeout: Duration,
+    soaks: Vec<Duration>,
+}
+
+fn durations(spec: &ClusterStackRolloutSpec) -> Result<Durations, String> {
+    let timeout = spec.health.timeout().map_err(|e| e.to_string())?;
+    let soaks = spec
+        .waves
+        .iter()
+        .map(Wave::soak)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    Ok(Durations { timeout, soaks })
+}
+
+impl Planner<'_, '_> {
+    fn run(&mut self) {
+        if let Some(timeout) = self.decide() {
+            self.requeue_for_timeouts(timeout);
+        }
+    }
+
+    /// The rules in order; the health timeout when the spec's durations parse.
+    fn decide(&mut self) -> Option<Duration> {
+        let o = self.o;
+        self.status.observed_generation = o.generation;
+        let durations = match durations(o.spec) {
+            Ok(d) => d,
+            Err(why) => {
+                self.invalid_spec(why);
+                return None;
+            }
+        };
+        let resume_is_new = o
+            .annotations
+            .resume
+            .is_some_and(|r| self.status.resume_token.as_deref() != Some(r));
+        let resumed = resume_is_new && self.status.phase == RolloutPhase::Halted;
+        if resume_is_new {
+            self.status.resume_token = o.annotations.resume.map(str::to_string);
+        }
+
+        let Some(target) = self.choose_target(resumed) else {
+            self.status.phase = RolloutPhase::Idle;
+            self.message = Some(format!(
+                "no ready release of {} matches version {:?} yet",
+                o.stack, o.spec.version
+            ));
+            return None;
+        };
+        if resumed && self.status.phase == RolloutPhase::Halted {
+            self.resume();
+        }
+        self.sync_membership();
+        self.observe_health(&target, durations.timeout);
+        self.check_failures();
+        if self.status.phase == RolloutPhase::Halted {
+            if !o.spec.paused {
+                self.roll_back();
+            }
+            return Some(durations.timeout);
+        }
+        if o.spec.paused {
+            if self.status.phase != RolloutPhase::Paused {
+                self.event(
+                    "Paused",
+                    "paused: no Cluster is switched until spec.paused is false",
+                    false,
+                );
+            }
+            self.status.phase = RolloutPhase::Paused;
+            return Some(durations.timeout);
+        }
+        self.progress(&target, &durations.soaks);
+        Some(durations.timeout)
+    }
+
+    fn invalid_spec(&mut self, why: String) {
+        if self.status.message.as_deref() != Some(why.as_str()) {
+            self.event("InvalidSpec", &why, true);
+        }
+        self.message = Some(why);
+    }
+
+    /// The target to roll out: the recorded one, or a new one when none is recorded, the
+    /// rollout is Complete, or a halted rollout was just resumed. A new target starts over.
+    fn choose_target(&mut self, resumed: bool) -> Option<Target> {
+        let recorded = self.recorded_target();
+        let wanted = self.o.target.clone();
+        let start_over = match (&recorded, &wanted) {
+            (None, Some(_)) => true,
+            (Some(r), Some(w)) => {
+                r.release != w.release && (self.status.phase == RolloutPhase::Complete || resumed)
+            }
+            (_, None) => false,
+        };
+        if !start_over {
+            return recorded;
+        }
+        let target = wanted?;
+        self.start(&target);
+        Some(target)
+    }
+
+    fn recorded_target(&self) -> Option<Target> {
+        Some(Target {
+            release: self.status.target_release.clone()?,
+            class: self.status.target_class.clone()?,
+            kubernetes: self.status.target_kubernetes.clone(),
+        })
+    }
+
+    fn start(&mut self, target: &Target) {
+        let s = &mut self.status;
+        s.target_release = Some(target.release.clone());
+        s.target_class = Some(target.class.clone());
+        s.target_kubernetes = target.kubernetes.clone();
+        s.phase = RolloutPhase::Progressing;
+        s.current_wave = None;
+        s.waves.clear();
+        s.clusters.clear();
+        s.halted_at = None;
+        s.approval_token = self.o.annotations.approve.map(str::to_string);
+        let message = format!(
+            "rolling out {} to the Clusters of {}",
+            target.release, self.o.stack
+        );
+        self.event("Started", &message, false);
+    }
+
+    /// A halted rollout resumed toward the same target: its failures are acknowledged (they
+    /// stay Failed, not retried, and no longer count) and it goes on.
+    fn resume(&mut self) {
+        let mut names = Vec::new();
+        for c in &mut self.status.clusters {
+            if is_failure(c) {
+                c.acknowledged = true;
+                names.push(c.name.clone());
+            }
+        }
+        self.status.halted_at = None;
+        self.status.phase = RolloutPhase::Progressing;
+        for w in &mut self.status.waves {
+            if w.phase == WavePhase::Halted {
+                w.phase = WavePhase::Progressing;
+            }
+        }
+        let message = format!(
+            "resumed; failed Clusters stay as they are and no longer count: {}",
+            list_or_none(&names)
+        );
+        self.event("Resumed", &message, false);
+    }
+
+    /// Brings the status' waves and Clusters in line with the spec and the fleet.
+    fn sync_membership(&mut self) {
+        let o = self.o;
+        let mut waves = Vec::with_capacity(o.spec.waves.len());
+        for wave in &o.spec.waves {
+            let recorded = self.status.waves.iter().find(|w| w.name == wave.name).cloned();
+            waves.push(recorded.unwrap_or_else(|| WaveStatus {
+                name: wave.name.clone(),
+                ..WaveStatus::default()
+            }));
+        }
+        self.status.waves = waves;
+        let current = self
+            .status
+            .waves
+            .iter()
+            .position(|w| w.phase != WavePhase::Complete)
+            .unwrap_or(self.status.waves.len());
+
+        let assignment = assign(o.spec, o.namespace, o.stack, o.clusters);
+        let present: BTreeMap<String, &ClusterInfo> = o
+            .clusters
+            .iter()
+            .filter(|c| !c.deleting)
+            .map(|c| (c.key(), c))
+            .collect();
+        // Pending Clusters are placed afresh below; a switched one stays while it exists;
+        // failures stay on record.
+        self.status.clusters.retain(|c| match c.phase {
+            ClusterPhase::Pending => false,
+            ClusterPhase::Updating | ClusterPhase::Healthy => present.contains_key(&c.name),
+            ClusterPhase::Failed | ClusterPhase::RolledBack => true,
+        });
+        for (index, (wave, members)) in assignment.waves.iter().enumerate() {
+            for key in members {
+                if self.status.clusters.iter().any(|c| &c.name == key) {
+                    continue;
+                }
+                if index < current {
+                    self.late.push(key.clone());
+                    continue;
+                }
+                self.status.clusters.push(ClusterRolloutStatus {
+                    name: key.clone(),
+                    wave: wave.clone(),
+                    ..ClusterRolloutStatus::default()
+                });
+            }
+        }
+        self.status.clusters.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+
+    fn observe_health(&mut self, target: &Target, timeout: Duration) {
+        let o = self.o;
+        let has_checks = !o.spec.health.checks.is_empty();
+        let now = self.now;
+        let mut failed = Vec::new();
+        let mut healthy = Vec::new();
+        for entry in &mut self.status.clusters {
+            let Some(cluster) = o.clusters.iter().find(|c| c.key() == entry.name) else {
+                continue;
+            };
+            let on_target = cluster.class.as_deref() == Some(target.class.as_str());
+            match entry.phase {
+                ClusterPhase::Pending if on_target => {
+                    // Already on the target without a switch: counts once healthy; until
+                    // then it waits for its wave like any other.
+                    if health(cluster, target, false, has_checks).is_healthy() {
+                        entry.to = Some(target.class.clone());
+                        entry.phase = ClusterPhase::Healthy;
+                        entry.since = Some(Time(now));
+                        entry.message = Some("already on the target".to_string());
+                    }
+                }
+                ClusterPhase::Updating => {
+                    let version_changed = target.kubernetes.is_some()
+                        && entry.from.is_some()
+                        && entry.from_version != target.kubernetes;
+                    let verdict = health(cluster, target, version_changed, has_checks);
+                    let since = entry.since.as_ref().map_or(now, |t| t.0);
+                    if verdict.is_healthy() {
+                        entry.phase = ClusterPhase::Healthy;
+                        entry.since = Some(Time(now));
+                        entry.message = None;
+                        healthy.push(entry.name.clone());
+                    } else if elapsed(since, now) >= timeout {
+                        let message = format!("not healthy within {}: {}", human(timeout), why(&verdict));
+                        entry.phase = ClusterPhase::Failed;
+                        entry.since = Some(Time(now));
+                        entry.message = Some(message.clone());
+                        failed.push(format!("{}: {message}", entry.name));
+                    } else {
+                        entry.message = Some(why(&verdict));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !healthy.is_empty() {
+            let message = format!("healthy on {}: {}", target.class, healthy.join(", "));
+            self.event("ClusterHealthy", &message, false);
+        }
+        for message in failed {
+            self.event("ClusterFailed", &message, true);
+        }
+    }
+
+    fn check_failures(&mut self) {
+        if self.status.phase == RolloutPhase::Halted {
+            return;
+        }
+        let policy = &self.o.spec.failure_policy;
+        let failed: Vec<String> = self
+            .status
+            .clusters
+            .iter()
+            .filter(|c| is_failure(c))
+            .map(|c| c.name.clone())
+            .collect();
+        if failed.len() <= policy.max_failures as usize {
+            return;
+        }
+        self.status.phase = RolloutPhase::Halted;
+        self.status.halted_at = Some(Time(self.now));
+        if let Some(w) = self.current_wave_status() {
+            w.phase = WavePhase::Halted;
+        }
+        let message = format!(
+            "halted: {} failed Cluster(s), at most {} tolerated: {}",
+            failed.len(),
+            policy.max_failures,
+            failed.join(", ")
+        );
+        self.status.message = Some(message.clone());
+        self.event("Halted", &message, true);
+    }
+
+    fn current_wave_status(&mut self) -> Option<&mut WaveStatus> {
+        let name = self.status.current_wave.clone()?;
+        self.status.waves.iter_mut().find(|w| w.name == name)
+    }
+
+    /// With `Rollback`: switches the failed Clusters back to their recorded class and version,
+    /// again when an earlier rollback's patch did not take.
+    fn roll_back(&mut self) {
+        if self.o.spec.failure_policy.action != FailureAction::Rollback {
+            return;
+        }
+        let now = self.now;
+        let mut rolled = Vec::new();
+        for entry in &mut self.status.clusters {
+            let Some(from) = entry.from.clone() else {
+                continue; // never switched by the rollout: nothing to go back to
+            };
+            let Some(cluster) = self.o.clusters.iter().find(|c| c.key() == entry.name) else {
+                continue;
+            };
+            let newly = entry.phase == ClusterPhase::Failed && !entry.acknowledged;
+            let unfinished =
+                entry.phase == ClusterPhase::RolledBack && cluster.class.as_deref() != Some(&from);
+            if !newly && !unfinished {
+                continue;
+            }
+            let version = entry
+                .from_version
+                .clone()
+                .filter(|v| cluster.version.as_ref() != Some(v));
+            self.actions.push(Action::RollBack {
+                cluster: entry.name.clone(),
+                class: from.clone(),
+                version,
+            });
+            if newly {
+                entry.phase = ClusterPhase::RolledBack;
+                entry.since = Some(Time(now));
+                entry.message = Some(format!("rolled back to {from}"));
+                rolled.push(format!("{} to {from}", entry.name));
+            }
+        }
+        if !rolled.is_empty() {
+            let message = format!("rolling back {}", rolled.join(", "));
+            self.event("RolledBack", &message, true);
+        }
+    }
+
+    /// Moves the waves on: approval, switches within `maxInFlight`, soak, next wave.
+    fn progress(&mut self, target: &Target, soaks: &[Duration]) {
+        let o = self.o;
+        let now = self.now;
+        for (index, wave) in o.spec.waves.iter().enumerate() {
+            if self.status.waves[index].phase == WavePhase::Complete {
+                continue;
+            }
+            self.status.current_wave = Some(wave.name.clone());
+            let members = self.members(&wave.name);
+            if members.is_empty() && self.status.waves[index].started_at.is_none() {
+                self.status.waves[index].phase = WavePhase::Complete;
+                continue;
+            }
+            if wave.approval == Approval::Manual && self.status.waves[index].approved_at.is_none() {
+                if !self.take_approval(&wave.name) {
+                    if self.status.waves[index].phase != WavePhase::WaitingForApproval {
+                        let message = format!(
+                            "wave {} waits for approval (annotation capstan.dev/approve: {})",
+                            wave.name, wave.name
+                        );
+                        self.event("WaitingForApproval", &message, false);
+                    }
+                    self.status.waves[index].phase = WavePhase::WaitingForApproval;
+                    self.status.phase = RolloutPhase::WaitingForApproval;
+                    return;
+                }
+                self.status.waves[index].approved_at = Some(Time(now));
+                self.event("Approved", &format!("wave {} approved", wave.name), false);
+            }
+            if self.status.waves[index].started_at.is_none() {
+                self.status.waves[index].started_at = Some(Time(now));
+                let message = format!("wave {} started: {} Cluster(s)", wave.name, members.len());
+                self.event("WaveStarted", &message, false);
+            }
+            self.switch_within_limit(wave, members.len(), target);
+
+            let done = self
+                .status
+                .clusters
+                .iter()
+                .filter(|c| c.wave == wave.name)
+                .all(|c| !matches!(c.phase, ClusterPhase::Pending | ClusterPhase::Updating));
+            let status = &mut self.status.waves[index];
+            if !done {
+                // A Cluster that joined a soaking wave: the soak starts again once it is done.
+                status.soak_until = None;
+                status.phase = WavePhase::Progressing;
+                self.status.phase = RolloutPhase::Progressing;
+                return;
+            }
+            let soak = soaks.get(index).copied().unwrap_or_default();
+            let until = status.soak_until.get_or_insert_with(|| Time(add(now, soak))).0;
+            if now < until {
+                status.phase = WavePhase::Soaking;
+                self.status.phase = RolloutPhase::Soaking;
+                self.requeue_in(elapsed(now, until));
+                return;
+            }
+            status.phase = WavePhase::Complete;
+            self.event("WaveComplete", &format!("wave {} complete", wave.name), false);
+        }
+        if self.status.phase != RolloutPhase::Complete {
+            let message = format!("{} rolled out", target.release);
+            self.event("Complete", &message, false);
+        }
+        self.status.phase = RolloutPhase::Complete;
+        self.status.current_wave = None;
+    }
+
+    fn members(&self, wave: &str) -> Vec<String> {
+        self.status
+            .clusters
+            .iter()
+            .filter(|c| c.wave == wave)
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    /// Whether the approve annotation approves `wave` now (and records it as used).
+    fn take_approval(&mut self, wave: &str) -> bool {
+        let Some(value) = self.o.annotations.approve else {
+            return false;
+        };
+        let names_wave = value.split_once('@').map_or(value, |(w, _)| w) == wave;
+        if !names_wave || self.status.approval_token.as_deref() == Some(value) {
+            return false;
+        }
+        self.status.approval_token = Some(value.to_string());
+        true
+    }
+
+    /// Re-issues the switches whose patch did not take, then switches Pending Clusters of
+    /// `wave` (by name) while fewer than its `maxInFlight` are Updating.
+    fn switch_within_limit(&mut self, wave: &Wave, total: usize, target: &Target) {
+        let o = self.o;
+        let now = self.now;
+        let limit = max_in_flight(wave.max_in_flight.as_ref(), total);
+        let cluster_of = |key: &str| o.clusters.iter().find(|c| c.key() == key);
+        let mut in_flight = 0;
+        for entry in &self.status.clusters {
+            if entry.wave != wave.name || entry.phase != ClusterPhase::Updating {
+                continue;
+            }
+            in_flight += 1;
+            if let Some(cluster) = cluster_of(&entry.name)
+                && cluster.class.as_deref() != Some(target.class.as_str())
+                && entry.from.is_some()
+            {
+                self.actions.push(switch(entry, cluster, target));
+            }
+        }
+        let mut switched = Vec::new();
+        for entry in &mut self.status.clusters {
+            if in_flight >= limit {
+                break;
+            }
+            if entry.wave != wave.name || entry.phase != ClusterPhase::Pending {
+                continue;
+            }
+            let Some(cluster) = cluster_of(&entry.name) else {
+                continue;
+            };
+            in_flight += 1;
+            entry.to = Some(target.class.clone());
+            entry.phase = ClusterPhase::Updating;
+            entry.since = Some(Time(now));
+            if cluster.class.as_deref() == Some(target.class.as_str()) {
+                // On the target already: nothing to patch, nothing to roll back to.
+                entry.message = Some("already on the target class".to_string());
+                continue;
+            }
+            entry.from = cluster.class.clone();
+            entry.from_version = cluster.version.clone();
+            entry.message = Some("switched".to_string());
+            self.actions.push(switch(entry, cluster, target));
+            switched.push(entry.name.clone());
+        }
+        if !switched.is_empty() {
+            let message = format!("switching {} to {}", switched.join(", "), target.class);
+            self.event("ClusterSwitched", &message, false);
+        }
+    }
+
+    fn requeue_for_timeouts(&mut self, timeout: Duration) {
+        let now = self.now;
+        let ends: Vec<Timestamp> = self
+            .status
+            .clusters
+            .iter()
+            .filter(|c| c.phase == ClusterPhase::Updating)
+            .filter_map(|c| c.since.as_ref().map(|t| add(t.0, timeout)))
+            .collect();
+        for end in ends {
+            self.requeue_in(elapsed(now, end).max(Duration::from_secs(1)));
+        }
+    }
+
+    fn requeue_in(&mut self, after: Duration) {
+        self.requeue = Some(self.requeue.map_or(after, |r| r.min(after)));
+    }
+
+    fn event(&mut self, reason: &str, message: &str, warning: bool) {
+        self.events.push(PlannedEvent {
+            reason: reason.to_string(),
+            message: message.to_string(),
+            warning,
+        });
+    }
+
+    fn finish(mut self) -> Plan {
+        self.count();
+        if let Some(message) = self.message.take() {
+            self.status.message = Some(message);
+        } else if self.status.phase != RolloutPhase::Halted {
+            let mut message = summary(&self.status);
+            if !self.late.is_empty() {
+                message.push_str(&format!(
+                    "; waiting for the next rollout (their wave finished): {}",
+                    self.late.join(", ")
+                ));
+            }
+            self.status.message = Some(message);
+        }
+        self.set_conditions();
+        Plan {
+            status: self.status,
+            actions: self.actions,
+            events: self.events,
+            requeue_after: self.requeue,
+        }
+    }
+
+    fn count(&mut self) {
+        let clusters = &self.status.clusters;
+        for wave in &mut self.status.waves {
+            let members = clusters.iter().filter(|c| c.wave == wave.name);
+            let (mut total, mut updated, mut healthy, mut failed) = (0, 0, 0, 0);
+            for c in members {
+                total += 1;
+                if c.phase != ClusterPhase::Pending {
+                    updated += 1;
+                }
+                match c.phase {
+                    ClusterPhase::Healthy => healthy += 1,
+                    ClusterPhase::Failed | ClusterPhase::RolledBack => failed += 1,
+                    _ => {}
+                }
+            }
+            (wave.total, wave.updated, wave.healthy, wave.failed) = (total, updated, healthy, failed);
+        }
+    }
+
+    fn set_conditions(&mut self) {
+        let generation = self.o.generation;
+        let now = Time(self.now);
+        let phase = self.status.phase;
+        let reason = format!("{phase:?}");
+        let message = self.status.message.clone().unwrap_or_default();
+        let condition = |type_: &str, holds: bool| {
+            Condition::new(
+                type_,
+                ConditionStatus::from_bool(holds),
+                reason.clone(),
+                message.clone(),
+                generation,
+                now.clone(),
+            )
+        };
+        let progressing = matches!(
+            phase,
+            RolloutPhase::Progressing | RolloutPhase::Soaking | RolloutPhase::WaitingForApproval
+        );
+        let list = &mut self.status.conditions;
+        conditions::set_condition(list, condition(READY, phase == RolloutPhase::Complete));
+        conditions::set_condition(list, condition(CONDITION_PROGRESSING, progressing));
+        conditions::set_condition(list, condition(CONDITION_HALTED, phase == RolloutPhase::Halted));
+    }
+}
+
+fn switch(entry: &ClusterRolloutStatus, cluster: &ClusterInfo, target: &Target) -> Action {
+    Action::Switch {
+        cluster: entry.name.clone(),
+        class: target.class.clone(),
+        version: target
+            .kubernetes
+            .clone()
+            .filter(|v| cluster.version.as_ref() != Some(v)),
+    }
+}
+
+/// A failure that counts against `maxFailures`.
+fn is_failure(c: &ClusterRolloutStatus) -> bool {
+    matches!(c.phase, ClusterPhase::Failed | ClusterPhase::RolledBack) && !c.acknowledged
+}
+
+/// `maxInFlight` of a wave of `total` Clusters: a number, or a percentage rounded down; at
+/// least 1 (also for 0 or a value that does not parse, which the webhook refuses).
+pub fn max_in_flight(value: Option<&IntOrString>, total: usize) -> usize {
+    let limit = match value {
+        None => 1,
+        Some(IntOrString::Int(n)) => usize::try_from(*n).unwrap_or(1),
+        Some(IntOrString::String(text)) => parse_percent(text).map_or(1, |p| total * p / 100),
+    };
+    limit.max(1)
+}
+
+/// `"25%"` → 25.
+pub fn parse_percent(text: &str) -> Option<usize> {
+    text.strip_suffix('%')?.parse().ok()
+}
+
+fn why(verdict: &super::health::Health) -> String {
+    match verdict {
+        super::health::Health::Healthy => "healthy".to_string(),
+        super::health::Health::Unhealthy(why) => why.clone(),
+    }
+}
+
+fn list_or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn summary(status: &ClusterStackRolloutStatus) -> String {
+    let target = status.target_release.as_deref().unwrap_or("none");
+    match (status.phase, &status.current_wave) {
+        (RolloutPhase::Complete, _) => format!("{target} rolled out"),
+        (phase, Some(wave)) => {
+            let w = status.waves.iter().find(|w| &w.name == wave);
+            let (healthy, total) = w.map_or((0, 0), |w| (w.healthy, w.total));
+            format!("{phase:?}: wave {wave}, {healthy}/{total} healthy, target {target}")
+        }
+        (phase, None) => format!("{phase:?}: target {target}"),
+    }
+}
+
+fn whole_second(t: Timestamp) -> Timestamp {
+    Timestamp::from_second(t.as_second()).unwrap_or(t)
+}
+
+fn add(t: Timestamp, d: Duration) -> Timestamp {
+    let millis = i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2);
+    Timestamp::from_millisecond(t.as_millisecond().saturating_add(millis)).unwrap_or(Timestamp::MAX)
+}
+
+/// From `from` to `to`; zero when `to` is earlier.
+fn elapsed(from: Timestamp, to: Timestamp) -> Duration {
+    let millis = to.as_millisecond() - from.as_millisecond();
+    Duration::from_millis(u64::try_from(millis).unwrap_or(0))
+}
+
+/// `30m`, `1h30m`, `45s`: a duration as the spec writes it.
+fn human(d: Duration) -> String {
+    let secs = d.as_secs();
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0 || out.is_empty() {
+        out.push_str(&format!("{s}s"));
+    }
+    out
+}

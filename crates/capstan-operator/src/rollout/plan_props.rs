@@ -1,0 +1,325 @@
+//! Property tests of the plan over random fleets, waves and event orders: Clusters become
+//! healthy, fail (time passes beyond the health timeout), appear; the plan runs, or the
+//! operator dies after writing the status (its actions lost, or only some applied), or
+//! restarts from the status as read back from the API server; users approve, pause, resume;
+//! a newer release appears. After every plan: never two waves at once, never more in flight
+//! than allowed, never a switch of a halted or paused rollout, never a Cluster switched twice
+//! to the same class, never a wave skipped.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use proptest::prelude::*;
+
+use super::plan::{Action, max_in_flight};
+use super::sim::{Sim, V1, V2, V3, cluster, target};
+use super::waves::ClusterInfo;
+use super::waves::tests::{select, spec, wave};
+use crate::api::rollout::{
+    Approval, ClusterPhase, ClusterStackRolloutStatus, FailureAction, RolloutPhase, Wave, WavePhase,
+};
+
+const RINGS: [&str; 3] = ["canary", "beta", "prod"];
+
+#[derive(Clone, Debug)]
+enum Event {
+    Plan,
+    /// The operator dies after writing the status: no action takes effect.
+    PlanKilled,
+    /// The operator dies after applying only the first `n` actions.
+    PlanPartly(usize),
+    /// The operator restarts: the status is what the API server stores (JSON round trip).
+    Restart,
+    Heal(usize),
+    Advance(i64),
+    Appear(usize),
+    Approve(usize),
+    Pause(bool),
+    Resume,
+    NewRelease,
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    prop_oneof![
+        6 => Just(Event::Plan),
+        1 => Just(Event::PlanKilled),
+        1 => (0usize..3).prop_map(Event::PlanPartly),
+        1 => Just(Event::Restart),
+        5 => (0usize..16).prop_map(Event::Heal),
+        2 => prop_oneof![Just(30i64), Just(61), Just(200)].prop_map(Event::Advance),
+        1 => (0usize..3).prop_map(Event::Appear),
+        1 => (0usize..4).prop_map(Event::Approve),
+        1 => any::<bool>().prop_map(Event::Pause),
+        1 => Just(Event::Resume),
+        1 => Just(Event::NewRelease),
+    ]
+}
+
+fn a_wave() -> impl Strategy<Value = Wave> {
+    (
+        prop::option::of(0usize..3),
+        prop_oneof![
+            (0i32..4).prop_map(IntOrString::Int),
+            prop_oneof![Just("20%"), Just("50%"), Just("100%")].prop_map(|p| IntOrString::String(p.into())),
+        ],
+        prop_oneof![Just(None), Just(Some("60s".to_string()))],
+        prop_oneof![3 => Just(Approval::Auto), 1 => Just(Approval::Manual)],
+    )
+        .prop_map(|(ring, limit, soak, approval)| Wave {
+            max_in_flight: Some(limit),
+            soak,
+            approval,
+            ..wave("", ring.and_then(|r| select(&[("ring", RINGS[r])])))
+        })
+}
+
+fn a_cluster(i: usize) -> impl Strategy<Value = ClusterInfo> {
+    (
+        0usize..3,
+        prop_oneof![8 => Just(V1), 1 => Just(V2), 1 => Just("docker-ferrol-1-28-v1")],
+    )
+        .prop_map(move |(ring, class)| cluster(&format!("c{i:02}"), class, &[("ring", RINGS[ring])]))
+}
+
+fn fleet() -> impl Strategy<Value = Vec<ClusterInfo>> {
+    (1usize..12).prop_flat_map(|n| (0..n).map(a_cluster).collect::<Vec<_>>())
+}
+
+#[derive(Debug)]
+struct Case {
+    waves: Vec<Wave>,
+    clusters: Vec<ClusterInfo>,
+    max_failures: u32,
+    rollback: bool,
+    events: Vec<Event>,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        prop::collection::vec(a_wave(), 1..4),
+        fleet(),
+        0u32..2,
+        any::<bool>(),
+        prop::collection::vec(event(), 1..80),
+    )
+        .prop_map(|(mut waves, clusters, max_failures, rollback, events)| {
+            for (i, w) in waves.iter_mut().enumerate() {
+                w.name = format!("w{i}");
+            }
+            Case {
+                waves,
+                clusters,
+                max_failures,
+                rollback,
+                events,
+            }
+        })
+}
+
+/// What every plan must keep, checked against the status before and after it and the actions
+/// it returned (`Err` says which promise broke).
+fn check(
+    sim: &Sim,
+    before: &ClusterStackRolloutStatus,
+    plan: &super::plan::Plan,
+    resumed: bool,
+) -> Result<(), String> {
+    let after = &plan.status;
+    let switches: Vec<&str> = plan
+        .actions
+        .iter()
+        .filter(|a| matches!(a, Action::Switch { .. }))
+        .map(Action::cluster)
+        .collect();
+    let wave_of = |status: &ClusterStackRolloutStatus, key: &str| {
+        status
+            .clusters
+            .iter()
+            .find(|c| c.name == key)
+            .map(|c| c.wave.clone())
+    };
+    let index_of = |name: &str| sim.spec.waves.iter().position(|w| w.name == name);
+
+    // never a switch of a halted or paused rollout
+    if !switches.is_empty() {
+        if sim.spec.paused {
+            return Err(format!("paused, yet switched {switches:?}"));
+        }
+        if after.phase == RolloutPhase::Halted {
+            return Err(format!("halted, yet switched {switches:?}"));
+        }
+        if before.phase == RolloutPhase::Halted && !resumed {
+            return Err(format!(
+                "halted before and not resumed, yet switched {switches:?}"
+            ));
+        }
+    }
+    // never two waves at once
+    let updating: BTreeSet<String> = after
+        .clusters
+        .iter()
+        .filter(|c| c.phase == ClusterPhase::Updating)
+        .map(|c| c.wave.clone())
+        .collect();
+    if updating.len() > 1 {
+        return Err(format!("Clusters updating in waves {updating:?} at once"));
+    }
+    // never a wave skipped
+    for key in &switches {
+        let wave = wave_of(after, key).ok_or(format!("{key} switched without a status entry"))?;
+        let index = index_of(&wave).ok_or(format!("{key} in unknown wave {wave}"))?;
+        if let Some(open) = after.waves[..index]
+            .iter()
+            .find(|w| w.phase != WavePhase::Complete)
+        {
+            return Err(format!(
+                "{key} of wave {wave} switched while wave {} is {:?}",
+                open.name, open.phase
+            ));
+        }
+    }
+    // never more in flight than allowed (when the plan switched new Clusters)
+    let new: Vec<&&str> = switches
+        .iter()
+        .filter(|key| {
+            before
+                .clusters
+                .iter()
+                .find(|c| c.name == **key)
+                .is_none_or(|c| c.phase == ClusterPhase::Pending)
+                || before.target_release != after.target_release
+        })
+        .collect();
+    if let Some(key) = new.first() {
+        let wave = wave_of(after, key).unwrap_or_default();
+        let spec_wave = index_of(&wave).map(|i| &sim.spec.waves[i]).ok_or("no wave")?;
+        let members = after.clusters.iter().filter(|c| c.wave == wave).count();
+        let in_flight = after
+            .clusters
+            .iter()
+            .filter(|c| c.wave == wave && c.phase == ClusterPhase::Updating)
+            .count();
+        let limit = max_in_flight(spec_wave.max_in_flight.as_ref(), members);
+        if in_flight > limit {
+            return Err(format!("{in_flight} in flight in wave {wave}, at most {limit}"));
+        }
+    }
+    Ok(())
+}
+
+/// Applied switches per (Cluster, class): more than one means a Cluster was switched twice.
+fn double_switch(applied: &[Action]) -> Option<String> {
+    let mut seen = BTreeMap::new();
+    for a in applied {
+        if let Action::Switch { cluster, class, .. } = a {
+            let n = seen.entry((cluster.clone(), class.clone())).or_insert(0);
+            *n += 1;
+            if *n > 1 {
+                return Some(format!("{cluster} switched to {class} twice"));
+            }
+        }
+    }
+    None
+}
+
+fn run(case: Case) -> Result<(), TestCaseError> {
+    let mut s = spec(case.waves);
+    s.health.timeout = Some("2m".into());
+    s.failure_policy.max_failures = case.max_failures;
+    if case.rollback {
+        s.failure_policy.action = FailureAction::Rollback;
+    }
+    let mut sim = Sim::new(s, case.clusters);
+    let mut tokens = 0;
+    let mut appeared = 0;
+    for event in case.events {
+        let before = sim.status.clone();
+        let planned = match event {
+            Event::Plan => Some(sim.step()),
+            Event::PlanKilled => Some(sim.step_killed()),
+            Event::PlanPartly(n) => {
+                let plan = sim.step_killed();
+                for action in plan.actions.iter().take(n) {
+                    sim.apply(action);
+                }
+                Some(plan)
+            }
+            Event::Restart => {
+                let json =
+                    serde_json::to_value(&sim.status).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                sim.status = serde_json::from_value(json).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                None
+            }
+            Event::Heal(i) => {
+                if let Some(c) = sim.clusters.get(i).map(|c| c.name.clone()) {
+                    sim.heal(&c);
+                }
+                None
+            }
+            Event::Advance(seconds) => {
+                sim.advance(seconds);
+                None
+            }
+            Event::Appear(ring) => {
+                appeared += 1;
+                sim.clusters
+                    .push(cluster(&format!("new{appeared}"), V1, &[("ring", RINGS[ring])]));
+                None
+            }
+            Event::Approve(w) => {
+                tokens += 1;
+                sim.approve = Some(format!("w{w}@{tokens}"));
+                None
+            }
+            Event::Pause(paused) => {
+                sim.spec.paused = paused;
+                None
+            }
+            Event::Resume => {
+                tokens += 1;
+                sim.resume = Some(tokens.to_string());
+                None
+            }
+            Event::NewRelease => {
+                sim.target = Some(target(V3));
+                None
+            }
+        };
+        if let Some(plan) = planned {
+            let resumed = sim.resume.is_some() && sim.resume != before.resume_token;
+            check(&sim, &before, &plan, resumed)
+                .map_err(|e| TestCaseError::fail(format!("{e}\nafter {event:?}")))?;
+        }
+        if let Some(e) = double_switch(&sim.applied) {
+            return Err(TestCaseError::fail(e));
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn rollouts_keep_their_promises_in_any_event_order(case in case()) {
+        run(case)?;
+    }
+}
+
+/// The properties can fail: a plan that switches a second wave early is caught.
+#[test]
+fn the_checks_catch_a_skipped_wave() {
+    let mut sim = Sim::new(
+        spec(vec![wave("w0", select(&[("ring", "canary")])), wave("w1", None)]),
+        vec![cluster("a", V1, &[("ring", "canary")]), cluster("b", V1, &[])],
+    );
+    let before = sim.status.clone();
+    let mut plan = sim.decide();
+    plan.actions.push(Action::Switch {
+        cluster: "tenant-a/b".into(),
+        class: V2.into(),
+        version: None,
+    });
+    sim.status = plan.status.clone();
+    assert!(check(&sim, &before, &plan, false).is_err());
+}

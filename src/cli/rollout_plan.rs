@@ -1,0 +1,209 @@
+//! `capstan rollout plan`: offline, which Cluster goes in which wave of a ClusterStackRollout,
+//! with the operator's own assignment (`capstan_operator::rollout::assign`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use capstan_apply::object::{DesiredObject, parse_stream};
+use capstan_operator::api::ClusterStack;
+use capstan_operator::api::rollout::ClusterStackRollout;
+use capstan_operator::rollout::{Assignment, ClusterInfo, StackId, assign};
+use capstan_stack::name::KubernetesVersion;
+use kube::api::DynamicObject;
+
+/// Arguments of `capstan rollout`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Which Cluster goes in which wave (offline): the rollout from -f, the Clusters from
+    /// --clusters (a YAML stream or a `kind: List`, as `kubectl get clusters -o yaml` prints).
+    Plan(PlanArgs),
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    match &args.command {
+        Command::Plan(plan) => run_plan(plan),
+    }
+}
+
+/// Arguments of `capstan rollout plan`.
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    /// The ClusterStackRollout (YAML).
+    #[arg(short = 'f', long = "filename", value_name = "FILE")]
+    file: PathBuf,
+    /// The Clusters (YAML stream or `kind: List`).
+    #[arg(long, value_name = "FILE")]
+    clusters: PathBuf,
+    /// The ClusterStack (YAML) whose provider, name and Kubernetes version the rollout's
+    /// Clusters must be on; needed when its name is not `<provider>-<name>-<major>-<minor>`.
+    #[arg(long, value_name = "FILE")]
+    stack_file: Option<PathBuf>,
+    /// The release version rolled out (default: the rollout's `spec.version`).
+    #[arg(long)]
+    version: Option<String>,
+    /// Namespace of the rollout when its file has none (default `default`).
+    #[arg(short = 'n', long)]
+    namespace: Option<String>,
+    /// Output: a table or json.
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
+    output: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Table,
+    Json,
+}
+
+pub fn run_plan(args: &PlanArgs) -> anyhow::Result<()> {
+    let rollout = read_rollout(&args.file)?;
+    let namespace = rollout
+        .metadata
+        .namespace
+        .clone()
+        .or_else(|| args.namespace.clone())
+        .unwrap_or_else(|| "default".to_string());
+    let stack = match &args.stack_file {
+        Some(path) => read_stack(path)?,
+        None => StackId::parse(&rollout.spec.cluster_stack).with_context(|| {
+            format!(
+                "{}: spec.clusterStack {:?} does not say the stack (a name like docker-ferrol-1-27); give the ClusterStack with --stack-file",
+                args.file.display(),
+                rollout.spec.cluster_stack
+            )
+        })?,
+    };
+    let clusters = read_clusters(&args.clusters)?;
+    let assignment = assign(&rollout.spec, &namespace, &stack, &clusters);
+    let version = args.version.as_deref().unwrap_or(&rollout.spec.version);
+    let text = match args.output {
+        Format::Json => format!("{}\n", serde_json::to_string_pretty(&plan_json(&assignment))?),
+        Format::Table => table(&assignment, &stack, version),
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(())
+}
+
+fn read_objects(path: &Path) -> anyhow::Result<Vec<DesiredObject>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(parse_stream(&text, &path.display().to_string())?)
+}
+
+/// The one ClusterStackRollout of `path`.
+fn read_rollout(path: &Path) -> anyhow::Result<ClusterStackRollout> {
+    let objects = read_objects(path)?;
+    let mut rollouts = objects.into_iter().filter(|o| o.kind == "ClusterStackRollout");
+    let (Some(object), None) = (rollouts.next(), rollouts.next()) else {
+        bail!("{}: expected exactly one ClusterStackRollout", path.display());
+    };
+    let origin = object.origin.clone();
+    serde_json::from_value(object.data).with_context(|| format!("{origin}: not a valid ClusterStackRollout"))
+}
+
+/// The stack of the one ClusterStack of `path`.
+fn read_stack(path: &Path) -> anyhow::Result<StackId> {
+    let objects = read_objects(path)?;
+    let mut stacks = objects.into_iter().filter(|o| o.kind == "ClusterStack");
+    let (Some(object), None) = (stacks.next(), stacks.next()) else {
+        bail!("{}: expected exactly one ClusterStack", path.display());
+    };
+    let origin = object.origin.clone();
+    let stack: ClusterStack =
+        serde_json::from_value(object.data).with_context(|| format!("{origin}: not a valid ClusterStack"))?;
+    let kubernetes = KubernetesVersion::parse(&stack.spec.kubernetes_version)
+        .with_context(|| format!("{origin}: spec.kubernetesVersion"))?;
+    StackId::new(&stack.spec.provider, &stack.spec.name, kubernetes)
+        .with_context(|| format!("{origin}: spec"))
+}
+
+/// The Clusters of `path`; other kinds are ignored.
+fn read_clusters(path: &Path) -> anyhow::Result<Vec<ClusterInfo>> {
+    let mut clusters = Vec::new();
+    for object in read_objects(path)? {
+        if object.kind != "Cluster" || object.group != "cluster.x-k8s.io" {
+            continue;
+        }
+        let origin = object.origin.clone();
+        let cluster: DynamicObject =
+            serde_json::from_value(object.data).with_context(|| format!("{origin}: not a valid Cluster"))?;
+        clusters.push(ClusterInfo::from_cluster(&cluster));
+    }
+    Ok(clusters)
+}
+
+/// `-o json`: `{"waves": [{"name", "clusters"}], "excluded": [{"cluster", "reason"}]}`, in
+/// this order.
+#[derive(serde::Serialize)]
+struct PlanJson<'a> {
+    waves: Vec<WaveJson<'a>>,
+    excluded: Vec<ExcludedJson<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct WaveJson<'a> {
+    name: &'a str,
+    clusters: &'a [String],
+}
+
+#[derive(serde::Serialize)]
+struct ExcludedJson<'a> {
+    cluster: &'a str,
+    reason: &'a str,
+}
+
+fn plan_json(assignment: &Assignment) -> PlanJson<'_> {
+    PlanJson {
+        waves: assignment
+            .waves
+            .iter()
+            .map(|(name, clusters)| WaveJson { name, clusters })
+            .collect(),
+        excluded: assignment
+            .excluded
+            .iter()
+            .map(|(cluster, reason)| ExcludedJson { cluster, reason })
+            .collect(),
+    }
+}
+
+fn table(assignment: &Assignment, stack: &StackId, version: &str) -> String {
+    let mut out = format!("Rollout of {stack} version {version}\n\n");
+    let rows: Vec<(String, String)> = assignment
+        .waves
+        .iter()
+        .map(|(name, clusters)| {
+            let list = if clusters.is_empty() {
+                "(none)".to_string()
+            } else {
+                clusters.join(", ")
+            };
+            (name.clone(), list)
+        })
+        .collect();
+    push_table(&mut out, ("WAVE", "CLUSTERS"), &rows);
+    if !assignment.excluded.is_empty() {
+        out.push('\n');
+        push_table(&mut out, ("EXCLUDED", "REASON"), &assignment.excluded);
+    }
+    out
+}
+
+fn push_table(out: &mut String, header: (&str, &str), rows: &[(String, String)]) {
+    let width = rows
+        .iter()
+        .map(|(a, _)| a.len())
+        .chain([header.0.len()])
+        .max()
+        .unwrap_or(0);
+    out.push_str(&format!("{:width$}  {}\n", header.0, header.1));
+    for (a, b) in rows {
+        out.push_str(&format!("{a:width$}  {b}\n"));
+    }
+}

@@ -1,0 +1,152 @@
+//! `capstan rollout plan`: the waves of a ClusterStackRollout for a fleet, offline, with the
+//! operator's own assignment (fixtures in testdata/rollout/).
+
+use std::process::{Command, Output};
+
+use serde_json::json;
+
+fn capstan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_capstan"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("capstan runs")
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "capstan failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("UTF-8")
+}
+
+const ROLLOUT: &str = "testdata/rollout/rollout.yaml";
+const CLUSTERS: &str = "testdata/rollout/clusters.yaml";
+
+fn expected() -> serde_json::Value {
+    json!({
+        "waves": [
+            {"name": "canary", "clusters": ["tenant-a/canary-1", "tenant-a/edge-2"]},
+            {"name": "beta", "clusters": []},
+            {"name": "rest", "clusters": ["tenant-a/prod-a", "tenant-a/prod-b", "tenant-b/guest"]},
+        ],
+        "excluded": [
+            {"cluster": "tenant-a/dev-1", "reason": "not selected by spec.clusterSelector"},
+            {"cluster": "tenant-a/hand-made", "reason": "no spec.topology.class"},
+            {"cluster": "tenant-a/old-k8s", "reason": "class docker-ferrol-1-26-v1 is not a release of docker-ferrol-1-27"},
+            {"cluster": "tenant-c/elsewhere", "reason": "class namespace tenant-c is not the rollout's namespace tenant-a"},
+        ],
+    })
+}
+
+#[test]
+fn rollout_plan_prints_waves_in_order_and_the_excluded_clusters_as_json() {
+    let out = capstan(&[
+        "rollout",
+        "plan",
+        "-f",
+        ROLLOUT,
+        "--clusters",
+        CLUSTERS,
+        "-o",
+        "json",
+    ]);
+    let text = stdout(&out);
+    let plan: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(plan, expected());
+    let (waves, excluded) = (text.find("\"waves\""), text.find("\"excluded\""));
+    assert!(waves < excluded, "waves first: {text}");
+}
+
+#[test]
+fn rollout_plan_reads_a_yaml_stream_as_well_as_a_list() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The same Clusters, one document each (JSON documents: YAML too).
+    let text = std::fs::read_to_string(CLUSTERS).expect("fixture");
+    let objects = capstan_apply::object::parse_stream(&text, CLUSTERS).expect("the List parses");
+    assert_eq!(objects.len(), 9);
+    let stream: String = objects
+        .iter()
+        .map(|o| format!("---\n{}\n", serde_json::to_string(&o.data).expect("JSON")))
+        .collect();
+    let path = dir.path().join("clusters.yaml");
+    std::fs::write(&path, stream).expect("write the stream");
+    let out = capstan(&[
+        "rollout",
+        "plan",
+        "-f",
+        ROLLOUT,
+        "--clusters",
+        path.to_str().expect("path"),
+        "-o",
+        "json",
+    ]);
+    let plan: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(plan, expected());
+}
+
+#[test]
+fn rollout_plan_prints_a_table_by_default() {
+    let out = capstan(&[
+        "rollout",
+        "plan",
+        "-f",
+        ROLLOUT,
+        "--clusters",
+        CLUSTERS,
+        "--version",
+        "v3",
+    ]);
+    assert_eq!(
+        stdout(&out),
+        "Rollout of docker-ferrol-1-27 version v3\n\
+         \n\
+         WAVE    CLUSTERS\n\
+         canary  tenant-a/canary-1, tenant-a/edge-2\n\
+         beta    (none)\n\
+         rest    tenant-a/prod-a, tenant-a/prod-b, tenant-b/guest\n\
+         \n\
+         EXCLUDED            REASON\n\
+         tenant-a/dev-1      not selected by spec.clusterSelector\n\
+         tenant-a/hand-made  no spec.topology.class\n\
+         tenant-a/old-k8s    class docker-ferrol-1-26-v1 is not a release of docker-ferrol-1-27\n\
+         tenant-c/elsewhere  class namespace tenant-c is not the rollout's namespace tenant-a\n"
+    );
+}
+
+#[test]
+fn rollout_plan_takes_the_stack_from_a_clusterstack_file_when_its_name_does_not_say() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let rollout = std::fs::read_to_string(ROLLOUT)
+        .expect("fixture")
+        .replace("clusterStack: docker-ferrol-1-27", "clusterStack: ferrol");
+    let path = dir.path().join("rollout.yaml");
+    std::fs::write(&path, rollout).expect("write");
+    let path = path.to_str().expect("path");
+
+    let out = capstan(&["rollout", "plan", "-f", path, "--clusters", CLUSTERS]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("spec.clusterStack \"ferrol\" does not say the stack")
+            && stderr.contains("--stack-file"),
+        "{stderr}"
+    );
+
+    let out = capstan(&[
+        "rollout",
+        "plan",
+        "-f",
+        path,
+        "--clusters",
+        CLUSTERS,
+        "--stack-file",
+        "testdata/rollout/stack.yaml",
+        "-o",
+        "json",
+    ]);
+    let plan: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(plan, expected());
+}

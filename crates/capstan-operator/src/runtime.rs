@@ -17,8 +17,8 @@ use kube::{Client, Resource};
 
 use super::api::{ClusterAddon, ClusterStack, ClusterStackRelease};
 use super::context::Context;
+use super::controller::{cluster, cluster_addon, cluster_stack, cluster_stack_release, rollout};
 use super::controllers::ControllerKind;
-use super::controller::{cluster, cluster_addon, cluster_stack, cluster_stack_release};
 use super::http::{self, Health};
 use super::leader;
 use super::metrics::Metrics;
@@ -364,6 +364,14 @@ async fn run_controllers(
         )
         .for_each(|_| futures::future::ready(()));
 
+    let rollout_controller = rollout::run(
+        client.clone(),
+        scope.clone(),
+        ctx.clone(),
+        concurrency.clone(),
+        shutdown.clone(),
+    );
+
     tracing::info!(
         scope = %describe(&scope),
         drift_interval = ?settings.drift_interval,
@@ -378,6 +386,7 @@ async fn run_controllers(
         only_if(runs(ControllerKind::ClusterStackRelease), release_controller),
         only_if(runs(ControllerKind::Cluster), cluster_controller),
         only_if(runs(ControllerKind::ClusterAddon), addon_controller),
+        only_if(runs(ControllerKind::Rollout), rollout_controller),
     );
     tracing::info!("controllers stopped");
     Ok(())

@@ -10,6 +10,7 @@ pub mod pipeline;
 pub mod progress;
 pub mod provider;
 pub mod report;
+pub mod rollout;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -126,14 +126,31 @@ mod tests {
             seen("not-a-release", true),
         ];
         #[rustfmt::skip]
-        let table: &[(&str, Result<(&str, &str), &str>)] = &[
+        // (spec.version, Ok((release, class)) or Err(text of the error))
+        type Row<'a> = (&'a str, Result<(&'a str, &'a str), &'a str>);
+        let table: &[Row] = &[
             ("latest", Ok(("docker-ferrol-1-27-v2", "docker-ferrol-1-27-v2"))),
             ("", Ok(("docker-ferrol-1-27-v2", "docker-ferrol-1-27-v2"))),
             ("v1", Ok(("docker-ferrol-1-27-v1", "docker-ferrol-1-27-v1"))),
-            ("v0-sha.abc123", Ok(("docker-ferrol-1-27-v0-sha-abc123", "docker-ferrol-1-27-v0-sha.abc123"))),
-            ("v0-sha-abc123", Ok(("docker-ferrol-1-27-v0-sha-abc123", "docker-ferrol-1-27-v0-sha.abc123"))),
+            (
+                "v0-sha.abc123",
+                Ok((
+                    "docker-ferrol-1-27-v0-sha-abc123",
+                    "docker-ferrol-1-27-v0-sha.abc123",
+                )),
+            ),
+            (
+                "v0-sha-abc123",
+                Ok((
+                    "docker-ferrol-1-27-v0-sha-abc123",
+                    "docker-ferrol-1-27-v0-sha.abc123",
+                )),
+            ),
             ("v3", Err("not ready yet")),
-            ("v4", Err("docker-ferrol-1-27-v4 of ClusterStack docker-ferrol-1-27 does not exist")),
+            (
+                "v4",
+                Err("docker-ferrol-1-27-v4 of ClusterStack docker-ferrol-1-27 does not exist"),
+            ),
             ("v9", Err("does not exist")),
             ("three", Err("not a release version")),
         ];

@@ -105,7 +105,7 @@ async fn install_creates_everything_then_changes_nothing() {
         .get("capstan")
         .await
         .expect("ValidatingWebhookConfiguration");
-    assert_eq!(webhooks.webhooks.as_ref().map(Vec::len), Some(4));
+    assert_eq!(webhooks.webhooks.as_ref().map(Vec::len), Some(5));
     let secrets = Api::<Secret>::namespaced(client.clone(), NS);
     let cert = secrets
         .get("capstan-webhook-cert")
@@ -124,7 +124,7 @@ async fn install_creates_everything_then_changes_nothing() {
         .lines()
         .filter(|l| l.contains('/') && !l.starts_with("v1/Namespace/"))
         .collect();
-    assert!(objects.len() >= 12, "one line per object:\n{stdout}");
+    assert!(objects.len() >= 13, "one line per object:\n{stdout}");
     for line in &objects {
         assert!(
             line.ends_with(" unchanged"),
@@ -156,7 +156,7 @@ async fn install_creates_everything_then_changes_nothing() {
             .any(|l| l.starts_with("Deployment.apps/") && l.ends_with(" configured (server dry run)")),
         "{stdout}"
     );
-    assert!(stdout.contains("1 configured, 11 unchanged"), "{stdout}");
+    assert!(stdout.contains("1 configured, 12 unchanged"), "{stdout}");
     let live = Api::<Deployment>::namespaced(client.clone(), NS)
         .get("capstan")
         .await

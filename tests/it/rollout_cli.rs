@@ -41,21 +41,18 @@ fn expected() -> serde_json::Value {
     })
 }
 
+/// `capstan rollout plan -f ROLLOUT --clusters CLUSTERS` with `extra`: its stdout.
+fn plan(rollout: &str, clusters: &str, extra: &[&str]) -> String {
+    let mut args = vec!["rollout", "plan", "-f", rollout, "--clusters", clusters];
+    args.extend(extra);
+    stdout(&capstan(&args))
+}
+
 #[test]
 fn rollout_plan_prints_waves_in_order_and_the_excluded_clusters_as_json() {
-    let out = capstan(&[
-        "rollout",
-        "plan",
-        "-f",
-        ROLLOUT,
-        "--clusters",
-        CLUSTERS,
-        "-o",
-        "json",
-    ]);
-    let text = stdout(&out);
-    let plan: serde_json::Value = serde_json::from_str(&text).expect("JSON");
-    assert_eq!(plan, expected());
+    let text = plan(ROLLOUT, CLUSTERS, &["-o", "json"]);
+    let got: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(got, expected());
     let (waves, excluded) = (text.find("\"waves\""), text.find("\"excluded\""));
     assert!(waves < excluded, "waves first: {text}");
 }
@@ -73,34 +70,15 @@ fn rollout_plan_reads_a_yaml_stream_as_well_as_a_list() {
         .collect();
     let path = dir.path().join("clusters.yaml");
     std::fs::write(&path, stream).expect("write the stream");
-    let out = capstan(&[
-        "rollout",
-        "plan",
-        "-f",
-        ROLLOUT,
-        "--clusters",
-        path.to_str().expect("path"),
-        "-o",
-        "json",
-    ]);
-    let plan: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
-    assert_eq!(plan, expected());
+    let text = plan(ROLLOUT, path.to_str().expect("path"), &["-o", "json"]);
+    let got: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(got, expected());
 }
 
 #[test]
 fn rollout_plan_prints_a_table_by_default() {
-    let out = capstan(&[
-        "rollout",
-        "plan",
-        "-f",
-        ROLLOUT,
-        "--clusters",
-        CLUSTERS,
-        "--version",
-        "v3",
-    ]);
     assert_eq!(
-        stdout(&out),
+        plan(ROLLOUT, CLUSTERS, &["--version", "v3"]),
         "Rollout of docker-ferrol-1-27 version v3\n\
          \n\
          WAVE    CLUSTERS\n\
@@ -135,18 +113,11 @@ fn rollout_plan_takes_the_stack_from_a_clusterstack_file_when_its_name_does_not_
         "{stderr}"
     );
 
-    let out = capstan(&[
-        "rollout",
-        "plan",
-        "-f",
+    let text = plan(
         path,
-        "--clusters",
         CLUSTERS,
-        "--stack-file",
-        "testdata/rollout/stack.yaml",
-        "-o",
-        "json",
-    ]);
-    let plan: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
-    assert_eq!(plan, expected());
+        &["--stack-file", "testdata/rollout/stack.yaml", "-o", "json"],
+    );
+    let got: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(got, expected());
 }

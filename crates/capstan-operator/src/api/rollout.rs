@@ -171,6 +171,7 @@ pub struct CheckObject {
 pub struct FailurePolicy {
     /// Failed Clusters tolerated over the whole rollout (default 0).
     #[serde(default)]
+    #[schemars(schema_with = "count_schema")]
     pub max_failures: u32,
     /// `Halt` (default) or `Rollback` (halt and switch the failed Clusters back).
     #[serde(default)]
@@ -252,13 +253,17 @@ pub struct WaveStatus {
     pub phase: WavePhase,
     /// Clusters in the wave.
     #[serde(default)]
+    #[schemars(schema_with = "count_schema")]
     pub total: u32,
     /// Clusters switched (or already on the target).
     #[serde(default)]
+    #[schemars(schema_with = "count_schema")]
     pub updated: u32,
     #[serde(default)]
+    #[schemars(schema_with = "count_schema")]
     pub healthy: u32,
     #[serde(default)]
+    #[schemars(schema_with = "count_schema")]
     pub failed: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "super::optional_date_time_schema")]
@@ -396,6 +401,12 @@ fn label_selector_schema(_: &mut SchemaGenerator) -> Schema {
         },
         "x-kubernetes-map-type": "atomic"
     })
+}
+
+/// Schema of a count: an integer without schemars' `minimum: 0.0`, a float that a YAML round
+/// trip (the chart's CRD file) turns into an integer; the Rust type refuses negatives.
+fn count_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "integer", "format": "int32"})
 }
 
 /// Schema of an int-or-string field (`maxInFlight: 2` or `"25%"`).

@@ -373,15 +373,15 @@ impl Planner<'_, '_> {
             };
             let on_target = cluster.class.as_deref() == Some(target.class.as_str());
             match entry.phase {
-                ClusterPhase::Pending if on_target => {
-                    // Already on the target without a switch: counts once healthy; until
-                    // then it waits for its wave like any other.
-                    if health(cluster, target, false, has_checks).is_healthy() {
-                        entry.to = Some(target.class.clone());
-                        entry.phase = ClusterPhase::Healthy;
-                        entry.since = Some(Time(now));
-                        entry.message = Some("already on the target".to_string());
-                    }
+                // Already on the target without a switch: counts once healthy; until then it
+                // waits for its wave like any other.
+                ClusterPhase::Pending
+                    if on_target && health(cluster, target, false, has_checks).is_healthy() =>
+                {
+                    entry.to = Some(target.class.clone());
+                    entry.phase = ClusterPhase::Healthy;
+                    entry.since = Some(Time(now));
+                    entry.message = Some("already on the target".to_string());
                 }
                 ClusterPhase::Updating => {
                     let version_changed = target.kubernetes.is_some()

@@ -154,6 +154,18 @@ fn check(
             ));
         }
     }
+    // more failures than tolerated halt the rollout, and a halted rollout switches nothing
+    let failures = after
+        .clusters
+        .iter()
+        .filter(|c| matches!(c.phase, ClusterPhase::Failed | ClusterPhase::RolledBack) && !c.acknowledged)
+        .count();
+    if failures > sim.spec.failure_policy.max_failures as usize && after.phase != RolloutPhase::Halted {
+        return Err(format!(
+            "{failures} failures, yet the rollout is {:?}",
+            after.phase
+        ));
+    }
     // never two waves at once
     let updating: BTreeSet<String> = after
         .clusters

@@ -41,6 +41,19 @@ fn switches(plan: &super::plan::Plan) -> Vec<String> {
         .collect()
 }
 
+/// canary_then_rest with a health timeout of 1m whose canary c1 never becomes healthy:
+/// after `sim.step(); sim.advance(60)` the next plan finds it failed.
+fn failing_canary(max_failures: u32, action: FailureAction) -> Sim {
+    let mut s = spec(canary_then_rest());
+    s.health.timeout = Some("1m".into());
+    s.failure_policy.max_failures = max_failures;
+    s.failure_policy.action = action;
+    let mut sim = Sim::new(s, fleet());
+    sim.step();
+    sim.advance(60);
+    sim
+}
+
 fn waves_run_in_order() {
     let mut sim = Sim::new(spec(canary_then_rest()), fleet());
     assert_eq!(switches(&sim.step()), ["c1"], "canary first");
@@ -175,12 +188,7 @@ fn health_timeout_fails_a_cluster() {
 }
 
 fn failures_within_max_failures_let_the_rollout_go_on() {
-    let mut s = spec(canary_then_rest());
-    s.health.timeout = Some("1m".into());
-    s.failure_policy.max_failures = 1;
-    let mut sim = Sim::new(s, fleet());
-    sim.step();
-    sim.advance(60);
+    let mut sim = failing_canary(1, FailureAction::Halt);
     assert_eq!(
         switches(&sim.step()),
         ["r1"],
@@ -190,11 +198,7 @@ fn failures_within_max_failures_let_the_rollout_go_on() {
 }
 
 fn failures_beyond_max_failures_halt_with_condition_and_event() {
-    let mut s = spec(canary_then_rest());
-    s.health.timeout = Some("1m".into());
-    let mut sim = Sim::new(s, fleet());
-    sim.step();
-    sim.advance(60);
+    let mut sim = failing_canary(0, FailureAction::Halt);
     let plan = sim.step();
     assert!(plan.actions.is_empty());
     assert_eq!(sim.status.phase, RolloutPhase::Halted);
@@ -212,11 +216,7 @@ fn failures_beyond_max_failures_halt_with_condition_and_event() {
 }
 
 fn halted_never_switches_until_resumed() {
-    let mut s = spec(canary_then_rest());
-    s.health.timeout = Some("1m".into());
-    let mut sim = Sim::new(s, fleet());
-    sim.step();
-    sim.advance(60);
+    let mut sim = failing_canary(0, FailureAction::Halt);
     sim.step();
     for _ in 0..3 {
         sim.advance(3600);
@@ -237,12 +237,7 @@ fn halted_never_switches_until_resumed() {
 }
 
 fn rollback_switches_failed_clusters_back() {
-    let mut s = spec(canary_then_rest());
-    s.health.timeout = Some("1m".into());
-    s.failure_policy.action = FailureAction::Rollback;
-    let mut sim = Sim::new(s, fleet());
-    sim.step();
-    sim.advance(60);
+    let mut sim = failing_canary(0, FailureAction::Rollback);
     let plan = sim.step();
     assert_eq!(
         plan.actions,
@@ -316,11 +311,7 @@ fn a_new_release_mid_rollout_does_not_interrupt_it() {
 }
 
 fn resume_of_a_halted_rollout_takes_the_newest_release() {
-    let mut s = spec(canary_then_rest());
-    s.health.timeout = Some("1m".into());
-    let mut sim = Sim::new(s, fleet());
-    sim.step();
-    sim.advance(60);
+    let mut sim = failing_canary(0, FailureAction::Halt);
     sim.step();
     sim.target = Some(target(V3));
     sim.step();

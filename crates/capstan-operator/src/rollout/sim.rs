@@ -30,18 +30,8 @@ pub fn target(release: &str) -> Target {
 
 /// A Cluster of `tenant-a` on `class`, healthy there.
 pub fn cluster(name: &str, class: &str, labels: &[(&str, &str)]) -> ClusterInfo {
-    let mut c = ClusterInfo {
-        namespace: "tenant-a".into(),
-        name: name.into(),
-        labels: labels
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        class: Some(class.into()),
-        class_namespace: "tenant-a".into(),
-        version: target(class).kubernetes,
-        ..ClusterInfo::default()
-    };
+    let mut c = super::waves::tests::cluster(name, class, labels);
+    c.version = target(class).kubernetes;
     become_healthy(&mut c);
     c
 }

@@ -34,10 +34,14 @@ mod describe_addon;
 mod get;
 mod get_rows;
 mod get_table;
+// `capstan rollout` (issue 33): follow and steer ClusterStackRollouts.
+mod rollout;
 // Shell completion and manual pages, generated from the CLI's definition.
 mod completion;
 mod man;
-// `capstan rollout plan` (issue 33).
+// `capstan rollout plan` (issue 33); its own `Args`/`run` are unused since `rollout` holds the
+// group (until rollout-core drops them).
+#[allow(dead_code)]
 mod rollout_plan;
 
 use std::process::ExitCode;
@@ -82,10 +86,11 @@ enum Command {
     Diff(Box<diff::Args>),
     /// Print the CustomResourceDefinitions of capstan's API (YAML): clusterstack.x-k8s.io and capstan.dev.
     Crds(crds::Args),
-    /// Roll a release of a cluster stack out to its Clusters in waves: plan.
-    Rollout(Box<rollout_plan::Args>),
-    /// Run the Kubernetes operator: ClusterStack, ClusterStackRelease, Cluster and ClusterAddon controllers, webhooks, hooks, metrics.
+    /// Run the Kubernetes operator: ClusterStack, ClusterStackRelease, Cluster, ClusterAddon and rollout controllers, webhooks, hooks, metrics.
     Operator(Box<operator::Args>),
+    /// Roll a release of a cluster stack out to its Clusters in waves: plan (offline), status,
+    /// approve, pause, resume.
+    Rollout(Box<rollout::Args>),
     /// Install or upgrade the capstan operator in a cluster (CRDs, RBAC, Deployment, webhooks).
     Install(Box<install::Args>),
     /// List ClusterStacks, ClusterStackReleases or ClusterAddons, one line each, or one
@@ -117,8 +122,8 @@ pub fn main() -> ExitCode {
         Command::Apply(args) => apply::run(&args),
         Command::Diff(args) => return diff::run(&args),
         Command::Crds(args) => crds::run(&args).map(|()| ExitCode::SUCCESS),
-        Command::Rollout(args) => rollout_plan::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Operator(args) => operator::run_operator(&args).map(|()| ExitCode::SUCCESS),
+        Command::Rollout(args) => rollout::run(&args),
         Command::Install(args) => install::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Get(args) => get::run(&args),
         Command::Describe(args) => describe::run(&args),

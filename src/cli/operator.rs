@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use super::kube::{connect_to, parse_duration, runtime};
+use capstan_operator::controllers::ControllerSet;
 use capstan_operator::metrics::Metrics;
 use capstan_operator::runtime::{run, shutdown_on};
 use capstan_operator::settings::{
@@ -88,6 +89,11 @@ pub struct Args {
     #[arg(long, value_parser = parse_duration, value_name = "DURATION", requires = "hooks_addr")]
     upgrade_hook_timeout: Option<Duration>,
 
+    /// The controllers to run: a comma list of clusterstack, clusterstackrelease, cluster,
+    /// clusteraddon, rollout; `*` for all, `-name` leaves one out (`*,-clusteraddon`).
+    #[arg(long, default_value = "*", value_parser = parse_controllers, value_name = "LIST")]
+    controllers: ControllerSet,
+
     /// Run the controllers only while holding the leader Lease.
     #[arg(long)]
     leader_elect: bool,
@@ -162,6 +168,11 @@ fn flag_or_env(flag: &Option<String>, var: &str) -> Option<String> {
 /// A `--shard` key: a label value.
 fn parse_shard(text: &str) -> Result<String, String> {
     capstan_operator::shard::parse_key(text).map_err(|e| e.to_string())
+}
+
+/// A `--controllers` list.
+fn parse_controllers(text: &str) -> Result<ControllerSet, String> {
+    ControllerSet::parse(text).map_err(|e| e.to_string())
 }
 
 /// `:8080` (all interfaces), `127.0.0.1:8080`, `[::1]:8080`.
@@ -249,6 +260,7 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             oci_credentials: capstan_source::oci::Credentials::from_env(),
             oci_insecure: args.insecure_registry,
             chart_repositories: args.repositories.settings(false, NetworkTimeouts::default())?,
+            controllers: args.controllers.clone(),
         };
         let metrics = Arc::new(Metrics::new());
         let shutdown = shutdown_on(async {

@@ -4,6 +4,7 @@ use std::io::Write;
 
 use capstan_stack::diff::{Change, diff_releases};
 use capstan_stack::render::{RenderOptions, render_release};
+use capstan_stack::values::ClusterObjects;
 
 use super::stack_input::{self, ObjectArgs};
 
@@ -81,14 +82,34 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
 fn run_diff(args: &DiffArgs) -> anyhow::Result<()> {
     let objects = args.objects.load()?;
+    print_diff(
+        &args.old,
+        &args.new,
+        &objects,
+        &args.sources,
+        args.namespace.clone(),
+        args.output == DiffFormat::Json,
+    )
+}
+
+/// Prints what an upgrade from release `old` to `new` changes for the Cluster of `objects`
+/// (text, or JSON with `json`); `capstan rollout status --diff` shows its releases with it.
+pub fn print_diff(
+    old: &str,
+    new: &str,
+    objects: &ClusterObjects,
+    sources: &super::source_args::SourceArgs,
+    namespace: Option<String>,
+    json: bool,
+) -> anyhow::Result<()> {
     let opts = RenderOptions {
-        namespace: args.namespace.clone(),
+        namespace,
         ..RenderOptions::default()
     };
-    let old = stack_input::open(&args.old, &args.sources)?;
-    let new = stack_input::open(&args.new, &args.sources)?;
-    let old_parts = render_release(&old.release, &objects, &opts)?;
-    let new_parts = render_release(&new.release, &objects, &opts)?;
+    let old = stack_input::open(old, sources)?;
+    let new = stack_input::open(new, sources)?;
+    let old_parts = render_release(&old.release, objects, &opts)?;
+    let new_parts = render_release(&new.release, objects, &opts)?;
     let diffs = diff_releases(
         &old_parts,
         &old.release.tag().cluster_class_name(),
@@ -96,7 +117,7 @@ fn run_diff(args: &DiffArgs) -> anyhow::Result<()> {
         &new.release.tag().cluster_class_name(),
     )?;
     let mut out = std::io::stdout().lock();
-    if args.output == DiffFormat::Json {
+    if json {
         let list: Vec<serde_json::Value> = diffs
             .iter()
             .map(|d| {

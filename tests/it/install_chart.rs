@@ -303,6 +303,9 @@ async fn api_server_accepts_the_chart_and_rbac_is_least_privilege() {
             Some("tenant"),
         ),
         ("watch", "cluster.x-k8s.io", "clusters", None),
+        // Rollouts switch a Cluster's class and record their progress.
+        ("patch", "cluster.x-k8s.io", "clusters", Some("tenant")),
+        ("watch", "capstan.dev", "clusterstackrollouts", None),
         ("create", "cluster.x-k8s.io", "clusterclasses", Some("tenant")),
         (
             "delete",
@@ -330,6 +333,8 @@ async fn api_server_accepts_the_chart_and_rbac_is_least_privilege() {
     let may_not = [
         ("update", "coordination.k8s.io", "leases", Some("tenant")),
         ("delete", "cluster.x-k8s.io", "clusters", Some("tenant")),
+        ("update", "cluster.x-k8s.io", "clusters", Some("tenant")),
+        ("delete", "capstan.dev", "clusterstackrollouts", Some("tenant")),
         ("create", "cluster.x-k8s.io", "machines", Some("tenant")),
         ("patch", "cluster.x-k8s.io", "clusters/status", Some("tenant")),
         (

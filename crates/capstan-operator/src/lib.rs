@@ -8,6 +8,7 @@ pub mod clusters;
 pub mod compiled;
 pub mod context;
 pub mod controller;
+pub mod controllers;
 pub mod drift;
 pub mod hooks;
 pub mod http;

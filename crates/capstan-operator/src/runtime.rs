@@ -17,7 +17,8 @@ use kube::{Client, Resource};
 
 use super::api::{ClusterAddon, ClusterStack, ClusterStackRelease};
 use super::context::Context;
-use super::controller::{cluster, cluster_addon, cluster_stack, cluster_stack_release};
+use super::controller::{cluster, cluster_addon, cluster_stack, cluster_stack_release, rollout};
+use super::controllers::ControllerKind;
 use super::http::{self, Health};
 use super::leader;
 use super::metrics::Metrics;
@@ -209,16 +210,30 @@ async fn run_controllers(
         )
     };
 
-    let stack_controller = Controller::for_stream(stack_events, stacks)
-        .owns_stream(releases().touched_objects())
-        .with_config(concurrency.clone())
-        .graceful_shutdown_on(shutdown.clone())
-        .run(
-            in_scope(cluster_stack::reconcile, &scope),
-            cluster_stack::error_policy,
-            ctx.clone(),
-        )
-        .for_each(|_| futures::future::ready(()));
+    let runs = |kind| settings.controllers.runs(kind);
+    let stack_controller = if runs(ControllerKind::ClusterStack) {
+        Controller::for_stream(stack_events, stacks)
+            .owns_stream(releases().touched_objects())
+            .with_config(concurrency.clone())
+            .graceful_shutdown_on(shutdown.clone())
+            .run(
+                in_scope(cluster_stack::reconcile, &scope),
+                cluster_stack::error_policy,
+                ctx.clone(),
+            )
+            .for_each(|_| futures::future::ready(()))
+            .left_future()
+    } else {
+        // Without its controller the ClusterStacks' store still serves source lookups.
+        let stop = shutdown.clone();
+        async move {
+            tokio::select! {
+                () = stack_events.for_each(|_| futures::future::ready(())) => {}
+                () = stop => {}
+            }
+        }
+        .right_future()
+    };
 
     let (releases_store, releases_writer) = reflector::store();
     // A release that left the watch (deleted, its finalizer gone, or moved to another shard
@@ -357,9 +372,18 @@ async fn run_controllers(
         )
         .for_each(|_| futures::future::ready(()));
 
+    let rollout_controller = rollout::run(
+        client.clone(),
+        scope.clone(),
+        ctx.clone(),
+        concurrency.clone(),
+        shutdown.clone(),
+    );
+
     tracing::info!(
         scope = %describe(&scope),
         drift_interval = ?settings.drift_interval,
+        controllers = %settings.controllers,
         "controllers started"
     );
     // Ready once the controllers run (and, with leader election, this process leads); a
@@ -367,12 +391,22 @@ async fn run_controllers(
     health.set_ready(true);
     futures::join!(
         stack_controller,
-        release_controller,
-        cluster_controller,
-        addon_controller
+        only_if(runs(ControllerKind::ClusterStackRelease), release_controller),
+        only_if(runs(ControllerKind::Cluster), cluster_controller),
+        only_if(runs(ControllerKind::ClusterAddon), addon_controller),
+        only_if(runs(ControllerKind::Rollout), rollout_controller),
     );
     tracing::info!("controllers stopped");
     Ok(())
+}
+
+/// `controller` when `--controllers` names it, else nothing to wait for.
+fn only_if(runs: bool, controller: impl Future<Output = ()> + Send) -> impl Future<Output = ()> + Send {
+    if runs {
+        controller.left_future()
+    } else {
+        futures::future::ready(()).right_future()
+    }
 }
 
 /// Label of a ConfigMap or Secret holding a Cluster's user values (`addon-values-from`): a

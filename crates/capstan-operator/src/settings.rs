@@ -58,6 +58,8 @@ pub struct Settings {
     /// Where the addon and ClusterClass charts' missing dependencies come from (mirrors,
     /// credentials, offline); fetched charts are kept in the release cache.
     pub chart_repositories: capstan_source::charts::Settings,
+    /// The controllers this process runs (`--controllers`; default all).
+    pub controllers: crate::controllers::ControllerSet,
 }
 
 /// Which kind of default source the cluster-stack operator's `--source` names.
@@ -282,6 +284,7 @@ impl Settings {
             oci_credentials: capstan_source::oci::Credentials::Anonymous,
             oci_insecure: false,
             chart_repositories: capstan_source::charts::Settings::default(),
+            controllers: crate::controllers::ControllerSet::all(),
         }
     }
 }

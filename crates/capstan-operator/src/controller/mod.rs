@@ -12,6 +12,7 @@ pub mod progress;
 pub mod provider;
 pub mod references;
 pub mod report;
+pub mod rollout;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -1,0 +1,174 @@
+//! What a rollout reconcile does with its plan: records the planned status (optimistic
+//! concurrency on the rollout's resourceVersion), publishes the plan's Events, then patches
+//! Clusters — `spec.topology.class`, and `spec.topology.version` when the plan gives one, in one
+//! merge patch with capstan's field manager. The Cluster is read first and patched only when
+//! it is on the class the plan expects, with its resourceVersion in the patch, so a patch
+//! repeated from a stale view (or of a Cluster someone else switched meanwhile) changes
+//! nothing.
+
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+
+use crate::api::rollout::{ClusterStackRollout, ClusterStackRolloutStatus};
+use crate::context::Context;
+use crate::controller::Error;
+use crate::rollout::{Action, Plan};
+
+/// capstan's field manager on the Clusters it switches.
+pub const FIELD_MANAGER: &str = "capstan";
+
+/// How the status write went.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Recorded {
+    Written,
+    /// The planned status is the recorded one.
+    Unchanged,
+    /// Someone wrote the rollout since it was read: read again and plan again.
+    Conflict,
+}
+
+/// Writes `plan.status` over `current`'s, unless it is the same; a write of an object that
+/// changed since `current` was read is refused by the API server (resourceVersion).
+pub async fn record(
+    api: &Api<ClusterStackRollout>,
+    current: &ClusterStackRollout,
+    plan: &Plan,
+) -> Result<Recorded, Error> {
+    let name = current.name_any();
+    let what = || {
+        format!(
+            "ClusterStackRollout {}/{name}",
+            current.namespace().unwrap_or_default()
+        )
+    };
+    let empty = ClusterStackRolloutStatus::default();
+    if current.status.as_ref().unwrap_or(&empty) == &plan.status {
+        return Ok(Recorded::Unchanged);
+    }
+    let mut updated = current.clone();
+    updated.status = Some(plan.status.clone());
+    updated.metadata.managed_fields = None;
+    match api.replace_status(&name, &PostParams::default(), &updated).await {
+        Ok(_) => Ok(Recorded::Written),
+        Err(e) if crate::controller::error::is_conflict(&e) => Ok(Recorded::Conflict),
+        Err(e) => Err(Error::kube(format!("writing the status of {}", what()), e)),
+    }
+}
+
+/// Publishes the plan's Events on the rollout.
+pub async fn publish_events(ctx: &Context, rollout: &ClusterStackRollout, plan: &Plan) {
+    let reference = crate::controller::object_ref(rollout);
+    for event in &plan.events {
+        ctx.event(
+            &reference,
+            event.warning,
+            &event.reason,
+            "Rollout",
+            event.message.clone(),
+        )
+        .await;
+    }
+}
+
+/// The merge patch that moves a Cluster read at `resource_version` to `class` (and
+/// `version`): refused with a conflict if the Cluster changed since.
+pub fn switch_patch(resource_version: &str, class: &str, version: Option<&str>) -> serde_json::Value {
+    let mut topology = serde_json::json!({"class": class});
+    if let Some(version) = version {
+        topology["version"] = version.into();
+    }
+    serde_json::json!({
+        "metadata": {"resourceVersion": resource_version},
+        "spec": {"topology": topology},
+    })
+}
+
+/// The class a Cluster must have for `action` to apply: before a switch, the class recorded
+/// as its `from`; before a rollback, the target it was switched to.
+fn expected_class<'a>(status: &'a ClusterStackRolloutStatus, action: &Action) -> Option<&'a str> {
+    match action {
+        Action::Switch { cluster, .. } => status
+            .clusters
+            .iter()
+            .find(|c| &c.name == cluster)
+            .and_then(|c| c.from.as_deref()),
+        Action::RollBack { cluster, .. } => status
+            .clusters
+            .iter()
+            .find(|c| &c.name == cluster)
+            .and_then(|c| c.to.as_deref())
+            .or(status.target_class.as_deref()),
+    }
+}
+
+/// Patches the Clusters the plan switches or rolls back. A Cluster whose class is no longer
+/// the one expected (switched already, or by someone else) is left alone: the test fails and
+/// the next observation sees where it is.
+pub async fn apply_actions(ctx: &Context, rollout: &ClusterStackRollout, plan: &Plan) -> Result<(), Error> {
+    let resource = crate::clusters::cluster_resource();
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    for action in &plan.actions {
+        let (cluster, class, version, verb) = match action {
+            Action::Switch {
+                cluster,
+                class,
+                version,
+            } => (cluster, class, version, "switching"),
+            Action::RollBack {
+                cluster,
+                class,
+                version,
+            } => (cluster, class, version, "rolling back"),
+        };
+        let (namespace, name) = cluster.split_once('/').unwrap_or((
+            rollout.metadata.namespace.as_deref().unwrap_or_default(),
+            cluster.as_str(),
+        ));
+        let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), namespace, &resource);
+        let Some(now) = api
+            .get_opt(name)
+            .await
+            .map_err(|e| Error::kube(format!("reading Cluster {cluster}"), e))?
+        else {
+            continue;
+        };
+        let current = now.data["spec"]["topology"]["class"].as_str();
+        let expected = expected_class(&plan.status, action);
+        if current == Some(class.as_str()) || expected.is_some_and(|e| current != Some(e)) {
+            tracing::info!(%cluster, %class, ?current, ?expected, "{verb} Cluster: not on the expected class; left alone");
+            continue;
+        }
+        let resource_version = now.metadata.resource_version.clone().unwrap_or_default();
+        let patch = switch_patch(&resource_version, class, version.as_deref());
+        match api.patch(name, &params, &Patch::Merge(&patch)).await {
+            Ok(_) => tracing::info!(%cluster, %class, "{verb} Cluster"),
+            // Changed since it was read: the next observation sees where it is.
+            Err(e)
+                if crate::controller::error::is_conflict(&e)
+                    || crate::controller::error::is_not_found(&e) => {}
+            Err(e) => return Err(Error::kube(format!("{verb} Cluster {cluster} to {class}"), e)),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_switch_sets_class_and_version_together_on_the_cluster_read() {
+        assert_eq!(
+            switch_patch("42", "docker-ferrol-1-27-v2", Some("v1.27.4")),
+            serde_json::json!({"metadata": {"resourceVersion": "42"},
+                "spec": {"topology": {"class": "docker-ferrol-1-27-v2", "version": "v1.27.4"}}})
+        );
+        assert_eq!(
+            switch_patch("7", "b", None),
+            serde_json::json!({"metadata": {"resourceVersion": "7"}, "spec": {"topology": {"class": "b"}}})
+        );
+    }
+}

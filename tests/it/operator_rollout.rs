@@ -1,0 +1,393 @@
+//! ClusterStackRollouts on the real API server: `capstan operator --controllers
+//! '*,-clusteraddon'` runs the rollout controller, the Cluster API simulator
+//! (`rollout_sim`) plays Cluster API and the addon controller, and the test steers the
+//! rollout with the `capstan rollout` CLI. Fleets of a few Clusters, simulated upgrades of a
+//! second or two, soaks of two seconds.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DynamicObject, PostParams};
+use serde_json::json;
+
+use crate::operator_common::{Env, NS, capstan_binary, eventually};
+use crate::rollout_sim::{self, Running, Simulator};
+use capstan_operator::api::rollout::{ClusterStackRollout, RolloutPhase};
+
+const V1: &str = "docker-ferrol-1-27-v1";
+const V2: &str = "docker-ferrol-1-27-v2";
+const OLD_KUBERNETES: &str = "v1.27.2";
+const KUBERNETES: &str = "v1.27.3";
+const ROLLOUT: &str = "ferrol";
+
+/// The API server, the stack with v1 and v2 ready, the operator without the ClusterAddon
+/// controller, and `clusters` (name, wave label) on v1 at [`OLD_KUBERNETES`].
+async fn fleet(test: &str, clusters: &[(&str, &str)]) -> Option<(Env, capstan_testenv::ChildGuard)> {
+    let env = crate::operator_common::start(test, &[V1, V2]).await?;
+    let operator = env.operator(0, &["--controllers", "*,-clusteraddon"]);
+    env.create_stack(&["v1", "v2"], "5s").await;
+    let want = vec![V1.to_string(), V2.to_string()];
+    eventually("v1 and v2 ready", Duration::from_secs(120), &operator, || async {
+        (env.ready_releases().await == want).then_some(())
+    })
+    .await;
+    for (name, ring) in clusters {
+        rollout_sim::create_cluster(&env.client(), NS, name, V1, OLD_KUBERNETES, json!({"ring": ring})).await;
+    }
+    Some((env, operator))
+}
+
+fn simulate(env: &Env, upgrade: Duration, failing: &[&str]) -> Running {
+    Simulator {
+        namespace: NS.into(),
+        upgrade,
+        wave_label: "ring".into(),
+        failing: failing.iter().map(|s| s.to_string()).collect(),
+    }
+    .run(env.client())
+}
+
+async fn create_rollout(env: &Env, spec: serde_json::Value) {
+    let rollout: ClusterStackRollout = serde_json::from_value(json!({
+        "apiVersion": "capstan.dev/v1alpha1", "kind": "ClusterStackRollout",
+        "metadata": {"name": ROLLOUT, "namespace": NS},
+        "spec": spec,
+    }))
+    .expect("ClusterStackRollout");
+    rollouts(env)
+        .create(&PostParams::default(), &rollout)
+        .await
+        .expect("ClusterStackRollout created");
+}
+
+fn rollouts(env: &Env) -> Api<ClusterStackRollout> {
+    Api::namespaced(env.client(), NS)
+}
+
+async fn phase(env: &Env) -> Option<RolloutPhase> {
+    rollouts(env).get(ROLLOUT).await.ok()?.status.map(|s| s.phase)
+}
+
+async fn wait_phase(env: &Env, operator: &capstan_testenv::ChildGuard, want: RolloutPhase, limit: Duration) {
+    eventually(&format!("rollout {want:?}"), limit, operator, || async {
+        (phase(env).await.as_ref() == Some(&want)).then_some(())
+    })
+    .await;
+}
+
+/// `capstan rollout ARGS… ferrol -n tenant`: exit code and stdout.
+fn cli(env: &Env, args: &[&str]) -> (i32, String) {
+    let output = Command::new(capstan_binary())
+        .arg("rollout")
+        .args(args)
+        .args([ROLLOUT, "-n", NS, "--kubeconfig"])
+        .arg(env.cluster.kubeconfig_path())
+        .output()
+        .expect("capstan rollout runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    eprintln!(
+        "capstan rollout {args:?}:\n{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code().unwrap_or(-1), stdout)
+}
+
+/// `(reason, note)` of the Events about the rollout.
+async fn events(env: &Env) -> Vec<(String, String)> {
+    let api: Api<Event> = Api::namespaced(env.client(), NS);
+    api.list(&Default::default())
+        .await
+        .expect("list events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.regarding.as_ref().is_some_and(|r| {
+                r.kind.as_deref() == Some("ClusterStackRollout") && r.name.as_deref() == Some(ROLLOUT)
+            })
+        })
+        .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+        .collect()
+}
+
+async fn topology(env: &Env, name: &str) -> (String, String) {
+    let cluster: DynamicObject = env.clusters().get(name).await.expect("Cluster");
+    let field = |f: &str| {
+        cluster.data["spec"]["topology"][f]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    (field("class"), field("version"))
+}
+
+fn assert_switched_once(sim: &Running, clusters: &[&str]) {
+    sim.snapshot(|record| {
+        assert!(
+            record.double_switches().is_empty(),
+            "switched twice: {:?}",
+            record.double_switches()
+        );
+        for cluster in clusters {
+            let switches = record.switches_of(cluster);
+            assert_eq!(switches.len(), 1, "{cluster}: {switches:?}");
+            assert_eq!(switches[0].to, V2, "{cluster}");
+            assert_eq!(switches[0].version.as_deref(), Some(KUBERNETES), "{cluster}");
+        }
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waves_run_in_order_within_their_limits_after_approval_and_soak() {
+    let test = "waves_run_in_order_within_their_limits_after_approval_and_soak";
+    let clusters = [
+        ("canary-1", "canary"),
+        ("rest-1", "rest"),
+        ("rest-2", "rest"),
+        ("rest-3", "rest"),
+        ("rest-4", "rest"),
+        ("rest-5", "rest"),
+    ];
+    let Some((env, operator)) = fleet(test, &clusters).await else {
+        return;
+    };
+    let sim = simulate(&env, Duration::from_secs(1), &[]);
+    let soak = Duration::from_secs(2);
+    create_rollout(
+        &env,
+        json!({
+            "clusterStack": "ferrol", "version": "v2",
+            "waves": [
+                {"name": "canary", "clusterSelector": {"matchLabels": {"ring": "canary"}},
+                 "maxInFlight": 1, "soak": "2s", "approval": "Manual"},
+                {"name": "rest", "maxInFlight": "40%"},
+            ],
+            "health": {"timeout": "1m"},
+        }),
+    )
+    .await;
+
+    // A Manual wave waits for its approval: nothing is switched meanwhile.
+    wait_phase(
+        &env,
+        &operator,
+        RolloutPhase::WaitingForApproval,
+        Duration::from_secs(30),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        sim.snapshot(|r| r.switches.is_empty()),
+        "switched before the approval"
+    );
+    assert_eq!(cli(&env, &["status"]).0, 2, "a rollout under way exits 2");
+    let reasons: BTreeSet<String> = events(&env).await.into_iter().map(|(r, _)| r).collect();
+    assert!(reasons.contains("WaitingForApproval"), "{reasons:?}");
+
+    assert_eq!(cli(&env, &["approve"]).0, 0);
+    wait_phase(&env, &operator, RolloutPhase::Complete, Duration::from_secs(90)).await;
+
+    let names: Vec<&str> = clusters.iter().map(|(n, _)| *n).collect();
+    assert_switched_once(&sim, &names);
+    sim.snapshot(|record| {
+        // maxInFlight 1 and 40 % of 5 = 2.
+        assert_eq!(
+            record.max_in_flight.get("canary"),
+            Some(&1),
+            "{:?}",
+            record.max_in_flight
+        );
+        let rest = record.max_in_flight.get("rest").copied().unwrap_or_default();
+        assert!(rest <= 2, "rest wave: {rest} in flight at once, limit 2");
+        // The next wave only after every Cluster of the canary wave is healthy and the soak.
+        let canary_healthy = record.last_healthy("canary").expect("canary healthy");
+        let rest_started = record.first_switch("rest").expect("rest started");
+        assert!(
+            rest_started >= canary_healthy + soak,
+            "rest started {:?} after the canary was healthy, soak {soak:?}",
+            rest_started.saturating_duration_since(canary_healthy)
+        );
+    });
+    for (name, _) in clusters {
+        assert_eq!(
+            topology(&env, name).await,
+            (V2.to_string(), KUBERNETES.to_string())
+        );
+    }
+    let (code, table) = cli(&env, &["status"]);
+    assert_eq!(code, 0, "a complete rollout exits 0");
+    assert!(
+        table.contains("Complete") && table.contains("canary-1"),
+        "{table}"
+    );
+    let reasons: BTreeSet<String> = events(&env).await.into_iter().map(|(r, _)| r).collect();
+    for reason in ["WaveStarted", "ClusterSwitched", "ClusterHealthy", "Complete"] {
+        assert!(reasons.contains(reason), "no {reason} Event: {reasons:?}");
+    }
+    drop(operator);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_rollout_switches_nothing_until_resumed() {
+    let test = "a_paused_rollout_switches_nothing_until_resumed";
+    let clusters = [("a-1", "all"), ("a-2", "all"), ("a-3", "all")];
+    let Some((env, operator)) = fleet(test, &clusters).await else {
+        return;
+    };
+    let sim = simulate(&env, Duration::from_secs(1), &[]);
+    create_rollout(
+        &env,
+        json!({"clusterStack": "ferrol", "version": "latest", "paused": true,
+               "waves": [{"name": "all", "maxInFlight": 1}]}),
+    )
+    .await;
+    wait_phase(&env, &operator, RolloutPhase::Paused, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        sim.snapshot(|r| r.switches.is_empty()),
+        "a paused rollout switched"
+    );
+
+    assert_eq!(cli(&env, &["resume"]).0, 0);
+    // One Cluster in flight, then pause again: no Cluster is switched after the pause lands.
+    eventually("a first switch", Duration::from_secs(30), &operator, || async {
+        sim.snapshot(|r| (!r.switches.is_empty()).then_some(()))
+    })
+    .await;
+    assert_eq!(cli(&env, &["pause"]).0, 0);
+    wait_phase(&env, &operator, RolloutPhase::Paused, Duration::from_secs(30)).await;
+    let switched = sim.snapshot(|r| r.switches.len());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        sim.snapshot(|r| r.switches.len()),
+        switched,
+        "switched while paused"
+    );
+
+    assert_eq!(cli(&env, &["resume"]).0, 0);
+    wait_phase(&env, &operator, RolloutPhase::Complete, Duration::from_secs(60)).await;
+    let names: Vec<&str> = clusters.iter().map(|(n, _)| *n).collect();
+    assert_switched_once(&sim, &names);
+    assert_eq!(sim.snapshot(|r| r.max_in_flight.get("all").copied()), Some(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_past_max_failures_halts_and_rolls_the_cluster_back() {
+    let test = "a_failure_past_max_failures_halts_and_rolls_the_cluster_back";
+    let clusters = [
+        ("first-1", "first"),
+        ("first-2", "first"),
+        ("later-1", "later"),
+        ("later-2", "later"),
+    ];
+    let Some((env, operator)) = fleet(test, &clusters).await else {
+        return;
+    };
+    let sim = simulate(&env, Duration::from_secs(1), &["first-2"]);
+    create_rollout(
+        &env,
+        json!({"clusterStack": "ferrol", "version": "v2",
+               "waves": [{"name": "first", "clusterSelector": {"matchLabels": {"ring": "first"}}, "maxInFlight": 2},
+                         {"name": "later"}],
+               "health": {"timeout": "3s"},
+               "failurePolicy": {"maxFailures": 0, "action": "Rollback"}}),
+    )
+    .await;
+    wait_phase(&env, &operator, RolloutPhase::Halted, Duration::from_secs(60)).await;
+
+    // Halted names the Cluster, in its condition and an Event; the failed Cluster is back on
+    // its class and version; the next wave never started.
+    let rollout = rollouts(&env).get(ROLLOUT).await.expect("rollout");
+    let status = rollout.status.expect("status");
+    let halted =
+        capstan_operator::api::conditions::find(&status.conditions, "Halted").expect("Halted condition");
+    assert!(halted.is_true(), "{halted:?}");
+    assert!(halted.message.contains("first-2"), "{halted:?}");
+    let notes: Vec<(String, String)> = events(&env).await;
+    assert!(
+        notes
+            .iter()
+            .any(|(reason, note)| reason == "Halted" && note.contains("first-2")),
+        "{notes:?}"
+    );
+    eventually(
+        "first-2 rolled back",
+        Duration::from_secs(30),
+        &operator,
+        || async {
+            (topology(&env, "first-2").await == (V1.to_string(), OLD_KUBERNETES.to_string())).then_some(())
+        },
+    )
+    .await;
+    assert!(
+        events(&env)
+            .await
+            .iter()
+            .any(|(reason, _)| reason == "RolledBack")
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    sim.snapshot(|record| {
+        assert!(
+            record.first_switch("later").is_none(),
+            "a halted rollout started the next wave"
+        );
+    });
+    assert_eq!(topology(&env, "later-1").await.0, V1);
+    assert_eq!(cli(&env, &["status"]).0, 1, "a halted rollout exits 1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_operator_resumes_without_a_double_switch_or_a_skipped_wave() {
+    let test = "a_killed_operator_resumes_without_a_double_switch_or_a_skipped_wave";
+    let (kills, mut rng) = crate::operator_common::kill_plan(test);
+    let clusters = [
+        ("one-1", "one"),
+        ("one-2", "one"),
+        ("two-1", "two"),
+        ("two-2", "two"),
+        ("two-3", "two"),
+        ("two-4", "two"),
+    ];
+    let Some((env, mut operator)) = fleet(test, &clusters).await else {
+        return;
+    };
+    let sim = simulate(&env, Duration::from_millis(1500), &[]);
+    let soak = Duration::from_secs(2);
+    create_rollout(
+        &env,
+        json!({"clusterStack": "ferrol", "version": "v2",
+               "waves": [{"name": "one", "clusterSelector": {"matchLabels": {"ring": "one"}}, "maxInFlight": 1, "soak": "2s"},
+                         {"name": "two", "maxInFlight": 2}]}),
+    )
+    .await;
+    let started = Instant::now();
+    for kill in 0..kills {
+        let wait = 300 + rng.below(2500);
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        if phase(&env).await == Some(RolloutPhase::Complete) {
+            break;
+        }
+        operator.kill();
+        eprintln!("{test}: kill {kill} after {wait} ms ({:?} in)", started.elapsed());
+        operator = env.operator(kill + 1, &["--controllers", "*,-clusteraddon"]);
+    }
+    wait_phase(&env, &operator, RolloutPhase::Complete, Duration::from_secs(120)).await;
+    let names: Vec<&str> = clusters.iter().map(|(n, _)| *n).collect();
+    assert_switched_once(&sim, &names);
+    sim.snapshot(|record| {
+        assert_eq!(
+            record.max_in_flight.get("one"),
+            Some(&1),
+            "{:?}",
+            record.max_in_flight
+        );
+        assert!(record.max_in_flight.get("two").copied().unwrap_or_default() <= 2);
+        let one_healthy = record.last_healthy("one").expect("wave one healthy");
+        let two_started = record.first_switch("two").expect("wave two started");
+        assert!(
+            two_started >= one_healthy + soak,
+            "wave two before wave one soaked"
+        );
+    });
+}

@@ -39,9 +39,7 @@ mod rollout;
 // Shell completion and manual pages, generated from the CLI's definition.
 mod completion;
 mod man;
-// `capstan rollout plan` (issue 33); its own `Args`/`run` are unused since `rollout` holds the
-// group (until rollout-core drops them).
-#[allow(dead_code)]
+// `capstan rollout plan` (issue 33), offline; `rollout` holds the command group.
 mod rollout_plan;
 
 use std::process::ExitCode;

@@ -509,6 +509,7 @@ fn print_diffs(inputs: &DiffInputs) -> anyhow::Result<()> {
         connect_timeout: None,
         timeout: None,
         insecure_registry: false,
+        verify_keys: Vec::new(),
     };
     let reference = |class: &str| -> anyhow::Result<String> {
         let tag = ReleaseTag::parse_cluster_class(class).with_context(|| format!("class {class}"))?;

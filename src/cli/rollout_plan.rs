@@ -12,26 +12,6 @@ use capstan_operator::rollout::{Assignment, ClusterInfo, StackId, assign};
 use capstan_stack::name::KubernetesVersion;
 use kube::api::DynamicObject;
 
-/// Arguments of `capstan rollout`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum Command {
-    /// Which Cluster goes in which wave (offline): the rollout from -f, the Clusters from
-    /// --clusters (a YAML stream or a `kind: List`, as `kubectl get clusters -o yaml` prints).
-    Plan(PlanArgs),
-}
-
-pub fn run(args: &Args) -> anyhow::Result<()> {
-    match &args.command {
-        Command::Plan(plan) => run_plan(plan),
-    }
-}
-
 /// Arguments of `capstan rollout plan`.
 #[derive(Debug, clap::Args)]
 pub struct PlanArgs {

@@ -72,7 +72,7 @@ pub struct ApplyOptions {
 impl Default for ApplyOptions {
     fn default() -> ApplyOptions {
         ApplyOptions {
-            field_manager: "capstan".into(),
+            field_manager: crate::FIELD_MANAGER.into(),
             force: true,
             namespace: "default".into(),
             concurrency: 16,

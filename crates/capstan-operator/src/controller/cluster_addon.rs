@@ -28,7 +28,7 @@ use kube::api::{Api, DeleteParams, DynamicObject};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
-use super::error::{Invalid, is_not_found};
+use super::error::Invalid;
 use super::pipeline::{self, Parts, ReleaseFiles};
 use super::progress::{Because, Failure, WAIT};
 use super::{Cause, Error, now, owner_reference};
@@ -37,6 +37,7 @@ use crate::addon::user_values::{GatherError, Layer};
 use crate::addon::workload::{Gate, Workload};
 use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStack, ClusterStackRelease};
 use crate::context::Context;
+use crate::kube_error::is_not_found;
 use crate::store::{Owner, StoredRender};
 use capstan_apply::discovery::{Discovery, DiscoveryError};
 use capstan_apply::{DesiredObject, InventoryRef};

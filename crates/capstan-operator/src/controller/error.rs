@@ -12,12 +12,9 @@ use std::time::Duration;
 
 use crate::addon::condition::ConditionError;
 use crate::addon::workload::Gate;
+use crate::kube_error::retryable_kube;
 use crate::sources::SourceError;
 use crate::store::StoreError;
-// `is_not_found` stays nameable here for cluster_addon.rs (TODO(issue 34): name
-// crate::kube_error there and drop this re-export).
-pub use crate::kube_error::is_not_found;
-use crate::kube_error::retryable_kube;
 
 /// How long an object whose last error was terminal waits when nothing changes.
 pub const TERMINAL_RETRY: Duration = Duration::from_secs(600);

@@ -50,7 +50,7 @@ pub async fn record(
     updated.metadata.managed_fields = None;
     match api.replace_status(&name, &PostParams::default(), &updated).await {
         Ok(_) => Ok(Recorded::Written),
-        Err(e) if crate::controller::error::is_conflict(&e) => Ok(Recorded::Conflict),
+        Err(e) if crate::kube_error::is_conflict(&e) => Ok(Recorded::Conflict),
         Err(e) => Err(Error::kube(format!("writing the status of {}", what()), e)),
     }
 }
@@ -146,9 +146,7 @@ pub async fn apply_actions(ctx: &Context, rollout: &ClusterStackRollout, plan: &
         match api.patch(name, &params, &Patch::Merge(&patch)).await {
             Ok(_) => tracing::info!(%cluster, %class, "{verb} Cluster"),
             // Changed since it was read: the next observation sees where it is.
-            Err(e)
-                if crate::controller::error::is_conflict(&e)
-                    || crate::controller::error::is_not_found(&e) => {}
+            Err(e) if crate::kube_error::is_conflict(&e) || crate::kube_error::is_not_found(&e) => {}
             Err(e) => return Err(Error::kube(format!("{verb} Cluster {cluster} to {class}"), e)),
         }
     }

@@ -3,7 +3,6 @@
 
 use std::io::Write;
 
-use clap::CommandFactory;
 use clap_complete::Shell;
 
 /// Arguments of `capstan completion`.
@@ -18,15 +17,16 @@ pub struct Args {
     shell: Shell,
 }
 
-pub fn run(args: &Args) -> anyhow::Result<()> {
+/// Prints the script for `cli`, the whole command-line definition (given by `cli/mod.rs`, so
+/// this file need not name it).
+pub fn run(args: &Args, cli: clap::Command) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    out.write_all(&script(args.shell))?;
+    out.write_all(&script(args.shell, cli))?;
     Ok(())
 }
 
-/// The completion script of `capstan` for `shell`.
-pub fn script(shell: Shell) -> Vec<u8> {
-    let mut command = super::Cli::command();
+/// The completion script of `capstan` (whose definition is `command`) for `shell`.
+pub fn script(shell: Shell, mut command: clap::Command) -> Vec<u8> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut command, "capstan", &mut script);
     script
@@ -35,6 +35,7 @@ pub fn script(shell: Shell) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     /// Every subcommand, as the CLI defines them (not a list kept by hand).
     fn subcommands() -> Vec<String> {
@@ -64,7 +65,7 @@ mod tests {
             );
         }
         for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
-            let text = String::from_utf8(script(shell)).expect("UTF-8");
+            let text = String::from_utf8(script(shell, crate::cli::Cli::command())).expect("UTF-8");
             for name in &names {
                 assert!(text.contains(name.as_str()), "{shell}: no {name} in\n{text}");
             }
@@ -75,11 +76,11 @@ mod tests {
             );
             assert!(text.contains("pull"), "{shell}: `releases pull` missing");
         }
-        let bash = String::from_utf8(script(Shell::Bash)).expect("UTF-8");
+        let bash = String::from_utf8(script(Shell::Bash, crate::cli::Cli::command())).expect("UTF-8");
         assert!(bash.contains("complete -F _capstan"), "{bash}");
-        let zsh = String::from_utf8(script(Shell::Zsh)).expect("UTF-8");
+        let zsh = String::from_utf8(script(Shell::Zsh, crate::cli::Cli::command())).expect("UTF-8");
         assert!(zsh.starts_with("#compdef capstan"), "{zsh}");
-        let fish = String::from_utf8(script(Shell::Fish)).expect("UTF-8");
+        let fish = String::from_utf8(script(Shell::Fish, crate::cli::Cli::command())).expect("UTF-8");
         assert!(fish.contains("complete -c capstan"), "{fish}");
     }
 }

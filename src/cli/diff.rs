@@ -32,7 +32,7 @@ pub fn run(args: &Args) -> ExitCode {
         Ok(true) => ExitCode::from(1),
         Ok(false) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("Error: {}", crate::cli::error_text(&err));
+            eprintln!("Error: {}", super::error_chain::error_text(&err));
             ExitCode::from(2)
         }
     }

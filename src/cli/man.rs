@@ -6,7 +6,6 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::CommandFactory;
 
 /// Arguments of `capstan man`.
 #[derive(Debug, clap::Args)]
@@ -16,15 +15,17 @@ pub struct Args {
     dir: Option<PathBuf>,
 }
 
-pub fn run(args: &Args) -> anyhow::Result<()> {
+/// Writes the pages of `cli`, the whole command-line definition (given by `cli/mod.rs`, so
+/// this file need not name it).
+pub fn run(args: &Args, cli: clap::Command) -> anyhow::Result<()> {
     match &args.dir {
         None => {
             let mut out = std::io::stdout().lock();
-            out.write_all(&page()?)?;
+            out.write_all(&page(cli)?)?;
         }
         Some(dir) => {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            clap_mangen::generate_to(command(), dir)
+            clap_mangen::generate_to(versioned(cli), dir)
                 .with_context(|| format!("writing manual pages into {}", dir.display()))?;
         }
     }
@@ -32,24 +33,25 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 /// The top-level command as the pages describe it.
-fn command() -> clap::Command {
-    super::Cli::command().version(env!("CARGO_PKG_VERSION"))
+fn versioned(cli: clap::Command) -> clap::Command {
+    cli.version(env!("CARGO_PKG_VERSION"))
 }
 
 /// `capstan.1`.
-pub fn page() -> std::io::Result<Vec<u8>> {
+pub fn page(cli: clap::Command) -> std::io::Result<Vec<u8>> {
     let mut page = Vec::new();
-    clap_mangen::Man::new(command()).render(&mut page)?;
+    clap_mangen::Man::new(versioned(cli)).render(&mut page)?;
     Ok(page)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[test]
     fn the_page_is_roff_naming_the_command_and_its_subcommands() {
-        let page = String::from_utf8(page().expect("renders")).expect("UTF-8");
+        let page = String::from_utf8(page(crate::cli::Cli::command()).expect("renders")).expect("UTF-8");
         assert!(page.starts_with(".ie \\n(.g .ds Aq \\(aq"), "{page}");
         assert!(page.contains(".TH capstan 1"), "{page}");
         assert!(page.contains(".SH NAME"), "{page}");
@@ -65,9 +67,12 @@ mod tests {
     #[test]
     fn dir_gets_a_page_per_command() {
         let dir = tempfile::tempdir().expect("temp dir");
-        run(&Args {
-            dir: Some(dir.path().join("man1")),
-        })
+        run(
+            &Args {
+                dir: Some(dir.path().join("man1")),
+            },
+            crate::cli::Cli::command(),
+        )
         .expect("pages written");
         for page in [
             "capstan.1",

@@ -39,12 +39,17 @@ mod rollout;
 // Shell completion and manual pages, generated from the CLI's definition.
 mod completion;
 mod man;
+// A failed command's error chain on one line (main prints it; diff and source_args word
+// errors with it).
+mod error_chain;
 // `capstan rollout plan` (issue 33), offline; `rollout` holds the command group.
 mod rollout_plan;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+
+use error_chain::error_text;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -125,8 +130,8 @@ pub fn main() -> ExitCode {
         Command::Install(args) => install::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Get(args) => get::run(&args),
         Command::Describe(args) => describe::run(&args),
-        Command::Completion(args) => completion::run(&args).map(|()| ExitCode::SUCCESS),
-        Command::Man(args) => man::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Completion(args) => completion::run(&args, Cli::command()).map(|()| ExitCode::SUCCESS),
+        Command::Man(args) => man::run(&args, Cli::command()).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
@@ -135,27 +140,6 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// An error and its causes on one line, like `{err:#}`, without repeating a cause whose text
-/// the message already holds (errors that print their source in their own `Display`).
-pub fn error_text(err: &anyhow::Error) -> String {
-    chain_text(err.chain().map(|e| e.to_string()))
-}
-
-fn chain_text(messages: impl Iterator<Item = String>) -> String {
-    let mut out = String::new();
-    for message in messages {
-        let message = message.trim();
-        if message.is_empty() || out.contains(message) {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(": ");
-        }
-        out.push_str(message);
-    }
-    out
 }
 
 fn init_tracing(format: LogFormat, default_level: &str) {
@@ -172,39 +156,4 @@ fn init_tracing(format: LogFormat, default_level: &str) {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::cli::chain_text;
-    use crate::cli::error_text;
-
-    #[test]
-    fn each_cause_is_said_once() {
-        let err = anyhow::anyhow!("failed to determine current context")
-            .context("kubeconfig: (failed to determine current context)")
-            .context("no cluster configured");
-        assert_eq!(
-            error_text(&err),
-            "no cluster configured: kubeconfig: (failed to determine current context)"
-        );
-        let err = anyhow::anyhow!("root").context("middle").context("top");
-        assert_eq!(error_text(&err), "top: middle: root");
-    }
-
-    #[test]
-    fn causes_already_in_the_message_are_not_repeated() {
-        let table: [(&[&str], &str); 4] = [
-            (&["a", "b", "c"], "a: b: c"),
-            (&["opening x: not found", "not found"], "opening x: not found"),
-            (
-                &["release r: bad name \"..\"", "bad name \"..\"", ""],
-                "release r: bad name \"..\"",
-            ),
-            (&["outer", "inner: root", "root"], "outer: inner: root"),
-        ];
-        for (chain, want) in table {
-            assert_eq!(chain_text(chain.iter().map(|s| s.to_string())), want);
-        }
-    }
 }

@@ -219,7 +219,7 @@ pub fn explain_not_found(err: anyhow::Error, cache: &Cache) -> anyhow::Error {
     } else {
         format!("repositories with releases in the cache: {}", repos.join(", "))
     };
-    anyhow::anyhow!("{}; {known}", crate::cli::error_text(&err))
+    anyhow::anyhow!("{}; {known}", super::error_chain::error_text(&err))
 }
 
 fn listing_key(repo: &str) -> String {

@@ -12,7 +12,7 @@ use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, Preconditi
 use serde_json::Value;
 
 use super::diff::{self, ObjectDiff};
-use super::discovery::{Discovery, DiscoveryError, ResourceInfo};
+use super::discovery::{self, Discovery, DiscoveryError, ResourceInfo};
 use super::guard::{self, PruneScope, Refusal};
 use super::health::{self, Readiness};
 use super::inventory::{self, Entry, InventoryError, InventoryRef};
@@ -477,7 +477,7 @@ impl Applier {
 
     /// The diff of a prepared object, and whether the live copy exists.
     async fn diff_prepared(&self, p: &Prepared, opts: &ApplyOptions) -> (ObjectDiff, Option<Value>) {
-        let api = ssa::api_for(&self.client, &p.resource, p.key.namespace.as_deref());
+        let api = discovery::api_for(&self.client, &p.resource, p.key.namespace.as_deref());
         let (live, _) = ssa::with_retry(opts.retry, || api.get_opt(&p.key.name)).await;
         let live = match live {
             Ok(l) => l.map(|o| with_types(o, &p.resource)),
@@ -744,7 +744,7 @@ impl Applier {
             .resolve(&key.group, &key.version, &key.kind)
             .await
             .map_err(|e| e.to_string())?;
-        let api = ssa::api_for(&self.client, &info.resource, key.namespace.as_deref());
+        let api = discovery::api_for(&self.client, &info.resource, key.namespace.as_deref());
         loop {
             let last = match api.get(&key.name).await {
                 Ok(obj) => {
@@ -851,7 +851,7 @@ impl Applier {
             Err(DiscoveryError::UnknownKind { .. }) => return gone(),
             Err(e) => return prune_failed(e.to_string()),
         };
-        let api = ssa::api_for(&self.client, &info.resource, key.namespace.as_deref());
+        let api = discovery::api_for(&self.client, &info.resource, key.namespace.as_deref());
         let (live, _) = ssa::with_retry(opts.retry, || api.get_opt(&key.name)).await;
         let live = match live {
             Ok(Some(l)) => l,
@@ -950,7 +950,7 @@ async fn list_live(
     }
     let mut others: Option<HashMap<String, String>> = None;
     if members.iter().any(|k| !ours.contains_key(&k.name)) {
-        let api = ssa::api_for(&client, &resource, ns.as_deref());
+        let api = discovery::api_for(&client, &resource, ns.as_deref());
         let all = ListParams::default();
         let (meta, _) = ssa::with_retry(retry, || api.list_metadata(&all)).await;
         let Ok(meta) = meta else { return Vec::new() };

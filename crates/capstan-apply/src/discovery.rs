@@ -102,7 +102,7 @@ impl Discovery {
     /// The dynamic API of a resolved kind: in `namespace` when the kind is namespaced and one
     /// is given, else across the cluster (all namespaces).
     pub fn api(&self, info: &ResourceInfo, namespace: Option<&str>) -> Api<DynamicObject> {
-        crate::ssa::api_for(
+        api_for(
             &self.client,
             &info.resource,
             namespace.filter(|_| info.namespaced),
@@ -157,5 +157,13 @@ impl Discovery {
             );
         }
         Ok(GroupVersion { served: true, kinds })
+    }
+}
+
+/// An `Api` for the object's resource in its namespace.
+pub fn api_for(client: &Client, resource: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
+        None => Api::all_with(client.clone(), resource),
     }
 }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::compare;
-use super::discovery::ResourceInfo;
+use super::discovery::{ResourceInfo, api_for};
 use super::object::DesiredObject;
 use super::status::ObjectKey;
 
@@ -342,14 +342,6 @@ where
             }
             other => return (other, attempt),
         }
-    }
-}
-
-/// An `Api` for the object's resource in its namespace.
-pub fn api_for(client: &Client, resource: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
-    match namespace {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
-        None => Api::all_with(client.clone(), resource),
     }
 }
 

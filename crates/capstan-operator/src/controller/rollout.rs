@@ -30,8 +30,8 @@ use super::Error;
 use crate::api::rollout::ClusterStackRollout;
 use crate::api::{ClusterAddon, ClusterStackRelease};
 use crate::context::Context;
-use crate::runtime::Shutdown;
 use crate::watch::{Scope, changed, objects, watch_all};
+use observe::Fleet;
 
 pub const CONTROLLER: &str = "rollout";
 
@@ -42,22 +42,13 @@ const IN_FLIGHT_POLL: Duration = Duration::from_secs(10);
 /// Attempts of one reconcile to write its status when others write in between.
 const STATUS_ATTEMPTS: usize = 4;
 
-/// What the rollout reconciles read besides the rollout: stores of the fleet, filled by the
-/// watches that also wake the rollouts.
-pub struct Fleet {
-    pub clusters: Store<DynamicObject>,
-    pub addons: Store<ClusterAddon>,
-    pub releases: Store<ClusterStackRelease>,
-    pub scope: Scope,
-}
-
 /// The rollout controller with its watches, until `shutdown`.
 pub async fn run(
     client: Client,
     scope: Scope,
     ctx: Arc<Context>,
     config: controller::Config,
-    shutdown: Shutdown,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     let watch_config = watcher::Config::default().any_semantic();
     let (rollouts, rollouts_writer) = reflector::store();

@@ -1,6 +1,5 @@
 //! Whether one Cluster is healthy on a rollout's target, from what the controller observed.
 
-use super::plan::Target;
 use super::waves::ClusterInfo;
 use crate::webhook::validate::release_name_of_class;
 
@@ -16,6 +15,17 @@ impl Health {
     pub fn is_healthy(&self) -> bool {
         *self == Health::Healthy
     }
+}
+
+/// The release a rollout moves Clusters to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// ClusterStackRelease name, e.g. `docker-ferrol-1-27-v3`.
+    pub release: String,
+    /// The ClusterClass Clusters are switched to.
+    pub class: String,
+    /// `versions.kubernetes` of the release, e.g. `v1.27.3`.
+    pub kubernetes: Option<String>,
 }
 
 /// The health of `cluster` on `target`: its class is the target's; Cluster API reports it

@@ -42,16 +42,8 @@ use crate::api::rollout::{
     WaveStatus,
 };
 
-/// The release a rollout moves Clusters to.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Target {
-    /// ClusterStackRelease name, e.g. `docker-ferrol-1-27-v3`.
-    pub release: String,
-    /// The ClusterClass Clusters are switched to.
-    pub class: String,
-    /// `versions.kubernetes` of the release, e.g. `v1.27.3`.
-    pub kubernetes: Option<String>,
-}
+// A Cluster's health is judged against the target, so the target lives beside it.
+pub use super::health::Target;
 
 /// The rollout's annotations `capstan.dev/approve` and `capstan.dev/resume`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

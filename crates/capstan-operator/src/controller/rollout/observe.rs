@@ -7,17 +7,26 @@ use std::collections::BTreeSet;
 
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 
-use super::Fleet;
 use super::target::{self, ReleaseSeen, Resolved};
-use crate::api::ClusterStack;
 use crate::api::rollout::{ClusterPhase, ClusterStackRollout, ClusterStackRolloutStatus};
+use crate::api::{ClusterAddon, ClusterStack, ClusterStackRelease};
 use crate::context::Context;
 use crate::controller::Error;
 use crate::rollout::{Annotations, ClusterInfo, Observed, Target};
+use crate::watch::Scope;
 use capstan_stack::addon_config::{ConditionObject, WaitCondition};
 use capstan_stack::name::StackName;
+
+/// What the rollout reconciles read besides the rollout: stores of the fleet, filled by the
+/// watches that also wake the rollouts.
+pub struct Fleet {
+    pub clusters: Store<DynamicObject>,
+    pub addons: Store<ClusterAddon>,
+    pub releases: Store<ClusterStackRelease>,
+    pub scope: Scope,
+}
 
 /// The annotation `capstan rollout approve` sets: the wave approved.
 pub const APPROVE_ANNOTATION: &str = "capstan.dev/approve";

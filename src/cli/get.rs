@@ -16,11 +16,13 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde::Serialize;
 
+use capstan_operator::api::rollout::ClusterStackRollout;
 use capstan_operator::api::{ClusterAddon, ClusterStack, ClusterStackRelease};
 
 use super::describe_addon::{self, Detail, Health, Live};
 use super::get_rows::{
-    self, AddonRow, Layout, ReleaseRow, StackRow, addons_table, releases_table, stacks_table,
+    self, AddonRow, Layout, ReleaseRow, RolloutRow, StackRow, addons_table, releases_table, rollouts_table,
+    stacks_table,
 };
 use super::get_table::{Table, colour_stdout};
 
@@ -64,8 +66,10 @@ enum What {
     Addons(ListArgs),
     /// One Cluster's addons in full: objects with sync and health, stages, inputs, Events.
     Addon(OneArgs),
-    // Rollouts: a `Rollouts(ListArgs)` variant listing the rollout kind, with its row and
-    // table in `get_rows` (see there), dispatched in `list` like the three above.
+    /// ClusterStackRollouts: target release, phase, current wave, Clusters healthy and failed
+    /// (`--fail-not-ready`: any rollout not Complete or Idle).
+    #[command(visible_aliases = ["rollout", "clusterstackrollouts", "csr"])]
+    Rollouts(ListArgs),
 }
 
 /// Output formats of a list.
@@ -131,6 +135,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             What::Releases(list) => run_list::<ReleaseKind>(&target, list).await,
             What::Addons(list) => run_list::<AddonKind>(&target, list).await,
             What::Addon(one) => show_addon(&target, one).await,
+            What::Rollouts(list) => run_list::<RolloutKind>(&target, list).await,
         }
     })
 }
@@ -192,6 +197,30 @@ trait Kind {
 struct StackKind;
 struct ReleaseKind;
 struct AddonKind;
+struct RolloutKind;
+
+impl Kind for RolloutKind {
+    type Object = ClusterStackRollout;
+    type Row = RolloutRow;
+    const PLURAL: &'static str = "ClusterStackRollouts";
+    const LIST_KIND: &'static str = "RolloutList";
+    type Extra = ();
+    async fn extra(_: &Scope<'_>) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn row(object: &ClusterStackRollout, _: &()) -> RolloutRow {
+        RolloutRow::of(object)
+    }
+    fn sort_key(row: &RolloutRow) -> (String, String) {
+        (row.namespace.clone(), row.name.clone())
+    }
+    fn ready(row: &RolloutRow) -> bool {
+        row.is_settled()
+    }
+    fn table(rows: &[RolloutRow], layout: Layout, now: Timestamp) -> Table {
+        rollouts_table(rows, layout, now)
+    }
+}
 
 impl Kind for StackKind {
     type Object = ClusterStack;

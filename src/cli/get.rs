@@ -352,7 +352,11 @@ async fn run_list<K: Kind>(target: &super::kube::Target, args: &ListArgs) -> any
         }
     };
     if args.watch {
-        watch::<K>(&scope, &extra, layout, args.output, &widths, colour).await?;
+        let printed = rows
+            .iter()
+            .map(|row| Ok((K::sort_key(row), serde_json::to_string(row)?)))
+            .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
+        watch::<K>(&scope, &extra, printed, layout, args.output, &widths, colour).await?;
     }
     let not_ready = rows.iter().filter(|r| !K::ready(r)).count();
     if args.fail_not_ready && not_ready > 0 {
@@ -363,9 +367,15 @@ async fn run_list<K: Kind>(target: &super::kube::Target, args: &ListArgs) -> any
 }
 
 /// Prints each object again when it changes or goes (one row, or one JSON/YAML document).
+/// Prints each object again when its row changes. The watch lists anew before it follows
+/// changes, so a change between the first list and the watch shows as a row that differs from
+/// the one printed (`printed`: each row as last printed, by key); a row printed as it is again
+/// (a relist) is not repeated.
+#[allow(clippy::too_many_arguments)]
 async fn watch<K: Kind>(
     scope: &Scope<'_>,
     extra: &K::Extra,
+    mut printed: BTreeMap<(String, String), String>,
     layout: Layout,
     format: Option<Format>,
     widths: &[usize],
@@ -380,8 +390,9 @@ async fn watch<K: Kind>(
         .default_backoff()
         .boxed();
     while let Some(event) = events.next().await {
-        let object = match event {
-            Ok(watcher::Event::Apply(object) | watcher::Event::Delete(object)) => object,
+        let (object, deleted) = match event {
+            Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => (object, false),
+            Ok(watcher::Event::Delete(object)) => (object, true),
             Ok(_) => continue,
             Err(e) => {
                 eprintln!("watching {}: {e} (retrying)", K::PLURAL);
@@ -389,6 +400,14 @@ async fn watch<K: Kind>(
             }
         };
         let row = K::row(&object, extra);
+        let text = serde_json::to_string(&row)?;
+        if deleted {
+            printed.remove(&K::sort_key(&row));
+        } else if printed.get(&K::sort_key(&row)) == Some(&text) {
+            continue;
+        } else {
+            printed.insert(K::sort_key(&row), text);
+        }
         match format {
             Some(Format::Json) => println!("{}", serde_json::to_string(&row)?),
             Some(Format::Yaml) => print!("---\n{}", yaml(&serde_json::to_value(&row)?)?),

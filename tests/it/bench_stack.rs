@@ -10,9 +10,9 @@ use capstan_apply::{Applier, ApplyOptions, DesiredObject, InventoryRef, parse_st
 use capstan_stack::Version;
 use capstan_stack::build::build;
 use capstan_stack::release::Release;
+use capstan_stack::render::ADDON_NAMESPACE;
 use capstan_stack::render::render_release;
 use capstan_stack::values::ClusterObjects;
-use capstan_stack::render::ADDON_NAMESPACE;
 use capstan_testenv::audit::{AuditLog, verbs};
 use capstan_testenv::shared::stack::{self, deterministic};
 use capstan_testenv::{Binaries, TestCluster};

@@ -61,13 +61,9 @@ async fn counted(test: &str, extra: &[&str]) -> Option<Counted> {
     let env = crate::operator_common::start(test, &[CLASS]).await?;
     let bins = Binaries::find_or_skip(test)?;
     let audit = AuditLog::new().expect("audit log");
-    let workload = TestCluster::start_with_args(
-        &bins,
-        "cached-workload",
-        &audit.apiserver_args(),
-    )
-    .await
-    .expect("workload cluster starts");
+    let workload = TestCluster::start_with_args(&bins, "cached-workload", &audit.apiserver_args())
+        .await
+        .expect("workload cluster starts");
     let upstream = workload.server_url().trim_start_matches("https://").to_string();
     let proxy = TcpProxy::start(&upstream).await;
     let proxy_port = proxy.port();
@@ -232,7 +228,9 @@ async fn a_watched_addon_costs_no_request_when_idle() {
     )
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let requests: Vec<String> = counted.audit.requests()
+    let requests: Vec<String> = counted
+        .audit
+        .requests()
         .split_off(requests_before)
         .into_iter()
         // The watches' own traffic: their requests, and their paged listing (kube's watcher

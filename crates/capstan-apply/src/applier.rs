@@ -279,15 +279,15 @@ impl Applier {
             let namespaces_only = prepared
                 .iter()
                 .all(|p| p.key.group.is_empty() && p.key.kind == "Namespace");
-            let covered = |key: &ObjectKey| {
-                written
-                    .as_ref()
-                    .is_some_and(|w: &Vec<Entry>| w.iter().any(|e| &e.key == key))
+            let track = opts.inventory.is_some() && !opts.dry_run && {
+                let covered: HashSet<&ObjectKey> = written.iter().flatten().map(|e| &e.key).collect();
+                prepared.iter().any(|p| !covered.contains(&p.key))
             };
-            let track = opts.inventory.is_some() && !opts.dry_run && prepared.iter().any(|p| !covered(&p.key));
             if track
                 && !namespaces_only
-                && let Err(e) = self.widen_inventory(&old, &entries, &planned, opts, &mut written).await
+                && let Err(e) = self
+                    .widen_inventory(&old, &entries, &planned, opts, &mut written)
+                    .await
             {
                 // Applying untracked objects could leave them behind forever: stop here.
                 for p in prepared {
@@ -322,7 +322,9 @@ impl Applier {
             results.extend(wave_results);
             if track
                 && namespaces_only
-                && let Err(e) = self.widen_inventory(&old, &entries, &planned, opts, &mut written).await
+                && let Err(e) = self
+                    .widen_inventory(&old, &entries, &planned, opts, &mut written)
+                    .await
             {
                 tracing::warn!("{e}");
             }
@@ -585,14 +587,16 @@ impl Applier {
             }
         }
         // The lists run while the objects are prepared.
-        let members = resolved.iter().map(|(i, info)| {
-            let o = &objects[*i];
-            let ns = info
-                .namespaced
-                .then(|| o.namespace.as_deref().unwrap_or(&opts.namespace));
-            (o.key_in(ns), &info.resource)
-        })
-        .filter(|(key, _)| listable(key));
+        let members = resolved
+            .iter()
+            .map(|(i, info)| {
+                let o = &objects[*i];
+                let ns = info
+                    .namespaced
+                    .then(|| o.namespace.as_deref().unwrap_or(&opts.namespace));
+                (o.key_in(ns), &info.resource)
+            })
+            .filter(|(key, _)| listable(key));
         let lists = self.spawn_lists(members, owner, opts);
         let prepared = resolved
             .into_iter()

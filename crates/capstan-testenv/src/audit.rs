@@ -26,7 +26,10 @@ impl AuditLog {
     /// The kube-apiserver flags that write this log (for `TestCluster::start_with_args`).
     pub fn apiserver_args(&self) -> Vec<String> {
         vec![
-            format!("--audit-policy-file={}", self.dir.path().join("policy.yaml").display()),
+            format!(
+                "--audit-policy-file={}",
+                self.dir.path().join("policy.yaml").display()
+            ),
             format!("--audit-log-path={}", self.path().display()),
         ]
     }

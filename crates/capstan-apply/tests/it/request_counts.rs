@@ -56,7 +56,11 @@ async fn each_pass_sends_only_the_requests_it_needs() {
     assert!(!report.failed(), "{report:?}");
     assert_eq!(report.summary.created, first.len(), "{:?}", report.summary);
     let (by_verb, sent) = audit.sent_since(before).await;
-    eprintln!("first apply of {}: {} requests: {sent:#?}", first.len(), sent.len());
+    eprintln!(
+        "first apply of {}: {} requests: {sent:#?}",
+        first.len(),
+        sent.len()
+    );
     assert_eq!(
         by_verb,
         verbs(&[("get", 1), ("patch", first.len() + 1)]),
@@ -81,7 +85,11 @@ async fn each_pass_sends_only_the_requests_it_needs() {
     let report = applier.apply(&upgrade, &opts).await.expect("upgrade");
     assert!(!report.failed(), "{report:?}");
     assert_eq!(
-        (report.summary.configured, report.summary.created, report.summary.pruned),
+        (
+            report.summary.configured,
+            report.summary.created,
+            report.summary.pruned
+        ),
         (6, 1, 1),
         "{:?}",
         report.summary

@@ -1,17 +1,21 @@
 //! The benchmark stack `stacks/bench` (scripts/bench-operator.sh): its addon objects of two
 //! Clusters never share a name in a namespace, so simulated clusters can share one workload
-//! API server; a release switch changes every object; it renders like Helm.
+//! API server; a release switch changes every object; it renders like Helm; what its first
+//! apply, an idle pass and the switch cost the workload API server, counted in its audit log.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use capstan_apply::parse_stream;
+use capstan_apply::{Applier, ApplyOptions, DesiredObject, InventoryRef, parse_stream};
 use capstan_stack::Version;
 use capstan_stack::build::build;
 use capstan_stack::release::Release;
+use capstan_stack::render::ADDON_NAMESPACE;
 use capstan_stack::render::render_release;
 use capstan_stack::values::ClusterObjects;
+use capstan_testenv::audit::{AuditLog, verbs};
 use capstan_testenv::shared::stack::{self, deterministic};
+use capstan_testenv::{Binaries, TestCluster};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
@@ -43,15 +47,19 @@ fn cluster(dir: &Path, name: &str) -> ClusterObjects {
     ClusterObjects::load(&path, None, None).expect("the Cluster loads")
 }
 
-/// (kind, namespace, name, the whole object) of the addon objects rendered for `objects`.
-fn addon_objects(release: &Release, objects: &ClusterObjects) -> Vec<(String, String, String, String)> {
+/// The addon objects rendered for `objects`.
+fn addon_stream(release: &Release, objects: &ClusterObjects) -> Vec<DesiredObject> {
     let parts = render_release(release, objects, &deterministic()).expect("the bench release renders");
     let addon = parts
         .iter()
         .find(|p| p.name == "cluster-addon")
         .expect("a single-chart addon");
-    parse_stream(&addon.stream, "cluster-addon")
-        .expect("the addon stream parses")
+    parse_stream(&addon.stream, "cluster-addon").expect("the addon stream parses")
+}
+
+/// (kind, namespace, name, the whole object) of the addon objects rendered for `objects`.
+fn addon_objects(release: &Release, objects: &ClusterObjects) -> Vec<(String, String, String, String)> {
+    addon_stream(release, objects)
         .into_iter()
         .map(|o| {
             let whole = o.data.to_string();
@@ -125,4 +133,69 @@ fn bench_release_renders_like_helm() {
     assert_eq!(questions.len(), 2 * 2);
     let failures = stack::differences(&shared, &python, &questions, &oracle);
     assert!(failures.is_empty(), "parts that differ from Helm: {failures:?}");
+}
+
+/// Issue 36 §1: a Cluster's addon applied as the operator applies it (inventory in
+/// kube-system, pruning, 8 at once) costs the workload API server, discovery aside: first
+/// apply one apply per object, one inventory write and the inventory read, no list (≤ 30);
+/// an idle pass the inventory read and one list per resource; the switch to v2 (every object
+/// changed) the same plus one apply per object and one inventory write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_addon_requests_per_pass() {
+    let test = "bench_addon_requests_per_pass";
+    let Some(bins) = Binaries::find_or_skip(test) else {
+        return;
+    };
+    let dir = scratch("bench-stack-requests");
+    let cluster_objects = cluster(&dir, "fleet-1");
+    let v1 = addon_stream(&bench_release(&dir, "v1"), &cluster_objects);
+    let v2 = addon_stream(&bench_release(&dir, "v2"), &cluster_objects);
+    let audit = AuditLog::new().expect("audit log");
+    let workload = TestCluster::start_with_args(&bins, "bench-requests", &audit.apiserver_args())
+        .await
+        .expect("cluster starts");
+    let applier = Applier::new(workload.client(), "bench-requests");
+    let inventory = InventoryRef {
+        namespace: ADDON_NAMESPACE.into(),
+        name: "capstan.caddon.fleet-1".into(),
+    };
+    let opts = ApplyOptions {
+        namespace: inventory.namespace.clone(),
+        inventory: Some(inventory),
+        prune: true,
+        concurrency: 8,
+        ..ApplyOptions::default()
+    };
+    let n = v1.len();
+    // One list per resource (and namespace) of the addon.
+    let resources: std::collections::BTreeSet<(String, String)> =
+        v1.iter().map(|o| (o.group.clone(), o.kind.clone())).collect();
+    let k = resources.len();
+
+    let before = audit.requests().len();
+    let report = applier.apply(&v1, &opts).await.expect("first apply");
+    assert!(!report.failed(), "{report:?}");
+    let (first, sent) = audit.sent_since(before).await;
+    eprintln!("first apply of {n} objects: {} requests: {first:?}", sent.len());
+    assert_eq!(first, verbs(&[("get", 1), ("patch", n + 1)]), "{sent:#?}");
+    assert!(sent.len() <= 30, "{} requests", sent.len());
+
+    let before = audit.requests().len();
+    let report = applier.apply(&v1, &opts).await.expect("idle pass");
+    assert_eq!(report.summary.unchanged, n, "{:?}", report.summary);
+    let (idle, sent) = audit.sent_since(before).await;
+    eprintln!("idle pass: {} requests: {idle:?}", sent.len());
+    assert_eq!(idle, verbs(&[("get", 1), ("list", k)]), "{sent:#?}");
+
+    let before = audit.requests().len();
+    let report = applier.apply(&v2, &opts).await.expect("switch to v2");
+    assert!(!report.failed(), "{report:?}");
+    assert_eq!(report.summary.configured, n, "{:?}", report.summary);
+    let (switch, sent) = audit.sent_since(before).await;
+    eprintln!("switch to v2: {} requests: {switch:?}", sent.len());
+    assert_eq!(
+        switch,
+        verbs(&[("get", 1), ("list", k), ("patch", n + 1)]),
+        "{sent:#?}"
+    );
 }

@@ -15,6 +15,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::operator_common::eventually;
+use capstan_testenv::audit::{AuditLog, is_overhead};
 use capstan_testenv::proxy::TcpProxy;
 use capstan_testenv::{Binaries, TestCluster};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -24,37 +25,6 @@ const CLUSTER: &str = "cached";
 const CLASS: &str = "docker-ferrol-1-27-v1";
 /// Passes woken without any change.
 const WOKEN_PASSES: u64 = 5;
-
-/// The requests the workload API server answered for capstan's user: their `verb URI`.
-fn audited(log: &std::path::Path) -> Vec<String> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|event| event["user"]["username"] == "capstan-admin")
-        .map(|event| {
-            format!(
-                "{} {}",
-                event["verb"].as_str().unwrap_or_default(),
-                event["requestURI"].as_str().unwrap_or_default()
-            )
-        })
-        .collect()
-}
-
-/// Whether `request` (`verb URI`) is a discovery, version or health request.
-fn is_overhead(request: &str) -> bool {
-    let path = request
-        .split_once(' ')
-        .map_or(request, |(_, uri)| uri)
-        .split('?')
-        .next()
-        .unwrap_or_default();
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    matches!(
-        segments.as_slice(),
-        ["readyz" | "livez" | "healthz" | "version" | "api" | "apis"]
-    ) || matches!(segments.as_slice(), ["api", _] | ["apis", _] | ["apis", _, _])
-}
 
 /// The operator's `capstan_reconciles_total` of the ClusterAddon controller.
 async fn addon_reconciles(metrics_port: u16) -> Option<u64> {
@@ -79,36 +49,21 @@ async fn addon_reconciles(metrics_port: u16) -> Option<u64> {
 /// addons of [`CLUSTER`] applied by an operator.
 struct Counted {
     env: crate::operator_common::Env,
-    log: std::path::PathBuf,
+    audit: AuditLog,
     proxy: TcpProxy,
     operator: capstan_testenv::ChildGuard,
     metrics_port: u16,
     _workload: TestCluster,
-    _audit: tempfile::TempDir,
 }
 
 /// [`Counted`] with the operator's `extra` flags; `None` when the test skips.
 async fn counted(test: &str, extra: &[&str]) -> Option<Counted> {
     let env = crate::operator_common::start_shared(test, &[CLASS]).await?;
     let bins = Binaries::find_or_skip(test)?;
-    let audit = tempfile::tempdir().expect("temp dir");
-    let policy = audit.path().join("policy.yaml");
-    std::fs::write(
-        &policy,
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted]\nrules:\n- level: Metadata\n",
-    )
-    .expect("audit policy");
-    let log = audit.path().join("audit.log");
-    let workload = TestCluster::start_with_args(
-        &bins,
-        "cached-workload",
-        &[
-            format!("--audit-policy-file={}", policy.display()),
-            format!("--audit-log-path={}", log.display()),
-        ],
-    )
-    .await
-    .expect("workload cluster starts");
+    let audit = AuditLog::new().expect("audit log");
+    let workload = TestCluster::start_with_args(&bins, "cached-workload", &audit.apiserver_args())
+        .await
+        .expect("workload cluster starts");
     let upstream = workload.server_url().trim_start_matches("https://").to_string();
     let proxy = TcpProxy::start(&upstream).await;
     let proxy_port = proxy.port();
@@ -143,12 +98,11 @@ async fn counted(test: &str, extra: &[&str]) -> Option<Counted> {
         .await;
     Some(Counted {
         env,
-        log,
+        audit,
         proxy,
         operator,
         metrics_port,
         _workload: workload,
-        _audit: audit,
     })
 }
 
@@ -171,18 +125,18 @@ async fn a_steady_pass_reuses_the_workload_connection() {
     };
     let Counted {
         env,
-        log,
+        audit,
         proxy,
         operator,
         metrics_port,
         ..
     } = &counted;
-    let (env, log, operator, metrics_port) = (env, log.as_path(), operator, *metrics_port);
+    let (env, operator, metrics_port) = (env, operator, *metrics_port);
     let applied_at = last_reconciled(env).await.expect("lastReconciled set");
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // Passes that find nothing changed: an annotation on the Cluster wakes each.
-    let (connections_before, requests_before) = (proxy.connections(), audited(log).len());
+    let (connections_before, requests_before) = (proxy.connections(), audit.requests().len());
     for pass in 0..WOKEN_PASSES {
         let seen = addon_reconciles(metrics_port).await.expect("metrics answer");
         env.clusters()
@@ -199,7 +153,7 @@ async fn a_steady_pass_reuses_the_workload_connection() {
         .await;
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let woken_requests: Vec<String> = audited(log).split_off(requests_before);
+    let woken_requests: Vec<String> = audit.requests().split_off(requests_before);
     let woken_connections = proxy.connections() - connections_before;
     eprintln!(
         "{WOKEN_PASSES} woken passes: {woken_connections} new connections, {} requests: {woken_requests:?}",
@@ -207,14 +161,14 @@ async fn a_steady_pass_reuses_the_workload_connection() {
     );
 
     // One drift pass (interval 1m) re-applies.
-    let (connections_before, requests_before) = (proxy.connections(), audited(log).len());
+    let (connections_before, requests_before) = (proxy.connections(), audit.requests().len());
     eventually("a drift pass", Duration::from_secs(120), operator, || async {
         let last = last_reconciled(env).await?;
         (last != applied_at).then_some(())
     })
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let drift_requests: Vec<String> = audited(log).split_off(requests_before);
+    let drift_requests: Vec<String> = audit.requests().split_off(requests_before);
     let drift_connections = proxy.connections() - connections_before;
     eprintln!(
         "drift pass: {drift_connections} new connections, {} requests: {drift_requests:?}",
@@ -262,7 +216,7 @@ async fn a_watched_addon_costs_no_request_when_idle() {
     // The watches start after the apply: their listing (one list per kind) comes first.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let applied_at = last_reconciled(&counted.env).await.expect("lastReconciled set");
-    let requests_before = audited(&counted.log).len();
+    let requests_before = counted.audit.requests().len();
     eventually(
         "a drift pass",
         Duration::from_secs(120),
@@ -274,7 +228,9 @@ async fn a_watched_addon_costs_no_request_when_idle() {
     )
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let requests: Vec<String> = audited(&counted.log)
+    let requests: Vec<String> = counted
+        .audit
+        .requests()
         .split_off(requests_before)
         .into_iter()
         // The watches' own traffic: their requests, and their paged listing (kube's watcher
@@ -289,26 +245,4 @@ async fn a_watched_addon_costs_no_request_when_idle() {
         requests.is_empty(),
         "the drift pass of a watched addon sent requests: {requests:?}"
     );
-}
-
-#[test]
-fn overhead_requests_are_told_apart() {
-    for overhead in [
-        "get /readyz",
-        "get /version?timeout=32s",
-        "get /api",
-        "get /api/v1",
-        "get /apis",
-        "get /apis/apps/v1",
-        "get /apis/apiextensions.k8s.io",
-    ] {
-        assert!(is_overhead(overhead), "{overhead}");
-    }
-    for work in [
-        "list /api/v1/namespaces/kube-system/configmaps?labelSelector=x",
-        "get /api/v1/namespaces/kube-system",
-        "patch /apis/apps/v1/namespaces/kube-system/deployments/web",
-    ] {
-        assert!(!is_overhead(work), "{work}");
-    }
 }

@@ -138,7 +138,7 @@ enum Live {
     /// Exists but is not (or no longer) marked as capstan's: its resourceVersion.
     Foreign(String),
     Absent,
-    /// The object's resource could not be listed.
+    /// Not listed: its resource could not be, or it is not in the inventory (not ours yet).
     Unknown,
 }
 
@@ -207,16 +207,21 @@ impl Applier {
         let owner = Ownership {
             inventory: opts.inventory.as_ref().map(InventoryRef::id),
         };
-        let old = match &opts.inventory {
-            Some(inv) => inventory::read(&self.client, inv, opts.retry)
-                .await?
-                .unwrap_or_default(),
-            None => Vec::new(),
+        let recorded = match &opts.inventory {
+            Some(inv) => inventory::read(&self.client, inv, opts.retry).await?,
+            None => None,
         };
+        let inventory_exists = recorded.is_some();
+        let old = recorded.unwrap_or_default();
         if let Some(inv) = opts.inventory.as_ref().filter(|_| opts.prune) {
             guard::check_prune(opts.prune_scope, &inv.id(), objects, &opts.namespace, &old)?;
         }
         let old_keys: HashSet<ObjectKey> = old.iter().map(|e| e.key.clone()).collect();
+        // With an inventory, only objects it lists can be live copies of ours: the others
+        // need no list (a first apply into an empty inventory lists nothing).
+        let listable = |key: &ObjectKey| opts.inventory.is_none() || old_keys.contains(key);
+        // What the inventory holds as far as this apply knows (normalized as written).
+        let mut written = inventory_exists.then(|| inventory::union(&[], &old));
         // Kinds this apply defines through CRDs: their discovery may lag their establishment.
         let mut crd_kinds = crd_kinds(objects);
         let requests = AtomicUsize::new(0);
@@ -229,7 +234,16 @@ impl Applier {
             inventory = old.len(),
             "server checked, inventory read"
         );
-        let (mut preprepared, mut prefetched) = self.prefetch(objects, &owner, opts).await;
+        let (mut preprepared, mut prefetched) = self.prefetch(objects, &owner, opts, &listable).await;
+        // Entries of every object resolved up front: the first widening of the inventory
+        // covers them all, so later waves need no write of their own.
+        let planned: Vec<Entry> = preprepared
+            .values()
+            .map(|p| Entry {
+                key: p.key.clone(),
+                hash: Some(p.hash.clone()),
+            })
+            .collect();
         tracing::debug!(listed = prefetched.len(), "live objects listed");
         for wave in order::waves(objects, |o| (o.group.as_str(), o.kind.as_str())) {
             let mut prepared = Vec::new();
@@ -265,12 +279,15 @@ impl Applier {
             let namespaces_only = prepared
                 .iter()
                 .all(|p| p.key.group.is_empty() && p.key.kind == "Namespace");
-            let track = opts.inventory.is_some()
-                && !opts.dry_run
-                && prepared.iter().any(|p| !old_keys.contains(&p.key));
+            let track = opts.inventory.is_some() && !opts.dry_run && {
+                let covered: HashSet<&ObjectKey> = written.iter().flatten().map(|e| &e.key).collect();
+                prepared.iter().any(|p| !covered.contains(&p.key))
+            };
             if track
                 && !namespaces_only
-                && let Err(e) = self.widen_inventory(&old, &entries, opts).await
+                && let Err(e) = self
+                    .widen_inventory(&old, &entries, &planned, opts, &mut written)
+                    .await
             {
                 // Applying untracked objects could leave them behind forever: stop here.
                 for p in prepared {
@@ -286,7 +303,8 @@ impl Applier {
                     Some(l) => {
                         live.insert(p.key.clone(), l);
                     }
-                    None => unlisted.push(p.clone()),
+                    None if listable(&p.key) => unlisted.push(p.clone()),
+                    None => {}
                 }
             }
             live.extend(self.snapshot(&unlisted, &owner, opts).await);
@@ -304,13 +322,17 @@ impl Applier {
             results.extend(wave_results);
             if track
                 && namespaces_only
-                && let Err(e) = self.widen_inventory(&old, &entries, opts).await
+                && let Err(e) = self
+                    .widen_inventory(&old, &entries, &planned, opts, &mut written)
+                    .await
             {
                 tracing::warn!("{e}");
             }
         }
 
-        let (prune_skipped, inventory_error) = self.prune_and_record(&old, entries, opts, &mut results).await;
+        let (prune_skipped, inventory_error) = self
+            .prune_and_record(&old, entries, written.as_deref(), opts, &mut results)
+            .await;
         if let Some(limit) = opts.wait
             && !opts.dry_run
         {
@@ -413,6 +435,7 @@ impl Applier {
         &self,
         old: &[Entry],
         entries: Vec<Entry>,
+        written: Option<&[Entry]>,
         opts: &ApplyOptions,
         results: &mut Vec<ObjectResult>,
     ) -> (Vec<ObjectKey>, Option<String>) {
@@ -449,30 +472,31 @@ impl Applier {
         let mut final_entries = entries;
         final_entries.extend(kept);
         let final_set = inventory::union(&[], &final_entries);
+        // Unchanged since it was read or widened (a first apply, an idle pass): no write.
+        if written == Some(final_set.as_slice()) {
+            return (prune_skipped, None);
+        }
         let written = inventory::write(&self.client, inv, &final_set, &opts.field_manager, opts.retry).await;
         (prune_skipped, written.err().map(|e| e.to_string()))
     }
 
-    /// Records `old ∪ entries` as the inventory (before the objects are applied).
+    /// Records `old ∪ planned ∪ entries` as the inventory (before the objects are applied)
+    /// and remembers it in `written`.
     async fn widen_inventory(
         &self,
         old: &[Entry],
         entries: &[Entry],
+        planned: &[Entry],
         opts: &ApplyOptions,
+        written: &mut Option<Vec<Entry>>,
     ) -> Result<(), InventoryError> {
-        match &opts.inventory {
-            Some(inv) => {
-                inventory::write(
-                    &self.client,
-                    inv,
-                    &inventory::union(old, entries),
-                    &opts.field_manager,
-                    opts.retry,
-                )
-                .await
-            }
-            None => Ok(()),
-        }
+        let Some(inv) = &opts.inventory else {
+            return Ok(());
+        };
+        let widened = inventory::union(&inventory::union(old, planned), entries);
+        inventory::write(&self.client, inv, &widened, &opts.field_manager, opts.retry).await?;
+        *written = Some(widened);
+        Ok(())
     }
 
     /// The diff of a prepared object, and whether the live copy exists.
@@ -554,6 +578,7 @@ impl Applier {
         objects: &[DesiredObject],
         owner: &Ownership,
         opts: &ApplyOptions,
+        listable: &impl Fn(&ObjectKey) -> bool,
     ) -> (HashMap<usize, Prepared>, HashMap<ObjectKey, Live>) {
         let mut resolved = Vec::new();
         for (i, o) in objects.iter().enumerate() {
@@ -562,13 +587,16 @@ impl Applier {
             }
         }
         // The lists run while the objects are prepared.
-        let members = resolved.iter().map(|(i, info)| {
-            let o = &objects[*i];
-            let ns = info
-                .namespaced
-                .then(|| o.namespace.as_deref().unwrap_or(&opts.namespace));
-            (o.key_in(ns), &info.resource)
-        });
+        let members = resolved
+            .iter()
+            .map(|(i, info)| {
+                let o = &objects[*i];
+                let ns = info
+                    .namespaced
+                    .then(|| o.namespace.as_deref().unwrap_or(&opts.namespace));
+                (o.key_in(ns), &info.resource)
+            })
+            .filter(|(key, _)| listable(key));
         let lists = self.spawn_lists(members, owner, opts);
         let prepared = resolved
             .into_iter()

@@ -20,6 +20,7 @@
 /// The repository's root (the workspace), where `testdata/`, `stacks/` and `deploy/` live.
 pub const REPO_ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
+pub mod audit;
 mod binaries;
 mod cluster;
 mod crds;

@@ -6,8 +6,9 @@
 
 use std::collections::BTreeMap;
 
+use capstan_apply::inventory::{self, Entry};
 use capstan_apply::ssa::{MANAGED_BY_LABEL, MANAGED_LABEL, inventory_id};
-use capstan_apply::{Action, Applier, ApplyOptions, InventoryRef, parse_stream};
+use capstan_apply::{Action, Applier, ApplyOptions, InventoryRef, ObjectKey, Retry, parse_stream};
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
@@ -107,6 +108,25 @@ async fn the_charts_managed_by_label_is_applied_and_older_objects_get_it_back() 
                 labels(&api, name).await.get(MANAGED_BY_LABEL).map(String::as_str),
                 Some("capstan")
             );
+        }
+        // Older capstan recorded them in the inventory too.
+        if let Some(inv) = &options.inventory {
+            let entries: Vec<Entry> = ["from-helm", "plain"]
+                .into_iter()
+                .map(|name| Entry {
+                    key: ObjectKey {
+                        group: String::new(),
+                        version: "v1".into(),
+                        kind: "ConfigMap".into(),
+                        namespace: Some(NS.into()),
+                        name: name.into(),
+                    },
+                    hash: Some("0123456789abcdef".into()),
+                })
+                .collect();
+            inventory::write(&cluster.client(), inv, &entries, "capstan", Retry::default())
+                .await
+                .expect("older inventory written");
         }
         let report = applier.apply(&desired, options).await.expect("apply");
         assert!(!report.failed(), "{report:?}");

@@ -6,3 +6,4 @@
 mod chart_labels;
 mod client_http2;
 mod kube_smoke;
+mod request_counts;

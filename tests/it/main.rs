@@ -29,6 +29,7 @@ mod operator_drift_watch;
 mod operator_e2e;
 mod operator_hooks;
 mod operator_oci;
+mod operator_verify;
 mod operator_provider;
 mod operator_restart;
 mod operator_settings_cli;

@@ -30,6 +30,7 @@ pub struct Metrics {
     github_requests: Family<StatusClass, Counter>,
     github_rate_limit_remaining: Gauge<i64, AtomicI64>,
     oci_requests: Family<StatusClass, Counter>,
+    source_verifications: Family<VerificationResult, Counter>,
 }
 
 /// What happened to an applied object.
@@ -72,6 +73,12 @@ struct ControllerResult {
 struct ControllerOutcome {
     controller: String,
     outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerificationResult {
+    /// `verified`, or the refusal's reason (`NoSignature`, `WrongKey`, …).
+    result: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -144,6 +151,12 @@ impl Metrics {
             "OCI registry responses (token endpoints included) by status code class",
             oci_requests.clone(),
         );
+        let source_verifications = Family::default();
+        registry.register(
+            "source_verifications",
+            "Release signature verifications (the cache's recorded ones not counted) by result",
+            source_verifications.clone(),
+        );
         Metrics {
             registry,
             reconciles,
@@ -154,7 +167,15 @@ impl Metrics {
             github_requests,
             github_rate_limit_remaining,
             oci_requests,
+            source_verifications,
         }
+    }
+
+    /// One release's signatures checked against its policy: `verified` or the refusal's reason.
+    pub fn source_verified(&self, result: &'static str) {
+        self.source_verifications
+            .get_or_create(&VerificationResult { result })
+            .inc();
     }
 
     /// One reconcile of `controller` (`clusterstack`, `clusterstackrelease`, `clusteraddon`)

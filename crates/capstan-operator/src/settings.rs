@@ -58,6 +58,9 @@ pub struct Settings {
     /// Where the addon and ClusterClass charts' missing dependencies come from (mirrors,
     /// credentials, offline); fetched charts are kept in the release cache.
     pub chart_repositories: capstan_source::charts::Settings,
+    /// The signature policy of ClusterStacks without `spec.verify` (`--verify-key`); empty:
+    /// such releases are not verified.
+    pub verify: capstan_source::verify::Policy,
 }
 
 /// Which kind of default source the cluster-stack operator's `--source` names.
@@ -280,6 +283,7 @@ impl Settings {
             oci_credentials: capstan_source::oci::Credentials::Anonymous,
             oci_insecure: false,
             chart_repositories: capstan_source::charts::Settings::default(),
+            verify: capstan_source::verify::Policy::default(),
         }
     }
 }

@@ -124,10 +124,7 @@ async fn a_stack_with_a_policy_applies_only_releases_its_keys_signed() {
     .await;
     let status = v2.status.as_ref().expect("v2 status");
     assert!(!status.ready && status.verified_by.is_none(), "{status:?}");
-    assert_eq!(
-        condition(&v2, "Ready"),
-        Some(("False".into(), "WrongKey".into()))
-    );
+    assert_eq!(condition(&v2, "Ready"), Some(("False".into(), "WrongKey".into())));
     assert!(
         condition(&v2, "Rendered").is_none() && condition(&v2, "Applied").is_none(),
         "a refused release is neither rendered nor applied: {status:?}"
@@ -139,10 +136,7 @@ async fn a_stack_with_a_policy_applies_only_releases_its_keys_signed() {
             .then_some(events)
     })
     .await;
-    assert!(
-        !events.iter().any(|(_, reason)| reason == "Ready"),
-        "{events:?}"
-    );
+    assert!(!events.iter().any(|(_, reason)| reason == "Ready"), "{events:?}");
     // Only the verified release's ClusterClass is there, several passes later too.
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(env.class_names().await, names(&[SIGNED]));
@@ -184,6 +178,9 @@ async fn the_operator_s_verify_key_refuses_a_source_without_signatures() {
         .and_then(|s| capstan_operator::api::conditions::find(&s.conditions, "SourceVerified"))
         .map(|c| c.message.clone())
         .unwrap_or_default();
-    assert!(message.contains("only for releases from an OCI source"), "{message}");
+    assert!(
+        message.contains("only for releases from an OCI source"),
+        "{message}"
+    );
     assert!(env.class_names().await.is_empty());
 }

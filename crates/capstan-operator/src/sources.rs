@@ -428,13 +428,23 @@ impl Sources {
                 tag: tag_text.clone(),
             })
         })?;
-        if let Some(verified) = oci::signature::cached_verification(&self.cache, repo, &tag_text, &digest, policy) {
-            return Ok(Verification::Verified { verified, fresh: false });
+        if let Some(verified) =
+            oci::signature::cached_verification(&self.cache, repo, &tag_text, &digest, policy)
+        {
+            return Ok(Verification::Verified {
+                verified,
+                fresh: false,
+            });
         }
         let client = self.oci(repo, credentials, *insecure)?;
         match oci::signature::verify(&client, &self.cache, repo, &tag_text, &digest, policy).await {
-            Ok(verified) => Ok(Verification::Verified { verified, fresh: true }),
-            Err(oci::signature::SignatureError::Refused { refusal, .. }) => Ok(Verification::Refused(refusal)),
+            Ok(verified) => Ok(Verification::Verified {
+                verified,
+                fresh: true,
+            }),
+            Err(oci::signature::SignatureError::Refused { refusal, .. }) => {
+                Ok(Verification::Refused(refusal))
+            }
             Err(e) => Err(fail(e.into())),
         }
     }

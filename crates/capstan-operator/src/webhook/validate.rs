@@ -99,7 +99,11 @@ fn check_verify(stack: &ClusterStack, reasons: &mut Vec<String>) {
             verify.provider
         ));
     }
-    if verify.secret_ref.as_ref().is_none_or(|r| r.name.trim().is_empty()) {
+    if verify
+        .secret_ref
+        .as_ref()
+        .is_none_or(|r| r.name.trim().is_empty())
+    {
         reasons.push(
             "spec.verify.secretRef.name: required: the Secret in the stack's namespace whose *.pub entries are the trusted public keys"
                 .to_string(),
@@ -559,9 +563,16 @@ mod tests {
             });
             s
         };
-        assert_eq!(cluster_stack_create(&with("cosign", Some("keys")), &Known), Ok(()));
+        assert_eq!(
+            cluster_stack_create(&with("cosign", Some("keys")), &Known),
+            Ok(())
+        );
         let table = [
-            ("notation", Some("keys"), "spec.verify.provider: \"notation\" is not supported"),
+            (
+                "notation",
+                Some("keys"),
+                "spec.verify.provider: \"notation\" is not supported",
+            ),
             ("", Some("keys"), "spec.verify.provider: \"\" is not supported"),
             ("cosign", None, "spec.verify.secretRef.name: required"),
             ("cosign", Some(" "), "spec.verify.secretRef.name: required"),

@@ -131,10 +131,16 @@ pub async fn check(
 
 /// Records a refused release: the condition, a Warning event when the verdict is new, the
 /// metric; looked at again after the drift interval (a signature may yet be pushed).
-async fn refuse(progress: &mut Progress<'_>, reason: &'static str, message: String) -> Result<ControlFlow<Action>, Error> {
+async fn refuse(
+    progress: &mut Progress<'_>,
+    reason: &'static str,
+    message: String,
+) -> Result<ControlFlow<Action>, Error> {
     let ctx = progress.ctx;
     ctx.metrics.source_verified(reason);
-    let fresh = progress.object.status_of()
+    let fresh = progress
+        .object
+        .status_of()
         .and_then(|s| crate::api::conditions::find(&s.conditions, SOURCE_VERIFIED))
         .is_none_or(|c| c.reason != reason || c.message != message);
     progress.status.verified_by = None;

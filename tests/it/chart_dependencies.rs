@@ -42,10 +42,7 @@ fn settings_for(url: &str) -> Settings {
                 "https://kubernetes-sigs.github.io/metrics-server".into(),
                 format!("{url}/metrics-server"),
             ),
-            (
-                "https://charts.bitnami.com/bitnami".into(),
-                format!("{url}/bitnami"),
-            ),
+            ("https://charts.bitnami.com/bitnami".into(), format!("{url}/bitnami")),
         ],
         ..Settings::default()
     }
@@ -397,11 +394,7 @@ fn a_damaged_cached_chart_with_the_repository_down_says_both() {
     let blob = cache.blob_path(&sha).unwrap();
 
     // Another valid chart in its place, and the repository stopped.
-    std::fs::write(
-        &blob,
-        std::fs::read(repos.join("bitnami/common-2.31.10.tgz")).unwrap(),
-    )
-    .unwrap();
+    std::fs::write(&blob, std::fs::read(repos.join("bitnami/common-2.31.10.tgz")).unwrap()).unwrap();
     let url = server.url();
     drop(server);
     let err = resolve(&url).unwrap_err().to_string();

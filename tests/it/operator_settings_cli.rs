@@ -29,10 +29,7 @@ fn operator(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
     }
     cmd.envs(env.iter().copied());
     let out = cmd.output().expect("capstan runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 const OCI: [(&str, &str); 2] = [
@@ -73,10 +70,7 @@ fn both_kinds_of_settings_without_source_are_refused_before_connecting() {
         ),
         "{stderr}"
     );
-    assert!(
-        !stderr.contains("no-kubeconfig"),
-        "refused only after connecting: {stderr}"
-    );
+    assert!(!stderr.contains("no-kubeconfig"), "refused only after connecting: {stderr}");
 
     // --source settles it.
     let (_, stderr) = operator(&["--source", "oci"], &both);

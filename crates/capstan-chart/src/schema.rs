@@ -101,12 +101,10 @@ struct Found {
 impl Found {
     fn new(err: &jsonschema::ValidationError<'_>, root: &Json) -> Found {
         let subschemas = match err.kind() {
-            ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
-                context
-                    .iter()
-                    .map(|errors| errors.iter().map(|e| Found::new(e, root)).collect())
-                    .collect()
-            }
+            ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => context
+                .iter()
+                .map(|errors| errors.iter().map(|e| Found::new(e, root)).collect())
+                .collect(),
             _ => Vec::new(),
         };
         Found {
@@ -230,12 +228,8 @@ mod tree {
         match keyword {
             "properties" | "patternProperties" if rest.len() > 2 => Step::Child { len: 2 },
             "items" | "prefixItems" if index.is_some() && rest.len() > 2 => Step::Child { len: 2 },
-            "additionalProperties"
-            | "items"
-            | "additionalItems"
-            | "unevaluatedProperties"
-            | "unevaluatedItems"
-            | "contains"
+            "additionalProperties" | "items" | "additionalItems" | "unevaluatedProperties"
+            | "unevaluatedItems" | "contains"
                 if rest.len() > 1 =>
             {
                 Step::Child { len: 1 }
@@ -270,8 +264,7 @@ mod tree {
     /// The errors of one schema applied to the value `depth` tokens into the instance path
     /// (every error in `errors` is at or below it).
     fn scope(errors: Vec<Cursor<'_>>, depth: usize) -> Vec<Node> {
-        let prefix =
-            |found: &Found, depth: usize| pointer(&found.instance[..depth.min(found.instance.len())]);
+        let prefix = |found: &Found, depth: usize| pointer(&found.instance[..depth.min(found.instance.len())]);
         let place = errors.first().map(|c| prefix(c.found, depth)).unwrap_or_default();
         let mut ranked: Vec<(u8, Node)> = Vec::new();
         // Keyed by the path tokens taken (and the child value's token).
@@ -306,10 +299,7 @@ mod tree {
             }
         }
         for errors in children.into_values() {
-            let at = errors
-                .first()
-                .map(|c| prefix(c.found, depth + 1))
-                .unwrap_or_default();
+            let at = errors.first().map(|c| prefix(c.found, depth + 1)).unwrap_or_default();
             ranked.push((1, Node::one_of(at, scope(errors, depth + 1))));
         }
         for (keyword, errors) in same {
@@ -558,9 +548,7 @@ mod tests {
             let err = validate(&tree(&chart, vec![]), &values(input)).unwrap_err();
             assert_eq!(
                 err.to_string(),
-                format!(
-                    "values don't meet the specifications of the schema(s) in the following chart(s):\nt:\n{want}"
-                ),
+                format!("values don't meet the specifications of the schema(s) in the following chart(s):\nt:\n{want}"),
                 "{schema}"
             );
         }

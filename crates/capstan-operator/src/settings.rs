@@ -118,7 +118,9 @@ impl std::fmt::Display for DefaultSource {
             DefaultSourceReason::GitSettings => {
                 " (no --source; inferred from the git settings GIT_ORG_NAME/GIT_REPOSITORY_NAME)"
             }
-            DefaultSourceReason::OciSettings => " (no --source; inferred from OCI_REGISTRY/OCI_REPOSITORY)",
+            DefaultSourceReason::OciSettings => {
+                " (no --source; inferred from OCI_REGISTRY/OCI_REPOSITORY)"
+            }
         })
     }
 }
@@ -156,11 +158,7 @@ pub fn default_source(settings: &DefaultSourceSettings) -> Result<Option<Default
         v.map(str::trim).filter(|v| !v.is_empty())
     }
     fn named(vars: &[(&str, Option<&str>)]) -> String {
-        let names: Vec<&str> = vars
-            .iter()
-            .filter(|(_, v)| v.is_some())
-            .map(|(n, _)| *n)
-            .collect();
+        let names: Vec<&str> = vars.iter().filter(|(_, v)| v.is_some()).map(|(n, _)| *n).collect();
         names.join(", ")
     }
     let provider = set(settings.git_provider);
@@ -430,9 +428,6 @@ mod tests {
             }),
             reason: DefaultSourceReason::Flag,
         };
-        assert_eq!(
-            github.to_string(),
-            "GitHub repository scs/cluster-stacks (named by --source)"
-        );
+        assert_eq!(github.to_string(), "GitHub repository scs/cluster-stacks (named by --source)");
     }
 }

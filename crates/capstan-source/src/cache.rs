@@ -773,10 +773,7 @@ pub enum BlobCheck {
     Intact,
     Missing,
     /// Present but wrong (removed): the size and sha256 it had.
-    Damaged {
-        size: u64,
-        sha256: String,
-    },
+    Damaged { size: u64, sha256: String },
 }
 
 /// Size and sha256 of a file (never through a symlink).

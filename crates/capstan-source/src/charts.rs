@@ -442,13 +442,7 @@ impl ChartResolver {
         let key_base = upstream_key_base(&dep.repository);
         // An exact version already in the cache costs nothing.
         if let Some(exact) = exact_version(wanted)
-            && let Some(r) = self.cached_at(
-                &chart_key(&key_base, &dep.name, &exact),
-                dep,
-                &exact,
-                None,
-                damaged,
-            )?
+            && let Some(r) = self.cached_at(&chart_key(&key_base, &dep.name, &exact), dep, &exact, None, damaged)?
         {
             return Ok(Ok(r));
         }

@@ -62,13 +62,7 @@ impl ChartResolver {
         // The chart's own repository, not the mirror's (see `upstream_key_base`).
         let key_base = upstream_key_base(&dep.repository);
         if let Some(exact) = exact_version(wanted)
-            && let Some(r) = self.cached_at(
-                &chart_key(&key_base, &dep.name, &exact),
-                dep,
-                &exact,
-                None,
-                damaged,
-            )?
+            && let Some(r) = self.cached_at(&chart_key(&key_base, &dep.name, &exact), dep, &exact, None, damaged)?
         {
             return Ok(Ok(r));
         }

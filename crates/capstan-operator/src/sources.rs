@@ -202,7 +202,7 @@ pub enum SourceCause {
     #[error("{0}")]
     Task(#[source] tokio::task::JoinError),
     #[error(transparent)]
-    Signature(#[from] oci::signature::SignatureError),
+    Signature(Box<oci::signature::SignatureError>),
     #[error("the cache does not record the manifest digest of {repo}:{tag}")]
     NoDigest { repo: String, tag: String },
 }
@@ -445,7 +445,7 @@ impl Sources {
             Err(oci::signature::SignatureError::Refused { refusal, .. }) => {
                 Ok(Verification::Refused(refusal))
             }
-            Err(e) => Err(fail(e.into())),
+            Err(e) => Err(fail(SourceCause::Signature(Box::new(e)))),
         }
     }
 }

@@ -72,14 +72,7 @@ async fn policy_of(stack: &ClusterStack, ctx: &Context) -> Result<Policy, Source
     };
     let namespace = stack.namespace().unwrap_or_default();
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
-    let secret = secrets
-        .get(name)
-        .await
-        .map_err(|source| SourceConfigError::ReadSecret {
-            namespace: namespace.clone(),
-            name: name.clone(),
-            source,
-        })?;
+    let secret = super::super::read_secret(&secrets, &namespace, name).await?;
     keys_of_secret(&namespace, name, &secret.data.unwrap_or_default())
 }
 

@@ -135,6 +135,12 @@ pub struct Args {
     #[arg(long)]
     insecure_registry: bool,
 
+    /// A public key (PEM, as cosign.pub) whose cosign signature every release of a
+    /// ClusterStack without spec.verify must carry; repeat for several keys (any one
+    /// suffices). A release that fails is neither rendered nor applied.
+    #[arg(long = "verify-key", value_name = "FILE")]
+    verify_keys: Vec<std::path::PathBuf>,
+
     /// Where the charts' missing dependencies come from (mirrors, credentials, --offline).
     #[command(flatten)]
     repositories: super::repository_args::RepositoryArgs,
@@ -261,6 +267,7 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             oci_insecure: args.insecure_registry,
             chart_repositories: args.repositories.settings(false, NetworkTimeouts::default())?,
             controllers: args.controllers.clone(),
+            verify: super::source_args::read_policy(&args.verify_keys)?,
         };
         let metrics = Arc::new(Metrics::new());
         let shutdown = shutdown_on(async {

@@ -127,13 +127,7 @@ impl SourceArgs {
 impl SourceArgs {
     /// The signature policy of `--verify-key` (empty without it).
     pub fn policy(&self) -> anyhow::Result<Policy> {
-        let mut keys = Vec::with_capacity(self.verify_keys.len());
-        for path in &self.verify_keys {
-            let text =
-                std::fs::read(path).with_context(|| format!("reading --verify-key {}", path.display()))?;
-            keys.push(PublicKey::from_pem(&text, &path.display().to_string())?);
-        }
-        Ok(Policy::keyed(keys))
+        read_policy(&self.verify_keys)
     }
 
     /// Refuses `--verify-key` for `what`, a release that carries no cosign signature.
@@ -166,6 +160,16 @@ impl SourceArgs {
         ))?;
         Ok(Some(verified))
     }
+}
+
+/// The signature policy of the `--verify-key` files `paths` (empty without any).
+pub fn read_policy(paths: &[PathBuf]) -> anyhow::Result<Policy> {
+    let mut keys = Vec::with_capacity(paths.len());
+    for path in paths {
+        let text = std::fs::read(path).with_context(|| format!("reading --verify-key {}", path.display()))?;
+        keys.push(PublicKey::from_pem(&text, &path.display().to_string())?);
+    }
+    Ok(Policy::keyed(keys))
 }
 
 /// A runtime for one command's network work.

@@ -39,6 +39,7 @@ mod operator_shards;
 mod operator_stages;
 mod operator_terminal;
 mod operator_user_values;
+mod operator_verify;
 mod operator_watches;
 mod operator_workload_cache;
 mod pull_crash;

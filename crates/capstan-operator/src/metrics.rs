@@ -47,6 +47,7 @@ pub struct Metrics {
     leader: Gauge<i64, AtomicI64>,
     /// What the fleet series are read from; set once the controllers run.
     fleet: Arc<Mutex<Option<Fleet>>>,
+    source_verifications: Family<VerificationResult, Counter>,
 }
 
 /// What happened to an applied object.
@@ -89,6 +90,12 @@ struct ControllerResult {
 struct ControllerOutcome {
     controller: String,
     outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerificationResult {
+    /// `verified`, or the refusal's reason (`NoSignature`, `WrongKey`, …).
+    result: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -192,6 +199,12 @@ impl Metrics {
         let fleet = Arc::new(Mutex::new(None));
         registry.register_collector(Box::new(FleetCollector(Arc::clone(&fleet))));
         registry.register_collector(Box::new(ProcessCollector));
+        let source_verifications = Family::default();
+        registry.register(
+            "source_verifications",
+            "Release signature verifications (the cache's recorded ones not counted) by result",
+            source_verifications.clone(),
+        );
         Metrics {
             source_polls,
             leader,
@@ -205,7 +218,15 @@ impl Metrics {
             github_requests,
             github_rate_limit_remaining,
             oci_requests,
+            source_verifications,
         }
+    }
+
+    /// One release's signatures checked against its policy: `verified` or the refusal's reason.
+    pub fn source_verified(&self, result: &'static str) {
+        self.source_verifications
+            .get_or_create(&VerificationResult { result })
+            .inc();
     }
 
     /// One reconcile of `controller` (`clusterstack`, `clusterstackrelease`, `clusteraddon`)

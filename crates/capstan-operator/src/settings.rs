@@ -60,6 +60,9 @@ pub struct Settings {
     pub chart_repositories: capstan_source::charts::Settings,
     /// The controllers this process runs (`--controllers`; default all).
     pub controllers: crate::controllers::ControllerSet,
+    /// The signature policy of ClusterStacks without `spec.verify` (`--verify-key`); empty:
+    /// such releases are not verified.
+    pub verify: capstan_source::verify::Policy,
 }
 
 /// Which kind of default source the cluster-stack operator's `--source` names.
@@ -285,6 +288,7 @@ impl Settings {
             oci_insecure: false,
             chart_repositories: capstan_source::charts::Settings::default(),
             controllers: crate::controllers::ControllerSet::all(),
+            verify: capstan_source::verify::Policy::default(),
         }
     }
 }

@@ -19,6 +19,7 @@ use capstan_source::cache::{Cache, ReleaseManifest};
 use capstan_source::git::{self, GitSpec};
 use capstan_source::github::{self, Token};
 use capstan_source::oci::{self, OciRepo};
+use capstan_source::verify::{Policy, Refusal, Verified};
 use capstan_source::{local, pull};
 use capstan_stack::name::ReleaseTag;
 
@@ -210,6 +211,22 @@ pub enum SourceCause {
     NoLocalRelease { tag: String, path: PathBuf },
     #[error("{0}")]
     Task(#[source] tokio::task::JoinError),
+    #[error(transparent)]
+    Signature(Box<oci::signature::SignatureError>),
+    #[error("the cache does not record the manifest digest of {repo}:{tag}")]
+    NoDigest { repo: String, tag: String },
+}
+
+/// What a release's signatures say under a policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verification {
+    /// Signed by a trusted key; `fresh` when the signatures were read now (not the cache's
+    /// recorded verification).
+    Verified { verified: Verified, fresh: bool },
+    /// The signatures were read and none passes.
+    Refused(Refusal),
+    /// The source carries no signatures to check (not an OCI registry).
+    Unsupported,
 }
 
 /// A GitHub client per API URL and token.
@@ -387,6 +404,58 @@ impl Sources {
                 let dir = local_release_dir(path, tag).map_err(fail)?;
                 Ok(Fetched::Local(dir))
             }
+        }
+    }
+}
+
+impl Sources {
+    /// Whether release `tag` of `source`, fetched before, passes `policy`: the cache's
+    /// recorded verification when it still holds (no request), else its cosign signatures
+    /// read from the registry and a pass recorded.
+    pub async fn verify(
+        &self,
+        source: &Resolved,
+        tag: &ReleaseTag,
+        policy: &Policy,
+    ) -> Result<Verification, SourceError> {
+        let Resolved::Oci {
+            repo,
+            credentials,
+            insecure,
+        } = source
+        else {
+            return Ok(Verification::Unsupported);
+        };
+        let tag_text = tag.tag();
+        let fail = |cause: SourceCause| SourceError::Fetch {
+            tag: tag_text.clone(),
+            describe: source.describe(),
+            cause: Box::new(cause),
+        };
+        let digest = oci::release::cached_digest(&self.cache, repo, &tag_text).ok_or_else(|| {
+            fail(SourceCause::NoDigest {
+                repo: repo.to_string(),
+                tag: tag_text.clone(),
+            })
+        })?;
+        if let Some(verified) =
+            oci::signature::cached_verification(&self.cache, repo, &tag_text, &digest, policy)
+        {
+            return Ok(Verification::Verified {
+                verified,
+                fresh: false,
+            });
+        }
+        let client = self.oci(repo, credentials, *insecure)?;
+        match oci::signature::verify(&client, &self.cache, repo, &tag_text, &digest, policy).await {
+            Ok(verified) => Ok(Verification::Verified {
+                verified,
+                fresh: true,
+            }),
+            Err(oci::signature::SignatureError::Refused { refusal, .. }) => {
+                Ok(Verification::Refused(refusal))
+            }
+            Err(e) => Err(fail(SourceCause::Signature(Box::new(e)))),
         }
     }
 }

@@ -99,6 +99,24 @@ pub struct ClusterStackSpec {
     /// validating webhook.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addon_values: Option<String>,
+    /// Who must have signed a release before it is rendered and applied (capstan; the shape of
+    /// Flux's `OCIRepository.spec.verify`). Without it, the operator's `--verify-key` keys, if
+    /// any. Only releases from an OCI source carry signatures to check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifySpec>,
+}
+
+/// A signature policy: releases must carry a cosign signature by one of the Secret's keys.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifySpec {
+    /// The signature format; only `cosign` (keyed) is supported. Checked by the webhook.
+    pub provider: String,
+    /// Secret in the ClusterStack's namespace whose `*.pub` entries are the trusted public
+    /// keys (PEM, as `cosign generate-key-pair` writes `cosign.pub`). Required (the webhook
+    /// refuses a policy without it); optional in the schema so the refusal says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<SecretReference>,
 }
 
 fn default_true() -> bool {

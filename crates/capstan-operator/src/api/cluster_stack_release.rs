@@ -88,4 +88,8 @@ pub struct ClusterStackReleaseStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "super::optional_date_time_schema")]
     pub last_reconciled: Option<Time>,
+    /// Who signed the release, when its stack has a signature policy (capstan): the
+    /// `sha256:<hex>` fingerprint of the public key whose cosign signature verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_by: Option<String>,
 }

@@ -11,6 +11,7 @@
 //! everything it applied (the cluster-stack operator orphans it).
 
 mod plan;
+pub mod verify;
 pub mod watches;
 
 use std::ops::ControlFlow;
@@ -40,8 +41,12 @@ pub const CONTROLLER: &str = "clusterstackrelease";
 pub const DOWNLOADED: &str = "Downloaded";
 pub use super::pipeline::{APPLIED, RENDERED};
 pub const PROVIDER_READY: &str = "ProviderReady";
+pub use verify::SOURCE_VERIFIED;
 const STEPS: [&str; 3] = [DOWNLOADED, RENDERED, APPLIED];
 const STEPS_WITH_PROVIDER: [&str; 4] = [DOWNLOADED, PROVIDER_READY, RENDERED, APPLIED];
+const VERIFIED_STEPS: [&str; 4] = [DOWNLOADED, SOURCE_VERIFIED, RENDERED, APPLIED];
+const VERIFIED_STEPS_WITH_PROVIDER: [&str; 5] =
+    [DOWNLOADED, SOURCE_VERIFIED, PROVIDER_READY, RENDERED, APPLIED];
 
 /// How often a release being deleted looks again whether Clusters still use it.
 const WAIT_FOR_USERS: Duration = Duration::from_secs(15);
@@ -58,17 +63,28 @@ fn ready_note(release: &ClusterStackRelease, status: &ClusterStackReleaseStatus)
     )
 }
 
-/// The conditions a release's `Ready` summarises.
-fn steps_of(release: &ClusterStackRelease) -> &'static [&'static str] {
-    if release.spec.provider_ref.is_some() {
-        &STEPS_WITH_PROVIDER
-    } else {
-        &STEPS
+/// Whether the release's status has a verdict on its signatures (so `Ready` keeps summarising
+/// it until the stack's policy is read again).
+fn was_verified(release: &ClusterStackRelease) -> bool {
+    release
+        .status
+        .as_ref()
+        .is_some_and(|s| crate::api::conditions::find(&s.conditions, SOURCE_VERIFIED).is_some())
+}
+
+/// The conditions a release's `Ready` summarises; `SourceVerified` when its stack has a
+/// signature policy.
+fn steps_of(release: &ClusterStackRelease, verified: bool) -> &'static [&'static str] {
+    match (release.spec.provider_ref.is_some(), verified) {
+        (false, false) => &STEPS,
+        (true, false) => &STEPS_WITH_PROVIDER,
+        (false, true) => &VERIFIED_STEPS,
+        (true, true) => &VERIFIED_STEPS_WITH_PROVIDER,
     }
 }
 
 async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, Error> {
-    let mut progress = Progress::new(release, ctx, steps_of(release));
+    let mut progress = Progress::new(release, ctx, steps_of(release, was_verified(release)));
     let tag = match ReleaseTag::parse(&release.name_any()) {
         Ok(tag) => tag,
         Err(e) => {
@@ -85,6 +101,7 @@ async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, E
         ControlFlow::Continue(stack) => stack,
         ControlFlow::Break(action) => return Ok(action),
     };
+    progress.set_steps(steps_of(release, verify::has_policy(&stack, ctx)));
     // 2. Download (nothing is sent when the cache holds the release complete).
     let files = pipeline::fetch(ctx, &stack, &tag).await;
     let files = progress.check(DOWNLOADED, files).await?;
@@ -96,6 +113,10 @@ async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, E
     );
     progress.condition(DOWNLOADED, true, "Downloaded", message);
     progress.save().await?;
+    // 3. Who signed it, when the stack has a policy: a refused release goes no further.
+    if let ControlFlow::Break(action) = verify::check(&mut progress, &stack, &files, &tag).await? {
+        return Ok(action);
+    }
     // The provider's part of the release (`<X>ClusterStackRelease`), when it has one.
     if let Some(reference) = &release.spec.provider_ref {
         let ensured = super::provider::ensure(provider_cluster(ctx), release, reference).await;
@@ -262,7 +283,7 @@ pub fn inventory_of(release: &ClusterStackRelease) -> InventoryRef {
 async fn cleanup(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, Error> {
     // What is pruned below is no drift; while Clusters hold the release, nothing is repaired.
     ctx.release_watches.stop(&ObjectRef::from_obj(release));
-    let mut progress = Progress::new(release, ctx, steps_of(release));
+    let mut progress = Progress::new(release, ctx, steps_of(release, was_verified(release)));
     let namespace = release.namespace().unwrap_or_default();
     if let Some(users) = users(ctx, &namespace, &release.name_any()).await {
         progress.condition(APPLIED, true, users.reason(), users.to_string());

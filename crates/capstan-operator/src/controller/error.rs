@@ -160,6 +160,14 @@ pub enum SourceConfigError {
     NoCredentials { namespace: String, name: String },
     #[error("spec.source.oci.repository: {0}")]
     OciRepository(#[source] capstan_source::oci::OciError),
+    #[error("spec.verify.provider: {provider:?} is not supported (only \"cosign\")")]
+    VerifyProvider { provider: String },
+    #[error("spec.verify.secretRef.name is required: the Secret with the trusted *.pub keys")]
+    NoVerifySecret,
+    #[error("Secret {namespace}/{name} has no *.pub entry (the trusted public keys of spec.verify)")]
+    NoVerifyKeys { namespace: String, name: String },
+    #[error(transparent)]
+    VerifyKey(#[from] capstan_source::verify::KeyError),
 }
 
 impl From<SourceError> for Cause {
@@ -174,7 +182,10 @@ impl SourceConfigError {
     fn is_terminal(&self) -> bool {
         matches!(
             self,
-            SourceConfigError::NoSource { .. } | SourceConfigError::OciRepository(_)
+            SourceConfigError::NoSource { .. }
+                | SourceConfigError::OciRepository(_)
+                | SourceConfigError::VerifyProvider { .. }
+                | SourceConfigError::NoVerifySecret
         )
     }
 }

@@ -159,6 +159,12 @@ impl<'a, K: Tracked> Progress<'a, K> {
         }
     }
 
+    /// Changes the conditions `Ready` summarises, for a step known only once the object's
+    /// inputs are read (a release's `SourceVerified`, when its stack has a policy).
+    pub fn set_steps(&mut self, steps: &'static [&'static str]) {
+        self.steps = steps;
+    }
+
     pub fn condition(&mut self, type_: &str, ok: bool, reason: &str, message: impl Into<String>) {
         let condition = Condition::new(
             type_,

@@ -88,11 +88,35 @@ fn check_addon_values(stack: &ClusterStack, reasons: &mut Vec<String>) {
     }
 }
 
+/// The signature policy: a provider the operator verifies and the Secret of its keys.
+fn check_verify(stack: &ClusterStack, reasons: &mut Vec<String>) {
+    let Some(verify) = &stack.spec.verify else {
+        return;
+    };
+    if verify.provider != "cosign" {
+        reasons.push(format!(
+            "spec.verify.provider: {:?} is not supported (only \"cosign\": keyed cosign signatures)",
+            verify.provider
+        ));
+    }
+    if verify
+        .secret_ref
+        .as_ref()
+        .is_none_or(|r| r.name.trim().is_empty())
+    {
+        reasons.push(
+            "spec.verify.secretRef.name: required: the Secret in the stack's namespace whose *.pub entries are the trusted public keys"
+                .to_string(),
+        );
+    }
+}
+
 /// Creating a ClusterStack.
 pub fn cluster_stack_create(new: &ClusterStack, syntax: &dyn VersionSyntax) -> Result<(), Rejection> {
     let mut reasons = Vec::new();
     check_versions(new, syntax, &mut reasons);
     check_addon_values(new, &mut reasons);
+    check_verify(new, &mut reasons);
     verdict(reasons)
 }
 
@@ -120,6 +144,7 @@ pub fn cluster_stack_update(
     );
     check_versions(new, syntax, &mut reasons);
     check_addon_values(new, &mut reasons);
+    check_verify(new, &mut reasons);
     verdict(reasons)
 }
 
@@ -384,6 +409,7 @@ mod tests {
                 source: None,
                 interval: None,
                 addon_values: None,
+                verify: None,
             },
         );
         s.metadata.namespace = Some("cluster".into());
@@ -523,6 +549,42 @@ mod tests {
             );
             let why = message(cluster_stack_update(&stack(&[]), &with(bad), &Known));
             assert!(why.starts_with("spec.addonValues: "), "{why}");
+        }
+    }
+
+    #[test]
+    fn a_verify_policy_needs_cosign_and_a_secret() {
+        use crate::api::{SecretReference, VerifySpec};
+        let with = |provider: &str, secret: Option<&str>| {
+            let mut s = stack(&[]);
+            s.spec.verify = Some(VerifySpec {
+                provider: provider.into(),
+                secret_ref: secret.map(|name| SecretReference { name: name.into() }),
+            });
+            s
+        };
+        assert_eq!(
+            cluster_stack_create(&with("cosign", Some("keys")), &Known),
+            Ok(())
+        );
+        let table = [
+            (
+                "notation",
+                Some("keys"),
+                "spec.verify.provider: \"notation\" is not supported",
+            ),
+            ("", Some("keys"), "spec.verify.provider: \"\" is not supported"),
+            ("cosign", None, "spec.verify.secretRef.name: required"),
+            ("cosign", Some(" "), "spec.verify.secretRef.name: required"),
+        ];
+        for (provider, secret, want) in table {
+            let bad = with(provider, secret);
+            for why in [
+                message(cluster_stack_create(&bad, &Known)),
+                message(cluster_stack_update(&stack(&[]), &bad, &Known)),
+            ] {
+                assert!(why.starts_with(want), "{provider:?} {secret:?}: {why}");
+            }
         }
     }
 

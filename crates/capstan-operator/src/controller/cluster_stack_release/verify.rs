@@ -1,0 +1,194 @@
+//! Who signed a release, checked before it is rendered: the stack's `spec.verify` (keys from
+//! a Secret's `*.pub` entries) or else the operator's `--verify-key` keys. A release that fails
+//! gets `SourceVerified=False` naming the reason, a Warning event and a metric, and goes no
+//! further (so nothing of the release is applied, and the Clusters keep the class they use). A
+//! pass records the signer in the status; the cache's recorded verification spares the
+//! registry on later passes.
+
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+
+use super::super::error::SourceConfigError;
+use super::super::pipeline::ReleaseFiles;
+use super::super::progress::{Because, Tracked};
+use super::super::{Error, drift_requeue, object_ref};
+use super::Progress;
+use crate::api::{ClusterStack, VerifySpec};
+use crate::context::Context;
+use crate::sources::Verification;
+use capstan_source::verify::{Policy, PublicKey};
+use capstan_stack::name::ReleaseTag;
+
+/// Condition: the release's signatures passed its stack's policy.
+pub const SOURCE_VERIFIED: &str = "SourceVerified";
+
+/// The one provider verified.
+const COSIGN: &str = "cosign";
+
+/// The trusted keys of a Secret `namespace/name`: every `*.pub` entry, in name order.
+pub fn keys_of_secret(
+    namespace: &str,
+    name: &str,
+    data: &BTreeMap<String, ByteString>,
+) -> Result<Policy, SourceConfigError> {
+    let mut keys = Vec::new();
+    for (entry, value) in data.iter().filter(|(entry, _)| entry.ends_with(".pub")) {
+        let origin = format!("Secret {namespace}/{name} entry {entry}");
+        keys.push(PublicKey::from_pem(&value.0, &origin)?);
+    }
+    if keys.is_empty() {
+        return Err(SourceConfigError::NoVerifyKeys {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        });
+    }
+    Ok(Policy::keyed(keys))
+}
+
+/// Whether `stack`'s releases are verified at all (known before anything is read).
+pub fn has_policy(stack: &ClusterStack, ctx: &Context) -> bool {
+    stack.spec.verify.is_some() || !ctx.settings.verify.is_empty()
+}
+
+/// The policy of `stack`: its `spec.verify` with the keys read, else the operator's.
+async fn policy_of(stack: &ClusterStack, ctx: &Context) -> Result<Policy, SourceConfigError> {
+    let Some(VerifySpec { provider, secret_ref }) = &stack.spec.verify else {
+        return Ok(ctx.settings.verify.clone());
+    };
+    if provider != COSIGN {
+        return Err(SourceConfigError::VerifyProvider {
+            provider: provider.clone(),
+        });
+    }
+    let name = match secret_ref {
+        Some(reference) if !reference.name.trim().is_empty() => &reference.name,
+        _ => return Err(SourceConfigError::NoVerifySecret),
+    };
+    let namespace = stack.namespace().unwrap_or_default();
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
+    let secret = super::super::read_secret(&secrets, &namespace, name).await?;
+    keys_of_secret(&namespace, name, &secret.data.unwrap_or_default())
+}
+
+/// Checks release `tag` of `stack` (fetched as `files`) against its policy: `Continue` when
+/// it passed or there is none, `Break` with the next look when it was refused (recorded).
+pub async fn check(
+    progress: &mut Progress<'_>,
+    stack: &ClusterStack,
+    files: &ReleaseFiles,
+    tag: &ReleaseTag,
+) -> Result<ControlFlow<Action>, Error> {
+    let ctx = progress.ctx;
+    if !has_policy(stack, ctx) {
+        // Without a policy nothing is verified, and a policy removed leaves no stale verdict.
+        progress.status.verified_by = None;
+        progress.status.conditions.retain(|c| c.type_ != SOURCE_VERIFIED);
+        return Ok(ControlFlow::Continue(()));
+    }
+    let policy = policy_of(stack, ctx).await.because("VerifyPolicyInvalid");
+    let policy = progress.check(SOURCE_VERIFIED, policy).await?;
+    let outcome = ctx.sources.verify(&files.source, tag, &policy).await;
+    let outcome = progress
+        .check(SOURCE_VERIFIED, outcome.because("VerificationFailed"))
+        .await?;
+    let (reason, message) = match outcome {
+        Verification::Verified { verified, fresh } => {
+            if fresh {
+                ctx.metrics.source_verified("verified");
+            }
+            let message = format!(
+                "cosign signature of {} by key {}",
+                verified.digest, verified.signer
+            );
+            progress.status.verified_by = Some(verified.signer);
+            progress.condition(SOURCE_VERIFIED, true, "Verified", message);
+            return Ok(ControlFlow::Continue(()));
+        }
+        Verification::Refused(refusal) => (refusal.reason(), refusal.to_string()),
+        Verification::Unsupported => (
+            "VerificationUnsupported",
+            format!(
+                "the stack has a signature policy, but signatures are verified only for releases from an OCI source; {} carries none",
+                files.source.describe()
+            ),
+        ),
+    };
+    refuse(progress, reason, message).await
+}
+
+/// Records a refused release: the condition, a Warning event when the verdict is new, the
+/// metric; looked at again after the drift interval (a signature may yet be pushed).
+async fn refuse(
+    progress: &mut Progress<'_>,
+    reason: &'static str,
+    message: String,
+) -> Result<ControlFlow<Action>, Error> {
+    let ctx = progress.ctx;
+    ctx.metrics.source_verified(reason);
+    let fresh = progress
+        .object
+        .status_of()
+        .and_then(|s| crate::api::conditions::find(&s.conditions, SOURCE_VERIFIED))
+        .is_none_or(|c| c.reason != reason || c.message != message);
+    progress.status.verified_by = None;
+    progress.condition(SOURCE_VERIFIED, false, reason, message.clone());
+    progress.save().await?;
+    if fresh {
+        ctx.event(&object_ref(progress.object), true, reason, "Verify", message)
+            .await;
+    }
+    Ok(ControlFlow::Break(Action::requeue(drift_requeue(ctx))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use capstan_source::verify::SigningKey;
+
+    #[test]
+    fn the_secret_s_pub_entries_are_the_keys() {
+        let (a, b) = (SigningKey::generate().unwrap(), SigningKey::generate().unwrap());
+        let pem = |k: &SigningKey| ByteString(k.public_key().to_pem().into_bytes());
+        let data = |entries: &[(&str, ByteString)]| -> BTreeMap<String, ByteString> {
+            entries.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+        };
+        let both = keys_of_secret(
+            "ns",
+            "keys",
+            &data(&[
+                ("a.pub", pem(&a)),
+                ("b.pub", pem(&b)),
+                ("cosign.key", ByteString(b"not read".to_vec())),
+            ]),
+        )
+        .unwrap();
+        let fingerprints: Vec<&str> = both.keys.iter().map(PublicKey::fingerprint).collect();
+        assert_eq!(
+            fingerprints,
+            [a.public_key().fingerprint(), b.public_key().fingerprint()]
+        );
+        let table: [(&str, BTreeMap<String, ByteString>, &str); 3] = [
+            (
+                "no .pub entry",
+                data(&[("cosign.key", pem(&a))]),
+                "Secret ns/keys has no *.pub entry",
+            ),
+            ("empty", BTreeMap::new(), "Secret ns/keys has no *.pub entry"),
+            (
+                "not PEM",
+                data(&[("a.pub", pem(&a)), ("bad.pub", ByteString(b"junk".to_vec()))]),
+                "Secret ns/keys entry bad.pub: not a PEM file",
+            ),
+        ];
+        for (what, data, want) in table {
+            let err = keys_of_secret("ns", "keys", &data).unwrap_err().to_string();
+            assert!(err.starts_with(want), "{what}: {err}");
+        }
+    }
+}

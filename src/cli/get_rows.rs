@@ -982,9 +982,9 @@ new       docker-ferrol-1-27   → v0-sha.abc   -                               
         assert_eq!(
             lines,
             [
-                "NAME    STACK               TARGET  PHASE   WAVE  WAVES  HEALTHY  FAILED  AGE  MESSAGE",
-                "new     docker-ferrol-1-27  -       Idle    -     0/2    0/0      0       60m",
-                "ferrol  docker-ferrol-1-27  v3      Halted  rest  1/2    2/4      1       60m  1 Cluster failed (maxFailures 0): tenant/c",
+                "NAME     STACK                TARGET   PHASE    WAVE   WAVES   HEALTHY   FAILED   AGE   MESSAGE",
+                "new      docker-ferrol-1-27   -        Idle     -      0/2     0/0       0        60m   -",
+                "ferrol   docker-ferrol-1-27   v3       Halted   rest   1/2     2/4       1        60m   1 Cluster failed (maxFailures 0): tenant/c",
             ]
         );
     }

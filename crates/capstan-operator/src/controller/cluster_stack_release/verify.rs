@@ -18,12 +18,15 @@ use super::super::error::SourceConfigError;
 use super::super::pipeline::ReleaseFiles;
 use super::super::progress::{Because, Tracked};
 use super::super::{Error, drift_requeue, object_ref};
-use super::Progress;
 use crate::api::{ClusterStack, VerifySpec};
 use crate::context::Context;
 use crate::sources::Verification;
 use capstan_source::verify::{Policy, PublicKey};
 use capstan_stack::name::ReleaseTag;
+
+/// The release controller's progress, named here rather than through the parent module (which
+/// uses this one: no import circle).
+type Progress<'a> = super::super::progress::Progress<'a, crate::api::ClusterStackRelease>;
 
 /// Condition: the release's signatures passed its stack's policy.
 pub const SOURCE_VERIFIED: &str = "SourceVerified";

@@ -387,7 +387,8 @@ async fn a_killed_operator_resumes_without_a_double_switch_or_a_skipped_wave() {
         let two_started = record.first_switch("two").expect("wave two started");
         assert!(
             two_started >= one_healthy + soak,
-            "wave two before wave one soaked"
+            "wave two started {:?} after wave one was healthy, soak {soak:?}; {record:?}",
+            two_started.saturating_duration_since(one_healthy)
         );
     });
 }

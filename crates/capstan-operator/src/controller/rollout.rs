@@ -190,6 +190,9 @@ pub async fn reconcile(
     if !fleet.scope.admits(rollout.meta()) || rollout.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
+    if !fleet.synced().await {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
     let started = std::time::Instant::now();
     let key = super::key_of(rollout.as_ref());
     let result = step(&rollout, &ctx, &fleet).await;

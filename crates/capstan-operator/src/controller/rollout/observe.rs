@@ -28,6 +28,25 @@ pub struct Fleet {
     pub scope: Scope,
 }
 
+/// The longest a reconcile waits for the fleet's stores to have listed once.
+const STORE_SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Fleet {
+    /// Whether every store has listed once. Until then a plan would see a partial fleet right
+    /// after a start and take the Clusters not listed yet for gone ones: a wave could finish,
+    /// and the next one start, without them.
+    pub async fn synced(&self) -> bool {
+        let listed = async {
+            self.clusters.wait_until_ready().await.is_ok()
+                && self.addons.wait_until_ready().await.is_ok()
+                && self.releases.wait_until_ready().await.is_ok()
+        };
+        tokio::time::timeout(STORE_SYNC_WAIT, listed)
+            .await
+            .unwrap_or(false)
+    }
+}
+
 /// The annotation `capstan rollout approve` sets: the wave approved.
 pub const APPROVE_ANNOTATION: &str = "capstan.dev/approve";
 /// The annotation `capstan rollout resume` sets on a halted rollout.

@@ -31,6 +31,21 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 # One API server the tests that may share it use, a namespace each (docs/testing.md, "Shared
 # API servers"): nextest runs every test in a process of its own, so it lives outside them,
 # until this script exits (its stdin, fd 3, closes then).
+# Closing its stdin stops it; a process a test left behind could still hold the pipe (the
+# test commands get it closed, `3>&-`), so after a grace period it is told by SIGTERM, which it
+# also stops on: this script never waits for it without end.
+stop_shared_server() {
+  exec 3>&-
+  local tries=0
+  while kill -0 "$shared_pid" 2>/dev/null && [ "$tries" -lt 50 ]; do
+    sleep 0.2
+    tries=$((tries + 1))
+  done
+  kill "$shared_pid" 2>/dev/null || true
+  wait "$shared_pid" 2>/dev/null || true
+  rm -rf "$shared_work"
+}
+
 start_shared_server() {
   cargo build --quiet -p capstan-testenv --bin testenv-up
   local bin
@@ -41,7 +56,7 @@ start_shared_server() {
   "$bin" management <"$shared_work/stdin" >"$shared_work/servers" 2>"$shared_work/log" &
   shared_pid=$!
   exec 3>"$shared_work/stdin"
-  trap 'exec 3>&-; wait "$shared_pid" 2>/dev/null || true; rm -rf "$shared_work"' EXIT
+  trap stop_shared_server EXIT
   while ! grep -q '^management=' "$shared_work/servers"; do
     kill -0 "$shared_pid" 2>/dev/null || { log "the shared API server did not start:"; cat "$shared_work/log" >&2; exit 1; }
     sleep 0.2
@@ -54,9 +69,9 @@ start_shared_server() {
 if cargo nextest --version >/dev/null 2>&1; then
   start_shared_server
   log "cargo nextest run --workspace"
-  cargo nextest run --workspace --no-fail-fast --success-output final --failure-output final
+  cargo nextest run --workspace --no-fail-fast --success-output final --failure-output final 3>&-
   log "cargo test --workspace --doc"
-  cargo test --workspace --doc --quiet
+  cargo test --workspace --doc --quiet 3>&-
 else
   log "cargo test"
   cargo test --workspace --no-fail-fast

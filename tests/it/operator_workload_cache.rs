@@ -23,6 +23,8 @@ use tokio::net::TcpStream;
 
 const CLUSTER: &str = "cached";
 const CLASS: &str = "docker-ferrol-1-27-v1";
+/// The next release's class.
+const NEXT_CLASS: &str = "docker-ferrol-1-27-v2";
 /// Passes woken without any change.
 const WOKEN_PASSES: u64 = 5;
 
@@ -56,9 +58,15 @@ struct Counted {
     _workload: TestCluster,
 }
 
-/// [`Counted`] with the operator's `extra` flags; `None` when the test skips.
-async fn counted(test: &str, extra: &[&str]) -> Option<Counted> {
-    let env = crate::operator_common::start_shared(test, &[CLASS]).await?;
+/// [`Counted`] with the operator's `extra` flags, the stack's releases `versions` (the
+/// Cluster on v1); `None` when the test skips.
+async fn counted(test: &str, extra: &[&str], versions: &[&str]) -> Option<Counted> {
+    let published: Vec<String> = versions
+        .iter()
+        .map(|v| format!("docker-ferrol-1-27-{v}"))
+        .collect();
+    let published: Vec<&str> = published.iter().map(String::as_str).collect();
+    let env = crate::operator_common::start_shared(test, &published).await?;
     let bins = Binaries::find_or_skip(test)?;
     let audit = AuditLog::new().expect("audit log");
     let workload = TestCluster::start_with_args(&bins, "cached-workload", &audit.apiserver_args())
@@ -93,7 +101,7 @@ async fn counted(test: &str, extra: &[&str]) -> Option<Counted> {
     let mut args = vec!["--metrics-addr", metrics_addr.as_str()];
     args.extend_from_slice(extra);
     let operator = env.operator(0, &args);
-    env.create_stack(&["v1"], "1m").await;
+    env.create_stack(versions, "1m").await;
     env.wait_applied(CLUSTER, CLASS, &operator, Duration::from_secs(180))
         .await;
     Some(Counted {
@@ -120,7 +128,7 @@ async fn a_steady_pass_reuses_the_workload_connection() {
     // over the whole run with them too, docs/benchmarks.md), but their lists, and a watch the
     // server ends (audited then) and that is opened again, would blur the count of the
     // requests a pass sends; they are tested in operator_drift_watch and below.
-    let Some(counted) = counted(test, &["--drift-watches", "false"]).await else {
+    let Some(counted) = counted(test, &["--drift-watches", "false"], &["v1"]).await else {
         return;
     };
     let Counted {
@@ -210,7 +218,7 @@ async fn a_steady_pass_reuses_the_workload_connection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watched_addon_costs_no_request_when_idle() {
     let test = "a_watched_addon_costs_no_request_when_idle";
-    let Some(counted) = counted(test, &[]).await else {
+    let Some(counted) = counted(test, &[], &["v1"]).await else {
         return;
     };
     // The watches start after the apply: their listing (one list per kind) comes first.
@@ -245,4 +253,36 @@ async fn a_watched_addon_costs_no_request_when_idle() {
         requests.is_empty(),
         "the drift pass of a watched addon sent requests: {requests:?}"
     );
+}
+
+/// Issue 36 §1: the upgrade of an addon whose drift watches saw every change since its last
+/// apply lists nothing — the class switch costs the inventory read, the applies of what
+/// changed and the inventory writes (the watches' own listing of new kinds aside).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_of_a_watched_addon_lists_nothing() {
+    let test = "an_upgrade_of_a_watched_addon_lists_nothing";
+    let Some(counted) = counted(test, &[], &["v1", "v2"]).await else {
+        return;
+    };
+    // The watches start after the apply: their listing comes first.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let requests_before = counted.audit.requests().len();
+    counted.env.set_class(CLUSTER, NEXT_CLASS).await;
+    counted
+        .env
+        .wait_applied(CLUSTER, NEXT_CLASS, &counted.operator, Duration::from_secs(180))
+        .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let requests: Vec<String> = counted
+        .audit
+        .requests()
+        .split_off(requests_before)
+        .into_iter()
+        .filter(|r| !r.starts_with("watch ") && (!r.starts_with("list ") || !r.contains("limit=")))
+        .filter(|r| !is_overhead(r))
+        .collect();
+    eprintln!("upgrade with watches: {} requests: {requests:#?}", requests.len());
+    let lists: Vec<&String> = requests.iter().filter(|r| r.starts_with("list ")).collect();
+    assert!(lists.is_empty(), "the upgrade listed: {lists:#?}");
+    assert!(requests.len() <= 30, "{} requests: {requests:#?}", requests.len());
 }

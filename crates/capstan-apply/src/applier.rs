@@ -1,7 +1,7 @@
 //! [`Applier`]: runs an apply (waves of concurrent server-side applies, CRD establishment,
 //! inventory, pruning, readiness) or a diff against one cluster.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -67,6 +67,24 @@ pub struct ApplyOptions {
     /// set never prunes a non-empty inventory.
     pub prune_scope: PruneScope,
     pub retry: Retry,
+    /// Kinds `(group, version, kind)` whose objects of the inventory the caller has watched
+    /// since its last complete apply, seeing no change but capstan's own (the operator's drift
+    /// watches): their live copies are as the inventory records them, so they are not listed;
+    /// one whose recorded hash is its desired hash is unchanged, the others are sent.
+    pub watched_kinds: BTreeSet<(String, String, String)>,
+    /// Told of each object just before pruning deletes it (the operator's drift watches then
+    /// know the deletion is capstan's own, not drift).
+    pub before_prune: Option<PruneNotice>,
+}
+
+/// Called with an object about to be pruned (see [`ApplyOptions::before_prune`]).
+#[derive(Clone)]
+pub struct PruneNotice(pub Arc<dyn Fn(&ObjectKey) + Send + Sync>);
+
+impl std::fmt::Debug for PruneNotice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PruneNotice")
+    }
 }
 
 impl Default for ApplyOptions {
@@ -85,6 +103,8 @@ impl Default for ApplyOptions {
             only_drifted: false,
             prune_scope: PruneScope::default(),
             retry: Retry::default(),
+            watched_kinds: BTreeSet::new(),
+            before_prune: None,
         }
     }
 }
@@ -140,6 +160,9 @@ enum Live {
     Absent,
     /// Not listed: its resource could not be, or it is not in the inventory (not ours yet).
     Unknown,
+    /// Not listed, known from the inventory and the caller's watches (see
+    /// [`ApplyOptions::watched_kinds`]): live as last applied, with this hash.
+    Recorded(Option<String>),
 }
 
 impl Applier {
@@ -216,7 +239,17 @@ impl Applier {
         if let Some(inv) = opts.inventory.as_ref().filter(|_| opts.prune) {
             guard::check_prune(opts.prune_scope, &inv.id(), objects, &opts.namespace, &old)?;
         }
-        let old_keys: HashSet<ObjectKey> = old.iter().map(|e| e.key.clone()).collect();
+        // Objects of watched kinds are live as recorded: they need no list.
+        let mut recorded: HashMap<ObjectKey, Live> = old
+            .iter()
+            .filter(|e| is_watched(&opts.watched_kinds, &e.key))
+            .map(|e| (e.key.clone(), Live::Recorded(e.hash.clone())))
+            .collect();
+        let old_keys: HashSet<ObjectKey> = old
+            .iter()
+            .filter(|e| !recorded.contains_key(&e.key))
+            .map(|e| e.key.clone())
+            .collect();
         // With an inventory, only objects it lists can be live copies of ours: the others
         // need no list (a first apply into an empty inventory lists nothing).
         let listable = |key: &ObjectKey| opts.inventory.is_none() || old_keys.contains(key);
@@ -235,6 +268,7 @@ impl Applier {
             "server checked, inventory read"
         );
         let (mut preprepared, mut prefetched) = self.prefetch(objects, &owner, opts, &listable).await;
+        prefetched.extend(recorded.drain());
         // Entries of every object resolved up front: the first widening of the inventory
         // covers them all, so later waves need no write of their own.
         let planned: Vec<Entry> = preprepared
@@ -403,10 +437,12 @@ impl Applier {
         let mut tasks = Vec::new();
         for (n, p) in prepared.into_iter().enumerate() {
             let live = live.remove(&p.key).unwrap_or(Live::Unknown);
-            if let Live::Present(l) = &live
-                && !opts.only_drifted
-                && ssa::live_matches(&p, l)
-            {
+            let matches = match &live {
+                Live::Present(l) => ssa::live_matches(&p, l),
+                Live::Recorded(hash) => hash.as_deref() == Some(p.hash.as_str()),
+                Live::Foreign(_) | Live::Absent | Live::Unknown => false,
+            };
+            if matches && !opts.only_drifted {
                 let r = synced(p, Action::Unchanged, String::new());
                 self.report_progress(&r);
                 results.push((n, r));
@@ -666,7 +702,7 @@ impl Applier {
         requests: &AtomicUsize,
     ) -> ObjectResult {
         let done = |action: Action, message: String, p: Prepared| synced(p, action, message);
-        if opts.only_drifted && matches!(live, Live::Present(_)) {
+        if opts.only_drifted && matches!(live, Live::Present(_) | Live::Recorded(_)) {
             let (d, _) = self.diff_prepared(&p, opts).await;
             if !d.drifted() && d.message.is_empty() {
                 return done(Action::Unchanged, String::new(), p);
@@ -708,6 +744,8 @@ impl Applier {
                         }
                     }
                     Live::Absent => Action::Created,
+                    // Live as last applied with another hash: this apply changed it.
+                    Live::Recorded(_) => Action::Configured,
                     // Not listed: created, unless another manager already had a say in it.
                     Live::Unknown => {
                         let others = obj
@@ -909,6 +947,9 @@ impl Applier {
             }),
             ..DeleteParams::background()
         };
+        if let Some(notice) = &opts.before_prune {
+            (notice.0)(key);
+        }
         let (deleted, _) = ssa::with_retry(opts.retry, || api.delete(&key.name, &params)).await;
         match deleted {
             Ok(_) => PruneOutcome::Done(result(SyncStatus::Pruned, Action::Pruned, String::new())),
@@ -922,6 +963,11 @@ impl Applier {
 type ListKey = (String, String, String, Option<String>);
 
 /// The answers of [`Applier::spawn_lists`]'s tasks.
+/// Whether `key`'s kind is one of `watched` (see [`ApplyOptions::watched_kinds`]).
+fn is_watched(watched: &BTreeSet<(String, String, String)>, key: &ObjectKey) -> bool {
+    !watched.is_empty() && watched.contains(&(key.group.clone(), key.version.clone(), key.kind.clone()))
+}
+
 async fn collect_lists(
     tasks: Vec<tokio::task::JoinHandle<Vec<(ObjectKey, Live)>>>,
 ) -> HashMap<ObjectKey, Live> {

@@ -36,7 +36,7 @@ pub mod order;
 pub mod ssa;
 pub mod status;
 
-pub use applier::{Applier, ApplyOptions, ApplyReport, Error, Progress};
+pub use applier::{Applier, ApplyOptions, ApplyReport, Error, Progress, PruneNotice};
 pub use diff::ObjectDiff;
 pub use guard::{PruneScope, Refusal};
 pub use inventory::InventoryRef;

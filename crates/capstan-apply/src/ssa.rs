@@ -363,7 +363,8 @@ pub async fn send(
         // panics ("FieldManager must be installed to run apply") and drops the connection,
         // so no status comes back. Such an object gets a plain create or update instead.
         Err(e) if e.code().is_none() && p.key.group == AGGREGATOR_GROUP && !opts.dry_run => {
-            let (written, more) = with_retry(opts.retry, || write_without_apply(&api, p)).await;
+            let (written, more) =
+                with_retry(opts.retry, || write_without_apply(&api, p, &opts.field_manager)).await;
             (written, attempts + more)
         }
         other => (other, attempts),
@@ -373,16 +374,25 @@ pub async fn send(
 /// The group of `APIService`, which old API servers cannot server-side-apply.
 const AGGREGATOR_GROUP: &str = "apiregistration.k8s.io";
 
-/// Creates the object, or replaces the live one (at its resourceVersion).
-async fn write_without_apply(api: &Api<DynamicObject>, p: &Prepared) -> Result<DynamicObject, kube::Error> {
+/// Creates the object, or replaces the live one (at its resourceVersion), as
+/// `field_manager`: under another manager's name the write would look like someone else's
+/// change to the drift watches, and wake the owner for nothing.
+async fn write_without_apply(
+    api: &Api<DynamicObject>,
+    p: &Prepared,
+    field_manager: &str,
+) -> Result<DynamicObject, kube::Error> {
     let mut object: DynamicObject =
         serde_json::from_value(p.body.clone()).map_err(kube::Error::SerdeError)?;
+    let params = kube::api::PostParams {
+        field_manager: Some(field_manager.to_string()),
+        ..kube::api::PostParams::default()
+    };
     match api.get_opt(&p.key.name).await? {
-        None => api.create(&kube::api::PostParams::default(), &object).await,
+        None => api.create(&params, &object).await,
         Some(live) => {
             object.metadata.resource_version = live.metadata.resource_version;
-            api.replace(&p.key.name, &kube::api::PostParams::default(), &object)
-                .await
+            api.replace(&p.key.name, &params, &object).await
         }
     }
 }

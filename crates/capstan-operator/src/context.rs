@@ -249,6 +249,12 @@ where
         lock(&self.suspects).insert(object);
     }
 
+    /// Whether a watch saw objects of `object` drift since the last [`DriftWakeUps::take`],
+    /// leaving the mark for it.
+    pub fn is_suspect(&self, object: &ObjectRef<K>) -> bool {
+        lock(&self.suspects).contains(object)
+    }
+
     /// Whether a watch saw objects of `object` drift since the last call.
     pub fn take(&self, object: &ObjectRef<K>) -> bool {
         lock(&self.suspects).remove(object)

@@ -17,9 +17,10 @@
 //! backoff; its errors are logged and never reach the controller. At most [`MAX_KINDS`] kinds
 //! per inventory.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kube::api::DynamicObject;
@@ -27,9 +28,9 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt, watcher::watcher};
 
-use capstan_apply::FIELD_MANAGER;
 use capstan_apply::discovery::Discovery;
 use capstan_apply::ssa::{INVENTORY_ID_LABEL, inventory_id};
+use capstan_apply::{FIELD_MANAGER, ObjectKey, PruneNotice};
 
 /// Kinds watched per inventory at most (an addon chart has about ten).
 pub const MAX_KINDS: usize = 64;
@@ -44,14 +45,54 @@ pub type Kind = (String, String, String);
 #[derive(Default)]
 pub struct DriftWatches {
     tasks: Mutex<HashMap<(String, Kind), Running>>,
+    /// Inventories whose last apply completed ([`DriftWatches::checked`]) and has not been
+    /// followed by one that started and did not ([`DriftWatches::unsettle`]).
+    settled: Mutex<HashSet<String>>,
+    /// Objects capstan is pruning: their deletion is not drift.
+    pruning: Arc<Pruning>,
     /// Watch only this namespace (see [`DriftWatches::within`]); `None`: all namespaces.
     namespace: Option<String>,
+}
+
+/// How long a notice of capstan's own deletion is kept for its watch event.
+const PRUNE_NOTICE_KEPT: Duration = Duration::from_secs(120);
+
+/// `(group, kind, namespace, name)` of an object being deleted.
+type Deleted = (String, String, Option<String>, String);
+
+/// Objects capstan is deleting, each with the time it said so.
+#[derive(Default)]
+struct Pruning(Mutex<HashMap<Deleted, Instant>>);
+
+impl Pruning {
+    fn expect(&self, deleted: Deleted) {
+        let now = Instant::now();
+        let mut expected = lock(&self.0);
+        expected.retain(|_, at| now.duration_since(*at) < PRUNE_NOTICE_KEPT);
+        expected.insert(deleted, now);
+    }
+
+    /// Whether the deletion was capstan's own (said within [`PRUNE_NOTICE_KEPT`]); forgets it.
+    fn take(&self, deleted: &Deleted) -> bool {
+        lock(&self.0)
+            .remove(deleted)
+            .is_some_and(|at| at.elapsed() < PRUNE_NOTICE_KEPT)
+    }
 }
 
 /// One running watch.
 struct Running {
     task: tokio::task::JoinHandle<()>,
     health: Arc<Health>,
+}
+
+impl Running {
+    /// Running, listed, and neither failed nor listed again since the last full pass.
+    fn covers(&self) -> bool {
+        !self.task.is_finished()
+            && self.health.listed.load(Ordering::Acquire)
+            && !self.health.troubled.load(Ordering::Acquire)
+    }
 }
 
 /// What a watch tells about itself.
@@ -69,6 +110,8 @@ impl DriftWatches {
     pub fn within(namespace: &str) -> DriftWatches {
         DriftWatches {
             tasks: Mutex::default(),
+            settled: Mutex::default(),
+            pruning: Arc::default(),
             namespace: Some(namespace.to_string()),
         }
     }
@@ -120,9 +163,10 @@ impl DriftWatches {
             let task = tokio::spawn(watch(
                 api,
                 selector,
-                kind.2.clone(),
+                kind.clone(),
                 notify.clone(),
                 health.clone(),
+                self.pruning.clone(),
             ));
             if let Some(old) = self
                 .lock()
@@ -141,11 +185,7 @@ impl DriftWatches {
             && kinds.iter().all(|kind| {
                 tasks
                     .get(&(inventory.to_string(), kind.clone()))
-                    .is_some_and(|running| {
-                        !running.task.is_finished()
-                            && running.health.listed.load(Ordering::Acquire)
-                            && !running.health.troubled.load(Ordering::Acquire)
-                    })
+                    .is_some_and(Running::covers)
             })
     }
 
@@ -157,6 +197,42 @@ impl DriftWatches {
                 running.health.troubled.store(false, Ordering::Release);
             }
         }
+        lock(&self.settled).insert(inventory.to_string());
+    }
+
+    /// The kinds of `inventory` whose objects are live as its last complete apply left them
+    /// and recorded them, unless a watch saw a change (which wakes the owner): each watched,
+    /// listed, untroubled since. Empty when an apply of the inventory started since and did
+    /// not complete (its failed objects are recorded but not live).
+    pub fn covered_kinds(&self, inventory: &str) -> BTreeSet<Kind> {
+        if !lock(&self.settled).contains(inventory) {
+            return BTreeSet::new();
+        }
+        self.lock()
+            .iter()
+            .filter(|((inv, _), running)| inv == inventory && running.covers())
+            .map(|((_, kind), _)| kind.clone())
+            .collect()
+    }
+
+    /// What an apply tells before pruning an object: its deletion is capstan's own, not
+    /// drift, and wakes nothing.
+    pub fn prune_notice(&self) -> PruneNotice {
+        let pruning = self.pruning.clone();
+        PruneNotice(Arc::new(move |key: &ObjectKey| {
+            pruning.expect((
+                key.group.clone(),
+                key.kind.clone(),
+                key.namespace.clone(),
+                key.name.clone(),
+            ))
+        }))
+    }
+
+    /// An apply of `inventory` starts: until it completes ([`DriftWatches::checked`]), its
+    /// inventory may record objects that are not live.
+    pub fn unsettle(&self, inventory: &str) {
+        lock(&self.settled).remove(inventory);
     }
 
     /// How many watches run.
@@ -169,8 +245,12 @@ impl DriftWatches {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, Kind), Running>> {
-        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.tasks)
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Drop for DriftWatches {
@@ -201,9 +281,10 @@ fn watch_scope(within: Option<&str>, namespaced: bool) -> WatchScope<'_> {
 async fn watch(
     api: kube::Api<PartialObjectMeta<DynamicObject>>,
     selector: String,
-    kind: String,
+    kind: Kind,
     notify: Notify,
     health: Arc<Health>,
+    pruning: Arc<Pruning>,
 ) {
     let config = watcher::Config::default().labels(&selector);
     let mut events = watcher(api, config).default_backoff().boxed();
@@ -212,7 +293,7 @@ async fn watch(
             Ok(event) => event,
             Err(e) => {
                 health.troubled.store(true, Ordering::Release);
-                tracing::debug!(%kind, error = %e, "drift watch error (retrying with backoff)");
+                tracing::debug!(kind = %kind.2, error = %e, "drift watch error (retrying with backoff)");
                 continue;
             }
         };
@@ -223,14 +304,24 @@ async fn watch(
         if matches!(event, Event::InitDone) {
             health.listed.store(true, Ordering::Release);
         }
-        if relisted || drifted(&event) {
+        let pruned = match &event {
+            Event::Delete(meta) => pruning.take(&(
+                kind.0.clone(),
+                kind.2.clone(),
+                meta.metadata.namespace.clone(),
+                meta.metadata.name.clone().unwrap_or_default(),
+            )),
+            _ => false,
+        };
+        if relisted || (drifted(&event) && !pruned) {
             notify();
         }
     }
 }
 
 /// Whether a watch event is drift: a deletion, or a change whose newest field-manager entry
-/// (status updates aside) is not capstan's. The initial listing is not.
+/// (status updates aside) is not capstan's. The initial listing is not. (A deletion by
+/// capstan's own pruning is told apart by the watch, see [`DriftWatches::prune_notice`].)
 pub fn drifted(event: &Event<PartialObjectMeta<DynamicObject>>) -> bool {
     match event {
         Event::Delete(_) => true,
@@ -245,7 +336,7 @@ fn last_writer(meta: &PartialObjectMeta<DynamicObject>) -> Option<&str> {
     let entries = meta.metadata.managed_fields.as_ref()?;
     let mut newest: Option<(&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time, &str)> = None;
     for entry in entries {
-        if entry.subresource.as_deref() == Some("status") {
+        if entry.subresource.as_deref() == Some("status") || only_status(entry) {
             continue;
         }
         let (Some(time), Some(manager)) = (entry.time.as_ref(), entry.manager.as_deref()) else {
@@ -257,6 +348,16 @@ fn last_writer(meta: &PartialObjectMeta<DynamicObject>) -> Option<&str> {
         };
     }
     newest.map(|(_, m)| m)
+}
+
+/// Whether an entry owns nothing but status: API servers before 1.22 record status updates
+/// without `subresource` (an APIService's availability, say), which must not read as drift.
+fn only_status(entry: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry) -> bool {
+    entry
+        .fields_v1
+        .as_ref()
+        .and_then(|fields| fields.0.as_object())
+        .is_some_and(|fields| !fields.is_empty() && fields.keys().all(|k| k == "f:status"))
 }
 
 #[cfg(test)]
@@ -334,6 +435,31 @@ mod tests {
         assert!(!DriftWatches::default().covers("inv", &[]));
     }
 
+    #[tokio::test]
+    async fn kinds_are_covered_only_between_a_complete_apply_and_the_next_start() {
+        let watches = DriftWatches::default();
+        running(&watches, "inv", "Deployment", true, false);
+        running(&watches, "inv", "DaemonSet", true, true);
+        running(&watches, "inv", "StatefulSet", false, false);
+        running(&watches, "other", "Service", true, false);
+        // No apply completed yet: nothing is known live as recorded.
+        assert!(watches.covered_kinds("inv").is_empty());
+        watches.checked("inv");
+        // Trouble forgotten by the full pass; still listing is not covered; another
+        // inventory's watch does not count.
+        let covered: Vec<String> = watches.covered_kinds("inv").into_iter().map(|k| k.2).collect();
+        assert_eq!(covered, ["DaemonSet", "Deployment"]);
+        // An apply started and did not complete: nothing again until the next complete one.
+        watches.unsettle("inv");
+        assert!(watches.covered_kinds("inv").is_empty());
+        watches.checked("inv");
+        assert_eq!(watches.covered_kinds("inv").len(), 2);
+        // A watch that failed since.
+        running(&watches, "inv", "Deployment", true, true);
+        let covered: Vec<String> = watches.covered_kinds("inv").into_iter().map(|k| k.2).collect();
+        assert_eq!(covered, ["DaemonSet"]);
+    }
+
     #[test]
     fn watches_within_a_namespace_skip_cluster_scoped_kinds() {
         let table = [
@@ -367,6 +493,8 @@ mod tests {
                 ])),
                 false,
             ),
+            // Before 1.22 a status update names no subresource: its fields tell.
+            (Event::Apply(status_update(meta(&[("capstan", 10, None)]))), false),
             // The same second: the other writer wins.
             (
                 Event::Apply(meta(&[("capstan", 10, None), ("kubectl", 10, None)])),
@@ -381,5 +509,59 @@ mod tests {
         for (event, want) in table {
             assert_eq!(drifted(&event), want, "{event:?}");
         }
+    }
+
+    /// `meta` with a newer entry of another manager owning only status, recorded as API
+    /// servers before 1.22 record it (no `subresource`); a second entry owning spec too is
+    /// another writer's change.
+    fn status_update(mut meta: PartialObjectMeta<DynamicObject>) -> PartialObjectMeta<DynamicObject> {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1;
+        let entry = |fields: serde_json::Value| ManagedFieldsEntry {
+            manager: Some("kube-apiserver".into()),
+            time: Some(Time(k8s_openapi::jiff::Timestamp::from_second(20).expect("time"))),
+            fields_v1: Some(FieldsV1(fields)),
+            ..ManagedFieldsEntry::default()
+        };
+        let entries = meta.metadata.managed_fields.get_or_insert_with(Vec::new);
+        entries.push(entry(serde_json::json!({"f:status": {"f:conditions": {}}})));
+        let mut spec_too = meta.clone();
+        let more = spec_too.metadata.managed_fields.get_or_insert_with(Vec::new);
+        more.pop();
+        more.push(entry(serde_json::json!({"f:status": {}, "f:spec": {}})));
+        assert!(
+            drifted(&Event::Apply(spec_too)),
+            "a write of spec and status is drift"
+        );
+        meta
+    }
+
+    #[test]
+    fn capstan_s_own_pruning_is_expected_once() {
+        let pruning = Pruning::default();
+        let deployment = |name: &str| {
+            (
+                "apps".to_string(),
+                "Deployment".to_string(),
+                Some("ns".to_string()),
+                name.to_string(),
+            )
+        };
+        pruning.expect(deployment("web"));
+        assert!(!pruning.take(&deployment("db")), "another object");
+        assert!(pruning.take(&deployment("web")));
+        assert!(
+            !pruning.take(&deployment("web")),
+            "a second deletion is drift again"
+        );
+        let watches = DriftWatches::default();
+        let key = ObjectKey {
+            group: "apps".into(),
+            version: "v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("ns".into()),
+            name: "web".into(),
+        };
+        (watches.prune_notice().0)(&key);
+        assert!(watches.pruning.take(&deployment("web")));
     }
 }

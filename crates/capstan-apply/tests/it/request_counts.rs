@@ -2,7 +2,9 @@
 //! first apply into a fresh namespace sends one apply per object and one inventory write,
 //! and lists nothing; an apply of the unchanged set writes nothing and lists each resource of
 //! the inventory once; an upgrade lists the same and writes what changed, the inventory
-//! widened before and narrowed after pruning. Discovery and `/version` are not counted.
+//! widened before and narrowed after pruning; with the inventory's kinds watched by the
+//! caller (the operator's drift watches) nothing is listed and only changed objects are sent.
+//! Discovery and `/version` are not counted.
 
 use capstan_apply::{Applier, ApplyOptions, DesiredObject, InventoryRef, parse_stream};
 use capstan_testenv::audit::{AuditLog, verbs};
@@ -101,4 +103,37 @@ async fn each_pass_sends_only_the_requests_it_needs() {
         verbs(&[("delete", 1), ("get", 2), ("list", 4), ("patch", 7 + 2)]),
         "{sent:#?}"
     );
+
+    // The next upgrade, with every kind of the inventory watched since the last apply (as
+    // the operator's drift watches do): the inventory read, no list; only the 7 changed
+    // ConfigMaps sent, the inventory written once with their new hashes.
+    let kinds = ["Namespace", "ConfigMap", "Secret", "ServiceAccount"];
+    let watched = ApplyOptions {
+        watched_kinds: kinds
+            .iter()
+            .map(|k| (String::new(), "v1".to_string(), k.to_string()))
+            .collect(),
+        ..opts.clone()
+    };
+    let mut next = objects(7, "c");
+    next.retain(|o| o.name != "secret-1");
+    let before = audit.requests().len();
+    let report = applier.apply(&next, &watched).await.expect("watched upgrade");
+    assert!(!report.failed(), "{report:?}");
+    assert_eq!(
+        (report.summary.configured, report.summary.unchanged),
+        (7, next.len() - 7),
+        "{:?}",
+        report.summary
+    );
+    let (by_verb, sent) = audit.sent_since(before).await;
+    eprintln!("watched upgrade: {} requests: {sent:#?}", sent.len());
+    assert_eq!(by_verb, verbs(&[("get", 1), ("patch", 7 + 1)]), "{sent:#?}");
+
+    // The same set again, watched: the inventory read and nothing else.
+    let before = audit.requests().len();
+    let report = applier.apply(&next, &watched).await.expect("watched idle apply");
+    assert_eq!(report.summary.unchanged, next.len(), "{:?}", report.summary);
+    let (by_verb, sent) = audit.sent_since(before).await;
+    assert_eq!(by_verb, verbs(&[("get", 1)]), "{sent:#?}");
 }

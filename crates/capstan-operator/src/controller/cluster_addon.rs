@@ -503,9 +503,35 @@ async fn apply_objects(
     stage: Option<&str>,
     drift_pass: bool,
 ) -> Result<(), Error> {
-    let applier = &steps.target.applier;
+    let target = steps.target;
+    // Unless this pass checks for drift or a watch woke this addon, what the watches saw since
+    // the last complete apply need not be listed again (issue 36: an upgrade costs its
+    // applies, not a list per kind).
+    let id = inventory.id();
+    let watched_kinds = if progress.ctx.settings.drift_watches
+        && !drift_pass
+        && !progress
+            .ctx
+            .addon_drift
+            .is_suspect(&ObjectRef::from_obj(progress.object))
+    {
+        target.drift.covered_kinds(&id)
+    } else {
+        std::collections::BTreeSet::new()
+    };
+    target.drift.unsettle(&id);
     progress.stage = stage.map(str::to_string);
-    let applied = pipeline::apply(progress, APPLIED, applier, objects, inventory, drift_pass).await;
+    let applied = pipeline::apply(
+        progress,
+        APPLIED,
+        &target.applier,
+        objects,
+        inventory,
+        drift_pass,
+        watched_kinds,
+        Some(target.drift.prune_notice()),
+    )
+    .await;
     progress.stage = None;
     let outcome = applied?;
     progress.condition(APPLIED, true, "Applied", outcome.summary());

@@ -204,6 +204,8 @@ async fn render_and_apply(progress: &mut Progress<'_>, files: &ReleaseFiles) -> 
         &objects,
         inventory.clone(),
         drift_pass,
+        std::collections::BTreeSet::new(),
+        None,
     )
     .await?;
     if ctx.settings.drift_watches {

@@ -6,6 +6,7 @@
 //! The blocking work (the digest of a local release, the compile, the renders, parsing a
 //! stored manifest) runs on tokio's blocking pool, never on the async runtime's workers.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -224,7 +225,11 @@ fn pruning(inventory: InventoryRef) -> ApplyOptions {
 }
 
 /// Applies `objects` with `inventory` (pruning what left it), counts and records the outcome
-/// (per-object status; condition `step` fails when an object failed).
+/// (per-object status; condition `step` fails when an object failed). Objects of
+/// `watched_kinds` are live as the inventory records them (see
+/// [`capstan_apply::ApplyOptions::watched_kinds`]); `before_prune` hears of each object
+/// pruned before it goes.
+#[allow(clippy::too_many_arguments)]
 pub async fn apply<K: Tracked>(
     progress: &mut Progress<'_, K>,
     step: &'static str,
@@ -232,9 +237,13 @@ pub async fn apply<K: Tracked>(
     objects: &[DesiredObject],
     inventory: InventoryRef,
     drift_pass: bool,
+    watched_kinds: BTreeSet<crate::drift::Kind>,
+    before_prune: Option<capstan_apply::PruneNotice>,
 ) -> Result<Outcome, Error> {
     let options = ApplyOptions {
         concurrency: 8,
+        watched_kinds,
+        before_prune,
         ..pruning(inventory)
     };
     let report = applier.apply(objects, &options).await.because("ApplyFailed");

@@ -138,6 +138,40 @@ fn assert_switched_once(sim: &Running, clusters: &[&str]) {
     });
 }
 
+/// The soak contract between wave `first` and the wave `next` after it: no Cluster of `next`
+/// is switched before every Cluster of `first` has been healthy for `soak`.
+///
+/// Measured by the simulator, both sides err toward passing, so a failure is the operator's:
+/// a Cluster's healthy time is taken before its ClusterAddon reports the release (which the
+/// operator's health needs), a switch's time when the watch delivers it (after the patch).
+/// In the status, `first`'s `soakUntil` (whole seconds) lies at least `soak` after the moment
+/// the operator saw the wave done, and `next` started (`startedAt`, rounded down) no earlier.
+async fn assert_soaked(env: &Env, sim: &Running, (first, next): (&str, &str), soak: Duration) {
+    sim.snapshot(|record| {
+        let healthy = record.last_healthy(first).expect("first wave healthy");
+        let started = record.first_switch(next).expect("next wave started");
+        assert!(
+            started >= healthy + soak,
+            "wave {next} started {:?} after wave {first} was healthy, soak {soak:?}; {record:?}",
+            started.saturating_duration_since(healthy)
+        );
+    });
+    let status = rollouts(env).get(ROLLOUT).await.expect("rollout").status.expect("status");
+    let wave = |name: &str| {
+        status
+            .waves
+            .iter()
+            .find(|w| w.name == name)
+            .unwrap_or_else(|| panic!("wave {name} in {:?}", status.waves))
+    };
+    let soak_until = wave(first).soak_until.clone().expect("soakUntil").0;
+    let started_at = wave(next).started_at.clone().expect("startedAt").0;
+    assert!(
+        started_at >= soak_until,
+        "wave {next} started at {started_at}, before wave {first}'s soak ended at {soak_until}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waves_run_in_order_within_their_limits_after_approval_and_soak() {
     let test = "waves_run_in_order_within_their_limits_after_approval_and_soak";
@@ -200,15 +234,8 @@ async fn waves_run_in_order_within_their_limits_after_approval_and_soak() {
         );
         let rest = record.max_in_flight.get("rest").copied().unwrap_or_default();
         assert!(rest <= 2, "rest wave: {rest} in flight at once, limit 2");
-        // The next wave only after every Cluster of the canary wave is healthy and the soak.
-        let canary_healthy = record.last_healthy("canary").expect("canary healthy");
-        let rest_started = record.first_switch("rest").expect("rest started");
-        assert!(
-            rest_started >= canary_healthy + soak,
-            "rest started {:?} after the canary was healthy, soak {soak:?}",
-            rest_started.saturating_duration_since(canary_healthy)
-        );
     });
+    assert_soaked(&env, &sim, ("canary", "rest"), soak).await;
     for (name, _) in clusters {
         assert_eq!(
             topology(&env, name).await,
@@ -383,12 +410,6 @@ async fn a_killed_operator_resumes_without_a_double_switch_or_a_skipped_wave() {
             record.max_in_flight
         );
         assert!(record.max_in_flight.get("two").copied().unwrap_or_default() <= 2);
-        let one_healthy = record.last_healthy("one").expect("wave one healthy");
-        let two_started = record.first_switch("two").expect("wave two started");
-        assert!(
-            two_started >= one_healthy + soak,
-            "wave two started {:?} after wave one was healthy, soak {soak:?}; {record:?}",
-            two_started.saturating_duration_since(one_healthy)
-        );
     });
+    assert_soaked(&env, &sim, ("one", "two"), soak).await;
 }

@@ -120,6 +120,7 @@ pub fn plan(observed: &Observed) -> Plan {
     let mut planner = Planner {
         o: observed,
         now: whole_second(observed.now.0),
+        exact_now: observed.now.0,
         status: observed.status.clone(),
         actions: Vec::new(),
         events: Vec::new(),
@@ -135,6 +136,9 @@ struct Planner<'o, 'a> {
     o: &'o Observed<'a>,
     /// `now` to the second: what the status keeps of a time.
     now: Timestamp,
+    /// `now` as observed, for deadlines: a soak measured from `now` would start up to a
+    /// second before the wave was done.
+    exact_now: Timestamp,
     status: ClusterStackRolloutStatus,
     actions: Vec<Action>,
     events: Vec<PlannedEvent>,
@@ -537,12 +541,19 @@ impl Planner<'_, '_> {
                 self.status.phase = RolloutPhase::Progressing;
                 return;
             }
+            // The soak ends a whole `soak` after the wave was seen done, rounded up to the
+            // second the status can keep, and is compared with the exact time: rounded down,
+            // or compared to the second, the next wave could start up to a second early.
             let soak = soaks.get(index).copied().unwrap_or_default();
-            let until = status.soak_until.get_or_insert_with(|| Time(add(now, soak))).0;
-            if now < until {
+            let exact_now = self.exact_now;
+            let until = status
+                .soak_until
+                .get_or_insert_with(|| Time(ceil_second(add(exact_now, soak))))
+                .0;
+            if exact_now < until {
                 status.phase = WavePhase::Soaking;
                 self.status.phase = RolloutPhase::Soaking;
-                self.requeue_in(elapsed(now, until));
+                self.requeue_in(elapsed(exact_now, until));
                 return;
             }
             status.phase = WavePhase::Complete;
@@ -788,6 +799,15 @@ fn summary(status: &ClusterStackRolloutStatus) -> String {
 
 fn whole_second(t: Timestamp) -> Timestamp {
     Timestamp::from_second(t.as_second()).unwrap_or(t)
+}
+
+/// `t` rounded up to the second.
+fn ceil_second(t: Timestamp) -> Timestamp {
+    let floor = whole_second(t);
+    if floor == t {
+        return t;
+    }
+    Timestamp::from_second(floor.as_second().saturating_add(1)).unwrap_or(t)
 }
 
 fn add(t: Timestamp, d: Duration) -> Timestamp {

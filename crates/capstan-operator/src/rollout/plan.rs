@@ -385,12 +385,13 @@ impl Planner<'_, '_> {
                         && entry.from_version != target.kubernetes;
                     let verdict = health(cluster, target, version_changed, has_checks);
                     let since = entry.since.as_ref().map_or(now, |t| t.0);
+                    let exact_now = self.exact_now;
                     if verdict.is_healthy() {
                         entry.phase = ClusterPhase::Healthy;
                         entry.since = Some(Time(now));
                         entry.message = None;
                         healthy.push(entry.name.clone());
-                    } else if elapsed(since, now) >= timeout {
+                    } else if elapsed(since, exact_now) >= timeout {
                         let message = format!("not healthy within {}: {}", human(timeout), why(&verdict));
                         entry.phase = ClusterPhase::Failed;
                         entry.since = Some(Time(now));
@@ -593,7 +594,6 @@ impl Planner<'_, '_> {
     /// `wave` (by name) while fewer than its `maxInFlight` are Updating.
     fn switch_within_limit(&mut self, wave: &Wave, total: usize, target: &Target) {
         let o = self.o;
-        let now = self.now;
         let limit = max_in_flight(wave.max_in_flight.as_ref(), total);
         let cluster_of = |key: &str| o.clusters.iter().find(|c| c.key() == key);
         let mut in_flight = 0;
@@ -610,6 +610,7 @@ impl Planner<'_, '_> {
             }
         }
         let mut switched = Vec::new();
+        let switched_at = ceil_second(self.exact_now);
         for entry in &mut self.status.clusters {
             if in_flight >= limit {
                 break;
@@ -623,7 +624,9 @@ impl Planner<'_, '_> {
             in_flight += 1;
             entry.to = Some(target.class.clone());
             entry.phase = ClusterPhase::Updating;
-            entry.since = Some(Time(now));
+            // The health timeout counts from here: rounded up to the second the status keeps,
+            // so a Cluster never fails before a whole timeout has passed since its switch.
+            entry.since = Some(Time(switched_at));
             if cluster.class.as_deref() == Some(target.class.as_str()) {
                 // On the target already: nothing to patch, nothing to roll back to.
                 entry.message = Some("already on the target class".to_string());
@@ -642,7 +645,7 @@ impl Planner<'_, '_> {
     }
 
     fn requeue_for_timeouts(&mut self, timeout: Duration) {
-        let now = self.now;
+        let now = self.exact_now;
         let ends: Vec<Timestamp> = self
             .status
             .clusters

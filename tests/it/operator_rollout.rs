@@ -9,22 +9,25 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::operator_common::{Env, NS, capstan_binary, eventually};
 use crate::rollout_sim::{self, Running, Simulator};
 use capstan_operator::api::rollout::{ClusterStackRollout, RolloutPhase};
 
-const V1: &str = "docker-ferrol-1-27-v1";
-const V2: &str = "docker-ferrol-1-27-v2";
+pub(crate) const V1: &str = "docker-ferrol-1-27-v1";
+pub(crate) const V2: &str = "docker-ferrol-1-27-v2";
 const OLD_KUBERNETES: &str = "v1.27.2";
-const KUBERNETES: &str = "v1.27.3";
-const ROLLOUT: &str = "ferrol";
+pub(crate) const KUBERNETES: &str = "v1.27.3";
+pub(crate) const ROLLOUT: &str = "ferrol";
 
 /// The API server, the stack with v1 and v2 ready, the operator without the ClusterAddon
 /// controller, and `clusters` (name, wave label) on v1 at [`OLD_KUBERNETES`].
-async fn fleet(test: &str, clusters: &[(&str, &str)]) -> Option<(Env, capstan_testenv::ChildGuard)> {
+pub(crate) async fn fleet(
+    test: &str,
+    clusters: &[(&str, &str)],
+) -> Option<(Env, capstan_testenv::ChildGuard)> {
     let env = crate::operator_common::start(test, &[V1, V2]).await?;
     let operator = env.operator(0, &["--controllers", "*,-clusteraddon"]);
     env.create_stack(&["v1", "v2"], "5s").await;
@@ -39,7 +42,7 @@ async fn fleet(test: &str, clusters: &[(&str, &str)]) -> Option<(Env, capstan_te
     Some((env, operator))
 }
 
-fn simulate(env: &Env, upgrade: Duration, failing: &[&str]) -> Running {
+pub(crate) fn simulate(env: &Env, upgrade: Duration, failing: &[&str]) -> Running {
     Simulator {
         namespace: NS.into(),
         upgrade,
@@ -49,7 +52,7 @@ fn simulate(env: &Env, upgrade: Duration, failing: &[&str]) -> Running {
     .run(env.client())
 }
 
-async fn create_rollout(env: &Env, spec: serde_json::Value) {
+pub(crate) async fn create_rollout(env: &Env, spec: serde_json::Value) {
     let rollout: ClusterStackRollout = serde_json::from_value(json!({
         "apiVersion": "capstan.dev/v1alpha1", "kind": "ClusterStackRollout",
         "metadata": {"name": ROLLOUT, "namespace": NS},
@@ -62,7 +65,7 @@ async fn create_rollout(env: &Env, spec: serde_json::Value) {
         .expect("ClusterStackRollout created");
 }
 
-fn rollouts(env: &Env) -> Api<ClusterStackRollout> {
+pub(crate) fn rollouts(env: &Env) -> Api<ClusterStackRollout> {
     Api::namespaced(env.client(), NS)
 }
 
@@ -70,7 +73,12 @@ async fn phase(env: &Env) -> Option<RolloutPhase> {
     rollouts(env).get(ROLLOUT).await.ok()?.status.map(|s| s.phase)
 }
 
-async fn wait_phase(env: &Env, operator: &capstan_testenv::ChildGuard, want: RolloutPhase, limit: Duration) {
+pub(crate) async fn wait_phase(
+    env: &Env,
+    operator: &capstan_testenv::ChildGuard,
+    want: RolloutPhase,
+    limit: Duration,
+) {
     eventually(&format!("rollout {want:?}"), limit, operator, || async {
         (phase(env).await.as_ref() == Some(&want)).then_some(())
     })
@@ -78,7 +86,7 @@ async fn wait_phase(env: &Env, operator: &capstan_testenv::ChildGuard, want: Rol
 }
 
 /// `capstan rollout ARGS… ferrol -n tenant`: exit code and stdout.
-fn cli(env: &Env, args: &[&str]) -> (i32, String) {
+pub(crate) fn cli(env: &Env, args: &[&str]) -> (i32, String) {
     let output = Command::new(capstan_binary())
         .arg("rollout")
         .args(args)
@@ -111,7 +119,7 @@ async fn events(env: &Env) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn topology(env: &Env, name: &str) -> (String, String) {
+pub(crate) async fn topology(env: &Env, name: &str) -> (String, String) {
     let cluster: DynamicObject = env.clusters().get(name).await.expect("Cluster");
     let field = |f: &str| {
         cluster.data["spec"]["topology"][f]
@@ -156,7 +164,12 @@ async fn assert_soaked(env: &Env, sim: &Running, (first, next): (&str, &str), so
             started.saturating_duration_since(healthy)
         );
     });
-    let status = rollouts(env).get(ROLLOUT).await.expect("rollout").status.expect("status");
+    let status = rollouts(env)
+        .get(ROLLOUT)
+        .await
+        .expect("rollout")
+        .status
+        .expect("status");
     let wave = |name: &str| {
         status
             .waves
@@ -412,4 +425,63 @@ async fn a_killed_operator_resumes_without_a_double_switch_or_a_skipped_wave() {
         assert!(record.max_in_flight.get("two").copied().unwrap_or_default() <= 2);
     });
     assert_soaked(&env, &sim, ("one", "two"), soak).await;
+}
+
+/// The ClusterStack's retention keeps what a rollout's rollback needs: a halted rollout
+/// (`Halt`, so its failed Cluster stays on v2) recorded v1 as the class its Cluster came
+/// from; once the stack no longer lists v1 and no Cluster uses it, v1 stays while the rollout
+/// exists, and goes when the rollout is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_only_a_halted_rollouts_rollback_needs_is_kept() {
+    let test = "a_release_only_a_halted_rollouts_rollback_needs_is_kept";
+    let Some((env, operator)) = fleet(test, &[("only-1", "all")]).await else {
+        return;
+    };
+    let _sim = simulate(&env, Duration::from_secs(1), &["only-1"]);
+    create_rollout(
+        &env,
+        json!({"clusterStack": "ferrol", "version": "v2",
+               "waves": [{"name": "all"}],
+               "health": {"timeout": "3s"},
+               "failurePolicy": {"maxFailures": 0, "action": "Halt"}}),
+    )
+    .await;
+    wait_phase(&env, &operator, RolloutPhase::Halted, Duration::from_secs(60)).await;
+    assert_eq!(
+        topology(&env, "only-1").await.0,
+        V2,
+        "Halt leaves the Cluster on v2"
+    );
+
+    // v1: not listed, not the latest, not the newest ready, used by no Cluster.
+    env.stacks()
+        .patch(
+            "ferrol",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"versions": ["v2"]}})),
+        )
+        .await
+        .expect("ClusterStack lists only v2");
+    let present = |release: Option<capstan_operator::api::ClusterStackRelease>| {
+        release.is_some_and(|r| r.metadata.deletion_timestamp.is_none())
+    };
+    // Two of the stack's 5 s passes at least.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let v1 = env.releases().get_opt(V1).await.expect("read v1");
+    assert!(
+        present(v1),
+        "v1 deleted although the halted rollout would roll back to it"
+    );
+
+    rollouts(&env)
+        .delete(ROLLOUT, &Default::default())
+        .await
+        .expect("rollout deleted");
+    eventually(
+        "v1 deleted without the rollout",
+        Duration::from_secs(60),
+        &operator,
+        || async { (!present(env.releases().get_opt(V1).await.expect("read v1"))).then_some(()) },
+    )
+    .await;
 }

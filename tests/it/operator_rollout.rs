@@ -344,13 +344,20 @@ async fn a_failure_past_max_failures_halts_and_rolls_the_cluster_back() {
         capstan_operator::api::conditions::find(&status.conditions, "Halted").expect("Halted condition");
     assert!(halted.is_true(), "{halted:?}");
     assert!(halted.message.contains("first-2"), "{halted:?}");
-    let notes: Vec<(String, String)> = events(&env).await;
-    assert!(
-        notes
-            .iter()
-            .any(|(reason, note)| reason == "Halted" && note.contains("first-2")),
-        "{notes:?}"
-    );
+    // Events are published after the status is written: the Halted one may be a moment late.
+    eventually(
+        "a Halted Event naming first-2",
+        Duration::from_secs(10),
+        &operator,
+        || async {
+            let notes = events(&env).await;
+            notes
+                .iter()
+                .any(|(reason, note)| reason == "Halted" && note.contains("first-2"))
+                .then_some(())
+        },
+    )
+    .await;
     eventually(
         "first-2 rolled back",
         Duration::from_secs(30),

@@ -9,22 +9,25 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::operator_common::{Env, NS, capstan_binary, eventually};
 use crate::rollout_sim::{self, Running, Simulator};
 use capstan_operator::api::rollout::{ClusterStackRollout, RolloutPhase};
 
-const V1: &str = "docker-ferrol-1-27-v1";
-const V2: &str = "docker-ferrol-1-27-v2";
+pub(crate) const V1: &str = "docker-ferrol-1-27-v1";
+pub(crate) const V2: &str = "docker-ferrol-1-27-v2";
 const OLD_KUBERNETES: &str = "v1.27.2";
-const KUBERNETES: &str = "v1.27.3";
-const ROLLOUT: &str = "ferrol";
+pub(crate) const KUBERNETES: &str = "v1.27.3";
+pub(crate) const ROLLOUT: &str = "ferrol";
 
 /// The API server, the stack with v1 and v2 ready, the operator without the ClusterAddon
 /// controller, and `clusters` (name, wave label) on v1 at [`OLD_KUBERNETES`].
-async fn fleet(test: &str, clusters: &[(&str, &str)]) -> Option<(Env, capstan_testenv::ChildGuard)> {
+pub(crate) async fn fleet(
+    test: &str,
+    clusters: &[(&str, &str)],
+) -> Option<(Env, capstan_testenv::ChildGuard)> {
     let env = crate::operator_common::start(test, &[V1, V2]).await?;
     let operator = env.operator(0, &["--controllers", "*,-clusteraddon"]);
     env.create_stack(&["v1", "v2"], "5s").await;
@@ -39,7 +42,7 @@ async fn fleet(test: &str, clusters: &[(&str, &str)]) -> Option<(Env, capstan_te
     Some((env, operator))
 }
 
-fn simulate(env: &Env, upgrade: Duration, failing: &[&str]) -> Running {
+pub(crate) fn simulate(env: &Env, upgrade: Duration, failing: &[&str]) -> Running {
     Simulator {
         namespace: NS.into(),
         upgrade,
@@ -49,7 +52,7 @@ fn simulate(env: &Env, upgrade: Duration, failing: &[&str]) -> Running {
     .run(env.client())
 }
 
-async fn create_rollout(env: &Env, spec: serde_json::Value) {
+pub(crate) async fn create_rollout(env: &Env, spec: serde_json::Value) {
     let rollout: ClusterStackRollout = serde_json::from_value(json!({
         "apiVersion": "capstan.dev/v1alpha1", "kind": "ClusterStackRollout",
         "metadata": {"name": ROLLOUT, "namespace": NS},
@@ -62,7 +65,7 @@ async fn create_rollout(env: &Env, spec: serde_json::Value) {
         .expect("ClusterStackRollout created");
 }
 
-fn rollouts(env: &Env) -> Api<ClusterStackRollout> {
+pub(crate) fn rollouts(env: &Env) -> Api<ClusterStackRollout> {
     Api::namespaced(env.client(), NS)
 }
 
@@ -70,7 +73,12 @@ async fn phase(env: &Env) -> Option<RolloutPhase> {
     rollouts(env).get(ROLLOUT).await.ok()?.status.map(|s| s.phase)
 }
 
-async fn wait_phase(env: &Env, operator: &capstan_testenv::ChildGuard, want: RolloutPhase, limit: Duration) {
+pub(crate) async fn wait_phase(
+    env: &Env,
+    operator: &capstan_testenv::ChildGuard,
+    want: RolloutPhase,
+    limit: Duration,
+) {
     eventually(&format!("rollout {want:?}"), limit, operator, || async {
         (phase(env).await.as_ref() == Some(&want)).then_some(())
     })
@@ -78,7 +86,7 @@ async fn wait_phase(env: &Env, operator: &capstan_testenv::ChildGuard, want: Rol
 }
 
 /// `capstan rollout ARGS… ferrol -n tenant`: exit code and stdout.
-fn cli(env: &Env, args: &[&str]) -> (i32, String) {
+pub(crate) fn cli(env: &Env, args: &[&str]) -> (i32, String) {
     let output = Command::new(capstan_binary())
         .arg("rollout")
         .args(args)
@@ -111,7 +119,7 @@ async fn events(env: &Env) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn topology(env: &Env, name: &str) -> (String, String) {
+pub(crate) async fn topology(env: &Env, name: &str) -> (String, String) {
     let cluster: DynamicObject = env.clusters().get(name).await.expect("Cluster");
     let field = |f: &str| {
         cluster.data["spec"]["topology"][f]
@@ -136,6 +144,45 @@ fn assert_switched_once(sim: &Running, clusters: &[&str]) {
             assert_eq!(switches[0].version.as_deref(), Some(KUBERNETES), "{cluster}");
         }
     });
+}
+
+/// The soak contract between wave `first` and the wave `next` after it: no Cluster of `next`
+/// is switched before every Cluster of `first` has been healthy for `soak`.
+///
+/// Measured by the simulator, both sides err toward passing, so a failure is the operator's:
+/// a Cluster's healthy time is taken before its ClusterAddon reports the release (which the
+/// operator's health needs), a switch's time when the watch delivers it (after the patch).
+/// In the status, `first`'s `soakUntil` (whole seconds) lies at least `soak` after the moment
+/// the operator saw the wave done, and `next` started (`startedAt`, rounded down) no earlier.
+async fn assert_soaked(env: &Env, sim: &Running, (first, next): (&str, &str), soak: Duration) {
+    sim.snapshot(|record| {
+        let healthy = record.last_healthy(first).expect("first wave healthy");
+        let started = record.first_switch(next).expect("next wave started");
+        assert!(
+            started >= healthy + soak,
+            "wave {next} started {:?} after wave {first} was healthy, soak {soak:?}; {record:?}",
+            started.saturating_duration_since(healthy)
+        );
+    });
+    let status = rollouts(env)
+        .get(ROLLOUT)
+        .await
+        .expect("rollout")
+        .status
+        .expect("status");
+    let wave = |name: &str| {
+        status
+            .waves
+            .iter()
+            .find(|w| w.name == name)
+            .unwrap_or_else(|| panic!("wave {name} in {:?}", status.waves))
+    };
+    let soak_until = wave(first).soak_until.clone().expect("soakUntil").0;
+    let started_at = wave(next).started_at.clone().expect("startedAt").0;
+    assert!(
+        started_at >= soak_until,
+        "wave {next} started at {started_at}, before wave {first}'s soak ended at {soak_until}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,15 +247,8 @@ async fn waves_run_in_order_within_their_limits_after_approval_and_soak() {
         );
         let rest = record.max_in_flight.get("rest").copied().unwrap_or_default();
         assert!(rest <= 2, "rest wave: {rest} in flight at once, limit 2");
-        // The next wave only after every Cluster of the canary wave is healthy and the soak.
-        let canary_healthy = record.last_healthy("canary").expect("canary healthy");
-        let rest_started = record.first_switch("rest").expect("rest started");
-        assert!(
-            rest_started >= canary_healthy + soak,
-            "rest started {:?} after the canary was healthy, soak {soak:?}",
-            rest_started.saturating_duration_since(canary_healthy)
-        );
     });
+    assert_soaked(&env, &sim, ("canary", "rest"), soak).await;
     for (name, _) in clusters {
         assert_eq!(
             topology(&env, name).await,
@@ -304,13 +344,20 @@ async fn a_failure_past_max_failures_halts_and_rolls_the_cluster_back() {
         capstan_operator::api::conditions::find(&status.conditions, "Halted").expect("Halted condition");
     assert!(halted.is_true(), "{halted:?}");
     assert!(halted.message.contains("first-2"), "{halted:?}");
-    let notes: Vec<(String, String)> = events(&env).await;
-    assert!(
-        notes
-            .iter()
-            .any(|(reason, note)| reason == "Halted" && note.contains("first-2")),
-        "{notes:?}"
-    );
+    // Events are published after the status is written: the Halted one may be a moment late.
+    eventually(
+        "a Halted Event naming first-2",
+        Duration::from_secs(10),
+        &operator,
+        || async {
+            let notes = events(&env).await;
+            notes
+                .iter()
+                .any(|(reason, note)| reason == "Halted" && note.contains("first-2"))
+                .then_some(())
+        },
+    )
+    .await;
     eventually(
         "first-2 rolled back",
         Duration::from_secs(30),
@@ -383,12 +430,65 @@ async fn a_killed_operator_resumes_without_a_double_switch_or_a_skipped_wave() {
             record.max_in_flight
         );
         assert!(record.max_in_flight.get("two").copied().unwrap_or_default() <= 2);
-        let one_healthy = record.last_healthy("one").expect("wave one healthy");
-        let two_started = record.first_switch("two").expect("wave two started");
-        assert!(
-            two_started >= one_healthy + soak,
-            "wave two started {:?} after wave one was healthy, soak {soak:?}; {record:?}",
-            two_started.saturating_duration_since(one_healthy)
-        );
     });
+    assert_soaked(&env, &sim, ("one", "two"), soak).await;
+}
+
+/// The ClusterStack's retention keeps what a rollout's rollback needs: a halted rollout
+/// (`Halt`, so its failed Cluster stays on v2) recorded v1 as the class its Cluster came
+/// from; once the stack no longer lists v1 and no Cluster uses it, v1 stays while the rollout
+/// exists, and goes when the rollout is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_only_a_halted_rollouts_rollback_needs_is_kept() {
+    let test = "a_release_only_a_halted_rollouts_rollback_needs_is_kept";
+    let Some((env, operator)) = fleet(test, &[("only-1", "all")]).await else {
+        return;
+    };
+    let _sim = simulate(&env, Duration::from_secs(1), &["only-1"]);
+    create_rollout(
+        &env,
+        json!({"clusterStack": "ferrol", "version": "v2",
+               "waves": [{"name": "all"}],
+               "health": {"timeout": "3s"},
+               "failurePolicy": {"maxFailures": 0, "action": "Halt"}}),
+    )
+    .await;
+    wait_phase(&env, &operator, RolloutPhase::Halted, Duration::from_secs(60)).await;
+    assert_eq!(
+        topology(&env, "only-1").await.0,
+        V2,
+        "Halt leaves the Cluster on v2"
+    );
+
+    // v1: not listed, not the latest, not the newest ready, used by no Cluster.
+    env.stacks()
+        .patch(
+            "ferrol",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"versions": ["v2"]}})),
+        )
+        .await
+        .expect("ClusterStack lists only v2");
+    let present = |release: Option<capstan_operator::api::ClusterStackRelease>| {
+        release.is_some_and(|r| r.metadata.deletion_timestamp.is_none())
+    };
+    // Two of the stack's 5 s passes at least.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let v1 = env.releases().get_opt(V1).await.expect("read v1");
+    assert!(
+        present(v1),
+        "v1 deleted although the halted rollout would roll back to it"
+    );
+
+    rollouts(&env)
+        .delete(ROLLOUT, &Default::default())
+        .await
+        .expect("rollout deleted");
+    eventually(
+        "v1 deleted without the rollout",
+        Duration::from_secs(60),
+        &operator,
+        || async { (!present(env.releases().get_opt(V1).await.expect("read v1"))).then_some(()) },
+    )
+    .await;
 }

@@ -3,7 +3,7 @@
 //! provider, name, Kubernetes version and channel, creates a ClusterStackRelease for the
 //! latest one (when subscribed) and for each `spec.versions` entry, and deletes the releases it
 //! owns that are none of: the latest remote, the latest ready, wanted in spec, used by a
-//! Cluster. The status reports the latest release, the usable versions and one summary line
+//! Cluster or needed by a ClusterStackRollout. The status reports the latest release, the usable versions and one summary line
 //! per release.
 //!
 //! A ClusterStack being deleted deletes its releases (each prunes its own objects once no
@@ -20,6 +20,7 @@ use kube::runtime::controller::Action;
 use super::progress::{StatusEvent, Tracked};
 use super::{Cause, Error, object_ref, owner_reference, stack_name_of};
 use crate::api::conditions::{self, Condition, READY};
+use crate::api::rollout::ClusterStackRollout;
 use crate::api::{
     Channel, ClusterStack, ClusterStackRelease, ClusterStackReleaseSpec, ClusterStackStatus, ReleaseSummary,
 };
@@ -184,15 +185,16 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
             create_release(stack, ctx, &releases_api, tag, &spec.stack_name.to_string()).await?;
         }
     }
-    // 3. Releases no longer wanted go, unless a Cluster uses them or they are the latest
-    //    ready one (what new Clusters can use while a newer release gets ready).
+    // 3. Releases no longer wanted go, unless a Cluster or a rollout uses them or they are
+    //    the latest ready one (what new Clusters can use while a newer release gets ready).
+    //    The rollouts are read only when some release is unwanted.
     let latest_tag = latest.as_ref().map(ReleaseTag::tag);
-    let no_rollouts = BTreeSet::new();
+    let not_read_yet = BTreeSet::new();
     let policy = retention::Policy {
         wanted: &wanted,
         latest_remote: latest_tag.as_deref(),
         newest_ready: 1,
-        in_use_by_rollouts: &no_rollouts,
+        in_use_by_rollouts: &not_read_yet,
     };
     prune_releases(stack, ctx, &releases_api, &owned, &policy).await?;
     // 4. Status from the releases as they are now.
@@ -263,11 +265,21 @@ async fn prune_releases(
             ready: super::cluster_stack_release::is_ready(release),
         })
         .collect();
-    let unwanted = retention::unwanted(&releases, policy);
-    if unwanted.is_empty() {
+    if retention::unwanted(&releases, policy).is_empty() {
         return Ok(());
     }
     let namespace = stack.namespace().unwrap_or_default();
+    let Some(in_use_by_rollouts) = rollouts_need(ctx, stack, &namespace).await else {
+        return Ok(());
+    };
+    let policy = retention::Policy {
+        in_use_by_rollouts: &in_use_by_rollouts,
+        ..*policy
+    };
+    let unwanted = retention::unwanted(&releases, &policy);
+    if unwanted.is_empty() {
+        return Ok(());
+    }
     let used = match crate::clusters::list(&ctx.client, &namespace).await {
         Ok(clusters) => Some(crate::clusters::releases_in_use(&clusters, &namespace)),
         Err(e) => {
@@ -279,6 +291,20 @@ async fn prune_releases(
         delete_release(stack, ctx, api, &name).await?;
     }
     Ok(())
+}
+
+/// The releases the ClusterStackRollouts of the stack need ([`retention::in_use_by_rollouts`]);
+/// none when their kind is not installed, `None` (delete nothing) when they cannot be read.
+async fn rollouts_need(ctx: &Context, stack: &ClusterStack, namespace: &str) -> Option<BTreeSet<String>> {
+    let api: Api<ClusterStackRollout> = Api::namespaced(ctx.client.clone(), namespace);
+    match api.list(&ListParams::default()).await {
+        Ok(list) => Some(retention::in_use_by_rollouts(&list.items, &stack.name_any())),
+        Err(e) if crate::kube_error::is_not_found(&e) => Some(BTreeSet::new()),
+        Err(e) => {
+            tracing::warn!(stack = %super::key_of(stack), error = %e, "not deleting releases: listing ClusterStackRollouts failed");
+            None
+        }
+    }
 }
 
 /// The status from the owned releases: a summary line each, the usable versions, and

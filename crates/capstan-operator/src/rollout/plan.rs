@@ -120,6 +120,7 @@ pub fn plan(observed: &Observed) -> Plan {
     let mut planner = Planner {
         o: observed,
         now: whole_second(observed.now.0),
+        exact_now: observed.now.0,
         status: observed.status.clone(),
         actions: Vec::new(),
         events: Vec::new(),
@@ -135,6 +136,9 @@ struct Planner<'o, 'a> {
     o: &'o Observed<'a>,
     /// `now` to the second: what the status keeps of a time.
     now: Timestamp,
+    /// `now` as observed, for deadlines: a soak measured from `now` would start up to a
+    /// second before the wave was done.
+    exact_now: Timestamp,
     status: ClusterStackRolloutStatus,
     actions: Vec<Action>,
     events: Vec<PlannedEvent>,
@@ -381,12 +385,13 @@ impl Planner<'_, '_> {
                         && entry.from_version != target.kubernetes;
                     let verdict = health(cluster, target, version_changed, has_checks);
                     let since = entry.since.as_ref().map_or(now, |t| t.0);
+                    let exact_now = self.exact_now;
                     if verdict.is_healthy() {
                         entry.phase = ClusterPhase::Healthy;
                         entry.since = Some(Time(now));
                         entry.message = None;
                         healthy.push(entry.name.clone());
-                    } else if elapsed(since, now) >= timeout {
+                    } else if elapsed(since, exact_now) >= timeout {
                         let message = format!("not healthy within {}: {}", human(timeout), why(&verdict));
                         entry.phase = ClusterPhase::Failed;
                         entry.since = Some(Time(now));
@@ -537,12 +542,19 @@ impl Planner<'_, '_> {
                 self.status.phase = RolloutPhase::Progressing;
                 return;
             }
+            // The soak ends a whole `soak` after the wave was seen done, rounded up to the
+            // second the status can keep, and is compared with the exact time: rounded down,
+            // or compared to the second, the next wave could start up to a second early.
             let soak = soaks.get(index).copied().unwrap_or_default();
-            let until = status.soak_until.get_or_insert_with(|| Time(add(now, soak))).0;
-            if now < until {
+            let exact_now = self.exact_now;
+            let until = status
+                .soak_until
+                .get_or_insert_with(|| Time(ceil_second(add(exact_now, soak))))
+                .0;
+            if exact_now < until {
                 status.phase = WavePhase::Soaking;
                 self.status.phase = RolloutPhase::Soaking;
-                self.requeue_in(elapsed(now, until));
+                self.requeue_in(elapsed(exact_now, until));
                 return;
             }
             status.phase = WavePhase::Complete;
@@ -582,7 +594,6 @@ impl Planner<'_, '_> {
     /// `wave` (by name) while fewer than its `maxInFlight` are Updating.
     fn switch_within_limit(&mut self, wave: &Wave, total: usize, target: &Target) {
         let o = self.o;
-        let now = self.now;
         let limit = max_in_flight(wave.max_in_flight.as_ref(), total);
         let cluster_of = |key: &str| o.clusters.iter().find(|c| c.key() == key);
         let mut in_flight = 0;
@@ -599,6 +610,7 @@ impl Planner<'_, '_> {
             }
         }
         let mut switched = Vec::new();
+        let switched_at = ceil_second(self.exact_now);
         for entry in &mut self.status.clusters {
             if in_flight >= limit {
                 break;
@@ -612,7 +624,9 @@ impl Planner<'_, '_> {
             in_flight += 1;
             entry.to = Some(target.class.clone());
             entry.phase = ClusterPhase::Updating;
-            entry.since = Some(Time(now));
+            // The health timeout counts from here: rounded up to the second the status keeps,
+            // so a Cluster never fails before a whole timeout has passed since its switch.
+            entry.since = Some(Time(switched_at));
             if cluster.class.as_deref() == Some(target.class.as_str()) {
                 // On the target already: nothing to patch, nothing to roll back to.
                 entry.message = Some("already on the target class".to_string());
@@ -631,7 +645,7 @@ impl Planner<'_, '_> {
     }
 
     fn requeue_for_timeouts(&mut self, timeout: Duration) {
-        let now = self.now;
+        let now = self.exact_now;
         let ends: Vec<Timestamp> = self
             .status
             .clusters
@@ -788,6 +802,15 @@ fn summary(status: &ClusterStackRolloutStatus) -> String {
 
 fn whole_second(t: Timestamp) -> Timestamp {
     Timestamp::from_second(t.as_second()).unwrap_or(t)
+}
+
+/// `t` rounded up to the second.
+fn ceil_second(t: Timestamp) -> Timestamp {
+    let floor = whole_second(t);
+    if floor == t {
+        return t;
+    }
+    Timestamp::from_second(floor.as_second().saturating_add(1)).unwrap_or(t)
 }
 
 fn add(t: Timestamp, d: Duration) -> Timestamp {

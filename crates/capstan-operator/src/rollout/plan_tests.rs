@@ -143,6 +143,41 @@ fn soak_delays_the_next_wave() {
     assert_eq!(switches(&sim.step()), ["r1"]);
 }
 
+/// The soak is a lower bound on the time between the wave being done and the next wave's
+/// first switch, although the status keeps times to the second: done at 0.9 s with a soak
+/// of 2 s, nothing is switched at 2.0 s nor 2.8 s (a clock read to the second says 2 s
+/// then), and the next wave starts at 3.0 s (`soakUntil`, rounded up to the second).
+fn soak_is_never_shorter_than_written() {
+    let mut waves = canary_then_rest();
+    waves[0].soak = Some("2s".into());
+    let mut sim = Sim::new(spec(waves), fleet());
+    sim.step();
+    sim.heal("c1");
+    sim.advance_millis(900);
+    let plan = sim.step();
+    assert_eq!(sim.status.phase, RolloutPhase::Soaking);
+    let until = sim.status.waves[0].soak_until.clone().expect("soakUntil");
+    assert!(
+        until.0.as_millisecond() >= sim.time().0.as_millisecond() + 2000,
+        "soakUntil {until:?} is less than 2 s after {:?}",
+        sim.time()
+    );
+    let requeue = plan.requeue_after.expect("requeued for the soak's end");
+    assert!(requeue >= std::time::Duration::from_millis(2000), "{requeue:?}");
+    sim.advance_millis(1100);
+    assert!(
+        switches(&sim.step()).is_empty(),
+        "rest started 1.1 s into a 2 s soak"
+    );
+    sim.advance_millis(800);
+    assert!(
+        switches(&sim.step()).is_empty(),
+        "rest started 1.9 s into a 2 s soak"
+    );
+    sim.advance_millis(200);
+    assert_eq!(switches(&sim.step()), ["r1"]);
+}
+
 fn manual_wave_waits_for_approval() {
     let mut waves = canary_then_rest();
     waves[0].approval = Approval::Manual;
@@ -185,6 +220,30 @@ fn health_timeout_fails_a_cluster() {
             .iter()
             .any(|e| e.reason == "ClusterFailed" && e.warning)
     );
+}
+
+/// The health timeout counts from the switch although the status keeps whole seconds:
+/// switched at 0.9 s with a timeout of 1m, the Cluster has not failed at 60.5 s (59.6 s after
+/// its switch; a clock read to the second says 60 s then) and has at 61 s.
+fn health_timeout_is_never_shorter_than_written() {
+    let mut s = spec(canary_then_rest());
+    s.health.timeout = Some("1m".into());
+    s.failure_policy.max_failures = 5;
+    let mut sim = Sim::new(s, fleet());
+    sim.advance_millis(900);
+    assert_eq!(switches(&sim.step()), ["c1"]);
+    sim.advance_millis(59_600);
+    let plan = sim.step();
+    assert_eq!(
+        phase_of(&sim, "c1"),
+        Some(ClusterPhase::Updating),
+        "failed 59.6 s after its switch"
+    );
+    let requeue = plan.requeue_after.expect("requeued for the timeout");
+    assert!(requeue >= std::time::Duration::from_millis(400), "{requeue:?}");
+    sim.advance_millis(500);
+    sim.step();
+    assert_eq!(phase_of(&sim, "c1"), Some(ClusterPhase::Failed));
 }
 
 fn failures_within_max_failures_let_the_rollout_go_on() {
@@ -408,9 +467,17 @@ fn plan_rules() {
             next_wave_waits_until_every_cluster_is_healthy,
         ),
         ("soak_delays_the_next_wave", soak_delays_the_next_wave),
+        (
+            "soak_is_never_shorter_than_written",
+            soak_is_never_shorter_than_written,
+        ),
         ("manual_wave_waits_for_approval", manual_wave_waits_for_approval),
         ("paused_switches_nothing", paused_switches_nothing),
         ("health_timeout_fails_a_cluster", health_timeout_fails_a_cluster),
+        (
+            "health_timeout_is_never_shorter_than_written",
+            health_timeout_is_never_shorter_than_written,
+        ),
         (
             "failures_within_max_failures_let_the_rollout_go_on",
             failures_within_max_failures_let_the_rollout_go_on,

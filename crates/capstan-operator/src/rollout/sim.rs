@@ -56,6 +56,8 @@ pub struct Sim {
     pub resume: Option<String>,
     /// Seconds since the start.
     pub now: i64,
+    /// Milliseconds past `now` (an operator's clock is not on a second).
+    pub millis: i64,
     /// Every action applied, in order.
     pub applied: Vec<Action>,
     pub last: Option<Plan>,
@@ -72,13 +74,14 @@ impl Sim {
             approve: None,
             resume: None,
             now: 0,
+            millis: 0,
             applied: Vec::new(),
             last: None,
         }
     }
 
     pub fn time(&self) -> Time {
-        Time(Timestamp::from_second(1_800_000_000 + self.now).expect("time"))
+        Time(Timestamp::from_millisecond((1_800_000_000 + self.now) * 1000 + self.millis).expect("time"))
     }
 
     /// The plan for the current state, without applying it.
@@ -156,6 +159,13 @@ impl Sim {
 
     pub fn advance(&mut self, seconds: i64) {
         self.now += seconds;
+    }
+
+    /// Moves the clock by `millis` milliseconds.
+    pub fn advance_millis(&mut self, millis: i64) {
+        let total = self.now * 1000 + self.millis + millis;
+        self.now = total.div_euclid(1000);
+        self.millis = total.rem_euclid(1000);
     }
 
     /// The Clusters switched (to the target) by the applied actions, in order.

@@ -6,6 +6,9 @@ use std::collections::BTreeSet;
 
 use capstan_stack::version::Version;
 
+use crate::api::rollout::{ClusterStackRollout, RolloutPhase};
+use crate::webhook::validate::release_name_of_class;
+
 /// A release the ClusterStack owns, as retention sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Owned {
@@ -57,6 +60,26 @@ pub fn unwanted(owned: &[Owned], policy: &Policy<'_>) -> Vec<String> {
         })
         .map(str::to_string)
         .collect()
+}
+
+/// The releases the rollouts of ClusterStack `stack` need: each one's target, and while it is
+/// not Complete, the release each of its Clusters came from (what a rollback, also one after
+/// a resume of a halted rollout, switches the Cluster back to). Rollouts of other stacks
+/// have no say.
+pub fn in_use_by_rollouts(rollouts: &[ClusterStackRollout], stack: &str) -> BTreeSet<String> {
+    let mut used = BTreeSet::new();
+    for rollout in rollouts.iter().filter(|r| r.spec.cluster_stack == stack) {
+        let Some(status) = &rollout.status else {
+            continue;
+        };
+        used.extend(status.target_release.iter().cloned());
+        if status.phase == RolloutPhase::Complete {
+            continue;
+        }
+        let classes = status.clusters.iter().filter_map(|c| c.from.as_deref());
+        used.extend(classes.map(release_name_of_class));
+    }
+    used
 }
 
 /// Of the unwanted releases, those to delete: none a Cluster uses, and none at all when the
@@ -188,6 +211,78 @@ mod tests {
             let mut expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
             expected.sort();
             assert_eq!(got, expected, "{what}");
+        }
+    }
+
+    #[test]
+    fn rollouts_keep_their_target_and_while_unfinished_the_releases_their_clusters_left() {
+        use crate::api::rollout::{ClusterPhase, ClusterRolloutStatus, ClusterStackRolloutStatus};
+        let rollout = |stack: &str, phase: RolloutPhase, target: Option<&str>, from: &[&str]| {
+            let mut r = ClusterStackRollout::new(
+                "r",
+                serde_json::from_value(
+                    serde_json::json!({"clusterStack": stack, "waves": [{"name": "all"}]}),
+                )
+                .expect("spec"),
+            );
+            r.status = Some(ClusterStackRolloutStatus {
+                phase,
+                target_release: target.map(str::to_string),
+                clusters: from
+                    .iter()
+                    .map(|class| ClusterRolloutStatus {
+                        name: "tenant/c".into(),
+                        from: Some(class.to_string()),
+                        phase: ClusterPhase::RolledBack,
+                        ..ClusterRolloutStatus::default()
+                    })
+                    .collect(),
+                ..ClusterStackRolloutStatus::default()
+            });
+            r
+        };
+        let (v1, v2, v3) = (format!("{S}-v1"), format!("{S}-v2"), format!("{S}-v3"));
+        let hashed_class = format!("{S}-v0-sha.4e0d8f3");
+        type Case<'a> = (&'a str, Vec<ClusterStackRollout>, Vec<&'a str>);
+        let cases: Vec<Case> = vec![
+            ("no rollout", vec![], vec![]),
+            (
+                "a halted rollout keeps its target and the classes to roll back to",
+                vec![rollout(S, RolloutPhase::Halted, Some(&v2), &[&v1])],
+                vec![&v1, &v2],
+            ),
+            (
+                "a progressing rollout likewise",
+                vec![rollout(S, RolloutPhase::Progressing, Some(&v3), &[&v1, &v2])],
+                vec![&v1, &v2, &v3],
+            ),
+            (
+                "a complete rollout keeps only its target",
+                vec![rollout(S, RolloutPhase::Complete, Some(&v2), &[&v1])],
+                vec![&v2],
+            ),
+            (
+                "a class name stands for its release (dots as dashes)",
+                vec![rollout(S, RolloutPhase::Halted, Some(&v2), &[&hashed_class])],
+                vec![&v2, "docker-ferrol-1-30-v0-sha-4e0d8f3"],
+            ),
+            (
+                "a rollout of another stack has no say",
+                vec![rollout("other", RolloutPhase::Halted, Some(&v2), &[&v1])],
+                vec![],
+            ),
+            (
+                "a rollout without a status yet keeps nothing",
+                vec![{
+                    let mut r = rollout(S, RolloutPhase::Idle, None, &[]);
+                    r.status = None;
+                    r
+                }],
+                vec![],
+            ),
+        ];
+        for (what, rollouts, expected) in cases {
+            assert_eq!(in_use_by_rollouts(&rollouts, S), set(&expected), "{what}");
         }
     }
 

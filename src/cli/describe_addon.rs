@@ -234,8 +234,8 @@ pub fn render(addon: &ClusterAddon, detail: &Detail) -> String {
             table.push(vec![
                 (i + 1).to_string(),
                 s.name.clone(),
-                s.action.clone(),
-                s.phase.clone(),
+                s.action.to_string(),
+                s.phase.to_string(),
             ]);
         }
         indent(&mut out, &table.render(false));

@@ -16,7 +16,9 @@ use serde::Serialize;
 
 use capstan_operator::api::conditions::{self, Condition};
 use capstan_operator::api::rollout::{ClusterPhase, ClusterStackRollout, RolloutPhase};
-use capstan_operator::api::{ClusterAddon, ClusterStack, ClusterStackRelease, Resource, StackSource};
+use capstan_operator::api::{
+    ClusterAddon, ClusterStack, ClusterStackRelease, Recorded, Resource, StackSource, StagePhase,
+};
 use capstan_stack::name::ReleaseTag;
 
 use super::get_table::{NONE, Table, age, one_line};
@@ -174,13 +176,13 @@ impl StagePosition {
         let (i, stage) = stages
             .iter()
             .enumerate()
-            .find(|(_, s)| s.phase != "done")
+            .find(|(_, s)| s.phase != Recorded::Known(StagePhase::Done))
             .or_else(|| stages.iter().enumerate().next_back())?;
         Some(StagePosition {
             index: i + 1,
             total,
             name: stage.name.clone(),
-            phase: stage.phase.clone(),
+            phase: stage.phase.to_string(),
         })
     }
 

@@ -538,3 +538,94 @@ async fn bad_requests_are_answered(hooks: &Hooks, addr: SocketAddr) {
     let (status, answer) = hooks.post(addr, "/somewhere", json!({})).await;
     assert_eq!(status, 404, "{answer}");
 }
+
+/// A ClusterAddon pass that read the addon before a `BeforeClusterUpgrade` call wrote its wait
+/// saves its status after that write: the hook's fields stay as the hook wrote them (the pass
+/// writes only the fields it owns).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_overlapping_a_hook_call_keeps_the_hooks_fields() {
+    let test = "a_pass_overlapping_a_hook_call_keeps_the_hooks_fields";
+    let Some(env) = crate::operator_common::start(test, &[]).await else {
+        return;
+    };
+    let client = env.client();
+    let (v1, v2, v3) = (
+        "docker-ferrol-1-27-v1",
+        "docker-ferrol-1-27-v2",
+        "docker-ferrol-1-27-v3",
+    );
+    // The control plane is not ready: the pass records that gate and saves.
+    env.cluster_api("c9", v3, "127.0.0.1", &env.cluster, true).await;
+    let name = "cluster-addon-c9";
+    let mut addon: ClusterAddon = serde_json::from_value(json!({
+        "apiVersion": "clusterstack.x-k8s.io/v1alpha1",
+        "kind": "ClusterAddon",
+        "metadata": {"name": name, "namespace": NS,
+                     "finalizers": [capstan_operator::controller::cluster_addon::FINALIZER]},
+        "spec": {"clusterRef": {"kind": "Cluster", "name": "c9", "namespace": NS}},
+    }))
+    .expect("ClusterAddon");
+    addon = addons(&client)
+        .create(&PostParams::default(), &addon)
+        .await
+        .expect("ClusterAddon created");
+    // An earlier wait, for v2, released after its timeout.
+    set_status(
+        &client,
+        "c9",
+        json!({"appliedClusterStack": v1, "ready": true,
+               "upgradeHookSince": "2026-01-01T00:00:00Z", "upgradeHookTarget": v2,
+               "upgradeHookReleased": "let through after its timeout"}),
+    )
+    .await;
+    // The pass's read (the controller's cached copy).
+    let read = addons(&client).get(name).await.expect("ClusterAddon read");
+    assert_eq!(read.metadata.name, addon.metadata.name);
+
+    // The hook call in between: a new wait, for v3.
+    let cert = generate(&[]).expect("certificate");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let server = start_server(&cert, client.clone(), Duration::from_secs(600), stopped).await;
+    let http = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).expect("CA"))
+        .build()
+        .expect("HTTP client");
+    let answer = Hooks { http }.before_upgrade(server, "c9", v3).await;
+    assert!(retry(&answer) > 0, "the upgrade waits: {answer}");
+    stop.send(true).expect("server stops");
+    let hooked = status_of(&client, "c9").await;
+    assert_eq!(hooked["upgradeHookTarget"], v3, "{hooked}");
+
+    // The pass, from what it read, saves after the hook's write.
+    let cache = tempfile::tempdir().expect("temp dir");
+    let settings = capstan_operator::Settings::local(cache.path().join("cache"));
+    let sources = capstan_operator::sources::Sources::new(
+        capstan_source::cache::Cache::open(cache.path().join("releases")).expect("cache"),
+        None,
+    );
+    let (stacks, _writer) = kube::runtime::reflector::store();
+    let ctx = std::sync::Arc::new(capstan_operator::context::Context::new(
+        client.clone(),
+        settings,
+        sources,
+        std::sync::Arc::new(capstan_operator::metrics::Metrics::new()),
+        stacks,
+    ));
+    capstan_operator::controller::cluster_addon::reconcile(std::sync::Arc::new(read), ctx)
+        .await
+        .expect("the pass waits for the control plane");
+
+    let status = status_of(&client, "c9").await;
+    let gate = status["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "ClusterReady"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(gate["reason"], "ControlPlaneNotReady", "the pass saved: {status}");
+    for field in ["upgradeHookSince", "upgradeHookTarget", "upgradeHookReleased"] {
+        assert_eq!(
+            status[field], hooked[field],
+            "{field} as the hook wrote it: {status}"
+        );
+    }
+}

@@ -6,6 +6,8 @@
 //!   in `waitingForPostCondition` while the CEL post-condition
 //!   `msdeployment.spec.replicas == ngnix.spec.replicas` is false, then finishes once it holds;
 //! - an object a stage applied and someone deleted is restored within the drift interval;
+//! - a stage phase edited to one capstan does not know is reported and runs nothing;
+//! - a ClusterAddon deleted alone leaves none of its inventories on the workload cluster;
 //! - the two-stage example stack (`stacks/example`) is never ready before its last stage, its
 //!   status sampled every 0.2 s while the stages run (issue 32).
 
@@ -13,11 +15,14 @@ use std::time::Duration;
 
 use crate::operator_common::{NS, eventually, names};
 use capstan_operator::api::conditions::ConditionStatus;
-use capstan_operator::api::{ClusterAddonStatus, ClusterStack};
+use capstan_operator::api::{ClusterAddon, ClusterAddonStatus, ClusterStack};
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+};
 use serde_json::json;
 
 const STAGED: &str = "docker-ferrol-1-27-v0-sha.hipstsw";
@@ -61,13 +66,13 @@ async fn stages_run_in_order_and_honour_their_conditions() {
         .await;
     let status = env.addon("fresh").await.and_then(|a| a.status).expect("status");
     assert_eq!(
-        status.stages_for.as_deref(),
+        status.stages_for.as_ref().map(ToString::to_string).as_deref(),
         Some("AfterControlPlaneInitialized docker-ferrol-1-27-v0-sha.hipstsw")
     );
     let stages: Vec<(String, String, String)> = status
         .stages
         .iter()
-        .map(|s| (s.name.clone(), s.action.clone(), s.phase.clone()))
+        .map(|s| (s.name.clone(), s.action.to_string(), s.phase.to_string()))
         .collect();
     assert_eq!(
         stages,
@@ -136,7 +141,7 @@ async fn stages_run_in_order_and_honour_their_conditions() {
                 .map(|c| c.message.clone())
                 .unwrap_or_default();
             (stage.name == "ngnix"
-                && stage.phase == "waitingForPostCondition"
+                && stage.phase.to_string() == "waitingForPostCondition"
                 && message.starts_with("stage ngnix (1/1): waitingForPostCondition:"))
             .then_some(message)
         },
@@ -170,11 +175,11 @@ async fn stages_run_in_order_and_honour_their_conditions() {
         .and_then(|a| a.status)
         .expect("status");
     assert_eq!(
-        status.stages_for.as_deref(),
+        status.stages_for.as_ref().map(ToString::to_string).as_deref(),
         Some("BeforeClusterUpgrade docker-ferrol-1-27-v0-sha.hipstsw")
     );
     assert_eq!(status.stages.len(), 1);
-    assert_eq!(status.stages[0].phase, "done");
+    assert_eq!(status.stages[0].phase.to_string(), "done");
 
     // Drift of a multi-stage addon: what its stage applied comes back within the interval.
     fresh_deployments
@@ -195,6 +200,138 @@ async fn stages_run_in_order_and_honour_their_conditions() {
         },
     )
     .await;
+
+    unknown_phase_runs_nothing(&env, &operator, &fresh_deployments).await;
+    deletion_leaves_no_inventory(&env, &operator, &upgraded).await;
+}
+
+/// A stage phase this version does not know (a hand edit, a newer version's) where the stage
+/// would run: `Applied` says so and nothing runs — the stage's metrics-server, deleted, is
+/// not applied again — until the phase is one capstan knows; from there the stage goes on.
+async fn unknown_phase_runs_nothing(
+    env: &crate::operator_common::Env,
+    operator: &capstan_testenv::ChildGuard,
+    deployments: &Api<Deployment>,
+) {
+    let addons: Api<ClusterAddon> = Api::namespaced(env.client(), &env.ns);
+    let edit = |phase: &str, hook: Option<&str>| {
+        let addons = addons.clone();
+        let status = json!({"status": {"appliedClusterStack": null, "stages": [
+            {"name": "metrics-server", "action": "apply", "phase": phase}]}});
+        let spec = json!({"spec": {"hook": hook}});
+        async move {
+            addons
+                .patch_status(
+                    "cluster-addon-fresh",
+                    &PatchParams::default(),
+                    &Patch::Merge(&status),
+                )
+                .await
+                .expect("status edited");
+            // A new generation wakes the ClusterAddon controller (status edits do not).
+            addons
+                .patch(
+                    "cluster-addon-fresh",
+                    &PatchParams::default(),
+                    &Patch::Merge(&spec),
+                )
+                .await
+                .expect("spec edited");
+        }
+    };
+    deployments
+        .delete("metrics-server", &Default::default())
+        .await
+        .expect("metrics-server deleted");
+    edit("later", Some("AfterControlPlaneInitialized")).await;
+    let message = eventually(
+        "the unknown phase reported",
+        Duration::from_secs(60),
+        operator,
+        || async {
+            let status = env.addon("fresh").await?.status?;
+            let applied = status.conditions.iter().find(|c| c.type_ == "Applied")?;
+            (applied.reason == "UnknownStageState").then(|| applied.message.clone())
+        },
+    )
+    .await;
+    assert!(
+        message.contains(r#"status.stages[0].phase is "later""#),
+        "{message}"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        deployments
+            .get_opt("metrics-server")
+            .await
+            .expect("get")
+            .is_none(),
+        "the stage ran on an unknown phase"
+    );
+    edit("applyingOrDeleting", None).await;
+    env.wait_applied("fresh", STAGED, operator, Duration::from_secs(60))
+        .await;
+    deployments
+        .get("metrics-server")
+        .await
+        .expect("metrics-server applied by its stage");
+}
+
+/// A ClusterAddon deleted alone takes every inventory of its own off the workload cluster —
+/// the one chart's of v1 and its upgrade stage's — before the Cluster controller makes it
+/// again: then only the new addon's stage inventory is there.
+async fn deletion_leaves_no_inventory(
+    env: &crate::operator_common::Env,
+    operator: &capstan_testenv::ChildGuard,
+    workload: &TestCluster,
+) {
+    let configmaps: Api<ConfigMap> = Api::namespaced(workload.client(), "kube-system");
+    let inventories = || async {
+        let params = ListParams::default().labels("capstan.dev/inventory-object=true");
+        let listed = configmaps
+            .list_metadata(&params)
+            .await
+            .expect("inventories listed");
+        let mut names: Vec<String> = listed.items.into_iter().filter_map(|c| c.metadata.name).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        inventories().await,
+        [
+            "capstan.caddon.cluster-addon-upgraded",
+            "capstan.caddon.cluster-addon-upgraded.ngnix"
+        ]
+    );
+    let addons: Api<ClusterAddon> = Api::namespaced(env.client(), &env.ns);
+    let old = addons
+        .get("cluster-addon-upgraded")
+        .await
+        .expect("ClusterAddon")
+        .metadata
+        .uid;
+    addons
+        .delete("cluster-addon-upgraded", &Default::default())
+        .await
+        .expect("ClusterAddon deleted");
+    eventually(
+        "a new ClusterAddon with its stages applied",
+        Duration::from_secs(90),
+        operator,
+        || async {
+            let addon = env.addon("upgraded").await?;
+            let status = addon.status?;
+            (addon.metadata.uid != old
+                && status.ready
+                && status.applied_cluster_stack.as_deref() == Some(STAGED))
+            .then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        inventories().await,
+        ["capstan.caddon.cluster-addon-upgraded.metrics-server"]
+    );
 }
 
 /// The example stack of `stacks/example` (two stages on creation: `cni`, then `cluster-info`
@@ -257,7 +394,7 @@ async fn sample_until(
             let pending: Vec<&str> = status
                 .stages
                 .iter()
-                .filter(|s| s.phase != "done")
+                .filter(|s| s.phase.to_string() != "done")
                 .map(|s| s.name.as_str())
                 .collect();
             assert!(
@@ -373,7 +510,7 @@ async fn a_staged_addon_is_ready_only_after_its_last_stage() {
         |s| {
             s.stages
                 .get(1)
-                .is_some_and(|s| s.phase == "waitingForPreCondition")
+                .is_some_and(|s| s.phase.to_string() == "waitingForPreCondition")
         },
     )
     .await;
@@ -422,7 +559,10 @@ async fn a_staged_addon_is_ready_only_after_its_last_stage() {
         "{} samples of the addon's status, none ready before the last stage",
         first + during + last
     );
-    assert!(status.stages.iter().all(|s| s.phase == "done"), "{status:?}");
+    assert!(
+        status.stages.iter().all(|s| s.phase.to_string() == "done"),
+        "{status:?}"
+    );
     assert_eq!(
         listed(&status),
         [

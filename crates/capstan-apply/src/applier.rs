@@ -36,6 +36,13 @@ pub enum Error {
     Inventory(#[from] InventoryError),
     #[error(transparent)]
     Refused(#[from] Refusal),
+    /// Deleting an object by name (see [`Applier::delete`]) failed.
+    #[error("deleting {what}: {source}")]
+    Delete {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
 }
 
 /// How an apply runs. [`ApplyOptions::default`] is capstan's default: field manager

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
-use kube::api::{Api, ObjectMeta, Patch, PatchParams};
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 
 use super::ssa::{MANAGED_BY, MANAGED_BY_LABEL, Retry, with_retry};
@@ -82,6 +82,22 @@ pub async fn read(
             id: inv.id(),
             message: e.to_string(),
         })
+}
+
+/// The names of the inventories (ConfigMaps with [`INVENTORY_LABEL`]) in `namespace`.
+pub async fn list(client: &Client, namespace: &str, retry: Retry) -> Result<Vec<String>, InventoryError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let params = ListParams::default().labels(&format!("{INVENTORY_LABEL}=true"));
+    let (listed, _) = with_retry(retry, || api.list_metadata(&params)).await;
+    let listed = listed.map_err(|e| InventoryError::Read {
+        id: format!("{namespace}/*"),
+        message: e.to_string(),
+    })?;
+    Ok(listed
+        .items
+        .into_iter()
+        .filter_map(|cm| cm.metadata.name)
+        .collect())
 }
 
 /// Records `entries` (sorted, deduplicated by key) as the inventory.

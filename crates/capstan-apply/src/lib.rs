@@ -11,6 +11,8 @@
 //! - [`status`]: the serializable per-object result.
 //! - [`guard`]: refusals of an empty input and of a prune that would empty an inventory.
 //! - [`inventory`]: what an owner applied, and pruning what left the set.
+//! - [`remove`]: an owner's deletion (its inventory's objects, then the inventory), and
+//!   objects deleted by name.
 //! - [`diff`]: drift as unified diffs from server-side dry runs.
 //! - [`health`]: readiness per kind.
 //! - [`client`]: the HTTP client (kube's layers, no Nagle delay).
@@ -33,6 +35,7 @@ pub mod health;
 pub mod inventory;
 pub mod object;
 pub mod order;
+pub mod remove;
 pub mod ssa;
 pub mod status;
 

@@ -173,7 +173,6 @@ async fn run_controllers(
     stop: Shutdown,
     health: Arc<Health>,
 ) -> Result<(), RunError> {
-    let shutdown = stop;
     let cache = Cache::open(&settings.cache_dir).map_err(|e| RunError::Cache {
         path: settings.cache_dir.display().to_string(),
         message: e.to_string(),
@@ -185,8 +184,6 @@ async fn run_controllers(
         shard: settings.shard.clone(),
     };
     let watch_config = watcher::Config::default().any_semantic();
-    let sharded = scope.sharded(watch_config.clone());
-
     // ClusterStacks: their store serves every source lookup (a Cluster of this shard may use
     // a stack of another), so it holds all of them; only this shard's wake the controller.
     let (stacks, stacks_writer) = reflector::store();
@@ -202,49 +199,157 @@ async fn run_controllers(
         metrics,
         stacks.clone(),
     ));
-    let concurrency = controller::Config::default().concurrency(settings.concurrency);
-    let releases = || {
-        watch_all(
-            scope.apis::<ClusterStackRelease>(&client),
-            objects(sharded.clone()),
-        )
+    let wiring = Wiring {
+        sharded: scope.sharded(watch_config),
+        concurrency: controller::Config::default().concurrency(settings.concurrency),
+        client,
+        settings,
+        scope,
+        ctx,
+        shutdown: stop,
     };
+    // The fleet's series read the releases' and ClusterAddons' stores of their controllers.
+    let (releases_store, releases_writer) = reflector::store();
+    let (addons_store, addons_writer) = reflector::store();
+    let census = Arc::downgrade(&wiring.ctx);
+    wiring.ctx.metrics.observe_fleet(super::metrics::Fleet {
+        stacks: wiring.ctx.stacks.clone(),
+        releases: releases_store.clone(),
+        addons: addons_store.clone(),
+        census: Box::new(move || census.upgrade().map(|c| c.census())),
+    });
 
     let runs = |kind| settings.controllers.runs(kind);
-    let stack_controller = if runs(ControllerKind::ClusterStack) {
-        Controller::for_stream(stack_events, stacks)
-            .owns_stream(releases().touched_objects())
-            .with_config(concurrency.clone())
-            .graceful_shutdown_on(shutdown.clone())
-            .run(
-                in_scope(cluster_stack::reconcile, &scope),
-                cluster_stack::error_policy,
-                ctx.clone(),
-            )
-            .for_each(|_| futures::future::ready(()))
-            .left_future()
-    } else {
+    let controllers = [
         // Without its controller the ClusterStacks' store still serves source lookups.
-        let stop = shutdown.clone();
-        async move {
+        stack_controller(&wiring, stack_events, stacks, runs(ControllerKind::ClusterStack)),
+        only_if(
+            runs(ControllerKind::ClusterStackRelease),
+            release_controller(&wiring, releases_store, releases_writer),
+        ),
+        only_if(runs(ControllerKind::Cluster), cluster_controller(&wiring)),
+        only_if(
+            runs(ControllerKind::ClusterAddon),
+            addon_controller(&wiring, addons_store, addons_writer),
+        ),
+        only_if(runs(ControllerKind::Rollout), rollout_controller(&wiring)),
+    ];
+    tracing::info!(
+        scope = %describe(&wiring.scope),
+        drift_interval = ?settings.drift_interval,
+        controllers = %settings.controllers,
+        "controllers started"
+    );
+    // Ready once the controllers run (and, with leader election, this process leads); a
+    // reconcile that finds its cache incomplete requeues instead of deciding.
+    health.set_ready(true);
+    futures::future::join_all(controllers).await;
+    tracing::info!("controllers stopped");
+    Ok(())
+}
+
+/// What every controller of a run is built from.
+struct Wiring<'a> {
+    client: Client,
+    settings: &'a Settings,
+    /// The namespaces and shard this process reconciles.
+    scope: Scope,
+    /// The watch of the kinds split by shard.
+    sharded: watcher::Config,
+    ctx: Arc<Context>,
+    concurrency: controller::Config,
+    shutdown: Shutdown,
+}
+
+/// A controller running until the shutdown.
+type Running = futures::future::BoxFuture<'static, ()>;
+
+impl Wiring<'_> {
+    /// The ClusterStackReleases of this process' shard, as watched.
+    fn releases(
+        &self,
+    ) -> impl futures::Stream<Item = Result<watcher::Event<ClusterStackRelease>, watcher::Error>> + Send + use<>
+    {
+        watch_all(
+            self.scope.apis::<ClusterStackRelease>(&self.client),
+            objects(self.sharded.clone()),
+        )
+    }
+
+    /// The Clusters of this process' shard, as watched.
+    fn clusters(
+        &self,
+    ) -> impl futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + use<>
+    {
+        watch_all(
+            self.scope
+                .dynamic_apis(&self.client, &super::clusters::cluster_resource()),
+            objects(self.sharded.clone()),
+        )
+    }
+
+    /// The ClusterAddons of this process' shard, as watched.
+    fn addons(
+        &self,
+    ) -> impl futures::Stream<Item = Result<watcher::Event<ClusterAddon>, watcher::Error>> + Send + use<>
+    {
+        watch_all(
+            self.scope.apis::<ClusterAddon>(&self.client),
+            objects(self.sharded.clone()),
+        )
+    }
+}
+
+/// ClusterStacks, woken by their releases; without the controller (`runs` false) the
+/// stacks' watch only fills `stacks`.
+fn stack_controller(
+    wiring: &Wiring<'_>,
+    stack_events: futures::stream::BoxStream<'static, Result<ClusterStack, watcher::Error>>,
+    stacks: reflector::Store<ClusterStack>,
+    runs: bool,
+) -> Running {
+    if !runs {
+        let stop = wiring.shutdown.clone();
+        return async move {
             tokio::select! {
                 () = stack_events.for_each(|_| futures::future::ready(())) => {}
                 () = stop => {}
             }
         }
-        .right_future()
-    };
+        .boxed();
+    }
+    Controller::for_stream(stack_events, stacks)
+        .owns_stream(wiring.releases().touched_objects())
+        .with_config(wiring.concurrency.clone())
+        .graceful_shutdown_on(wiring.shutdown.clone())
+        .run(
+            in_scope(cluster_stack::reconcile, &wiring.scope),
+            cluster_stack::error_policy,
+            wiring.ctx.clone(),
+        )
+        .for_each(|_| futures::future::ready(()))
+        .boxed()
+}
 
-    let (releases_store, releases_writer) = reflector::store();
+/// ClusterStackReleases, woken by drift of what they applied.
+fn release_controller(
+    wiring: &Wiring<'_>,
+    releases_store: reflector::Store<ClusterStackRelease>,
+    releases_writer: reflector::store::Writer<ClusterStackRelease>,
+) -> Running {
+    let ctx = &wiring.ctx;
     // A release that left the watch (deleted, its finalizer gone, or moved to another shard
     // or namespace) stops its drift watches: no reconcile of it will.
     let gone_ctx = ctx.clone();
     let release_events = changed(
-        releases().reflect(releases_writer).inspect_ok(move |event| {
-            if let watcher::Event::Delete(release) = event {
-                gone_ctx.release_watches.stop(&ObjectRef::from_obj(release));
-            }
-        }),
+        wiring
+            .releases()
+            .reflect(releases_writer)
+            .inspect_ok(move |event| {
+                if let watcher::Event::Delete(release) = event {
+                    gone_ctx.release_watches.stop(&ObjectRef::from_obj(release));
+                }
+            }),
         spec_or_deletion::<ClusterStackRelease>,
         false,
     );
@@ -255,18 +360,18 @@ async fn run_controllers(
     // With drift watches the ClusterClass is one of the kinds each release's watches follow,
     // and they tell capstan's own applies from drift; this watch, which marks its release on
     // any change, is the mechanism only without them.
-    let applied_classes = if settings.drift_watches {
+    let applied_classes = if wiring.settings.drift_watches {
         futures::stream::empty().boxed()
     } else {
         watch_all(
-            scope.dynamic_apis(&client, &class_resource),
+            wiring.scope.dynamic_apis(&wiring.client, &class_resource),
             objects(watcher::Config::default().labels(&format!("{MANAGED_LABEL}={MANAGED}"))),
         )
         .touched_objects()
         .boxed()
     };
     let suspects = ctx.clone();
-    let release_controller = Controller::for_stream(release_events, releases_store.clone())
+    Controller::for_stream(release_events, releases_store)
         .watches_stream_with(
             applied_classes,
             move |class: DynamicObject| {
@@ -280,27 +385,23 @@ async fn run_controllers(
         )
         // Drift watches on the releases' objects wake their release.
         .reconcile_on(ctx.release_drift.wake_ups())
-        .with_config(concurrency.clone())
-        .graceful_shutdown_on(shutdown.clone())
+        .with_config(wiring.concurrency.clone())
+        .graceful_shutdown_on(wiring.shutdown.clone())
         .run(
-            in_scope(cluster_stack_release::reconcile, &scope),
+            in_scope(cluster_stack_release::reconcile, &wiring.scope),
             cluster_stack_release::error_policy,
             ctx.clone(),
         )
-        .for_each(|_| futures::future::ready(()));
+        .for_each(|_| futures::future::ready(()))
+        .boxed()
+}
 
-    // Clusters: each one on a stack class gets its ClusterAddon, made again when it is deleted
-    // on its own (its owner reference wakes the Cluster once it is gone; the ClusterAddon's
-    // status writes do not).
+/// Clusters: each one on a stack class gets its ClusterAddon, made again when it is deleted
+/// on its own (its owner reference wakes the Cluster once it is gone; the ClusterAddon's
+/// status writes do not).
+fn cluster_controller(wiring: &Wiring<'_>) -> Running {
     let cluster_resource = super::clusters::cluster_resource();
-    let clusters = || {
-        watch_all(
-            scope.dynamic_apis(&client, &cluster_resource),
-            objects(sharded.clone()),
-        )
-    };
-    let addons = || watch_all(scope.apis::<ClusterAddon>(&client), objects(sharded.clone()));
-    let deleted_addons = addons().filter_map(|event| {
+    let deleted_addons = wiring.addons().filter_map(|event| {
         futures::future::ready(match event {
             Ok(watcher::Event::Delete(addon)) => Some(Ok(addon)),
             Ok(_) => None,
@@ -309,39 +410,38 @@ async fn run_controllers(
     });
     let cluster_writer = reflector::store::Writer::new(cluster_resource.clone());
     let cluster_store = cluster_writer.as_reader();
-    let cluster_events = changed(clusters().reflect(cluster_writer), cluster_trigger, false);
-    let cluster_controller =
-        Controller::for_stream_with(cluster_events, cluster_store, cluster_resource.clone())
-            .owns_stream(deleted_addons)
-            .with_config(concurrency.clone())
-            .graceful_shutdown_on(shutdown.clone())
-            .run(
-                in_scope(cluster::reconcile, &scope),
-                cluster::error_policy,
-                ctx.clone(),
-            )
-            .for_each(|_| futures::future::ready(()));
+    let cluster_events = changed(wiring.clusters().reflect(cluster_writer), cluster_trigger, false);
+    Controller::for_stream_with(cluster_events, cluster_store, cluster_resource)
+        .owns_stream(deleted_addons)
+        .with_config(wiring.concurrency.clone())
+        .graceful_shutdown_on(wiring.shutdown.clone())
+        .run(
+            in_scope(cluster::reconcile, &wiring.scope),
+            cluster::error_policy,
+            wiring.ctx.clone(),
+        )
+        .for_each(|_| futures::future::ready(()))
+        .boxed()
+}
 
-    // ClusterAddons, woken by their Cluster (class, version, controlPlaneReady, deletion) and
-    // its kubeconfig Secret, so work starts as soon as a gate opens.
-    let (addons_store, addons_writer) = reflector::store();
-    let user_values = user_value_changes(&client, &scope, &addons_store);
+/// ClusterAddons, woken by their Cluster (class, version, controlPlaneReady, deletion) and
+/// its kubeconfig Secret, so work starts as soon as a gate opens; by user values and by
+/// drift on their workload cluster.
+fn addon_controller(
+    wiring: &Wiring<'_>,
+    addons_store: reflector::Store<ClusterAddon>,
+    addons_writer: reflector::store::Writer<ClusterAddon>,
+) -> Running {
+    let ctx = &wiring.ctx;
+    let user_values = user_value_changes(&wiring.client, &wiring.scope, &addons_store);
     let secret_ctx = ctx.clone();
-    let drift_wake_ups = ctx.addon_drift.wake_ups();
     let addon_events = changed(
-        addons().reflect(addons_writer),
+        wiring.addons().reflect(addons_writer),
         spec_or_deletion::<ClusterAddon>,
         false,
     );
-    let cluster_changes = changed(clusters(), cluster_trigger, true);
-    let census = Arc::downgrade(&ctx);
-    ctx.metrics.observe_fleet(super::metrics::Fleet {
-        stacks: ctx.stacks.clone(),
-        releases: releases_store,
-        addons: addons_store.clone(),
-        census: Box::new(move || census.upgrade().map(|c| c.census())),
-    });
-    let addon_controller = Controller::for_stream(addon_events, addons_store)
+    let cluster_changes = changed(wiring.clusters(), cluster_trigger, true);
+    Controller::for_stream(addon_events, addons_store)
         .watches_stream_with(
             cluster_changes,
             |cluster: DynamicObject| {
@@ -349,63 +449,52 @@ async fn run_controllers(
                 let name = cluster.metadata.name.clone().unwrap_or_default();
                 Some(ObjectRef::new(&cluster::addon_name(&name)).within(&namespace))
             },
-            cluster_resource,
+            super::clusters::cluster_resource(),
         )
-        .watches_stream(kubeconfig_secrets(&client, &scope), move |secret: Secret| {
-            let addon = kubeconfig_addon(&secret.metadata)?;
-            // A changed kubeconfig drops the cached workload cluster at once.
-            let cluster = secret.metadata.labels.as_ref()?.get(CLUSTER_NAME_LABEL)?;
-            let namespace = secret.metadata.namespace.as_deref().unwrap_or_default();
-            let version = secret.metadata.resource_version.as_deref().unwrap_or_default();
-            secret_ctx.workloads.secret_seen(namespace, cluster, version);
-            Some(addon)
-        })
+        .watches_stream(
+            kubeconfig_secrets(&wiring.client, &wiring.scope),
+            move |secret: Secret| {
+                let addon = kubeconfig_addon(&secret.metadata)?;
+                // A changed kubeconfig drops the cached workload cluster at once.
+                let cluster = secret.metadata.labels.as_ref()?.get(CLUSTER_NAME_LABEL)?;
+                let namespace = secret.metadata.namespace.as_deref().unwrap_or_default();
+                let version = secret.metadata.resource_version.as_deref().unwrap_or_default();
+                secret_ctx.workloads.secret_seen(namespace, cluster, version);
+                Some(addon)
+            },
+        )
         .reconcile_on(user_values)
         // Drift watches on the workload clusters wake their ClusterAddon.
-        .reconcile_on(drift_wake_ups)
-        .with_config(concurrency.clone())
-        .graceful_shutdown_on(shutdown.clone())
+        .reconcile_on(ctx.addon_drift.wake_ups())
+        .with_config(wiring.concurrency.clone())
+        .graceful_shutdown_on(wiring.shutdown.clone())
         .run(
-            in_scope(cluster_addon::reconcile, &scope),
+            in_scope(cluster_addon::reconcile, &wiring.scope),
             cluster_addon::error_policy,
             ctx.clone(),
         )
-        .for_each(|_| futures::future::ready(()));
+        .for_each(|_| futures::future::ready(()))
+        .boxed()
+}
 
-    let rollout_controller = rollout::run(
-        client.clone(),
-        scope.clone(),
-        ctx.clone(),
-        concurrency.clone(),
-        shutdown.clone(),
-    );
-
-    tracing::info!(
-        scope = %describe(&scope),
-        drift_interval = ?settings.drift_interval,
-        controllers = %settings.controllers,
-        "controllers started"
-    );
-    // Ready once the controllers run (and, with leader election, this process leads); a
-    // reconcile that finds its cache incomplete requeues instead of deciding.
-    health.set_ready(true);
-    futures::join!(
-        stack_controller,
-        only_if(runs(ControllerKind::ClusterStackRelease), release_controller),
-        only_if(runs(ControllerKind::Cluster), cluster_controller),
-        only_if(runs(ControllerKind::ClusterAddon), addon_controller),
-        only_if(runs(ControllerKind::Rollout), rollout_controller),
-    );
-    tracing::info!("controllers stopped");
-    Ok(())
+/// ClusterStackRollouts (see [`rollout::run`]).
+fn rollout_controller(wiring: &Wiring<'_>) -> Running {
+    rollout::run(
+        wiring.client.clone(),
+        wiring.scope.clone(),
+        wiring.ctx.clone(),
+        wiring.concurrency.clone(),
+        wiring.shutdown.clone(),
+    )
+    .boxed()
 }
 
 /// `controller` when `--controllers` names it, else nothing to wait for.
-fn only_if(runs: bool, controller: impl Future<Output = ()> + Send) -> impl Future<Output = ()> + Send {
+fn only_if(runs: bool, controller: Running) -> Running {
     if runs {
-        controller.left_future()
+        controller
     } else {
-        futures::future::ready(()).right_future()
+        futures::future::ready(()).boxed()
     }
 }
 
@@ -523,7 +612,10 @@ type Reconciling = Pin<Box<dyn Future<Output = Result<controller::Action, super:
 
 /// Limits a reconciler to `scope` (its namespaces and shard): objects elsewhere — named by a
 /// trigger, or seen before they moved to another shard — are left alone.
-fn in_scope<K, F, Fut>(reconcile: F, scope: &Scope) -> impl FnMut(Arc<K>, Arc<Context>) -> Reconciling
+fn in_scope<K, F, Fut>(
+    reconcile: F,
+    scope: &Scope,
+) -> impl FnMut(Arc<K>, Arc<Context>) -> Reconciling + use<K, F, Fut>
 where
     K: Resource + Send + Sync + 'static,
     F: Fn(Arc<K>, Arc<Context>) -> Fut + Send + Sync + Clone + 'static,

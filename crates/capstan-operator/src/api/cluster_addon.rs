@@ -7,7 +7,10 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use capstan_stack::addon_config::{Action as StageAction, Hook};
+
 use super::conditions::Condition;
+use super::recorded::{Recorded, StatusText};
 use super::resource::{self, Resource};
 
 /// The addons of one workload cluster.
@@ -101,7 +104,8 @@ pub struct ClusterAddonStatus {
     /// The hook the `stages` belong to and the release they run for (capstan), e.g.
     /// `BeforeClusterUpgrade docker-ferrol-1-27-v2`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stages_for: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub stages_for: Option<Recorded<StagesFor>>,
     /// When the current `BeforeClusterUpgrade` wait began: the hook's timeout counts from
     /// here (capstan).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -117,6 +121,13 @@ pub struct ClusterAddonStatus {
     pub upgrade_hook_target: Option<String>,
 }
 
+impl ClusterAddonStatus {
+    /// The fields the Runtime SDK hooks own (`upgradeHook*`, see `crate::hooks`); the
+    /// ClusterAddon controller never writes them.
+    pub const HOOK_FIELDS: &'static [&'static str] =
+        &["upgradeHookSince", "upgradeHookTarget", "upgradeHookReleased"];
+}
+
 /// One stage of a multi-stage release (`clusteraddon.yaml`) in the current hook.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -125,15 +136,92 @@ pub struct StageStatus {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
     /// `apply` or `delete`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub action: String,
+    #[serde(default, skip_serializing_if = "Recorded::is_unset")]
+    #[schemars(with = "String")]
+    pub action: Recorded<StageAction>,
     /// `Pending`, `waitingForPreCondition`, `applyingOrDeleting`, `waitingForPostCondition` or
     /// `done`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub phase: String,
+    #[serde(default, skip_serializing_if = "Recorded::is_unset")]
+    #[schemars(with = "String")]
+    pub phase: Recorded<StagePhase>,
     /// How many objects of the stage `resources` leaves out (capstan).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub resources_omitted: i64,
+}
+
+/// Where one stage is, as `status.stages[].phase` records it (in the order a stage moves).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum StagePhase {
+    Pending,
+    WaitingForPreCondition,
+    ApplyingOrDeleting,
+    WaitingForPostCondition,
+    Done,
+}
+
+impl StagePhase {
+    pub const ALL: [StagePhase; 5] = [
+        StagePhase::Pending,
+        StagePhase::WaitingForPreCondition,
+        StagePhase::ApplyingOrDeleting,
+        StagePhase::WaitingForPostCondition,
+        StagePhase::Done,
+    ];
+
+    /// The text stored in `status.stages[].phase` (CSO's).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StagePhase::Pending => "Pending",
+            StagePhase::WaitingForPreCondition => "waitingForPreCondition",
+            StagePhase::ApplyingOrDeleting => "applyingOrDeleting",
+            StagePhase::WaitingForPostCondition => "waitingForPostCondition",
+            StagePhase::Done => "done",
+        }
+    }
+}
+
+impl StatusText for StagePhase {
+    fn text(&self) -> String {
+        self.as_str().to_string()
+    }
+
+    fn from_text(text: &str) -> Option<StagePhase> {
+        StagePhase::ALL.into_iter().find(|p| p.as_str() == text)
+    }
+}
+
+impl StatusText for StageAction {
+    fn text(&self) -> String {
+        self.as_str().to_string()
+    }
+
+    fn from_text(text: &str) -> Option<StageAction> {
+        [StageAction::Apply, StageAction::Delete]
+            .into_iter()
+            .find(|a| a.as_str() == text)
+    }
+}
+
+/// Which hook's stages `status.stages` holds, and for which class: `status.stagesFor`,
+/// stored as `"<hook> <class>"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagesFor {
+    pub hook: Hook,
+    pub class: String,
+}
+
+impl StatusText for StagesFor {
+    fn text(&self) -> String {
+        format!("{} {}", self.hook, self.class)
+    }
+
+    fn from_text(text: &str) -> Option<StagesFor> {
+        let (hook, class) = text.split_once(' ')?;
+        Some(StagesFor {
+            hook: Hook::parse(hook)?,
+            class: class.to_string(),
+        })
+    }
 }
 
 fn is_zero(n: &i64) -> bool {
@@ -193,8 +281,8 @@ mod tests {
     fn stage(name: &str) -> StageStatus {
         StageStatus {
             name: name.into(),
-            action: "apply".into(),
-            phase: "Pending".into(),
+            action: Recorded::Known(StageAction::Apply),
+            phase: Recorded::Known(StagePhase::Pending),
             resources_omitted: 0,
         }
     }

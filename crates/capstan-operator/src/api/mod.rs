@@ -11,22 +11,27 @@
 //! typed object.
 //!
 //! One file per kind; [`conditions`] holds the condition type and its helpers, [`resource`]
-//! the per-object status entry that releases and addons share.
+//! the per-object status entry that releases and addons share, [`recorded`] a status
+//! value stored as text and read back typed.
 
 pub mod cluster_addon;
 pub mod cluster_stack;
 pub mod cluster_stack_release;
 pub mod conditions;
+pub mod recorded;
 pub mod resource;
 pub mod rollout;
 
-pub use cluster_addon::{ClusterAddon, ClusterAddonSpec, ClusterAddonStatus, StageStatus};
+pub use cluster_addon::{
+    ClusterAddon, ClusterAddonSpec, ClusterAddonStatus, StagePhase, StageStatus, StagesFor,
+};
 pub use cluster_stack::{
     Channel, ClusterStack, ClusterStackSpec, ClusterStackStatus, GitHubSource, GitSource, LocalSource,
     OciSource, ReleaseSummary, SecretReference, StackSource, VerifySpec,
 };
 pub use cluster_stack_release::{ClusterStackRelease, ClusterStackReleaseSpec, ClusterStackReleaseStatus};
 pub use conditions::{Condition, ConditionStatus};
+pub use recorded::Recorded;
 pub use resource::Resource;
 pub use rollout::{
     Approval, ClusterPhase, ClusterRolloutStatus, ClusterStackRollout, ClusterStackRolloutSpec,

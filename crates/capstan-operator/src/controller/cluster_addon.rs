@@ -36,15 +36,16 @@ use crate::addon::condition::{self, Verdict};
 use crate::addon::user_values::{GatherError, Layer};
 use crate::addon::workload::{Gate, Workload};
 use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStack, ClusterStackRelease};
+use crate::api::{Recorded, StagePhase};
 use crate::context::Context;
 use crate::kube_error::is_not_found;
 use crate::store::{Owner, StoredRender};
-use capstan_apply::discovery::{Discovery, DiscoveryError};
+use capstan_apply::discovery::DiscoveryError;
 use capstan_apply::{DesiredObject, InventoryRef};
 use capstan_stack::addon_config::{Action as StageAction, AddonConfig, Stage, WaitCondition};
 use capstan_stack::name::ReleaseTag;
 use capstan_stack::render::{ADDON_NAMESPACE, CompiledRelease};
-use plan::{StagePhase, StageStep, Step};
+use plan::{StageStep, Step};
 
 pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-addon";
 pub const CONTROLLER: &str = "clusteraddon";
@@ -61,6 +62,28 @@ fn inventory(addon: &ClusterAddon) -> InventoryRef {
     }
 }
 
+/// The inventories of `addon` on its workload cluster: the one chart's, the recorded stages',
+/// and those of `listed` (the inventory names in [`ADDON_NAMESPACE`]) of its stages of
+/// earlier hooks, each once.
+fn inventories_of(addon: &ClusterAddon, listed: &[String]) -> Vec<InventoryRef> {
+    let single = inventory(addon);
+    let stage_prefix = format!("{}.", single.name);
+    let recorded = addon.status.iter().flat_map(|s| &s.stages);
+    let mut names: Vec<String> = std::iter::once(single.name.clone())
+        .chain(recorded.map(|s| stage_inventory(addon, &s.name).name))
+        .chain(listed.iter().filter(|n| n.starts_with(&stage_prefix)).cloned())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| InventoryRef {
+            namespace: ADDON_NAMESPACE.into(),
+            name,
+        })
+        .collect()
+}
+
 /// The inventory of one stage's objects on the workload cluster.
 fn stage_inventory(addon: &ClusterAddon, stage: &str) -> InventoryRef {
     InventoryRef {
@@ -71,6 +94,8 @@ fn stage_inventory(addon: &ClusterAddon, stage: &str) -> InventoryRef {
 
 /// Reason of `Applied` (and so `Ready`) while the stages of a hook run.
 const STAGE_IN_PROGRESS: &str = "StageInProgress";
+/// Reason of `Applied` while the recorded stages hold a value this version does not know.
+const UNKNOWN_STAGE_STATE: &str = "UnknownStageState";
 /// Reason of `Applied` while a stage waits for its pre- or post-condition.
 const WAITING_FOR_CONDITION: &str = "WaitingForCondition";
 
@@ -79,6 +104,7 @@ super::finalized_kind!(ClusterAddon);
 impl super::progress::Tracked for ClusterAddon {
     const CONTROLLER: &'static str = CONTROLLER;
     type Status = ClusterAddonStatus;
+    const FOREIGN_STATUS_FIELDS: &'static [&'static str] = ClusterAddonStatus::HOOK_FIELDS;
 
     fn status_of(&self) -> Option<&ClusterAddonStatus> {
         self.status.as_ref()
@@ -252,7 +278,7 @@ async fn apply_release(
                 return drift_stages(progress, stages, steps).await;
             }
             Step::StartStages { stages_for, stages } => {
-                progress.status.stages_for = Some(stages_for.to_string());
+                progress.status.stages_for = Some(Recorded::Known(stages_for));
                 progress.status.stages = stages;
                 // The list is of the stages of this hook from now on.
                 progress.status.resources.clear();
@@ -273,6 +299,17 @@ async fn apply_release(
                 if let Some(action) = stage_step(progress, index, stage, step, steps).await? {
                     return Ok(action);
                 }
+            }
+            Step::Unrecognized { field, value } => {
+                // Guessing could run a stage again (a `delete` stage included): nothing runs
+                // until the status holds values this version knows.
+                let message = format!(
+                    "status.{field} is {value:?}, which this version of capstan does not know: \
+                     no stage runs until it is corrected"
+                );
+                progress.condition(APPLIED, false, UNKNOWN_STAGE_STATE, message);
+                progress.save().await?;
+                return Ok(Action::requeue(super::drift_requeue(ctx)));
             }
             Step::StagesDone { hook, count } => {
                 // Watched from now on, not from the first drift pass.
@@ -653,7 +690,7 @@ async fn stage_step(
         None => None,
     };
     if let Some(recorded) = progress.status.stages.get_mut(index) {
-        recorded.phase = plan::advance(step, unmet.is_none()).as_str().into();
+        recorded.phase = Recorded::Known(plan::advance(step, unmet.is_none()));
     }
     // Not applied until every stage is done: `Ready` says which stage the addons are at.
     let message = plan::stage_message(&progress.status.stages, index);
@@ -679,7 +716,7 @@ async fn run_stage_objects(
             apply_objects(progress, steps, &objects, inventory, Some(&stage.name), false).await
         }
         StageAction::Delete => {
-            let deleted = delete_objects(steps.target.applier.discovery(), &objects).await;
+            let deleted = steps.target.applier.delete(&objects, ADDON_NAMESPACE).await;
             progress.check(APPLIED, deleted.because("DeleteFailed")).await
         }
     }
@@ -707,31 +744,6 @@ async fn condition_unmet(
             Err(progress.fail(APPLIED, "ConditionFailed", cause).await)
         }
     }
-}
-
-/// Deletes `objects` from the workload cluster (a `delete` stage); absent ones are fine.
-async fn delete_objects(discovery: &Discovery, objects: &[DesiredObject]) -> Result<(), Cause> {
-    for key in objects {
-        let info = match discovery.resolve(&key.group, &key.version, &key.kind).await {
-            Ok(info) => info,
-            // The kind is not served: none of its objects exist.
-            Err(DiscoveryError::UnknownKind { .. }) => continue,
-            Err(DiscoveryError::Api { source, .. }) => {
-                let what = format!("deleting {} {}: discovery", key.kind, key.name);
-                return Err(Cause::Kube { what, source });
-            }
-        };
-        let namespace = key.namespace.as_deref().unwrap_or(ADDON_NAMESPACE);
-        let api = discovery.api(&info, Some(namespace));
-        match api.delete(&key.name, &DeleteParams::default()).await {
-            Err(source) if !is_not_found(&source) => {
-                let what = format!("deleting {} {}", key.kind, key.name);
-                return Err(Cause::Kube { what, source });
-            }
-            _ => {}
-        }
-    }
-    Ok(())
 }
 
 /// The Cluster and the objects it references, as JSON text per object.
@@ -933,10 +945,11 @@ async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
             .await
             .map_err(|gate| Error::step("Cleanup", "WorkloadNotReady", gate))?;
         let target = &*target;
-        let stages = addon.status.iter().flat_map(|s| &s.stages);
-        let inventories =
-            std::iter::once(inventory(addon)).chain(stages.map(|s| stage_inventory(addon, &s.name)));
-        for inventory in inventories {
+        let client = target.applier.client();
+        let listed = capstan_apply::inventory::list(client, ADDON_NAMESPACE, Default::default())
+            .await
+            .map_err(|e| Error::step("Cleanup", "PruneFailed", capstan_apply::Error::from(e)))?;
+        for inventory in inventories_of(addon, &listed) {
             pipeline::prune_all(ctx, CONTROLLER, &target.applier, inventory)
                 .await
                 .map_err(|cause| Error::step("Cleanup", "PruneFailed", cause))?;
@@ -1029,5 +1042,49 @@ mod ready_note_tests {
         for (class, status, want) in cases {
             assert_eq!(ready_note(&addon(class), &status), want);
         }
+    }
+}
+
+#[cfg(test)]
+mod inventories_tests {
+    use super::inventories_of;
+    use crate::api::{ClusterAddon, ClusterAddonSpec, ClusterAddonStatus, StageStatus};
+
+    #[test]
+    fn cleanup_covers_every_inventory_of_the_addon_and_no_other() {
+        let mut addon = ClusterAddon::new("cluster-addon-web", ClusterAddonSpec::default());
+        let names = |addon: &ClusterAddon, listed: &[&str]| -> Vec<String> {
+            let listed: Vec<String> = listed.iter().map(|n| n.to_string()).collect();
+            inventories_of(addon, &listed)
+                .into_iter()
+                .map(|i| i.name)
+                .collect()
+        };
+        // Nothing recorded or listed: the one chart's.
+        assert_eq!(names(&addon, &[]), ["capstan.caddon.cluster-addon-web"]);
+        addon.status = Some(ClusterAddonStatus {
+            stages: vec![StageStatus {
+                name: "ngnix".into(),
+                ..StageStatus::default()
+            }],
+            ..ClusterAddonStatus::default()
+        });
+        let listed = [
+            // A stage of the creation hook, no longer in the status.
+            "capstan.caddon.cluster-addon-web.metrics-server",
+            "capstan.caddon.cluster-addon-web.ngnix",
+            // Another addon's, and one whose name only starts alike.
+            "capstan.caddon.cluster-addon-db",
+            "capstan.caddon.cluster-addon-webshop",
+            "capstan.cluster-class",
+        ];
+        assert_eq!(
+            names(&addon, &listed),
+            [
+                "capstan.caddon.cluster-addon-web",
+                "capstan.caddon.cluster-addon-web.metrics-server",
+                "capstan.caddon.cluster-addon-web.ngnix",
+            ]
+        );
     }
 }

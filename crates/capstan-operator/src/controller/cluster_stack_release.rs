@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
@@ -296,17 +295,9 @@ async fn cleanup(release: &ClusterStackRelease, ctx: &Context) -> Result<Action,
         });
     }
     let inventory = inventory_of(release);
-    let pruned = pipeline::prune_all(ctx, CONTROLLER, &ctx.applier, inventory.clone())
+    let pruned = pipeline::prune_all(ctx, CONTROLLER, &ctx.applier, inventory)
         .await
         .map_err(|cause| Error::step("Prune", "PruneFailed", cause))?;
-    let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(ctx.client.clone(), &namespace);
-    match configmaps.delete(&inventory.name, &DeleteParams::default()).await {
-        Err(e) if !is_not_found(&e) => {
-            return Err(Error::kube(format!("deleting inventory {}", inventory.id()), e));
-        }
-        _ => {}
-    }
     ctx.store
         .remove_all(&store_owner(release))
         .await

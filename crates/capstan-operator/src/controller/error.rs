@@ -205,7 +205,9 @@ impl Cause {
             }
             Cause::SourceConfig(e) => e.is_terminal(),
             Cause::Provider(e) => e.is_terminal(),
-            Cause::Kube { source, .. } | Cause::Api(source) => !retryable_kube(source),
+            Cause::Kube { source, .. }
+            | Cause::Api(source)
+            | Cause::Apply(capstan_apply::Error::Delete { source, .. }) => !retryable_kube(source),
             Cause::Condition { source, .. } => matches!(
                 **source,
                 ConditionError::Syntax { .. }

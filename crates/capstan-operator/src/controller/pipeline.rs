@@ -24,7 +24,7 @@ use crate::context::Context;
 use crate::metrics::ObjectOutcome;
 use crate::sources::{Fetched, Resolved};
 use crate::store::{Owner, StoredRender};
-use capstan_apply::{Applier, ApplyOptions, DesiredObject, InventoryRef, PruneScope, parse_stream};
+use capstan_apply::{Applier, ApplyOptions, DesiredObject, InventoryRef, parse_stream};
 use capstan_stack::name::ReleaseTag;
 use capstan_stack::render::CompiledRelease;
 
@@ -257,18 +257,17 @@ pub async fn apply<K: Tracked>(
     Ok(outcome)
 }
 
-/// Deletion: every object of `inventory` is pruned (on purpose: any scope). Returns how many.
+/// Deletion: every object of `inventory` is pruned (on purpose: any scope), then the
+/// inventory's ConfigMap goes (both kinds' cleanup). Returns how many objects were pruned.
 pub async fn prune_all(
     ctx: &Context,
     controller: &str,
     applier: &Applier,
     inventory: InventoryRef,
 ) -> Result<u64, Cause> {
-    let options = ApplyOptions {
-        prune_scope: PruneScope::Any,
-        ..pruning(inventory)
+    let Some(report) = applier.remove(&inventory, &pruning(inventory.clone())).await? else {
+        return Ok(0);
     };
-    let report = applier.apply(&[], &options).await?;
     let pruned = report.summary.pruned as u64;
     ctx.metrics.objects(controller, ObjectOutcome::Pruned, pruned);
     if report.failed() {

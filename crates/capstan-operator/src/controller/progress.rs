@@ -9,6 +9,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value as Json;
 
 use super::{Cause, Error, now, object_ref};
 use crate::api::Resource as StatusResource;
@@ -26,6 +27,9 @@ pub trait Tracked:
     /// The controller's name in metrics.
     const CONTROLLER: &'static str;
     type Status: Clone + PartialEq + Default + Serialize;
+    /// Status fields another writer owns: a save never names them, so a pass that read the
+    /// object before that writer's write cannot put the old values back.
+    const FOREIGN_STATUS_FIELDS: &'static [&'static str] = &[];
     fn status_of(&self) -> Option<&Self::Status>;
     fn conditions_mut(status: &mut Self::Status) -> &mut Vec<Condition>;
     fn ready(status: &Self::Status) -> bool;
@@ -132,6 +136,27 @@ impl<T, E: Into<Cause>> Because<T> for Result<T, E> {
     }
 }
 
+/// The merge patch of the status subresource that writes `status` (as JSON) over `written`,
+/// the status this writer last read or wrote: the fields the writer owns, with those that
+/// went away nulled (a merge patch keeps what it does not name), and none of `foreign`.
+///
+/// Why fields and not a `resourceVersion` precondition: the other writer (the Runtime SDK
+/// hooks) owns fields of its own, so nothing a pass writes can conflict with it; while a
+/// pass reads from the watch cache, which often lags its own last write, so a precondition
+/// would fail and cost a read and a re-run on many passes.
+pub fn status_patch(status: Json, written: &Json, foreign: &[&str]) -> Json {
+    let mut status = status;
+    if let Some(fields) = status.as_object_mut() {
+        if let Json::Object(old) = written {
+            for field in old.keys() {
+                fields.entry(field.clone()).or_insert(Json::Null);
+            }
+        }
+        fields.retain(|field, _| !foreign.contains(&field.as_str()));
+    }
+    serde_json::json!({ "status": status })
+}
+
 /// How soon a waiting step is looked at again.
 pub const WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -199,13 +224,11 @@ impl<'a, K: Tracked> Progress<'a, K> {
                 source,
             })
         };
-        let mut json = encode(&self.status)?;
-        // A merge patch keeps what it does not name: fields that went away are nulled.
-        if let (Some(new), serde_json::Value::Object(old)) = (json.as_object_mut(), encode(&self.written)?) {
-            for field in old.keys() {
-                new.entry(field.clone()).or_insert(serde_json::Value::Null);
-            }
-        }
+        let json = status_patch(
+            encode(&self.status)?,
+            &encode(&self.written)?,
+            K::FOREIGN_STATUS_FIELDS,
+        );
         let api: Api<K> = Api::namespaced(
             self.ctx.client.clone(),
             &self.object.namespace().unwrap_or_default(),
@@ -213,7 +236,7 @@ impl<'a, K: Tracked> Progress<'a, K> {
         api.patch_status(
             &self.object.name_any(),
             &PatchParams::default(),
-            &Patch::Merge(&serde_json::json!({ "status": json })),
+            &Patch::Merge(&json),
         )
         .await
         .map_err(|e| Error::kube(format!("writing the status of {key}"), e))?;
@@ -271,5 +294,46 @@ impl<'a, K: Tracked> Progress<'a, K> {
                 .await;
         }
         Ok(Action::requeue(WAIT))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::status_patch;
+    use serde_json::json;
+
+    #[test]
+    fn the_status_patch_names_the_owned_fields_only() {
+        let hook = ["upgradeHookTarget", "upgradeHookSince"];
+        let cases = [
+            // Every owned field, changed or not.
+            (
+                json!({"ready": true, "stages": []}),
+                json!({"ready": false}),
+                &[][..],
+                json!({"status": {"ready": true, "stages": []}}),
+            ),
+            // A field that went away is nulled.
+            (
+                json!({"ready": true}),
+                json!({"ready": false, "appliedInputs": "x"}),
+                &[],
+                json!({"status": {"ready": true, "appliedInputs": null}}),
+            ),
+            // Another writer's fields are never named: not the old value, not a null.
+            (
+                json!({"ready": true, "upgradeHookTarget": "v2"}),
+                json!({"ready": false, "upgradeHookTarget": "v2", "upgradeHookSince": "t"}),
+                &hook,
+                json!({"status": {"ready": true}}),
+            ),
+        ];
+        for (status, written, foreign, want) in cases {
+            assert_eq!(
+                status_patch(status.clone(), &written, foreign),
+                want,
+                "{status} over {written}"
+            );
+        }
     }
 }

@@ -279,6 +279,16 @@ mod tests {
             json!({"status": {"upgradeHookSince": null, "upgradeHookTarget": null,
                               "upgradeHookReleased": null}})
         );
+        // The fields the ClusterAddon controller leaves to the hooks are those they write.
+        let patch = StatusChange::default().merge_patch();
+        let mut written: Vec<&str> = patch["status"]
+            .as_object()
+            .map(|fields| fields.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        written.sort_unstable();
+        let mut owned = crate::api::ClusterAddonStatus::HOOK_FIELDS.to_vec();
+        owned.sort_unstable();
+        assert_eq!(written, owned);
         let change = StatusChange {
             upgrade_hook_since: Some(Time(at(0))),
             upgrade_hook_target: Some("x".into()),

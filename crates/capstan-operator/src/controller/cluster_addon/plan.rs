@@ -3,77 +3,13 @@
 //! (conditions, apply, delete, saving the status) is the shell in `cluster_addon.rs`.
 //!
 //! Compatibility: the phases and `stagesFor` are stored as the strings earlier versions wrote
-//! (`Pending`, `waitingForPreCondition`, …; `"<hook> <class>"`), and read back from them.
-
-use std::fmt;
+//! (`Pending`, `waitingForPreCondition`, …; `"<hook> <class>"`), and read back from them
+//! ([`Recorded`]); a text this version does not know stops the stages (never read as
+//! `Pending`: a `delete` stage would run again).
 
 use capstan_stack::addon_config::{AddonConfig, Hook, Stage};
 
-use crate::api::{ClusterAddonStatus, StageStatus};
-
-/// Where one stage is, as `status.stages[].phase` records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum StagePhase {
-    Pending,
-    WaitingForPreCondition,
-    ApplyingOrDeleting,
-    WaitingForPostCondition,
-    Done,
-}
-
-impl StagePhase {
-    pub const ALL: [StagePhase; 5] = [
-        StagePhase::Pending,
-        StagePhase::WaitingForPreCondition,
-        StagePhase::ApplyingOrDeleting,
-        StagePhase::WaitingForPostCondition,
-        StagePhase::Done,
-    ];
-
-    /// The text stored in `status.stages[].phase`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StagePhase::Pending => "Pending",
-            StagePhase::WaitingForPreCondition => "waitingForPreCondition",
-            StagePhase::ApplyingOrDeleting => "applyingOrDeleting",
-            StagePhase::WaitingForPostCondition => "waitingForPostCondition",
-            StagePhase::Done => "done",
-        }
-    }
-
-    /// A recorded phase; an unknown or empty text is `Pending` (the stage starts over from
-    /// its pre-condition, which is what an unrecorded stage does).
-    pub fn parse(text: &str) -> StagePhase {
-        StagePhase::ALL
-            .into_iter()
-            .find(|p| p.as_str() == text)
-            .unwrap_or(StagePhase::Pending)
-    }
-}
-
-/// Which hook's stages `status.stages` holds, and for which class.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StagesFor {
-    pub hook: Hook,
-    pub class: String,
-}
-
-impl StagesFor {
-    /// Reads `status.stagesFor` (`"<hook> <class>"`); `None` when absent or not of that form.
-    pub fn parse(text: &str) -> Option<StagesFor> {
-        let (hook, class) = text.split_once(' ')?;
-        Some(StagesFor {
-            hook: Hook::parse(hook)?,
-            class: class.to_string(),
-        })
-    }
-}
-
-impl fmt::Display for StagesFor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.hook, self.class)
-    }
-}
+use crate::api::{ClusterAddonStatus, Recorded, StagePhase, StageStatus, StagesFor};
 
 /// What a stage does next from its phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +43,9 @@ pub enum Step {
     },
     /// Every stage of `hook` is done: record the class as applied.
     StagesDone { hook: Hook, count: usize },
+    /// A recorded field of the stages holds a value this version does not know: nothing
+    /// runs (the condition names `field` and its `value`).
+    Unrecognized { field: String, value: String },
 }
 
 /// Decides the next step from the recorded `status`, the release's `config`, the Cluster's
@@ -118,7 +57,10 @@ pub fn plan(status: &ClusterAddonStatus, config: Option<&AddonConfig>, class: &s
         let drift_pass = status.applied_inputs.as_deref() == Some(inputs) && !upgrade;
         return Step::ApplyChart { drift_pass };
     };
-    let recorded = status.stages_for.as_deref().and_then(StagesFor::parse);
+    if let Some(unknown) = unrecognized(status) {
+        return unknown;
+    }
+    let recorded = status.stages_for.as_ref().and_then(Recorded::known).cloned();
     let hook = match applied {
         None => Hook::AfterControlPlaneInitialized,
         Some(_) if upgrade => Hook::BeforeClusterUpgrade,
@@ -140,7 +82,11 @@ pub fn plan(status: &ClusterAddonStatus, config: Option<&AddonConfig>, class: &s
         };
     }
     for (index, (stage, recorded)) in stages.iter().zip(&status.stages).enumerate() {
-        let step = match StagePhase::parse(&recorded.phase) {
+        let Recorded::Known(phase) = recorded.phase else {
+            // `unrecognized` stopped the plan before.
+            continue;
+        };
+        let step = match phase {
             StagePhase::Done => continue,
             StagePhase::Pending | StagePhase::WaitingForPreCondition => {
                 if stage.wait_for_pre_condition.is_some() {
@@ -158,6 +104,27 @@ pub fn plan(status: &ClusterAddonStatus, config: Option<&AddonConfig>, class: &s
         hook,
         count: stages.len(),
     }
+}
+
+/// The first recorded field of the stages (`stagesFor`, a stage's `action` or `phase`) whose
+/// text this version does not know, as the step that stops the pass.
+fn unrecognized(status: &ClusterAddonStatus) -> Option<Step> {
+    let unknown = |field: String, value: &str| Step::Unrecognized {
+        field,
+        value: value.to_string(),
+    };
+    if let Some(Recorded::Unknown(value)) = &status.stages_for {
+        return Some(unknown("stagesFor".into(), value));
+    }
+    status.stages.iter().enumerate().find_map(|(index, stage)| {
+        if let Recorded::Unknown(value) = &stage.action {
+            return Some(unknown(format!("stages[{index}].action"), value));
+        }
+        if let Recorded::Unknown(value) = &stage.phase {
+            return Some(unknown(format!("stages[{index}].phase"), value));
+        }
+        None
+    })
 }
 
 /// What a stage's phase becomes after `step` when its condition `met` (ignored by `Run`).
@@ -183,8 +150,8 @@ pub fn stages_of(config: &AddonConfig, hook: Hook) -> &[Stage] {
 fn pending(stage: &Stage) -> StageStatus {
     StageStatus {
         name: stage.name.clone(),
-        action: stage.action.as_str().into(),
-        phase: StagePhase::Pending.as_str().into(),
+        action: Recorded::Known(stage.action),
+        phase: Recorded::Known(StagePhase::Pending),
         resources_omitted: 0,
     }
 }
@@ -198,7 +165,7 @@ pub fn stage_message(stages: &[StageStatus], index: usize) -> String {
             stage.name,
             index + 1,
             stages.len(),
-            StagePhase::parse(&stage.phase).as_str()
+            stage.phase
         ),
         None => format!("stage {} of {}", index + 1, stages.len()),
     }
@@ -246,14 +213,14 @@ mod tests {
         ClusterAddonStatus {
             applied_cluster_stack: applied.map(str::to_string),
             applied_inputs: applied.map(|_| "inputs".to_string()),
-            stages_for: stages_for.map(str::to_string),
+            stages_for: stages_for.map(Recorded::read),
             stages: phases
                 .iter()
                 .zip(["a", "b", "c"])
                 .map(|(phase, name)| StageStatus {
                     name: name.into(),
-                    action: "apply".into(),
-                    phase: phase.to_string(),
+                    action: Recorded::Known(Action::Apply),
+                    phase: Recorded::read(phase),
                     resources_omitted: 0,
                 })
                 .collect(),
@@ -264,22 +231,48 @@ mod tests {
     #[test]
     fn phases_read_and_write_the_stored_strings() {
         for phase in StagePhase::ALL {
-            assert_eq!(StagePhase::parse(phase.as_str()), phase);
+            assert_eq!(Recorded::read(phase.as_str()), Recorded::Known(phase));
         }
+        let phase = |text: &str| Recorded::<StagePhase>::read(text);
         assert_eq!(
-            StagePhase::parse("waitingForPostCondition"),
-            StagePhase::WaitingForPostCondition
+            phase("waitingForPostCondition"),
+            Recorded::Known(StagePhase::WaitingForPostCondition)
         );
-        assert_eq!(StagePhase::parse("done"), StagePhase::Done);
-        assert_eq!(StagePhase::parse(""), StagePhase::Pending);
-        assert_eq!(StagePhase::parse("bogus"), StagePhase::Pending);
+        assert_eq!(phase("done"), Recorded::Known(StagePhase::Done));
+        // Text no version wrote is kept as found, never read as `Pending`.
+        assert_eq!(phase(""), Recorded::Unknown(String::new()));
+        assert_eq!(phase("bogus"), Recorded::Unknown("bogus".into()));
+        assert_eq!(phase("bogus").to_string(), "bogus");
+        assert_eq!(
+            Recorded::<Action>::read("delete"),
+            Recorded::Known(Action::Delete)
+        );
+        assert_eq!(
+            Recorded::<Action>::read("Delete"),
+            Recorded::Unknown("Delete".into())
+        );
         let recorded = format!("{} {V1}", Hook::BeforeClusterUpgrade);
-        let parsed = StagesFor::parse(&recorded).expect("stored form");
+        let Recorded::Known(parsed) = Recorded::<StagesFor>::read(&recorded) else {
+            panic!("{recorded} is the stored form");
+        };
         assert_eq!(parsed.hook, Hook::BeforeClusterUpgrade);
         assert_eq!(parsed.class, V1);
-        assert_eq!(parsed.to_string(), recorded);
-        assert_eq!(StagesFor::parse("NoSuchHook x"), None);
-        assert_eq!(StagesFor::parse("AfterControlPlaneInitialized"), None);
+        assert_eq!(Recorded::Known(parsed).to_string(), recorded);
+        for text in ["NoSuchHook x", "AfterControlPlaneInitialized"] {
+            assert_eq!(Recorded::<StagesFor>::read(text), Recorded::Unknown(text.into()));
+        }
+        // Through the status's JSON: the text as stored, an absent phase unknown.
+        let stage: StageStatus =
+            serde_json::from_value(serde_json::json!({"name": "a", "action": "delete"})).expect("stage");
+        assert_eq!(stage.phase, Recorded::Unknown(String::new()));
+        let stage = StageStatus {
+            phase: Recorded::Unknown("later".into()),
+            ..stage
+        };
+        assert_eq!(
+            serde_json::to_value(&stage).expect("JSON"),
+            serde_json::json!({"name": "a", "action": "delete", "phase": "later"})
+        );
     }
 
     #[test]
@@ -288,7 +281,7 @@ mod tests {
         let cases = [
             (0, "stage a (1/3): done"),
             (1, "stage b (2/3): waitingForPreCondition"),
-            (2, "stage c (3/3): Pending"),
+            (2, "stage c (3/3): bogus"),
             (3, "stage 4 of 3"),
         ];
         for (index, want) in cases {
@@ -437,6 +430,48 @@ mod tests {
                     count: 1,
                 },
             ),
+            // Values this version does not know stop the stages, a `delete` stage's included:
+            // never read as `Pending`, so nothing runs again.
+            (
+                status(None, Some(&created), &["done", "bogus"]),
+                Some(&config),
+                V1,
+                unrecognized("stages[1].phase", "bogus"),
+            ),
+            (
+                status(None, Some(&created), &["", "Pending"]),
+                Some(&config),
+                V1,
+                unrecognized("stages[0].phase", ""),
+            ),
+            (
+                deleting(status(None, Some(&created), &["done", "Pending"]), "remove"),
+                Some(&config),
+                V1,
+                unrecognized("stages[1].action", "remove"),
+            ),
+            (
+                status(Some(V1), Some(&created), &["done", "later"]),
+                Some(&config),
+                V1,
+                unrecognized("stages[1].phase", "later"),
+            ),
+            (
+                status(
+                    None,
+                    Some("Sideways docker-ferrol-1-27-v1"),
+                    &["Pending", "Pending"],
+                ),
+                Some(&config),
+                V1,
+                unrecognized("stagesFor", "Sideways docker-ferrol-1-27-v1"),
+            ),
+            (
+                status(Some(V1), Some("later"), &["done", "done"]),
+                Some(&config),
+                V2,
+                unrecognized("stagesFor", "later"),
+            ),
         ];
         for (status, config, class, want) in cases {
             assert_eq!(
@@ -445,6 +480,21 @@ mod tests {
                 "{status:?} on {class}"
             );
         }
+    }
+
+    fn unrecognized(field: &str, value: &str) -> Step {
+        Step::Unrecognized {
+            field: field.into(),
+            value: value.into(),
+        }
+    }
+
+    /// `status` with its last stage's action recorded as `action`.
+    fn deleting(mut status: ClusterAddonStatus, action: &str) -> ClusterAddonStatus {
+        if let Some(stage) = status.stages.last_mut() {
+            stage.action = Recorded::read(action);
+        }
+        status
     }
 
     fn stage_named(name: &str) -> Stage {
@@ -482,12 +532,12 @@ mod tests {
             let mut runs = [0usize; 2];
             let mut finished = false;
             for met in outcomes {
-                let before: Vec<StagePhase> =
-                    status.stages.iter().map(|s| StagePhase::parse(&s.phase)).collect();
+                let before: Vec<Option<StagePhase>> =
+                    status.stages.iter().map(|s| s.phase.known().copied()).collect();
                 match plan(&status, Some(&config), V1, "inputs") {
                     Step::StartStages { stages_for, stages } => {
                         prop_assert!(status.stages.is_empty(), "started twice");
-                        status.stages_for = Some(stages_for.to_string());
+                        status.stages_for = Some(Recorded::Known(stages_for));
                         status.stages = stages;
                     }
                     Step::Stage { index, step, .. } => {
@@ -496,7 +546,7 @@ mod tests {
                         if step == StageStep::Run {
                             runs[index] += 1;
                         }
-                        status.stages[index].phase = advance(step, met).as_str().into();
+                        status.stages[index].phase = Recorded::Known(advance(step, met));
                     }
                     Step::StagesDone { count, .. } => {
                         prop_assert_eq!(count, 2);
@@ -505,9 +555,10 @@ mod tests {
                     }
                     Step::DriftStages { .. } => prop_assert!(finished),
                     Step::ApplyChart { .. } => prop_assert!(false, "a chart step with a config"),
+                    Step::Unrecognized { .. } => prop_assert!(false, "only known values are written"),
                 }
                 for (was, now) in before.iter().zip(&status.stages) {
-                    prop_assert!(StagePhase::parse(&now.phase) >= *was, "{was:?} -> {}", now.phase);
+                    prop_assert!(now.phase.known().copied() >= *was, "{was:?} -> {}", now.phase);
                 }
             }
             prop_assert!(runs.iter().all(|&n| n <= 1), "runs {runs:?}");

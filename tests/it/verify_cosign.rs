@@ -183,7 +183,16 @@ fn verify_cosign_interop_both_ways_on_the_real_registry() {
     };
     let python_key = env.keygen("python", Some(PASSWORD));
     // Python signs a csctl-made release; capstan verifies, records the signer and renders.
+    // `releases list` says whether it is signed, without a policy.
     env.publish("docker-ferrol-1-27-v1");
+    let signed = |env: &Env| -> serde_json::Value {
+        let listed = ok(
+            env.capstan(&["releases", "list", &env.url(), "-o", "json"]),
+            "releases list",
+        );
+        serde_json::from_str::<serde_json::Value>(&listed).unwrap()[0]["signed"].clone()
+    };
+    assert_eq!(signed(&env), false);
     ok(
         env.oracle(&[
             "sign",
@@ -195,6 +204,7 @@ fn verify_cosign_interop_both_ways_on_the_real_registry() {
         ]),
         "oracle sign",
     );
+    assert_eq!(signed(&env), true);
     let pulled = ok(
         env.pull("docker-ferrol-1-27-v1", &python_key),
         "pull --verify-key",

@@ -211,6 +211,27 @@ fn verify_cosign_interop_both_ways_on_the_real_registry() {
     );
     let signer = fingerprint(&python_key.join("cosign.pub"));
     assert!(pulled.contains(&format!("signed by {signer}")), "{pulled}");
+    // With --keyring the release's chart dependencies are resolved and verified: its addon
+    // chart vendors metrics-server in charts/, so there is nothing to fetch.
+    let keyring = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/provenance/signer.pubring.gpg"
+    );
+    let pulled = ok(
+        env.capstan(&[
+            "releases",
+            "pull",
+            &env.url(),
+            "docker-ferrol-1-27-v1",
+            "--keyring",
+            keyring,
+        ]),
+        "pull --keyring",
+    );
+    assert!(
+        pulled.contains("docker-ferrol-1-27-v1: chart dependencies verified against the keyring: 0"),
+        "{pulled}"
+    );
     let rendered = ok(
         env.render("docker-ferrol-1-27-v1", &python_key),
         "render --verify-key",

@@ -73,7 +73,7 @@ fn chart_provenance_a_signed_dependency_resolves_and_its_provenance_is_kept() {
     repository(&scratch.path().join("repo"));
     parent(&scratch.path().join("parent"));
     let server = StaticServer::start(&scratch.path().join("repo"));
-    let cache = Cache::open(&scratch.path().join("cache")).unwrap();
+    let cache = Cache::open(scratch.path().join("cache")).unwrap();
     let chart_dir = scratch.path().join("parent");
 
     let got = resolve(&server, &cache, &chart_dir, Some(keyring("signer.pubring.gpg")));
@@ -163,7 +163,7 @@ fn chart_provenance_every_bad_case_refuses_naming_chart_version_repository_and_r
         change(&repo);
         parent(&scratch.path().join("parent"));
         let server = StaticServer::start(&repo);
-        let cache = Cache::open(&scratch.path().join("cache")).unwrap();
+        let cache = Cache::open(scratch.path().join("cache")).unwrap();
         let err = resolve(
             &server,
             &cache,
@@ -309,7 +309,7 @@ fn chart_provenance_oci_charts_carry_a_provenance_layer_and_cosign_signatures() 
             cosign: Policy::keyed(cosign.map(|k| vec![k.public_key().clone()]).unwrap_or_default()),
             ..Settings::default()
         };
-        let cache = Cache::open(&scratch.path().join("cache")).unwrap();
+        let cache = Cache::open(scratch.path().join("cache")).unwrap();
         let resolver = ChartResolver::new(cache, settings).unwrap();
         resolver
             .resolve_chart(capstan_chart::load::load(&chart_dir).unwrap(), Some(&chart_dir))

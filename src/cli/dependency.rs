@@ -50,7 +50,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 fn update(t: &Target, use_lock: bool) -> anyhow::Result<()> {
     let resolver = t
         .repositories
-        .resolver(t.sources.open_cache()?, !use_lock, t.sources.timeouts())?;
+        .resolver(t.sources.open_cache()?, !use_lock, &t.sources)?;
     for chart in &t.charts {
         let resolved = resolver.update_dir(chart, use_lock)?;
         for r in resolved {

@@ -86,11 +86,13 @@ pub fn run(args: &ListArgs) -> anyhow::Result<()> {
         }
     }
     rows.sort_by(|a, b| newest_first(&a.0, &b.0));
+    let signed = signed_states(args, &rows)?;
     let mut out = std::io::stdout().lock();
     if args.output == ListFormat::Json {
         let list: Vec<serde_json::Value> = rows
             .iter()
-            .map(|(tag, r)| {
+            .zip(&signed)
+            .map(|((tag, r), signed)| {
                 serde_json::json!({
                     "tag": r.tag,
                     "provider": tag.stack().provider(),
@@ -102,6 +104,7 @@ pub fn run(args: &ListArgs) -> anyhow::Result<()> {
                     "prerelease": r.prerelease,
                     "assets": r.assets,
                     "size": r.size,
+                    "signed": signed,
                 })
             })
             .collect();
@@ -120,10 +123,10 @@ pub fn run(args: &ListArgs) -> anyhow::Result<()> {
         let width = rows.iter().map(|(_, r)| r.tag.len()).max().unwrap_or(3).max(3);
         writeln!(
             out,
-            "{:width$}  {:10}  {:10}  {:10}  {:14}  {:8}  ASSETS",
-            "TAG", "PROVIDER", "NAME", "KUBERNETES", "VERSION", "CHANNEL"
+            "{:width$}  {:10}  {:10}  {:10}  {:14}  {:8}  {:7}  ASSETS",
+            "TAG", "PROVIDER", "NAME", "KUBERNETES", "VERSION", "CHANNEL", "SIGNED"
         )?;
-        for (tag, r) in &rows {
+        for ((tag, r), signed) in rows.iter().zip(&signed) {
             let channel = if r.prerelease {
                 format!("{} (pre)", tag.version().channel())
             } else {
@@ -131,13 +134,14 @@ pub fn run(args: &ListArgs) -> anyhow::Result<()> {
             };
             writeln!(
                 out,
-                "{:width$}  {:10}  {:10}  {:10}  {:14}  {:8}  {}",
+                "{:width$}  {:10}  {:10}  {:10}  {:14}  {:8}  {:7}  {}",
                 r.tag,
                 tag.stack().provider(),
                 tag.stack().name(),
                 tag.stack().kubernetes().to_string(),
                 tag.version().to_string(),
                 channel,
+                signed_word(*signed),
                 r.assets.map_or_else(|| "-".to_string(), |n| n.to_string())
             )?;
         }
@@ -149,6 +153,38 @@ pub fn run(args: &ListArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// `yes`, `no`, or `unknown` (not an OCI release, or the registry did not say).
+fn signed_word(signed: Option<bool>) -> &'static str {
+    match signed {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "unknown",
+    }
+}
+
+/// Whether each listed release carries a cosign signature, without a policy: for an OCI
+/// repository a `HEAD` of the tag (its digest) and one of its `sha256-<hex>.sig` tag, eight at
+/// a time; `None` for other sources (GitHub releases carry no cosign signature to look for).
+fn signed_states(args: &ListArgs, rows: &[(ReleaseTag, &Entry)]) -> anyhow::Result<Vec<Option<bool>>> {
+    use futures::StreamExt;
+    if !args.repo.starts_with("oci://") {
+        return Ok(vec![None; rows.len()]);
+    }
+    let repo = capstan_source::oci::OciRepo::parse(&args.repo)?;
+    let client = args.sources.oci_client(&repo)?;
+    let (repo, client) = (&repo, &client);
+    let states = futures::stream::iter(rows.iter().map(|(_, r)| async move {
+        let head = client.head_manifest(&repo.repository, &r.tag).await.ok()??;
+        let digest = head.digest?;
+        capstan_source::oci::signature::is_signed(client, repo, &digest)
+            .await
+            .ok()
+    }))
+    .buffered(8)
+    .collect::<Vec<_>>();
+    Ok(source_args::runtime()?.block_on(states))
 }
 
 /// One release as a source lists it; the OCI tag list tells nothing of a release's files.

@@ -78,9 +78,7 @@ pub fn run(args: &MirrorArgs) -> anyhow::Result<()> {
 
     // Every chart dependency, as a render resolves it.
     let cache = args.sources.open_cache()?;
-    let resolver = args
-        .repositories
-        .resolver(cache, false, args.sources.timeouts())?;
+    let resolver = args.repositories.resolver(cache, false, &args.sources)?;
     let mut charts = vec![opened.release.cluster_class_chart()?];
     charts.extend(opened.release.addon_charts()?.into_iter().map(|a| a.chart));
     let mut pushed = BTreeSet::new();

@@ -12,6 +12,7 @@ use capstan_source::oci::OciRepo;
 use capstan_source::oci::release as oci_release;
 use capstan_source::pull::{self, PullProgress, PullSummary};
 
+use super::repository_args::RepositoryArgs;
 use super::source_args::{self, SourceArgs};
 
 #[derive(Debug, clap::Args)]
@@ -21,6 +22,11 @@ pub struct PullArgs {
     source: String,
     /// The release tag (GitHub and OCI sources), e.g. docker-scs-1-30-v1.
     tag: Option<String>,
+    /// With --keyring (or --verify-key for `oci://` charts): the chart dependencies of the
+    /// release's ClusterClass and addon charts are fetched into the cache and verified, as a
+    /// render would resolve them.
+    #[command(flatten)]
+    repositories: RepositoryArgs,
     #[command(flatten)]
     sources: SourceArgs,
 }
@@ -50,7 +56,7 @@ pub fn run(args: &PullArgs) -> anyhow::Result<()> {
         if let Some(v) = args.sources.verify_oci(&cache, &repo, tag)? {
             println!("{repo}:{tag}: verified {}, signed by {}", v.digest, v.signer);
         }
-        return Ok(());
+        return verify_dependencies(args, &format!("{}@{tag}", args.source));
     }
     args.sources
         .refuse_policy_for(&format!("{} {tag}", args.source))?;
@@ -59,6 +65,31 @@ pub fn run(args: &PullArgs) -> anyhow::Result<()> {
         Err(e) => return Err(source_args::explain_not_found(e, &cache)),
     };
     print_summary(&format!("{} {tag}", args.source), &summary, started, &cache);
+    verify_dependencies(args, &format!("{}@{tag}", args.source))
+}
+
+/// With `--keyring`: every chart dependency of the pulled release `source` (`REPO@TAG`),
+/// resolved into the cache as a render resolves it, passes the policy; the first that fails
+/// is the error, naming the chart, dependency, version, repository and reason.
+fn verify_dependencies(args: &PullArgs, source: &str) -> anyhow::Result<()> {
+    if args.repositories.keyrings.is_empty() {
+        return Ok(());
+    }
+    let opened = super::stack_input::open(source, &args.sources)?;
+    let resolver = args
+        .repositories
+        .resolver(args.sources.open_cache()?, false, &args.sources)?;
+    let mut charts = vec![opened.release.cluster_class_chart()?];
+    charts.extend(opened.release.addon_charts()?.into_iter().map(|a| a.chart));
+    let mut verified = 0;
+    for chart in &charts {
+        verified += resolver
+            .resolve_dependencies(chart, None)?
+            .iter()
+            .filter(|d| !d.sha256.is_empty())
+            .count();
+    }
+    println!("{source}: chart dependencies verified against the keyring: {verified}");
     Ok(())
 }
 

@@ -6,6 +6,7 @@ use anyhow::Context;
 use capstan_source::cache::Cache;
 use capstan_source::charts::{ChartResolver, Credential, Settings};
 use capstan_source::net::NetworkTimeouts;
+use capstan_source::verify::provenance::Keyring;
 
 /// Where chart dependencies come from.
 #[derive(Debug, Clone, clap::Args)]
@@ -30,18 +31,30 @@ pub struct RepositoryArgs {
     /// Resolve chart dependencies from the cache only; name what is missing.
     #[arg(long)]
     pub offline: bool,
+
+    /// An OpenPGP keyring (binary, as `gpg --export` writes, or armored) every chart
+    /// dependency from a Helm or OCI repository must carry a Helm provenance (`.prov`) signed
+    /// by, as `helm pull --verify --keyring`; repeat for several. A chart that fails refuses
+    /// the render, naming the chart, version, repository and reason.
+    #[arg(long = "keyring", value_name = "FILE")]
+    pub keyrings: Vec<std::path::PathBuf>,
 }
 
 impl RepositoryArgs {
     /// The resolver over `cache`; `refresh`: fetch indexes again (`dependency update`). The
-    /// timeouts are the release sources' (`--connect-timeout`, `--timeout`).
+    /// timeouts are the release sources' (`--connect-timeout`, `--timeout`), and their
+    /// `--verify-key` checks the cosign signatures of `oci://` charts.
     pub fn resolver(
         &self,
         cache: Cache,
         refresh: bool,
-        timeouts: NetworkTimeouts,
+        sources: &super::source_args::SourceArgs,
     ) -> anyhow::Result<ChartResolver> {
-        ChartResolver::new(cache, self.settings(refresh, timeouts)?).map_err(anyhow::Error::msg)
+        let settings = Settings {
+            cosign: sources.policy()?,
+            ..self.settings(refresh, sources.timeouts())?
+        };
+        ChartResolver::new(cache, settings).map_err(anyhow::Error::msg)
     }
 
     /// The resolver's settings from the flags and CAPSTAN_REPOSITORY_CREDENTIALS.
@@ -74,8 +87,23 @@ impl RepositoryArgs {
             offline: self.offline,
             refresh,
             timeouts,
+            keyring: read_keyrings(&self.keyrings)?,
+            cosign: Default::default(),
         })
     }
+}
+
+/// The keys of the `--keyring` files (`None` without any).
+fn read_keyrings(paths: &[std::path::PathBuf]) -> anyhow::Result<Option<Keyring>> {
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let mut keyrings = Vec::with_capacity(paths.len());
+    for path in paths {
+        let bytes = std::fs::read(path).with_context(|| format!("reading --keyring {}", path.display()))?;
+        keyrings.push(Keyring::parse(&bytes, &path.display().to_string())?);
+    }
+    Ok(Some(Keyring::merge(keyrings)))
 }
 
 /// The mirrors of a `--repository-mirrors-file` (one `FROM=TO` a line, `#` comments, blank
@@ -128,7 +156,7 @@ impl capstan_chart::deps::DependencyResolver for LazyResolver<'_> {
         let resolver = self.inner.get_or_init(|| {
             self.sources
                 .open_cache()
-                .and_then(|cache| self.repositories.resolver(cache, false, self.sources.timeouts()))
+                .and_then(|cache| self.repositories.resolver(cache, false, self.sources))
                 .map_err(|e| format!("{e:#}"))
         });
         match resolver {

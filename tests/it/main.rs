@@ -10,6 +10,7 @@ mod apply_restart;
 mod apply_stack;
 mod bench_stack;
 mod chart_dependencies;
+mod chart_provenance;
 mod cluster_stacks;
 mod example_stack;
 mod fake_github;

@@ -183,7 +183,16 @@ fn verify_cosign_interop_both_ways_on_the_real_registry() {
     };
     let python_key = env.keygen("python", Some(PASSWORD));
     // Python signs a csctl-made release; capstan verifies, records the signer and renders.
+    // `releases list` says whether it is signed, without a policy.
     env.publish("docker-ferrol-1-27-v1");
+    let signed = |env: &Env| -> serde_json::Value {
+        let listed = ok(
+            env.capstan(&["releases", "list", &env.url(), "-o", "json"]),
+            "releases list",
+        );
+        serde_json::from_str::<serde_json::Value>(&listed).unwrap()[0]["signed"].clone()
+    };
+    assert_eq!(signed(&env), false);
     ok(
         env.oracle(&[
             "sign",
@@ -195,12 +204,34 @@ fn verify_cosign_interop_both_ways_on_the_real_registry() {
         ]),
         "oracle sign",
     );
+    assert_eq!(signed(&env), true);
     let pulled = ok(
         env.pull("docker-ferrol-1-27-v1", &python_key),
         "pull --verify-key",
     );
     let signer = fingerprint(&python_key.join("cosign.pub"));
     assert!(pulled.contains(&format!("signed by {signer}")), "{pulled}");
+    // With --keyring the release's chart dependencies are resolved and verified: its addon
+    // chart vendors metrics-server in charts/, so there is nothing to fetch.
+    let keyring = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/provenance/signer.pubring.gpg"
+    );
+    let pulled = ok(
+        env.capstan(&[
+            "releases",
+            "pull",
+            &env.url(),
+            "docker-ferrol-1-27-v1",
+            "--keyring",
+            keyring,
+        ]),
+        "pull --keyring",
+    );
+    assert!(
+        pulled.contains("docker-ferrol-1-27-v1: chart dependencies verified against the keyring: 0"),
+        "{pulled}"
+    );
     let rendered = ok(
         env.render("docker-ferrol-1-27-v1", &python_key),
         "render --verify-key",

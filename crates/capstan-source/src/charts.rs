@@ -29,6 +29,7 @@ use super::cache::{BlobCheck, Cache, CacheError, CachedFile, Expected, ReleaseMa
 use super::net::{NetworkTimeouts, host_of, reqwest_timeout};
 
 pub(crate) mod oci;
+mod provenance;
 
 /// Largest `index.yaml` read (the big public indexes are tens of MiB).
 const MAX_INDEX_SIZE: u64 = 128 * 1024 * 1024;
@@ -115,6 +116,11 @@ pub struct Settings {
     pub refresh: bool,
     /// Connect and response timeouts of every request (the release sources' type and flags).
     pub timeouts: NetworkTimeouts,
+    /// `--keyring`: every chart from a Helm or OCI repository must carry a Helm provenance
+    /// signed by one of these keys (`helm pull --verify`); `None`: nothing is checked.
+    pub keyring: Option<crate::verify::provenance::Keyring>,
+    /// `--verify-key`: every `oci://` chart must carry a cosign signature by one of these keys.
+    pub cosign: crate::verify::Policy,
 }
 
 /// A dependency that could not be resolved: the chart, the dependency, the repository (as
@@ -380,14 +386,28 @@ impl ChartResolver {
             Repo::Http(url) => {
                 let mut damaged = None;
                 let result = self.resolve_http(dep, &url, wanted, &mut damaged);
-                after_damage(result, damaged).map_err(|e| err(e.to_string()))
+                let resolved = after_damage(result, damaged).map_err(|e| err(e.to_string()))?;
+                self.checked(dep, resolved).map_err(|e| err(e.to_string()))
             }
             Repo::Oci(url) => {
                 let mut damaged = None;
                 let result = self.resolve_oci(dep, &url, wanted, &mut damaged);
-                after_damage(result, damaged).map_err(|e| err(e.to_string()))
+                let resolved = after_damage(result, damaged).map_err(|e| err(e.to_string()))?;
+                self.checked(dep, resolved).map_err(|e| err(e.to_string()))
             }
         }
+    }
+
+    /// `resolved` once its signatures pass the settings' policy (see [`provenance`]).
+    fn checked(
+        &self,
+        dep: &Dependency,
+        resolved: Result<Resolved, Vec<String>>,
+    ) -> Result<Result<Resolved, Vec<String>>, FetchError> {
+        if let Ok(r) = &resolved {
+            self.check_signatures(dep, r)?;
+        }
+        Ok(resolved)
     }
 
     fn repo(&self, dep: &Dependency, chart_dir: Option<&Path>) -> Result<Repo, String> {

@@ -169,7 +169,7 @@ impl ChartResolver {
 
     /// A registry client of `repo`'s host with the credentials given for it (`oci://HOST/…`
     /// credentials; sent only to that registry and its token endpoint) and the timeouts.
-    fn oci_client(&self, repo: &OciRepo) -> Result<oci::Client, FetchError> {
+    pub(super) fn oci_client(&self, repo: &OciRepo) -> Result<oci::Client, FetchError> {
         let target = reqwest::Url::parse(&format!("oci://{}/{}", repo.host, repo.repository))
             .map_err(|e| msg(format!("{repo}: {e}")))?;
         let credentials = match self.settings.credentials.iter().find(|c| c.applies_to(&target)) {
@@ -196,7 +196,7 @@ impl ChartResolver {
 
     /// Runs registry requests on their own thread and runtime, so callers may be synchronous
     /// or inside an async runtime (as `get` does for HTTP repositories).
-    fn block_on<T: Send>(
+    pub(super) fn block_on<T: Send>(
         &self,
         work: impl std::future::Future<Output = Result<T, FetchError>> + Send,
     ) -> Result<T, FetchError> {

@@ -4,4 +4,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod github_source;
+mod provenance_fixtures;
 mod verify_fixtures;

@@ -1,0 +1,208 @@
+//! Who made a chart dependency, when the settings ask (`--keyring`, `--verify-key`): the Helm
+//! provenance of a chart from a Helm repository (`ARCHIVE.prov` beside the archive) or from an
+//! OCI registry (the manifest's provenance layer), checked against the keyring
+//! ([`crate::verify::provenance`]); and the cosign signature of an `oci://` chart, checked
+//! against the keys ([`crate::oci::signature`]). A provenance file is kept in the cache with
+//! the chart (a second render makes no request) and checked again on every resolution: the
+//! check is a signature and a digest, and a keyring changed since is then honoured.
+
+use capstan_chart::Dependency;
+use capstan_chart::deps::{RepositoryRef, parse_repository};
+
+use crate::oci::manifest::ImageManifest;
+use crate::oci::{self, OciRepo};
+use crate::verify::provenance::{self, Archive, MAX_PROVENANCE, PROVENANCE_LAYER, ProvenanceRefusal};
+
+use super::{ChartResolver, FetchError, Resolved, chart_key, msg, upstream_key_base};
+
+/// A provenance file kept in the cache, with the archive digest it was fetched for.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeptProvenance {
+    sha256: String,
+    from: String,
+    provenance: String,
+}
+
+/// Where the cache says a chart came from (the `origin` of its cache manifest).
+#[derive(serde::Deserialize, Default)]
+struct Origin {
+    /// A Helm repository's archive URL.
+    #[serde(default)]
+    url: Option<String>,
+    /// An OCI chart's `HOST/REPO:TAG` and manifest digest.
+    #[serde(default)]
+    reference: Option<String>,
+    #[serde(default)]
+    manifest: Option<String>,
+}
+
+fn refused(r: &Resolved, refusal: ProvenanceRefusal) -> FetchError {
+    msg(format!(
+        "{} {}: provenance not verified ({}): {refusal}",
+        r.name,
+        r.version,
+        refusal.reason()
+    ))
+}
+
+impl ChartResolver {
+    /// Checks the resolved chart `r` of `dep` against the settings' keyring and cosign keys;
+    /// nothing without them, nor for `file://` charts.
+    pub(super) fn check_signatures(&self, dep: &Dependency, r: &Resolved) -> Result<(), FetchError> {
+        if r.sha256.is_empty() || (self.settings.keyring.is_none() && self.settings.cosign.is_empty()) {
+            return Ok(());
+        }
+        let key = chart_key(&upstream_key_base(&dep.repository), &r.name, &r.version);
+        let origin: Origin = self
+            .cache
+            .manifest(&key)?
+            .and_then(|m| serde_json::from_str(&m.origin).ok())
+            .unwrap_or_default();
+        if let Some(keyring) = &self.settings.keyring {
+            let text = self.provenance_text(&key, r, &origin)?;
+            let file_name = format!("{}-{}.tgz", r.name, r.version);
+            let archive = Archive {
+                file_name: &file_name,
+                sha256: &r.sha256,
+                name: &r.name,
+                version: &r.version,
+            };
+            let verified =
+                provenance::verify(text.as_bytes(), archive, keyring).map_err(|e| refused(r, e))?;
+            tracing::debug!(chart = %r.name, version = %r.version, signer = %verified.signer, "provenance verified");
+        }
+        // Only charts Chart.yaml takes from an OCI registry carry cosign signatures: a chart
+        // of a Helm repository (even fetched from an OCI mirror of it) is `--keyring`'s.
+        let declared_oci = matches!(parse_repository(&dep.repository), Ok(RepositoryRef::Oci(_)));
+        if let (true, false, Some(reference), Some(digest)) = (
+            declared_oci,
+            self.settings.cosign.is_empty(),
+            &origin.reference,
+            &origin.manifest,
+        ) {
+            let (repo, tag) = split_reference(reference)?;
+            let client = self.oci_client(&repo)?;
+            let policy = self.settings.cosign.clone();
+            self.block_on(async {
+                oci::signature::verify(&client, &self.cache, &repo, &tag, digest, &policy)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| msg(e.to_string()))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The provenance text of `r`: kept in the cache, else fetched (and kept).
+    fn provenance_text(&self, key: &str, r: &Resolved, origin: &Origin) -> Result<String, FetchError> {
+        let state_key = format!("provenance/{key}");
+        if let Some(kept) = self
+            .cache
+            .read_state(&state_key)?
+            .and_then(|bytes| serde_json::from_slice::<KeptProvenance>(&bytes).ok())
+            .filter(|k| k.sha256 == r.sha256)
+        {
+            return Ok(kept.provenance);
+        }
+        if self.settings.offline {
+            return Err(msg(format!(
+                "offline: the provenance of {} {} is not in the cache (run once online with --keyring)",
+                r.name, r.version
+            )));
+        }
+        let (from, bytes) = match (&origin.url, &origin.reference, &origin.manifest) {
+            (Some(url), _, _) => {
+                let from = format!("{url}.prov");
+                (from.clone(), self.http_provenance(r, &from)?)
+            }
+            (None, Some(reference), Some(digest)) => {
+                (reference.clone(), self.oci_provenance(r, reference, digest)?)
+            }
+            _ => {
+                return Err(msg(format!(
+                    "{} {}: the cache does not record where it came from; remove it from the cache and resolve it again",
+                    r.name, r.version
+                )));
+            }
+        };
+        let provenance = String::from_utf8(bytes).map_err(|_| {
+            refused(
+                r,
+                ProvenanceRefusal::NotSigned(format!("{from} is not UTF-8 text")),
+            )
+        })?;
+        let kept = KeptProvenance {
+            sha256: r.sha256.clone(),
+            from,
+            provenance,
+        };
+        let bytes = serde_json::to_vec(&kept).map_err(|e| msg(e.to_string()))?;
+        self.cache.write_state(&state_key, &bytes)?;
+        Ok(kept.provenance)
+    }
+
+    fn http_provenance(&self, r: &Resolved, url: &str) -> Result<Vec<u8>, FetchError> {
+        let response = self.get(url, &[], MAX_PROVENANCE)?;
+        if response.status == reqwest::StatusCode::NOT_FOUND {
+            return Err(refused(
+                r,
+                ProvenanceRefusal::Missing(format!("GET {url}: HTTP 404")),
+            ));
+        }
+        if !response.status.is_success() {
+            return Err(msg(format!("GET {url}: HTTP {}", response.status)));
+        }
+        Ok(response.body)
+    }
+
+    /// The provenance layer of the chart manifest `digest` of `reference` (`HOST/REPO:TAG`).
+    fn oci_provenance(&self, r: &Resolved, reference: &str, digest: &str) -> Result<Vec<u8>, FetchError> {
+        let (repo, _) = split_reference(reference)?;
+        let client = self.oci_client(&repo)?;
+        self.block_on(async {
+            let manifest = client
+                .manifest(&repo.repository, digest)
+                .await
+                .map_err(|e| msg(e.to_string()))?;
+            let parsed: ImageManifest = serde_json::from_slice(&manifest.bytes)
+                .map_err(|e| msg(format!("{reference}: not an image manifest: {e}")))?;
+            let Some(layer) = parsed
+                .layers
+                .into_iter()
+                .find(|l| l.media_type == PROVENANCE_LAYER)
+            else {
+                return Err(refused(
+                    r,
+                    ProvenanceRefusal::Missing(format!(
+                        "{reference}@{digest} has no {PROVENANCE_LAYER} layer"
+                    )),
+                ));
+            };
+            if layer.size > MAX_PROVENANCE {
+                return Err(msg(format!(
+                    "{reference}: the provenance layer is {} bytes, more than {MAX_PROVENANCE}",
+                    layer.size
+                )));
+            }
+            let mut bytes = Vec::with_capacity(layer.size as usize);
+            client
+                .blob(&repo.repository, &layer, "provenance", |chunk| {
+                    bytes.extend_from_slice(chunk);
+                    Ok(())
+                })
+                .await
+                .map_err(|e| msg(e.to_string()))?;
+            Ok(bytes)
+        })
+    }
+}
+
+/// `HOST/REPO:TAG` as the repository and the tag.
+fn split_reference(reference: &str) -> Result<(OciRepo, String), FetchError> {
+    let (repo, tag) = reference
+        .rsplit_once(':')
+        .filter(|(repo, tag)| !tag.contains('/') && !repo.is_empty())
+        .ok_or_else(|| msg(format!("{reference}: not HOST/REPO:TAG")))?;
+    let repo = OciRepo::parse(repo).map_err(|e| msg(e.to_string()))?;
+    Ok((repo, tag.to_string()))
+}

@@ -26,6 +26,7 @@ mod operator_common;
 
 mod measure;
 mod phase;
+mod run;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -45,6 +46,7 @@ use serde_json::json;
 
 use measure::{Procs, Requests};
 use phase::{Phase, PhaseCost};
+use run::{print_table, shutdown_signal};
 
 #[derive(Debug, Parser)]
 #[command(about = "Fleet benchmark of capstan operator (see scripts/bench-operator.sh)")]
@@ -98,18 +100,6 @@ async fn main() -> ExitCode {
             eprintln!("operator_scale: {e:#}");
             ExitCode::FAILURE
         }
-    }
-}
-
-async fn shutdown_signal() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
-    else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
     }
 }
 
@@ -315,11 +305,6 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A markdown header line and one row, tagged for `scripts/bench-operator.sh`.
-fn print_table(table: &str, header: &str, row: &str) {
-    println!("HEADER {table} {header}");
-    println!("ROW {table} {row}");
-}
 
 /// Requests per Cluster by verb, e.g. `GET 24.0 · PATCH 0.1`, leaving out verbs below 0.05.
 fn by_verb(requests: &Requests, clusters: usize) -> String {

@@ -35,6 +35,8 @@ mod operator_common;
 mod measure;
 #[path = "../../tests/it/rollout_sim.rs"]
 mod rollout_sim;
+#[path = "../operator_scale/run.rs"]
+mod run;
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -56,6 +58,7 @@ use serde_json::json;
 
 use measure::{CpuSnapshot, Procs};
 use operator_common::NS;
+use run::{print_table, shutdown_signal};
 
 const V1: &str = "docker-ferrol-1-27-v1";
 const V2: &str = "docker-ferrol-1-27-v2";
@@ -102,18 +105,6 @@ async fn main() -> ExitCode {
             eprintln!("rollout_scale: {e:#}");
             ExitCode::FAILURE
         }
-    }
-}
-
-async fn shutdown_signal() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
-    else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
     }
 }
 
@@ -524,10 +515,4 @@ fn print_tables(
         row.push_str(&format!(" {} |", cell((cpu.machine - ours).max(0.0))));
         print_table("cpu", &header, &row);
     }
-}
-
-/// A markdown header line and one row, tagged for `scripts/bench-rollout.sh`.
-fn print_table(table: &str, header: &str, row: &str) {
-    println!("HEADER {table} {header}");
-    println!("ROW {table} {row}");
 }

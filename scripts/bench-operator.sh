@@ -77,18 +77,8 @@ ROWS="$OUT_DIR/rows-$STAMP.txt"
 LOG="$OUT_DIR/run-$STAMP.log"
 : >"$ROWS"
 
-child=
-stop() {
-    if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
-        echo "bench-operator: stopping the run (pid $child)" >&2
-        kill -INT "$child" 2>/dev/null || true
-        wait "$child" 2>/dev/null || true
-    fi
-    child=
-}
-trap 'stop; exit 130' INT
-trap 'stop; exit 143' TERM
-trap stop EXIT
+BENCH_NAME=bench-operator
+. scripts/lib/bench-run.sh
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 failed=0
@@ -121,14 +111,7 @@ TABLES="$OUT_DIR/tables-$STAMP.md"
     echo "Run $STAMP at $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores," \
         "load average $load_before before and $load_after after," \
         "$WORKLOADS workload API servers, operator --concurrency $CONCURRENCY, drift interval $DRIFT."
-    for table in converge requests verbs drift cpu; do
-        header=$(grep -m1 "^HEADER $table " "$ROWS" | cut -d' ' -f3- || true)
-        [ -n "$header" ] || continue
-        echo
-        echo "$header"
-        echo "$header" | sed -E 's/[^|]+/---/g'
-        grep "^ROW $table " "$ROWS" | cut -d' ' -f3-
-    done
+    bench_tables "$ROWS" converge requests verbs drift cpu
 } >"$TABLES"
 cat "$TABLES"
 echo "bench-operator: tables in $TABLES" >&2

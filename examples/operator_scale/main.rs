@@ -46,7 +46,7 @@ use serde_json::json;
 
 use measure::{Procs, Requests};
 use phase::{Phase, PhaseCost};
-use run::{print_table, shutdown_signal};
+use run::print_table;
 
 #[derive(Debug, Parser)]
 #[command(about = "Fleet benchmark of capstan operator (see scripts/bench-operator.sh)")]
@@ -89,18 +89,7 @@ struct Args {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    // Dropping the run (on a signal too) kills every process it started and removes its files.
-    let outcome = tokio::select! {
-        outcome = run(&args) => outcome,
-        signal = shutdown_signal() => Err(anyhow!("interrupted by {signal}; everything started is being stopped")),
-    };
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("operator_scale: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    run::until_signal("operator_scale", run(&args)).await
 }
 
 async fn run(args: &Args) -> anyhow::Result<()> {
@@ -304,7 +293,6 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     }
     Ok(())
 }
-
 
 /// Requests per Cluster by verb, e.g. `GET 24.0 · PATCH 0.1`, leaving out verbs below 0.05.
 fn by_verb(requests: &Requests, clusters: usize) -> String {

@@ -28,11 +28,11 @@
 // Examples may unwrap and panic: a failed assumption there is a failed run (issue 34).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[path = "../../tests/it/operator_common.rs"]
-mod operator_common;
 #[path = "../operator_scale/measure.rs"]
 #[allow(dead_code)]
 mod measure;
+#[path = "../../tests/it/operator_common.rs"]
+mod operator_common;
 #[path = "../../tests/it/rollout_sim.rs"]
 mod rollout_sim;
 #[path = "../operator_scale/run.rs"]
@@ -58,7 +58,7 @@ use serde_json::json;
 
 use measure::{CpuSnapshot, Procs};
 use operator_common::NS;
-use run::{print_table, shutdown_signal};
+use run::print_table;
 
 const V1: &str = "docker-ferrol-1-27-v1";
 const V2: &str = "docker-ferrol-1-27-v2";
@@ -94,18 +94,7 @@ struct Args {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    // Dropping the run (on a signal too) kills every process it started and removes its files.
-    let outcome = tokio::select! {
-        outcome = run(&args) => outcome,
-        signal = shutdown_signal() => Err(anyhow!("interrupted by {signal}; everything started is being stopped")),
-    };
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("rollout_scale: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    run::until_signal("rollout_scale", run(&args)).await
 }
 
 /// One wave of the run: its name (also its label value), its Clusters and maxInFlight.
@@ -118,7 +107,10 @@ struct Wave {
 /// The fleet cut into waves by cumulative shares (rounded), so the sizes add up to `clusters`.
 fn waves(args: &Args) -> anyhow::Result<Vec<Wave>> {
     if args.waves.is_empty() || args.waves.iter().sum::<usize>() != 100 {
-        bail!("--waves must be percentages adding up to 100, got {:?}", args.waves);
+        bail!(
+            "--waves must be percentages adding up to 100, got {:?}",
+            args.waves
+        );
     }
     let limit = match args.max_in_flight.parse::<i32>() {
         Ok(n) if n > 0 => IntOrString::Int(n),
@@ -132,7 +124,11 @@ fn waves(args: &Args) -> anyhow::Result<Vec<Wave>> {
         let end = (args.clusters * share + 50) / 100;
         let clusters: Vec<String> = (start..end).map(|c| format!("fleet-{c}")).collect();
         if clusters.is_empty() {
-            bail!("wave {} of {percent} % has no Cluster among {}", i + 1, args.clusters);
+            bail!(
+                "wave {} of {percent} % has no Cluster among {}",
+                i + 1,
+                args.clusters
+            );
         }
         out.push(Wave {
             name: format!("w{}", i + 1),
@@ -213,7 +209,8 @@ async fn run(args: &Args) -> anyhow::Result<()> {
                 let mut attempt = 0;
                 loop {
                     let labels = json!({ WAVE_LABEL: wave });
-                    match rollout_sim::try_create_cluster(&driver, NS, name, V1, OLD_KUBERNETES, labels).await {
+                    match rollout_sim::try_create_cluster(&driver, NS, name, V1, OLD_KUBERNETES, labels).await
+                    {
                         Ok(()) => return Ok(()),
                         Err(e) if attempt < 5 => {
                             eprintln!("  creating {name} (attempt {}): {e}", attempt + 1);
@@ -240,9 +237,9 @@ async fn run(args: &Args) -> anyhow::Result<()> {
                 .iter()
                 .filter(|a| {
                     applied.is_none_or(|class| {
-                        a.status.as_ref().is_some_and(|s| {
-                            s.ready && s.applied_cluster_stack.as_deref() == Some(class)
-                        })
+                        a.status
+                            .as_ref()
+                            .is_some_and(|s| s.ready && s.applied_cluster_stack.as_deref() == Some(class))
                     })
                 })
                 .count();
@@ -259,7 +256,10 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         failing: Default::default(),
     }
     .run(driver.clone());
-    operator_common::eventually("every ClusterAddon on v1", setup, &others, || count_addons(Some(V1))).await;
+    operator_common::eventually("every ClusterAddon on v1", setup, &others, || {
+        count_addons(Some(V1))
+    })
+    .await;
     eprintln!(
         "rollout_scale: fleet ready after {:.0} s",
         started.elapsed().as_secs_f64()
@@ -372,7 +372,10 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         )
     });
     if switches != args.clusters || doubles > 0 {
-        bail!("{switches} switches of {} Clusters, {doubles} switched twice", args.clusters);
+        bail!(
+            "{switches} switches of {} Clusters, {doubles} switched twice",
+            args.clusters
+        );
     }
 
     print_tables(
@@ -497,7 +500,11 @@ fn print_tables(
             &format!(
                 "{key}| {name} | {total} | {:.1} | {} |",
                 total as f64 / (*clusters).max(1) as f64,
-                if by_verb.is_empty() { "none".into() } else { by_verb }
+                if by_verb.is_empty() {
+                    "none".into()
+                } else {
+                    by_verb
+                }
             ),
         );
         let wall_secs = wall.as_secs_f64().max(0.001);

@@ -40,7 +40,11 @@ pub async fn start(test: &str, published: &[&str]) -> Option<Env> {
 }
 
 /// [`start`] with more kube-apiserver flags (e.g. an audit log's).
-pub async fn start_with_apiserver_args(test: &str, published: &[&str], apiserver_args: &[String]) -> Option<Env> {
+pub async fn start_with_apiserver_args(
+    test: &str,
+    published: &[&str],
+    apiserver_args: &[String],
+) -> Option<Env> {
     start_on(test, published, false, apiserver_args).await
 }
 

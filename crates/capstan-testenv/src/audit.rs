@@ -41,7 +41,10 @@ impl AuditLog {
     /// The requests answered so far for capstan's user: their `verb URI`. (Watches show only
     /// when they end.)
     pub fn requests(&self) -> Vec<String> {
-        self.requests_at().into_iter().map(|(_, request)| request).collect()
+        self.requests_at()
+            .into_iter()
+            .map(|(_, request)| request)
+            .collect()
     }
 
     /// [`AuditLog::requests`] with the time each was answered (the event's `stageTimestamp`,
@@ -59,7 +62,10 @@ impl AuditLog {
                     event["verb"].as_str().unwrap_or_default(),
                     event["requestURI"].as_str().unwrap_or_default()
                 );
-                (event["stageTimestamp"].as_str().unwrap_or_default().to_string(), request)
+                (
+                    event["stageTimestamp"].as_str().unwrap_or_default().to_string(),
+                    request,
+                )
             })
             .collect()
     }

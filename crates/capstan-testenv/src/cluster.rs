@@ -305,8 +305,7 @@ impl TestCluster {
             }
         }
         // JSON is YAML: kubeconfig readers take it.
-        let text = serde_json::to_vec_pretty(&kc)
-            .map_err(|e| Error::Yaml {
+        let text = serde_json::to_vec_pretty(&kc).map_err(|e| Error::Yaml {
             path: path.to_path_buf(),
             message: format!("encoding the kubeconfig for {user}: {e}"),
         })?;

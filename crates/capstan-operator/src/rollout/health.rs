@@ -206,7 +206,11 @@ pub(crate) mod tests {
         let rows: [(&str, Edit, bool); 6] = [
             ("healthy but for the control plane", |_| {}, true),
             ("not Ready", |c| c.ready = false, false),
-            ("topology not reconciled", |c| c.topology_reconciled = false, false),
+            (
+                "topology not reconciled",
+                |c| c.topology_reconciled = false,
+                false,
+            ),
             (
                 "neither",
                 |c| {

@@ -85,22 +85,9 @@ failed=0
 for n in "${COUNTS[@]}"; do
     for shards in "${SHARD_RUNS[@]}"; do
         echo "bench-operator: $n Clusters, $shards shard(s) (log: $LOG)" >&2
-        # timeout sends SIGINT first (the run stops its processes), SIGKILL a minute later.
-        nice -n 19 timeout --signal=INT --kill-after=60 "$RUN_TIMEOUT" \
+        bench_run "$n Clusters, $shards shard(s)" "$OUT_DIR/out-$STAMP-$n-$shards.txt" \
             "$BENCH" "$n" --shards "$shards" --shard-label "$SHARD_LABEL" --workloads "$WORKLOADS" \
-            --drift-interval "$DRIFT" --drift-samples "$SAMPLES" --concurrency "$CONCURRENCY" \
-            >"$OUT_DIR/out-$STAMP-$n-$shards.txt" 2> >(tee -a "$LOG" >&2) &
-        child=$!
-        status=0
-        wait "$child" || status=$?
-        child=
-        if [ "$status" != 0 ]; then
-            [ "$status" = 124 ] && echo "bench-operator: $n Clusters, $shards shard(s): timed out after $RUN_TIMEOUT" >&2
-            echo "bench-operator: $n Clusters, $shards shard(s) FAILED (exit $status); see $LOG" >&2
-            failed=1
-            continue
-        fi
-        cat "$OUT_DIR/out-$STAMP-$n-$shards.txt" >>"$ROWS"
+            --drift-interval "$DRIFT" --drift-samples "$SAMPLES" --concurrency "$CONCURRENCY"
     done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)

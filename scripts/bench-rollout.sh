@@ -75,29 +75,16 @@ ROWS="$OUT_DIR/rows-$STAMP.txt"
 LOG="$OUT_DIR/run-$STAMP.log"
 : >"$ROWS"
 
-BENCH_NAME=bench-rollout
+BENCH_NAME=bench-rollout BENCH_NICE=$NICE
 . scripts/lib/bench-run.sh
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 failed=0
 for n in "${COUNTS[@]}"; do
     echo "bench-rollout: $n Clusters (log: $LOG)" >&2
-    # timeout sends SIGINT first (the run stops its processes), SIGKILL a minute later.
-    nice -n "$NICE" timeout --signal=INT --kill-after=60 "$RUN_TIMEOUT" \
+    bench_run "$n Clusters" "$OUT_DIR/out-$STAMP-$n.txt" \
         "$BENCH" "$n" --waves "$WAVES" --max-in-flight "$MAX_IN_FLIGHT" --upgrade-secs "$UPGRADE" \
-        --concurrency "$CONCURRENCY" \
-        >"$OUT_DIR/out-$STAMP-$n.txt" 2> >(tee -a "$LOG" >&2) &
-    child=$!
-    status=0
-    wait "$child" || status=$?
-    child=
-    if [ "$status" != 0 ]; then
-        [ "$status" = 124 ] && echo "bench-rollout: $n Clusters: timed out after $RUN_TIMEOUT" >&2
-        echo "bench-rollout: $n Clusters FAILED (exit $status); see $LOG" >&2
-        failed=1
-        continue
-    fi
-    cat "$OUT_DIR/out-$STAMP-$n.txt" >>"$ROWS"
+        --concurrency "$CONCURRENCY"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 

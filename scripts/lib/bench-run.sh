@@ -1,5 +1,5 @@
-# Sourced by the fleet benchmarks (scripts/bench-operator.sh, scripts/bench-rollout.sh): stops
-# the run in progress on exit or a signal, and assembles the runs' tagged rows into tables.
+# Sourced by the fleet benchmarks (scripts/bench-operator.sh, scripts/bench-rollout.sh): runs
+# one run at a time, stops it on exit or a signal, and assembles the runs' tagged rows into tables.
 # The script keeps the pid of its run in `child` while it waits for it, and sets BENCH_NAME.
 
 child=
@@ -28,4 +28,24 @@ bench_tables() {
         echo "$header" | sed -E 's/[^|]+/---/g'
         grep "^ROW $table " "$rows" | cut -d' ' -f3-
     done
+}
+
+# bench_run LABEL OUT COMMAND...: runs COMMAND under `nice -n ${BENCH_NICE:-19}` (SIGINT after
+# $RUN_TIMEOUT, so the run stops its processes; SIGKILL a minute later), its stdout to OUT and
+# its stderr to $LOG as well; on success appends OUT to $ROWS, else says why and sets failed=1.
+bench_run() {
+    local label=$1 out=$2 status=0
+    shift 2
+    nice -n "${BENCH_NICE:-19}" timeout --signal=INT --kill-after=60 "$RUN_TIMEOUT" "$@" \
+        >"$out" 2> >(tee -a "$LOG" >&2) &
+    child=$!
+    wait "$child" || status=$?
+    child=
+    if [ "$status" != 0 ]; then
+        [ "$status" = 124 ] && echo "$BENCH_NAME: $label: timed out after $RUN_TIMEOUT" >&2
+        echo "$BENCH_NAME: $label FAILED (exit $status); see $LOG" >&2
+        failed=1
+        return 0
+    fi
+    cat "$out" >>"$ROWS"
 }

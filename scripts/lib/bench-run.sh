@@ -1,6 +1,6 @@
 # Sourced by the fleet benchmarks (scripts/bench-operator.sh, scripts/bench-rollout.sh): runs
 # one run at a time, stops it on exit or a signal, and assembles the runs' tagged rows into tables.
-# The script keeps the pid of its run in `child` while it waits for it, and sets BENCH_NAME.
+# The script sets BENCH_NAME, RUN_TIMEOUT, LOG and ROWS (BENCH_NICE: default 19) before it sources this.
 
 child=
 bench_stop() {

@@ -77,40 +77,17 @@ ROWS="$OUT_DIR/rows-$STAMP.txt"
 LOG="$OUT_DIR/run-$STAMP.log"
 : >"$ROWS"
 
-child=
-stop() {
-    if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
-        echo "bench-operator: stopping the run (pid $child)" >&2
-        kill -INT "$child" 2>/dev/null || true
-        wait "$child" 2>/dev/null || true
-    fi
-    child=
-}
-trap 'stop; exit 130' INT
-trap 'stop; exit 143' TERM
-trap stop EXIT
+BENCH_NAME=bench-operator
+. scripts/lib/bench-run.sh
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 failed=0
 for n in "${COUNTS[@]}"; do
     for shards in "${SHARD_RUNS[@]}"; do
         echo "bench-operator: $n Clusters, $shards shard(s) (log: $LOG)" >&2
-        # timeout sends SIGINT first (the run stops its processes), SIGKILL a minute later.
-        nice -n 19 timeout --signal=INT --kill-after=60 "$RUN_TIMEOUT" \
+        bench_run "$n Clusters, $shards shard(s)" "$OUT_DIR/out-$STAMP-$n-$shards.txt" \
             "$BENCH" "$n" --shards "$shards" --shard-label "$SHARD_LABEL" --workloads "$WORKLOADS" \
-            --drift-interval "$DRIFT" --drift-samples "$SAMPLES" --concurrency "$CONCURRENCY" \
-            >"$OUT_DIR/out-$STAMP-$n-$shards.txt" 2> >(tee -a "$LOG" >&2) &
-        child=$!
-        status=0
-        wait "$child" || status=$?
-        child=
-        if [ "$status" != 0 ]; then
-            [ "$status" = 124 ] && echo "bench-operator: $n Clusters, $shards shard(s): timed out after $RUN_TIMEOUT" >&2
-            echo "bench-operator: $n Clusters, $shards shard(s) FAILED (exit $status); see $LOG" >&2
-            failed=1
-            continue
-        fi
-        cat "$OUT_DIR/out-$STAMP-$n-$shards.txt" >>"$ROWS"
+            --drift-interval "$DRIFT" --drift-samples "$SAMPLES" --concurrency "$CONCURRENCY"
     done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -121,14 +98,7 @@ TABLES="$OUT_DIR/tables-$STAMP.md"
     echo "Run $STAMP at $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores," \
         "load average $load_before before and $load_after after," \
         "$WORKLOADS workload API servers, operator --concurrency $CONCURRENCY, drift interval $DRIFT."
-    for table in converge requests verbs drift cpu; do
-        header=$(grep -m1 "^HEADER $table " "$ROWS" | cut -d' ' -f3- || true)
-        [ -n "$header" ] || continue
-        echo
-        echo "$header"
-        echo "$header" | sed -E 's/[^|]+/---/g'
-        grep "^ROW $table " "$ROWS" | cut -d' ' -f3-
-    done
+    bench_tables "$ROWS" converge requests verbs drift cpu
 } >"$TABLES"
 cat "$TABLES"
 echo "bench-operator: tables in $TABLES" >&2

@@ -26,6 +26,7 @@ mod operator_common;
 
 mod measure;
 mod phase;
+mod run;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -45,6 +46,7 @@ use serde_json::json;
 
 use measure::{Procs, Requests};
 use phase::{Phase, PhaseCost};
+use run::print_table;
 
 #[derive(Debug, Parser)]
 #[command(about = "Fleet benchmark of capstan operator (see scripts/bench-operator.sh)")]
@@ -87,30 +89,7 @@ struct Args {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    // Dropping the run (on a signal too) kills every process it started and removes its files.
-    let outcome = tokio::select! {
-        outcome = run(&args) => outcome,
-        signal = shutdown_signal() => Err(anyhow!("interrupted by {signal}; everything started is being stopped")),
-    };
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("operator_scale: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-async fn shutdown_signal() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
-    else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    }
+    run::until_signal("operator_scale", run(&args)).await
 }
 
 async fn run(args: &Args) -> anyhow::Result<()> {
@@ -313,12 +292,6 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         print_table("cpu", &header, &format!("{key}{}", cost.cpu_cells()));
     }
     Ok(())
-}
-
-/// A markdown header line and one row, tagged for `scripts/bench-operator.sh`.
-fn print_table(table: &str, header: &str, row: &str) {
-    println!("HEADER {table} {header}");
-    println!("ROW {table} {row}");
 }
 
 /// Requests per Cluster by verb, e.g. `GET 24.0 · PATCH 0.1`, leaving out verbs below 0.05.

@@ -36,17 +36,26 @@ pub struct Env {
 /// Starts everything but the operator, on an API server of the test's own; `None` (after
 /// printing why) when a part is missing.
 pub async fn start(test: &str, published: &[&str]) -> Option<Env> {
-    start_on(test, published, false).await
+    start_on(test, published, false, &[]).await
+}
+
+/// [`start`] with more kube-apiserver flags (e.g. an audit log's).
+pub async fn start_with_apiserver_args(
+    test: &str,
+    published: &[&str],
+    apiserver_args: &[String],
+) -> Option<Env> {
+    start_on(test, published, false, apiserver_args).await
 }
 
 /// [`start`] on a namespace of the run's shared API server when there is one: for tests that
 /// neither stop the server nor need it to themselves. The operator ([`Env::operator`]) then
 /// watches only [`Env::ns`].
 pub async fn start_shared(test: &str, published: &[&str]) -> Option<Env> {
-    start_on(test, published, true).await
+    start_on(test, published, true, &[]).await
 }
 
-async fn start_on(test: &str, published: &[&str], shared: bool) -> Option<Env> {
+async fn start_on(test: &str, published: &[&str], shared: bool, apiserver_args: &[String]) -> Option<Env> {
     let bins = Binaries::find_or_skip(test)?;
     let (Some(crds), Some(releases)) = (
         capstan_testenv::shared_path("capi-crds/v1.6.0"),
@@ -61,7 +70,7 @@ async fn start_on(test: &str, published: &[&str], shared: bool) -> Option<Env> {
     let cluster = if shared {
         TestCluster::shared_or_start(&bins, test).await
     } else {
-        TestCluster::start(&bins, test).await
+        TestCluster::start_with_args(&bins, test, apiserver_args).await
     }
     .expect("cluster starts");
     let client = cluster.client();

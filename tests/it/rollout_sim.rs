@@ -151,6 +151,21 @@ pub async fn create_cluster(
     version: &str,
     labels: serde_json::Value,
 ) {
+    try_create_cluster(client, namespace, name, class, version, labels)
+        .await
+        .unwrap_or_else(|e| panic!("Cluster {name} created and reported healthy: {e}"));
+}
+
+/// [`create_cluster`], returning the API server's error; repeatable after one (objects it
+/// made already are kept), e.g. by a benchmark on an overloaded server.
+pub async fn try_create_cluster(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    class: &str,
+    version: &str,
+    labels: serde_json::Value,
+) -> Result<(), kube::Error> {
     let planes: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), namespace, &control_plane_resource());
     let plane: DynamicObject = serde_json::from_value(json!({
@@ -161,11 +176,7 @@ pub async fn create_cluster(
                      "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
                      "kind": "DockerMachineTemplate", "name": "cp"}}}}))
     .expect("KubeadmControlPlane");
-    planes
-        .create(&PostParams::default(), &plane)
-        .await
-        .expect("KubeadmControlPlane created");
-    let clusters = clusters_api(client, namespace);
+    create_unless_exists(&planes, &plane).await?;
     let cluster: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
@@ -174,13 +185,16 @@ pub async fn create_cluster(
                                 "kind": "KubeadmControlPlane", "name": name},
             "topology": {"class": class, "version": version}}}))
     .expect("Cluster");
-    clusters
-        .create(&PostParams::default(), &cluster)
-        .await
-        .expect("Cluster created");
-    report_upgraded(client, namespace, name, version)
-        .await
-        .expect("Cluster reported upgraded");
+    create_unless_exists(&clusters_api(client, namespace), &cluster).await?;
+    report_upgraded(client, namespace, name, version).await
+}
+
+async fn create_unless_exists(api: &Api<DynamicObject>, object: &DynamicObject) -> Result<(), kube::Error> {
+    match api.create(&PostParams::default(), object).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 fn clusters_api(client: &Client, namespace: &str) -> Api<DynamicObject> {
@@ -349,13 +363,16 @@ impl Simulator {
                     let max = record.max_in_flight.entry(wave.clone()).or_default();
                     *max = (*max).max(now);
                 }
-                let _ = report_upgrading(&client, &this.namespace, &name).await;
-                if this.failing.contains(&name) && class != first {
-                    continue;
-                }
+                let seen = Instant::now();
                 let (this, client, record) = (this.clone(), client.clone(), record.clone());
+                // Each switch in a task of its own: with a wave of hundreds switched at once,
+                // reporting them one after the other would stretch the upgrade of the last.
                 tokio::spawn(async move {
-                    tokio::time::sleep(this.upgrade).await;
+                    let _ = report_upgrading(&client, &this.namespace, &name).await;
+                    if this.failing.contains(&name) && class != first {
+                        return;
+                    }
+                    tokio::time::sleep_until((seen + this.upgrade).into()).await;
                     // Switched again meanwhile (a rollback): that switch reports.
                     let api = clusters_api(&client, &this.namespace);
                     let Ok(now) = api.get(&name).await else { return };
@@ -363,9 +380,15 @@ impl Simulator {
                         return;
                     }
                     let version = version_of(&now).unwrap_or_default();
-                    if let Err(error) = report_upgraded(&client, &this.namespace, &name, &version).await {
-                        eprintln!("simulator: reporting {name} upgraded: {error}");
-                        return;
+                    // Tried again a few times: a loaded API server may time a write out.
+                    let mut attempt = 1;
+                    while let Err(error) = report_upgraded(&client, &this.namespace, &name, &version).await {
+                        eprintln!("simulator: reporting {name} upgraded (attempt {attempt}): {error}");
+                        if attempt == 5 {
+                            return;
+                        }
+                        attempt += 1;
+                        tokio::time::sleep(Duration::from_millis(500)).await;
                     }
                     // Healthy from the moment the last write is sent: the operator can see it
                     // as soon as the server has it, which may be well before this task runs

@@ -41,15 +41,30 @@ impl AuditLog {
     /// The requests answered so far for capstan's user: their `verb URI`. (Watches show only
     /// when they end.)
     pub fn requests(&self) -> Vec<String> {
+        self.requests_at()
+            .into_iter()
+            .map(|(_, request)| request)
+            .collect()
+    }
+
+    /// [`AuditLog::requests`] with the time each was answered (the event's `stageTimestamp`,
+    /// RFC 3339). Requests of capstan's user impersonating another (a client of
+    /// `TestCluster::client_as` or `TestCluster::write_kubeconfig_as`, e.g. a benchmark's
+    /// simulator) are not capstan's and left out.
+    pub fn requests_at(&self) -> Vec<(String, String)> {
         let text = std::fs::read_to_string(self.path()).unwrap_or_default();
         text.lines()
             .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-            .filter(|event| event["user"]["username"] == USER)
+            .filter(|event| event["user"]["username"] == USER && event["impersonatedUser"].is_null())
             .map(|event| {
-                format!(
+                let request = format!(
                     "{} {}",
                     event["verb"].as_str().unwrap_or_default(),
                     event["requestURI"].as_str().unwrap_or_default()
+                );
+                (
+                    event["stageTimestamp"].as_str().unwrap_or_default().to_string(),
+                    request,
                 )
             })
             .collect()

@@ -292,6 +292,26 @@ impl TestCluster {
         Ok(Client::try_from(config)?)
     }
 
+    /// Writes to `path` a kubeconfig of the admin impersonating `user` in `groups` (a process
+    /// run with it acts as that user, as [`TestCluster::client_as`] does in this one), e.g. to
+    /// tell one process's requests from another's in an audit log.
+    pub fn write_kubeconfig_as(&self, user: &str, groups: &[&str], path: &Path) -> Result<()> {
+        let mut kc = Kubeconfig::read_from(&self.kubeconfig)?;
+        for named in &mut kc.auth_infos {
+            if let Some(auth) = named.auth_info.as_mut() {
+                auth.impersonate = Some(user.to_string());
+                auth.impersonate_groups =
+                    (!groups.is_empty()).then(|| groups.iter().map(|g| g.to_string()).collect());
+            }
+        }
+        // JSON is YAML: kubeconfig readers take it.
+        let text = serde_json::to_vec_pretty(&kc).map_err(|e| Error::Yaml {
+            path: path.to_path_buf(),
+            message: format!("encoding the kubeconfig for {user}: {e}"),
+        })?;
+        std::fs::write(path, text).map_err(io_err("writing an impersonating kubeconfig"))
+    }
+
     /// A kubeconfig file for this cluster (admin token, the test CA), e.g. for the CLI.
     pub fn kubeconfig_path(&self) -> &Path {
         &self.kubeconfig

@@ -78,6 +78,15 @@ pub fn health(cluster: &ClusterInfo, target: &Target, version_changed: bool, has
     }
 }
 
+/// Whether the control plane's version can decide `cluster`'s health: only once Cluster API
+/// reports it Ready with its topology reconciled, the rules [`health`] checks before the
+/// control plane's. Until then neither the verdict nor its message depends on the version, so
+/// the controller does not read the control plane (it is not watched: each read is a request,
+/// and every pass of a rollout would make one per Cluster in flight).
+pub fn control_plane_decides(cluster: &ClusterInfo) -> bool {
+    cluster.ready && cluster.topology_reconciled
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -186,6 +195,58 @@ pub(crate) mod tests {
             let got = health(&cluster, &target(), version_changed, has_checks);
             let want = expected.map_or(Health::Healthy, |why| Health::Unhealthy(why.to_string()));
             assert_eq!(got, want, "{rule}");
+        }
+    }
+
+    /// Where the control plane is not read, its version changes nothing: not the verdict, not
+    /// its message (whatever else holds); where it is, it does.
+    #[test]
+    fn the_control_plane_is_read_only_where_its_version_decides() {
+        type Edit = fn(&mut ClusterInfo);
+        let rows: [(&str, Edit, bool); 6] = [
+            ("healthy but for the control plane", |_| {}, true),
+            ("not Ready", |c| c.ready = false, false),
+            (
+                "topology not reconciled",
+                |c| c.topology_reconciled = false,
+                false,
+            ),
+            (
+                "neither",
+                |c| {
+                    c.ready = false;
+                    c.topology_reconciled = false;
+                },
+                false,
+            ),
+            (
+                "upgrading, addon still on the old release",
+                |c| {
+                    c.topology_reconciled = false;
+                    c.addon_applied = Some("docker-ferrol-1-27-v1".into());
+                },
+                false,
+            ),
+            (
+                "reconciled, addon still on the old release",
+                |c| c.addon_applied = Some("docker-ferrol-1-27-v1".into()),
+                true,
+            ),
+        ];
+        for (case, edit, decides) in rows {
+            let mut cluster = healthy("c");
+            edit(&mut cluster);
+            assert_eq!(control_plane_decides(&cluster), decides, "{case}");
+            let verdicts: Vec<Health> = [None, Some("v1.27.1"), Some("v1.27.3")]
+                .into_iter()
+                .map(|version| {
+                    let mut c = cluster.clone();
+                    c.control_plane_version = version.map(str::to_string);
+                    health(&c, &target(), true, false)
+                })
+                .collect();
+            let differ = verdicts.iter().any(|v| *v != verdicts[0]);
+            assert_eq!(differ, decides, "{case}: {verdicts:?}");
         }
     }
 

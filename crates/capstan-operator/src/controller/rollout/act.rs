@@ -6,6 +6,7 @@
 //! repeated from a stale view (or of a Cluster someone else switched meanwhile) changes
 //! nothing.
 
+use futures::StreamExt;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 
@@ -101,54 +102,77 @@ fn expected_class<'a>(status: &'a ClusterStackRolloutStatus, action: &Action) ->
     }
 }
 
+/// Clusters switched (or rolled back) at once, at most: each switch is a read and a patch,
+/// and one pass may switch a whole wave's maxInFlight (hundreds of Clusters); one after the
+/// other, the last of them would wait for all the others' round trips.
+const CONCURRENT_SWITCHES: usize = 16;
+
 /// Patches the Clusters the plan switches or rolls back. A Cluster whose class is no longer
 /// the one expected (switched already, or by someone else) is left alone: the test fails and
-/// the next observation sees where it is.
+/// the next observation sees where it is. Every action is tried; the first error is returned.
 pub async fn apply_actions(ctx: &Context, rollout: &ClusterStackRollout, plan: &Plan) -> Result<(), Error> {
+    // Boxed and made up front: a closure in the stream's type would have to hold for any
+    // lifetime, which the controller's spawned task cannot prove.
+    let switches: Vec<futures::future::BoxFuture<'_, Result<(), Error>>> = plan
+        .actions
+        .iter()
+        .map(|action| Box::pin(apply_action(ctx, rollout, plan, action)) as _)
+        .collect();
+    let results: Vec<Result<(), Error>> = futures::stream::iter(switches)
+        .buffer_unordered(CONCURRENT_SWITCHES)
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+async fn apply_action(
+    ctx: &Context,
+    rollout: &ClusterStackRollout,
+    plan: &Plan,
+    action: &Action,
+) -> Result<(), Error> {
+    let (cluster, class, version, verb) = match action {
+        Action::Switch {
+            cluster,
+            class,
+            version,
+        } => (cluster, class, version, "switching"),
+        Action::RollBack {
+            cluster,
+            class,
+            version,
+        } => (cluster, class, version, "rolling back"),
+    };
+    let (namespace, name) = cluster.split_once('/').unwrap_or((
+        rollout.metadata.namespace.as_deref().unwrap_or_default(),
+        cluster.as_str(),
+    ));
     let resource = crate::clusters::cluster_resource();
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), namespace, &resource);
+    let Some(now) = api
+        .get_opt(name)
+        .await
+        .map_err(|e| Error::kube(format!("reading Cluster {cluster}"), e))?
+    else {
+        return Ok(());
+    };
+    let current = now.data["spec"]["topology"]["class"].as_str();
+    let expected = expected_class(&plan.status, action);
+    if current == Some(class.as_str()) || expected.is_some_and(|e| current != Some(e)) {
+        tracing::info!(%cluster, %class, ?current, ?expected, "{verb} Cluster: not on the expected class; left alone");
+        return Ok(());
+    }
+    let resource_version = now.metadata.resource_version.clone().unwrap_or_default();
+    let patch = switch_patch(&resource_version, class, version.as_deref());
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.into()),
         ..PatchParams::default()
     };
-    for action in &plan.actions {
-        let (cluster, class, version, verb) = match action {
-            Action::Switch {
-                cluster,
-                class,
-                version,
-            } => (cluster, class, version, "switching"),
-            Action::RollBack {
-                cluster,
-                class,
-                version,
-            } => (cluster, class, version, "rolling back"),
-        };
-        let (namespace, name) = cluster.split_once('/').unwrap_or((
-            rollout.metadata.namespace.as_deref().unwrap_or_default(),
-            cluster.as_str(),
-        ));
-        let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), namespace, &resource);
-        let Some(now) = api
-            .get_opt(name)
-            .await
-            .map_err(|e| Error::kube(format!("reading Cluster {cluster}"), e))?
-        else {
-            continue;
-        };
-        let current = now.data["spec"]["topology"]["class"].as_str();
-        let expected = expected_class(&plan.status, action);
-        if current == Some(class.as_str()) || expected.is_some_and(|e| current != Some(e)) {
-            tracing::info!(%cluster, %class, ?current, ?expected, "{verb} Cluster: not on the expected class; left alone");
-            continue;
-        }
-        let resource_version = now.metadata.resource_version.clone().unwrap_or_default();
-        let patch = switch_patch(&resource_version, class, version.as_deref());
-        match api.patch(name, &params, &Patch::Merge(&patch)).await {
-            Ok(_) => tracing::info!(%cluster, %class, "{verb} Cluster"),
-            // Changed since it was read: the next observation sees where it is.
-            Err(e) if crate::kube_error::is_conflict(&e) || crate::kube_error::is_not_found(&e) => {}
-            Err(e) => return Err(Error::kube(format!("{verb} Cluster {cluster} to {class}"), e)),
-        }
+    match api.patch(name, &params, &Patch::Merge(&patch)).await {
+        Ok(_) => tracing::info!(%cluster, %class, "{verb} Cluster"),
+        // Changed since it was read: the next observation sees where it is.
+        Err(e) if crate::kube_error::is_conflict(&e) || crate::kube_error::is_not_found(&e) => {}
+        Err(e) => return Err(Error::kube(format!("{verb} Cluster {cluster} to {class}"), e)),
     }
     Ok(())
 }

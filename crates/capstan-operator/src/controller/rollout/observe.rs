@@ -1,7 +1,8 @@
 //! What one rollout reconcile observes: the target release, and every candidate Cluster as
 //! [`ClusterInfo`] with its health inputs — Cluster API's conditions, the ClusterAddon's
-//! applied release, and, for Clusters in flight only, the control plane's version and the
-//! rollout's `health.checks` evaluated on the workload cluster.
+//! applied release, and, for Clusters in flight only, their control plane's version (once
+//! Cluster API reports them Ready and reconciled: before, it cannot decide) and the rollout's
+//! `health.checks` evaluated on the workload cluster.
 
 use std::collections::BTreeSet;
 
@@ -220,7 +221,9 @@ pub async fn observe(
         let mut info = cluster_info(&cluster, addon.as_deref());
         let key = format!("{own}/{}", cluster.name_any());
         if flying.contains(key.as_str()) {
-            info.control_plane_version = control_plane_version(ctx, &cluster).await;
+            if crate::rollout::health::control_plane_decides(&info) {
+                info.control_plane_version = control_plane_version(ctx, &cluster).await;
+            }
             if !rollout.spec.health.checks.is_empty() {
                 info.checks_pass = Some(checks_pass(ctx, rollout, &own, &cluster.name_any()).await);
             }

@@ -3,6 +3,7 @@
 //! same one a local build of the tree gives; a new commit yields a new release; the CLI pulls
 //! and renders `git+URL#REF:PATH`.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -13,10 +14,15 @@ use capstan_source::local;
 use capstan_stack::render::render_release;
 use capstan_testenv::shared::stack::{deterministic, example_objects};
 
+/// The daemon's process group: `git daemon` runs `git-daemon` as a child of its own, which
+/// forks per connection, so killing the first process alone left the daemon running (and
+/// holding whatever the test process had open) after the test.
 struct Daemon(Child);
 
 impl Drop for Daemon {
     fn drop(&mut self) {
+        let group = format!("-{}", self.0.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -72,8 +78,10 @@ fn start_daemon(base: &Path) -> (Daemon, u16) {
             &format!("--base-path={}", base.display()),
             &base.display().to_string(),
         ])
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .expect("git daemon starts");
     let daemon = Daemon(child);

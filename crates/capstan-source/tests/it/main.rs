@@ -5,3 +5,4 @@
 
 mod github_source;
 mod verify_fixtures;
+mod verify_keyless;

@@ -267,7 +267,7 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             oci_insecure: args.insecure_registry,
             chart_repositories: args.repositories.settings(false, NetworkTimeouts::default())?,
             controllers: args.controllers.clone(),
-            verify: super::source_args::read_policy(&args.verify_keys)?,
+            verify: super::source_args::read_policy(&args.verify_keys, &[], None)?,
         };
         let metrics = Arc::new(Metrics::new());
         let shutdown = shutdown_on(async {

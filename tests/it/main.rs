@@ -51,3 +51,4 @@ mod rollout_cli;
 mod rollout_sim;
 mod stack_cli;
 mod verify_cosign;
+mod verify_keyless;

@@ -10,6 +10,9 @@ use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+/// Sigstore's public-good trusted root, shipped (see [`TrustedRoot::public_good`]).
+const PUBLIC_GOOD: &[u8] = include_bytes!("public-good-trusted-root.json");
+
 /// A trusted root that cannot be used; each names its origin (file or Secret).
 #[derive(Debug, thiserror::Error)]
 pub enum TrustedRootError {
@@ -195,6 +198,13 @@ impl TrustedRoot {
         })
     }
 
+    /// Sigstore's public-good instance (Fulcio at fulcio.sigstore.dev, Rekor at
+    /// rekor.sigstore.dev) as shipped with capstan: a snapshot of the trusted root Sigstore
+    /// publishes (testdata/verify/keyless/README.md says which). A newer one is given as a file.
+    pub fn public_good() -> Result<TrustedRoot, TrustedRootError> {
+        TrustedRoot::from_json(PUBLIC_GOOD, "capstan's public-good trusted root")
+    }
+
     /// The log whose id is `log_id` (hex).
     pub fn log(&self, log_id: &str) -> Option<&LogKey> {
         self.logs.iter().find(|l| l.log_id.eq_ignore_ascii_case(log_id))
@@ -224,6 +234,16 @@ fn window(json: Option<&WindowJson>) -> Result<Window, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shipped_public_good_root_names_rekor_and_fulcio() {
+        let root = TrustedRoot::public_good().unwrap();
+        let rekor = root
+            .log("c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d")
+            .unwrap();
+        assert_eq!(rekor.base_url, "https://rekor.sigstore.dev");
+        assert!(root.authorities.iter().any(|a| a.valid.end.is_none() && a.chain.len() == 2));
+    }
 
     #[test]
     fn a_root_reads_its_authorities_and_logs_and_bad_ones_name_the_field() {

@@ -23,7 +23,7 @@ pub mod rollout;
 pub use cluster_addon::{ClusterAddon, ClusterAddonSpec, ClusterAddonStatus, StageStatus};
 pub use cluster_stack::{
     Channel, ClusterStack, ClusterStackSpec, ClusterStackStatus, GitHubSource, GitSource, LocalSource,
-    OciSource, ReleaseSummary, SecretReference, StackSource, VerifySpec,
+    OciSource, OidcIdentityMatch, ReleaseSummary, SecretReference, StackSource, VerifySpec,
 };
 pub use cluster_stack_release::{ClusterStackRelease, ClusterStackReleaseSpec, ClusterStackReleaseStatus};
 pub use conditions::{Condition, ConditionStatus};

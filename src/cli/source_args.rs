@@ -149,7 +149,11 @@ impl SourceArgs {
     /// The signature policy of `--verify-key`, `--verify-identity` and `--trusted-root`
     /// (empty without them).
     pub fn policy(&self) -> anyhow::Result<Policy> {
-        read_policy(&self.verify_keys, &self.verify_identities, self.trusted_root.as_deref())
+        read_policy(
+            &self.verify_keys,
+            &self.verify_identities,
+            self.trusted_root.as_deref(),
+        )
     }
 
     /// Refuses `--verify-key` for `what`, a release that carries no cosign signature.
@@ -209,7 +213,8 @@ pub fn read_policy(
     }
     let root = match trusted_root {
         Some(path) => {
-            let text = std::fs::read(path).with_context(|| format!("reading --trusted-root {}", path.display()))?;
+            let text =
+                std::fs::read(path).with_context(|| format!("reading --trusted-root {}", path.display()))?;
             TrustedRoot::from_json(&text, &path.display().to_string())?
         }
         None => TrustedRoot::public_good()?,

@@ -323,7 +323,9 @@ fn verify_cosign_every_refusal_names_its_reason() {
         "render DIR --verify-key",
     );
     assert!(
-        err.contains("--verify-key and --verify-identity verify cosign signatures of releases in an OCI registry"),
+        err.contains(
+            "--verify-key and --verify-identity verify cosign signatures of releases in an OCI registry"
+        ),
         "{err}"
     );
 }

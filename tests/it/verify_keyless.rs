@@ -18,7 +18,12 @@ use capstan_testenv::registry::{Auth, Registry};
 const DIGEST: &str = "sha256:c05263d2ff654c3a94243662440913f045075d59c436e2c69e9145ec2b87a321";
 
 fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/verify/keyless").join(name)).unwrap()
+    std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/verify/keyless")
+            .join(name),
+    )
+    .unwrap()
 }
 
 fn policy(subject: &str) -> Policy {
@@ -60,7 +65,10 @@ fn verify_keyless_a_real_signature_is_read_and_verified_from_the_real_registry()
     });
     let tag = format!("sha256-{}.sig", DIGEST.trim_start_matches("sha256:"));
     rt.block_on(async {
-        client.push_blob(&repo.repository, Bytes::from(fixture("payload.json"))).await.unwrap();
+        client
+            .push_blob(&repo.repository, Bytes::from(fixture("payload.json")))
+            .await
+            .unwrap();
         client.push_blob(&repo.repository, config).await.unwrap();
         client
             .put_manifest(
@@ -78,18 +86,52 @@ fn verify_keyless_a_real_signature_is_read_and_verified_from_the_real_registry()
     let cache = Cache::open(scratch.path()).unwrap();
     let workflow = r"https://github\.com/salrashid123/go-bazel-github-workflow/\.github/workflows/release\.yaml@refs/tags/v.*";
     let refused = rt
-        .block_on(signature::verify(&client, &cache, &repo, "v0.0.30", DIGEST, &policy("https://github\\.com/other/.*")))
+        .block_on(signature::verify(
+            &client,
+            &cache,
+            &repo,
+            "v0.0.30",
+            DIGEST,
+            &policy("https://github\\.com/other/.*"),
+        ))
         .unwrap_err();
-    assert_eq!(refused.refusal().map(|r| r.reason()), Some("IdentityMismatch"), "{refused}");
-    assert!(refused.to_string().contains("salrashid123/server_image:v0.0.30: not verified: identity mismatch"), "{refused}");
+    assert_eq!(
+        refused.refusal().map(|r| r.reason()),
+        Some("IdentityMismatch"),
+        "{refused}"
+    );
+    assert!(
+        refused
+            .to_string()
+            .contains("salrashid123/server_image:v0.0.30: not verified: identity mismatch"),
+        "{refused}"
+    );
     let other_digest = format!("sha256:{}", "1".repeat(64));
     let refused = rt
-        .block_on(signature::verify(&client, &cache, &repo, "v0.0.30", &other_digest, &policy(workflow)))
+        .block_on(signature::verify(
+            &client,
+            &cache,
+            &repo,
+            "v0.0.30",
+            &other_digest,
+            &policy(workflow),
+        ))
         .unwrap_err();
-    assert_eq!(refused.refusal().map(|r| r.reason()), Some("NoSignature"), "{refused}");
+    assert_eq!(
+        refused.refusal().map(|r| r.reason()),
+        Some("NoSignature"),
+        "{refused}"
+    );
 
     let verified = rt
-        .block_on(signature::verify(&client, &cache, &repo, "v0.0.30", DIGEST, &policy(workflow)))
+        .block_on(signature::verify(
+            &client,
+            &cache,
+            &repo,
+            "v0.0.30",
+            DIGEST,
+            &policy(workflow),
+        ))
         .unwrap();
     let who = verified.keyless.clone().unwrap();
     assert_eq!(
@@ -102,7 +144,14 @@ fn verify_keyless_a_real_signature_is_read_and_verified_from_the_real_registry()
     // Recorded: verified again with the registry gone, but not under another identity.
     reg.kill();
     let again = rt
-        .block_on(signature::verify(&client, &cache, &repo, "v0.0.30", DIGEST, &policy(workflow)))
+        .block_on(signature::verify(
+            &client,
+            &cache,
+            &repo,
+            "v0.0.30",
+            DIGEST,
+            &policy(workflow),
+        ))
         .unwrap();
     assert_eq!(again, verified);
     assert!(signature::cached_verification(&cache, &repo, "v0.0.30", DIGEST, &policy("x")).is_none());
@@ -110,22 +159,40 @@ fn verify_keyless_a_real_signature_is_read_and_verified_from_the_real_registry()
 
 #[test]
 fn verify_keyless_cli_flags_are_checked_before_anything_is_read() {
-    let capstan = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_capstan")).args(args).output().unwrap();
+    let capstan = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_capstan"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
     let scratch = tempfile::tempdir().unwrap();
     let cache = scratch.path().to_string_lossy().into_owned();
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/verify/keyless/trusted_root.json");
+    let root = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/verify/keyless/trusted_root.json"
+    );
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/verify");
     let table: [(&[&str], &str); 4] = [
         (&["--verify-identity", "no-equals-sign"], "give ISSUER=SUBJECT"),
         (&["--verify-identity", "https://x=("], "regex parse error"),
-        (&["--trusted-root", root], "give --verify-identity ISSUER=SUBJECT with it"),
+        (
+            &["--trusted-root", root],
+            "give --verify-identity ISSUER=SUBJECT with it",
+        ),
         (
             &["--verify-identity", "https://x=.*", "--trusted-root", dir],
             "reading --trusted-root",
         ),
     ];
     for (flags, want) in table {
-        let mut args = vec!["releases", "pull", "oci://127.0.0.1:9/kaas/stacks", "v1", "--cache", &cache];
+        let mut args = vec![
+            "releases",
+            "pull",
+            "oci://127.0.0.1:9/kaas/stacks",
+            "v1",
+            "--cache",
+            &cache,
+        ];
         args.extend_from_slice(flags);
         let out = capstan(&args);
         let err = String::from_utf8_lossy(&out.stderr);

@@ -122,11 +122,7 @@ pub struct VerifySpec {
     pub secret_ref: Option<SecretReference>,
     /// Keyless (Fulcio) signers accepted: each an OIDC issuer and a subject (the
     /// certificate's e-mail or URI), regexes matching the whole text; any one suffices.
-    #[serde(
-        default,
-        rename = "matchOIDCIdentity",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, rename = "matchOIDCIdentity", skip_serializing_if = "Vec::is_empty")]
     pub match_oidc_identity: Vec<OidcIdentityMatch>,
     /// Secret in the ClusterStack's namespace whose `trusted_root.json` entry is the Sigstore
     /// trusted root for `matchOIDCIdentity` (default: Sigstore's public-good instance, shipped

@@ -115,7 +115,9 @@ fn check_verify(stack: &ClusterStack, reasons: &mut Vec<String>) {
             if re.trim().is_empty() {
                 reasons.push(format!("spec.verify.matchOIDCIdentity[{i}].{field}: required"));
             } else if let Err(e) = capstan_source::verify::Identity::new(re, re) {
-                reasons.push(format!("spec.verify.matchOIDCIdentity[{i}].{field}: not a regex: {e}"));
+                reasons.push(format!(
+                    "spec.verify.matchOIDCIdentity[{i}].{field}: not a regex: {e}"
+                ));
             }
         }
     }
@@ -627,9 +629,18 @@ mod tests {
             Ok(())
         );
         let table = [
-            (with("(", "x", None), "spec.verify.matchOIDCIdentity[0].issuer: not a regex"),
-            (with("x", "", None), "spec.verify.matchOIDCIdentity[0].subject: required"),
-            (with("x", "y", Some(" ")), "spec.verify.trustedRootSecretRef.name: empty"),
+            (
+                with("(", "x", None),
+                "spec.verify.matchOIDCIdentity[0].issuer: not a regex",
+            ),
+            (
+                with("x", "", None),
+                "spec.verify.matchOIDCIdentity[0].subject: required",
+            ),
+            (
+                with("x", "y", Some(" ")),
+                "spec.verify.trustedRootSecretRef.name: empty",
+            ),
         ];
         for (bad, want) in table {
             let why = message(cluster_stack_create(&bad, &Known));

@@ -64,15 +64,22 @@ fn ecdsa_verifies(spki: &[u8], algorithm_oid: &str, message: &[u8], signature: &
         ECDSA_SHA384 => [&ECDSA_P384_SHA384_ASN1, &ECDSA_P256_SHA384_ASN1],
         _ => return false,
     };
-    algorithms
-        .iter()
-        .any(|alg| UnparsedPublicKey::new(*alg, spki).verify(message, signature).is_ok())
+    algorithms.iter().any(|alg| {
+        UnparsedPublicKey::new(*alg, spki)
+            .verify(message, signature)
+            .is_ok()
+    })
 }
 
 /// Whether `payload` was signed (ECDSA, SHA-256, as cosign signs) by the key of `cert` (DER).
 pub fn signs(cert: &[u8], payload: &[u8], signature: &[u8]) -> Result<bool, String> {
     let cert = parse(cert)?;
-    Ok(ecdsa_verifies(cert.public_key().raw, ECDSA_SHA256, payload, signature))
+    Ok(ecdsa_verifies(
+        cert.public_key().raw,
+        ECDSA_SHA256,
+        payload,
+        signature,
+    ))
 }
 
 /// Whether `child` was issued and signed by `parent`.
@@ -98,7 +105,12 @@ pub fn chain_to_root(root: &TrustedRoot, leaf: &[u8], at: i64) -> Result<String,
     let cert = parse(leaf).map_err(untrusted)?;
     let mut tried = Vec::new();
     for authority in &root.authorities {
-        let Ok(chain) = authority.chain.iter().map(|der| parse(der)).collect::<Result<Vec<_>, _>>() else {
+        let Ok(chain) = authority
+            .chain
+            .iter()
+            .map(|der| parse(der))
+            .collect::<Result<Vec<_>, _>>()
+        else {
             continue;
         };
         if chain.is_empty() {
@@ -119,7 +131,11 @@ pub fn chain_to_root(root: &TrustedRoot, leaf: &[u8], at: i64) -> Result<String,
                 authority.name
             )));
         }
-        let usage = cert.extended_key_usage().ok().flatten().map(|e| e.value.code_signing);
+        let usage = cert
+            .extended_key_usage()
+            .ok()
+            .flatten()
+            .map(|e| e.value.code_signing);
         if usage != Some(true) {
             return Err(CertProblem::Untrusted(
                 "the certificate is not for code signing (no codeSigning extended key usage)".into(),
@@ -141,7 +157,11 @@ pub fn chain_to_root(root: &TrustedRoot, leaf: &[u8], at: i64) -> Result<String,
     Err(CertProblem::Untrusted(format!(
         "issued by {}, not by an authority of the trusted root (tried {})",
         cert.issuer(),
-        if tried.is_empty() { "none".to_string() } else { tried.join("; ") }
+        if tried.is_empty() {
+            "none".to_string()
+        } else {
+            tried.join("; ")
+        }
     )))
 }
 

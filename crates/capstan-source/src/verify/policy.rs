@@ -216,14 +216,18 @@ fn check_keyless(
     let bundle = sig.bundle.as_deref().ok_or_else(|| {
         Refusal::BadInclusionProof("no Rekor bundle: the signature's time cannot be proven offline".into())
     })?;
-    let entry =
-        rekor::check(root, bundle.as_bytes(), &sig.payload, &der, &cert).map_err(Refusal::BadInclusionProof)?;
+    let entry = rekor::check(root, bundle.as_bytes(), &sig.payload, &der, &cert)
+        .map_err(Refusal::BadInclusionProof)?;
     keyless::chain_to_root(root, &cert, entry.integrated_time).map_err(|p| match p {
         CertProblem::Untrusted(m) => Refusal::UntrustedCertificate(m),
         CertProblem::Expired(m) => Refusal::ExpiredCertificate(m),
     })?;
     let who = keyless::identity(&cert).map_err(Refusal::UntrustedCertificate)?;
-    if !policy.identities.iter().any(|i| i.matches(&who.issuer, &who.subject)) {
+    if !policy
+        .identities
+        .iter()
+        .any(|i| i.matches(&who.issuer, &who.subject))
+    {
         return Err(Refusal::IdentityMismatch {
             subject: who.subject,
             issuer: who.issuer,
@@ -245,7 +249,9 @@ fn check_keyless(
 /// identities (or has no keys), else keyed.
 fn check_one(policy: &Policy, digest: &str, sig: &Signature, count: usize) -> Result<Verified, Refusal> {
     match &policy.trusted_root {
-        Some(root) if !policy.identities.is_empty() && (sig.certificate.is_some() || policy.keys.is_empty()) => {
+        Some(root)
+            if !policy.identities.is_empty() && (sig.certificate.is_some() || policy.keys.is_empty()) =>
+        {
             check_keyless(policy, root, digest, sig, count)
         }
         _ => check_keyed(policy, digest, sig, count),

@@ -77,7 +77,11 @@ pub fn check(
     let message = signed_bytes(p)?;
     let verified = [&ECDSA_P256_SHA256_ASN1, &ECDSA_P384_SHA384_ASN1]
         .iter()
-        .any(|alg| UnparsedPublicKey::new(*alg, &log.spki).verify(&message, &set).is_ok());
+        .any(|alg| {
+            UnparsedPublicKey::new(*alg, &log.spki)
+                .verify(&message, &set)
+                .is_ok()
+        });
     if !verified {
         return Err(format!(
             "the signed entry timestamp does not verify under the key of {} (entry {})",
@@ -107,7 +111,9 @@ fn check_body(body: &str, payload: &[u8], signature: &[u8], certificate: &[u8]) 
         serde_json::from_slice(&body).map_err(|e| format!("the entry body is not JSON: {e}"))?;
     let kind = body.get("kind").and_then(|k| k.as_str()).unwrap_or_default();
     if kind != "hashedrekord" {
-        return Err(format!("a {kind:?} log entry; cosign's signatures are hashedrekord"));
+        return Err(format!(
+            "a {kind:?} log entry; cosign's signatures are hashedrekord"
+        ));
     }
     let field = |pointer: &str| {
         body.pointer(pointer)
@@ -117,16 +123,22 @@ fn check_body(body: &str, payload: &[u8], signature: &[u8], certificate: &[u8]) 
     let algorithm = field("/spec/data/hash/algorithm")?;
     let hash = field("/spec/data/hash/value")?;
     if algorithm != "sha256" || !hash.eq_ignore_ascii_case(&crate::cache::hex(&Sha256::digest(payload))) {
-        return Err(format!("the log entry is of another payload ({algorithm}:{hash})"));
+        return Err(format!(
+            "the log entry is of another payload ({algorithm}:{hash})"
+        ));
     }
-    let logged_sig = STANDARD.decode(field("/spec/signature/content")?.trim()).unwrap_or_default();
+    let logged_sig = STANDARD
+        .decode(field("/spec/signature/content")?.trim())
+        .unwrap_or_default();
     if logged_sig != signature {
         return Err("the log entry is of another signature".into());
     }
     let logged_key = STANDARD
         .decode(field("/spec/signature/publicKey/content")?.trim())
         .unwrap_or_default();
-    let logged_cert = pem::parse(&logged_key).map(|p| p.contents().to_vec()).unwrap_or_default();
+    let logged_cert = pem::parse(&logged_key)
+        .map(|p| p.contents().to_vec())
+        .unwrap_or_default();
     if logged_cert != certificate {
         return Err("the log entry is of another certificate".into());
     }

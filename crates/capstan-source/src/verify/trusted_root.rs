@@ -171,7 +171,8 @@ impl TrustedRoot {
         for (i, log) in root.tlogs.iter().enumerate() {
             let spki = decode(&log.public_key.raw_bytes)
                 .map_err(|m| field(format!("tlogs[{i}].publicKey.rawBytes"), m))?;
-            let key_id = decode(&log.log_id.key_id).map_err(|m| field(format!("tlogs[{i}].logId.keyId"), m))?;
+            let key_id =
+                decode(&log.log_id.key_id).map_err(|m| field(format!("tlogs[{i}].logId.keyId"), m))?;
             let valid = window(log.public_key.valid_for.as_ref())
                 .map_err(|m| field(format!("tlogs[{i}].publicKey.validFor"), m))?;
             logs.push(LogKey {
@@ -212,7 +213,9 @@ impl TrustedRoot {
 }
 
 fn decode(text: &str) -> Result<Vec<u8>, String> {
-    STANDARD.decode(text.trim()).map_err(|e| format!("not base64: {e}"))
+    STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("not base64: {e}"))
 }
 
 fn seconds(text: &str) -> Result<i64, String> {
@@ -242,7 +245,11 @@ mod tests {
             .log("c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d")
             .unwrap();
         assert_eq!(rekor.base_url, "https://rekor.sigstore.dev");
-        assert!(root.authorities.iter().any(|a| a.valid.end.is_none() && a.chain.len() == 2));
+        assert!(
+            root.authorities
+                .iter()
+                .any(|a| a.valid.end.is_none() && a.chain.len() == 2)
+        );
     }
 
     #[test]
@@ -256,19 +263,33 @@ mod tests {
         assert_eq!(root.logs[0].spki, [0, 1, 2]);
         assert!(root.log("0102").is_some() && root.log("0103").is_none());
         let ca = &root.authorities[0];
-        assert_eq!((ca.name.as_str(), ca.chain.clone()), ("O=o, CN=c", vec![vec![3u8, 4]]));
+        assert_eq!(
+            (ca.name.as_str(), ca.chain.clone()),
+            ("O=o, CN=c", vec![vec![3u8, 4]])
+        );
         assert!(ca.valid.contains(1_650_000_000) && !ca.valid.contains(1_700_000_000));
         assert!(!ca.valid.contains(1_649_000_000));
 
         let table = [
-            (json.to_string().replace("AwQ=", "%%"), "certChain.certificates[0].rawBytes"),
-            (json.to_string().replace("2022-04-13T20:06:15Z", "yesterday"), "validFor"),
-            (json.to_string().replace("\"tlogs\"", "\"x\""), "no transparency log"),
+            (
+                json.to_string().replace("AwQ=", "%%"),
+                "certChain.certificates[0].rawBytes",
+            ),
+            (
+                json.to_string().replace("2022-04-13T20:06:15Z", "yesterday"),
+                "validFor",
+            ),
+            (
+                json.to_string().replace("\"tlogs\"", "\"x\""),
+                "no transparency log",
+            ),
             ("7".to_string(), "not a trusted root JSON"),
             ("{}".to_string(), "no certificate authority"),
         ];
         for (text, want) in table {
-            let err = TrustedRoot::from_json(text.as_bytes(), "root.json").unwrap_err().to_string();
+            let err = TrustedRoot::from_json(text.as_bytes(), "root.json")
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(want) && err.starts_with("root.json"), "{err}");
         }
     }

@@ -67,7 +67,12 @@ fn edit_bundle(sig: &Signature, edit: impl FnOnce(&mut serde_json::Value)) -> Si
 
 #[test]
 fn verify_keyless_a_real_cosign_signature_verifies_offline() {
-    let v = policy::verify(&keyless(ISSUER, SUBJECT, public_good()), DIGEST, &[real_signature()]).unwrap();
+    let v = policy::verify(
+        &keyless(ISSUER, SUBJECT, public_good()),
+        DIGEST,
+        &[real_signature()],
+    )
+    .unwrap();
     let who = v.keyless.as_ref().unwrap();
     assert_eq!(
         who.subject,
@@ -75,9 +80,15 @@ fn verify_keyless_a_real_cosign_signature_verifies_offline() {
     );
     assert_eq!(who.issuer, "https://token.actions.githubusercontent.com");
     assert_eq!(v.digest, DIGEST);
-    assert!(v.signer.starts_with("https://github.com/salrashid123/") && v.signer.contains("(issuer https://token."));
+    assert!(
+        v.signer.starts_with("https://github.com/salrashid123/")
+            && v.signer.contains("(issuer https://token.")
+    );
     let policy = keyless(ISSUER, SUBJECT, public_good());
-    assert!(policy.trusts(&v), "a recorded verification holds under the same policy");
+    assert!(
+        policy.trusts(&v),
+        "a recorded verification holds under the same policy"
+    );
     assert!(!keyless(ISSUER, "nobody", public_good()).trusts(&v));
 }
 
@@ -100,19 +111,104 @@ fn verify_keyless_every_refusal_of_real_data_names_its_reason() {
     let later = edit_bundle(&good, |b| {
         b["Payload"]["integratedTime"] = (b["Payload"]["integratedTime"].as_i64().unwrap() + 1).into()
     });
-    let bad_set = edit_bundle(&good, |b| b["SignedEntryTimestamp"] = STANDARD.encode(b"nope").into());
+    let bad_set = edit_bundle(&good, |b| {
+        b["SignedEntryTimestamp"] = STANDARD.encode(b"nope").into()
+    });
     let table: Vec<(&str, Policy, &str, Signature, &str, &str)> = vec![
-        ("another subject", keyless(ISSUER, "https://github.com/other/.*", root.clone()), DIGEST, good.clone(), "IdentityMismatch", "signed by https://github.com/salrashid123/"),
-        ("another issuer", keyless(r"https://accounts\.google\.com", SUBJECT, root.clone()), DIGEST, good.clone(), "IdentityMismatch", "OIDC issuer https://token.actions.githubusercontent.com"),
-        ("a subject regex matching only a part", keyless(ISSUER, "salrashid123", root.clone()), DIGEST, good.clone(), "IdentityMismatch", ""),
-        ("an untrusted chain", keyless(ISSUER, SUBJECT, other_ca), DIGEST, good.clone(), "UntrustedCertificate", "not by an authority of the trusted root"),
-        ("another log key", keyless(ISSUER, SUBJECT, other_log), DIGEST, good.clone(), "BadInclusionProof", "does not verify under the key of https://rekor.sigstore.dev"),
-        ("a changed integrated time", keyless(ISSUER, SUBJECT, root.clone()), DIGEST, later, "BadInclusionProof", "signed entry timestamp does not verify"),
-        ("a broken SET", keyless(ISSUER, SUBJECT, root.clone()), DIGEST, bad_set, "BadInclusionProof", ""),
-        ("no bundle", keyless(ISSUER, SUBJECT, root.clone()), DIGEST, Signature { bundle: None, ..good.clone() }, "BadInclusionProof", "no Rekor bundle"),
-        ("a tampered payload", keyless(ISSUER, SUBJECT, root.clone()), DIGEST, tampered_payload, "WrongKey", ""),
-        ("a digest mismatch", keyless(ISSUER, SUBJECT, root.clone()), "sha256:1111111111111111111111111111111111111111111111111111111111111111", good.clone(), "DigestMismatch", "the signature is of sha256:c05263"),
-        ("a keyed signature", keyless(ISSUER, SUBJECT, root.clone()), DIGEST, Signature { certificate: None, ..good.clone() }, "NoCertificate", ""),
+        (
+            "another subject",
+            keyless(ISSUER, "https://github.com/other/.*", root.clone()),
+            DIGEST,
+            good.clone(),
+            "IdentityMismatch",
+            "signed by https://github.com/salrashid123/",
+        ),
+        (
+            "another issuer",
+            keyless(r"https://accounts\.google\.com", SUBJECT, root.clone()),
+            DIGEST,
+            good.clone(),
+            "IdentityMismatch",
+            "OIDC issuer https://token.actions.githubusercontent.com",
+        ),
+        (
+            "a subject regex matching only a part",
+            keyless(ISSUER, "salrashid123", root.clone()),
+            DIGEST,
+            good.clone(),
+            "IdentityMismatch",
+            "",
+        ),
+        (
+            "an untrusted chain",
+            keyless(ISSUER, SUBJECT, other_ca),
+            DIGEST,
+            good.clone(),
+            "UntrustedCertificate",
+            "not by an authority of the trusted root",
+        ),
+        (
+            "another log key",
+            keyless(ISSUER, SUBJECT, other_log),
+            DIGEST,
+            good.clone(),
+            "BadInclusionProof",
+            "does not verify under the key of https://rekor.sigstore.dev",
+        ),
+        (
+            "a changed integrated time",
+            keyless(ISSUER, SUBJECT, root.clone()),
+            DIGEST,
+            later,
+            "BadInclusionProof",
+            "signed entry timestamp does not verify",
+        ),
+        (
+            "a broken SET",
+            keyless(ISSUER, SUBJECT, root.clone()),
+            DIGEST,
+            bad_set,
+            "BadInclusionProof",
+            "",
+        ),
+        (
+            "no bundle",
+            keyless(ISSUER, SUBJECT, root.clone()),
+            DIGEST,
+            Signature {
+                bundle: None,
+                ..good.clone()
+            },
+            "BadInclusionProof",
+            "no Rekor bundle",
+        ),
+        (
+            "a tampered payload",
+            keyless(ISSUER, SUBJECT, root.clone()),
+            DIGEST,
+            tampered_payload,
+            "WrongKey",
+            "",
+        ),
+        (
+            "a digest mismatch",
+            keyless(ISSUER, SUBJECT, root.clone()),
+            "sha256:1111111111111111111111111111111111111111111111111111111111111111",
+            good.clone(),
+            "DigestMismatch",
+            "the signature is of sha256:c05263",
+        ),
+        (
+            "a keyed signature",
+            keyless(ISSUER, SUBJECT, root.clone()),
+            DIGEST,
+            Signature {
+                certificate: None,
+                ..good.clone()
+            },
+            "NoCertificate",
+            "",
+        ),
     ];
     for (what, policy, digest, sig, reason, message) in table {
         let refusal = policy::verify(&policy, digest, &[sig]).unwrap_err();
@@ -133,18 +229,37 @@ fn verify_keyless_the_log_entry_must_be_of_this_signature() {
     let resign = |body_edit: &dyn Fn(&mut serde_json::Value)| {
         edit_bundle(&good, |b| {
             let mut body: serde_json::Value =
-                serde_json::from_slice(&STANDARD.decode(b["Payload"]["body"].as_str().unwrap()).unwrap()).unwrap();
+                serde_json::from_slice(&STANDARD.decode(b["Payload"]["body"].as_str().unwrap()).unwrap())
+                    .unwrap();
             body_edit(&mut body);
             b["Payload"]["body"] = STANDARD.encode(body.to_string()).into();
-            b["SignedEntryTimestamp"] = STANDARD.encode(log.sign(&canonical(&b["Payload"])).unwrap()).into();
+            b["SignedEntryTimestamp"] = STANDARD
+                .encode(log.sign(&canonical(&b["Payload"])).unwrap())
+                .into();
         })
     };
     policy::verify(&policy, DIGEST, &[resign(&|_| {})]).unwrap();
     let table: [(&str, &dyn Fn(&mut serde_json::Value), &str); 4] = [
-        ("another payload hash", &|b| b["spec"]["data"]["hash"]["value"] = "00".into(), "another payload"),
-        ("another signature", &|b| b["spec"]["signature"]["content"] = "AAAA".into(), "another signature"),
-        ("another certificate", &|b| b["spec"]["signature"]["publicKey"]["content"] = "AAAA".into(), "another certificate"),
-        ("another kind", &|b| b["kind"] = "intoto".into(), "\"intoto\" log entry"),
+        (
+            "another payload hash",
+            &|b| b["spec"]["data"]["hash"]["value"] = "00".into(),
+            "another payload",
+        ),
+        (
+            "another signature",
+            &|b| b["spec"]["signature"]["content"] = "AAAA".into(),
+            "another signature",
+        ),
+        (
+            "another certificate",
+            &|b| b["spec"]["signature"]["publicKey"]["content"] = "AAAA".into(),
+            "another certificate",
+        ),
+        (
+            "another kind",
+            &|b| b["kind"] = "intoto".into(),
+            "\"intoto\" log entry",
+        ),
     ];
     for (what, body_edit, message) in table {
         let refusal = policy::verify(&policy, DIGEST, &[resign(body_edit)]).unwrap_err();
@@ -196,7 +311,8 @@ mod made_here {
         ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         ca.not_before = at(T0 - 86_400);
         ca.not_after = at(T0 + 86_400 * 365);
-        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate_for(&PKCS_ECDSA_P384_SHA384).unwrap()).unwrap();
+        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate_for(&PKCS_ECDSA_P384_SHA384).unwrap())
+            .unwrap();
 
         let leaf_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).unwrap();
         let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -207,7 +323,10 @@ mod made_here {
         }
         let issuer = b"https://issuer.example.org";
         let utf8 = [&[0x0c, issuer.len() as u8][..], issuer].concat();
-        leaf.custom_extensions = vec![CustomExtension::from_oid_content(&[1, 3, 6, 1, 4, 1, 57264, 1, 8], utf8)];
+        leaf.custom_extensions = vec![CustomExtension::from_oid_content(
+            &[1, 3, 6, 1, 4, 1, 57264, 1, 8],
+            utf8,
+        )];
         leaf.not_before = at(T0);
         leaf.not_after = at(T0) + Duration::minutes(10);
         let leaf = leaf.signed_by(&leaf_key, &ca).unwrap();
@@ -234,7 +353,8 @@ mod made_here {
             "body": STANDARD.encode(body.to_string()), "integratedTime": logged, "logIndex": 7, "logID": log_id,
         });
         let set = log.sign(&canonical(&entry)).unwrap();
-        let bundle = serde_json::json!({"SignedEntryTimestamp": STANDARD.encode(set), "Payload": entry.take()});
+        let bundle =
+            serde_json::json!({"SignedEntryTimestamp": STANDARD.encode(set), "Payload": entry.take()});
         let root = serde_json::json!({
             "tlogs": [{"baseUrl": "https://log.test", "publicKey": {"rawBytes": STANDARD.encode(&log_spki)}, "logId": {"keyId": STANDARD.encode(Sha256::digest(&log_spki))}}],
             "certificateAuthorities": [{"certChain": {"certificates": [{"rawBytes": STANDARD.encode(ca.der())}]}, "validFor": {"start": "2023-01-01T00:00:00Z"}}],
@@ -264,9 +384,19 @@ fn verify_keyless_a_certificate_expired_when_logged_is_refused() {
     assert_eq!(v.signer, "dev@example.org (issuer https://issuer.example.org)");
 
     let table = [
-        (made_here::T0 + 601, true, "ExpiredCertificate", "the signature was logged at"),
+        (
+            made_here::T0 + 601,
+            true,
+            "ExpiredCertificate",
+            "the signature was logged at",
+        ),
         (made_here::T0 - 1, true, "ExpiredCertificate", ""),
-        (made_here::T0 + 300, false, "UntrustedCertificate", "not for code signing"),
+        (
+            made_here::T0 + 300,
+            false,
+            "UntrustedCertificate",
+            "not for code signing",
+        ),
     ];
     for (logged, code_signing, reason, message) in table {
         let (root, sig) = made_here::signed(digest, logged, code_signing);

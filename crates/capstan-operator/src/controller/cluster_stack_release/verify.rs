@@ -82,10 +82,12 @@ pub fn trusted_root_of_secret(
     name: &str,
     data: &BTreeMap<String, ByteString>,
 ) -> Result<TrustedRoot, SourceConfigError> {
-    let bytes = data.get(TRUSTED_ROOT_ENTRY).ok_or_else(|| SourceConfigError::NoTrustedRoot {
-        namespace: namespace.to_string(),
-        name: name.to_string(),
-    })?;
+    let bytes = data
+        .get(TRUSTED_ROOT_ENTRY)
+        .ok_or_else(|| SourceConfigError::NoTrustedRoot {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        })?;
     let origin = format!("Secret {namespace}/{name} entry {TRUSTED_ROOT_ENTRY}");
     Ok(TrustedRoot::from_json(&bytes.0, &origin)?)
 }
@@ -228,13 +230,25 @@ mod tests {
             [(entry.to_string(), ByteString(bytes.to_vec()))].into()
         };
         let read = trusted_root_of_secret("ns", "root", &data(TRUSTED_ROOT_ENTRY, root)).unwrap();
-        assert_eq!(read, TrustedRoot::public_good().unwrap(), "the shipped root is the test data's");
+        assert_eq!(
+            read,
+            TrustedRoot::public_good().unwrap(),
+            "the shipped root is the test data's"
+        );
         let table = [
-            (data("root.json", root), "Secret ns/root has no data.trusted_root.json"),
-            (data(TRUSTED_ROOT_ENTRY, b"{}"), "Secret ns/root entry trusted_root.json: no certificate authority"),
+            (
+                data("root.json", root),
+                "Secret ns/root has no data.trusted_root.json",
+            ),
+            (
+                data(TRUSTED_ROOT_ENTRY, b"{}"),
+                "Secret ns/root entry trusted_root.json: no certificate authority",
+            ),
         ];
         for (data, want) in table {
-            let err = trusted_root_of_secret("ns", "root", &data).unwrap_err().to_string();
+            let err = trusted_root_of_secret("ns", "root", &data)
+                .unwrap_err()
+                .to_string();
             assert!(err.starts_with(want), "{err}");
         }
     }

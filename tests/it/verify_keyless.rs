@@ -84,17 +84,13 @@ fn verify_keyless_a_real_signature_is_read_and_verified_from_the_real_registry()
 
     let scratch = tempfile::tempdir().unwrap();
     let cache = Cache::open(scratch.path()).unwrap();
-    let workflow = r"https://github\.com/salrashid123/go-bazel-github-workflow/\.github/workflows/release\.yaml@refs/tags/v.*";
-    let refused = rt
-        .block_on(signature::verify(
-            &client,
-            &cache,
-            &repo,
-            "v0.0.30",
-            DIGEST,
-            &policy("https://github\\.com/other/.*"),
+    let verify = |digest: &str, policy: &Policy| {
+        rt.block_on(signature::verify(
+            &client, &cache, &repo, "v0.0.30", digest, policy,
         ))
-        .unwrap_err();
+    };
+    let workflow = r"https://github\.com/salrashid123/go-bazel-github-workflow/\.github/workflows/release\.yaml@refs/tags/v.*";
+    let refused = verify(DIGEST, &policy("https://github\\.com/other/.*")).unwrap_err();
     assert_eq!(
         refused.refusal().map(|r| r.reason()),
         Some("IdentityMismatch"),
@@ -107,32 +103,14 @@ fn verify_keyless_a_real_signature_is_read_and_verified_from_the_real_registry()
         "{refused}"
     );
     let other_digest = format!("sha256:{}", "1".repeat(64));
-    let refused = rt
-        .block_on(signature::verify(
-            &client,
-            &cache,
-            &repo,
-            "v0.0.30",
-            &other_digest,
-            &policy(workflow),
-        ))
-        .unwrap_err();
+    let refused = verify(&other_digest, &policy(workflow)).unwrap_err();
     assert_eq!(
         refused.refusal().map(|r| r.reason()),
         Some("NoSignature"),
         "{refused}"
     );
 
-    let verified = rt
-        .block_on(signature::verify(
-            &client,
-            &cache,
-            &repo,
-            "v0.0.30",
-            DIGEST,
-            &policy(workflow),
-        ))
-        .unwrap();
+    let verified = verify(DIGEST, &policy(workflow)).unwrap();
     let who = verified.keyless.clone().unwrap();
     assert_eq!(
         (who.subject.as_str(), who.issuer.as_str()),
@@ -143,16 +121,7 @@ fn verify_keyless_a_real_signature_is_read_and_verified_from_the_real_registry()
     );
     // Recorded: verified again with the registry gone, but not under another identity.
     reg.kill();
-    let again = rt
-        .block_on(signature::verify(
-            &client,
-            &cache,
-            &repo,
-            "v0.0.30",
-            DIGEST,
-            &policy(workflow),
-        ))
-        .unwrap();
+    let again = verify(DIGEST, &policy(workflow)).unwrap();
     assert_eq!(again, verified);
     assert!(signature::cached_verification(&cache, &repo, "v0.0.30", DIGEST, &policy("x")).is_none());
 }

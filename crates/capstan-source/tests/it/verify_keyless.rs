@@ -239,7 +239,8 @@ fn verify_keyless_the_log_entry_must_be_of_this_signature() {
         })
     };
     policy::verify(&policy, DIGEST, &[resign(&|_| {})]).unwrap();
-    let table: [(&str, &dyn Fn(&mut serde_json::Value), &str); 4] = [
+    type BodyEdit<'a> = &'a dyn Fn(&mut serde_json::Value);
+    let table: [(&str, BodyEdit, &str); 4] = [
         (
             "another payload hash",
             &|b| b["spec"]["data"]["hash"]["value"] = "00".into(),

@@ -84,10 +84,12 @@ fn verify_keyless_a_real_signature_is_read_and_verified_from_the_real_registry()
 
     let scratch = tempfile::tempdir().unwrap();
     let cache = Cache::open(scratch.path()).unwrap();
+    // Boxed: the error is large, and the closure only hands it to the assertions.
     let verify = |digest: &str, policy: &Policy| {
         rt.block_on(signature::verify(
             &client, &cache, &repo, "v0.0.30", digest, policy,
         ))
+        .map_err(Box::new)
     };
     let workflow = r"https://github\.com/salrashid123/go-bazel-github-workflow/\.github/workflows/release\.yaml@refs/tags/v.*";
     let refused = verify(DIGEST, &policy("https://github\\.com/other/.*")).unwrap_err();

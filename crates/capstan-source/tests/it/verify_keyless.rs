@@ -11,6 +11,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use capstan_source::verify::cosign::{self, Signature};
 use capstan_source::verify::{Identity, Policy, SigningKey, TrustedRoot, policy};
+use capstan_testenv::keyless::{self as made_here, canonical};
 use sha2::{Digest, Sha256};
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -269,15 +270,6 @@ fn verify_keyless_the_log_entry_must_be_of_this_signature() {
     }
 }
 
-/// The bytes a Rekor log signs for a bundle payload (sorted keys, no spaces).
-fn canonical(payload: &serde_json::Value) -> Vec<u8> {
-    format!(
-        r#"{{"body":{},"integratedTime":{},"logID":{},"logIndex":{}}}"#,
-        payload["body"], payload["integratedTime"], payload["logID"], payload["logIndex"]
-    )
-    .into_bytes()
-}
-
 trait Pipe: Sized {
     fn pipe<T>(self, f: impl FnOnce(Self) -> T) -> T {
         f(self)
@@ -285,94 +277,20 @@ trait Pipe: Sized {
 }
 impl<T> Pipe for T {}
 
-/// A Fulcio-like authority and a log of the test's own: a leaf valid from `not_before` for
-/// ten minutes, its signature logged at `logged`.
-mod made_here {
-    use super::*;
-    use rcgen::{
-        BasicConstraints, CertificateParams, CertifiedIssuer, CustomExtension, DistinguishedName, DnType,
-        ExtendedKeyUsagePurpose, IsCa, KeyPair, PKCS_ECDSA_P256_SHA256, PKCS_ECDSA_P384_SHA384, SanType,
-    };
-    use time::{Duration, OffsetDateTime};
-
-    pub const T0: i64 = 1_700_000_000;
-
-    fn name(cn: &str) -> DistinguishedName {
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::OrganizationName, "capstan-test");
-        dn.push(DnType::CommonName, cn);
-        dn
-    }
-
-    /// `(trusted root JSON, signature)` for the release `digest`.
-    pub fn signed(digest: &str, logged: i64, code_signing: bool) -> (Vec<u8>, Signature) {
-        let at = |t: i64| OffsetDateTime::from_unix_timestamp(t).unwrap();
-        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca.distinguished_name = name("test-fulcio");
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.not_before = at(T0 - 86_400);
-        ca.not_after = at(T0 + 86_400 * 365);
-        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate_for(&PKCS_ECDSA_P384_SHA384).unwrap())
-            .unwrap();
-
-        let leaf_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).unwrap();
-        let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
-        leaf.distinguished_name = DistinguishedName::new();
-        leaf.subject_alt_names = vec![SanType::Rfc822Name("dev@example.org".try_into().unwrap())];
-        if code_signing {
-            leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::CodeSigning];
-        }
-        let issuer = b"https://issuer.example.org";
-        let utf8 = [&[0x0c, issuer.len() as u8][..], issuer].concat();
-        leaf.custom_extensions = vec![CustomExtension::from_oid_content(
-            &[1, 3, 6, 1, 4, 1, 57264, 1, 8],
-            utf8,
-        )];
-        leaf.not_before = at(T0);
-        leaf.not_after = at(T0) + Duration::minutes(10);
-        let leaf = leaf.signed_by(&leaf_key, &ca).unwrap();
-
-        let signer = SigningKey::from_pem(
-            pem::encode(&pem::Pem::new("PRIVATE KEY", leaf_key.serialize_der())).as_bytes(),
-            None,
-            "leaf",
-        )
-        .unwrap();
-        let payload = cosign::payload("registry.example/stacks", digest);
-        let der = signer.sign(&payload).unwrap();
-        let log = SigningKey::generate().unwrap();
-        let log_spki = pem::parse(log.public_key().to_pem()).unwrap().contents().to_vec();
-        let log_id = hex(&Sha256::digest(&log_spki));
-        let body = serde_json::json!({
-            "apiVersion": "0.0.1", "kind": "hashedrekord",
-            "spec": {
-                "data": {"hash": {"algorithm": "sha256", "value": hex(&Sha256::digest(&payload))}},
-                "signature": {"content": STANDARD.encode(&der), "publicKey": {"content": STANDARD.encode(leaf.pem())}},
-            },
-        });
-        let mut entry = serde_json::json!({
-            "body": STANDARD.encode(body.to_string()), "integratedTime": logged, "logIndex": 7, "logID": log_id,
-        });
-        let set = log.sign(&canonical(&entry)).unwrap();
-        let bundle =
-            serde_json::json!({"SignedEntryTimestamp": STANDARD.encode(set), "Payload": entry.take()});
-        let root = serde_json::json!({
-            "tlogs": [{"baseUrl": "https://log.test", "publicKey": {"rawBytes": STANDARD.encode(&log_spki)}, "logId": {"keyId": STANDARD.encode(Sha256::digest(&log_spki))}}],
-            "certificateAuthorities": [{"certChain": {"certificates": [{"rawBytes": STANDARD.encode(ca.der())}]}, "validFor": {"start": "2023-01-01T00:00:00Z"}}],
-        });
-        let sig = Signature {
-            payload,
-            signature: cosign::encode_signature(&der),
-            certificate: Some(leaf.pem()),
-            bundle: Some(bundle.to_string()),
-        };
-        (root.to_string().into_bytes(), sig)
-    }
-}
-
 #[test]
 fn verify_keyless_a_certificate_expired_when_logged_is_refused() {
+    const T0: i64 = 1_700_000_000;
     let digest = "sha256:2222222222222222222222222222222222222222222222222222222222222222";
+    let made = |logged: i64, code_signing: bool| {
+        let m = made_here::signed("registry.example/stacks", digest, T0, logged, code_signing);
+        let sig = Signature {
+            payload: m.payload,
+            signature: m.signature,
+            certificate: Some(m.certificate),
+            bundle: Some(m.bundle),
+        };
+        (m.trusted_root, sig)
+    };
     let policy_of = |root: &[u8]| {
         keyless(
             r"https://issuer\.example\.org",
@@ -380,33 +298,28 @@ fn verify_keyless_a_certificate_expired_when_logged_is_refused() {
             TrustedRoot::from_json(root, "made-here").unwrap(),
         )
     };
-    let (root, inside) = made_here::signed(digest, made_here::T0 + 300, true);
+    let (root, inside) = made(T0 + 300, true);
     let v = policy::verify(&policy_of(&root), digest, &[inside]).unwrap();
     assert_eq!(v.signer, "dev@example.org (issuer https://issuer.example.org)");
 
     let table = [
         (
-            made_here::T0 + 601,
+            T0 + 601,
             true,
             "ExpiredCertificate",
             "the signature was logged at",
         ),
-        (made_here::T0 - 1, true, "ExpiredCertificate", ""),
-        (
-            made_here::T0 + 300,
-            false,
-            "UntrustedCertificate",
-            "not for code signing",
-        ),
+        (T0 - 1, true, "ExpiredCertificate", ""),
+        (T0 + 300, false, "UntrustedCertificate", "not for code signing"),
     ];
     for (logged, code_signing, reason, message) in table {
-        let (root, sig) = made_here::signed(digest, logged, code_signing);
+        let (root, sig) = made(logged, code_signing);
         let refusal = policy::verify(&policy_of(&root), digest, &[sig]).unwrap_err();
         assert_eq!(refusal.reason(), reason, "{logged}: {refusal}");
         assert!(refusal.to_string().contains(message), "{refusal}");
     }
     // The authority valid from 2023 does not vouch for a signature logged in 2022.
-    let (root, sig) = made_here::signed(digest, made_here::T0 + 300, true);
+    let (root, sig) = made(T0 + 300, true);
     let mut root: serde_json::Value = serde_json::from_slice(&root).unwrap();
     root["certificateAuthorities"][0]["validFor"]["start"] = "2024-01-01T00:00:00Z".into();
     let refusal = policy::verify(&policy_of(root.to_string().as_bytes()), digest, &[sig]).unwrap_err();

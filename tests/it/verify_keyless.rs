@@ -51,35 +51,14 @@ fn verify_keyless_a_real_signature_is_read_and_verified_from_the_real_registry()
     // The real layer (its descriptor and annotations as cosign wrote them) in a manifest of
     // our own: the registry needs its config blob, which the source does not show.
     let real: serde_json::Value = serde_json::from_slice(&fixture("signature-manifest.json")).unwrap();
-    let layer = real["layers"][0].clone();
-    let config = Bytes::from_static(b"{\"rootfs\":{\"type\":\"layers\"}}");
-    let manifest = serde_json::json!({
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {
-            "mediaType": "application/vnd.oci.image.config.v1+json",
-            "size": config.len(),
-            "digest": "sha256:771d8c9be16b0dab3efba69c21e6e7bfdd23e2a044e2dfae68acaefe3b8bd0e6",
-        },
-        "layers": [layer],
-    });
-    let tag = format!("sha256-{}.sig", DIGEST.trim_start_matches("sha256:"));
-    rt.block_on(async {
-        client
-            .push_blob(&repo.repository, Bytes::from(fixture("payload.json")))
-            .await
-            .unwrap();
-        client.push_blob(&repo.repository, config).await.unwrap();
-        client
-            .put_manifest(
-                &repo.repository,
-                &tag,
-                "application/vnd.oci.image.manifest.v1+json",
-                Bytes::from(manifest.to_string()),
-            )
-            .await
-            .unwrap();
-    });
+    push_signature(
+        &rt,
+        &client,
+        &repo,
+        DIGEST,
+        fixture("payload.json"),
+        real["layers"][0].clone(),
+    );
     assert!(rt.block_on(signature::is_signed(&client, &repo, DIGEST)).unwrap());
 
     let scratch = tempfile::tempdir().unwrap();
@@ -126,6 +105,133 @@ fn verify_keyless_a_real_signature_is_read_and_verified_from_the_real_registry()
     let again = verify(DIGEST, &policy(workflow)).unwrap();
     assert_eq!(again, verified);
     assert!(signature::cached_verification(&cache, &repo, "v0.0.30", DIGEST, &policy("x")).is_none());
+}
+
+/// A signature manifest at `digest`'s `sha256-<hex>.sig` tag holding one `layer` (a
+/// descriptor as JSON) whose blob is `payload`.
+fn push_signature(
+    rt: &tokio::runtime::Runtime,
+    client: &Client,
+    repo: &OciRepo,
+    digest: &str,
+    payload: Vec<u8>,
+    layer: serde_json::Value,
+) {
+    let config = Bytes::from_static(b"{\"rootfs\":{\"type\":\"layers\"}}");
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {
+            "mediaType": "application/vnd.oci.image.config.v1+json",
+            "size": config.len(),
+            "digest": "sha256:771d8c9be16b0dab3efba69c21e6e7bfdd23e2a044e2dfae68acaefe3b8bd0e6",
+        },
+        "layers": [layer],
+    });
+    let tag = format!("sha256-{}.sig", digest.trim_start_matches("sha256:"));
+    rt.block_on(async {
+        client
+            .push_blob(&repo.repository, Bytes::from(payload))
+            .await
+            .unwrap();
+        client.push_blob(&repo.repository, config).await.unwrap();
+        client
+            .put_manifest(
+                &repo.repository,
+                &tag,
+                "application/vnd.oci.image.manifest.v1+json",
+                Bytes::from(manifest.to_string()),
+            )
+            .await
+            .unwrap();
+    });
+}
+
+#[test]
+fn verify_keyless_pull_and_render_accept_a_keyless_signed_release_and_refuse_others() {
+    let test = "verify_keyless_pull_and_render_accept_a_keyless_signed_release_and_refuse_others";
+    let Some(env) = super::verify_cosign::Env::start(test) else {
+        return;
+    };
+    let tag = "docker-ferrol-1-27-v1";
+    env.publish(tag);
+    let repo = OciRepo::parse(&env.url()).unwrap();
+    let client = Client::new(&env.reg.host(), Config::default()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let head = rt.block_on(client.head_manifest(&repo.repository, tag)).unwrap();
+    let digest = head.and_then(|h| h.digest).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let made = capstan_testenv::keyless::signed(&env.target(), &digest, now - 120, now - 60, true);
+    let mut layer = capstan_source::verify::cosign::payload_layer(&made.payload, &made.signature);
+    if let Some(a) = layer.annotations.as_mut() {
+        a.0.push((
+            capstan_source::verify::cosign::CERTIFICATE_ANNOTATION.into(),
+            made.certificate.clone(),
+        ));
+        a.0.push((
+            capstan_source::verify::cosign::BUNDLE_ANNOTATION.into(),
+            made.bundle.clone(),
+        ));
+    }
+    push_signature(
+        &rt,
+        &client,
+        &repo,
+        &digest,
+        made.payload.clone(),
+        serde_json::to_value(&layer).unwrap(),
+    );
+    let root = env.work.path().join("trusted_root.json");
+    std::fs::write(&root, &made.trusted_root).unwrap();
+    let root = root.to_string_lossy().into_owned();
+    let identity = r"https://issuer\.example\.org=dev@example\.org";
+    let keyless = ["--verify-identity", identity, "--trusted-root", root.as_str()];
+
+    let url = env.url();
+    let mut pull = vec!["releases", "pull", url.as_str(), tag];
+    pull.extend(keyless);
+    let pulled = super::oci_source::ok(env.capstan(&pull), "pull --verify-identity");
+    assert!(
+        pulled.contains(&format!(
+            "verified {digest}, signed by dev@example.org (issuer https://issuer.example.org)"
+        )),
+        "{pulled}"
+    );
+    let release = format!("{}@{tag}", env.url());
+    let cluster = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/cluster.yaml");
+    let mut render = vec!["render", release.as_str(), "--cluster", cluster];
+    render.extend(keyless);
+    let rendered = super::oci_source::ok(env.capstan(&render), "render --verify-identity");
+    assert!(rendered.contains("kind: ClusterClass"), "{rendered}");
+
+    // Another identity, or the public-good root (which never issued this certificate).
+    let mut other = vec![
+        "releases",
+        "pull",
+        url.as_str(),
+        tag,
+        "--verify-identity",
+        r"https://issuer\.example\.org=ops@example\.org",
+        "--trusted-root",
+        root.as_str(),
+    ];
+    let err = super::verify_cosign::refused(env.capstan(&other), "pull, another identity");
+    assert!(
+        err.contains(&format!(
+            "{tag}: not verified: identity mismatch: signed by dev@example.org"
+        )),
+        "{err}"
+    );
+    other.truncate(6);
+    other[5] = identity;
+    let err = super::verify_cosign::refused(env.capstan(&other), "pull, public-good root");
+    assert!(err.contains("not verified: bad transparency log entry"), "{err}");
 }
 
 #[test]

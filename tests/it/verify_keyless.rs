@@ -51,14 +51,14 @@ fn verify_keyless_a_real_signature_is_read_and_verified_from_the_real_registry()
     // The real layer (its descriptor and annotations as cosign wrote them) in a manifest of
     // our own: the registry needs its config blob, which the source does not show.
     let real: serde_json::Value = serde_json::from_slice(&fixture("signature-manifest.json")).unwrap();
-    push_signature(
-        &rt,
+    let layer = real["layers"][0].clone();
+    rt.block_on(push_signature(
         &client,
         &repo,
         DIGEST,
         fixture("payload.json"),
-        real["layers"][0].clone(),
-    );
+        layer,
+    ));
     assert!(rt.block_on(signature::is_signed(&client, &repo, DIGEST)).unwrap());
 
     let scratch = tempfile::tempdir().unwrap();
@@ -109,8 +109,7 @@ fn verify_keyless_a_real_signature_is_read_and_verified_from_the_real_registry()
 
 /// A signature manifest at `digest`'s `sha256-<hex>.sig` tag holding one `layer` (a
 /// descriptor as JSON) whose blob is `payload`.
-fn push_signature(
-    rt: &tokio::runtime::Runtime,
+pub(super) async fn push_signature(
     client: &Client,
     repo: &OciRepo,
     digest: &str,
@@ -129,22 +128,46 @@ fn push_signature(
         "layers": [layer],
     });
     let tag = format!("sha256-{}.sig", digest.trim_start_matches("sha256:"));
-    rt.block_on(async {
-        client
-            .push_blob(&repo.repository, Bytes::from(payload))
-            .await
-            .unwrap();
-        client.push_blob(&repo.repository, config).await.unwrap();
-        client
-            .put_manifest(
-                &repo.repository,
-                &tag,
-                "application/vnd.oci.image.manifest.v1+json",
-                Bytes::from(manifest.to_string()),
-            )
-            .await
-            .unwrap();
-    });
+    client
+        .push_blob(&repo.repository, Bytes::from(payload))
+        .await
+        .unwrap();
+    client.push_blob(&repo.repository, config).await.unwrap();
+    client
+        .put_manifest(
+            &repo.repository,
+            &tag,
+            "application/vnd.oci.image.manifest.v1+json",
+            Bytes::from(manifest.to_string()),
+        )
+        .await
+        .unwrap();
+}
+
+/// A keyless signature made by `capstan_testenv::keyless` pushed for `digest`, in cosign's
+/// layer: the payload blob with the signature, certificate and bundle annotations.
+pub(super) async fn push_keyless(
+    client: &Client,
+    repo: &OciRepo,
+    digest: &str,
+    made: &capstan_testenv::keyless::Made,
+) {
+    use capstan_source::verify::cosign;
+    let mut layer = cosign::payload_layer(&made.payload, &made.signature);
+    if let Some(a) = layer.annotations.as_mut() {
+        a.0.push((cosign::CERTIFICATE_ANNOTATION.into(), made.certificate.clone()));
+        a.0.push((cosign::BUNDLE_ANNOTATION.into(), made.bundle.clone()));
+    }
+    let layer = serde_json::to_value(&layer).unwrap();
+    push_signature(client, repo, digest, made.payload.clone(), layer).await;
+}
+
+/// Unix seconds now.
+pub(super) fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }
 
 #[test]
@@ -163,30 +186,9 @@ fn verify_keyless_pull_and_render_accept_a_keyless_signed_release_and_refuse_oth
         .unwrap();
     let head = rt.block_on(client.head_manifest(&repo.repository, tag)).unwrap();
     let digest = head.and_then(|h| h.digest).unwrap();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
+    let now = now();
     let made = capstan_testenv::keyless::signed(&env.target(), &digest, now - 120, now - 60, true);
-    let mut layer = capstan_source::verify::cosign::payload_layer(&made.payload, &made.signature);
-    if let Some(a) = layer.annotations.as_mut() {
-        a.0.push((
-            capstan_source::verify::cosign::CERTIFICATE_ANNOTATION.into(),
-            made.certificate.clone(),
-        ));
-        a.0.push((
-            capstan_source::verify::cosign::BUNDLE_ANNOTATION.into(),
-            made.bundle.clone(),
-        ));
-    }
-    push_signature(
-        &rt,
-        &client,
-        &repo,
-        &digest,
-        made.payload.clone(),
-        serde_json::to_value(&layer).unwrap(),
-    );
+    rt.block_on(push_keyless(&client, &repo, &digest, &made));
     let root = env.work.path().join("trusted_root.json");
     std::fs::write(&root, &made.trusted_root).unwrap();
     let root = root.to_string_lossy().into_owned();

@@ -140,6 +140,14 @@ pub struct Args {
     /// suffices). A release that fails is neither rendered nor applied.
     #[arg(long = "verify-key", value_name = "FILE")]
     verify_keys: Vec<std::path::PathBuf>,
+    /// A keyless signer (`ISSUER=SUBJECT`, regexes) releases of every ClusterStack without
+    /// spec.verify may be signed by; repeat for several (any one suffices).
+    #[arg(long = "verify-identity", value_name = "ISSUER=SUBJECT", value_parser = super::source_args::parse_identity)]
+    verify_identities: Vec<capstan_source::verify::Identity>,
+    /// Sigstore trusted root (`trusted_root.json`) for --verify-identity [default: Sigstore's
+    /// public-good instance, shipped with capstan].
+    #[arg(long, value_name = "FILE")]
+    trusted_root: Option<std::path::PathBuf>,
 
     /// Where the charts' missing dependencies come from (mirrors, credentials, --offline).
     #[command(flatten)]
@@ -267,7 +275,11 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             oci_insecure: args.insecure_registry,
             chart_repositories: args.repositories.settings(false, NetworkTimeouts::default())?,
             controllers: args.controllers.clone(),
-            verify: super::source_args::read_policy(&args.verify_keys)?,
+            verify: super::source_args::read_policy(
+                &args.verify_keys,
+                &args.verify_identities,
+                args.trusted_root.as_deref(),
+            )?,
         };
         let metrics = Arc::new(Metrics::new());
         let shutdown = shutdown_on(async {

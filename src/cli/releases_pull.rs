@@ -50,6 +50,8 @@ pub fn run(args: &PullArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     if args.source.starts_with("oci://") {
         let repo = OciRepo::parse(&args.source)?;
+        // A policy that cannot be read is refused before anything is fetched.
+        args.sources.policy()?;
         // A tag named on purpose is checked against the registry: one HEAD when unchanged.
         let summary = pull_oci_with_bar(&args.sources, &cache, &repo, tag, true)?;
         print_summary(&format!("{repo}:{tag}"), &summary, started, &cache);

@@ -510,6 +510,8 @@ fn print_diffs(inputs: &DiffInputs) -> anyhow::Result<()> {
         timeout: None,
         insecure_registry: false,
         verify_keys: Vec::new(),
+        verify_identities: Vec::new(),
+        trusted_root: None,
     };
     let reference = |class: &str| -> anyhow::Result<String> {
         let tag = ReleaseTag::parse_cluster_class(class).with_context(|| format!("class {class}"))?;

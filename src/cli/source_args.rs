@@ -10,7 +10,7 @@ use capstan_source::cache::Cache;
 use capstan_source::github::{Client, Config, Token};
 use capstan_source::net::NetworkTimeouts;
 use capstan_source::oci::{self, OciRepo};
-use capstan_source::verify::{Policy, PublicKey, Verified};
+use capstan_source::verify::{Identity, Policy, PublicKey, TrustedRoot, Verified};
 
 /// Flags shared by `capstan releases list/pull`, `capstan render` and `capstan releases diff`.
 #[derive(Debug, Clone, clap::Args)]
@@ -44,6 +44,27 @@ pub struct SourceArgs {
     /// used, and the error names the reason. Releases from other sources are refused with it.
     #[arg(long = "verify-key", value_name = "FILE")]
     pub verify_keys: Vec<PathBuf>,
+    /// A keyless (Fulcio) signer a release from an OCI registry may be signed by:
+    /// `ISSUER=SUBJECT`, regexes of the OIDC issuer and of the certificate's identity (e-mail or
+    /// URI), each matching the whole text; repeat for several (any one suffices). Verified
+    /// offline: the certificate against --trusted-root, the time against its Rekor bundle.
+    #[arg(long = "verify-identity", value_name = "ISSUER=SUBJECT", value_parser = parse_identity)]
+    pub verify_identities: Vec<Identity>,
+    /// Sigstore trusted root (`trusted_root.json`: Fulcio CAs and Rekor keys) for
+    /// --verify-identity [default: Sigstore's public-good instance, shipped with capstan].
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
+}
+
+/// `ISSUER=SUBJECT` of --verify-identity (split at the first `=`).
+pub fn parse_identity(text: &str) -> Result<Identity, String> {
+    let (issuer, subject) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?}: give ISSUER=SUBJECT (two regexes)"))?;
+    if issuer.trim().is_empty() || subject.trim().is_empty() {
+        return Err(format!("{text:?}: both ISSUER and SUBJECT must be given"));
+    }
+    Identity::new(issuer.trim(), subject.trim()).map_err(|e| format!("{text:?}: {e}"))
 }
 
 /// A positive number of seconds (`1`, `2.5`).
@@ -125,16 +146,21 @@ impl SourceArgs {
 }
 
 impl SourceArgs {
-    /// The signature policy of `--verify-key` (empty without it).
+    /// The signature policy of `--verify-key`, `--verify-identity` and `--trusted-root`
+    /// (empty without them).
     pub fn policy(&self) -> anyhow::Result<Policy> {
-        read_policy(&self.verify_keys)
+        read_policy(
+            &self.verify_keys,
+            &self.verify_identities,
+            self.trusted_root.as_deref(),
+        )
     }
 
     /// Refuses `--verify-key` for `what`, a release that carries no cosign signature.
     pub fn refuse_policy_for(&self, what: &str) -> anyhow::Result<()> {
-        if !self.verify_keys.is_empty() {
+        if !self.verify_keys.is_empty() || !self.verify_identities.is_empty() {
             anyhow::bail!(
-                "{what}: --verify-key verifies cosign signatures of releases in an OCI registry; this release has none to check (give oci://HOST/REPO@TAG)"
+                "{what}: --verify-key and --verify-identity verify cosign signatures of releases in an OCI registry; this release has none to check (give oci://HOST/REPO@TAG)"
             );
         }
         Ok(())
@@ -162,14 +188,40 @@ impl SourceArgs {
     }
 }
 
-/// The signature policy of the `--verify-key` files `paths` (empty without any).
-pub fn read_policy(paths: &[PathBuf]) -> anyhow::Result<Policy> {
+/// The signature policy of the `--verify-key` files `paths` and the keyless `identities`
+/// trusted through `trusted_root` (Sigstore's public-good root without one); empty without
+/// keys and identities.
+pub fn read_policy(
+    paths: &[PathBuf],
+    identities: &[Identity],
+    trusted_root: Option<&std::path::Path>,
+) -> anyhow::Result<Policy> {
     let mut keys = Vec::with_capacity(paths.len());
     for path in paths {
         let text = std::fs::read(path).with_context(|| format!("reading --verify-key {}", path.display()))?;
         keys.push(PublicKey::from_pem(&text, &path.display().to_string())?);
     }
-    Ok(Policy::keyed(keys))
+    let mut policy = Policy::keyed(keys);
+    if identities.is_empty() {
+        if let Some(path) = trusted_root {
+            anyhow::bail!(
+                "--trusted-root {}: it is the trust of keyless signatures; give --verify-identity ISSUER=SUBJECT with it",
+                path.display()
+            );
+        }
+        return Ok(policy);
+    }
+    let root = match trusted_root {
+        Some(path) => {
+            let text =
+                std::fs::read(path).with_context(|| format!("reading --trusted-root {}", path.display()))?;
+            TrustedRoot::from_json(&text, &path.display().to_string())?
+        }
+        None => TrustedRoot::public_good()?,
+    };
+    policy.identities = identities.to_vec();
+    policy.trusted_root = Some(root);
+    Ok(policy)
 }
 
 /// A runtime for one command's network work.

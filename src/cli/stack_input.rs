@@ -94,6 +94,8 @@ pub fn open(arg: &str, sources: &SourceArgs) -> anyhow::Result<Opened> {
     }
     if arg.starts_with("oci://") {
         let (repo, tag) = OciRepo::parse_with_tag(arg)?;
+        // A policy that cannot be read is refused before anything is fetched.
+        sources.policy()?;
         let cache = sources.open_cache()?;
         let summary = super::releases_pull::pull_oci_with_bar(sources, &cache, &repo, &tag, false)?;
         // Never opened unless it passes the policy: the error names the reason.

@@ -55,3 +55,4 @@ mod rollout_sim;
 mod stack_cli;
 mod verify_cosign;
 mod webhook_rollout;
+mod verify_keyless;

@@ -50,15 +50,15 @@ fn oracle_python(test: &str) -> Option<PathBuf> {
     }
 }
 
-struct Env {
-    reg: Registry,
+pub(super) struct Env {
+    pub(super) reg: Registry,
     shared: PathBuf,
     python: PathBuf,
-    work: tempfile::TempDir,
+    pub(super) work: tempfile::TempDir,
 }
 
 impl Env {
-    fn start(test: &str) -> Option<Env> {
+    pub(super) fn start(test: &str) -> Option<Env> {
         let bin = capstan_testenv::registry::binary_or_skip(test)?;
         let shared = shared(test)?;
         let python = oracle_python(test)?;
@@ -70,11 +70,11 @@ impl Env {
         })
     }
 
-    fn target(&self) -> String {
+    pub(super) fn target(&self) -> String {
         format!("{}/{REPO}", self.reg.host())
     }
 
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         format!("oci://{}", self.target())
     }
 
@@ -83,7 +83,7 @@ impl Env {
     }
 
     /// `oci_release.py push` (csctl's layout, independent of capstan).
-    fn publish(&self, tag: &str) {
+    pub(super) fn publish(&self, tag: &str) {
         let dir = self.shared.join("cluster-stack-releases").join(tag);
         let out = Command::new("python3")
             .arg(self.shared.join("tools/oci_release.py"))
@@ -120,7 +120,7 @@ impl Env {
         dir
     }
 
-    fn capstan(&self, args: &[&str]) -> Output {
+    pub(super) fn capstan(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_capstan"))
             .args(args)
             .args(["--cache", &self.cache()])
@@ -160,7 +160,7 @@ fn pem(dir: &Path, name: &str) -> String {
     dir.join(name).to_string_lossy().into_owned()
 }
 
-fn refused(out: Output, what: &str) -> String {
+pub(super) fn refused(out: Output, what: &str) -> String {
     assert!(
         !out.status.success(),
         "{what} passed: {}",
@@ -354,7 +354,9 @@ fn verify_cosign_every_refusal_names_its_reason() {
         "render DIR --verify-key",
     );
     assert!(
-        err.contains("--verify-key verifies cosign signatures of releases in an OCI registry"),
+        err.contains(
+            "--verify-key and --verify-identity verify cosign signatures of releases in an OCI registry"
+        ),
         "{err}"
     );
 }

@@ -25,6 +25,7 @@ mod binaries;
 mod cluster;
 mod crds;
 pub mod fake_github;
+pub mod keyless;
 mod pki;
 mod process;
 pub mod proxy;

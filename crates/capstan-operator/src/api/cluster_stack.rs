@@ -106,17 +106,38 @@ pub struct ClusterStackSpec {
     pub verify: Option<VerifySpec>,
 }
 
-/// A signature policy: releases must carry a cosign signature by one of the Secret's keys.
+/// A signature policy: releases must carry a cosign signature by one of the Secret's keys, or
+/// a keyless one by one of the OIDC identities.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VerifySpec {
-    /// The signature format; only `cosign` (keyed) is supported. Checked by the webhook.
+    /// The signature format; only `cosign` (keyed and keyless) is supported. Checked by the
+    /// webhook.
     pub provider: String,
     /// Secret in the ClusterStack's namespace whose `*.pub` entries are the trusted public
-    /// keys (PEM, as `cosign generate-key-pair` writes `cosign.pub`). Required (the webhook
-    /// refuses a policy without it); optional in the schema so the refusal says why.
+    /// keys (PEM, as `cosign generate-key-pair` writes `cosign.pub`). Required without
+    /// `matchOIDCIdentity` (the webhook refuses a policy with neither); optional in the schema
+    /// so the refusal says why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<SecretReference>,
+    /// Keyless (Fulcio) signers accepted: each an OIDC issuer and a subject (the
+    /// certificate's e-mail or URI), regexes matching the whole text; any one suffices.
+    #[serde(default, rename = "matchOIDCIdentity", skip_serializing_if = "Vec::is_empty")]
+    pub match_oidc_identity: Vec<OidcIdentityMatch>,
+    /// Secret in the ClusterStack's namespace whose `trusted_root.json` entry is the Sigstore
+    /// trusted root for `matchOIDCIdentity` (default: Sigstore's public-good instance, shipped
+    /// with capstan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_root_secret_ref: Option<SecretReference>,
+}
+
+/// A keyless signer of `spec.verify.matchOIDCIdentity`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OidcIdentityMatch {
+    /// Regex of the OIDC issuer (e.g. `https://token\.actions\.githubusercontent\.com`).
+    pub issuer: String,
+    /// Regex of the subject: the certificate's e-mail or URI.
+    pub subject: String,
 }
 
 fn default_true() -> bool {

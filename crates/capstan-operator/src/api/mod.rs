@@ -27,7 +27,7 @@ pub use cluster_addon::{
 };
 pub use cluster_stack::{
     Channel, ClusterStack, ClusterStackSpec, ClusterStackStatus, GitHubSource, GitSource, LocalSource,
-    OciSource, ReleaseSummary, SecretReference, StackSource, VerifySpec,
+    OciSource, OidcIdentityMatch, ReleaseSummary, SecretReference, StackSource, VerifySpec,
 };
 pub use cluster_stack_release::{ClusterStackRelease, ClusterStackReleaseSpec, ClusterStackReleaseStatus};
 pub use conditions::{Condition, ConditionStatus};

@@ -168,6 +168,12 @@ pub enum SourceConfigError {
     NoVerifyKeys { namespace: String, name: String },
     #[error(transparent)]
     VerifyKey(#[from] capstan_source::verify::KeyError),
+    #[error("spec.verify.matchOIDCIdentity[{index}]: {message}")]
+    VerifyIdentity { index: usize, message: String },
+    #[error("Secret {namespace}/{name} has no data.trusted_root.json (spec.verify.trustedRootSecretRef)")]
+    NoTrustedRoot { namespace: String, name: String },
+    #[error(transparent)]
+    TrustedRoot(#[from] capstan_source::verify::TrustedRootError),
 }
 
 impl From<SourceError> for Cause {
@@ -186,6 +192,7 @@ impl SourceConfigError {
                 | SourceConfigError::OciRepository(_)
                 | SourceConfigError::VerifyProvider { .. }
                 | SourceConfigError::NoVerifySecret
+                | SourceConfigError::VerifyIdentity { .. }
         )
     }
 }

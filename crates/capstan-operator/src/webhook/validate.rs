@@ -95,19 +95,38 @@ fn check_verify(stack: &ClusterStack, reasons: &mut Vec<String>) {
     };
     if verify.provider != "cosign" {
         reasons.push(format!(
-            "spec.verify.provider: {:?} is not supported (only \"cosign\": keyed cosign signatures)",
+            "spec.verify.provider: {:?} is not supported (only \"cosign\": keyed and keyless cosign signatures)",
             verify.provider
         ));
     }
-    if verify
-        .secret_ref
-        .as_ref()
-        .is_none_or(|r| r.name.trim().is_empty())
+    if verify.match_oidc_identity.is_empty()
+        && verify
+            .secret_ref
+            .as_ref()
+            .is_none_or(|r| r.name.trim().is_empty())
     {
         reasons.push(
-            "spec.verify.secretRef.name: required: the Secret in the stack's namespace whose *.pub entries are the trusted public keys"
+            "spec.verify.secretRef.name: required without matchOIDCIdentity: the Secret in the stack's namespace whose *.pub entries are the trusted public keys"
                 .to_string(),
         );
+    }
+    for (i, m) in verify.match_oidc_identity.iter().enumerate() {
+        for (field, re) in [("issuer", &m.issuer), ("subject", &m.subject)] {
+            if re.trim().is_empty() {
+                reasons.push(format!("spec.verify.matchOIDCIdentity[{i}].{field}: required"));
+            } else if let Err(e) = capstan_source::verify::Identity::new(re, re) {
+                reasons.push(format!(
+                    "spec.verify.matchOIDCIdentity[{i}].{field}: not a regex: {e}"
+                ));
+            }
+        }
+    }
+    if verify
+        .trusted_root_secret_ref
+        .as_ref()
+        .is_some_and(|r| r.name.trim().is_empty())
+    {
+        reasons.push("spec.verify.trustedRootSecretRef.name: empty".to_string());
     }
 }
 
@@ -560,6 +579,7 @@ mod tests {
             s.spec.verify = Some(VerifySpec {
                 provider: provider.into(),
                 secret_ref: secret.map(|name| SecretReference { name: name.into() }),
+                ..VerifySpec::default()
             });
             s
         };
@@ -585,6 +605,46 @@ mod tests {
             ] {
                 assert!(why.starts_with(want), "{provider:?} {secret:?}: {why}");
             }
+        }
+    }
+
+    #[test]
+    fn a_keyless_policy_needs_identities_that_are_regexes() {
+        use crate::api::{OidcIdentityMatch, SecretReference, VerifySpec};
+        let with = |issuer: &str, subject: &str, root: Option<&str>| {
+            let mut s = stack(&[]);
+            s.spec.verify = Some(VerifySpec {
+                provider: "cosign".into(),
+                match_oidc_identity: vec![OidcIdentityMatch {
+                    issuer: issuer.into(),
+                    subject: subject.into(),
+                }],
+                trusted_root_secret_ref: root.map(|name| SecretReference { name: name.into() }),
+                ..VerifySpec::default()
+            });
+            s
+        };
+        assert_eq!(
+            cluster_stack_create(&with("https://issuer", ".*@example.org", None), &Known),
+            Ok(())
+        );
+        let table = [
+            (
+                with("(", "x", None),
+                "spec.verify.matchOIDCIdentity[0].issuer: not a regex",
+            ),
+            (
+                with("x", "", None),
+                "spec.verify.matchOIDCIdentity[0].subject: required",
+            ),
+            (
+                with("x", "y", Some(" ")),
+                "spec.verify.trustedRootSecretRef.name: empty",
+            ),
+        ];
+        for (bad, want) in table {
+            let why = message(cluster_stack_create(&bad, &Known));
+            assert!(why.starts_with(want), "{why}");
         }
     }
 

@@ -125,7 +125,19 @@ pub async fn signatures(client: &Client, repo: &OciRepo, digest: &str) -> Result
     let mut out = Vec::with_capacity(layers.len());
     for (layer, signature) in layers {
         let payload = read_payload(client, repo, &layer).await?;
-        out.push(Signature { payload, signature });
+        let annotation = |name: &str| {
+            layer
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(name))
+                .map(str::to_string)
+        };
+        out.push(Signature {
+            certificate: annotation(cosign::CERTIFICATE_ANNOTATION),
+            bundle: annotation(cosign::BUNDLE_ANNOTATION),
+            payload,
+            signature,
+        });
     }
     Ok(out)
 }
@@ -144,7 +156,7 @@ pub fn cached_verification(
 ) -> Option<Verified> {
     let bytes = cache.read_state(&state_key(repo, tag)).ok()??;
     let recorded: Verified = serde_json::from_slice(&bytes).ok()?;
-    (recorded.digest == digest && policy.trusts(&recorded.signer)).then_some(recorded)
+    (recorded.digest == digest && policy.trusts(&recorded)).then_some(recorded)
 }
 
 /// Verifies release `tag` of `repo`, pulled at manifest `digest`, against `policy`: the

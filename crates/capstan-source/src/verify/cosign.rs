@@ -24,11 +24,21 @@ pub fn signature_tag(digest: &str) -> Option<String> {
     sha256_hex(digest).map(|hex| format!("sha256-{hex}.sig"))
 }
 
-/// One signature as stored: the payload bytes and the base64 signature text.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The annotation of a keyless signature layer holding the Fulcio certificate (PEM).
+pub const CERTIFICATE_ANNOTATION: &str = "dev.sigstore.cosign/certificate";
+/// The annotation holding the certificate's chain (PEM; informative, the trusted root decides).
+pub const CHAIN_ANNOTATION: &str = "dev.sigstore.cosign/chain";
+/// The annotation holding the Rekor bundle (JSON: the signed entry timestamp and the entry).
+pub const BUNDLE_ANNOTATION: &str = "dev.sigstore.cosign/bundle";
+
+/// One signature as stored: the payload bytes and the base64 signature text, and for a
+/// keyless signature the certificate (PEM) and the Rekor bundle (JSON) of its annotations.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Signature {
     pub payload: Vec<u8>,
     pub signature: String,
+    pub certificate: Option<String>,
+    pub bundle: Option<String>,
 }
 
 /// The simple-signing payload of `digest` pushed as `docker_reference` (`HOST/REPO`), in

@@ -3,14 +3,20 @@
 //! PKCS#8), `cosign` (the `sha256-<hex>.sig` tag, the simple-signing payload, the signature
 //! manifest), `policy` (a release's signatures against the trusted keys: `Verified` with the
 //! signer, or a `Refusal` naming the reason). Reading and writing signatures in a registry, and
-//! recording a verified release in the cache, is [`crate::oci::signature`]. `provenance`: Helm's
-//! `.prov` files of chart dependencies against an OpenPGP keyring.
+//! recording a verified release in the cache, is [`crate::oci::signature`]. Keyless signatures:
+//! `trusted_root` (Sigstore's `trusted_root.json`), `rekor` (the bundle's signed entry
+//! timestamp, offline), `keyless` (the Fulcio certificate's chain, validity and identity).
+//! `provenance`: Helm's `.prov` files of chart dependencies against an OpenPGP keyring.
 
 pub mod cosign;
+pub mod keyless;
 pub mod keys;
 pub mod policy;
 pub mod provenance;
+pub mod rekor;
 pub mod sealed;
+pub mod trusted_root;
 
 pub use keys::{KeyError, PublicKey, SigningKey};
-pub use policy::{Policy, Refusal, Verified};
+pub use policy::{Identity, Policy, Refusal, Verified};
+pub use trusted_root::{TrustedRoot, TrustedRootError};

@@ -1,37 +1,107 @@
 //! Whether a release's signatures satisfy a policy: a pure decision over the manifest digest
-//! and the signatures found, with a named reason for every refusal.
+//! and the signatures found, with a named reason for every refusal. A signature with a
+//! certificate is checked as keyless ([`super::keyless`], [`super::rekor`]) when the policy
+//! names identities; otherwise against the policy's keys.
 
 use super::cosign::{self, Signature};
+use super::keyless::{self, CertProblem};
 use super::keys::PublicKey;
+use super::rekor;
+use super::trusted_root::TrustedRoot;
 
-/// What a release must carry: a cosign signature by one of `keys`.
+/// An identity a keyless signature may have: regexes of the OIDC issuer and of the subject
+/// (the certificate's e-mail or URI), each matched against the whole text.
+#[derive(Clone, Debug)]
+pub struct Identity {
+    pub issuer: regex::Regex,
+    pub subject: regex::Regex,
+}
+
+impl PartialEq for Identity {
+    fn eq(&self, other: &Identity) -> bool {
+        (self.issuer.as_str(), self.subject.as_str()) == (other.issuer.as_str(), other.subject.as_str())
+    }
+}
+
+impl Eq for Identity {}
+
+impl Identity {
+    /// `issuer` and `subject` as regexes anchored at both ends (`.*` for a prefix match).
+    pub fn new(issuer: &str, subject: &str) -> Result<Identity, regex::Error> {
+        let anchored = |re: &str| regex::Regex::new(&format!("^(?:{re})$"));
+        Ok(Identity {
+            issuer: anchored(issuer)?,
+            subject: anchored(subject)?,
+        })
+    }
+
+    pub fn matches(&self, issuer: &str, subject: &str) -> bool {
+        self.issuer.is_match(issuer) && self.subject.is_match(subject)
+    }
+}
+
+/// What a release must carry: a cosign signature by one of `keys`, or a keyless one whose
+/// certificate chains to `trusted_root` and names one of `identities`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Policy {
     pub keys: Vec<PublicKey>,
+    pub identities: Vec<Identity>,
+    pub trusted_root: Option<TrustedRoot>,
 }
 
 impl Policy {
     pub fn keyed(keys: Vec<PublicKey>) -> Policy {
-        Policy { keys }
+        Policy {
+            keys,
+            ..Policy::default()
+        }
     }
 
-    /// No keys: nothing is verified (today's behaviour).
+    /// Keyless signatures by `identities`, trusted through `root`.
+    pub fn keyless(identities: Vec<Identity>, root: TrustedRoot) -> Policy {
+        Policy {
+            identities,
+            trusted_root: Some(root),
+            ..Policy::default()
+        }
+    }
+
+    /// No keys and no identities: nothing is verified (today's behaviour).
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.keys.is_empty() && self.identities.is_empty()
     }
 
-    /// Whether `fingerprint` is one of the policy's keys.
-    pub fn trusts(&self, fingerprint: &str) -> bool {
-        self.keys.iter().any(|k| k.fingerprint() == fingerprint)
+    /// Whether a recorded verification still holds under this policy: by one of its keys, or
+    /// by an identity it accepts under the same trusted root.
+    pub fn trusts(&self, verified: &Verified) -> bool {
+        match &verified.keyless {
+            None => self.keys.iter().any(|k| k.fingerprint() == verified.signer),
+            Some(k) => {
+                self.trusted_root.as_ref().map(|r| &r.fingerprint) == Some(&k.trusted_root)
+                    && self.identities.iter().any(|i| i.matches(&k.issuer, &k.subject))
+            }
+        }
     }
+}
+
+/// Who signed a keyless signature, and under which trusted root it was verified.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KeylessSigner {
+    pub subject: String,
+    pub issuer: String,
+    /// `sha256:<hex>` of the trusted root file.
+    pub trusted_root: String,
 }
 
 /// A release that passed: the manifest digest and who signed it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Verified {
     pub digest: String,
-    /// `sha256:<hex>` of the signer's public key (SubjectPublicKeyInfo DER).
+    /// `sha256:<hex>` of the signer's public key (SubjectPublicKeyInfo DER), or for a keyless
+    /// signature `SUBJECT (issuer ISSUER)`.
     pub signer: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyless: Option<KeylessSigner>,
 }
 
 /// Why a release is refused. The most telling reason wins when several signatures fail.
@@ -49,6 +119,18 @@ pub enum Refusal {
     MalformedPayload(String),
     #[error("digest mismatch: the signature is of {signed}, the release manifest is {release}")]
     DigestMismatch { signed: String, release: String },
+    #[error("a keyless identity is required but the signature has no certificate")]
+    NoCertificate,
+    #[error("untrusted certificate: {0}")]
+    UntrustedCertificate(String),
+    #[error("expired certificate: {0}")]
+    ExpiredCertificate(String),
+    #[error("bad transparency log entry: {0}")]
+    BadInclusionProof(String),
+    #[error(
+        "identity mismatch: signed by {subject} (OIDC issuer {issuer}), which no --verify-identity / matchOIDCIdentity accepts"
+    )]
+    IdentityMismatch { subject: String, issuer: String },
 }
 
 impl Refusal {
@@ -60,41 +142,120 @@ impl Refusal {
             Refusal::MalformedSignature => "MalformedSignature",
             Refusal::MalformedPayload(_) => "TamperedPayload",
             Refusal::DigestMismatch { .. } => "DigestMismatch",
+            Refusal::NoCertificate => "NoCertificate",
+            Refusal::UntrustedCertificate(_) => "UntrustedCertificate",
+            Refusal::ExpiredCertificate(_) => "ExpiredCertificate",
+            Refusal::BadInclusionProof(_) => "BadInclusionProof",
+            Refusal::IdentityMismatch { .. } => "IdentityMismatch",
         }
     }
 
-    /// The order among refusals of several signatures: a signature that verified but names
-    /// another digest tells more than one that did not verify.
+    /// The order among refusals of several signatures: the further a signature got through
+    /// the checks, the more its refusal tells (one that verified but names another digest
+    /// tells most).
     fn rank(&self) -> u8 {
         match self {
             Refusal::Unsigned { .. } => 0,
             Refusal::MalformedSignature => 1,
-            Refusal::WrongKey { .. } => 2,
-            Refusal::MalformedPayload(_) => 3,
-            Refusal::DigestMismatch { .. } => 4,
+            Refusal::NoCertificate => 2,
+            Refusal::WrongKey { .. } => 3,
+            Refusal::BadInclusionProof(_) => 4,
+            Refusal::UntrustedCertificate(_) => 5,
+            Refusal::ExpiredCertificate(_) => 6,
+            Refusal::IdentityMismatch { .. } => 7,
+            Refusal::MalformedPayload(_) => 8,
+            Refusal::DigestMismatch { .. } => 9,
         }
     }
 }
 
-/// The outcome of one signature: the payload is trusted only after its signature verified.
-fn check_one(policy: &Policy, digest: &str, sig: &Signature, count: usize) -> Result<Verified, Refusal> {
-    let der = cosign::decode_signature(&sig.signature).ok_or(Refusal::MalformedSignature)?;
-    let signer = policy
-        .keys
-        .iter()
-        .find(|k| k.verifies(&sig.payload, &der))
-        .ok_or(Refusal::WrongKey { count })?;
-    let signed = cosign::signed_digest(&sig.payload).map_err(Refusal::MalformedPayload)?;
+/// The payload's digest is the release's: checked only after the signature verified.
+fn check_payload(digest: &str, payload: &[u8]) -> Result<(), Refusal> {
+    let signed = cosign::signed_digest(payload).map_err(Refusal::MalformedPayload)?;
     if signed != digest {
         return Err(Refusal::DigestMismatch {
             signed,
             release: digest.to_string(),
         });
     }
+    Ok(())
+}
+
+/// The outcome of one keyed signature: the payload is trusted only after its signature verified.
+fn check_keyed(policy: &Policy, digest: &str, sig: &Signature, count: usize) -> Result<Verified, Refusal> {
+    let der = cosign::decode_signature(&sig.signature).ok_or(Refusal::MalformedSignature)?;
+    let signer = policy
+        .keys
+        .iter()
+        .find(|k| k.verifies(&sig.payload, &der))
+        .ok_or(Refusal::WrongKey { count })?;
+    check_payload(digest, &sig.payload)?;
     Ok(Verified {
         digest: digest.to_string(),
         signer: signer.fingerprint().to_string(),
+        keyless: None,
     })
+}
+
+/// The outcome of one keyless signature: signed by the certificate's key, logged (the log's
+/// time is when it was signed), the certificate trusted and valid then, its identity accepted,
+/// and only then the payload read.
+fn check_keyless(
+    policy: &Policy,
+    root: &TrustedRoot,
+    digest: &str,
+    sig: &Signature,
+    count: usize,
+) -> Result<Verified, Refusal> {
+    let der = cosign::decode_signature(&sig.signature).ok_or(Refusal::MalformedSignature)?;
+    let cert = sig.certificate.as_deref().ok_or(Refusal::NoCertificate)?;
+    let cert = keyless::certificate_der(cert).map_err(Refusal::UntrustedCertificate)?;
+    if !keyless::signs(&cert, &sig.payload, &der).map_err(Refusal::UntrustedCertificate)? {
+        return Err(Refusal::WrongKey { count });
+    }
+    let bundle = sig.bundle.as_deref().ok_or_else(|| {
+        Refusal::BadInclusionProof("no Rekor bundle: the signature's time cannot be proven offline".into())
+    })?;
+    let entry = rekor::check(root, bundle.as_bytes(), &sig.payload, &der, &cert)
+        .map_err(Refusal::BadInclusionProof)?;
+    keyless::chain_to_root(root, &cert, entry.integrated_time).map_err(|p| match p {
+        CertProblem::Untrusted(m) => Refusal::UntrustedCertificate(m),
+        CertProblem::Expired(m) => Refusal::ExpiredCertificate(m),
+    })?;
+    let who = keyless::identity(&cert).map_err(Refusal::UntrustedCertificate)?;
+    if !policy
+        .identities
+        .iter()
+        .any(|i| i.matches(&who.issuer, &who.subject))
+    {
+        return Err(Refusal::IdentityMismatch {
+            subject: who.subject,
+            issuer: who.issuer,
+        });
+    }
+    check_payload(digest, &sig.payload)?;
+    Ok(Verified {
+        digest: digest.to_string(),
+        signer: format!("{} (issuer {})", who.subject, who.issuer),
+        keyless: Some(KeylessSigner {
+            subject: who.subject,
+            issuer: who.issuer,
+            trusted_root: root.fingerprint.clone(),
+        }),
+    })
+}
+
+/// One signature under `policy`: keyless when it carries a certificate and the policy names
+/// identities (or has no keys), else keyed.
+fn check_one(policy: &Policy, digest: &str, sig: &Signature, count: usize) -> Result<Verified, Refusal> {
+    match &policy.trusted_root {
+        Some(root)
+            if !policy.identities.is_empty() && (sig.certificate.is_some() || policy.keys.is_empty()) =>
+        {
+            check_keyless(policy, root, digest, sig, count)
+        }
+        _ => check_keyed(policy, digest, sig, count),
+    }
 }
 
 /// Whether one of `signatures` of the manifest `digest` passes `policy`.
@@ -124,6 +285,7 @@ mod tests {
         Signature {
             payload: payload.to_vec(),
             signature: cosign::encode_signature(&key.sign(payload).unwrap()),
+            ..Signature::default()
         }
     }
 
@@ -168,6 +330,7 @@ mod tests {
                 vec![Signature {
                     payload: good.payload.clone(),
                     signature: "%%".into(),
+                    ..Signature::default()
                 }],
                 Err("MalformedSignature"),
             ),
@@ -195,6 +358,6 @@ mod tests {
         let policy = Policy::keyed(vec![a.public_key().clone(), b.public_key().clone()]);
         let v = verify(&policy, DIGEST, &[signed(&b, &cosign::payload("r", DIGEST))]).unwrap();
         assert_eq!(v.signer, b.public_key().fingerprint());
-        assert!(policy.trusts(&v.signer) && !Policy::default().trusts(&v.signer));
+        assert!(policy.trusts(&v) && !Policy::default().trusts(&v));
     }
 }

@@ -6,3 +6,4 @@
 mod github_source;
 mod provenance_fixtures;
 mod verify_fixtures;
+mod verify_keyless;

@@ -55,6 +55,7 @@ fn verify_fixtures_a_python_signature_verifies_and_refusals_hold() {
     let sig = Signature {
         payload: payload.clone(),
         signature,
+        ..Signature::default()
     };
     let v = policy::verify(
         &Policy::keyed(vec![public.clone()]),

@@ -21,7 +21,7 @@ use super::super::{Error, drift_requeue, object_ref};
 use crate::api::{ClusterStack, VerifySpec};
 use crate::context::Context;
 use crate::sources::Verification;
-use capstan_source::verify::{Policy, PublicKey};
+use capstan_source::verify::{Identity, Policy, PublicKey, TrustedRoot};
 use capstan_stack::name::ReleaseTag;
 
 /// The release controller's progress, named here rather than through the parent module (which
@@ -59,24 +59,78 @@ pub fn has_policy(stack: &ClusterStack, ctx: &Context) -> bool {
     stack.spec.verify.is_some() || !ctx.settings.verify.is_empty()
 }
 
-/// The policy of `stack`: its `spec.verify` with the keys read, else the operator's.
+/// The entry of a trusted-root Secret holding Sigstore's `trusted_root.json`.
+pub const TRUSTED_ROOT_ENTRY: &str = "trusted_root.json";
+
+/// The keyless identities of `spec.verify.matchOIDCIdentity`.
+pub fn identities_of(spec: &VerifySpec) -> Result<Vec<Identity>, SourceConfigError> {
+    spec.match_oidc_identity
+        .iter()
+        .enumerate()
+        .map(|(index, m)| {
+            Identity::new(&m.issuer, &m.subject).map_err(|e| SourceConfigError::VerifyIdentity {
+                index,
+                message: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The trusted root of a Secret `namespace/name` (its `trusted_root.json` entry).
+pub fn trusted_root_of_secret(
+    namespace: &str,
+    name: &str,
+    data: &BTreeMap<String, ByteString>,
+) -> Result<TrustedRoot, SourceConfigError> {
+    let bytes = data
+        .get(TRUSTED_ROOT_ENTRY)
+        .ok_or_else(|| SourceConfigError::NoTrustedRoot {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        })?;
+    let origin = format!("Secret {namespace}/{name} entry {TRUSTED_ROOT_ENTRY}");
+    Ok(TrustedRoot::from_json(&bytes.0, &origin)?)
+}
+
+/// The policy of `stack`: its `spec.verify` with the keys and trusted root read, else the
+/// operator's.
 async fn policy_of(stack: &ClusterStack, ctx: &Context) -> Result<Policy, SourceConfigError> {
-    let Some(VerifySpec { provider, secret_ref }) = &stack.spec.verify else {
+    let Some(spec) = &stack.spec.verify else {
         return Ok(ctx.settings.verify.clone());
     };
-    if provider != COSIGN {
+    if spec.provider != COSIGN {
         return Err(SourceConfigError::VerifyProvider {
-            provider: provider.clone(),
+            provider: spec.provider.clone(),
         });
     }
-    let name = match secret_ref {
-        Some(reference) if !reference.name.trim().is_empty() => &reference.name,
-        _ => return Err(SourceConfigError::NoVerifySecret),
-    };
     let namespace = stack.namespace().unwrap_or_default();
     let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
-    let secret = super::super::read_secret(&secrets, &namespace, name).await?;
-    keys_of_secret(&namespace, name, &secret.data.unwrap_or_default())
+    let named = |r: &Option<crate::api::SecretReference>| {
+        r.as_ref()
+            .filter(|r| !r.name.trim().is_empty())
+            .map(|r| r.name.clone())
+    };
+    let identities = identities_of(spec)?;
+    let mut policy = match named(&spec.secret_ref) {
+        Some(name) => {
+            let secret = super::super::read_secret(&secrets, &namespace, &name).await?;
+            keys_of_secret(&namespace, &name, &secret.data.unwrap_or_default())?
+        }
+        None if identities.is_empty() => return Err(SourceConfigError::NoVerifySecret),
+        None => Policy::default(),
+    };
+    if !identities.is_empty() {
+        let root = match named(&spec.trusted_root_secret_ref) {
+            Some(name) => {
+                let secret = super::super::read_secret(&secrets, &namespace, &name).await?;
+                trusted_root_of_secret(&namespace, &name, &secret.data.unwrap_or_default())?
+            }
+            None => TrustedRoot::public_good()?,
+        };
+        policy.identities = identities;
+        policy.trusted_root = Some(root);
+    }
+    Ok(policy)
 }
 
 /// Checks release `tag` of `stack` (fetched as `files`) against its policy: `Continue` when
@@ -153,6 +207,51 @@ async fn refuse(
 mod tests {
     use super::*;
     use capstan_source::verify::SigningKey;
+
+    #[test]
+    fn keyless_identities_and_the_trusted_root_secret_are_read() {
+        use crate::api::OidcIdentityMatch;
+        let spec = |issuer: &str| VerifySpec {
+            provider: COSIGN.into(),
+            match_oidc_identity: vec![OidcIdentityMatch {
+                issuer: issuer.into(),
+                subject: ".*@example\\.org".into(),
+            }],
+            ..VerifySpec::default()
+        };
+        let ids = identities_of(&spec("https://issuer")).unwrap();
+        assert!(ids[0].matches("https://issuer", "dev@example.org"));
+        assert!(!ids[0].matches("https://issuer", "dev@example.org.evil"));
+        let err = identities_of(&spec("(")).unwrap_err().to_string();
+        assert!(err.starts_with("spec.verify.matchOIDCIdentity[0]: "), "{err}");
+
+        let root = include_bytes!("../../../../../testdata/verify/keyless/trusted_root.json");
+        let data = |entry: &str, bytes: &[u8]| -> BTreeMap<String, ByteString> {
+            [(entry.to_string(), ByteString(bytes.to_vec()))].into()
+        };
+        let read = trusted_root_of_secret("ns", "root", &data(TRUSTED_ROOT_ENTRY, root)).unwrap();
+        assert_eq!(
+            read,
+            TrustedRoot::public_good().unwrap(),
+            "the shipped root is the test data's"
+        );
+        let table = [
+            (
+                data("root.json", root),
+                "Secret ns/root has no data.trusted_root.json",
+            ),
+            (
+                data(TRUSTED_ROOT_ENTRY, b"{}"),
+                "Secret ns/root entry trusted_root.json: no certificate authority",
+            ),
+        ];
+        for (data, want) in table {
+            let err = trusted_root_of_secret("ns", "root", &data)
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(want), "{err}");
+        }
+    }
 
     #[test]
     fn the_secret_s_pub_entries_are_the_keys() {

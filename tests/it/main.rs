@@ -54,5 +54,5 @@ mod rollout_cli;
 mod rollout_sim;
 mod stack_cli;
 mod verify_cosign;
-mod webhook_rollout;
 mod verify_keyless;
+mod webhook_rollout;

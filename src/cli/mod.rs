@@ -4,6 +4,7 @@ mod crds;
 // `capstan dependency` and the repository flags (issue 24).
 mod dependency;
 mod output;
+mod pull_progress;
 mod releases;
 mod releases_build;
 mod releases_gc;

@@ -2,15 +2,13 @@
 //! registry (`oci://HOST/REPO`) into the verified cache, with a progress bar on a terminal and a
 //! summary line. (`git+URL#REF` sources: see `releases_git`.)
 
-use std::io::IsTerminal;
 use std::time::Instant;
 
 use anyhow::bail;
-use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
+use indicatif::HumanBytes;
 
 use capstan_source::oci::OciRepo;
-use capstan_source::oci::release as oci_release;
-use capstan_source::pull::{self, PullProgress, PullSummary};
+use capstan_source::pull::PullSummary;
 
 use super::repository_args::RepositoryArgs;
 use super::source_args::{self, SourceArgs};
@@ -53,7 +51,7 @@ pub fn run(args: &PullArgs) -> anyhow::Result<()> {
         // A policy that cannot be read is refused before anything is fetched.
         args.sources.policy()?;
         // A tag named on purpose is checked against the registry: one HEAD when unchanged.
-        let summary = pull_oci_with_bar(&args.sources, &cache, &repo, tag, true)?;
+        let summary = super::pull_progress::pull_oci_with_bar(&args.sources, &cache, &repo, tag, true)?;
         print_summary(&format!("{repo}:{tag}"), &summary, started, &cache);
         if let Some(v) = args.sources.verify_oci(&cache, &repo, tag)? {
             println!("{repo}:{tag}: verified {}, signed by {}", v.digest, v.signer);
@@ -62,7 +60,7 @@ pub fn run(args: &PullArgs) -> anyhow::Result<()> {
     }
     args.sources
         .refuse_policy_for(&format!("{} {tag}", args.source))?;
-    let summary = match pull_with_bar(&args.sources, &cache, &args.source, tag) {
+    let summary = match super::pull_progress::pull_with_bar(&args.sources, &cache, &args.source, tag) {
         Ok(s) => s,
         Err(e) => return Err(source_args::explain_not_found(e, &cache)),
     };
@@ -93,92 +91,6 @@ fn verify_dependencies(args: &PullArgs, source: &str) -> anyhow::Result<()> {
     }
     println!("{source}: chart dependencies verified against the keyring: {verified}");
     Ok(())
-}
-
-fn progress_bar(tag: &str) -> Option<ProgressBar> {
-    std::io::stderr().is_terminal().then(|| {
-        let bar = ProgressBar::new(0);
-        if let Ok(style) =
-            ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
-        {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        bar.set_message(tag.to_string());
-        bar
-    })
-}
-
-/// Pulls `tag` of the OCI repository `repo`: from the cache without a request, or (with
-/// `revalidate`) after one `HEAD` shows the tag unchanged; else downloaded and verified, with a
-/// progress bar on a terminal.
-pub fn pull_oci_with_bar(
-    sources: &SourceArgs,
-    cache: &capstan_source::cache::Cache,
-    repo: &OciRepo,
-    tag: &str,
-    revalidate: bool,
-) -> anyhow::Result<PullSummary> {
-    if !revalidate && let Some(manifest) = oci_release::cached(cache, repo, tag)? {
-        return Ok(PullSummary {
-            manifest,
-            downloaded_bytes: 0,
-            downloaded_files: 0,
-            was_complete: true,
-        });
-    }
-    let client = sources.oci_client(repo)?;
-    let bar = progress_bar(tag);
-    let progress = |p: PullProgress| {
-        if let Some(bar) = &bar {
-            match p {
-                PullProgress::Start { bytes, .. } => bar.set_length(bytes),
-                PullProgress::Bytes(n) => bar.inc(n),
-            }
-        }
-    };
-    let result =
-        source_args::runtime()?.block_on(oci_release::pull(&client, cache, repo, tag, revalidate, progress));
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    Ok(result?)
-}
-
-/// Pulls `tag` of `repo` (nothing when complete in the cache), drawing a progress bar on a
-/// terminal.
-pub fn pull_with_bar(
-    sources: &SourceArgs,
-    cache: &capstan_source::cache::Cache,
-    repo: &str,
-    tag: &str,
-) -> anyhow::Result<PullSummary> {
-    if let Some(manifest) = pull::cached_github(cache, repo, tag)? {
-        return Ok(PullSummary {
-            manifest,
-            downloaded_bytes: 0,
-            downloaded_files: 0,
-            was_complete: true,
-        });
-    }
-    let client = sources.client()?;
-    let bar = progress_bar(tag);
-    let progress = |p: PullProgress| {
-        if let Some(bar) = &bar {
-            match p {
-                PullProgress::Start { bytes, .. } => bar.set_length(bytes),
-                PullProgress::Bytes(n) => bar.inc(n),
-            }
-        }
-    };
-    let result: Result<PullSummary, pull::PullError> = source_args::runtime()?.block_on(async {
-        let releases = source_args::releases(&client, cache, repo).await?;
-        let release = pull::find_release(&releases, repo, tag)?;
-        pull::pull_release(&client, cache, repo, release, progress).await
-    });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    Ok(result?)
 }
 
 /// `pulled … : N files (SIZE), M downloaded (SIZE) in T s (RATE/s) → manifest`.

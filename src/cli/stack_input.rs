@@ -97,7 +97,7 @@ pub fn open(arg: &str, sources: &SourceArgs) -> anyhow::Result<Opened> {
         // A policy that cannot be read is refused before anything is fetched.
         sources.policy()?;
         let cache = sources.open_cache()?;
-        let summary = super::releases_pull::pull_oci_with_bar(sources, &cache, &repo, &tag, false)?;
+        let summary = super::pull_progress::pull_oci_with_bar(sources, &cache, &repo, &tag, false)?;
         // Never opened unless it passes the policy: the error names the reason.
         sources.verify_oci(&cache, &repo, &tag)?;
         return Ok(local::open_cached(&cache, &summary.manifest)?);
@@ -107,7 +107,7 @@ pub fn open(arg: &str, sources: &SourceArgs) -> anyhow::Result<Opened> {
     {
         sources.refuse_policy_for(arg)?;
         let cache = sources.open_cache()?;
-        let summary = super::releases_pull::pull_with_bar(sources, &cache, repo, tag)
+        let summary = super::pull_progress::pull_with_bar(sources, &cache, repo, tag)
             .map_err(|e| source_args::explain_not_found(e, &cache))?;
         return Ok(local::open_cached(&cache, &summary.manifest)?);
     }

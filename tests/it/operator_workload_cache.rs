@@ -114,6 +114,19 @@ async fn counted(test: &str, extra: &[&str], versions: &[&str]) -> Option<Counte
     })
 }
 
+/// The requests the workload API server answered since the `before`th, but the drift
+/// watches' own: their watch requests and their paged listing (kube's watcher lists with
+/// `limit=`; the applier's lists have none), late under a loaded machine.
+fn passes_requests(counted: &Counted, before: usize) -> Vec<String> {
+    counted
+        .audit
+        .requests()
+        .split_off(before)
+        .into_iter()
+        .filter(|r| !r.starts_with("watch ") && (!r.starts_with("list ") || !r.contains("limit=")))
+        .collect()
+}
+
 /// The `lastReconciled` of the ClusterAddon.
 async fn last_reconciled(
     env: &crate::operator_common::Env,
@@ -236,15 +249,7 @@ async fn a_watched_addon_costs_no_request_when_idle() {
     )
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let requests: Vec<String> = counted
-        .audit
-        .requests()
-        .split_off(requests_before)
-        .into_iter()
-        // The watches' own traffic: their requests, and their paged listing (kube's watcher
-        // lists with `limit=`; the applier's lists have none), late under a loaded machine.
-        .filter(|r| !r.starts_with("watch ") && (!r.starts_with("list ") || !r.contains("limit=")))
-        .collect();
+    let requests = passes_requests(&counted, requests_before);
     eprintln!(
         "idle drift pass with watches: {} requests: {requests:?}",
         requests.len()
@@ -273,12 +278,8 @@ async fn an_upgrade_of_a_watched_addon_lists_nothing() {
         .wait_applied(CLUSTER, NEXT_CLASS, &counted.operator, Duration::from_secs(180))
         .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let requests: Vec<String> = counted
-        .audit
-        .requests()
-        .split_off(requests_before)
+    let requests: Vec<String> = passes_requests(&counted, requests_before)
         .into_iter()
-        .filter(|r| !r.starts_with("watch ") && (!r.starts_with("list ") || !r.contains("limit=")))
         .filter(|r| !is_overhead(r))
         .collect();
     eprintln!("upgrade with watches: {} requests: {requests:#?}", requests.len());

@@ -357,17 +357,33 @@ pub async fn send(
     params.force = opts.force;
     params.dry_run = opts.dry_run;
     let patch = Patch::Apply(&p.body);
-    let (result, attempts) = with_retry(opts.retry, || api.patch(&p.key.name, &params, &patch)).await;
-    match result {
-        // kube-apiserver before 1.21 cannot server-side-apply aggregator objects: its handler
-        // panics ("FieldManager must be installed to run apply") and drops the connection,
-        // so no status comes back. Such an object gets a plain create or update instead.
-        Err(e) if e.code().is_none() && p.key.group == AGGREGATOR_GROUP && !opts.dry_run => {
+    let send = || api.patch(&p.key.name, &params, &patch);
+    if p.key.group != AGGREGATOR_GROUP || opts.dry_run {
+        return with_retry(opts.retry, send).await;
+    }
+    // kube-apiserver before 1.21 cannot server-side-apply aggregator objects: its handler
+    // panics ("FieldManager must be installed to run apply") and drops the connection, so no
+    // status comes back. Such an object gets a plain create or update instead, at once: every
+    // retry of the apply would fail alike (five tries, three seconds of backoff per object).
+    let once = Retry {
+        attempts: 1,
+        ..opts.retry
+    };
+    match with_retry(once, send).await {
+        (Err(e), tried) if e.code().is_none() => {
             let (written, more) =
                 with_retry(opts.retry, || write_without_apply(&api, p, &opts.field_manager)).await;
-            (written, attempts + more)
+            (written, tried + more)
         }
-        other => (other, attempts),
+        (Err(e), tried) if e.is_transient() && opts.retry.attempts > 1 => {
+            let rest = Retry {
+                attempts: opts.retry.attempts - 1,
+                ..opts.retry
+            };
+            let (answer, more) = with_retry(rest, send).await;
+            (answer, tried + more)
+        }
+        other => other,
     }
 }
 

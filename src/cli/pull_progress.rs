@@ -24,6 +24,16 @@ fn progress_bar(tag: &str) -> Option<ProgressBar> {
     })
 }
 
+/// Moves `bar` (when there is one) by what a pull reports.
+fn advance(bar: Option<&ProgressBar>, progress: PullProgress) {
+    if let Some(bar) = bar {
+        match progress {
+            PullProgress::Start { bytes, .. } => bar.set_length(bytes),
+            PullProgress::Bytes(n) => bar.inc(n),
+        }
+    }
+}
+
 /// Pulls `tag` of the OCI repository `repo`: from the cache without a request, or (with
 /// `revalidate`) after one `HEAD` shows the tag unchanged; else downloaded and verified, with a
 /// progress bar on a terminal.
@@ -44,14 +54,7 @@ pub fn pull_oci_with_bar(
     }
     let client = sources.oci_client(repo)?;
     let bar = progress_bar(tag);
-    let progress = |p: PullProgress| {
-        if let Some(bar) = &bar {
-            match p {
-                PullProgress::Start { bytes, .. } => bar.set_length(bytes),
-                PullProgress::Bytes(n) => bar.inc(n),
-            }
-        }
-    };
+    let progress = |p: PullProgress| advance(bar.as_ref(), p);
     let result =
         source_args::runtime()?.block_on(oci_release::pull(&client, cache, repo, tag, revalidate, progress));
     if let Some(bar) = bar {
@@ -78,14 +81,7 @@ pub fn pull_with_bar(
     }
     let client = sources.client()?;
     let bar = progress_bar(tag);
-    let progress = |p: PullProgress| {
-        if let Some(bar) = &bar {
-            match p {
-                PullProgress::Start { bytes, .. } => bar.set_length(bytes),
-                PullProgress::Bytes(n) => bar.inc(n),
-            }
-        }
-    };
+    let progress = |p: PullProgress| advance(bar.as_ref(), p);
     let result: Result<PullSummary, pull::PullError> = source_args::runtime()?.block_on(async {
         let releases = source_args::releases(&client, cache, repo).await?;
         let release = pull::find_release(&releases, repo, tag)?;

@@ -542,3 +542,24 @@ impl Rng {
         self.0 % n
     }
 }
+
+/// The Events in `namespace` about the `kind` object `name`.
+pub async fn events_about(
+    client: Client,
+    namespace: &str,
+    kind: &str,
+    name: &str,
+) -> Vec<k8s_openapi::api::events::v1::Event> {
+    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client, namespace);
+    api.list(&Default::default())
+        .await
+        .expect("list events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.regarding
+                .as_ref()
+                .is_some_and(|r| r.kind.as_deref() == Some(kind) && r.name.as_deref() == Some(name))
+        })
+        .collect()
+}

@@ -8,23 +8,14 @@ use std::time::Duration;
 use crate::operator_common::eventually;
 use capstan_operator::api::{ClusterStack, ClusterStackRelease};
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
 /// `(reason, note)` of the Events about ClusterStack `name` in `namespace`.
 async fn events_of(client: kube::Client, namespace: &str, name: &str) -> Vec<(String, String)> {
-    let api: Api<Event> = Api::namespaced(client, namespace);
-    api.list(&Default::default())
+    crate::operator_common::events_about(client, namespace, "ClusterStack", name)
         .await
-        .expect("list events")
-        .items
         .into_iter()
-        .filter(|e| {
-            e.regarding
-                .as_ref()
-                .is_some_and(|r| r.kind.as_deref() == Some("ClusterStack") && r.name.as_deref() == Some(name))
-        })
         .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
         .collect()
 }

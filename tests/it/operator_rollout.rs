@@ -8,7 +8,6 @@ use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -104,17 +103,9 @@ pub(crate) fn cli(env: &Env, args: &[&str]) -> (i32, String) {
 
 /// `(reason, note)` of the Events about the rollout.
 async fn events(env: &Env) -> Vec<(String, String)> {
-    let api: Api<Event> = Api::namespaced(env.client(), NS);
-    api.list(&Default::default())
+    crate::operator_common::events_about(env.client(), NS, "ClusterStackRollout", ROLLOUT)
         .await
-        .expect("list events")
-        .items
         .into_iter()
-        .filter(|e| {
-            e.regarding.as_ref().is_some_and(|r| {
-                r.kind.as_deref() == Some("ClusterStackRollout") && r.name.as_deref() == Some(ROLLOUT)
-            })
-        })
         .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
         .collect()
 }

@@ -16,7 +16,6 @@ use capstan_source::oci::{Client, Config, signature};
 use capstan_source::verify::SigningKey;
 use capstan_testenv::registry::{Auth, Registry};
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, PostParams};
 
 const SIGNED: &str = "docker-ferrol-1-27-v1";
@@ -31,17 +30,9 @@ fn condition(release: &ClusterStackRelease, type_: &str) -> Option<(String, Stri
 
 /// `(type, reason)` of the Events about ClusterStackRelease `name`.
 async fn events_of(client: kube::Client, name: &str) -> Vec<(String, String)> {
-    let api: Api<Event> = Api::namespaced(client, NS);
-    api.list(&Default::default())
+    crate::operator_common::events_about(client, NS, "ClusterStackRelease", name)
         .await
-        .expect("list events")
-        .items
         .into_iter()
-        .filter(|e| {
-            e.regarding.as_ref().is_some_and(|r| {
-                r.kind.as_deref() == Some("ClusterStackRelease") && r.name.as_deref() == Some(name)
-            })
-        })
         .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default()))
         .collect()
 }

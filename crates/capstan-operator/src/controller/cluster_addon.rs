@@ -545,16 +545,19 @@ async fn apply_objects(
     // the last complete apply need not be listed again (issue 36: an upgrade costs its
     // applies, not a list per kind).
     let id = inventory.id();
-    let watched_kinds = if progress.ctx.settings.drift_watches
+    let trusted = progress.ctx.settings.drift_watches
         && !drift_pass
         && !progress
             .ctx
             .addon_drift
-            .is_suspect(&ObjectRef::from_obj(progress.object))
-    {
-        target.drift.covered_kinds(&id)
-    } else {
-        std::collections::BTreeSet::new()
+            .is_suspect(&ObjectRef::from_obj(progress.object));
+    let watched = pipeline::Watched {
+        kinds: if trusted {
+            target.drift.covered_kinds(&id)
+        } else {
+            Default::default()
+        },
+        before_prune: Some(target.drift.prune_notice()),
     };
     target.drift.unsettle(&id);
     progress.stage = stage.map(str::to_string);
@@ -565,8 +568,7 @@ async fn apply_objects(
         objects,
         inventory,
         drift_pass,
-        watched_kinds,
-        Some(target.drift.prune_notice()),
+        watched,
     )
     .await;
     progress.stage = None;

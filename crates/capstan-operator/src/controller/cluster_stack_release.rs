@@ -203,8 +203,7 @@ async fn render_and_apply(progress: &mut Progress<'_>, files: &ReleaseFiles) -> 
         &objects,
         inventory.clone(),
         drift_pass,
-        std::collections::BTreeSet::new(),
-        None,
+        pipeline::Watched::default(),
     )
     .await?;
     if ctx.settings.drift_watches {

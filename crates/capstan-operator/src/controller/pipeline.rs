@@ -224,12 +224,19 @@ fn pruning(inventory: InventoryRef) -> ApplyOptions {
     }
 }
 
+/// What the drift watches on an apply's target tell it (see [`capstan_apply::ApplyOptions`]):
+/// nothing, by default.
+#[derive(Default)]
+pub struct Watched {
+    /// Kinds whose objects are live as the inventory records them
+    /// ([`capstan_apply::ApplyOptions::watched_kinds`]).
+    pub kinds: BTreeSet<crate::drift::Kind>,
+    /// Told of each object before it is pruned.
+    pub before_prune: Option<capstan_apply::PruneNotice>,
+}
+
 /// Applies `objects` with `inventory` (pruning what left it), counts and records the outcome
-/// (per-object status; condition `step` fails when an object failed). Objects of
-/// `watched_kinds` are live as the inventory records them (see
-/// [`capstan_apply::ApplyOptions::watched_kinds`]); `before_prune` hears of each object
-/// pruned before it goes.
-#[allow(clippy::too_many_arguments)]
+/// (per-object status; condition `step` fails when an object failed).
 pub async fn apply<K: Tracked>(
     progress: &mut Progress<'_, K>,
     step: &'static str,
@@ -237,13 +244,12 @@ pub async fn apply<K: Tracked>(
     objects: &[DesiredObject],
     inventory: InventoryRef,
     drift_pass: bool,
-    watched_kinds: BTreeSet<crate::drift::Kind>,
-    before_prune: Option<capstan_apply::PruneNotice>,
+    watched: Watched,
 ) -> Result<Outcome, Error> {
     let options = ApplyOptions {
         concurrency: 8,
-        watched_kinds,
-        before_prune,
+        watched_kinds: watched.kinds,
+        before_prune: watched.before_prune,
         ..pruning(inventory)
     };
     let report = applier.apply(objects, &options).await.because("ApplyFailed");

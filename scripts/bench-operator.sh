@@ -3,8 +3,10 @@
 # N, a management API server, a few workload API servers (kube-apiserver + etcd each, the test
 # harness) and N Clusters on the benchmark stack stacks/bench (about 25 objects per Cluster,
 # each Cluster's in its own namespace); measures the first apply, the switch of all to the next
-# release, an idle drift interval and drift repair (examples/operator_scale). Everything runs
-# under `nice -n 19`, the API servers too. Prints ready-to-paste markdown tables and keeps
+# release, an idle drift interval and drift repair (examples/operator_scale); then the floor
+# (issue 36 §5): the same objects of as many Clusters applied by `capstan apply` alone to the
+# same servers, as many applies at once as the operator runs reconciles, and the operator's
+# times divided by it. Everything runs under `nice -n 19`, the API servers too. Prints ready-to-paste markdown tables and keeps
 # them in target/bench-operator/.
 #
 #   scripts/bench-operator.sh [options] [N ...]        (default N: 100)
@@ -24,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "bench-operator: ERROR: $*" >&2; exit 1; }
 
 SHARDS=1 SHARD_LABEL=sharding.capstan.dev/key WORKLOADS=3 DRIFT=1m SAMPLES=30 CONCURRENCY=8 RUN_TIMEOUT=60m BUILD=1

@@ -9,7 +9,9 @@
 //! random Clusters; the requests each phase costs the workload API servers per Cluster
 //! (`apiserver_request_total`, less the servers' own idle traffic); CPU seconds per process
 //! (operator, API servers, etcds, this driver, the rest of the machine) from `/proc`; the
-//! operators' peak RSS. Prints markdown rows (`HEADER <table> …`, `ROW <table> …`) that
+//! operators' peak RSS; then the floor (module `floor`): the same objects applied by
+//! `capstan apply` alone, for the first apply and the switch, and the operator's times divided
+//! by it. Prints markdown rows (`HEADER <table> …`, `ROW <table> …`) that
 //! `scripts/bench-operator.sh` assembles into tables.
 //!
 //! ```sh
@@ -24,6 +26,7 @@
 #[path = "../../tests/it/operator_common.rs"]
 mod operator_common;
 
+mod floor;
 mod measure;
 mod phase;
 mod run;
@@ -222,6 +225,27 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     let drift = phase.end(&procs, &servers, &baseline).await?;
 
     let rss = mib(operators.iter().map(|op| measure::peak_rss_kib(op.pid())));
+
+    // 5. The floor: the same objects of as many Clusters applied by `capstan apply` alone.
+    let capstan = operator_common::capstan_binary();
+    let kubeconfigs: Vec<PathBuf> = workloads
+        .iter()
+        .map(|w| w.kubeconfig_path().to_path_buf())
+        .collect();
+    let rendered = tempfile::tempdir().context("temp dir for the floor's manifests")?;
+    let mut floors = Vec::new();
+    for (tag, name) in tags.iter().zip(["floor: first apply", "floor: switch"]) {
+        let release = built.path().join(tag);
+        let manifests =
+            floor::render(&capstan, &release, args.clusters, &kubeconfigs, rendered.path()).await?;
+        let per_cluster = floor::objects_in(&manifests[0])?;
+        if per_cluster != objects {
+            bail!("the floor renders {per_cluster} objects per Cluster, the operator applied {objects}");
+        }
+        let phase = Phase::begin(name, &procs, &servers).await?;
+        floor::apply(&capstan, &manifests, usize::from(args.concurrency) * args.shards).await?;
+        floors.push(phase.end(&procs, &servers, &baseline).await?);
+    }
     let cpu: f64 = operators
         .iter()
         .filter_map(|op| measure::process_cpu_seconds(op.pid()))
@@ -235,30 +259,36 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     let key = format!("| {} | {}{watches} ", args.clusters, args.shards);
     print_table(
         "converge",
-        "| Clusters | shards | objects per Cluster | Clusters created in | all v1 addons applied | switch to v2 converged | operator peak RSS | operator RSS idle | operator CPU |",
+        "| Clusters | shards | objects per Cluster | Clusters created in | all v1 addons applied | floor | ÷ floor | switch to v2 converged | floor | ÷ floor | operator peak RSS | operator RSS idle | operator CPU |",
         &format!(
-            "{key}| {objects} | {:.1} s | {:.1} s | {:.1} s | {rss} | {idle_rss} | {cpu:.1} s |",
+            "{key}| {objects} | {:.1} s | {:.1} s | {:.1} s | {:.2}× | {:.1} s | {:.1} s | {:.2}× | {rss} | {idle_rss} | {cpu:.1} s |",
             created.as_secs_f64(),
             apply.wall.as_secs_f64(),
+            floors[0].wall.as_secs_f64(),
+            apply.wall.as_secs_f64() / floors[0].wall.as_secs_f64().max(0.001),
             upgrade.wall.as_secs_f64(),
+            floors[1].wall.as_secs_f64(),
+            upgrade.wall.as_secs_f64() / floors[1].wall.as_secs_f64().max(0.001),
         ),
     );
     let per = |cost: &PhaseCost| cost.requests.total() / args.clusters as f64;
     print_table(
         "requests",
         &format!(
-            "| Clusters | shards | first apply | upgrade | idle {}s (one drift interval) | watches open while idle |",
+            "| Clusters | shards | first apply | floor | upgrade | floor | idle {}s (one drift interval) | watches open while idle |",
             args.drift_interval.as_secs()
         ),
         &format!(
-            "{key}| {:.1} | {:.1} | {:.1} | {:.1} |",
+            "{key}| {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
             per(&apply),
+            per(&floors[0]),
             per(&upgrade),
+            per(&floors[1]),
             per(&idle),
             idle.requests.open_watches / args.clusters as f64,
         ),
     );
-    for cost in [&apply, &upgrade, &idle] {
+    for cost in [&apply, &upgrade, &idle, &floors[0], &floors[1]] {
         print_table(
             "verbs",
             "| Clusters | shards | phase | requests per Cluster by verb |",
@@ -288,7 +318,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         header.push_str(&format!(" {name} |"));
     }
     header.push_str(" rest of the machine |");
-    for cost in [&apply, &upgrade, &idle, &drift] {
+    for cost in [&apply, &upgrade, &idle, &drift, &floors[0], &floors[1]] {
         print_table("cpu", &header, &format!("{key}{}", cost.cpu_cells()));
     }
     Ok(())

@@ -19,6 +19,9 @@
 #     --drift-samples K   objects deleted on random Clusters (default 30)
 #     --concurrency C     the operator's --concurrency (default 8)
 #     --run-timeout T     longest time one run (one N, one shard count) may take (default 60m)
+#     --profile           profile each first apply with `perf record` (the operator and the
+#                         workload API servers; `perf report` by process and symbol beside
+#                         the tables)
 #     --no-build          use the binaries already in target/release
 #
 # Ctrl-C or a timeout stops the run; every process it started is stopped with it.
@@ -26,10 +29,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "bench-operator: ERROR: $*" >&2; exit 1; }
 
-SHARDS=1 SHARD_LABEL=sharding.capstan.dev/key WORKLOADS=3 DRIFT=1m SAMPLES=30 CONCURRENCY=8 RUN_TIMEOUT=60m BUILD=1
+SHARDS=1 SHARD_LABEL=sharding.capstan.dev/key WORKLOADS=3 DRIFT=1m SAMPLES=30 CONCURRENCY=8 RUN_TIMEOUT=60m BUILD=1 PROFILE=0
 COUNTS=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -40,6 +43,7 @@ while [ $# -gt 0 ]; do
         --drift-samples) SAMPLES=${2:?}; shift 2 ;;
         --concurrency) CONCURRENCY=${2:?}; shift 2 ;;
         --run-timeout) RUN_TIMEOUT=${2:?}; shift 2 ;;
+        --profile) PROFILE=1; shift ;;
         --no-build) BUILD=0; shift ;;
         -h|--help) usage ;;
         -*) echo "bench-operator: unknown option $1" >&2; usage ;;
@@ -82,6 +86,13 @@ LOG="$OUT_DIR/run-$STAMP.log"
 BENCH_NAME=bench-operator
 . scripts/lib/bench-run.sh
 
+PROFILE_ARGS=()
+if [ "$PROFILE" = 1 ]; then
+    command -v perf >/dev/null || die "--profile needs perf (Debian: linux-perf)"
+    mkdir -p "$OUT_DIR/profile-$STAMP"
+    PROFILE_ARGS=(--perf-dir "$OUT_DIR/profile-$STAMP")
+fi
+
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 failed=0
 for n in "${COUNTS[@]}"; do
@@ -89,7 +100,7 @@ for n in "${COUNTS[@]}"; do
         echo "bench-operator: $n Clusters, $shards shard(s) (log: $LOG)" >&2
         bench_run "$n Clusters, $shards shard(s)" "$OUT_DIR/out-$STAMP-$n-$shards.txt" \
             "$BENCH" "$n" --shards "$shards" --shard-label "$SHARD_LABEL" --workloads "$WORKLOADS" \
-            --drift-interval "$DRIFT" --drift-samples "$SAMPLES" --concurrency "$CONCURRENCY"
+            --drift-interval "$DRIFT" --drift-samples "$SAMPLES" --concurrency "$CONCURRENCY" "${PROFILE_ARGS[@]}"
     done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -100,7 +111,7 @@ TABLES="$OUT_DIR/tables-$STAMP.md"
     echo "Run $STAMP at $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores," \
         "load average $load_before before and $load_after after," \
         "$WORKLOADS workload API servers, operator --concurrency $CONCURRENCY, drift interval $DRIFT."
-    bench_tables "$ROWS" converge requests verbs drift cpu
+    bench_tables "$ROWS" converge requests verbs breakdown drift cpu
 } >"$TABLES"
 cat "$TABLES"
 echo "bench-operator: tables in $TABLES" >&2

@@ -29,6 +29,7 @@ mod operator_common;
 mod floor;
 mod measure;
 mod phase;
+mod profile;
 mod run;
 
 use std::collections::{BTreeSet, HashMap};
@@ -87,6 +88,10 @@ struct Args {
     /// Seed of the random choice of deleted objects (default: from the clock; printed).
     #[arg(long)]
     seed: Option<u64>,
+    /// Profile the first apply with `perf record` (the operators and the workload API
+    /// servers) and write `perf report` by process and symbol into this directory.
+    #[arg(long)]
+    perf_dir: Option<PathBuf>,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -189,6 +194,11 @@ async fn run(args: &Args) -> anyhow::Result<()> {
 
     // 1. First apply: Clusters created, gates opened, every ClusterAddon applied on v1.
     let phase = Phase::begin("first apply", &procs, &servers).await?;
+    let recording = args.perf_dir.as_deref().and_then(|dir| {
+        let mut pids: Vec<u32> = operators.iter().map(ChildGuard::pid).collect();
+        pids.extend(workloads.iter().map(|w| w.pids().1));
+        profile::start(dir, &format!("first-apply-{}-clusters", args.clusters), &pids)
+    });
     futures::stream::iter(names.iter().enumerate())
         .map(|(i, name)| create_cluster(&env, args, name, &tags[0], &workloads[i % args.workloads], i))
         .buffer_unordered(16)
@@ -199,6 +209,10 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     let created = phase.elapsed();
     all.converged(&tags[0]).await?;
     let apply = phase.end(&procs, &servers, &baseline).await?;
+    if let Some(recording) = recording {
+        let report = recording.finish()?;
+        eprintln!("  first apply: profile in {}", report.display());
+    }
     let objects = objects_per_cluster(&env, &names[0]).await?;
 
     // 2. Upgrade: every Cluster switched to v2.
@@ -299,6 +313,17 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             ),
         );
     }
+    for cost in [&apply, &floors[0]] {
+        print_table(
+            "breakdown",
+            "| Clusters | shards | phase | requests per Cluster by verb and resource (at least 0.5) |",
+            &format!(
+                "{key}| {} | {} |",
+                cost.name,
+                by_resource(&cost.requests, args.clusters)
+            ),
+        );
+    }
     let repaired: Vec<Duration> = latencies.iter().flatten().copied().collect();
     print_table(
         "drift",
@@ -322,6 +347,22 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         print_table("cpu", &header, &format!("{key}{}", cost.cpu_cells()));
     }
     Ok(())
+}
+
+/// Requests per Cluster by verb and resource, most first, e.g. `APPLY configmaps 4.0 · …`.
+fn by_resource(requests: &Requests, clusters: usize) -> String {
+    let mut parts: Vec<(&String, f64)> = requests
+        .by_resource
+        .iter()
+        .map(|(key, n)| (key, n / clusters as f64))
+        .filter(|(_, n)| *n >= 0.5)
+        .collect();
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    parts
+        .iter()
+        .map(|(key, n)| format!("{key} {n:.1}"))
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 /// Requests per Cluster by verb, e.g. `GET 24.0 · PATCH 0.1`, leaving out verbs below 0.05.

@@ -127,7 +127,19 @@ fn status_kib(pid: u32, field: &str) -> Option<u64> {
 #[derive(Debug, Clone, Default)]
 pub struct Requests {
     pub by_verb: BTreeMap<String, f64>,
+    /// By verb and resource (`APPLY configmaps`), the breakdown of a phase.
+    pub by_resource: BTreeMap<String, f64>,
     pub open_watches: f64,
+}
+
+/// `a - b` per key of `a`, never below zero when `floor`.
+fn per_key(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>, floor: bool) -> BTreeMap<String, f64> {
+    a.iter()
+        .map(|(key, n)| {
+            let d = n - b.get(key).copied().unwrap_or(0.0);
+            (key.clone(), if floor { d.max(0.0) } else { d })
+        })
+        .collect()
 }
 
 impl Requests {
@@ -138,28 +150,18 @@ impl Requests {
     /// `self - earlier` per verb (open watches: the later value).
     pub fn since(&self, earlier: &Requests) -> Requests {
         Requests {
-            by_verb: self
-                .by_verb
-                .iter()
-                .map(|(verb, n)| {
-                    (
-                        verb.clone(),
-                        n - earlier.by_verb.get(verb).copied().unwrap_or(0.0),
-                    )
-                })
-                .collect(),
+            by_verb: per_key(&self.by_verb, &earlier.by_verb, false),
+            by_resource: per_key(&self.by_resource, &earlier.by_resource, false),
             open_watches: self.open_watches,
         }
     }
 
     /// Scaled by `factor` (e.g. a per-second baseline times a phase's seconds).
     pub fn scaled(&self, factor: f64) -> Requests {
+        let scale = |m: &BTreeMap<String, f64>| m.iter().map(|(k, n)| (k.clone(), n * factor)).collect();
         Requests {
-            by_verb: self
-                .by_verb
-                .iter()
-                .map(|(v, n)| (v.clone(), n * factor))
-                .collect(),
+            by_verb: scale(&self.by_verb),
+            by_resource: scale(&self.by_resource),
             open_watches: self.open_watches,
         }
     }
@@ -167,14 +169,8 @@ impl Requests {
     /// `self - baseline` per verb and in open watches, never below zero.
     pub fn minus(&self, baseline: &Requests) -> Requests {
         Requests {
-            by_verb: self
-                .by_verb
-                .iter()
-                .map(|(verb, n)| {
-                    let base = baseline.by_verb.get(verb).copied().unwrap_or(0.0);
-                    (verb.clone(), (n - base).max(0.0))
-                })
-                .collect(),
+            by_verb: per_key(&self.by_verb, &baseline.by_verb, true),
+            by_resource: per_key(&self.by_resource, &baseline.by_resource, true),
             open_watches: (self.open_watches - baseline.open_watches).max(0.0),
         }
     }
@@ -182,6 +178,9 @@ impl Requests {
     fn add(&mut self, other: &Requests) {
         for (verb, n) in &other.by_verb {
             *self.by_verb.entry(verb.clone()).or_default() += n;
+        }
+        for (key, n) in &other.by_resource {
+            *self.by_resource.entry(key.clone()).or_default() += n;
         }
         self.open_watches += other.open_watches;
     }
@@ -214,8 +213,14 @@ pub fn parse_metrics(text: &str) -> Requests {
         let (name, labels) = series.split_once('{').unwrap_or((series, ""));
         match name {
             "apiserver_request_total" => {
-                let verb = label(labels, "verb").unwrap_or("?").to_string();
-                *out.by_verb.entry(verb).or_default() += value;
+                let verb = label(labels, "verb").unwrap_or("?");
+                *out.by_verb.entry(verb.to_string()).or_default() += value;
+                let resource = match (label(labels, "resource"), label(labels, "subresource")) {
+                    (Some(r), Some(sub)) if !sub.is_empty() => format!("{r}/{sub}"),
+                    (Some(r), _) if !r.is_empty() => r.to_string(),
+                    _ => "(no resource)".to_string(),
+                };
+                *out.by_resource.entry(format!("{verb} {resource}")).or_default() += value;
             }
             "apiserver_longrunning_gauge" | "apiserver_longrunning_requests"
                 if label(labels, "verb") == Some("WATCH") =>

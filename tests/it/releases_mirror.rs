@@ -69,6 +69,35 @@ fn render(
         .collect()
 }
 
+/// The stack `source` built into `scratch/release` and pushed to `src` signed by `key` (written
+/// as `scratch/cosign.key`) with `capstan releases push --sign-key`.
+fn publish_signed(
+    source: &Path,
+    scratch: &Path,
+    key: &SigningKey,
+    src: &str,
+) -> capstan_stack::release::Release {
+    let dir = scratch.join("release");
+    let built =
+        capstan_stack::build::build(source, &capstan_stack::build::hash_version(source).unwrap(), &dir)
+            .unwrap();
+    let key_file = scratch.join("cosign.key");
+    std::fs::write(&key_file, key.to_pkcs8_pem().unwrap()).unwrap();
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    ok(
+        capstan(&[
+            "releases".into(),
+            "push".into(),
+            s(&dir),
+            src.into(),
+            "--sign-key".into(),
+            s(&key_file),
+        ]),
+        "releases push --sign-key",
+    );
+    built
+}
+
 #[test]
 fn releases_mirror_renders_in_the_air_gap_like_online() {
     let test = "releases_mirror_renders_in_the_air_gap_like_online";
@@ -87,33 +116,15 @@ fn releases_mirror_renders_in_the_air_gap_like_online() {
     let scratch = tempfile::tempdir().unwrap();
     let source = scratch.path().join("scs2");
     super::chart_dependencies::scs2_with_shared_cilium(&shared, &source);
-    let built = capstan_stack::build::build(
-        &source,
-        &capstan_stack::build::hash_version(&source).unwrap(),
-        &scratch.path().join("release"),
-    )
-    .unwrap();
-    let tag = built.tag().tag();
 
     // Published and signed upstream.
     let reg = Registry::start(&bin, Auth::Anonymous);
     let key = SigningKey::generate().unwrap();
-    let key_file = scratch.path().join("cosign.key");
-    std::fs::write(&key_file, key.to_pkcs8_pem().unwrap()).unwrap();
     let src = format!("oci://{}/kaas/upstream", reg.host());
     let dst = OciRepo::parse(&format!("oci://{}/airgap/stacks", reg.host())).unwrap();
     let s = |p: &Path| p.to_string_lossy().into_owned();
-    ok(
-        capstan(&[
-            "releases".into(),
-            "push".into(),
-            s(&scratch.path().join("release")),
-            src.clone(),
-            "--sign-key".into(),
-            s(&key_file),
-        ]),
-        "releases push --sign-key",
-    );
+    let built = publish_signed(&source, scratch.path(), &key, &src);
+    let tag = built.tag().tag();
 
     // The online render, and the mirror made while upstream is reachable.
     let online = render(
@@ -294,29 +305,10 @@ fn releases_mirror_copies_provenance_and_signatures_for_a_verified_air_gap() {
         upstream.host()
     ));
     std::fs::write(&chart_yaml, text).unwrap();
-    let built = capstan_stack::build::build(
-        &source,
-        &capstan_stack::build::hash_version(&source).unwrap(),
-        &scratch.path().join("release"),
-    )
-    .unwrap();
-    let tag = built.tag().tag();
-    let key_file = scratch.path().join("cosign.key");
-    std::fs::write(&key_file, key.to_pkcs8_pem().unwrap()).unwrap();
+    let src = format!("oci://{}/kaas/upstream", upstream.host());
+    let tag = publish_signed(&source, scratch.path(), &key, &src).tag().tag();
     let pub_file = scratch.path().join("cosign.pub");
     std::fs::write(&pub_file, key.public_key().to_pem()).unwrap();
-    let src = format!("oci://{}/kaas/upstream", upstream.host());
-    ok(
-        capstan(&[
-            "releases".into(),
-            "push".into(),
-            s(&scratch.path().join("release")),
-            src.clone(),
-            "--sign-key".into(),
-            s(&key_file),
-        ]),
-        "releases push --sign-key",
-    );
 
     // What each repository's charts must carry (as Chart.yaml names them; the mirror and the
     // air-gapped render fetch them from elsewhere).

@@ -3,7 +3,8 @@
 //! for byte with its cosign signature), every chart dependency of its ClusterClass chart and
 //! addon charts/stages resolved as a render resolves them and copied under `REPO/charts` (an
 //! `oci://` chart byte for byte with its signature, a Helm repository's pushed as an OCI chart
-//! with its `.prov` as the provenance layer) — and the `--repository-mirror` mapping that makes a render resolve from there.
+//! with its `.prov` as the provenance layer) — and the `--repository-mirror` mapping that
+//! makes a render resolve from there.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

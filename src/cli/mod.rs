@@ -3,6 +3,7 @@
 mod crds;
 // `capstan dependency` and the repository flags (issue 24).
 mod dependency;
+mod dependency_policy;
 mod output;
 mod pull_progress;
 mod releases;

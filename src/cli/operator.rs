@@ -137,7 +137,8 @@ pub struct Args {
 
     /// A public key (PEM, as cosign.pub) whose cosign signature every release of a
     /// ClusterStack without spec.verify must carry; repeat for several keys (any one
-    /// suffices). A release that fails is neither rendered nor applied.
+    /// suffices). A release that fails is neither rendered nor applied. Also what every
+    /// `oci://` chart dependency must carry (unless --dependency-policy names its repository).
     #[arg(long = "verify-key", value_name = "FILE")]
     verify_keys: Vec<std::path::PathBuf>,
     /// A keyless signer (`ISSUER=SUBJECT`, regexes) releases of every ClusterStack without
@@ -239,6 +240,11 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
             format!("{}-{}", host.trim(), std::process::id())
         });
+        let verify = super::source_args::read_policy(
+            &args.verify_keys,
+            &args.verify_identities,
+            args.trusted_root.as_deref(),
+        )?;
         let settings = Settings {
             namespaces: args.namespaces.clone(),
             shard: args.shard.clone(),
@@ -273,13 +279,14 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             default_source,
             oci_credentials: capstan_source::oci::Credentials::from_env(),
             oci_insecure: args.insecure_registry,
-            chart_repositories: args.repositories.settings(false, NetworkTimeouts::default())?,
+            chart_repositories: capstan_source::charts::Settings {
+                // As the CLI's: the --verify-* policy is also that of `oci://` chart
+                // dependencies (unless --dependency-policy names their repository).
+                cosign: verify.clone(),
+                ..args.repositories.settings(false, NetworkTimeouts::default())?
+            },
             controllers: args.controllers.clone(),
-            verify: super::source_args::read_policy(
-                &args.verify_keys,
-                &args.verify_identities,
-                args.trusted_root.as_deref(),
-            )?,
+            verify,
         };
         let metrics = Arc::new(Metrics::new());
         let shutdown = shutdown_on(async {

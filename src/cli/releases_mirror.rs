@@ -1,8 +1,10 @@
 //! `capstan releases mirror SRC oci://HOST/REPO`: a release and everything its render needs
 //! copied into one registry for an air gap — the release in csctl's layout (an OCI release byte
 //! for byte with its cosign signature), every chart dependency of its ClusterClass chart and
-//! addon charts/stages resolved as a render resolves them and pushed as OCI charts under
-//! `REPO/charts` — and the `--repository-mirror` mapping that makes a render resolve from there.
+//! addon charts/stages resolved as a render resolves them and copied under `REPO/charts` (an
+//! `oci://` chart byte for byte with its signature, a Helm repository's pushed as an OCI chart
+//! with its `.prov` as the provenance layer) — and the `--repository-mirror` mapping that
+//! makes a render resolve from there.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -92,27 +94,55 @@ pub fn run(args: &MirrorArgs) -> anyhow::Result<()> {
             if !pushed.insert((dep.name.clone(), dep.version.clone())) {
                 continue;
             }
+            if let Some((src_client, src, tag)) = resolver.oci_origin(&dep)? {
+                // Byte for byte, so the chart's cosign signature applies to the copy.
+                let copy = runtime.block_on(mirror::copy_chart(
+                    &src_client,
+                    &src,
+                    &dst_client,
+                    &dst,
+                    &dep.name,
+                    &tag,
+                ))?;
+                println!(
+                    "copied chart {src}:{tag} to {}/{}:{tag} {} ({})",
+                    mirror::charts_repo(&dst),
+                    dep.name,
+                    copy.digest,
+                    if copy.signature {
+                        "with its cosign signature"
+                    } else {
+                        "unsigned"
+                    }
+                );
+                continue;
+            }
             let archive =
                 std::fs::read(&dep.path).with_context(|| format!("reading {}", dep.path.display()))?;
             let meta =
                 capstan_chart::load::load_archive(&archive, &format!("{}-{}.tgz", dep.name, dep.version))
                     .map_err(|e| anyhow::anyhow!("{} {}: {e}", dep.name, dep.version))?
                     .metadata;
-            let config = chart_config(&meta);
+            let provenance = resolver.provenance(&dep)?;
+            let signed = provenance.is_some();
             let digest = runtime.block_on(mirror::push_chart(
                 &dst_client,
                 &dst,
-                &dep.name,
-                &dep.version,
-                archive,
-                config,
+                mirror::ChartToPush {
+                    name: dep.name.clone(),
+                    version: dep.version.clone(),
+                    archive,
+                    metadata: chart_config(&meta),
+                    provenance,
+                },
             ))?;
             println!(
-                "pushed chart {}/{}:{} {digest} (from {})",
+                "pushed chart {}/{}:{} {digest} (from {}{})",
                 mirror::charts_repo(&dst),
                 dep.name,
                 mirror::chart_tag(&dep.version),
-                dep.repository
+                dep.repository,
+                if signed { ", with its provenance" } else { "" }
             );
         }
     }

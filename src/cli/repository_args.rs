@@ -38,6 +38,13 @@ pub struct RepositoryArgs {
     /// the render, naming the chart, version, repository and reason.
     #[arg(long = "keyring", value_name = "FILE")]
     pub keyrings: Vec<std::path::PathBuf>,
+
+    /// What the chart dependencies of each repository must carry, overriding --keyring and
+    /// --verify-key for the repositories it names (YAML: `repositories: [{url, keyring, keys,
+    /// identities: [{issuer, subject}], trustedRoot}]`, paths relative to the file; the
+    /// longest matching url wins; an entry requiring nothing exempts its repository).
+    #[arg(long = "dependency-policy", value_name = "FILE")]
+    pub dependency_policy: Option<std::path::PathBuf>,
 }
 
 impl RepositoryArgs {
@@ -89,6 +96,10 @@ impl RepositoryArgs {
             timeouts,
             keyring: read_keyrings(&self.keyrings)?,
             cosign: Default::default(),
+            repository_policies: match &self.dependency_policy {
+                Some(path) => super::dependency_policy::read(path)?,
+                None => Vec::new(),
+            },
         })
     }
 }

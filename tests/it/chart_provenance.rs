@@ -102,6 +102,82 @@ fn chart_provenance_a_signed_dependency_resolves_and_its_provenance_is_kept() {
 }
 
 #[test]
+fn chart_provenance_a_repository_policy_overrides_the_default_keyring_for_its_repository() {
+    use capstan_source::charts::RepositoryPolicy;
+    let scratch = tempfile::tempdir().unwrap();
+    repository(&scratch.path().join("repo"));
+    parent(&scratch.path().join("parent"));
+    let server = StaticServer::start(&scratch.path().join("repo"));
+    let chart_dir = scratch.path().join("parent");
+    let rule = |url: &str, ring: Option<&str>| RepositoryPolicy {
+        repository: url.into(),
+        keyring: ring.map(keyring),
+        ..RepositoryPolicy::default()
+    };
+    // (default keyring, rules, the refusal or None when the chart resolves)
+    let table: Vec<(Option<&str>, Vec<RepositoryPolicy>, Option<&str>)> = vec![
+        // The rule of the chart's repository (as Chart.yaml writes it, not the mirror) wins.
+        (
+            Some("stranger.pubring.gpg"),
+            vec![rule(REPOSITORY, Some("signer.pubring.gpg"))],
+            None,
+        ),
+        (
+            Some("signer.pubring.gpg"),
+            vec![rule(REPOSITORY, Some("stranger.pubring.gpg"))],
+            Some("(WrongKey)"),
+        ),
+        // The longest matching URL wins over a rule for the whole host.
+        (
+            None,
+            vec![
+                rule("https://charts.example/", Some("signer.pubring.gpg")),
+                rule(REPOSITORY, Some("stranger.pubring.gpg")),
+            ],
+            Some("(WrongKey)"),
+        ),
+        // A rule requiring nothing exempts its repository from the default.
+        (Some("stranger.pubring.gpg"), vec![rule(REPOSITORY, None)], None),
+        // A rule for another repository leaves the default.
+        (
+            Some("stranger.pubring.gpg"),
+            vec![rule("https://charts.example/sign", Some("signer.pubring.gpg"))],
+            Some("(WrongKey)"),
+        ),
+        (
+            None,
+            vec![rule("https://charts.example/sign", Some("stranger.pubring.gpg"))],
+            None,
+        ),
+    ];
+    for (i, (default, rules, want)) in table.into_iter().enumerate() {
+        let cache = Cache::open(scratch.path().join(format!("cache-{i}"))).unwrap();
+        let resolver = ChartResolver::new(
+            cache,
+            Settings {
+                repository_policies: rules,
+                ..settings(&server, default.map(keyring))
+            },
+        )
+        .unwrap();
+        let got = resolver
+            .resolve_chart(capstan_chart::load::load(&chart_dir).unwrap(), Some(&chart_dir))
+            .map(|c| c.dependencies.len())
+            .map_err(|e| e.to_string());
+        match want {
+            None => assert_eq!(got, Ok(1), "row {i}"),
+            Some(reason) => {
+                let err = got.unwrap_err();
+                assert!(
+                    err.contains(&format!("dependency demo from {REPOSITORY}")) && err.contains(reason),
+                    "row {i}: {err}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn chart_provenance_every_bad_case_refuses_naming_chart_version_repository_and_reason() {
     let good = std::fs::read(fixtures().join("demo-0.1.0.tgz.prov")).unwrap();
     let archive = std::fs::read(fixtures().join("demo-0.1.0.tgz")).unwrap();
@@ -229,6 +305,60 @@ fn chart_provenance_the_cli_takes_keyring_on_dependency_update_and_render() {
     assert!(chart_dir.join("charts/demo-0.1.0.tgz").is_file());
 }
 
+#[test]
+fn chart_provenance_the_cli_takes_a_dependency_policy_file() {
+    let scratch = tempfile::tempdir().unwrap();
+    repository(&scratch.path().join("repo"));
+    let chart_dir = scratch.path().join("parent");
+    parent(&chart_dir);
+    let server = StaticServer::start(&scratch.path().join("repo"));
+    for ring in ["signer.pubring.gpg", "stranger.pubring.gpg"] {
+        std::fs::copy(fixtures().join(ring), scratch.path().join(ring)).unwrap();
+    }
+    let render = |policy: &str, extra: &[&str]| {
+        let file = scratch.path().join("policy.yaml");
+        std::fs::write(&file, policy).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+            .args(["render", chart_dir.to_str().unwrap(), "--dependency-update"])
+            .arg("--cache")
+            .arg(cache.path())
+            .arg("--repository-mirror")
+            .arg(format!("{REPOSITORY}={}", server.url()))
+            .arg("--dependency-policy")
+            .arg(&file)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let stranger = fixtures().join("stranger.pubring.gpg");
+    let out = render(
+        &format!("repositories:\n- url: {REPOSITORY}\n  keyring: signer.pubring.gpg\n"),
+        &["--keyring", stranger.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = render(
+        "repositories:\n- url: https://charts.example\n  keyring: stranger.pubring.gpg\n",
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains(&format!("dependency demo from {REPOSITORY}"))
+            && stderr.contains("demo 0.1.0: provenance not verified (WrongKey)"),
+        "{stderr}"
+    );
+    let out = render(
+        "repositories:\n- url: https://charts.example\n  keyring: nowhere.gpg\n",
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("repositories[0]: keyring: reading "),
+        "{stderr}"
+    );
+}
+
 /// Pushes the fixture chart to `HOST/REPO/demo:0.1.0` as Helm pushes a chart (config, chart
 /// layer, and with `prov` the provenance layer); returns the manifest digest.
 fn push_chart(client: &capstan_source::oci::Client, repository: &str, prov: Option<Vec<u8>>) -> String {
@@ -274,6 +404,7 @@ fn chart_provenance_oci_charts_carry_a_provenance_layer_and_cosign_signatures() 
     let Some(bin) = capstan_testenv::registry::binary_or_skip(test) else {
         return;
     };
+    use capstan_source::charts::RepositoryPolicy;
     use capstan_source::oci::{Client, Config, OciRepo, signature};
     use capstan_source::verify::{Policy, SigningKey};
     use capstan_testenv::registry::{Auth, Registry};
@@ -292,7 +423,10 @@ fn chart_provenance_oci_charts_carry_a_provenance_layer_and_cosign_signatures() 
     rt.block_on(signature::sign(&client, &repo, &digest, &key))
         .unwrap();
 
-    let resolve = |path: &str, keyring: Option<Keyring>, cosign: Option<&SigningKey>| {
+    let resolve = |path: &str,
+                   keyring: Option<Keyring>,
+                   cosign: Option<&SigningKey>,
+                   repository_policies: Vec<RepositoryPolicy>| {
         let scratch = tempfile::tempdir().unwrap();
         let chart_dir = scratch.path().join("parent");
         std::fs::create_dir_all(chart_dir.join("templates")).unwrap();
@@ -307,6 +441,7 @@ fn chart_provenance_oci_charts_carry_a_provenance_layer_and_cosign_signatures() 
         let settings = Settings {
             keyring,
             cosign: Policy::keyed(cosign.map(|k| vec![k.public_key().clone()]).unwrap_or_default()),
+            repository_policies,
             ..Settings::default()
         };
         let cache = Cache::open(scratch.path().join("cache")).unwrap();
@@ -317,9 +452,9 @@ fn chart_provenance_oci_charts_carry_a_provenance_layer_and_cosign_signatures() 
             .map_err(|e| e.to_string())
     };
     let signer = || Some(keyring("signer.pubring.gpg"));
-    assert_eq!(resolve("signed", signer(), None), Ok(1));
-    assert_eq!(resolve("signed", None, Some(&key)), Ok(1));
-    assert_eq!(resolve("signed", signer(), Some(&key)), Ok(1));
+    assert_eq!(resolve("signed", signer(), None, Vec::new()), Ok(1));
+    assert_eq!(resolve("signed", None, Some(&key), Vec::new()), Ok(1));
+    assert_eq!(resolve("signed", signer(), Some(&key), Vec::new()), Ok(1));
     let table: Vec<(&str, Option<Keyring>, Option<&SigningKey>, &str)> = vec![
         (
             "signed",
@@ -342,8 +477,32 @@ fn chart_provenance_oci_charts_carry_a_provenance_layer_and_cosign_signatures() 
         ),
     ];
     for (path, keyring, cosign, want) in table {
-        let err = resolve(path, keyring, cosign).unwrap_err();
+        let err = resolve(path, keyring, cosign, Vec::new()).unwrap_err();
         let head = format!("chart parent: dependency demo from oci://{}/{path}: ", reg.host());
         assert!(err.starts_with(&head) && err.contains(want), "{path}: {err}");
     }
+    // Per repository: the rule of the chart's repository replaces the default policy.
+    let rule = |path: &str, cosign: Option<&SigningKey>| RepositoryPolicy {
+        repository: format!("oci://{}/{path}", reg.host()),
+        keyring: None,
+        cosign: Policy::keyed(cosign.map(|k| vec![k.public_key().clone()]).unwrap_or_default()),
+    };
+    assert_eq!(
+        resolve("signed", None, Some(&stranger), vec![rule("signed", Some(&key))]),
+        Ok(1)
+    );
+    assert_eq!(
+        resolve("unsigned", None, Some(&key), vec![rule("unsigned", None)]),
+        Ok(1)
+    );
+    let err = resolve("signed", None, Some(&key), vec![rule("signed", Some(&stranger))]).unwrap_err();
+    assert!(
+        err.contains("no signature verifies under the given key(s)"),
+        "{err}"
+    );
+    let err = resolve("unsigned", None, None, vec![rule("", Some(&key))]).unwrap_err();
+    assert!(
+        err.contains("no signature: the registry has no cosign signature"),
+        "{err}"
+    );
 }

@@ -29,7 +29,11 @@ use super::cache::{BlobCheck, Cache, CacheError, CachedFile, Expected, ReleaseMa
 use super::net::{NetworkTimeouts, host_of, reqwest_timeout};
 
 pub(crate) mod oci;
+pub mod policy;
 mod provenance;
+
+pub use policy::RepositoryPolicy;
+pub use provenance::ChartSourceError;
 
 /// Largest `index.yaml` read (the big public indexes are tens of MiB).
 const MAX_INDEX_SIZE: u64 = 128 * 1024 * 1024;
@@ -121,6 +125,9 @@ pub struct Settings {
     pub keyring: Option<crate::verify::provenance::Keyring>,
     /// `--verify-key`: every `oci://` chart must carry a cosign signature by one of these keys.
     pub cosign: crate::verify::Policy,
+    /// `--dependency-policy`: per repository, what its charts must carry instead of
+    /// `keyring` and `cosign` (the longest matching URL wins; see [`policy`]).
+    pub repository_policies: Vec<RepositoryPolicy>,
 }
 
 /// A dependency that could not be resolved: the chart, the dependency, the repository (as

@@ -13,7 +13,7 @@ use crate::oci::manifest::ImageManifest;
 use crate::oci::{self, OciRepo};
 use crate::verify::provenance::{self, Archive, MAX_PROVENANCE, PROVENANCE_LAYER, ProvenanceRefusal};
 
-use super::{ChartResolver, FetchError, Resolved, chart_key, msg, upstream_key_base};
+use super::{ChartResolver, FetchError, Resolved, chart_key, msg, policy, upstream_key_base};
 
 /// A provenance file kept in the cache, with the archive digest it was fetched for.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -46,20 +46,25 @@ fn refused(r: &Resolved, refusal: ProvenanceRefusal) -> FetchError {
 }
 
 impl ChartResolver {
-    /// Checks the resolved chart `r` of `dep` against the settings' keyring and cosign keys;
-    /// nothing without them, nor for `file://` charts.
+    /// Checks the resolved chart `r` of `dep` against the policy of its repository (the
+    /// settings' keyring and cosign keys unless a `--dependency-policy` rule covers it);
+    /// nothing without one, nor for `file://` charts.
     pub(super) fn check_signatures(&self, dep: &Dependency, r: &Resolved) -> Result<(), FetchError> {
-        if r.sha256.is_empty() || (self.settings.keyring.is_none() && self.settings.cosign.is_empty()) {
+        let chosen = policy::choose(
+            &self.settings.repository_policies,
+            self.settings.keyring.as_ref(),
+            &self.settings.cosign,
+            &dep.repository,
+        );
+        if r.sha256.is_empty() || chosen.is_empty() {
             return Ok(());
         }
         let key = chart_key(&upstream_key_base(&dep.repository), &r.name, &r.version);
-        let origin: Origin = self
-            .cache
-            .manifest(&key)?
-            .and_then(|m| serde_json::from_str(&m.origin).ok())
-            .unwrap_or_default();
-        if let Some(keyring) = &self.settings.keyring {
-            let text = self.provenance_text(&key, r, &origin)?;
+        let origin = self.origin(&key)?;
+        if let Some(keyring) = chosen.keyring {
+            let text = self
+                .provenance_text(&key, r, &origin)?
+                .map_err(|e| refused(r, e))?;
             let file_name = format!("{}-{}.tgz", r.name, r.version);
             let archive = Archive {
                 file_name: &file_name,
@@ -76,13 +81,13 @@ impl ChartResolver {
         let declared_oci = matches!(parse_repository(&dep.repository), Ok(RepositoryRef::Oci(_)));
         if let (true, false, Some(reference), Some(digest)) = (
             declared_oci,
-            self.settings.cosign.is_empty(),
+            chosen.cosign.is_empty(),
             &origin.reference,
             &origin.manifest,
         ) {
             let (repo, tag) = split_reference(reference)?;
             let client = self.oci_client(&repo)?;
-            let policy = self.settings.cosign.clone();
+            let policy = chosen.cosign.clone();
             self.block_on(async {
                 oci::signature::verify(&client, &self.cache, &repo, &tag, digest, &policy)
                     .await
@@ -93,8 +98,60 @@ impl ChartResolver {
         Ok(())
     }
 
-    /// The provenance text of `r`: kept in the cache, else fetched (and kept).
-    fn provenance_text(&self, key: &str, r: &Resolved, origin: &Origin) -> Result<String, FetchError> {
+    /// The Helm provenance of the resolved chart `r` (kept in the cache, else fetched from
+    /// where the chart came from, and kept), or `None` when its repository has none:
+    /// `releases mirror` copies it with the chart.
+    pub fn provenance(&self, r: &Resolved) -> Result<Option<String>, ChartSourceError> {
+        if r.sha256.is_empty() {
+            return Ok(None);
+        }
+        let key = chart_key(&upstream_key_base(&r.repository), &r.name, &r.version);
+        let origin = self.origin(&key).map_err(|e| ChartSourceError::new(r, e))?;
+        match self.provenance_text(&key, r, &origin) {
+            Ok(Ok(text)) => Ok(Some(text)),
+            Ok(Err(ProvenanceRefusal::Missing(_))) => Ok(None),
+            Ok(Err(refusal)) => Err(ChartSourceError::new(r, refused(r, refusal))),
+            Err(e) => Err(ChartSourceError::new(r, e)),
+        }
+    }
+
+    /// Where the resolved `oci://` chart `r` was fetched from (`HOST/REPO` and tag, after
+    /// mirrors) with a client of that registry (the repository credentials); `None` for a
+    /// chart of a Helm repository. `releases mirror` copies an `oci://` chart byte for byte
+    /// from there, so its cosign signatures still apply to the copy.
+    pub fn oci_origin(
+        &self,
+        r: &Resolved,
+    ) -> Result<Option<(oci::Client, OciRepo, String)>, ChartSourceError> {
+        if r.sha256.is_empty() || !matches!(parse_repository(&r.repository), Ok(RepositoryRef::Oci(_))) {
+            return Ok(None);
+        }
+        let key = chart_key(&upstream_key_base(&r.repository), &r.name, &r.version);
+        let origin = self.origin(&key).map_err(|e| ChartSourceError::new(r, e))?;
+        let Some(reference) = origin.reference else {
+            return Ok(None);
+        };
+        let (repo, tag) = split_reference(&reference).map_err(|e| ChartSourceError::new(r, e))?;
+        let client = self.oci_client(&repo).map_err(|e| ChartSourceError::new(r, e))?;
+        Ok(Some((client, repo, tag)))
+    }
+
+    fn origin(&self, key: &str) -> Result<Origin, FetchError> {
+        Ok(self
+            .cache
+            .manifest(key)?
+            .and_then(|m| serde_json::from_str(&m.origin).ok())
+            .unwrap_or_default())
+    }
+
+    /// The provenance text of `r`: kept in the cache, else fetched (and kept); `Ok(Err(_))`
+    /// when there is none to fetch.
+    fn provenance_text(
+        &self,
+        key: &str,
+        r: &Resolved,
+        origin: &Origin,
+    ) -> Result<Result<String, ProvenanceRefusal>, FetchError> {
         let state_key = format!("provenance/{key}");
         if let Some(kept) = self
             .cache
@@ -102,7 +159,7 @@ impl ChartResolver {
             .and_then(|bytes| serde_json::from_slice::<KeptProvenance>(&bytes).ok())
             .filter(|k| k.sha256 == r.sha256)
         {
-            return Ok(kept.provenance);
+            return Ok(Ok(kept.provenance));
         }
         if self.settings.offline {
             return Err(msg(format!(
@@ -110,13 +167,13 @@ impl ChartResolver {
                 r.name, r.version
             )));
         }
-        let (from, bytes) = match (&origin.url, &origin.reference, &origin.manifest) {
+        let (from, fetched) = match (&origin.url, &origin.reference, &origin.manifest) {
             (Some(url), _, _) => {
                 let from = format!("{url}.prov");
-                (from.clone(), self.http_provenance(r, &from)?)
+                (from.clone(), self.http_provenance(&from)?)
             }
             (None, Some(reference), Some(digest)) => {
-                (reference.clone(), self.oci_provenance(r, reference, digest)?)
+                (reference.clone(), self.oci_provenance(reference, digest)?)
             }
             _ => {
                 return Err(msg(format!(
@@ -125,12 +182,15 @@ impl ChartResolver {
                 )));
             }
         };
-        let provenance = String::from_utf8(bytes).map_err(|_| {
-            refused(
-                r,
-                ProvenanceRefusal::NotSigned(format!("{from} is not UTF-8 text")),
-            )
-        })?;
+        let bytes = match fetched {
+            Ok(bytes) => bytes,
+            Err(missing) => return Ok(Err(missing)),
+        };
+        let Ok(provenance) = String::from_utf8(bytes) else {
+            return Ok(Err(ProvenanceRefusal::NotSigned(format!(
+                "{from} is not UTF-8 text"
+            ))));
+        };
         let kept = KeptProvenance {
             sha256: r.sha256.clone(),
             from,
@@ -138,25 +198,28 @@ impl ChartResolver {
         };
         let bytes = serde_json::to_vec(&kept).map_err(|e| msg(e.to_string()))?;
         self.cache.write_state(&state_key, &bytes)?;
-        Ok(kept.provenance)
+        Ok(Ok(kept.provenance))
     }
 
-    fn http_provenance(&self, r: &Resolved, url: &str) -> Result<Vec<u8>, FetchError> {
+    /// `Ok(Err(Missing))` when the repository has no `.prov` for the archive.
+    fn http_provenance(&self, url: &str) -> Result<Result<Vec<u8>, ProvenanceRefusal>, FetchError> {
         let response = self.get(url, &[], MAX_PROVENANCE)?;
         if response.status == reqwest::StatusCode::NOT_FOUND {
-            return Err(refused(
-                r,
-                ProvenanceRefusal::Missing(format!("GET {url}: HTTP 404")),
-            ));
+            return Ok(Err(ProvenanceRefusal::Missing(format!("GET {url}: HTTP 404"))));
         }
         if !response.status.is_success() {
             return Err(msg(format!("GET {url}: HTTP {}", response.status)));
         }
-        Ok(response.body)
+        Ok(Ok(response.body))
     }
 
-    /// The provenance layer of the chart manifest `digest` of `reference` (`HOST/REPO:TAG`).
-    fn oci_provenance(&self, r: &Resolved, reference: &str, digest: &str) -> Result<Vec<u8>, FetchError> {
+    /// The provenance layer of the chart manifest `digest` of `reference` (`HOST/REPO:TAG`);
+    /// `Ok(Err(Missing))` when the manifest has none.
+    fn oci_provenance(
+        &self,
+        reference: &str,
+        digest: &str,
+    ) -> Result<Result<Vec<u8>, ProvenanceRefusal>, FetchError> {
         let (repo, _) = split_reference(reference)?;
         let client = self.oci_client(&repo)?;
         self.block_on(async {
@@ -171,12 +234,9 @@ impl ChartResolver {
                 .into_iter()
                 .find(|l| l.media_type == PROVENANCE_LAYER)
             else {
-                return Err(refused(
-                    r,
-                    ProvenanceRefusal::Missing(format!(
-                        "{reference}@{digest} has no {PROVENANCE_LAYER} layer"
-                    )),
-                ));
+                return Ok(Err(ProvenanceRefusal::Missing(format!(
+                    "{reference}@{digest} has no {PROVENANCE_LAYER} layer"
+                ))));
             };
             if layer.size > MAX_PROVENANCE {
                 return Err(msg(format!(
@@ -192,8 +252,29 @@ impl ChartResolver {
                 })
                 .await
                 .map_err(|e| msg(e.to_string()))?;
-            Ok(bytes)
+            Ok(Ok(bytes))
         })
+    }
+}
+
+/// A resolved chart whose provenance or origin could not be read (`releases mirror`).
+#[derive(Debug, thiserror::Error)]
+#[error("chart {name} {version} from {repository}: {message}")]
+pub struct ChartSourceError {
+    pub name: String,
+    pub version: String,
+    pub repository: String,
+    message: String,
+}
+
+impl ChartSourceError {
+    fn new(r: &Resolved, e: FetchError) -> ChartSourceError {
+        ChartSourceError {
+            name: r.name.clone(),
+            version: r.version.clone(),
+            repository: r.repository.clone(),
+            message: e.to_string(),
+        }
     }
 }
 

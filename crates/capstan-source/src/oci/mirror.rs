@@ -1,13 +1,15 @@
 //! Copying into another registry for an air gap (`capstan releases mirror`): a release
 //! manifest with its blobs byte for byte (the same digest, so its cosign signatures still
-//! apply) and its signature manifest, as `cosign copy` does; chart archives pushed as OCI
-//! charts with Helm's media types; and the `--repository-mirror` mapping that sends a render's
+//! apply) and its signature manifest, as `cosign copy` does; `oci://` charts copied the same
+//! way; charts of Helm repositories pushed as OCI charts with Helm's media types (their `.prov`
+//! as the provenance layer); and the `--repository-mirror` mapping that sends a render's
 //! chart repositories to the copies.
 
 use bytes::Bytes;
 
 use crate::charts::oci::{HELM_CHART_LAYER, HELM_CONFIG};
 use crate::verify::cosign;
+use crate::verify::provenance::PROVENANCE_LAYER;
 
 use super::client::{Client, OciError};
 use super::manifest::{Descriptor, ImageManifest, OCI_MANIFEST};
@@ -111,11 +113,41 @@ pub async fn copy_release(
     dst: &OciRepo,
     tag: &str,
 ) -> Result<CopySummary, OciError> {
+    copy_signed(src_client, src, dst_client, dst, tag, "release").await
+}
+
+/// Copies the OCI chart `src:tag` to `DST/charts/NAME:tag` as [`copy_release`] copies a
+/// release (byte for byte, with its provenance layer and cosign signature manifest), so a
+/// render in the air gap verifies it as it would upstream.
+pub async fn copy_chart(
+    src_client: &Client,
+    src: &OciRepo,
+    dst_client: &Client,
+    dst: &OciRepo,
+    name: &str,
+    tag: &str,
+) -> Result<CopySummary, OciError> {
+    let charts = charts_repo(dst);
+    let to = OciRepo {
+        host: charts.host,
+        repository: format!("{}/{name}", charts.repository),
+    };
+    copy_signed(src_client, src, dst_client, &to, tag, "chart").await
+}
+
+async fn copy_signed(
+    src_client: &Client,
+    src: &OciRepo,
+    dst_client: &Client,
+    dst: &OciRepo,
+    tag: &str,
+    what: &str,
+) -> Result<CopySummary, OciError> {
     let (digest, mut blobs_copied) = copy_manifest(src_client, src, dst_client, dst, tag, tag)
         .await?
         .ok_or_else(|| OciError::NotFound {
             registry: src.host.clone(),
-            what: format!("release {src}:{tag}"),
+            what: format!("{what} {src}:{tag}"),
             message: "no such tag".into(),
         })?;
     let mut signature = false;
@@ -132,29 +164,41 @@ pub async fn copy_release(
     })
 }
 
-/// Pushes a chart archive as an OCI chart `DST/charts/NAME:VERSION` (Helm's config and layer
-/// media types; the config is the chart's metadata as JSON). Returns the manifest digest.
-pub async fn push_chart(
-    client: &Client,
-    dst: &OciRepo,
-    name: &str,
-    version: &str,
-    archive: Vec<u8>,
-    metadata: serde_json::Value,
-) -> Result<String, OciError> {
-    let repo = format!("{}/{name}", charts_repo(dst).repository);
-    let config = Bytes::from(metadata.to_string());
-    let archive = Bytes::from(archive);
+/// A chart archive to push as an OCI chart, with its Helm provenance when it has one.
+#[derive(Clone, Debug)]
+pub struct ChartToPush {
+    pub name: String,
+    pub version: String,
+    pub archive: Vec<u8>,
+    /// The chart's metadata as JSON (the config blob, as `helm push` writes it).
+    pub metadata: serde_json::Value,
+    /// The `.prov` text, pushed as the provenance layer (as `helm push` does with one).
+    pub provenance: Option<String>,
+}
+
+/// Pushes a chart archive as an OCI chart `DST/charts/NAME:VERSION` (Helm's config, chart and
+/// provenance layer media types). Returns the manifest digest.
+pub async fn push_chart(client: &Client, dst: &OciRepo, chart: ChartToPush) -> Result<String, OciError> {
+    let repo = format!("{}/{}", charts_repo(dst).repository, chart.name);
+    let config = Bytes::from(chart.metadata.to_string());
     let config_desc = descriptor(HELM_CONFIG, &config);
-    let layer_desc = descriptor(HELM_CHART_LAYER, &archive);
     client.push_blob(&repo, config).await?;
-    client.push_blob(&repo, archive).await?;
+    let mut layers = Vec::new();
+    for (media_type, data) in [
+        (HELM_CHART_LAYER, Some(chart.archive)),
+        (PROVENANCE_LAYER, chart.provenance.map(String::into_bytes)),
+    ] {
+        let Some(data) = data else { continue };
+        let data = Bytes::from(data);
+        layers.push(descriptor(media_type, &data));
+        client.push_blob(&repo, data).await?;
+    }
     let manifest = ImageManifest {
         schema_version: 2,
         media_type: Some(OCI_MANIFEST.into()),
         artifact_type: None,
         config: config_desc,
-        layers: vec![layer_desc],
+        layers,
         annotations: None,
     };
     let body = serde_json::to_vec(&manifest).map_err(|e| OciError::Invalid {
@@ -162,7 +206,7 @@ pub async fn push_chart(
         message: e.to_string(),
     })?;
     client
-        .put_manifest(&repo, &chart_tag(version), OCI_MANIFEST, Bytes::from(body))
+        .put_manifest(&repo, &chart_tag(&chart.version), OCI_MANIFEST, Bytes::from(body))
         .await
 }
 

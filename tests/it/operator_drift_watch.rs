@@ -123,7 +123,10 @@ async fn two_inventories_share_one_watch_per_kind_and_each_sees_its_drift() {
         .await
         .expect("cluster starts");
     let client = cluster.client();
-    let inventories = ["kube-system/capstan.caddon.a.cni", "kube-system/capstan.caddon.a.info"];
+    let inventories = [
+        "kube-system/capstan.caddon.a.cni",
+        "kube-system/capstan.caddon.a.info",
+    ];
     // Each inventory's ConfigMap and Secret, written by capstan.
     let capstan = PatchParams::apply(capstan_apply::FIELD_MANAGER).force();
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
@@ -163,7 +166,10 @@ async fn two_inventories_share_one_watch_per_kind_and_each_sees_its_drift() {
     }
     assert_eq!(watches.len(), kinds.len(), "one watch per kind");
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !inventories.iter().all(|inventory| watches.covers(inventory, &kinds)) {
+    while !inventories
+        .iter()
+        .all(|inventory| watches.covers(inventory, &kinds))
+    {
         assert!(Instant::now() < deadline, "the watches did not list within 20 s");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -208,14 +214,20 @@ async fn two_inventories_share_one_watch_per_kind_and_each_sees_its_drift() {
     while told_now() == [1, 0] && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(told_now(), [1, 1], "the deletion of the second inventory's Secret");
+    assert_eq!(
+        told_now(),
+        [1, 1],
+        "the deletion of the second inventory's Secret"
+    );
 
     // The second inventory leaves the Secrets: the watch stays for the first.
     let count = told[1].clone();
     let notify: capstan_operator::drift::Notify = Arc::new(move || {
         count.fetch_add(1, Ordering::SeqCst);
     });
-    watches.ensure(&discovery, inventories[1], &kinds[..1], notify).await;
+    watches
+        .ensure(&discovery, inventories[1], &kinds[..1], notify)
+        .await;
     assert_eq!(watches.len(), 2);
     assert!(watches.covers(inventories[0], &kinds));
     assert!(!watches.covers(inventories[1], &kinds));

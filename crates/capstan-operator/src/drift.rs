@@ -104,9 +104,7 @@ impl Running {
     /// Running, listed, serving the inventory labelled `label`, and neither failed nor
     /// listed again since that inventory's last full pass.
     fn covers(&self, label: &str) -> bool {
-        !self.task.is_finished()
-            && self.listed.load(Ordering::Acquire)
-            && self.inventories.untroubled(label)
+        !self.task.is_finished() && self.listed.load(Ordering::Acquire) && self.inventories.untroubled(label)
     }
 }
 

@@ -156,7 +156,12 @@ mod tests {
         let table = [
             // (event, listed before, pruned by capstan, whom)
             (Event::Apply(object(a, "kubectl")), true, false, owner("aaaa")),
-            (Event::Apply(object(Some("bbbb"), "kubectl")), true, false, owner("bbbb")),
+            (
+                Event::Apply(object(Some("bbbb"), "kubectl")),
+                true,
+                false,
+                owner("bbbb"),
+            ),
             (Event::Apply(object(a, "capstan")), true, false, Wake::Nobody),
             (Event::Delete(object(a, "capstan")), true, false, owner("aaaa")),
             // capstan's own pruning.
@@ -171,7 +176,11 @@ mod tests {
             (Event::InitApply(object(a, "kubectl")), true, false, Wake::Nobody),
         ];
         for (event, listed, pruned, want) in table {
-            assert_eq!(whom(&event, listed, pruned), want, "{event:?} listed {listed} pruned {pruned}");
+            assert_eq!(
+                whom(&event, listed, pruned),
+                want,
+                "{event:?} listed {listed} pruned {pruned}"
+            );
         }
     }
 

@@ -1,11 +1,16 @@
 //! Drift seen at once through watches (issue 26 §1): with the drift interval at 1 h, an addon
 //! object deleted on the workload cluster, and one edited by another field manager, are
 //! repaired within 5 s — the interval pass could not have done it; the same for the objects
-//! of a multi-stage addon's stages.
+//! of a multi-stage addon's stages. Two inventories of one cluster share one watch per kind
+//! (issue 36 §3), each told of its own objects' drift.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
@@ -102,6 +107,161 @@ async fn drift_of_a_staged_addon_is_repaired_within_seconds() {
     let deployments: Api<Deployment> = Api::namespaced(workload.client(), "kube-system");
     delete_and_await_repair(&deployments, &operator).await;
     drop(operator);
+}
+
+/// Issue 36 §3: two inventories in one cluster (a staged addon's stages, say) with objects of
+/// the same two kinds open one WATCH per kind on the API server, not one per inventory and
+/// kind (its `apiserver_longrunning_gauge`, less the server's own watches), and each
+/// inventory is told of its own objects' drift only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_inventories_share_one_watch_per_kind_and_each_sees_its_drift() {
+    let test = "two_inventories_share_one_watch_per_kind_and_each_sees_its_drift";
+    let Some(bins) = Binaries::find_or_skip(test) else {
+        return;
+    };
+    let cluster = TestCluster::start(&bins, "shared-watches")
+        .await
+        .expect("cluster starts");
+    let client = cluster.client();
+    let inventories = [
+        "kube-system/capstan.caddon.a.cni",
+        "kube-system/capstan.caddon.a.info",
+    ];
+    // Each inventory's ConfigMap and Secret, written by capstan.
+    let capstan = PatchParams::apply(capstan_apply::FIELD_MANAGER).force();
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    for (i, inventory) in inventories.iter().enumerate() {
+        let label = capstan_apply::ssa::inventory_id(inventory);
+        let metadata = json!({"name": format!("object-{i}"),
+            "labels": {capstan_apply::ssa::INVENTORY_ID_LABEL: label}});
+        let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata.clone(),
+            "data": {"a": "1"}});
+        configmaps
+            .patch(&format!("object-{i}"), &capstan, &Patch::Apply(&configmap))
+            .await
+            .expect("ConfigMap applied");
+        let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata,
+            "stringData": {"a": "1"}});
+        secrets
+            .patch(&format!("object-{i}"), &capstan, &Patch::Apply(&secret))
+            .await
+            .expect("Secret applied");
+    }
+    let own = open_watches(&cluster).await;
+
+    let kinds: Vec<capstan_operator::drift::Kind> = ["ConfigMap", "Secret"]
+        .iter()
+        .map(|k| (String::new(), "v1".to_string(), k.to_string()))
+        .collect();
+    let discovery = capstan_apply::discovery::Discovery::new(client.clone());
+    let watches = capstan_operator::drift::DriftWatches::default();
+    let told: Vec<Arc<AtomicUsize>> = inventories.iter().map(|_| Arc::default()).collect();
+    for (inventory, count) in inventories.iter().zip(&told) {
+        let count = count.clone();
+        let notify: capstan_operator::drift::Notify = Arc::new(move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+        watches.ensure(&discovery, inventory, &kinds, notify).await;
+    }
+    assert_eq!(watches.len(), kinds.len(), "one watch per kind");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !inventories
+        .iter()
+        .all(|inventory| watches.covers(inventory, &kinds))
+    {
+        assert!(Instant::now() < deadline, "the watches did not list within 20 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let opened: BTreeMap<String, f64> = open_watches(&cluster)
+        .await
+        .into_iter()
+        .map(|(resource, n)| {
+            let before = own.get(&resource).copied().unwrap_or(0.0);
+            (resource, n - before)
+        })
+        .filter(|(_, n)| *n != 0.0)
+        .collect();
+    eprintln!("watches opened by resource: {opened:?}");
+    assert_eq!(
+        opened,
+        BTreeMap::from([("configmaps".to_string(), 1.0), ("secrets".to_string(), 1.0)]),
+        "one watch per kind for both inventories"
+    );
+
+    // Drift of the first inventory's ConfigMap tells the first only; the second's deleted
+    // Secret the second only.
+    let told_now = || told.iter().map(|c| c.load(Ordering::SeqCst)).collect::<Vec<_>>();
+    assert_eq!(told_now(), [0, 0], "the listing is not drift");
+    let someone = PatchParams {
+        field_manager: Some("someone-else".into()),
+        ..PatchParams::default()
+    };
+    configmaps
+        .patch("object-0", &someone, &Patch::Merge(&json!({"data": {"a": "2"}})))
+        .await
+        .expect("ConfigMap edited");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while told_now() == [0, 0] && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(told_now(), [1, 0], "the edit of the first inventory's ConfigMap");
+    secrets
+        .delete("object-1", &DeleteParams::default())
+        .await
+        .expect("Secret deleted");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while told_now() == [1, 0] && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        told_now(),
+        [1, 1],
+        "the deletion of the second inventory's Secret"
+    );
+
+    // The second inventory leaves the Secrets: the watch stays for the first.
+    let count = told[1].clone();
+    let notify: capstan_operator::drift::Notify = Arc::new(move || {
+        count.fetch_add(1, Ordering::SeqCst);
+    });
+    watches
+        .ensure(&discovery, inventories[1], &kinds[..1], notify)
+        .await;
+    assert_eq!(watches.len(), 2);
+    assert!(watches.covers(inventories[0], &kinds));
+    assert!(!watches.covers(inventories[1], &kinds));
+    assert!(watches.covers(inventories[1], &kinds[..1]));
+}
+
+/// The WATCH requests open on the API server of `cluster`, by resource
+/// (`apiserver_longrunning_gauge` of Kubernetes 1.20).
+async fn open_watches(cluster: &TestCluster) -> BTreeMap<String, f64> {
+    let request = http::Request::get("/metrics").body(Vec::new()).expect("request");
+    let text = tokio::time::timeout(Duration::from_secs(30), cluster.client().request_text(request))
+        .await
+        .expect("/metrics answers within 30 s")
+        .expect("/metrics");
+    let mut open = BTreeMap::new();
+    for line in text.lines() {
+        let Some((labels, value)) = line
+            .strip_prefix("apiserver_longrunning_gauge{")
+            .and_then(|rest| rest.rsplit_once("} "))
+        else {
+            continue;
+        };
+        let label = |key: &str| {
+            labels
+                .split(',')
+                .find_map(|pair| pair.strip_prefix(&format!("{key}=\"")))
+                .map(|v| v.trim_end_matches('"').to_string())
+                .unwrap_or_default()
+        };
+        if label("verb") == "WATCH" {
+            *open.entry(label("resource")).or_insert(0.0) += value.trim().parse::<f64>().unwrap_or(0.0);
+        }
+    }
+    open
 }
 
 /// Deletes the metrics-server Deployment and waits, at most [`REPAIR`], until it is back.

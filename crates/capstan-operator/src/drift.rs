@@ -1,14 +1,19 @@
-//! Drift seen at once, with no agent in the cluster: for each inventory capstan applied, one
-//! metadata-only watch per kind, filtered by the inventory's label. An object deleted, or
-//! changed last by another field manager than capstan's, wakes its owner (a ClusterAddon for
-//! a workload cluster, a ClusterStackRelease for the management cluster) at once. A watch that
-//! had to list again (its resourceVersion expired while it was disconnected) wakes it too:
-//! what changed in the gap is not in the new listing's events.
+//! Drift seen at once, with no agent in the cluster: one metadata-only watch per kind of each
+//! cluster capstan applied to, shared by every inventory there (a ClusterAddon's chart
+//! inventory and its stages' inventories), of the objects that carry an inventory label. An
+//! event is dispatched by that label to its inventory's owner: an object deleted, or changed
+//! last by another field manager than capstan's, wakes it (a ClusterAddon for a workload
+//! cluster, a ClusterStackRelease for the management cluster) at once. A watch that had to
+//! list again (its resourceVersion expired while it was disconnected) wakes every inventory it
+//! serves: what changed in the gap is not in the new listing's events.
 //!
-//! While every kind of an inventory is watched, listed and untroubled since the last full
-//! pass ([`DriftWatches::covers`]), nothing there can drift unseen, so the interval pass sends
-//! no request to the cluster; it stays the fallback for kinds that cannot be watched and for
-//! watches that failed since.
+//! A watch keeps no objects: each event is judged and dropped, so what a watch holds is its
+//! task, its connection's stream and the table of the inventories it serves.
+//!
+//! While every kind of an inventory is watched, listed and untroubled since the inventory's
+//! last full pass ([`DriftWatches::covers`]), nothing there can drift unseen, so the interval
+//! pass sends no request to the cluster; it stays the fallback for kinds that cannot be
+//! watched and for watches that failed since.
 //!
 //! A workload cluster's watches live in its cache entry ([`crate::addon::workload::Workload`]):
 //! dropping the entry (kubeconfig changed, Cluster or ClusterAddon gone, cluster unreachable,
@@ -16,6 +21,8 @@
 //! [`crate::controller::cluster_stack_release::watches`]. Each reconnects with kube's default
 //! backoff; its errors are logged and never reach the controller. At most [`MAX_KINDS`] kinds
 //! per inventory.
+
+mod dispatch;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +39,9 @@ use capstan_apply::discovery::Discovery;
 use capstan_apply::ssa::{INVENTORY_ID_LABEL, inventory_id};
 use capstan_apply::{FIELD_MANAGER, ObjectKey, PruneNotice};
 
+pub use dispatch::Wake;
+use dispatch::{Inventories, whom};
+
 /// Kinds watched per inventory at most (an addon chart has about ten).
 pub const MAX_KINDS: usize = 64;
 
@@ -41,10 +51,11 @@ pub type Notify = Arc<dyn Fn() + Send + Sync>;
 /// `(group, version, kind)`.
 pub type Kind = (String, String, String);
 
-/// The running watches of one workload cluster, by inventory and kind; aborted when dropped.
+/// The running watches of one cluster, one per kind, each serving every inventory that has
+/// objects of its kind there; aborted when dropped.
 #[derive(Default)]
 pub struct DriftWatches {
-    tasks: Mutex<HashMap<(String, Kind), Running>>,
+    kinds: Mutex<HashMap<Kind, Running>>,
     /// Inventories whose last apply completed ([`DriftWatches::checked`]) and has not been
     /// followed by one that started and did not ([`DriftWatches::unsettle`]).
     settled: Mutex<HashSet<String>>,
@@ -80,28 +91,21 @@ impl Pruning {
     }
 }
 
-/// One running watch.
+/// The running watch of one kind.
 struct Running {
     task: tokio::task::JoinHandle<()>,
-    health: Arc<Health>,
+    /// Its first listing is complete: from then on every change is an event.
+    listed: Arc<AtomicBool>,
+    /// The inventories it serves, by their objects' label.
+    inventories: Arc<Inventories>,
 }
 
 impl Running {
-    /// Running, listed, and neither failed nor listed again since the last full pass.
-    fn covers(&self) -> bool {
-        !self.task.is_finished()
-            && self.health.listed.load(Ordering::Acquire)
-            && !self.health.troubled.load(Ordering::Acquire)
+    /// Running, listed, serving the inventory labelled `label`, and neither failed nor
+    /// listed again since that inventory's last full pass.
+    fn covers(&self, label: &str) -> bool {
+        !self.task.is_finished() && self.listed.load(Ordering::Acquire) && self.inventories.untroubled(label)
     }
-}
-
-/// What a watch tells about itself.
-#[derive(Default)]
-struct Health {
-    /// Its first listing is complete: from then on every change is an event.
-    listed: AtomicBool,
-    /// It failed (and reconnected) or listed again since the last full pass.
-    troubled: AtomicBool,
 }
 
 impl DriftWatches {
@@ -109,7 +113,7 @@ impl DriftWatches {
     /// `-n`); cluster-scoped kinds are not watched then.
     pub fn within(namespace: &str) -> DriftWatches {
         DriftWatches {
-            tasks: Mutex::default(),
+            kinds: Mutex::default(),
             settled: Mutex::default(),
             pruning: Arc::default(),
             namespace: Some(namespace.to_string()),
@@ -117,7 +121,9 @@ impl DriftWatches {
     }
 
     /// Watches exactly `kinds` for the objects of `inventory` (an inventory id such as
-    /// `kube-system/capstan.caddon.x`): new kinds start, kinds no longer applied stop.
+    /// `kube-system/capstan.caddon.x`), telling `notify` of their drift: the inventory joins
+    /// the watches of kinds already watched, new kinds start a watch, kinds it no longer
+    /// applies leave it (a watch serving no inventory stops).
     pub async fn ensure(&self, discovery: &Discovery, inventory: &str, kinds: &[Kind], notify: Notify) {
         let wanted: Vec<&Kind> = kinds.iter().take(MAX_KINDS).collect();
         if kinds.len() > MAX_KINDS {
@@ -127,22 +133,39 @@ impl DriftWatches {
                 "drift watches: only the first {MAX_KINDS} kinds are watched"
             );
         }
-        let missing: Vec<Kind> = {
-            let mut tasks = self.lock();
-            tasks.retain(|(inv, kind), running| {
-                let keep = inv != inventory || wanted.contains(&kind);
-                if !keep {
-                    running.task.abort();
+        let label = inventory_id(inventory);
+        let to_start: Vec<(Kind, Arc<Inventories>)> = {
+            let mut running = self.lock();
+            running.retain(|kind, watch| {
+                if !wanted.contains(&kind) {
+                    watch.inventories.leave(&label);
                 }
-                keep && !running.task.is_finished()
+                let serves = !watch.inventories.is_empty();
+                if !serves {
+                    watch.task.abort();
+                }
+                serves
             });
             wanted
                 .iter()
-                .filter(|k| !tasks.contains_key(&(inventory.to_string(), (**k).clone())))
-                .map(|k| (*k).clone())
+                .filter_map(|kind| match running.get(*kind) {
+                    Some(watch) => {
+                        watch.inventories.join(&label, inventory, notify.clone());
+                        // A watch whose task ended starts again for the same inventories.
+                        watch
+                            .task
+                            .is_finished()
+                            .then(|| ((*kind).clone(), watch.inventories.clone()))
+                    }
+                    None => {
+                        let inventories = Arc::new(Inventories::default());
+                        inventories.join(&label, inventory, notify.clone());
+                        Some(((*kind).clone(), inventories))
+                    }
+                })
                 .collect()
         };
-        for kind in missing {
+        for (kind, inventories) in to_start {
             let info = match discovery.resolve(&kind.0, &kind.1, &kind.2).await {
                 Ok(info) => info,
                 Err(e) => {
@@ -150,7 +173,6 @@ impl DriftWatches {
                     continue;
                 }
             };
-            let selector = format!("{INVENTORY_ID_LABEL}={}", inventory_id(inventory));
             // Metadata only, across namespaces (or in the one namespace).
             let client = discovery.client().clone();
             let api: kube::Api<PartialObjectMeta<DynamicObject>> =
@@ -159,43 +181,43 @@ impl DriftWatches {
                     WatchScope::Namespace(ns) => kube::Api::namespaced_with(client, ns, &info.resource),
                     WatchScope::Nowhere => continue,
                 };
-            let health = Arc::new(Health::default());
+            let listed = Arc::new(AtomicBool::new(false));
             let task = tokio::spawn(watch(
                 api,
-                selector,
                 kind.clone(),
-                notify.clone(),
-                health.clone(),
+                listed.clone(),
+                inventories.clone(),
                 self.pruning.clone(),
             ));
-            if let Some(old) = self
-                .lock()
-                .insert((inventory.to_string(), kind), Running { task, health })
-            {
+            let started = Running {
+                task,
+                listed,
+                inventories,
+            };
+            if let Some(old) = self.lock().insert(kind, started) {
                 old.task.abort();
             }
         }
     }
 
-    /// Whether the watches of `inventory` see every change of `kinds` since the last full
-    /// pass: each kind watched, listed, and its watch neither failed nor listed again since.
+    /// Whether the watches see every change of `inventory`'s `kinds` since its last full
+    /// pass: each kind watched for it, listed, and its watch neither failed nor listed again
+    /// since.
     pub fn covers(&self, inventory: &str, kinds: &[Kind]) -> bool {
-        let tasks = self.lock();
+        let label = inventory_id(inventory);
+        let running = self.lock();
         !kinds.is_empty()
-            && kinds.iter().all(|kind| {
-                tasks
-                    .get(&(inventory.to_string(), kind.clone()))
-                    .is_some_and(Running::covers)
-            })
+            && kinds
+                .iter()
+                .all(|kind| running.get(kind).is_some_and(|watch| watch.covers(&label)))
     }
 
     /// A full pass of `inventory` just compared every object: earlier trouble of its watches
     /// no longer hides anything.
     pub fn checked(&self, inventory: &str) {
-        for ((inv, _), running) in self.lock().iter() {
-            if inv == inventory {
-                running.health.troubled.store(false, Ordering::Release);
-            }
+        let label = inventory_id(inventory);
+        for watch in self.lock().values() {
+            watch.inventories.forget_trouble(&label);
         }
         lock(&self.settled).insert(inventory.to_string());
     }
@@ -208,10 +230,11 @@ impl DriftWatches {
         if !lock(&self.settled).contains(inventory) {
             return BTreeSet::new();
         }
+        let label = inventory_id(inventory);
         self.lock()
             .iter()
-            .filter(|((inv, _), running)| inv == inventory && running.covers())
-            .map(|((_, kind), _)| kind.clone())
+            .filter(|(_, watch)| watch.covers(&label))
+            .map(|(kind, _)| kind.clone())
             .collect()
     }
 
@@ -235,7 +258,7 @@ impl DriftWatches {
         lock(&self.settled).remove(inventory);
     }
 
-    /// How many watches run.
+    /// How many watches run (one per kind, whatever the number of inventories).
     pub fn len(&self) -> usize {
         self.lock().len()
     }
@@ -244,8 +267,8 @@ impl DriftWatches {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, Kind), Running>> {
-        lock(&self.tasks)
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Kind, Running>> {
+        lock(&self.kinds)
     }
 }
 
@@ -255,8 +278,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Drop for DriftWatches {
     fn drop(&mut self) {
-        for running in self.lock().values() {
-            running.task.abort();
+        for watch in self.lock().values() {
+            watch.task.abort();
         }
     }
 }
@@ -278,32 +301,27 @@ fn watch_scope(within: Option<&str>, namespaced: bool) -> WatchScope<'_> {
     }
 }
 
+/// The watch of `kind`: every object with an inventory label, its events dispatched to the
+/// inventories by that label.
 async fn watch(
     api: kube::Api<PartialObjectMeta<DynamicObject>>,
-    selector: String,
     kind: Kind,
-    notify: Notify,
-    health: Arc<Health>,
+    listed: Arc<AtomicBool>,
+    inventories: Arc<Inventories>,
     pruning: Arc<Pruning>,
 ) {
-    let config = watcher::Config::default().labels(&selector);
+    // The label's presence: the objects of every inventory, whoever applied them.
+    let config = watcher::Config::default().labels(INVENTORY_ID_LABEL);
     let mut events = watcher(api, config).default_backoff().boxed();
     while let Some(event) = events.next().await {
         let event = match event {
             Ok(event) => event,
             Err(e) => {
-                health.troubled.store(true, Ordering::Release);
+                inventories.trouble_all();
                 tracing::debug!(kind = %kind.2, error = %e, "drift watch error (retrying with backoff)");
                 continue;
             }
         };
-        let relisted = matches!(event, Event::Init) && health.listed.load(Ordering::Acquire);
-        if relisted {
-            health.troubled.store(true, Ordering::Release);
-        }
-        if matches!(event, Event::InitDone) {
-            health.listed.store(true, Ordering::Release);
-        }
         let pruned = match &event {
             Event::Delete(meta) => pruning.take(&(
                 kind.0.clone(),
@@ -313,9 +331,11 @@ async fn watch(
             )),
             _ => false,
         };
-        if relisted || (drifted(&event) && !pruned) {
-            notify();
+        let wake = whom(&event, listed.load(Ordering::Acquire), pruned);
+        if matches!(event, Event::InitDone) {
+            listed.store(true, Ordering::Release);
         }
+        inventories.wake(wake);
     }
 }
 
@@ -391,15 +411,19 @@ mod tests {
         ("apps".into(), "v1".into(), name.into())
     }
 
-    /// A watch of `kind` for inventory `inv` that never ends, in the given health.
+    /// The watch of `kind` (one that never ends, listed or not when it starts here) serving
+    /// inventory `inv` too, troubled or not.
     fn running(watches: &DriftWatches, inv: &str, name: &str, listed: bool, troubled: bool) {
-        let health = Arc::new(Health::default());
-        health.listed.store(listed, Ordering::Release);
-        health.troubled.store(troubled, Ordering::Release);
-        let task = tokio::spawn(futures::future::pending::<()>());
-        watches
-            .lock()
-            .insert((inv.to_string(), kind(name)), Running { task, health });
+        let mut kinds = watches.lock();
+        let watch = kinds.entry(kind(name)).or_insert_with(|| Running {
+            task: tokio::spawn(futures::future::pending::<()>()),
+            listed: Arc::new(AtomicBool::new(listed)),
+            inventories: Arc::default(),
+        });
+        watch.inventories.join(&inventory_id(inv), inv, Arc::new(|| {}));
+        if troubled {
+            watch.inventories.trouble_all();
+        }
     }
 
     #[tokio::test]
@@ -420,7 +444,7 @@ mod tests {
             for ((listed, troubled), kind) in health.iter().zip(["Deployment", "DaemonSet"]) {
                 running(&watches, "inv", kind, *listed, *troubled);
             }
-            // Another inventory's watches do not count.
+            // Another inventory's watch of a kind does not serve this one.
             running(&watches, "other", "DaemonSet", true, false);
             assert_eq!(watches.covers("inv", &both), want, "{health:?}");
             // A full pass forgets the trouble.

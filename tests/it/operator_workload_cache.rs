@@ -29,7 +29,7 @@ const NEXT_CLASS: &str = "docker-ferrol-1-27-v2";
 const WOKEN_PASSES: u64 = 5;
 
 /// The operator's `capstan_reconciles_total` of the ClusterAddon controller.
-async fn addon_reconciles(metrics_port: u16) -> Option<u64> {
+pub(crate) async fn addon_reconciles(metrics_port: u16) -> Option<u64> {
     let mut stream = TcpStream::connect(("127.0.0.1", metrics_port)).await.ok()?;
     stream
         .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")

@@ -15,6 +15,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams
 use serde_json::json;
 
 use crate::operator_common::{Env, eventually};
+use crate::operator_workload_cache::woken_pass;
 use capstan_operator::api::ClusterAddon;
 use capstan_testenv::audit::{AuditLog, is_overhead};
 use capstan_testenv::{Binaries, ChildGuard, TestCluster};
@@ -65,17 +66,6 @@ fn gets(requests: &[String]) -> Vec<&String> {
         .collect()
 }
 
-async fn wake(env: &Env, pass: u64) {
-    env.clusters()
-        .patch(
-            CLUSTER,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"metadata": {"annotations": {"capstan.test/pass": pass.to_string()}}})),
-        )
-        .await
-        .expect("Cluster annotated");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_addon_pass_sends_no_get_to_the_management_cluster() {
     let test = "an_idle_addon_pass_sends_no_get_to_the_management_cluster";
@@ -95,14 +85,7 @@ async fn an_idle_addon_pass_sends_no_get_to_the_management_cluster() {
 
     let before = audit.requests().len();
     for pass in 0..WOKEN_PASSES {
-        let seen = crate::operator_workload_cache::addon_reconciles(*metrics_port)
-            .await
-            .expect("metrics answer");
-        wake(env, pass).await;
-        eventually("the woken pass", Duration::from_secs(30), operator, || async {
-            (crate::operator_workload_cache::addon_reconciles(*metrics_port).await? > seen).then_some(())
-        })
-        .await;
+        woken_pass(env, CLUSTER, pass, operator, *metrics_port).await;
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
     let woken = audit.requests().split_off(before);
@@ -151,7 +134,12 @@ async fn the_next_pass_sees_a_changed_control_plane_and_kubeconfig() {
     let Some(applied) = applied(test, None).await else {
         return;
     };
-    let Applied { env, operator, .. } = &applied;
+    let Applied {
+        env,
+        operator,
+        metrics_port,
+        ..
+    } = &applied;
     let control_planes = env.dynamic_in(
         &env.ns,
         "controlplane.cluster.x-k8s.io",
@@ -165,7 +153,7 @@ async fn the_next_pass_sees_a_changed_control_plane_and_kubeconfig() {
         .delete(CLUSTER, &DeleteParams::default())
         .await
         .expect("ControlPlane deleted");
-    wake(env, 1).await;
+    woken_pass(env, CLUSTER, 1, operator, *metrics_port).await;
     let message = wait_reason(env, operator, "Rendered", "ObjectsMissing").await;
     assert!(message.contains("KubeadmControlPlane"), "{message}");
 

@@ -172,10 +172,7 @@ impl Management {
     /// store on the way; only the first watch given fills it.
     pub fn reflect_secrets(&self, events: Events<Secret>) -> Events<Secret> {
         match take(&self.secret_writer) {
-            Some(writer) => events
-                .map_ok(|e| e.modify(strip_secret))
-                .reflect(writer)
-                .boxed(),
+            Some(writer) => events.map_ok(|e| e.modify(strip_secret)).reflect(writer).boxed(),
             None => events,
         }
     }
@@ -200,7 +197,11 @@ impl Management {
     }
 
     /// Secret `name` of `namespace` (a kubeconfig Secret), when it exists.
-    pub async fn kubeconfig_secret(&self, namespace: &str, name: &str) -> Result<Option<Secret>, kube::Error> {
+    pub async fn kubeconfig_secret(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Secret>, kube::Error> {
         match cached(&self.secrets, &ObjectRef::new(name).within(namespace)) {
             Some(secret) => Ok(Some(secret)),
             None => {
@@ -355,7 +356,10 @@ fn changed_reference<'a>(
 
 /// The ClusterAddons of the Clusters in `clusters` whose `controlPlaneRef` or
 /// `infrastructureRef` names `object`.
-fn addons_referencing(clusters: &[Arc<DynamicObject>], object: &DynamicObject) -> Vec<ObjectRef<ClusterAddon>> {
+fn addons_referencing(
+    clusters: &[Arc<DynamicObject>],
+    object: &DynamicObject,
+) -> Vec<ObjectRef<ClusterAddon>> {
     let kind = object.types.as_ref().map(|t| t.kind.as_str()).unwrap_or_default();
     let name = object.metadata.name.as_deref().unwrap_or_default();
     let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
@@ -449,7 +453,10 @@ mod tests {
             assert_eq!(object.annotations, want, "{before:?}");
             assert_eq!(object.managed_fields, None);
             assert_eq!(object.name.as_deref(), Some("web"));
-            assert!(object.labels.is_some(), "labels are read (the shard, the Cluster)");
+            assert!(
+                object.labels.is_some(),
+                "labels are read (the shard, the Cluster)"
+            );
         }
     }
 
@@ -504,8 +511,14 @@ mod tests {
                 .collect()
         };
         let addon = |cluster: &str| format!("fleet/{}", crate::controller::cluster::addon_name(cluster));
-        assert_eq!(woken(object("KubeadmControlPlane", "web-cp", "fleet")), [addon("web")]);
-        assert_eq!(woken(object("KubeadmControlPlane", "web-cp", "other")), [addon("shared")]);
+        assert_eq!(
+            woken(object("KubeadmControlPlane", "web-cp", "fleet")),
+            [addon("web")]
+        );
+        assert_eq!(
+            woken(object("KubeadmControlPlane", "web-cp", "other")),
+            [addon("shared")]
+        );
         assert_eq!(woken(object("DockerCluster", "db", "fleet")), [addon("db")]);
         // Same name, another kind; a name no Cluster uses.
         assert!(woken(object("DockerCluster", "web-cp", "fleet")).is_empty());

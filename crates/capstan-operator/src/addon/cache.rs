@@ -14,7 +14,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-
 use super::workload::{self, Gate, Workload};
 
 /// Workload clusters kept at most (a fleet larger than this reconnects its least recently

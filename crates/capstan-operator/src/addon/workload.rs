@@ -65,7 +65,11 @@ pub async fn read_stored_secret(
     cluster: &str,
 ) -> Result<Secret, Gate> {
     let name = kubeconfig_secret(cluster);
-    found(namespace, name.clone(), management.kubeconfig_secret(namespace, &name).await)
+    found(
+        namespace,
+        name.clone(),
+        management.kubeconfig_secret(namespace, &name).await,
+    )
 }
 
 /// The Secret `name` a read found, or the gate it leaves closed.

@@ -356,7 +356,11 @@ async fn resolve_release(
     tag: &ReleaseTag,
 ) -> Result<ControlFlow<Action, (ReleaseFiles, Arc<CompiledRelease>, Arc<ClusterStack>)>, Error> {
     let ctx = progress.ctx;
-    let read = ctx.management.release(class_namespace, &tag.tag()).await.because("ReleaseUnreadable");
+    let read = ctx
+        .management
+        .release(class_namespace, &tag.tag())
+        .await
+        .because("ReleaseUnreadable");
     let Some(release) = progress.check(RENDERED, read).await? else {
         let message = format!("ClusterStackRelease {class_namespace}/{tag} does not exist");
         let waited = progress.wait(RENDERED, "NoRelease", message).await;
@@ -818,7 +822,12 @@ async fn read_referenced(
             what: what.clone(),
             source,
         })?;
-    match ctx.management.referenced(&info, &ns, &name).await.map_err(unreadable)? {
+    match ctx
+        .management
+        .referenced(&info, &ns, &name)
+        .await
+        .map_err(unreadable)?
+    {
         Some(object) => Ok(Some(object)),
         None => Err(Missing::Absent(what)),
     }

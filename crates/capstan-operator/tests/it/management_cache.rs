@@ -76,7 +76,11 @@ async fn kubeconfig_reads_come_from_the_store_once_it_has_synced() {
         .expect("read")
         .expect("found");
     assert_eq!(value(&read).as_deref(), Some("first"));
-    assert_eq!(secret_gets(&audit, "web-kubeconfig"), 1, "the unsynced read is a GET");
+    assert_eq!(
+        secret_gets(&audit, "web-kubeconfig"),
+        1,
+        "the unsynced read is a GET"
+    );
 
     // The operator's Secret watch fills the store on the way to its controller.
     let config = watcher::Config::default().labels(CLUSTER_NAME_LABEL);
@@ -85,7 +89,9 @@ async fn kubeconfig_reads_come_from_the_store_once_it_has_synced() {
     // Synced: a read sends nothing. (A read polled once while the store was not synced may
     // have sent its GET: the count starts once the log has settled.)
     until("a read from the synced store", || {
-        management.kubeconfig_secret(NS, "web-kubeconfig").now_or_never_ok()
+        management
+            .kubeconfig_secret(NS, "web-kubeconfig")
+            .now_or_never_ok()
     })
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;

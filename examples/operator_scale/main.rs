@@ -226,8 +226,13 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     // 3. An idle drift interval.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let phase = Phase::begin("idle drift interval", &procs, &servers).await?;
+    // The management API server's requests too (issue 36 §2): every ClusterAddon's interval
+    // pass reads the Cluster and what it references there.
+    let management = [env.client()];
+    let management_before = measure::scrape(&management).await?;
     tokio::time::sleep(args.drift_interval).await;
     ops.alive()?;
+    let idle_management = measure::scrape(&management).await?.since(&management_before);
     let idle = phase.end(&procs, &servers, &baseline).await?;
     // What the fleet costs to hold, apart from the apply's peak.
     let idle_rss = mib(operators.iter().map(|op| measure::rss_kib(op.pid())));
@@ -324,6 +329,20 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             ),
         );
     }
+    let idle_secs = idle.wall.as_secs_f64().max(0.001);
+    print_table(
+        "management",
+        "| Clusters | shards | idle window | management requests per s by verb | per Cluster per pass |",
+        &format!(
+            "{key}| {:.0} s | {} | {} |",
+            idle_secs,
+            by_verb(&idle_management.scaled(1.0 / idle_secs), 1),
+            by_verb(
+                &idle_management.scaled(args.drift_interval.as_secs_f64() / idle_secs),
+                args.clusters
+            ),
+        ),
+    );
     let repaired: Vec<Duration> = latencies.iter().flatten().copied().collect();
     print_table(
         "drift",

@@ -31,6 +31,7 @@ mod operator_defaults;
 mod operator_drift_watch;
 mod operator_e2e;
 mod operator_hooks;
+mod operator_management_cache;
 mod operator_oci;
 mod operator_provider;
 mod operator_restart;

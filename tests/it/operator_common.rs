@@ -349,7 +349,7 @@ impl Env {
         self.dynamic_in(&self.ns, group, version, kind)
     }
 
-    fn dynamic_in(&self, namespace: &str, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
+    pub fn dynamic_in(&self, namespace: &str, group: &str, version: &str, kind: &str) -> Api<DynamicObject> {
         let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
         Api::namespaced_with(self.client(), namespace, &resource)
     }

@@ -47,6 +47,30 @@ async fn addon_reconciles(metrics_port: u16) -> Option<u64> {
     )
 }
 
+/// Wakes the ClusterAddon of `cluster` by an annotation on the Cluster (which changes none of
+/// its inputs) and waits for the pass, counted through `capstan_reconciles_total`.
+pub(crate) async fn woken_pass(
+    env: &crate::operator_common::Env,
+    cluster: &str,
+    pass: u64,
+    operator: &capstan_testenv::ChildGuard,
+    metrics_port: u16,
+) {
+    let seen = addon_reconciles(metrics_port).await.expect("metrics answer");
+    env.clusters()
+        .patch(
+            cluster,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"annotations": {"capstan.test/pass": pass.to_string()}}})),
+        )
+        .await
+        .expect("Cluster annotated");
+    eventually("the woken pass", Duration::from_secs(30), operator, || async {
+        (addon_reconciles(metrics_port).await? > seen).then_some(())
+    })
+    .await;
+}
+
 /// A workload cluster that writes an audit log, reached through a counting proxy, with the
 /// addons of [`CLUSTER`] applied by an operator.
 struct Counted {
@@ -159,19 +183,7 @@ async fn a_steady_pass_reuses_the_workload_connection() {
     // Passes that find nothing changed: an annotation on the Cluster wakes each.
     let (connections_before, requests_before) = (proxy.connections(), audit.requests().len());
     for pass in 0..WOKEN_PASSES {
-        let seen = addon_reconciles(metrics_port).await.expect("metrics answer");
-        env.clusters()
-            .patch(
-                CLUSTER,
-                &PatchParams::default(),
-                &Patch::Merge(&json!({"metadata": {"annotations": {"capstan.test/pass": pass.to_string()}}})),
-            )
-            .await
-            .expect("Cluster annotated");
-        eventually("the woken pass", Duration::from_secs(30), operator, || async {
-            (addon_reconciles(metrics_port).await? > seen).then_some(())
-        })
-        .await;
+        woken_pass(env, CLUSTER, pass, operator, metrics_port).await;
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
     let woken_requests: Vec<String> = audit.requests().split_off(requests_before);

@@ -31,6 +31,8 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Applies to the management cluster (keeps its discovery cache).
     pub applier: Applier,
+    /// The management cluster's objects a ClusterAddon pass reads, from reflector stores.
+    pub management: crate::management::Management,
     /// Connected workload clusters, one per Cluster.
     pub workloads: crate::addon::cache::WorkloadClusters,
     /// ClusterAddons whose objects a drift watch saw change: woken at once, and their next
@@ -72,6 +74,7 @@ impl Context {
         Context {
             store: RenderStore::new(client.clone()),
             applier: Applier::new(client.clone(), "the management cluster"),
+            management: crate::management::Management::new(client.clone(), settings.namespaces.clone()),
             workloads: crate::addon::cache::WorkloadClusters::default(),
             addon_drift: AddonDrift::new(),
             release_drift: ReleaseDrift::new(),

@@ -16,6 +16,7 @@ pub mod jitter;
 pub mod kube_error;
 pub mod leader;
 pub mod lookup;
+pub mod management;
 pub mod metrics;
 pub mod rollout;
 pub mod runtime;

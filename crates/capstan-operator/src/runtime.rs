@@ -440,7 +440,13 @@ fn addon_controller(
         spec_or_deletion::<ClusterAddon>,
         false,
     );
-    let cluster_changes = changed(wiring.clusters(), cluster_trigger, true);
+    // The woken pass reads the Cluster (and its kubeconfig Secret) from the stores these
+    // watches fill before they wake it.
+    let cluster_changes = changed(
+        ctx.management.reflect_clusters(wiring.clusters().boxed()),
+        cluster_trigger,
+        true,
+    );
     Controller::for_stream(addon_events, addons_store)
         .watches_stream_with(
             cluster_changes,
@@ -452,7 +458,7 @@ fn addon_controller(
             super::clusters::cluster_resource(),
         )
         .watches_stream(
-            kubeconfig_secrets(&wiring.client, &wiring.scope),
+            kubeconfig_secrets(&wiring.client, &wiring.scope, &ctx.management),
             move |secret: Secret| {
                 let addon = kubeconfig_addon(&secret.metadata)?;
                 // A changed kubeconfig drops the cached workload cluster at once.
@@ -464,6 +470,9 @@ fn addon_controller(
             },
         )
         .reconcile_on(user_values)
+        // Objects their Cluster references (its ControlPlane, InfraCluster) appearing or
+        // changing their spec.
+        .reconcile_on(ctx.management.wake_ups())
         // Drift watches on the workload clusters wake their ClusterAddon.
         .reconcile_on(ctx.addon_drift.wake_ups())
         .with_config(wiring.concurrency.clone())

@@ -358,15 +358,17 @@ pub fn kubeconfig_addon(meta: &ObjectMeta) -> Option<ObjectRef<ClusterAddon>> {
 /// The kubeconfig Secrets of `scope`'s namespaces that wake a ClusterAddon, each once per
 /// change of [`kubeconfig_trigger`] (a watch on Cluster API's cluster-name label: a field
 /// selector cannot match a name suffix, so the name is checked here).
+/// Every Secret seen goes through `stored` first (the management cluster's Secret store).
 pub fn kubeconfig_secrets(
     client: &Client,
     scope: &Scope,
+    stored: &crate::management::Management,
 ) -> BoxStream<'static, Result<Secret, watcher::Error>> {
     let config = watcher::Config::default()
         .labels(CLUSTER_NAME_LABEL)
         .any_semantic();
     changed(
-        watch_all(scope.apis::<Secret>(client), objects(config)),
+        stored.reflect_secrets(watch_all(scope.apis::<Secret>(client), objects(config))),
         kubeconfig_trigger,
         true,
     )

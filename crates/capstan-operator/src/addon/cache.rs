@@ -14,8 +14,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use kube::Client;
-
 use super::workload::{self, Gate, Workload};
 
 /// Workload clusters kept at most (a fleet larger than this reconnects its least recently
@@ -90,12 +88,12 @@ impl WorkloadClusters {
     /// did not change, else connected (and `/readyz` checked) and kept.
     pub async fn get(
         &self,
-        management: &Client,
+        management: &crate::management::Management,
         namespace: &str,
         cluster: &str,
     ) -> Result<Arc<Workload>, Gate> {
         let key = (namespace.to_string(), cluster.to_string());
-        let secret = match workload::read_secret(management, namespace, cluster).await {
+        let secret = match workload::read_stored_secret(management, namespace, cluster).await {
             Ok(secret) => secret,
             Err(gate) => {
                 if matches!(gate, Gate::NoKubeconfig { .. }) {

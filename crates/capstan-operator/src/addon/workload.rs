@@ -50,11 +50,31 @@ pub struct Workload {
     pub drift: crate::drift::DriftWatches,
 }
 
-/// Reads the kubeconfig Secret of `cluster` in `namespace`.
+/// Reads the kubeconfig Secret of `cluster` in `namespace` from the API server.
 pub async fn read_secret(management: &Client, namespace: &str, cluster: &str) -> Result<Secret, Gate> {
     let name = kubeconfig_secret(cluster);
     let secrets: Api<Secret> = Api::namespaced(management.clone(), namespace);
-    match secrets.get_opt(&name).await {
+    found(namespace, name.clone(), secrets.get_opt(&name).await)
+}
+
+/// Reads the kubeconfig Secret of `cluster` in `namespace` from the management cluster's
+/// Secret store (the API server while it has not synced).
+pub async fn read_stored_secret(
+    management: &crate::management::Management,
+    namespace: &str,
+    cluster: &str,
+) -> Result<Secret, Gate> {
+    let name = kubeconfig_secret(cluster);
+    found(
+        namespace,
+        name.clone(),
+        management.kubeconfig_secret(namespace, &name).await,
+    )
+}
+
+/// The Secret `name` a read found, or the gate it leaves closed.
+fn found(namespace: &str, name: String, read: Result<Option<Secret>, kube::Error>) -> Result<Secret, Gate> {
+    match read {
         Ok(Some(secret)) => Ok(secret),
         Ok(None) => Err(Gate::NoKubeconfig {
             namespace: namespace.to_string(),

@@ -35,7 +35,7 @@ use super::{Cause, Error, now, owner_reference};
 use crate::addon::condition::{self, Verdict};
 use crate::addon::user_values::{GatherError, Layer};
 use crate::addon::workload::{Gate, Workload};
-use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStack, ClusterStackRelease};
+use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStack};
 use crate::api::{Recorded, StagePhase};
 use crate::context::Context;
 use crate::kube_error::is_not_found;
@@ -159,7 +159,7 @@ type Connected = Arc<Workload>;
 /// The workload cluster of `cluster` in `namespace`, ready (the one place a ClusterAddon pass
 /// acquires it): no request to it while its kubeconfig Secret is unchanged and it is healthy.
 async fn connect(ctx: &Context, namespace: &str, cluster: &str) -> Result<Connected, Gate> {
-    ctx.workloads.get(&ctx.client, namespace, cluster).await
+    ctx.workloads.get(&ctx.management, namespace, cluster).await
 }
 
 /// Breaks out of a pass with `$flow`'s action, else gives its value.
@@ -333,7 +333,7 @@ async fn read_cluster(progress: &mut Progress<'_>) -> Result<ControlFlow<Action,
     let (ctx, addon) = (progress.ctx, progress.object);
     let namespace = addon.namespace().unwrap_or_default();
     let cluster_name = addon.spec.cluster_ref.name.clone().unwrap_or_default();
-    match crate::clusters::get(&ctx.client, &namespace, &cluster_name).await {
+    match ctx.management.cluster(&namespace, &cluster_name).await {
         Ok(Some(cluster)) => Ok(ControlFlow::Continue(cluster)),
         Ok(None) => {
             let api: Api<ClusterAddon> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -356,8 +356,11 @@ async fn resolve_release(
     tag: &ReleaseTag,
 ) -> Result<ControlFlow<Action, (ReleaseFiles, Arc<CompiledRelease>, Arc<ClusterStack>)>, Error> {
     let ctx = progress.ctx;
-    let releases: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), class_namespace);
-    let read = releases.get_opt(&tag.tag()).await.because("ReleaseUnreadable");
+    let read = ctx
+        .management
+        .release(class_namespace, &tag.tag())
+        .await
+        .because("ReleaseUnreadable");
     let Some(release) = progress.check(RENDERED, read).await? else {
         let message = format!("ClusterStackRelease {class_namespace}/{tag} does not exist");
         let waited = progress.wait(RENDERED, "NoRelease", message).await;
@@ -819,8 +822,12 @@ async fn read_referenced(
             what: what.clone(),
             source,
         })?;
-    let api = discovery.api(&info, Some(&ns));
-    match api.get_opt(&name).await.map_err(unreadable)? {
+    match ctx
+        .management
+        .referenced(&info, &ns, &name)
+        .await
+        .map_err(unreadable)?
+    {
         Some(object) => Ok(Some(object)),
         None => Err(Missing::Absent(what)),
     }

@@ -289,7 +289,7 @@ async fn control_plane_version(ctx: &Context, cluster: &DynamicObject) -> Option
 /// Whether every `health.checks` condition holds on the Cluster's workload cluster (one that
 /// cannot be reached or evaluated does not hold).
 async fn checks_pass(ctx: &Context, rollout: &ClusterStackRollout, namespace: &str, cluster: &str) -> bool {
-    let workload = match ctx.workloads.get(&ctx.client, namespace, cluster).await {
+    let workload = match ctx.workloads.get(&ctx.management, namespace, cluster).await {
         Ok(workload) => workload,
         Err(gate) => {
             tracing::debug!(%gate, %cluster, "rollout health checks wait for the workload cluster");

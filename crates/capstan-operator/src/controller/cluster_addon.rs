@@ -31,7 +31,8 @@ use kube::runtime::reflector::ObjectRef;
 use super::error::Invalid;
 use super::pipeline::{self, Parts, ReleaseFiles};
 use super::progress::{Because, Failure, WAIT};
-use super::{Cause, Error, now, owner_reference};
+use super::release_runner::{self, Inventory, ReleaseKind};
+use super::{Cause, Error, owner_reference};
 use crate::addon::condition::{self, Verdict};
 use crate::addon::user_values::{GatherError, Layer};
 use crate::addon::workload::{Gate, Workload};
@@ -40,9 +41,9 @@ use crate::api::{Recorded, StagePhase};
 use crate::context::Context;
 use crate::kube_error::is_not_found;
 use crate::store::{Owner, StoredRender};
+use capstan_apply::InventoryRef;
 use capstan_apply::discovery::DiscoveryError;
-use capstan_apply::{DesiredObject, InventoryRef};
-use capstan_stack::addon_config::{Action as StageAction, AddonConfig, Stage, WaitCondition};
+use capstan_stack::addon_config::{Action as StageAction, Stage, WaitCondition};
 use capstan_stack::name::ReleaseTag;
 use capstan_stack::render::{ADDON_NAMESPACE, CompiledRelease};
 use plan::{StageStep, Step};
@@ -218,22 +219,23 @@ async fn apply_pass(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error
     let inputs = RenderInputs {
         objects,
         user_values,
-        digest: &files.digest,
+        digest: files.digest.clone(),
     };
-    let render = render(ctx, addon, &compiled, inputs, &target).await;
-    let render = progress.check(RENDERED, render).await?;
-    let message = format!(
-        "revision {} of the addons of {tag}{with_user_values}",
-        render.revision
-    );
-    progress.condition(RENDERED, true, "Rendered", message);
-    // 5. Apply: stages of the current hook, or the one chart.
-    let steps = Steps {
+    let hash = inputs_hash(&compiled, &inputs, &target).await;
+    let hash = progress.check(RENDERED, hash).await?;
+    // 5. Render once, then the stages of the current hook or the one chart.
+    let kind = AddonRelease {
+        addon,
+        ctx,
         class: &class,
-        render: &render,
+        tag: &tag,
+        compiled: &compiled,
         target: &target,
+        inputs,
+        hash,
+        with_user_values,
     };
-    apply_release(&mut progress, compiled.addon_config(), &steps).await
+    release_runner::run(&mut progress, &kind).await
 }
 
 /// The Cluster's class, its namespace and its release tag; a Cluster without one waits, a
@@ -259,23 +261,41 @@ async fn class_of(
     }
 }
 
-/// Steps the plan until the pass is done or has to wait.
-async fn apply_release(
+/// Steps the stage plan until the pass is done or has to wait, or (`Continue`) to the
+/// inventories the runner applies: the one chart's, or the `apply` stages' of the hook that
+/// ran (their drift).
+async fn run_stages(
     progress: &mut Progress<'_>,
-    config: Option<&AddonConfig>,
     steps: &Steps<'_>,
-) -> Result<Action, Error> {
+) -> Result<ControlFlow<Action, Vec<Inventory>>, Error> {
     let ctx = progress.ctx;
-    let (class, render) = (steps.class, steps.render);
+    let (kind, render) = (steps.kind, steps.render);
+    let (class, config) = (kind.class, kind.compiled.addon_config());
     loop {
-        match plan::plan(&progress.status, config, class, &render.inputs) {
-            Step::ApplyChart { drift_pass } => return apply_chart(progress, steps, drift_pass).await,
+        match plan::plan(&progress.status, config, class) {
+            Step::ApplyChart => {
+                let objects = pipeline::objects_of(render, None).await;
+                let objects = progress.check(APPLIED, objects).await?;
+                let chart = Inventory {
+                    inventory: inventory(progress.object),
+                    objects,
+                    stage: None,
+                };
+                return Ok(ControlFlow::Continue(vec![chart]));
+            }
             Step::DriftStages { hook } => {
                 let stages = match (config, hook) {
                     (Some(config), Some(hook)) => plan::stages_of(config, hook),
                     _ => &[],
                 };
-                return drift_stages(progress, stages, steps).await;
+                let applied = applied_stages(progress, stages, steps).await?;
+                // Entries of no stage applied here (written by earlier versions, say) go.
+                let names: Vec<&str> = applying(stages).map(|s| s.name.as_str()).collect();
+                progress
+                    .status
+                    .resources
+                    .retain(|r| names.contains(&r.stage.as_str()));
+                return Ok(ControlFlow::Continue(applied));
             }
             Step::StartStages { stages_for, stages } => {
                 progress.status.stages_for = Some(Recorded::Known(stages_for));
@@ -297,7 +317,7 @@ async fn apply_release(
                     return Err(progress.fail(APPLIED, "NoSuchStage", invalid).await);
                 };
                 if let Some(action) = stage_step(progress, index, stage, step, steps).await? {
-                    return Ok(action);
+                    return Ok(ControlFlow::Break(action));
                 }
             }
             Step::Unrecognized { field, value } => {
@@ -309,19 +329,16 @@ async fn apply_release(
                 );
                 progress.condition(APPLIED, false, UNKNOWN_STAGE_STATE, message);
                 progress.save().await?;
-                return Ok(Action::requeue(super::drift_requeue(ctx)));
+                return Ok(ControlFlow::Break(Action::requeue(super::drift_requeue(ctx))));
             }
             Step::StagesDone { hook, count } => {
                 // Watched from now on, not from the first drift pass.
                 let stages = config.map_or(&[][..], |c| plan::stages_of(c, hook));
                 let applied = applied_stages(progress, stages, steps).await?;
-                let inventories = watched_kinds(&applied);
-                watch_drift(progress, steps.target, &inventories).await;
-                record_applied(progress, class, render);
                 let message = format!("{count} stage(s) of {hook} done for {class}");
                 progress.condition(APPLIED, true, "StagesDone", message);
-                progress.save().await?;
-                return Ok(Action::requeue(super::drift_requeue(ctx)));
+                let done = release_runner::finish(progress, kind, render, &applied).await?;
+                return Ok(ControlFlow::Break(done));
             }
         }
     }
@@ -411,173 +428,138 @@ async fn open_gates(
     Ok(ControlFlow::Continue(target))
 }
 
-/// What the apply steps of one pass share.
+/// What the stage steps of one pass share.
 struct Steps<'a> {
-    class: &'a str,
+    kind: &'a AddonRelease<'a>,
     render: &'a StoredRender,
+}
+
+/// A ClusterAddon as the runner sees it: the addon charts of the Cluster's release, rendered
+/// with the Cluster's values and applied to its workload cluster, in stages when the release
+/// has a `clusteraddon.yaml`.
+struct AddonRelease<'a> {
+    addon: &'a ClusterAddon,
+    ctx: &'a Context,
+    class: &'a str,
+    tag: &'a ReleaseTag,
+    compiled: &'a Arc<CompiledRelease>,
     target: &'a Connected,
+    inputs: RenderInputs,
+    /// The hash of `inputs` (with the release and the workload cluster's version).
+    hash: String,
+    /// The `Rendered` message's note of the user values.
+    with_user_values: String,
 }
 
-/// Records that the addons of `class` were applied from `render`.
-fn record_applied(progress: &mut Progress<'_>, class: &str, render: &StoredRender) {
-    progress.status.applied_cluster_stack = Some(class.to_string());
-    progress.status.applied_revision = Some(i64::from(render.revision));
-    progress.status.applied_inputs = Some(render.inputs.clone());
-    progress.status.last_reconciled = Some(now());
-}
+release_runner::release_status!(ClusterAddonStatus);
 
-/// A single-chart addon: applied with its inventory, unless a drift pass is not yet due or
-/// the drift watches saw every change since the last full pass.
-async fn apply_chart(
-    progress: &mut Progress<'_>,
-    steps: &Steps<'_>,
-    drift_pass: bool,
-) -> Result<Action, Error> {
-    let ctx = progress.ctx;
-    let drift = drift_pass.then(|| drift_state(progress));
-    if let Some(Drift::NotDue(wait)) = drift {
-        progress.save().await?;
-        return Ok(Action::requeue(wait));
+impl ReleaseKind for AddonRelease<'_> {
+    type Object = ClusterAddon;
+
+    fn inputs(&self) -> &str {
+        &self.hash
     }
-    let objects = pipeline::objects_of(steps.render, None).await;
-    let objects = progress.check(APPLIED, objects).await?;
-    let inventory = inventory(progress.object);
-    let inventories = [(inventory.clone(), pipeline::kinds_of(&objects))];
-    if drift == Some(Drift::Due)
-        && let Some(action) = watched_pass(progress, steps.target, &inventories).await?
-    {
-        return Ok(action);
+
+    fn owner(&self) -> Owner {
+        store_owner(self.addon)
     }
-    apply_objects(progress, steps, &objects, inventory.clone(), None, drift_pass).await?;
-    watch_drift(progress, steps.target, &inventories).await;
-    record_applied(progress, steps.class, steps.render);
-    progress.save().await?;
-    Ok(Action::requeue(super::drift_requeue(ctx)))
-}
 
-/// The kinds of each inventory's objects.
-fn watched_kinds(
-    applied: &[(InventoryRef, Vec<DesiredObject>)],
-) -> Vec<(InventoryRef, Vec<crate::drift::Kind>)> {
-    applied
-        .iter()
-        .map(|(inventory, objects)| (inventory.clone(), pipeline::kinds_of(objects)))
-        .collect()
-}
-
-/// Where a drift pass stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Drift {
-    /// A drift watch saw a change: the pass runs at once.
-    Woken,
-    /// Not due for this long.
-    NotDue(std::time::Duration),
-    Due,
-}
-
-/// Where the drift pass of this ClusterAddon stands (a drift watch's wake-up is taken here).
-fn drift_state(progress: &Progress<'_>) -> Drift {
-    let ctx = progress.ctx;
-    if ctx.addon_drift.take(&ObjectRef::from_obj(progress.object)) {
-        return Drift::Woken;
+    /// The charts rendered on a blocking thread, with `lookup` answered by the workload
+    /// cluster.
+    async fn render(&self) -> Result<Parts, Failure> {
+        let (compiled, applier) = (self.compiled.clone(), self.target.applier.clone());
+        let (inputs, version) = (self.inputs.clone(), self.target.version.clone());
+        let handle = tokio::runtime::Handle::current();
+        pipeline::blocking("rendering the addons", move || {
+            let values = layered_values(&compiled, &inputs)?;
+            let lookup = crate::lookup::applier_lookup(handle, applier);
+            let env = std::rc::Rc::new(capstan_template::funcs::FuncEnv::system().with_lookup(lookup));
+            // The workload cluster's own version, as `helm install` against it would see.
+            let kube_version = capstan_chart::objects::KubeVersion::parse(&version).ok();
+            let parts = compiled.render_addons(values, kube_version, &env)?;
+            Ok(parts.into_iter().map(|p| (p.name, p.stream)).collect())
+        })
+        .await
+        .because("RenderFailed")
     }
-    match super::drift_wait(progress.status.last_reconciled.as_ref(), ctx) {
-        Some(wait) => Drift::NotDue(wait),
-        None => Drift::Due,
-    }
-}
 
-/// Ends a due drift pass — `Some(action)` — when the drift watches of every inventory saw
-/// each change since the last full pass: the check is recorded, nothing is sent to the
-/// workload cluster.
-async fn watched_pass(
-    progress: &mut Progress<'_>,
-    target: &Workload,
-    inventories: &[(InventoryRef, Vec<crate::drift::Kind>)],
-) -> Result<Option<Action>, Error> {
-    let ctx = progress.ctx;
-    let watched = ctx.settings.drift_watches
-        && inventories
+    async fn rendered(&self, progress: &mut Progress<'_>, render: &StoredRender, _fresh: bool) {
+        let message = format!(
+            "revision {} of the addons of {}{}",
+            render.revision, self.tag, self.with_user_values
+        );
+        progress.condition(RENDERED, true, "Rendered", message);
+    }
+
+    async fn target(
+        &self,
+        progress: &mut Progress<'_>,
+        render: &StoredRender,
+    ) -> Result<ControlFlow<Action, Vec<Inventory>>, Error> {
+        run_stages(progress, &Steps { kind: self, render }).await
+    }
+
+    fn applied(&self, status: &ClusterAddonStatus) -> bool {
+        plan::applied(status, self.class, self.inputs())
+    }
+
+    fn record_applied(&self, status: &mut ClusterAddonStatus, render: &StoredRender) {
+        status.applied_cluster_stack = Some(self.class.to_string());
+        release_runner::ReleaseStatus::record_applied(status, render);
+    }
+
+    fn wake_ups(&self) -> &crate::context::AddonDrift {
+        &self.ctx.addon_drift
+    }
+
+    fn watched(&self, inventories: &[Inventory]) -> bool {
+        inventories
             .iter()
-            .all(|(inventory, kinds)| target.drift.covers(&inventory.id(), kinds));
-    if !watched {
-        return Ok(None);
+            .all(|i| self.target.drift.covers(&i.inventory.id(), &i.kinds()))
     }
-    progress.status.last_reconciled = Some(now());
-    progress.save().await?;
-    Ok(Some(Action::requeue(super::drift_requeue(ctx))))
-}
 
-/// Watches the kinds just applied with each inventory on the workload cluster: a change there
-/// wakes this ClusterAddon at once (see [`crate::drift`]); the pass just compared every
-/// object, so earlier trouble of the watches is forgotten.
-async fn watch_drift(
-    progress: &Progress<'_>,
-    target: &Workload,
-    inventories: &[(InventoryRef, Vec<crate::drift::Kind>)],
-) {
-    if !progress.ctx.settings.drift_watches {
-        return;
+    fn applier(&self) -> &capstan_apply::Applier {
+        &self.target.applier
     }
-    let notify = progress
-        .ctx
-        .addon_drift
-        .notifier(ObjectRef::from_obj(progress.object));
-    for (inventory, kinds) in inventories {
+
+    fn told(&self, inventory: &InventoryRef, trusted: bool) -> pipeline::Watched {
+        let drift = &self.target.drift;
         let id = inventory.id();
-        target
-            .drift
-            .ensure(target.applier.discovery(), &id, kinds, notify.clone())
-            .await;
-        target.drift.checked(&id);
+        let watched = pipeline::Watched {
+            kinds: if trusted {
+                drift.covered_kinds(&id)
+            } else {
+                Default::default()
+            },
+            before_prune: Some(drift.prune_notice()),
+        };
+        drift.unsettle(&id);
+        watched
     }
-}
 
-/// Applies `objects` (of `stage`, if one) to the workload cluster with `inventory` (pruning
-/// what left it) and records the per-object status and the `Applied` condition.
-async fn apply_objects(
-    progress: &mut Progress<'_>,
-    steps: &Steps<'_>,
-    objects: &[DesiredObject],
-    inventory: InventoryRef,
-    stage: Option<&str>,
-    drift_pass: bool,
-) -> Result<(), Error> {
-    let target = steps.target;
-    // Unless this pass checks for drift or a watch woke this addon, what the watches saw since
-    // the last complete apply need not be listed again (issue 36: an upgrade costs its
-    // applies, not a list per kind).
-    let id = inventory.id();
-    let trusted = progress.ctx.settings.drift_watches
-        && !drift_pass
-        && !progress
+    /// Watches the kinds just applied with each inventory on the workload cluster: a change
+    /// there wakes this ClusterAddon at once (see [`crate::drift`]); the pass just compared
+    /// every object, so earlier trouble of the watches is forgotten.
+    async fn watch_drift(&self, progress: &Progress<'_>, inventories: &[Inventory]) {
+        let target = self.target;
+        let notify = self
             .ctx
             .addon_drift
-            .is_suspect(&ObjectRef::from_obj(progress.object));
-    let watched = pipeline::Watched {
-        kinds: if trusted {
-            target.drift.covered_kinds(&id)
-        } else {
-            Default::default()
-        },
-        before_prune: Some(target.drift.prune_notice()),
-    };
-    target.drift.unsettle(&id);
-    progress.stage = stage.map(str::to_string);
-    let applied = pipeline::apply(
-        progress,
-        APPLIED,
-        &target.applier,
-        objects,
-        inventory,
-        drift_pass,
-        watched,
-    )
-    .await;
-    progress.stage = None;
-    let outcome = applied?;
-    progress.condition(APPLIED, true, "Applied", outcome.summary());
-    Ok(())
+            .notifier(ObjectRef::from_obj(progress.object));
+        for inventory in inventories {
+            let id = inventory.inventory.id();
+            target
+                .drift
+                .ensure(
+                    target.applier.discovery(),
+                    &id,
+                    &inventory.kinds(),
+                    notify.clone(),
+                )
+                .await;
+            target.drift.checked(&id);
+        }
+    }
 }
 
 /// Marks `Applied` false at once when the class changed (only while the status still says
@@ -608,59 +590,21 @@ fn stage_part(stage: &Stage) -> String {
     format!("cluster-addon/{}", stage.name)
 }
 
-/// Drift pass of a multi-stage addon whose stages ran: the `apply` stages of the recorded
-/// hook are applied again from the stored render (unchanged objects are not sent) — at once
-/// when the render's inputs changed (user values, say) or a drift watch saw a change, else
-/// when a drift pass is due and the watches may have missed something.
-async fn drift_stages(
-    progress: &mut Progress<'_>,
-    stages: &[Stage],
-    steps: &Steps<'_>,
-) -> Result<Action, Error> {
-    let ctx = progress.ctx;
-    let changed = progress.status.applied_inputs.as_deref() != Some(steps.render.inputs.as_str());
-    let drift = drift_state(progress);
-    if !changed && let Drift::NotDue(wait) = drift {
-        progress.save().await?;
-        return Ok(Action::requeue(wait));
-    }
-    let applied = applied_stages(progress, stages, steps).await?;
-    let inventories = watched_kinds(&applied);
-    if !changed
-        && drift == Drift::Due
-        && let Some(action) = watched_pass(progress, steps.target, &inventories).await?
-    {
-        return Ok(action);
-    }
-    // Entries of no stage applied here (written by earlier versions, say) go.
-    let names: Vec<&str> = applying(stages).map(|s| s.name.as_str()).collect();
-    progress
-        .status
-        .resources
-        .retain(|r| names.contains(&r.stage.as_str()));
-    for ((inventory, objects), stage) in applied.iter().zip(applying(stages)) {
-        let stage = Some(stage.name.as_str());
-        apply_objects(progress, steps, objects, inventory.clone(), stage, !changed).await?;
-    }
-    watch_drift(progress, steps.target, &inventories).await;
-    progress.status.applied_inputs = Some(steps.render.inputs.clone());
-    progress.status.applied_revision = Some(i64::from(steps.render.revision));
-    progress.status.last_reconciled = Some(now());
-    progress.save().await?;
-    Ok(Action::requeue(super::drift_requeue(ctx)))
-}
-
 /// The inventory and objects of each `apply` stage in `stages`, from the stored render.
 async fn applied_stages(
     progress: &mut Progress<'_>,
     stages: &[Stage],
     steps: &Steps<'_>,
-) -> Result<Vec<(InventoryRef, Vec<DesiredObject>)>, Error> {
+) -> Result<Vec<Inventory>, Error> {
     let mut applied = Vec::new();
     for stage in applying(stages) {
         let objects = pipeline::objects_of(steps.render, Some(&stage_part(stage))).await;
         let objects = progress.check(APPLIED, objects).await?;
-        applied.push((stage_inventory(progress.object, &stage.name), objects));
+        applied.push(Inventory {
+            inventory: stage_inventory(progress.object, &stage.name),
+            objects,
+            stage: Some(stage.name.clone()),
+        });
     }
     Ok(applied)
 }
@@ -717,11 +661,19 @@ async fn run_stage_objects(
     let objects = progress.check(APPLIED, objects).await?;
     match stage.action {
         StageAction::Apply => {
-            let inventory = stage_inventory(progress.object, &stage.name);
-            apply_objects(progress, steps, &objects, inventory, Some(&stage.name), false).await
+            let inventory = Inventory {
+                inventory: stage_inventory(progress.object, &stage.name),
+                objects,
+                stage: Some(stage.name.clone()),
+            };
+            let ctx = progress.ctx;
+            let woken = ctx.addon_drift.is_suspect(&ObjectRef::from_obj(progress.object));
+            let trusted = release_runner::plan::trusts_watches(ctx.settings.drift_watches, false, woken);
+            release_runner::apply_inventory(progress, steps.kind, &inventory, false, trusted).await?;
+            Ok(())
         }
         StageAction::Delete => {
-            let deleted = steps.target.applier.delete(&objects, ADDON_NAMESPACE).await;
+            let deleted = steps.kind.target.applier.delete(&objects, ADDON_NAMESPACE).await;
             progress.check(APPLIED, deleted.because("DeleteFailed")).await
         }
     }
@@ -736,7 +688,7 @@ async fn condition_unmet(
     phase: StagePhase,
     steps: &Steps<'_>,
 ) -> Result<Option<String>, Error> {
-    match condition::evaluate(steps.target.applier.discovery(), condition).await {
+    match condition::evaluate(steps.kind.target.applier.discovery(), condition).await {
         Ok(Verdict::Met) => Ok(None),
         Ok(Verdict::NotMet(why)) => Ok(Some(why)),
         Err(source) => {
@@ -752,6 +704,7 @@ async fn condition_unmet(
 }
 
 /// The Cluster and the objects it references, as JSON text per object.
+#[derive(Clone)]
 struct LiveObjects {
     cluster: DynamicObject,
     control_plane: Option<DynamicObject>,
@@ -833,69 +786,63 @@ async fn read_referenced(
     }
 }
 
-/// The stored render for the current inputs: the values (cheap) and their hash on a
-/// blocking thread, then — only when no stored revision has that hash — the charts rendered
-/// there too, with `lookup` answered by the workload cluster.
-async fn render(
-    ctx: &Context,
-    addon: &ClusterAddon,
+/// The values of the addon charts (by part): computed from the live objects, the user's
+/// layered over them (blocking: JSON text read as YAML, templates run).
+fn layered_values(
+    compiled: &CompiledRelease,
+    inputs: &RenderInputs,
+) -> Result<Vec<(String, Option<capstan_stack::values::ComputedValues>)>, Cause> {
+    let computed = compiled.addon_values(&inputs.objects.parse()?)?;
+    // The user's values join the computed ones here; the hash covers the layered text.
+    let user = inputs
+        .user_values
+        .iter()
+        .map(Layer::parse)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Cause::UserValues)?;
+    Ok(capstan_stack::user_values::layer_parts(computed, &user))
+}
+
+/// The hash of everything a render of the addons depends on: the release digest, the
+/// workload cluster's version and the layered values, on a blocking thread (cheap: the
+/// charts are rendered only when no stored render has the hash).
+async fn inputs_hash(
     compiled: &Arc<CompiledRelease>,
-    inputs: RenderInputs<'_>,
+    inputs: &RenderInputs,
     target: &Workload,
-) -> Result<StoredRender, Failure> {
-    let RenderInputs {
-        objects,
-        user_values,
-        digest,
-    } = inputs;
-    let owner = Owner {
+) -> Result<String, Failure> {
+    let (compiled, inputs, version) = (compiled.clone(), inputs.clone(), target.version.clone());
+    pipeline::blocking("computing the addons' values", move || {
+        let values = layered_values(&compiled, &inputs)?;
+        let texts = values
+            .iter()
+            .flat_map(|(part, computed)| [part.as_str(), computed.as_ref().map_or("", |c| c.text.as_str())]);
+        let fields = [inputs.digest.as_str(), version.as_str()]
+            .into_iter()
+            .chain(texts);
+        Ok(pipeline::inputs_hash("cluster-addon", fields))
+    })
+    .await
+    .because("RenderFailed")
+}
+
+fn store_owner(addon: &ClusterAddon) -> Owner {
+    Owner {
         namespace: addon.namespace().unwrap_or_default(),
         short_kind: "caddon",
         name: addon.name_any(),
         reference: owner_reference(addon),
-    };
-    let stored = pipeline::latest(ctx, &owner).await?;
-    let (compiled, applier, version) = (compiled.clone(), target.applier.clone(), target.version.clone());
-    let digest = digest.to_string();
-    let handle = tokio::runtime::Handle::current();
-    let rendered = pipeline::blocking("rendering the addons", move || {
-        // Values first (cheap); their hash decides whether the charts are rendered again.
-        let computed = compiled.addon_values(&objects.parse()?)?;
-        // The user's values join the computed ones here; the hash covers the layered text.
-        let user = user_values
-            .iter()
-            .map(Layer::parse)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(Cause::UserValues)?;
-        let values = capstan_stack::user_values::layer_parts(computed, &user);
-        let texts = values
-            .iter()
-            .flat_map(|(part, computed)| [part.as_str(), computed.as_ref().map_or("", |c| c.text.as_str())]);
-        let fields = [digest.as_str(), version.as_str()].into_iter().chain(texts);
-        let inputs = pipeline::inputs_hash("cluster-addon", fields);
-        if let Some(stored) = stored.filter(|s| s.inputs == inputs) {
-            return Ok(Rendered::Stored(stored));
-        }
-        let lookup = crate::lookup::applier_lookup(handle, applier);
-        let env = std::rc::Rc::new(capstan_template::funcs::FuncEnv::system().with_lookup(lookup));
-        // The workload cluster's own version, as `helm install` against it would see.
-        let kube_version = capstan_chart::objects::KubeVersion::parse(&version).ok();
-        let parts = compiled.render_addons(values, kube_version, &env)?;
-        let parts = parts.into_iter().map(|p| (p.name, p.stream)).collect();
-        Ok(Rendered::New { inputs, parts })
-    });
-    match rendered.await.because("RenderFailed")? {
-        Rendered::Stored(stored) => Ok(stored),
-        Rendered::New { inputs, parts } => pipeline::store(ctx, &owner, &inputs, parts).await,
     }
 }
 
 /// What a render of the addons is made from, besides the release.
-struct RenderInputs<'a> {
+#[derive(Clone)]
+struct RenderInputs {
     objects: LiveObjects,
     /// The user's values, in the order they are layered.
     user_values: Vec<Layer>,
-    digest: &'a str,
+    /// The release's digest.
+    digest: String,
 }
 
 /// The `Rendered` message's note of where user values came from (empty without any).
@@ -905,12 +852,6 @@ fn user_values_note(layers: &[Layer]) -> String {
     }
     let sources: Vec<&str> = layers.iter().map(|l| l.source.as_str()).collect();
     format!(", with user values from {}", sources.join(", "))
-}
-
-/// A render for the current inputs: the stored one, or a new one to store.
-enum Rendered {
-    Stored(StoredRender),
-    New { inputs: String, parts: Parts },
 }
 
 impl LiveObjects {
@@ -964,14 +905,8 @@ async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
                 .map_err(|cause| Error::step("Cleanup", "PruneFailed", cause))?;
         }
     }
-    let owner = Owner {
-        namespace: namespace.clone(),
-        short_kind: "caddon",
-        name: addon.name_any(),
-        reference: owner_reference(addon),
-    };
     ctx.store
-        .remove_all(&owner)
+        .remove_all(&store_owner(addon))
         .await
         .map_err(|cause| Error::step("Cleanup", "StoreFailed", cause))?;
     ctx.workloads.forget(&namespace, &cluster_name);

@@ -10,7 +10,6 @@
 //! the interval says so. On deletion it waits while a Cluster uses the class, then prunes
 //! everything it applied (the cluster-stack operator orphans it).
 
-mod plan;
 pub mod verify;
 pub mod watches;
 
@@ -24,12 +23,14 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::pipeline::{self, Parts, ReleaseFiles};
 use super::progress::{Because, Failure, WAIT};
-use super::{Error, now, object_ref, owner_reference};
+use super::release_runner::{self, Inventory, ReleaseKind};
+use super::report::Outcome;
+use super::{Error, object_ref, owner_reference};
 use crate::api::{ClusterStackRelease, ClusterStackReleaseStatus};
 use crate::context::Context;
 use crate::kube_error::is_not_found;
-use crate::store::Owner;
-use capstan_apply::{DesiredObject, InventoryRef};
+use crate::store::{Owner, StoredRender};
+use capstan_apply::InventoryRef;
 use capstan_stack::name::ReleaseTag;
 
 /// Finalizer: the release's objects are pruned before it goes.
@@ -150,95 +151,112 @@ async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, E
     render_and_apply(&mut progress, &files).await
 }
 
-/// Renders only when the inputs changed since the stored render (3.), then applies, or only
-/// checks drift when the manifest was applied in full before (4.; [`plan::plan`] decides).
+/// Renders once per inputs, then applies, or only checks drift when the manifest was
+/// applied in full before ([`release_runner`] decides and acts).
 async fn render_and_apply(progress: &mut Progress<'_>, files: &ReleaseFiles) -> Result<Action, Error> {
     let (release, ctx) = (progress.object, progress.ctx);
     let namespace = release.namespace().unwrap_or_default();
-    let inputs = pipeline::inputs_hash("cluster-class", [files.digest.as_str(), namespace.as_str()]);
-    let owner = store_owner(release);
-    let render = pipeline::render_once(ctx, &owner, &inputs, render_class(ctx, files, &namespace));
-    let (render, fresh) = progress.check(RENDERED, render.await).await?;
-    if fresh {
-        let note = format!(
-            "ClusterClass chart rendered, stored as revision {}",
-            render.revision
-        );
-        ctx.event(&object_ref(release), false, "Rendered", "Render", note)
-            .await;
-    }
-    let message = format!("revision {} of the rendered ClusterClass chart", render.revision);
-    progress.condition(RENDERED, true, "Rendered", message);
-    if progress.status.kubernetes_version.is_none()
-        && let Ok(compiled) = pipeline::compile(ctx, files).await
-    {
-        progress.status.kubernetes_version = Some(compiled.kubernetes().to_string());
-    }
-    let recorded = plan::Recorded {
-        stored: !fresh,
-        applied: progress.status.applied_inputs.as_deref() == Some(inputs.as_str()),
+    let kind = ClassRelease {
+        release,
+        ctx,
+        files,
+        inputs: pipeline::inputs_hash("cluster-class", [files.digest.as_str(), namespace.as_str()]),
     };
-    let drift = if ctx.release_drift.take(&ObjectRef::from_obj(release)) {
-        plan::Drift::Suspect
-    } else {
-        super::drift_wait(progress.status.last_reconciled.as_ref(), ctx)
-            .map_or(plan::Drift::Due, plan::Drift::NotDue)
-    };
-    tracing::debug!(release = %release.name_any(), phase = ?recorded.phase(), ?drift, "planning");
-    let drift_pass = match plan::plan(recorded, drift).apply {
-        plan::Apply::Wait(wait) => {
-            progress.save().await?;
-            return Ok(Action::requeue(wait));
-        }
-        plan::Apply::Full => false,
-        plan::Apply::DriftCheck => true,
-    };
-    let objects = pipeline::objects_of(&render, None).await;
-    let objects = progress.check(APPLIED, objects).await?;
-    let inventory = inventory_of(release);
-    let outcome = pipeline::apply(
-        progress,
-        APPLIED,
-        &ctx.applier,
-        &objects,
-        inventory.clone(),
-        drift_pass,
-        pipeline::Watched::default(),
-    )
-    .await?;
-    if ctx.settings.drift_watches {
-        watch_drift(ctx, release, &objects, &inventory).await;
-    }
-    progress.status.applied_inputs = Some(inputs);
-    progress.status.applied_revision = Some(i64::from(render.revision));
-    progress.status.last_reconciled = Some(now());
-    let message = format!("{} from revision {}", outcome.summary(), render.revision);
-    progress.condition(APPLIED, true, "Applied", message);
-    progress.save().await?;
-    Ok(Action::requeue(super::drift_requeue(ctx)))
+    release_runner::run(progress, &kind).await
 }
 
-/// Watches the kinds just applied with `inventory` in the management cluster: a change there
-/// wakes this release at once (see [`watches`]).
-async fn watch_drift(
-    ctx: &Context,
-    release: &ClusterStackRelease,
-    objects: &[DesiredObject],
-    inventory: &InventoryRef,
-) {
-    let key = ObjectRef::from_obj(release);
-    let namespace = release.namespace().unwrap_or_default();
-    let scope = watches::watch_namespace(&ctx.settings.namespaces, &namespace);
-    let notify = ctx.release_drift.notifier(key.clone());
-    ctx.release_watches
-        .of(&key, scope)
-        .ensure(
-            ctx.applier.discovery(),
-            &inventory.id(),
-            &pipeline::kinds_of(objects),
-            notify,
-        )
-        .await;
+/// A ClusterStackRelease as the runner sees it: the ClusterClass chart, rendered for the
+/// release's namespace and applied to the management cluster with one inventory.
+struct ClassRelease<'a> {
+    release: &'a ClusterStackRelease,
+    ctx: &'a Context,
+    files: &'a ReleaseFiles,
+    inputs: String,
+}
+
+release_runner::release_status!(ClusterStackReleaseStatus);
+
+impl ReleaseKind for ClassRelease<'_> {
+    type Object = ClusterStackRelease;
+
+    fn inputs(&self) -> &str {
+        &self.inputs
+    }
+
+    fn owner(&self) -> Owner {
+        store_owner(self.release)
+    }
+
+    async fn render(&self) -> Result<Parts, Failure> {
+        let namespace = self.release.namespace().unwrap_or_default();
+        render_class(self.ctx, self.files, &namespace).await
+    }
+
+    async fn rendered(&self, progress: &mut Progress<'_>, render: &StoredRender, fresh: bool) {
+        let ctx = self.ctx;
+        if fresh {
+            let note = format!(
+                "ClusterClass chart rendered, stored as revision {}",
+                render.revision
+            );
+            ctx.event(&object_ref(self.release), false, "Rendered", "Render", note)
+                .await;
+        }
+        let message = format!("revision {} of the rendered ClusterClass chart", render.revision);
+        progress.condition(RENDERED, true, "Rendered", message);
+        if progress.status.kubernetes_version.is_none()
+            && let Ok(compiled) = pipeline::compile(ctx, self.files).await
+        {
+            progress.status.kubernetes_version = Some(compiled.kubernetes().to_string());
+        }
+    }
+
+    async fn target(
+        &self,
+        progress: &mut Progress<'_>,
+        render: &StoredRender,
+    ) -> Result<ControlFlow<Action, Vec<Inventory>>, Error> {
+        let objects = pipeline::objects_of(render, None).await;
+        let objects = progress.check(APPLIED, objects).await?;
+        Ok(ControlFlow::Continue(vec![Inventory {
+            inventory: inventory_of(self.release),
+            objects,
+            stage: None,
+        }]))
+    }
+
+    fn wake_ups(&self) -> &crate::context::ReleaseDrift {
+        &self.ctx.release_drift
+    }
+
+    fn applier(&self) -> &capstan_apply::Applier {
+        &self.ctx.applier
+    }
+
+    fn applied_message(&self, outcome: &Outcome, render: &StoredRender) -> String {
+        format!("{} from revision {}", outcome.summary(), render.revision)
+    }
+
+    /// Watches the kinds just applied in the management cluster: a change there wakes this
+    /// release at once (see [`watches`]).
+    async fn watch_drift(&self, _progress: &Progress<'_>, inventories: &[Inventory]) {
+        let ctx = self.ctx;
+        let key = ObjectRef::from_obj(self.release);
+        let namespace = self.release.namespace().unwrap_or_default();
+        let scope = watches::watch_namespace(&ctx.settings.namespaces, &namespace);
+        let notify = ctx.release_drift.notifier(key.clone());
+        let watches = ctx.release_watches.of(&key, scope);
+        for inventory in inventories {
+            watches
+                .ensure(
+                    ctx.applier.discovery(),
+                    &inventory.inventory.id(),
+                    &inventory.kinds(),
+                    notify.clone(),
+                )
+                .await;
+        }
+    }
 }
 
 /// Renders the ClusterClass chart on a blocking thread.

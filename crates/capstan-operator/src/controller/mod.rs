@@ -11,6 +11,7 @@ pub mod pipeline;
 pub mod progress;
 pub mod provider;
 pub mod references;
+pub mod release_runner;
 pub mod report;
 pub mod rollout;
 

@@ -1,13 +1,13 @@
 //! What the ClusterStackRelease and ClusterAddon controllers both do with a release: resolve
 //! it (the ClusterStack that follows it, its source, the fetch, the digest, the compile), hash
-//! the inputs of a render, render once per inputs into the render store, apply a stored
-//! render with an inventory and record the outcome, and prune everything on delete.
+//! the inputs of a render, read and write the render store, apply a stored render with an
+//! inventory and record the outcome, and prune everything on delete (what a pass does when is
+//! [`super::release_runner`]'s).
 //!
 //! The blocking work (the digest of a local release, the compile, the renders, parsing a
 //! stored manifest) runs on tokio's blocking pool, never on the async runtime's workers.
 
 use std::collections::BTreeSet;
-use std::future::Future;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
@@ -145,20 +145,6 @@ pub fn inputs_hash<'a>(what: &'a str, fields: impl IntoIterator<Item = &'a str>)
 
 /// Rendered parts: part name → manifest stream.
 pub type Parts = Vec<(String, String)>;
-
-/// The stored render of `owner` for `inputs`: the newest revision when it has them, else
-/// `render` (not run otherwise) saved as a new revision. `true` with a fresh render.
-pub async fn render_once(
-    ctx: &Context,
-    owner: &Owner,
-    inputs: &str,
-    render: impl Future<Output = Result<Parts, Failure>>,
-) -> Result<(StoredRender, bool), Failure> {
-    if let Some(stored) = latest(ctx, owner).await?.filter(|s| s.inputs == inputs) {
-        return Ok((stored, false));
-    }
-    Ok((store(ctx, owner, inputs, render.await?).await?, true))
-}
 
 /// The newest stored render of `owner`.
 pub async fn latest(ctx: &Context, owner: &Owner) -> Result<Option<StoredRender>, Failure> {

@@ -25,10 +25,10 @@ pub enum StageStep {
 /// The next step of a ClusterAddon pass, once the release is rendered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// No `clusteraddon.yaml`: apply the one chart (`drift_pass` when these inputs were
-    /// applied before for this class).
-    ApplyChart { drift_pass: bool },
-    /// The stages ran for this class: re-apply the `apply` stages of `hook` (drift).
+    /// No `clusteraddon.yaml`: the one chart, as the release runner's plan decides.
+    ApplyChart,
+    /// The stages ran for this class: the `apply` stages of `hook`, as the release runner's
+    /// plan decides (drift, or new inputs).
     DriftStages { hook: Option<Hook> },
     /// Record a fresh stage list for `stages_for` (every stage `Pending`).
     StartStages {
@@ -48,14 +48,23 @@ pub enum Step {
     Unrecognized { field: String, value: String },
 }
 
-/// Decides the next step from the recorded `status`, the release's `config`, the Cluster's
-/// `class` and the `inputs` hash of the current render.
-pub fn plan(status: &ClusterAddonStatus, config: Option<&AddonConfig>, class: &str, inputs: &str) -> Step {
+/// Whether the recorded `status` says the render of `inputs` was applied in full for `class`
+/// (else the runner applies it as new: an upgrade, or new values).
+pub fn applied(status: &ClusterAddonStatus, class: &str, inputs: &str) -> bool {
+    let upgrade = status
+        .applied_cluster_stack
+        .as_deref()
+        .is_some_and(|a| a != class);
+    status.applied_inputs.as_deref() == Some(inputs) && !upgrade
+}
+
+/// Decides the next step from the recorded `status`, the release's `config` and the
+/// Cluster's `class`.
+pub fn plan(status: &ClusterAddonStatus, config: Option<&AddonConfig>, class: &str) -> Step {
     let applied = status.applied_cluster_stack.as_deref();
     let upgrade = applied.is_some_and(|a| a != class);
     let Some(config) = config else {
-        let drift_pass = status.applied_inputs.as_deref() == Some(inputs) && !upgrade;
-        return Step::ApplyChart { drift_pass };
+        return Step::ApplyChart;
     };
     if let Some(unknown) = unrecognized(status) {
         return unknown;
@@ -297,25 +306,10 @@ mod tests {
         let stage = |hook, index, step| Step::Stage { hook, index, step };
         let after = Hook::AfterControlPlaneInitialized;
         let cases: Vec<(ClusterAddonStatus, Option<&AddonConfig>, &str, Step)> = vec![
-            // No clusteraddon.yaml: the one chart; a drift pass only for the same inputs and class.
-            (
-                status(None, None, &[]),
-                None,
-                V1,
-                Step::ApplyChart { drift_pass: false },
-            ),
-            (
-                status(Some(V1), None, &[]),
-                None,
-                V1,
-                Step::ApplyChart { drift_pass: true },
-            ),
-            (
-                status(Some(V1), None, &[]),
-                None,
-                V2,
-                Step::ApplyChart { drift_pass: false },
-            ),
+            // No clusteraddon.yaml: the one chart, whatever is recorded.
+            (status(None, None, &[]), None, V1, Step::ApplyChart),
+            (status(Some(V1), None, &[]), None, V1, Step::ApplyChart),
+            (status(Some(V1), None, &[]), None, V2, Step::ApplyChart),
             // Nothing recorded: the creation hook's stages start.
             (
                 status(None, None, &[]),
@@ -474,10 +468,36 @@ mod tests {
             ),
         ];
         for (status, config, class, want) in cases {
+            assert_eq!(plan(&status, config, class), want, "{status:?} on {class}");
+        }
+    }
+
+    #[test]
+    fn applied_means_these_inputs_for_this_class() {
+        // `status(Some(class), ..)` records inputs "inputs" applied for `class`.
+        let cases = [
+            (status(None, None, &[]), V1, "inputs", false),
+            (status(Some(V1), None, &[]), V1, "inputs", true),
+            // New values (or a new release digest): new inputs.
+            (status(Some(V1), None, &[]), V1, "other", false),
+            // The Cluster's class changed: an upgrade, even with the same hash.
+            (status(Some(V1), None, &[]), V2, "inputs", false),
+            // Inputs recorded without a class (an earlier version): the inputs decide.
+            (
+                ClusterAddonStatus {
+                    applied_inputs: Some("inputs".into()),
+                    ..ClusterAddonStatus::default()
+                },
+                V1,
+                "inputs",
+                true,
+            ),
+        ];
+        for (status, class, inputs, want) in cases {
             assert_eq!(
-                plan(&status, config, class, "inputs"),
+                applied(&status, class, inputs),
                 want,
-                "{status:?} on {class}"
+                "{status:?} {class} {inputs}"
             );
         }
     }
@@ -534,7 +554,7 @@ mod tests {
             for met in outcomes {
                 let before: Vec<Option<StagePhase>> =
                     status.stages.iter().map(|s| s.phase.known().copied()).collect();
-                match plan(&status, Some(&config), V1, "inputs") {
+                match plan(&status, Some(&config), V1) {
                     Step::StartStages { stages_for, stages } => {
                         prop_assert!(status.stages.is_empty(), "started twice");
                         status.stages_for = Some(Recorded::Known(stages_for));
@@ -554,7 +574,7 @@ mod tests {
                         status.applied_cluster_stack = Some(V1.into());
                     }
                     Step::DriftStages { .. } => prop_assert!(finished),
-                    Step::ApplyChart { .. } => prop_assert!(false, "a chart step with a config"),
+                    Step::ApplyChart => prop_assert!(false, "a chart step with a config"),
                     Step::Unrecognized { .. } => prop_assert!(false, "only known values are written"),
                 }
                 for (was, now) in before.iter().zip(&status.stages) {

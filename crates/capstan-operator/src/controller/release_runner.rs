@@ -1,0 +1,370 @@
+//! The one runner of a release pass, for both kinds that render and apply a release (the
+//! ClusterStackRelease to the management cluster, the ClusterAddon to its workload cluster):
+//! it observes once (the stored render of the current inputs, what status records as applied,
+//! the drift signals and whether the watches cover the inventories) into a [`plan::Snapshot`],
+//! lets the pure [`plan::plan`] decide, and acts on the [`plan::Step`] alone — render once,
+//! apply, record a watched check, or wait — then ends the pass the same way for both kinds
+//! (drift watches, applied recorded, status saved, requeue). Each kind supplies a
+//! [`ReleaseKind`]: its inputs hash, render, inventories, target and status mapping.
+
+pub mod plan;
+
+use std::future::Future;
+use std::ops::ControlFlow;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+
+use super::Error;
+use super::pipeline::{self, APPLIED, Parts, RENDERED, Watched};
+use super::progress::{Failure, Progress, Tracked};
+use super::report::Outcome;
+use crate::context::DriftWakeUps;
+use crate::store::{Owner, StoredRender};
+use capstan_apply::{Applier, DesiredObject, InventoryRef};
+use plan::{Drift, Snapshot, Step};
+
+/// The status fields of a release's progress, as both kinds name them.
+pub trait ReleaseStatus {
+    /// The inputs hash of the render applied last in full.
+    fn applied_inputs(&self) -> Option<&str>;
+    /// When the objects were last applied or checked.
+    fn last_reconciled(&self) -> Option<&Time>;
+    /// The objects were checked now.
+    fn record_checked(&mut self);
+    /// `render` was applied in full now.
+    fn record_applied(&mut self, render: &StoredRender);
+}
+
+/// [`ReleaseStatus`] of a status with `applied_inputs`, `applied_revision` and
+/// `last_reconciled`.
+macro_rules! release_status {
+    ($status:ty) => {
+        impl $crate::controller::release_runner::ReleaseStatus for $status {
+            fn applied_inputs(&self) -> Option<&str> {
+                self.applied_inputs.as_deref()
+            }
+
+            fn last_reconciled(&self) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time> {
+                self.last_reconciled.as_ref()
+            }
+
+            fn record_checked(&mut self) {
+                self.last_reconciled = Some($crate::controller::now());
+            }
+
+            fn record_applied(&mut self, render: &$crate::store::StoredRender) {
+                self.applied_inputs = Some(render.inputs.clone());
+                self.applied_revision = Some(i64::from(render.revision));
+                self.last_reconciled = Some($crate::controller::now());
+            }
+        }
+    };
+}
+pub(crate) use release_status;
+
+/// One inventory an apply of the release writes, with its objects (of a ClusterAddon's stage
+/// `stage`).
+pub struct Inventory {
+    pub inventory: InventoryRef,
+    pub objects: Vec<DesiredObject>,
+    pub stage: Option<String>,
+}
+
+impl Inventory {
+    /// The kinds of its objects (what drift watches watch).
+    pub fn kinds(&self) -> Vec<crate::drift::Kind> {
+        pipeline::kinds_of(&self.objects)
+    }
+}
+
+/// What one kind brings to the runner.
+pub trait ReleaseKind {
+    type Object: Tracked<Status: ReleaseStatus> + Send + Sync + 'static;
+    /// The hash of this pass's render inputs.
+    fn inputs(&self) -> &str;
+    /// Where its renders are stored.
+    fn owner(&self) -> Owner;
+    /// Renders the charts (run only on [`Step::Render`]).
+    fn render(&self) -> impl Future<Output = Result<Parts, Failure>> + Send;
+    /// Records that `render` (`fresh`: just made) is the render of the inputs.
+    fn rendered(
+        &self,
+        progress: &mut Progress<'_, Self::Object>,
+        render: &StoredRender,
+        fresh: bool,
+    ) -> impl Future<Output = ()> + Send;
+    /// The inventories this pass applies from `render`, or the pass's end (`Break`: a
+    /// ClusterAddon's stages still run).
+    fn target(
+        &self,
+        progress: &mut Progress<'_, Self::Object>,
+        render: &StoredRender,
+    ) -> impl Future<Output = Result<ControlFlow<Action, Vec<Inventory>>, Error>> + Send;
+    /// Whether the recorded status says the current inputs were applied in full.
+    fn applied(&self, status: &<Self::Object as Tracked>::Status) -> bool {
+        status.applied_inputs() == Some(self.inputs())
+    }
+    /// Records that `render` was applied in full.
+    fn record_applied(&self, status: &mut <Self::Object as Tracked>::Status, render: &StoredRender) {
+        status.record_applied(render);
+    }
+    /// The drift watches' wake-ups of this kind.
+    fn wake_ups(&self) -> &DriftWakeUps<Self::Object>;
+    /// Whether the drift watches saw every change of `inventories` since the last full pass.
+    fn watched(&self, _inventories: &[Inventory]) -> bool {
+        false
+    }
+    /// Applies to the target.
+    fn applier(&self) -> &Applier;
+    /// What the drift watches tell an apply of `inventory`: the kinds they followed when
+    /// `trusted` (no drift check, no wake-up).
+    fn told(&self, _inventory: &InventoryRef, _trusted: bool) -> Watched {
+        Watched::default()
+    }
+    /// The `Applied` condition's message after `outcome` of an apply of `render`.
+    fn applied_message(&self, outcome: &Outcome, _render: &StoredRender) -> String {
+        outcome.summary()
+    }
+    /// Watches the kinds of `inventories` for drift (after a full pass).
+    fn watch_drift(
+        &self,
+        progress: &Progress<'_, Self::Object>,
+        inventories: &[Inventory],
+    ) -> impl Future<Output = ()> + Send;
+}
+
+/// One pass of a release from its render on: observe, plan, act, until a step ends it.
+pub async fn run<R: ReleaseKind>(progress: &mut Progress<'_, R::Object>, kind: &R) -> Result<Action, Error> {
+    let owner = kind.owner();
+    let latest = pipeline::latest(progress.ctx, &owner).await;
+    let mut stored = progress
+        .check(RENDERED, latest)
+        .await?
+        .filter(|s| s.inputs == kind.inputs());
+    let mut fresh = false;
+    loop {
+        let target = match &stored {
+            Some(render) => {
+                kind.rendered(progress, render, fresh).await;
+                match kind.target(progress, render).await? {
+                    ControlFlow::Continue(inventories) => Some((render, inventories)),
+                    ControlFlow::Break(action) => return Ok(action),
+                }
+            }
+            None => None,
+        };
+        let inventories = target.as_ref().map(|(_, inventories)| inventories.as_slice());
+        let snapshot = observe(progress, kind, inventories);
+        let step = plan::plan(&snapshot);
+        tracing::debug!(object = %super::key_of(progress.object), phase = ?snapshot.phase(), ?step, "planned");
+        match act(progress, kind, step, &owner, target).await? {
+            Acted::Rendered(render) => {
+                stored = Some(render);
+                fresh = true;
+            }
+            Acted::Done(action) => return Ok(action),
+        }
+    }
+}
+
+/// The snapshot of this pass: `inventories` of the stored render of the inputs (`None`: no
+/// stored render has them). Reads the drift wake-up without taking it.
+fn observe<R: ReleaseKind>(
+    progress: &Progress<'_, R::Object>,
+    kind: &R,
+    inventories: Option<&[Inventory]>,
+) -> Snapshot {
+    let suspect = kind.wake_ups().is_suspect(&ObjectRef::from_obj(progress.object));
+    let due_in = super::drift_wait(progress.status.last_reconciled(), progress.ctx);
+    Snapshot {
+        stored: inventories.is_some(),
+        applied: kind.applied(&progress.status),
+        drift: Drift::of(suspect, due_in),
+        watched: progress.ctx.settings.drift_watches && inventories.is_some_and(|i| kind.watched(i)),
+    }
+}
+
+/// What acting on a step did.
+enum Acted {
+    /// Rendered and stored the inputs: observe again.
+    Rendered(StoredRender),
+    /// The pass ends.
+    Done(Action),
+}
+
+/// Acts on `step`, with the stored render of the inputs and its inventories when there is
+/// one (`target`).
+async fn act<R: ReleaseKind>(
+    progress: &mut Progress<'_, R::Object>,
+    kind: &R,
+    step: Step,
+    owner: &Owner,
+    target: Option<(&StoredRender, Vec<Inventory>)>,
+) -> Result<Acted, Error> {
+    let ctx = progress.ctx;
+    let drift_pass = match step {
+        Step::Render => {
+            let parts = kind.render().await;
+            let parts = progress.check(RENDERED, parts).await?;
+            let saved = pipeline::store(ctx, owner, kind.inputs(), parts).await;
+            return Ok(Acted::Rendered(progress.check(RENDERED, saved).await?));
+        }
+        Step::Wait(wait) => {
+            progress.save().await?;
+            return Ok(Acted::Done(Action::requeue(wait)));
+        }
+        Step::Checked => {
+            // The watches saw every change since the last full pass.
+            progress.status.record_checked();
+            progress.save().await?;
+            return Ok(Acted::Done(Action::requeue(super::drift_requeue(ctx))));
+        }
+        Step::Apply { drift_pass } => drift_pass,
+    };
+    let Some((render, inventories)) = target else {
+        // The plan renders first whenever nothing is stored: a defect if reached.
+        tracing::error!(?step, "the release plan gave an apply without a stored render");
+        return Err(Error::Waiting {
+            reason: format!("{step:?} without a stored render"),
+            retry: super::progress::WAIT,
+        });
+    };
+    // Unless this pass checks for drift or a watch woke the object, what the watches saw
+    // since the last complete apply need not be listed again (issue 36: an upgrade costs its
+    // applies, not a list per kind). The wake-up is the apply's to take.
+    let woken = kind.wake_ups().take(&ObjectRef::from_obj(progress.object));
+    let trusted = plan::trusts_watches(ctx.settings.drift_watches, drift_pass, woken);
+    for inventory in &inventories {
+        let outcome = apply_inventory(progress, kind, inventory, drift_pass, trusted).await?;
+        let message = kind.applied_message(&outcome, render);
+        progress.condition(APPLIED, true, "Applied", message);
+    }
+    finish(progress, kind, render, &inventories)
+        .await
+        .map(Acted::Done)
+}
+
+/// Applies one inventory's objects (pruning what left it) and records the per-object status
+/// (of its stage); a ClusterAddon's stage runs through here too.
+pub async fn apply_inventory<R: ReleaseKind>(
+    progress: &mut Progress<'_, R::Object>,
+    kind: &R,
+    inventory: &Inventory,
+    drift_pass: bool,
+    trusted: bool,
+) -> Result<Outcome, Error> {
+    let watched = kind.told(&inventory.inventory, trusted);
+    progress.stage = inventory.stage.clone();
+    let applied = pipeline::apply(
+        progress,
+        APPLIED,
+        kind.applier(),
+        &inventory.objects,
+        inventory.inventory.clone(),
+        drift_pass,
+        watched,
+    )
+    .await;
+    progress.stage = None;
+    applied
+}
+
+/// The end of a full pass: `inventories` watched for drift, `render` recorded as applied,
+/// the status saved, the next drift check requeued.
+pub async fn finish<R: ReleaseKind>(
+    progress: &mut Progress<'_, R::Object>,
+    kind: &R,
+    render: &StoredRender,
+    inventories: &[Inventory],
+) -> Result<Action, Error> {
+    if progress.ctx.settings.drift_watches {
+        kind.watch_drift(progress, inventories).await;
+    }
+    kind.record_applied(&mut progress.status, render);
+    progress.save().await?;
+    Ok(Action::requeue(super::drift_requeue(progress.ctx)))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The controllers' sources, without their tests.
+    fn sources() -> [(&'static str, &'static str); 4] {
+        let production =
+            |source: &'static str| &source[..source.find("#[cfg(test)]").unwrap_or(source.len())];
+        [
+            ("release_runner.rs", production(include_str!("release_runner.rs"))),
+            ("cluster_addon.rs", production(include_str!("cluster_addon.rs"))),
+            (
+                "cluster_stack_release.rs",
+                production(include_str!("cluster_stack_release.rs")),
+            ),
+            ("pipeline.rs", production(include_str!("pipeline.rs"))),
+        ]
+    }
+
+    /// The text of function `name` in `source`, to its closing brace at column 0.
+    fn function<'a>(source: &'a str, name: &str) -> &'a str {
+        let start = source
+            .find(&format!("fn {name}<"))
+            .or_else(|| source.find(&format!("fn {name}(")))
+            .unwrap_or_else(|| panic!("no fn {name}"));
+        let end = source[start..].find("\n}\n").map_or(source.len(), |e| start + e);
+        &source[start..end]
+    }
+
+    /// Each call that renders, stores, applies or records a check, and the only functions
+    /// (file, function) that make it.
+    const ONLY_IN: [(&str, &[(&str, &str)]); 6] = [
+        ("kind.render()", &[("release_runner.rs", "act")]),
+        ("pipeline::store(", &[("release_runner.rs", "act")]),
+        ("record_checked()", &[("release_runner.rs", "act")]),
+        ("pipeline::apply(", &[("release_runner.rs", "apply_inventory")]),
+        // A ClusterAddon's stage runs apply too, as its stage plan decides.
+        (
+            "apply_inventory(",
+            &[
+                ("release_runner.rs", "act"),
+                ("cluster_addon.rs", "run_stage_objects"),
+            ],
+        ),
+        ("kind.watch_drift(", &[("release_runner.rs", "finish")]),
+    ];
+
+    /// A grep over the sources (the design is held by this test, not by the compiler): the
+    /// runner renders, stores, applies and records a check only in `act`, which takes a
+    /// `Step` of the one `plan` call; no controller renders into the store, applies a
+    /// release, reads the drift clock or keeps a drift enum of its own around it.
+    #[test]
+    fn production_acts_only_on_the_plans_steps() {
+        for (call, allowed) in ONLY_IN {
+            for (file, source) in sources() {
+                let mut rest = source.to_string();
+                for (home, name) in allowed.iter().filter(|(home, _)| *home == file) {
+                    let body = function(source, name);
+                    assert!(body.contains(call), "{home}: fn {name} no longer makes {call}");
+                    rest = rest.replace(body, "");
+                }
+                let uses = rest
+                    .lines()
+                    .filter(|l| l.contains(call) && !l.trim_start().starts_with("//"))
+                    .collect::<Vec<_>>();
+                assert!(
+                    uses.is_empty(),
+                    "{file} makes {call} outside {allowed:?}: {uses:?}"
+                );
+            }
+        }
+        // The runner decides once per observation, in `run`, and acts on the `Step` in `act`.
+        let runner = sources()[0].1;
+        assert_eq!(runner.matches("plan::plan(").count(), 1);
+        assert!(function(runner, "run").contains("plan::plan(&snapshot)"));
+        assert!(function(runner, "act").contains("step: Step"));
+        for (file, source) in &sources()[1..] {
+            for decision in ["enum Drift", "drift_wait(", "render_once(", ".take(&ObjectRef"] {
+                assert!(!source.contains(decision), "{file} decides itself: {decision}");
+            }
+        }
+    }
+}

@@ -1,8 +1,11 @@
 //! Whether a release's signatures satisfy a policy: a pure decision over the manifest digest
 //! and the signatures found, with a named reason for every refusal. A signature with a
 //! certificate is checked as keyless ([`super::keyless`], [`super::rekor`]) when the policy
-//! names identities; otherwise against the policy's keys.
+//! names identities; otherwise against the policy's keys. Sigstore bundles (cosign v3) are
+//! checked the same way by [`super::bundle_check`].
 
+use super::bundle::Bundle;
+use super::bundle_check;
 use super::cosign::{self, Signature};
 use super::keyless::{self, CertProblem};
 use super::keys::PublicKey;
@@ -107,7 +110,7 @@ pub struct Verified {
 /// Why a release is refused. The most telling reason wins when several signatures fail.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
-    #[error("no signature: the registry has no cosign signature of {digest}")]
+    #[error("no signature: the registry has no cosign signature or Sigstore bundle of {digest}")]
     Unsigned { digest: String },
     #[error(
         "no signature verifies under the given key(s) ({count} signature(s) tried): signed by another key, or the payload was changed after signing"
@@ -153,7 +156,7 @@ impl Refusal {
     /// The order among refusals of several signatures: the further a signature got through
     /// the checks, the more its refusal tells (one that verified but names another digest
     /// tells most).
-    fn rank(&self) -> u8 {
+    pub(super) fn rank(&self) -> u8 {
         match self {
             Refusal::Unsigned { .. } => 0,
             Refusal::MalformedSignature => 1,
@@ -260,11 +263,31 @@ fn check_one(policy: &Policy, digest: &str, sig: &Signature, count: usize) -> Re
 
 /// Whether one of `signatures` of the manifest `digest` passes `policy`.
 pub fn verify(policy: &Policy, digest: &str, signatures: &[Signature]) -> Result<Verified, Refusal> {
+    verify_all(policy, digest, signatures, &[])
+}
+
+/// Whether one of `signatures` (the `.sig` tag's) or of `bundles` (Sigstore bundles, the
+/// manifest's referrers) passes `policy`: either kind suffices.
+pub fn verify_all(
+    policy: &Policy,
+    digest: &str,
+    signatures: &[Signature],
+    bundles: &[Bundle],
+) -> Result<Verified, Refusal> {
+    let count = signatures.len() + bundles.len();
+    let outcomes = signatures
+        .iter()
+        .map(|sig| check_one(policy, digest, sig, count))
+        .chain(
+            bundles
+                .iter()
+                .map(|b| bundle_check::check(policy, digest, b, count)),
+        );
     let mut worst = Refusal::Unsigned {
         digest: digest.to_string(),
     };
-    for sig in signatures {
-        match check_one(policy, digest, sig, signatures.len()) {
+    for outcome in outcomes {
+        match outcome {
             Ok(v) => return Ok(v),
             Err(r) if r.rank() > worst.rank() => worst = r,
             Err(_) => {}

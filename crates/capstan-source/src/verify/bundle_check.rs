@@ -13,10 +13,10 @@ use base64::engine::general_purpose::STANDARD;
 use sha2::{Digest, Sha256};
 
 use super::bundle::{Bundle, Content, TlogEntry, pae, statement_subjects};
-use super::keyless::{self, CertProblem};
+use super::keyless;
 use super::keys::Signed;
 use super::merkle;
-use super::policy::{KeylessSigner, Policy, Refusal, Verified};
+use super::policy::{self, Policy, Refusal, Verified};
 use super::rekor::{self, Entry, Logged};
 use super::trusted_root::TrustedRoot;
 
@@ -163,7 +163,8 @@ fn check_keyless(
     count: usize,
 ) -> Result<Verified, Refusal> {
     let cert = bundle.certificate.as_deref().ok_or(Refusal::NoCertificate)?;
-    let who = keyless::identity(cert).map_err(Refusal::UntrustedCertificate)?;
+    // A certificate that does not parse is refused as such, not as a wrong key.
+    keyless::identity(cert).map_err(Refusal::UntrustedCertificate)?;
     let signature = verified_signature(&bundle.content, |m, s| {
         keyless::signs_signed(cert, m, s).unwrap_or(false)
     })
@@ -180,28 +181,7 @@ fn check_keyless(
         }
     }
     let at = logged_at.ok_or(Refusal::BadInclusionProof(problem))?;
-    keyless::chain_to_root(root, cert, at).map_err(|p| match p {
-        CertProblem::Untrusted(m) => Refusal::UntrustedCertificate(m),
-        CertProblem::Expired(m) => Refusal::ExpiredCertificate(m),
-    })?;
-    if !policy
-        .identities
-        .iter()
-        .any(|i| i.matches(&who.issuer, &who.subject))
-    {
-        return Err(Refusal::IdentityMismatch {
-            subject: who.subject,
-            issuer: who.issuer,
-        });
-    }
+    let who = policy::trusted_signer(policy, root, cert, at)?;
     check_subject(digest, &bundle.content)?;
-    Ok(Verified {
-        digest: digest.to_string(),
-        signer: format!("{} (issuer {})", who.subject, who.issuer),
-        keyless: Some(KeylessSigner {
-            subject: who.subject,
-            issuer: who.issuer,
-            trusted_root: root.fingerprint.clone(),
-        }),
-    })
+    Ok(policy::keyless_verified(digest, who, root))
 }

@@ -221,11 +221,24 @@ fn check_keyless(
     })?;
     let entry = rekor::check(root, bundle.as_bytes(), &sig.payload, &der, &cert)
         .map_err(Refusal::BadInclusionProof)?;
-    keyless::chain_to_root(root, &cert, entry.integrated_time).map_err(|p| match p {
+    let who = trusted_signer(policy, root, &cert, entry.integrated_time)?;
+    check_payload(digest, &sig.payload)?;
+    Ok(keyless_verified(digest, who, root))
+}
+
+/// Who the certificate `cert` (DER) of a signature logged at `at` (the log's time) names,
+/// once it chained to `root`, was valid then, and names an identity `policy` accepts.
+pub(super) fn trusted_signer(
+    policy: &Policy,
+    root: &TrustedRoot,
+    cert: &[u8],
+    at: i64,
+) -> Result<keyless::CertIdentity, Refusal> {
+    keyless::chain_to_root(root, cert, at).map_err(|p| match p {
         CertProblem::Untrusted(m) => Refusal::UntrustedCertificate(m),
         CertProblem::Expired(m) => Refusal::ExpiredCertificate(m),
     })?;
-    let who = keyless::identity(&cert).map_err(Refusal::UntrustedCertificate)?;
+    let who = keyless::identity(cert).map_err(Refusal::UntrustedCertificate)?;
     if !policy
         .identities
         .iter()
@@ -236,8 +249,12 @@ fn check_keyless(
             issuer: who.issuer,
         });
     }
-    check_payload(digest, &sig.payload)?;
-    Ok(Verified {
+    Ok(who)
+}
+
+/// The record of a keyless pass of `digest` by `who` under `root`.
+pub(super) fn keyless_verified(digest: &str, who: keyless::CertIdentity, root: &TrustedRoot) -> Verified {
+    Verified {
         digest: digest.to_string(),
         signer: format!("{} (issuer {})", who.subject, who.issuer),
         keyless: Some(KeylessSigner {
@@ -245,7 +262,7 @@ fn check_keyless(
             issuer: who.issuer,
             trusted_root: root.fingerprint.clone(),
         }),
-    })
+    }
 }
 
 /// One signature under `policy`: keyless when it carries a certificate and the policy names

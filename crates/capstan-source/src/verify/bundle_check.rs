@@ -39,10 +39,7 @@ pub(super) fn check(
 }
 
 /// The signature of `content` that `verifies` accepts, when one does.
-fn verified_signature<'c>(
-    content: &'c Content,
-    verifies: impl Fn(Signed<'_>, &[u8]) -> bool,
-) -> Option<&'c [u8]> {
+fn verified_signature(content: &Content, verifies: impl Fn(Signed<'_>, &[u8]) -> bool) -> Option<&[u8]> {
     match content {
         Content::Message { sha256, signature } => {
             verifies(Signed::Sha256(sha256), signature).then_some(signature.as_slice())

@@ -103,7 +103,9 @@ fn verify_bundle_every_refusal_of_real_data_names_its_reason() {
     let other_digest = edited(|b| {
         b["messageSignature"]["messageDigest"]["digest"] = STANDARD.encode([0u8; 32]).into();
     });
-    let table: Vec<(&str, Policy, &str, Vec<Bundle>, &str, &str)> = vec![
+    /// What changed, the policy, the release digest, the bundles, the reason and its text.
+    type Case<'a> = (&'a str, Policy, &'a str, Vec<Bundle>, &'a str, &'a str);
+    let table: Vec<Case> = vec![
         (
             "another subject",
             keyless(ISSUER, "https://github.com/someone/.*", root.clone()),

@@ -54,6 +54,7 @@ mod render_lookup;
 mod rollout_cli;
 mod rollout_sim;
 mod stack_cli;
+mod verify_bundle;
 mod verify_cosign;
 mod verify_keyless;
 mod webhook_rollout;

@@ -53,7 +53,7 @@ fn oracle_python(test: &str) -> Option<PathBuf> {
 pub(super) struct Env {
     pub(super) reg: Registry,
     shared: PathBuf,
-    python: PathBuf,
+    pub(super) python: PathBuf,
     pub(super) work: tempfile::TempDir,
 }
 
@@ -97,7 +97,7 @@ impl Env {
         ok(out, "oci_release.py push");
     }
 
-    fn oracle(&self, args: &[&str]) -> Output {
+    pub(super) fn oracle(&self, args: &[&str]) -> Output {
         Command::new(&self.python)
             .arg(concat!(
                 env!("CARGO_MANIFEST_DIR"),
@@ -110,7 +110,7 @@ impl Env {
 
     /// A key pair made by the oracle: `DIR/cosign.key` (cosign's encrypted file under
     /// PASSWORD, or PKCS#8 without one) and `DIR/cosign.pub`.
-    fn keygen(&self, name: &str, password: Option<&str>) -> PathBuf {
+    pub(super) fn keygen(&self, name: &str, password: Option<&str>) -> PathBuf {
         let dir = self.work.path().join(name);
         let mut args = vec!["keygen", dir.to_str().unwrap()];
         if let Some(p) = password {
@@ -132,7 +132,7 @@ impl Env {
             .unwrap()
     }
 
-    fn pull(&self, tag: &str, key: &Path) -> Output {
+    pub(super) fn pull(&self, tag: &str, key: &Path) -> Output {
         self.capstan(&[
             "releases",
             "pull",
@@ -143,7 +143,7 @@ impl Env {
         ])
     }
 
-    fn render(&self, tag: &str, key: &Path) -> Output {
+    pub(super) fn render(&self, tag: &str, key: &Path) -> Output {
         let cluster = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/cluster.yaml");
         self.capstan(&[
             "render",
@@ -156,7 +156,7 @@ impl Env {
     }
 }
 
-fn pem(dir: &Path, name: &str) -> String {
+pub(super) fn pem(dir: &Path, name: &str) -> String {
     dir.join(name).to_string_lossy().into_owned()
 }
 
@@ -170,7 +170,7 @@ pub(super) fn refused(out: Output, what: &str) -> String {
 }
 
 /// `sha256:<hex>` of the SubjectPublicKeyInfo in a PEM public key file.
-fn fingerprint(pub_file: &Path) -> String {
+pub(super) fn fingerprint(pub_file: &Path) -> String {
     let key = capstan_source::verify::PublicKey::from_pem(&std::fs::read(pub_file).unwrap(), "pub").unwrap();
     key.fingerprint().to_string()
 }

@@ -868,6 +868,44 @@ impl Client {
         })
     }
 
+    /// The referrers of manifest `digest` (`GET /v2/<repo>/referrers/<digest>`, OCI
+    /// distribution 1.1): the image index the registry answers, at most `max_manifest_size`
+    /// bytes; `None` when the registry has no referrers API (404), where clients fall back to
+    /// the tag `sha256-<hex>`.
+    pub async fn referrers(&self, repo: &str, digest: &str) -> Result<Option<Bytes>, OciError> {
+        check_repository(repo)?;
+        if sha256_hex(digest).is_none() {
+            return Err(OciError::BadReference(digest.to_string()));
+        }
+        let url = self.url(&format!("/v2/{repo}/referrers/{digest}"))?;
+        let scope = pull_scope(repo);
+        let what = format!("referrers of {repo}@{digest}");
+        let resp = self
+            .send(Request {
+                method: Method::GET,
+                url: url.clone(),
+                headers: vec![(ACCEPT, super::manifest::OCI_INDEX.to_string())],
+                body: None,
+                scope: &scope,
+                idempotent: true,
+            })
+            .await?;
+        if resp.status() == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !resp.status().is_success() {
+            return Err(self.fail("GET", &url, &what, resp).await);
+        }
+        let bytes = read_limited(
+            resp,
+            self.config.max_manifest_size,
+            &what,
+            self.config.timeouts.response,
+        )
+        .await?;
+        Ok(Some(bytes))
+    }
+
     /// Streams the blob `desc` into `sink`. Refused before any byte is read when its size is
     /// over `max_blob_size` (or the registry announces more than the descriptor says); more
     /// bytes than the descriptor's size stop the read at once; the length and sha256 are

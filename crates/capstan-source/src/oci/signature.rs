@@ -3,10 +3,13 @@
 //! policy — recorded in the cache next to the release (`state/verified/<release key>.json`:
 //! digest and signer), so a release verified at that digest under a trusted key is not verified
 //! again — and sign a manifest (a layer appended to the signature manifest, as `cosign sign`).
+//! Sigstore bundles (cosign v3) are read from the manifest's referrers: the registry's
+//! referrers API, or the index at the tag `sha256-<hex>` where it has none.
 
 use bytes::Bytes;
 
 use crate::cache::{Cache, CacheError};
+use crate::verify::bundle::{self, Bundle};
 use crate::verify::cosign::{self, MAX_PAYLOAD, Signature};
 use crate::verify::{Policy, Refusal, SigningKey, Verified};
 
@@ -87,12 +90,62 @@ async fn signature_manifest(
     }
 }
 
-/// Whether the registry holds a cosign signature of `digest` (one `HEAD`).
+/// Whether the registry holds a cosign signature of `digest` (one `HEAD`), or else a
+/// referrers index at the fallback tag `sha256-<hex>` (a second; a registry with the
+/// referrers API alone is not asked).
 pub async fn is_signed(client: &Client, repo: &OciRepo, digest: &str) -> Result<bool, OciError> {
-    let Some(tag) = cosign::signature_tag(digest) else {
+    let (Some(tag), Some(fallback)) = (cosign::signature_tag(digest), bundle::referrers_tag(digest)) else {
         return Ok(false);
     };
-    Ok(client.head_manifest(&repo.repository, &tag).await?.is_some())
+    if client.head_manifest(&repo.repository, &tag).await?.is_some() {
+        return Ok(true);
+    }
+    Ok(client.head_manifest(&repo.repository, &fallback).await?.is_some())
+}
+
+/// The Sigstore bundles among the referrers of `digest`: listed by the referrers API, or by
+/// the index at the tag `sha256-<hex>` when the registry has no such API (none when neither
+/// has one).
+pub async fn bundles(client: &Client, repo: &OciRepo, digest: &str) -> Result<Vec<Bundle>, OciError> {
+    let invalid = |what: &str, message: String| OciError::Invalid {
+        url: format!("{repo}@{what}"),
+        message,
+    };
+    let index = match client.referrers(&repo.repository, digest).await? {
+        Some(index) => index,
+        None => {
+            let tag =
+                bundle::referrers_tag(digest).ok_or_else(|| OciError::BadReference(digest.to_string()))?;
+            match client.manifest(&repo.repository, &tag).await {
+                Ok(m) => m.bytes,
+                Err(OciError::NotFound { .. }) => return Ok(Vec::new()),
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    let manifests =
+        bundle::bundle_manifests(&index).map_err(|m| invalid(digest, format!("referrers: {m}")))?;
+    let mut out = Vec::with_capacity(manifests.len());
+    for at in manifests {
+        let manifest = client.manifest(&repo.repository, &at).await?;
+        let layer = bundle::bundle_layer(&manifest.bytes).map_err(|m| invalid(&at, m))?;
+        if layer.size > bundle::MAX_BUNDLE {
+            return Err(OciError::TooLarge {
+                what: format!("Sigstore bundle {}", layer.digest),
+                size: layer.size,
+                limit: bundle::MAX_BUNDLE,
+            });
+        }
+        let mut bytes = Vec::with_capacity(layer.size as usize);
+        client
+            .blob(&repo.repository, &layer, "Sigstore bundle", |chunk| {
+                bytes.extend_from_slice(chunk);
+                Ok(())
+            })
+            .await?;
+        out.push(bundle::parse(&bytes).map_err(|m| invalid(&at, format!("the Sigstore bundle: {m}")))?);
+    }
+    Ok(out)
 }
 
 async fn read_payload(client: &Client, repo: &OciRepo, layer: &Descriptor) -> Result<Vec<u8>, OciError> {
@@ -173,19 +226,26 @@ pub async fn verify(
     if let Some(v) = cached_verification(cache, repo, tag, digest, policy) {
         return Ok(v);
     }
-    let sigs = signatures(client, repo, digest)
-        .await
-        .map_err(|source| SignatureError::Oci {
-            repo: repo.to_string(),
-            tag: tag.to_string(),
-            source,
-        })?;
-    let verified =
-        crate::verify::policy::verify(policy, digest, &sigs).map_err(|refusal| SignatureError::Refused {
-            repo: repo.to_string(),
-            tag: tag.to_string(),
-            refusal,
-        })?;
+    let oci_err = |source| SignatureError::Oci {
+        repo: repo.to_string(),
+        tag: tag.to_string(),
+        source,
+    };
+    let sigs = signatures(client, repo, digest).await.map_err(oci_err)?;
+    // The referrers are read only when no `.sig` signature passes: a release signed the older
+    // way costs no more requests than before.
+    let verified = match crate::verify::policy::verify(policy, digest, &sigs) {
+        Ok(v) => Ok(v),
+        Err(_) => {
+            let bundles = bundles(client, repo, digest).await.map_err(oci_err)?;
+            crate::verify::policy::verify_all(policy, digest, &sigs, &bundles)
+        }
+    }
+    .map_err(|refusal| SignatureError::Refused {
+        repo: repo.to_string(),
+        tag: tag.to_string(),
+        refusal,
+    })?;
     let record = serde_json::to_vec(&verified).unwrap_or_default();
     cache
         .write_state(&state_key(repo, tag), &record)

@@ -16,6 +16,7 @@ use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::FromDer;
 
+use super::keys::Signed;
 use super::trusted_root::TrustedRoot;
 
 /// Fulcio's OIDC issuer extension (a DER UTF8String).
@@ -73,13 +74,16 @@ fn ecdsa_verifies(spki: &[u8], algorithm_oid: &str, message: &[u8], signature: &
 
 /// Whether `payload` was signed (ECDSA, SHA-256, as cosign signs) by the key of `cert` (DER).
 pub fn signs(cert: &[u8], payload: &[u8], signature: &[u8]) -> Result<bool, String> {
+    signs_signed(cert, Signed::Message(payload), signature)
+}
+
+/// Whether `signed` (a message or its SHA-256) was signed (ECDSA, SHA-256) by `cert`'s key.
+pub fn signs_signed(cert: &[u8], signed: Signed<'_>, signature: &[u8]) -> Result<bool, String> {
     let cert = parse(cert)?;
-    Ok(ecdsa_verifies(
-        cert.public_key().raw,
-        ECDSA_SHA256,
-        payload,
-        signature,
-    ))
+    let spki = cert.public_key().raw;
+    Ok([&ECDSA_P256_SHA256_ASN1, &ECDSA_P384_SHA256_ASN1]
+        .into_iter()
+        .any(|alg| signed.verifies(alg, spki, signature)))
 }
 
 /// Whether `child` was issued and signed by `parent`.

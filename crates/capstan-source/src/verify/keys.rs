@@ -92,9 +92,40 @@ impl PublicKey {
 
     /// Whether `signature` (ASN.1 DER ECDSA) signs `message` (hashed with SHA-256).
     pub fn verifies(&self, message: &[u8], signature: &[u8]) -> bool {
-        UnparsedPublicKey::new(&ECDSA_P256_SHA256_ASN1, &self.spki)
-            .verify(message, signature)
-            .is_ok()
+        self.verifies_signed(Signed::Message(message), signature)
+    }
+
+    /// Whether `signature` signs `signed` (a message, or only its SHA-256).
+    pub fn verifies_signed(&self, signed: Signed<'_>, signature: &[u8]) -> bool {
+        signed.verifies(&ECDSA_P256_SHA256_ASN1, &self.spki, signature)
+    }
+}
+
+/// What a signature signs: a message (hashed with SHA-256 when verified), or only the SHA-256
+/// of one (a Sigstore bundle's message signature carries the digest, not the artifact).
+#[derive(Clone, Copy, Debug)]
+pub enum Signed<'a> {
+    Message(&'a [u8]),
+    Sha256(&'a [u8]),
+}
+
+impl Signed<'_> {
+    /// Whether `signature` (DER) verifies under `spki` with `algorithm` (a SHA-256 one for
+    /// `Sha256`: a digest of another length never verifies).
+    pub(crate) fn verifies(
+        &self,
+        algorithm: &'static dyn aws_lc_rs::signature::VerificationAlgorithm,
+        spki: &[u8],
+        signature: &[u8],
+    ) -> bool {
+        let key = UnparsedPublicKey::new(algorithm, spki);
+        match self {
+            Signed::Message(message) => key.verify(message, signature).is_ok(),
+            Signed::Sha256(digest) => {
+                aws_lc_rs::digest::Digest::import_less_safe(digest, &aws_lc_rs::digest::SHA256)
+                    .is_ok_and(|d| key.verify_digest(&d, signature).is_ok())
+            }
+        }
     }
 }
 

@@ -6,11 +6,17 @@
 //! recording a verified release in the cache, is [`crate::oci::signature`]. Keyless signatures:
 //! `trusted_root` (Sigstore's `trusted_root.json`), `rekor` (the bundle's signed entry
 //! timestamp, offline), `keyless` (the Fulcio certificate's chain, validity and identity).
-//! `provenance`: Helm's `.prov` files of chart dependencies against an OpenPGP keyring.
+//! Sigstore bundles (cosign v3, kept as OCI referrers): `bundle` (the format and where it is
+//! kept), `merkle` (the log's inclusion proof and signed checkpoint), `bundle_check` (a bundle
+//! against the policy, keyed or keyless). `provenance`: Helm's `.prov` files of chart
+//! dependencies against an OpenPGP keyring.
 
+pub mod bundle;
+mod bundle_check;
 pub mod cosign;
 pub mod keyless;
 pub mod keys;
+pub mod merkle;
 pub mod policy;
 pub mod provenance;
 pub mod rekor;

@@ -1,8 +1,11 @@
 //! Whether a release's signatures satisfy a policy: a pure decision over the manifest digest
 //! and the signatures found, with a named reason for every refusal. A signature with a
 //! certificate is checked as keyless ([`super::keyless`], [`super::rekor`]) when the policy
-//! names identities; otherwise against the policy's keys.
+//! names identities; otherwise against the policy's keys. Sigstore bundles (cosign v3) are
+//! checked the same way by [`super::bundle_check`].
 
+use super::bundle::Bundle;
+use super::bundle_check;
 use super::cosign::{self, Signature};
 use super::keyless::{self, CertProblem};
 use super::keys::PublicKey;
@@ -107,7 +110,7 @@ pub struct Verified {
 /// Why a release is refused. The most telling reason wins when several signatures fail.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
-    #[error("no signature: the registry has no cosign signature of {digest}")]
+    #[error("no signature: the registry has no cosign signature or Sigstore bundle of {digest}")]
     Unsigned { digest: String },
     #[error(
         "no signature verifies under the given key(s) ({count} signature(s) tried): signed by another key, or the payload was changed after signing"
@@ -153,7 +156,7 @@ impl Refusal {
     /// The order among refusals of several signatures: the further a signature got through
     /// the checks, the more its refusal tells (one that verified but names another digest
     /// tells most).
-    fn rank(&self) -> u8 {
+    pub(super) fn rank(&self) -> u8 {
         match self {
             Refusal::Unsigned { .. } => 0,
             Refusal::MalformedSignature => 1,
@@ -218,11 +221,24 @@ fn check_keyless(
     })?;
     let entry = rekor::check(root, bundle.as_bytes(), &sig.payload, &der, &cert)
         .map_err(Refusal::BadInclusionProof)?;
-    keyless::chain_to_root(root, &cert, entry.integrated_time).map_err(|p| match p {
+    let who = trusted_signer(policy, root, &cert, entry.integrated_time)?;
+    check_payload(digest, &sig.payload)?;
+    Ok(keyless_verified(digest, who, root))
+}
+
+/// Who the certificate `cert` (DER) of a signature logged at `at` (the log's time) names,
+/// once it chained to `root`, was valid then, and names an identity `policy` accepts.
+pub(super) fn trusted_signer(
+    policy: &Policy,
+    root: &TrustedRoot,
+    cert: &[u8],
+    at: i64,
+) -> Result<keyless::CertIdentity, Refusal> {
+    keyless::chain_to_root(root, cert, at).map_err(|p| match p {
         CertProblem::Untrusted(m) => Refusal::UntrustedCertificate(m),
         CertProblem::Expired(m) => Refusal::ExpiredCertificate(m),
     })?;
-    let who = keyless::identity(&cert).map_err(Refusal::UntrustedCertificate)?;
+    let who = keyless::identity(cert).map_err(Refusal::UntrustedCertificate)?;
     if !policy
         .identities
         .iter()
@@ -233,8 +249,12 @@ fn check_keyless(
             issuer: who.issuer,
         });
     }
-    check_payload(digest, &sig.payload)?;
-    Ok(Verified {
+    Ok(who)
+}
+
+/// The record of a keyless pass of `digest` by `who` under `root`.
+pub(super) fn keyless_verified(digest: &str, who: keyless::CertIdentity, root: &TrustedRoot) -> Verified {
+    Verified {
         digest: digest.to_string(),
         signer: format!("{} (issuer {})", who.subject, who.issuer),
         keyless: Some(KeylessSigner {
@@ -242,7 +262,7 @@ fn check_keyless(
             issuer: who.issuer,
             trusted_root: root.fingerprint.clone(),
         }),
-    })
+    }
 }
 
 /// One signature under `policy`: keyless when it carries a certificate and the policy names
@@ -260,11 +280,31 @@ fn check_one(policy: &Policy, digest: &str, sig: &Signature, count: usize) -> Re
 
 /// Whether one of `signatures` of the manifest `digest` passes `policy`.
 pub fn verify(policy: &Policy, digest: &str, signatures: &[Signature]) -> Result<Verified, Refusal> {
+    verify_all(policy, digest, signatures, &[])
+}
+
+/// Whether one of `signatures` (the `.sig` tag's) or of `bundles` (Sigstore bundles, the
+/// manifest's referrers) passes `policy`: either kind suffices.
+pub fn verify_all(
+    policy: &Policy,
+    digest: &str,
+    signatures: &[Signature],
+    bundles: &[Bundle],
+) -> Result<Verified, Refusal> {
+    let count = signatures.len() + bundles.len();
+    let outcomes = signatures
+        .iter()
+        .map(|sig| check_one(policy, digest, sig, count))
+        .chain(
+            bundles
+                .iter()
+                .map(|b| bundle_check::check(policy, digest, b, count)),
+        );
     let mut worst = Refusal::Unsigned {
         digest: digest.to_string(),
     };
-    for sig in signatures {
-        match check_one(policy, digest, sig, signatures.len()) {
+    for outcome in outcomes {
+        match outcome {
             Ok(v) => return Ok(v),
             Err(r) if r.rank() > worst.rank() => worst = r,
             Err(_) => {}

@@ -5,5 +5,6 @@
 
 mod github_source;
 mod provenance_fixtures;
+mod verify_bundle;
 mod verify_fixtures;
 mod verify_keyless;

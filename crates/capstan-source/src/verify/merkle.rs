@@ -1,0 +1,206 @@
+//! A transparency log's inclusion proof, checked offline: the entry's leaf hash, hashed up its
+//! audit path (RFC 6962 / RFC 9162 §2.1.3.2), must give the root hash of a tree of the proof's
+//! size, and that root must be the one the log signed in its checkpoint — a signed note
+//! (`ORIGIN\nSIZE\nBASE64 ROOT\n…\n\n— NAME BASE64(KEY HINT ‖ SIGNATURE)\n`), the signature
+//! over the text before the blank line. Rekor's checkpoints carry the time the log signed
+//! them (`Timestamp: <ns>`): the entry was logged by then.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use sha2::{Digest, Sha256};
+
+use super::rekor::log_signed;
+use super::trusted_root::LogKey;
+
+/// An inclusion proof as a bundle records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InclusionProof {
+    pub log_index: u64,
+    pub tree_size: u64,
+    pub root_hash: Vec<u8>,
+    pub hashes: Vec<Vec<u8>>,
+    /// The signed note, verbatim.
+    pub checkpoint: String,
+}
+
+fn leaf_hash(leaf: &[u8]) -> Vec<u8> {
+    Sha256::new()
+        .chain_update([0u8])
+        .chain_update(leaf)
+        .finalize()
+        .to_vec()
+}
+
+fn node_hash(left: &[u8], right: &[u8]) -> Vec<u8> {
+    Sha256::new()
+        .chain_update([1u8])
+        .chain_update(left)
+        .chain_update(right)
+        .finalize()
+        .to_vec()
+}
+
+/// The root hash that `path` proves for the leaf `leaf` at `index` of a tree of `size` leaves.
+pub fn root_from_path(index: u64, size: u64, leaf: &[u8], path: &[Vec<u8>]) -> Result<Vec<u8>, String> {
+    if index >= size {
+        return Err(format!("leaf {index} is outside a tree of {size} leaves"));
+    }
+    let (mut f, mut s) = (index, size - 1);
+    let mut hash = leaf_hash(leaf);
+    for sibling in path {
+        if s == 0 {
+            return Err(format!(
+                "the audit path has more than the {} hashes a tree of {size} needs",
+                path.len() - 1
+            ));
+        }
+        if f & 1 == 1 || f == s {
+            hash = node_hash(sibling, &hash);
+            while f & 1 == 0 && f != 0 {
+                f >>= 1;
+                s >>= 1;
+            }
+        } else {
+            hash = node_hash(&hash, sibling);
+        }
+        f >>= 1;
+        s >>= 1;
+    }
+    if s != 0 {
+        return Err(format!(
+            "the audit path has too few hashes ({}) for a tree of {size}",
+            path.len()
+        ));
+    }
+    Ok(hash)
+}
+
+/// Checks that the entry `body` (the canonical bytes) is in the log `log` by `proof`: the path
+/// gives the proof's root, and the checkpoint the log signed names that root and size. The
+/// checkpoint's signed time (Unix seconds), when it has one.
+pub fn check(log: &LogKey, body: &[u8], proof: &InclusionProof) -> Result<Option<i64>, String> {
+    let root = root_from_path(proof.log_index, proof.tree_size, body, &proof.hashes)?;
+    if root != proof.root_hash {
+        return Err(format!(
+            "the audit path of leaf {} gives another root hash than the proof's",
+            proof.log_index
+        ));
+    }
+    let (size, signed_root, time) = check_checkpoint(log, &proof.checkpoint)?;
+    if size != proof.tree_size || signed_root != proof.root_hash {
+        return Err(format!(
+            "the checkpoint is of a tree of {size} leaves with another root, not the proof's {}",
+            proof.tree_size
+        ));
+    }
+    Ok(time)
+}
+
+/// The tree size, root hash and time of a checkpoint signed by `log` (a signature line whose
+/// key hint is the first four bytes of the log's id).
+fn check_checkpoint(log: &LogKey, note: &str) -> Result<(u64, Vec<u8>, Option<i64>), String> {
+    let (text, signatures) = note
+        .split_once("\n\n")
+        .ok_or("the checkpoint is not a signed note (no blank line)")?;
+    let text = format!("{text}\n");
+    let mut lines = text.lines();
+    let (_origin, size, root) = (lines.next(), lines.next(), lines.next());
+    let size: u64 = size
+        .and_then(|s| s.parse().ok())
+        .ok_or("the checkpoint has no tree size")?;
+    let root = root
+        .and_then(|r| STANDARD.decode(r).ok())
+        .ok_or("the checkpoint has no base64 root hash")?;
+    let time = lines
+        .filter_map(|l| l.strip_prefix("Timestamp: "))
+        .find_map(|ns| ns.trim().parse::<i64>().ok())
+        .map(|ns| ns / 1_000_000_000);
+    let hint = (0..4)
+        .map(|i| u8::from_str_radix(log.log_id.get(i * 2..i * 2 + 2).unwrap_or("zz"), 16).ok())
+        .collect::<Option<Vec<u8>>>()
+        .unwrap_or_default();
+    let signed = signatures.lines().any(|line| {
+        let Some(rest) = line.strip_prefix("\u{2014} ") else {
+            return false;
+        };
+        let Some(sig) = rest
+            .rsplit_once(' ')
+            .and_then(|(_, b64)| STANDARD.decode(b64).ok())
+        else {
+            return false;
+        };
+        sig.len() > 4 && sig[..4] == hint[..] && log_signed(log, text.as_bytes(), &sig[4..])
+    });
+    if !signed {
+        return Err(format!(
+            "the checkpoint is not signed by the key of {}",
+            log.base_url
+        ));
+    }
+    Ok((size, root, time))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The root of leaves by RFC 6962's definition, to check paths against.
+    fn tree_root(leaves: &[Vec<u8>]) -> Vec<u8> {
+        if leaves.len() == 1 {
+            return leaf_hash(&leaves[0]);
+        }
+        let k = leaves.len().next_power_of_two() / 2;
+        node_hash(&tree_root(&leaves[..k]), &tree_root(&leaves[k..]))
+    }
+
+    /// The audit path of leaf `m` by RFC 6962's definition.
+    fn path(m: usize, leaves: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        if leaves.len() == 1 {
+            return Vec::new();
+        }
+        let k = leaves.len().next_power_of_two() / 2;
+        if m < k {
+            let mut p = path(m, &leaves[..k]);
+            p.push(tree_root(&leaves[k..]));
+            p
+        } else {
+            let mut p = path(m - k, &leaves[k..]);
+            p.push(tree_root(&leaves[..k]));
+            p
+        }
+    }
+
+    #[test]
+    fn every_leaf_of_every_small_tree_proves_the_root_and_changed_proofs_do_not() {
+        for size in 1..=17usize {
+            let leaves: Vec<Vec<u8>> = (0..size).map(|i| format!("entry {i}").into_bytes()).collect();
+            let root = tree_root(&leaves);
+            for m in 0..size {
+                let p = path(m, &leaves);
+                let (m64, n64) = (m as u64, size as u64);
+                assert_eq!(
+                    root_from_path(m64, n64, &leaves[m], &p).unwrap(),
+                    root,
+                    "{m}/{size}"
+                );
+                assert_ne!(root_from_path(m64, n64, b"other", &p).unwrap(), root);
+                if let Some(first) = p.first() {
+                    let mut bad = p.clone();
+                    bad[0] = leaf_hash(first);
+                    assert_ne!(root_from_path(m64, n64, &leaves[m], &bad).unwrap(), root);
+                    assert!(
+                        root_from_path(m64, n64, &leaves[m], &p[1..]).is_err(),
+                        "short {m}/{size}"
+                    );
+                }
+                let mut long = p.clone();
+                long.push(root.clone());
+                assert!(
+                    root_from_path(m64, n64, &leaves[m], &long).is_err(),
+                    "long {m}/{size}"
+                );
+            }
+            assert!(root_from_path(size as u64, size as u64, &leaves[0], &[]).is_err());
+        }
+    }
+}

@@ -63,6 +63,9 @@ pub struct DriftWatches {
     pruning: Arc<Pruning>,
     /// Watch only this namespace (see [`DriftWatches::within`]); `None`: all namespaces.
     namespace: Option<String>,
+    /// Every watch selects the objects of the one inventory it was started for
+    /// ([`DriftWatches::for_one_inventory`]), not those of every inventory.
+    one_inventory: bool,
 }
 
 /// How long a notice of capstan's own deletion is kept for its watch event.
@@ -117,6 +120,25 @@ impl DriftWatches {
             settled: Mutex::default(),
             pruning: Arc::default(),
             namespace: Some(namespace.to_string()),
+            one_inventory: false,
+        }
+    }
+
+    /// Watches that serve a single inventory (a ClusterStackRelease's in the management
+    /// cluster, each release with watches of its own): each selects that inventory's label
+    /// value, so that a release's watch never lists the objects of every other release.
+    pub fn for_one_inventory(mut self) -> DriftWatches {
+        self.one_inventory = true;
+        self
+    }
+
+    /// The label selector of a watch started for the inventory labelled `label`.
+    fn selector(&self, label: &str) -> String {
+        if self.one_inventory {
+            format!("{INVENTORY_ID_LABEL}={label}")
+        } else {
+            // The label's presence: the objects of every inventory, whoever applied them.
+            INVENTORY_ID_LABEL.to_string()
         }
     }
 
@@ -184,6 +206,7 @@ impl DriftWatches {
             let listed = Arc::new(AtomicBool::new(false));
             let task = tokio::spawn(watch(
                 api,
+                self.selector(&label),
                 kind.clone(),
                 listed.clone(),
                 inventories.clone(),
@@ -305,13 +328,13 @@ fn watch_scope(within: Option<&str>, namespaced: bool) -> WatchScope<'_> {
 /// inventories by that label.
 async fn watch(
     api: kube::Api<PartialObjectMeta<DynamicObject>>,
+    selector: String,
     kind: Kind,
     listed: Arc<AtomicBool>,
     inventories: Arc<Inventories>,
     pruning: Arc<Pruning>,
 ) {
-    // The label's presence: the objects of every inventory, whoever applied them.
-    let config = watcher::Config::default().labels(INVENTORY_ID_LABEL);
+    let config = watcher::Config::default().labels(&selector);
     let mut events = watcher(api, config).default_backoff().boxed();
     while let Some(event) = events.next().await {
         let event = match event {
@@ -384,6 +407,16 @@ fn only_status(entry: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFi
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta, Time};
+
+    #[test]
+    fn a_release_watch_selects_its_own_inventory_and_a_cluster_watch_every_inventory() {
+        let label = inventory_id("tenant/capstan.csr.docker-ferrol-1-27-v1");
+        let shared = DriftWatches::default();
+        assert_eq!(shared.selector(&label), INVENTORY_ID_LABEL);
+        let release = DriftWatches::within("tenant").for_one_inventory();
+        assert_eq!(release.selector(&label), format!("{INVENTORY_ID_LABEL}={label}"));
+        assert_eq!(release.namespace.as_deref(), Some("tenant"));
+    }
 
     fn meta(entries: &[(&str, i64, Option<&str>)]) -> PartialObjectMeta<DynamicObject> {
         let managed = entries

@@ -60,14 +60,10 @@ pub fn run(args: &MirrorArgs) -> anyhow::Result<()> {
             &src_tag,
         ))?;
         println!(
-            "copied {src}:{src_tag} to {dst}:{src_tag} {} ({} blob(s) uploaded{})",
+            "copied {src}:{src_tag} to {dst}:{src_tag} {} ({} blob(s) uploaded, {})",
             copy.digest,
             copy.blobs_copied,
-            if copy.signature {
-                ", with its cosign signature"
-            } else {
-                ", unsigned"
-            }
+            signed_note(&copy)
         );
     } else {
         let opts = PushOptions {
@@ -109,11 +105,7 @@ pub fn run(args: &MirrorArgs) -> anyhow::Result<()> {
                     mirror::charts_repo(&dst),
                     dep.name,
                     copy.digest,
-                    if copy.signature {
-                        "with its cosign signature"
-                    } else {
-                        "unsigned"
-                    }
+                    signed_note(&copy)
                 );
                 continue;
             }
@@ -177,4 +169,14 @@ fn chart_config(meta: &capstan_chart::Metadata) -> serde_json::Value {
         }
     }
     config
+}
+
+/// What a copy carried along to verify it: its cosign signature, its Sigstore bundles.
+fn signed_note(copy: &mirror::CopySummary) -> String {
+    match (copy.signature, copy.bundles) {
+        (false, 0) => "unsigned".to_string(),
+        (true, 0) => "with its cosign signature".to_string(),
+        (false, n) => format!("with {n} Sigstore bundle(s)"),
+        (true, n) => format!("with its cosign signature and {n} Sigstore bundle(s)"),
+    }
 }

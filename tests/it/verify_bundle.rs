@@ -200,3 +200,57 @@ fn verify_bundle_every_refusal_names_its_reason() {
         "{err}"
     );
 }
+
+/// `releases mirror` copies a release's Sigstore bundles with it, as `cosign copy` does: the
+/// copy in the mirror (a registry without a referrers API: an index at the tag fallback) is
+/// listed as signed and verifies by the same key, and by no other, from the mirror alone.
+#[test]
+fn verify_bundle_a_mirrored_release_keeps_its_bundles() {
+    let test = "verify_bundle_a_mirrored_release_keeps_its_bundles";
+    let Some(env) = Env::start(test) else {
+        return;
+    };
+    let key = env.keygen("trusted", None);
+    let other = env.keygen("other", None);
+    let tag = "docker-ferrol-1-27-v1";
+    env.publish(tag);
+    attach_keyed(&env, tag, &key, &["--dsse"]);
+    let mirror = format!("oci://{}/airgap/stacks", env.reg.host());
+    let source = format!("{}@{tag}", env.url());
+    let out = ok(
+        env.capstan(&["releases", "mirror", &source, &mirror]),
+        "releases mirror",
+    );
+    assert!(out.contains("with 1 Sigstore bundle(s)"), "{out}");
+
+    let listed = ok(
+        env.capstan(&["releases", "list", &mirror, "-o", "json"]),
+        "releases list of the mirror",
+    );
+    let list: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    let copy = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r.to_string().contains(tag));
+    assert_eq!(
+        copy.map(|r| r["signed"].clone()),
+        Some(serde_json::json!(true)),
+        "{listed}"
+    );
+    let with = |k: &Path| {
+        env.capstan(&[
+            "releases",
+            "pull",
+            &mirror,
+            tag,
+            "--verify-key",
+            &pem(k, "cosign.pub"),
+        ])
+    };
+    let err = refused(with(&other), "pull from the mirror by another key");
+    assert!(err.contains("signed by another key"), "{err}");
+    let pulled = ok(with(&key), "pull from the mirror, bundle");
+    let signer = fingerprint(&key.join("cosign.pub"));
+    assert!(pulled.contains(&format!("signed by {signer}")), "{pulled}");
+}

@@ -1,6 +1,6 @@
 //! Copying into another registry for an air gap (`capstan releases mirror`): a release
 //! manifest with its blobs byte for byte (the same digest, so its cosign signatures still
-//! apply) and its signature manifest, as `cosign copy` does; `oci://` charts copied the same
+//! apply), its signature manifest and its Sigstore bundles (referrers), as `cosign copy` does; `oci://` charts copied the same
 //! way; charts of Helm repositories pushed as OCI charts with Helm's media types (their `.prov`
 //! as the provenance layer); and the `--repository-mirror` mapping that sends a render's
 //! chart repositories to the copies.
@@ -8,11 +8,11 @@
 use bytes::Bytes;
 
 use crate::charts::oci::{HELM_CHART_LAYER, HELM_CONFIG};
-use crate::verify::cosign;
 use crate::verify::provenance::PROVENANCE_LAYER;
+use crate::verify::{bundle, cosign};
 
 use super::client::{Client, OciError};
-use super::manifest::{Descriptor, ImageManifest, OCI_MANIFEST};
+use super::manifest::{Descriptor, ImageManifest, OCI_INDEX, OCI_MANIFEST};
 use super::release::OciRepo;
 
 /// What a release copy did.
@@ -23,6 +23,8 @@ pub struct CopySummary {
     pub blobs_copied: usize,
     /// Whether a cosign signature manifest was copied along.
     pub signature: bool,
+    /// Sigstore bundles (cosign v3 signatures, OCI referrers of the manifest) copied along.
+    pub bundles: usize,
 }
 
 /// The repository that holds the charts of a mirror at `dst`: `DST/charts`.
@@ -157,11 +159,55 @@ async fn copy_signed(
         blobs_copied += n;
         signature = true;
     }
+    let (bundles, n) = copy_bundles(src_client, src, dst_client, dst, &digest).await?;
+    blobs_copied += n;
     Ok(CopySummary {
         digest,
         blobs_copied,
         signature,
+        bundles,
     })
+}
+
+/// Copies the Sigstore bundles that refer to manifest `digest` in `src` (listed by the
+/// referrers API, else by the index at the `sha256-<hex>` tag): each bundle manifest by its
+/// digest, then an index of them at that tag, so that a reader finds them in `dst` with or
+/// without a referrers API there. Returns the bundles and the blobs copied.
+async fn copy_bundles(
+    src_client: &Client,
+    src: &OciRepo,
+    dst_client: &Client,
+    dst: &OciRepo,
+    digest: &str,
+) -> Result<(usize, usize), OciError> {
+    let tag = bundle::referrers_tag(digest).ok_or_else(|| OciError::BadReference(digest.to_string()))?;
+    let index = match src_client.referrers(&src.repository, digest).await? {
+        Some(index) => index,
+        None => match src_client.manifest(&src.repository, &tag).await {
+            Ok(m) => m.bytes,
+            Err(OciError::NotFound { .. }) => return Ok((0, 0)),
+            Err(e) => return Err(e),
+        },
+    };
+    let invalid = |message: String| OciError::Invalid {
+        url: format!("{src}@{digest}"),
+        message: format!("referrers: {message}"),
+    };
+    let manifests = bundle::bundle_manifests(&index).map_err(invalid)?;
+    if manifests.is_empty() {
+        return Ok((0, 0));
+    }
+    let mut blobs = 0;
+    for at in &manifests {
+        if let Some((_, n)) = copy_manifest(src_client, src, dst_client, dst, at, at).await? {
+            blobs += n;
+        }
+    }
+    let only = bundle::only_bundles(&index).map_err(invalid)?;
+    dst_client
+        .put_manifest(&dst.repository, &tag, OCI_INDEX, Bytes::from(only))
+        .await?;
+    Ok((manifests.len(), blobs))
 }
 
 /// A chart archive to push as an OCI chart, with its Helm provenance when it has one.

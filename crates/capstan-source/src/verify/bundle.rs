@@ -58,6 +58,24 @@ pub fn bundle_manifests(index: &[u8]) -> Result<Vec<String>, String> {
         .collect())
 }
 
+/// `index` (a referrers listing) with only its Sigstore bundle manifests: what a mirror puts
+/// at the fallback tag, so that the copy names no manifest it did not copy. Every other field
+/// of the index is kept as it was.
+pub fn only_bundles(index: &[u8]) -> Result<Vec<u8>, String> {
+    let mut value: serde_json::Value =
+        serde_json::from_slice(index).map_err(|e| format!("not an image index: {e}"))?;
+    let manifests = value
+        .get_mut("manifests")
+        .and_then(serde_json::Value::as_array_mut)
+        .ok_or_else(|| "an image index without manifests".to_string())?;
+    manifests.retain(|m| {
+        m.get("artifactType")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(is_bundle)
+    });
+    serde_json::to_vec(&value).map_err(|e| format!("writing the index: {e}"))
+}
+
 /// The layer of a bundle manifest that holds the bundle.
 pub fn bundle_layer(manifest: &[u8]) -> Result<Descriptor, String> {
     let manifest: crate::oci::manifest::ImageManifest =
@@ -278,6 +296,20 @@ pub fn statement_subjects(payload_type: &str, payload: &[u8]) -> Result<Vec<Stri
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_mirrored_referrers_index_keeps_only_the_bundles() {
+        let index = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[
+            {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:aa","size":1,"artifactType":"application/vnd.dev.sigstore.bundle.v0.3+json"},
+            {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:bb","size":1,"artifactType":"application/spdx+json"},
+            {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:cc","size":1}]}"#;
+        let kept = only_bundles(index).unwrap();
+        assert_eq!(bundle_manifests(&kept).unwrap(), vec!["sha256:aa".to_string()]);
+        let value: serde_json::Value = serde_json::from_slice(&kept).unwrap();
+        assert_eq!(value["manifests"].as_array().map(Vec::len), Some(1));
+        assert_eq!(value["mediaType"], "application/vnd.oci.image.index.v1+json");
+        assert!(only_bundles(br#"{"schemaVersion":2}"#).is_err());
+    }
+
     use super::*;
 
     #[test]

@@ -34,6 +34,10 @@ async fn a_class_in_another_namespace_brings_its_addons() {
     let workload = TestCluster::start(&bins, "workload")
         .await
         .expect("workload cluster starts");
+    // The Cluster CRD serves `classNamespace` before the operator watches Clusters: a watch
+    // opened under the old schema keeps pruning the field on read until it is reopened, and
+    // the operator reads Clusters from its watch (as every informer-fed controller does).
+    serve_class_namespace(&env).await;
     let operator = env.operator(0, &[]);
     env.create_stack(&["v1"], "5s").await;
     eventually("v1 ready", Duration::from_secs(90), &operator, || async {
@@ -51,7 +55,6 @@ async fn a_class_in_another_namespace_brings_its_addons() {
         )
         .await
         .expect("namespace created");
-    serve_class_namespace(&env).await;
     let topology = json!({"class": CLASS, "classNamespace": NS, "version": "v1.27.3"});
     env.cluster_api_in(TEAM, CLUSTER, topology, HOST).await;
     env.set_control_plane_ready_in(TEAM, CLUSTER).await;

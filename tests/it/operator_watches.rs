@@ -181,6 +181,14 @@ async fn namespaced_watches_wake_reconciles_only_for_what_they_read() {
         )
         .await
         .expect("kubeconfig Secret relabelled");
+    secrets
+        .patch(
+            &format!("{CLUSTER}-kubeconfig"),
+            &PatchParams::default(),
+            &merge(json!({"data": {"rotated": "eWVz"}})),
+        )
+        .await
+        .expect("a key of the kubeconfig Secret that is not read added");
     // A Secret named like the kubeconfig in the other namespace: no ClusterAddon there.
     let elsewhere: Secret = serde_json::from_value(json!({
         "metadata": {"name": format!("{CLUSTER}-kubeconfig"), "namespace": OTHER,
@@ -210,12 +218,22 @@ async fn namespaced_watches_wake_reconciles_only_for_what_they_read() {
         operator.log_tail(40)
     );
 
-    // What it reads: a new kubeconfig.
+    // What it reads: a new kubeconfig (the same one with a comment: it still connects). Other
+    // keys of the Secret are not read, and do not wake it.
+    let name = format!("{CLUSTER}-kubeconfig");
+    let current = secrets.get(&name).await.expect("kubeconfig Secret");
+    let mut value = current
+        .data
+        .unwrap_or_default()
+        .remove("value")
+        .expect("kubeconfig in `value`")
+        .0;
+    value.extend_from_slice(b"\n# rotated\n");
     secrets
         .patch(
-            &format!("{CLUSTER}-kubeconfig"),
+            &name,
             &PatchParams::default(),
-            &merge(json!({"data": {"rotated": "eWVz"}})),
+            &merge(json!({"data": {"value": k8s_openapi::ByteString(value)}})),
         )
         .await
         .expect("kubeconfig Secret data changed");

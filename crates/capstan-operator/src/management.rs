@@ -380,7 +380,7 @@ fn addons_referencing(
         .map(|cluster| {
             let cluster_name = cluster.metadata.name.as_deref().unwrap_or_default();
             let cluster_namespace = cluster.metadata.namespace.as_deref().unwrap_or_default();
-            ObjectRef::new(&crate::controller::cluster::addon_name(cluster_name)).within(cluster_namespace)
+            ObjectRef::new(&crate::api::cluster_addon::addon_name(cluster_name)).within(cluster_namespace)
         })
         .collect()
 }
@@ -510,7 +510,7 @@ mod tests {
                 .map(|r| format!("{}/{}", r.namespace.unwrap_or_default(), r.name))
                 .collect()
         };
-        let addon = |cluster: &str| format!("fleet/{}", crate::controller::cluster::addon_name(cluster));
+        let addon = |cluster: &str| format!("fleet/{}", crate::api::cluster_addon::addon_name(cluster));
         assert_eq!(
             woken(object("KubeadmControlPlane", "web-cp", "fleet")),
             [addon("web")]

@@ -458,7 +458,9 @@ fn addon_controller(
             super::clusters::cluster_resource(),
         )
         .watches_stream(
-            kubeconfig_secrets(&wiring.client, &wiring.scope, &ctx.management),
+            kubeconfig_secrets(&wiring.client, &wiring.scope, |secrets| {
+                ctx.management.reflect_secrets(secrets)
+            }),
             move |secret: Secret| {
                 let addon = kubeconfig_addon(&secret.metadata)?;
                 // A changed kubeconfig drops the cached workload cluster at once.

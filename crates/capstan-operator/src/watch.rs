@@ -20,7 +20,7 @@ use kube::runtime::{WatchStreamExt, watcher as watch_api};
 use kube::{Client, Resource};
 
 use crate::api::ClusterAddon;
-use crate::controller::cluster::addon_name;
+use crate::api::cluster_addon::addon_name;
 
 /// The label Cluster API puts on a Cluster's Secrets (kubeconfig, certificates).
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
@@ -358,17 +358,18 @@ pub fn kubeconfig_addon(meta: &ObjectMeta) -> Option<ObjectRef<ClusterAddon>> {
 /// The kubeconfig Secrets of `scope`'s namespaces that wake a ClusterAddon, each once per
 /// change of [`kubeconfig_trigger`] (a watch on Cluster API's cluster-name label: a field
 /// selector cannot match a name suffix, so the name is checked here).
-/// Every Secret seen goes through `stored` first (the management cluster's Secret store).
+/// Every Secret seen goes through `store` first (the management cluster's Secret store: the
+/// caller's, so that this module names none).
 pub fn kubeconfig_secrets(
     client: &Client,
     scope: &Scope,
-    stored: &crate::management::Management,
+    store: impl FnOnce(Events<Secret>) -> Events<Secret>,
 ) -> BoxStream<'static, Result<Secret, watcher::Error>> {
     let config = watcher::Config::default()
         .labels(CLUSTER_NAME_LABEL)
         .any_semantic();
     changed(
-        stored.reflect_secrets(watch_all(scope.apis::<Secret>(client), objects(config))),
+        store(watch_all(scope.apis::<Secret>(client), objects(config))),
         kubeconfig_trigger,
         true,
     )

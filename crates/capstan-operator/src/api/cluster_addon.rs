@@ -13,6 +13,11 @@ use super::conditions::Condition;
 use super::recorded::{Recorded, StatusText};
 use super::resource::{self, Resource};
 
+/// The ClusterAddon of Cluster `cluster`.
+pub fn addon_name(cluster: &str) -> String {
+    format!("cluster-addon-{cluster}")
+}
+
 /// The addons of one workload cluster.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 // `printcolumn(...)` entries repeat `type_ = "string"`, which clippy takes for duplicates.

@@ -18,10 +18,7 @@ use capstan_stack::name::ReleaseTag;
 
 pub const CONTROLLER: &str = "cluster";
 
-/// The ClusterAddon of Cluster `cluster`.
-pub fn addon_name(cluster: &str) -> String {
-    format!("cluster-addon-{cluster}")
-}
+pub use crate::api::cluster_addon::addon_name;
 
 /// Ensures the ClusterAddon of one Cluster.
 pub async fn reconcile(cluster: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {

@@ -10,7 +10,14 @@ use kube::runtime::watcher::Event;
 
 use capstan_apply::ssa::INVENTORY_ID_LABEL;
 
-use super::{Notify, drifted, lock};
+use super::judge::drifted;
+
+/// Called when a watched object drifted.
+pub type Notify = std::sync::Arc<dyn Fn() + Send + Sync>;
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Whom an event of a shared watch wakes.
 #[derive(Debug, Clone, PartialEq, Eq)]

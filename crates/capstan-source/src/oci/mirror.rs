@@ -180,15 +180,10 @@ async fn copy_bundles(
     dst: &OciRepo,
     digest: &str,
 ) -> Result<(usize, usize), OciError> {
-    let tag = bundle::referrers_tag(digest).ok_or_else(|| OciError::BadReference(digest.to_string()))?;
-    let index = match src_client.referrers(&src.repository, digest).await? {
-        Some(index) => index,
-        None => match src_client.manifest(&src.repository, &tag).await {
-            Ok(m) => m.bytes,
-            Err(OciError::NotFound { .. }) => return Ok((0, 0)),
-            Err(e) => return Err(e),
-        },
+    let Some(index) = super::signature::referrers_index(src_client, src, digest).await? else {
+        return Ok((0, 0));
     };
+    let tag = bundle::referrers_tag(digest).ok_or_else(|| OciError::BadReference(digest.to_string()))?;
     let invalid = |message: String| OciError::Invalid {
         url: format!("{src}@{digest}"),
         message: format!("referrers: {message}"),

@@ -111,17 +111,8 @@ pub async fn bundles(client: &Client, repo: &OciRepo, digest: &str) -> Result<Ve
         url: format!("{repo}@{what}"),
         message,
     };
-    let index = match client.referrers(&repo.repository, digest).await? {
-        Some(index) => index,
-        None => {
-            let tag =
-                bundle::referrers_tag(digest).ok_or_else(|| OciError::BadReference(digest.to_string()))?;
-            match client.manifest(&repo.repository, &tag).await {
-                Ok(m) => m.bytes,
-                Err(OciError::NotFound { .. }) => return Ok(Vec::new()),
-                Err(e) => return Err(e),
-            }
-        }
+    let Some(index) = referrers_index(client, repo, digest).await? else {
+        return Ok(Vec::new());
     };
     let manifests =
         bundle::bundle_manifests(&index).map_err(|m| invalid(digest, format!("referrers: {m}")))?;
@@ -146,6 +137,24 @@ pub async fn bundles(client: &Client, repo: &OciRepo, digest: &str) -> Result<Ve
         out.push(bundle::parse(&bytes).map_err(|m| invalid(&at, format!("the Sigstore bundle: {m}")))?);
     }
     Ok(out)
+}
+
+/// The index of the referrers of `digest`: the referrers API's answer, or the index at the
+/// tag `sha256-<hex>` when the registry has no such API; `None` when neither has one.
+pub async fn referrers_index(
+    client: &Client,
+    repo: &OciRepo,
+    digest: &str,
+) -> Result<Option<Bytes>, OciError> {
+    if let Some(index) = client.referrers(&repo.repository, digest).await? {
+        return Ok(Some(index));
+    }
+    let tag = bundle::referrers_tag(digest).ok_or_else(|| OciError::BadReference(digest.to_string()))?;
+    match client.manifest(&repo.repository, &tag).await {
+        Ok(m) => Ok(Some(m.bytes)),
+        Err(OciError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 async fn read_payload(client: &Client, repo: &OciRepo, layer: &Descriptor) -> Result<Vec<u8>, OciError> {

@@ -1,6 +1,10 @@
 //! Drift seen at once, with no agent in the cluster: one metadata-only watch per kind of each
 //! cluster capstan applied to, shared by every inventory there (a ClusterAddon's chart
-//! inventory and its stages' inventories), of the objects that carry an inventory label. An
+//! inventory and its stages' inventories), selecting the objects of exactly those inventories
+//! (`inventory-id in (…)`): a watch never lists the objects of inventories it does not serve —
+//! another Cluster's, when several share one API server, or a release's in a management
+//! cluster that is a workload cluster too. A watch whose set grows starts again with the wider
+//! selector (the inventories of one pass join together, [`DriftWatches::ensure_all`]). An
 //! event is dispatched by that label to its inventory's owner: an object deleted, or changed
 //! last by another field manager than capstan's, wakes it (a ClusterAddon for a workload
 //! cluster, a ClusterStackRelease for the management cluster) at once. A watch that had to
@@ -62,9 +66,6 @@ pub struct DriftWatches {
     pruning: Arc<Pruning>,
     /// Watch only this namespace (see [`DriftWatches::within`]); `None`: all namespaces.
     namespace: Option<String>,
-    /// Every watch selects the objects of the one inventory it was started for
-    /// ([`DriftWatches::for_one_inventory`]), not those of every inventory.
-    one_inventory: bool,
 }
 
 /// How long a notice of capstan's own deletion is kept for its watch event.
@@ -100,6 +101,8 @@ struct Running {
     listed: Arc<AtomicBool>,
     /// The inventories it serves, by their objects' label.
     inventories: Arc<Inventories>,
+    /// The labels its selector names: an inventory that joins with another starts it again.
+    selects: BTreeSet<String>,
 }
 
 impl Running {
@@ -119,47 +122,41 @@ impl DriftWatches {
             settled: Mutex::default(),
             pruning: Arc::default(),
             namespace: Some(namespace.to_string()),
-            one_inventory: false,
         }
     }
 
-    /// Watches that serve a single inventory (a ClusterStackRelease's in the management
-    /// cluster, each release with watches of its own): each selects that inventory's label
-    /// value, so that a release's watch never lists the objects of every other release.
-    pub fn for_one_inventory(mut self) -> DriftWatches {
-        self.one_inventory = true;
-        self
-    }
-
-    /// The label selector of a watch started for the inventory labelled `label`.
-    fn selector(&self, label: &str) -> String {
-        if self.one_inventory {
-            format!("{INVENTORY_ID_LABEL}={label}")
-        } else {
-            // The label's presence: the objects of every inventory, whoever applied them.
-            INVENTORY_ID_LABEL.to_string()
-        }
-    }
-
-    /// Watches exactly `kinds` for the objects of `inventory` (an inventory id such as
-    /// `kube-system/capstan.caddon.x`), telling `notify` of their drift: the inventory joins
-    /// the watches of kinds already watched, new kinds start a watch, kinds it no longer
-    /// applies leave it (a watch serving no inventory stops).
+    /// Watches exactly `kinds` for the objects of `inventory` (see [`DriftWatches::ensure_all`]).
     pub async fn ensure(&self, discovery: &Discovery, inventory: &str, kinds: &[Kind], notify: Notify) {
-        let wanted: Vec<&Kind> = kinds.iter().take(MAX_KINDS).collect();
-        if kinds.len() > MAX_KINDS {
-            tracing::warn!(
-                inventory,
-                kinds = kinds.len(),
-                "drift watches: only the first {MAX_KINDS} kinds are watched"
-            );
+        self.ensure_all(discovery, &[(inventory, kinds)], notify).await;
+    }
+
+    /// Watches exactly its `kinds` for the objects of each inventory (an inventory id such as
+    /// `kube-system/capstan.caddon.x`) of one owner, telling `notify` of their drift: each
+    /// joins the watches of kinds already watched, new kinds start a watch, kinds it no longer
+    /// applies leave it (a watch serving no inventory stops). A watch whose selector does not
+    /// name a joining inventory starts again naming every inventory it serves; the others it
+    /// served may miss a change in the gap, so they count as troubled until their next full
+    /// pass.
+    pub async fn ensure_all(&self, discovery: &Discovery, inventories: &[(&str, &[Kind])], notify: Notify) {
+        let mut joining: Vec<(String, &str, Vec<&Kind>)> = Vec::new();
+        for (inventory, kinds) in inventories {
+            if kinds.len() > MAX_KINDS {
+                tracing::warn!(
+                    inventory,
+                    kinds = kinds.len(),
+                    "drift watches: only the first {MAX_KINDS} kinds are watched"
+                );
+            }
+            let wanted = kinds.iter().take(MAX_KINDS).collect();
+            joining.push((inventory_id(inventory), inventory, wanted));
         }
-        let label = inventory_id(inventory);
         let to_start: Vec<(Kind, Arc<Inventories>)> = {
             let mut running = self.lock();
             running.retain(|kind, watch| {
-                if !wanted.contains(&kind) {
-                    watch.inventories.leave(&label);
+                for (label, _, wanted) in &joining {
+                    if !wanted.contains(&kind) {
+                        watch.inventories.leave(label);
+                    }
                 }
                 let serves = !watch.inventories.is_empty();
                 if !serves {
@@ -167,30 +164,43 @@ impl DriftWatches {
                 }
                 serves
             });
-            wanted
-                .iter()
-                .filter_map(|kind| match running.get(*kind) {
-                    Some(watch) => {
-                        watch.inventories.join(&label, inventory, notify.clone());
-                        // A watch whose task ended starts again for the same inventories.
-                        watch
-                            .task
-                            .is_finished()
-                            .then(|| ((*kind).clone(), watch.inventories.clone()))
+            let mut to_start: HashMap<Kind, Arc<Inventories>> = HashMap::new();
+            for (label, inventory, wanted) in &joining {
+                for kind in wanted {
+                    match running.get(*kind) {
+                        Some(watch) => {
+                            watch.inventories.join(label, inventory, notify.clone());
+                            // A watch whose task ended starts again for the same
+                            // inventories; one whose selector misses the inventory, wider.
+                            if watch.task.is_finished() || !watch.selects.contains(label) {
+                                to_start.insert((*kind).clone(), watch.inventories.clone());
+                            }
+                        }
+                        None => {
+                            let inventories = to_start
+                                .entry((*kind).clone())
+                                .or_insert_with(|| Arc::new(Inventories::default()));
+                            inventories.join(label, inventory, notify.clone());
+                        }
                     }
-                    None => {
-                        let inventories = Arc::new(Inventories::default());
-                        inventories.join(&label, inventory, notify.clone());
-                        Some(((*kind).clone(), inventories))
-                    }
-                })
-                .collect()
+                }
+            }
+            to_start.into_iter().collect()
         };
+        let joined: BTreeSet<&str> = joining.iter().map(|(label, ..)| label.as_str()).collect();
         for (kind, inventories) in to_start {
+            let selects = inventories.labels();
+            if selects.iter().any(|label| !joined.contains(label.as_str())) {
+                // Served before: the restart's gap is unseen for them.
+                inventories.trouble_all();
+                for label in &joined {
+                    inventories.forget_trouble(label);
+                }
+            }
             let info = match discovery.resolve(&kind.0, &kind.1, &kind.2).await {
                 Ok(info) => info,
                 Err(e) => {
-                    tracing::debug!(inventory, kind = %kind.2, error = %e, "drift watch not started");
+                    tracing::debug!(kind = %kind.2, error = %e, "drift watch not started");
                     continue;
                 }
             };
@@ -205,7 +215,7 @@ impl DriftWatches {
             let listed = Arc::new(AtomicBool::new(false));
             let task = tokio::spawn(watch(
                 api,
-                self.selector(&label),
+                selector(&selects),
                 kind.clone(),
                 listed.clone(),
                 inventories.clone(),
@@ -215,6 +225,7 @@ impl DriftWatches {
                 task,
                 listed,
                 inventories,
+                selects,
             };
             if let Some(old) = self.lock().insert(kind, started) {
                 old.task.abort();
@@ -298,6 +309,13 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The label selector of a watch serving the inventories labelled `labels`: their objects
+/// and no others.
+fn selector(labels: &BTreeSet<String>) -> String {
+    let values: Vec<&str> = labels.iter().map(String::as_str).collect();
+    format!("{INVENTORY_ID_LABEL} in ({})", values.join(","))
+}
+
 impl Drop for DriftWatches {
     fn drop(&mut self) {
         for watch in self.lock().values() {
@@ -367,13 +385,23 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta, Time};
 
     #[test]
-    fn a_release_watch_selects_its_own_inventory_and_a_cluster_watch_every_inventory() {
-        let label = inventory_id("tenant/capstan.csr.docker-ferrol-1-27-v1");
-        let shared = DriftWatches::default();
-        assert_eq!(shared.selector(&label), INVENTORY_ID_LABEL);
-        let release = DriftWatches::within("tenant").for_one_inventory();
-        assert_eq!(release.selector(&label), format!("{INVENTORY_ID_LABEL}={label}"));
-        assert_eq!(release.namespace.as_deref(), Some("tenant"));
+    fn a_watch_selects_the_inventories_it_serves_and_no_others() {
+        let one = inventory_id("tenant/capstan.csr.docker-ferrol-1-27-v1");
+        let two = inventory_id("kube-system/capstan.caddon.cluster-addon-a");
+        let labels = |l: &[&String]| l.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(
+            selector(&labels(&[&one])),
+            format!("{INVENTORY_ID_LABEL} in ({one})")
+        );
+        let (low, high) = if one < two { (&one, &two) } else { (&two, &one) };
+        assert_eq!(
+            selector(&labels(&[&two, &one])),
+            format!("{INVENTORY_ID_LABEL} in ({low},{high})")
+        );
+        assert_eq!(
+            DriftWatches::within("tenant").namespace.as_deref(),
+            Some("tenant")
+        );
     }
 
     fn meta(entries: &[(&str, i64, Option<&str>)]) -> PartialObjectMeta<DynamicObject> {
@@ -410,6 +438,7 @@ mod tests {
             task: tokio::spawn(futures::future::pending::<()>()),
             listed: Arc::new(AtomicBool::new(listed)),
             inventories: Arc::default(),
+            selects: BTreeSet::new(),
         });
         watch.inventories.join(&inventory_id(inv), inv, Arc::new(|| {}));
         if troubled {

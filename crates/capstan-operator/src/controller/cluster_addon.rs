@@ -546,18 +546,21 @@ impl ReleaseKind for AddonRelease<'_> {
             .ctx
             .addon_drift
             .notifier(ObjectRef::from_obj(progress.object));
-        for inventory in inventories {
-            let id = inventory.inventory.id();
-            target
-                .drift
-                .ensure(
-                    target.applier.discovery(),
-                    &id,
-                    &inventory.kinds(),
-                    notify.clone(),
-                )
-                .await;
-            target.drift.checked(&id);
+        // Together: a watch starts once naming every inventory of the addon.
+        let wanted: Vec<(String, Vec<crate::drift::Kind>)> = inventories
+            .iter()
+            .map(|inventory| (inventory.inventory.id(), inventory.kinds()))
+            .collect();
+        let each: Vec<(&str, &[crate::drift::Kind])> = wanted
+            .iter()
+            .map(|(id, kinds)| (id.as_str(), kinds.as_slice()))
+            .collect();
+        target
+            .drift
+            .ensure_all(target.applier.discovery(), &each, notify)
+            .await;
+        for (id, _) in &wanted {
+            target.drift.checked(id);
         }
     }
 }

@@ -93,6 +93,7 @@ pub async fn reconcile<K: Finalized>(object: Arc<K>, ctx: Arc<Context>) -> Resul
     .await
     .or_else(finalizer_outcome);
     let error = result.as_ref().err();
+    tracing::debug!(object = %key, elapsed = ?started.elapsed(), action = ?result.as_ref().ok(), "pass ended");
     ctx.metrics
         .reconciled(K::CONTROLLER, started.elapsed(), error.map(Error::metric_label));
     if error.is_none() {

@@ -286,6 +286,7 @@ impl<'a, K: Tracked> Progress<'a, K> {
         let mut written = self.written.clone();
         let fresh = conditions::find(K::conditions_mut(&mut written), step)
             .is_none_or(|c| c.status != ConditionStatus::False || c.reason != reason || c.message != message);
+        tracing::debug!(namespace = ?self.object.namespace(), name = %self.object.name_any(), step, reason, %message, "waiting");
         self.condition(step, false, reason, message.clone());
         self.save().await?;
         if fresh {

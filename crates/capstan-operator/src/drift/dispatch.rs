@@ -85,6 +85,11 @@ impl Inventories {
         lock(&self.0).is_empty()
     }
 
+    /// The labels of the inventories served.
+    pub fn labels(&self) -> std::collections::BTreeSet<String> {
+        lock(&self.0).keys().cloned().collect()
+    }
+
     /// Whether the inventory labelled `label` is served and untroubled.
     pub fn untroubled(&self, label: &str) -> bool {
         lock(&self.0).get(label).is_some_and(|served| !served.troubled)

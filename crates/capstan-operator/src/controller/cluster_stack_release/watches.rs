@@ -1,6 +1,6 @@
 //! Drift seen at once in the management cluster: the objects a release applied (its
 //! ClusterClass and the templates) are watched through [`DriftWatches`], one set per release
-//! selecting only that release's objects, started after each apply and stopped when the release is deleted or leaves the operator's
+//! (each watch selects only the inventories it serves: here the release's own), started after each apply and stopped when the release is deleted or leaves the operator's
 //! watch (another shard or namespace). A drift wakes the release through
 //! [`crate::context::ReleaseDrift`]; the drift pass stays the fallback.
 
@@ -23,10 +23,7 @@ impl ReleaseWatches {
     pub fn of(&self, release: &ObjectRef<ClusterStackRelease>, namespace: Option<&str>) -> Arc<DriftWatches> {
         self.lock()
             .entry(release.clone())
-            .or_insert_with(|| {
-                let watches = namespace.map_or_else(DriftWatches::default, DriftWatches::within);
-                Arc::new(watches.for_one_inventory())
-            })
+            .or_insert_with(|| Arc::new(namespace.map_or_else(DriftWatches::default, DriftWatches::within)))
             .clone()
     }
 

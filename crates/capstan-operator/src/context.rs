@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource};
@@ -212,6 +213,10 @@ impl Context {
 /// drops the wake-up; the suspect mark stays for the next pass).
 pub struct DriftWakeUps<K: Resource<DynamicType = ()>> {
     suspects: Arc<Mutex<HashSet<ObjectRef<K>>>>,
+    /// When each object's watches last vouched for it (a drift check that sent nothing): kept
+    /// here, not written to its status, so an idle fleet writes nothing to the management
+    /// cluster (issue 36 §2). A restart forgets it: the first check after one compares.
+    checked: Mutex<HashMap<ObjectRef<K>, Time>>,
     sender: tokio::sync::mpsc::Sender<ObjectRef<K>>,
     receiver: Mutex<Option<tokio::sync::mpsc::Receiver<ObjectRef<K>>>>,
 }
@@ -232,6 +237,7 @@ where
         let (sender, receiver) = tokio::sync::mpsc::channel(DRIFT_QUEUE);
         DriftWakeUps {
             suspects: Arc::new(Mutex::new(HashSet::new())),
+            checked: Mutex::default(),
             sender,
             receiver: Mutex::new(Some(receiver)),
         }
@@ -261,6 +267,21 @@ where
     /// Whether a watch saw objects of `object` drift since the last call.
     pub fn take(&self, object: &ObjectRef<K>) -> bool {
         lock(&self.suspects).remove(object)
+    }
+
+    /// The watches vouched for `object` now: the drift clock starts again, in memory.
+    pub fn record_check(&self, object: ObjectRef<K>) {
+        lock(&self.checked).insert(object, Time(k8s_openapi::jiff::Timestamp::now()));
+    }
+
+    /// When the watches last vouched for `object` in this process.
+    pub fn last_check(&self, object: &ObjectRef<K>) -> Option<Time> {
+        lock(&self.checked).get(object).cloned()
+    }
+
+    /// A full pass of `object` recorded its time in the status (or it went): nothing to keep.
+    pub fn forget_check(&self, object: &ObjectRef<K>) {
+        lock(&self.checked).remove(object);
     }
 
     /// The wake-ups, once (for the controller's `reconcile_on`).

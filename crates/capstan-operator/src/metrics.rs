@@ -40,6 +40,7 @@ pub struct Metrics {
     reconcile_errors: Family<ControllerError, Counter>,
     objects: Family<ControllerOutcome, Counter>,
     drift_corrections: Family<ControllerLabel, Counter>,
+    drift_checks: Family<DriftCheck, Counter>,
     github_requests: Family<StatusClass, Counter>,
     github_rate_limit_remaining: Gauge<i64, AtomicI64>,
     oci_requests: Family<StatusClass, Counter>,
@@ -71,6 +72,12 @@ impl ObjectOutcome {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ControllerLabel {
     controller: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DriftCheck {
+    controller: String,
+    by: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -158,6 +165,12 @@ impl Metrics {
             "Drifted objects (edited or deleted on the cluster) restored, by controller",
             drift_corrections.clone(),
         );
+        let drift_checks: Family<DriftCheck, Counter> = Family::default();
+        registry.register(
+            "drift_checks",
+            "Drift checks of applied releases, by controller and how: `watches` (the drift watches saw every change, nothing sent) or `comparison` (every object compared with the cluster)",
+            drift_checks.clone(),
+        );
         let github_requests = Family::default();
         registry.register(
             "github_requests",
@@ -215,6 +228,7 @@ impl Metrics {
             reconcile_errors,
             objects,
             drift_corrections,
+            drift_checks,
             github_requests,
             github_rate_limit_remaining,
             oci_requests,
@@ -263,6 +277,16 @@ impl Metrics {
                 outcome: outcome.label(),
             })
             .inc_by(count);
+    }
+
+    /// One drift check of an applied release of `controller`, `by` the watches or a comparison.
+    pub fn drift_checked(&self, controller: &str, by: &'static str) {
+        self.drift_checks
+            .get_or_create(&DriftCheck {
+                controller: controller.to_string(),
+                by,
+            })
+            .inc();
     }
 
     /// `count` drifted objects (edited or deleted on the cluster) were restored.

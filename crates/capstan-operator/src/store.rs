@@ -5,9 +5,15 @@
 //! their hash labels the Secret. Drift passes and restarts apply the stored manifest, so charts
 //! with generated content (`genCA`, `randAlphaNum`) are not rotated on every pass and a
 //! restart costs no render. The newest [`KEEP_REVISIONS`] revisions are kept.
+//!
+//! A revision is written once and never changed, and only the operator that owns the object
+//! writes them, so the newest revision of each owner is also kept in memory once read or
+//! saved: a pass that changes nothing reads no Secret (issue 36 §2 — at 1,000 Clusters in one
+//! namespace even a list from the watch cache filtered every Secret there on every pass).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -97,11 +103,29 @@ impl Owner {
 #[derive(Clone)]
 pub struct RenderStore {
     client: Client,
+    /// The newest revision of each owner (by UID) this process read or saved.
+    newest: Arc<Mutex<HashMap<String, StoredRender>>>,
 }
 
 impl RenderStore {
     pub fn new(client: Client) -> RenderStore {
-        RenderStore { client }
+        RenderStore {
+            client,
+            newest: Arc::default(),
+        }
+    }
+
+    fn remember(&self, owner: &Owner, render: &StoredRender) {
+        let mut newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
+        let known = newest.get(owner.uid()).map(|r| r.revision);
+        if known.is_none_or(|revision| revision <= render.revision) {
+            newest.insert(owner.uid().to_string(), render.clone());
+        }
+    }
+
+    fn remembered(&self, owner: &Owner) -> Option<StoredRender> {
+        let newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
+        newest.get(owner.uid()).cloned()
     }
 
     fn api(&self, namespace: &str) -> Api<Secret> {
@@ -132,12 +156,20 @@ impl RenderStore {
         Ok(secrets)
     }
 
-    /// The newest stored render of `owner`, if any, from the watch cache: it may lag a save
-    /// by moments, and then the caller renders again and [`RenderStore::save`] (a quorum
-    /// read) finds the revision with those inputs instead of adding one.
+    /// The newest stored render of `owner`, if any: the one this process read or saved last,
+    /// else from the watch cache — which may lag a save by moments, and then the caller renders
+    /// again and [`RenderStore::save`] (a quorum read) finds the revision with those inputs
+    /// instead of adding one.
     pub async fn latest(&self, owner: &Owner) -> Result<Option<StoredRender>, StoreError> {
+        if let Some(render) = self.remembered(owner) {
+            return Ok(Some(render));
+        }
         match self.list(owner, Freshness::Cached).await?.first() {
-            Some(secret) => decode(owner, secret).map(Some),
+            Some(secret) => {
+                let render = decode(owner, secret)?;
+                self.remember(owner, &render);
+                Ok(Some(render))
+            }
             None => Ok(None),
         }
     }
@@ -156,7 +188,9 @@ impl RenderStore {
             && inputs_of(newest) == Some(inputs)
         {
             // Stored already (seen late by a cached read): the same inputs render the same.
-            return decode(owner, newest);
+            let render = decode(owner, newest)?;
+            self.remember(owner, &render);
+            return Ok(render);
         }
         let revision = existing.first().map_or(0, revision_of) + 1;
         let render = StoredRender {
@@ -173,6 +207,7 @@ impl RenderStore {
                 action: "creating the revision Secret",
                 source,
             })?;
+        self.remember(owner, &render);
         for old in existing.iter().skip(KEEP_REVISIONS - 1) {
             if let Some(name) = &old.metadata.name {
                 // A failed removal leaves one revision too many; the next save retries it.
@@ -188,6 +223,10 @@ impl RenderStore {
     /// Removes every stored revision of `owner` (its finalizer runs this: the test and some
     /// real clusters run no garbage collector).
     pub async fn remove_all(&self, owner: &Owner) -> Result<(), StoreError> {
+        self.newest
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(owner.uid());
         for secret in self.list(owner, Freshness::Quorum).await? {
             if let Some(name) = &secret.metadata.name {
                 match self

@@ -29,10 +29,9 @@ use plan::{Drift, Snapshot, Step};
 pub trait ReleaseStatus {
     /// The inputs hash of the render applied last in full.
     fn applied_inputs(&self) -> Option<&str>;
-    /// When the objects were last applied or checked.
+    /// When the objects were last applied or compared in full (a check the watches vouched
+    /// for is kept in memory: [`DriftWakeUps::record_check`]).
     fn last_reconciled(&self) -> Option<&Time>;
-    /// The objects were checked now.
-    fn record_checked(&mut self);
     /// `render` was applied in full now.
     fn record_applied(&mut self, render: &StoredRender);
 }
@@ -48,10 +47,6 @@ macro_rules! release_status {
 
             fn last_reconciled(&self) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time> {
                 self.last_reconciled.as_ref()
-            }
-
-            fn record_checked(&mut self) {
-                self.last_reconciled = Some($crate::controller::now());
             }
 
             fn record_applied(&mut self, render: &$crate::store::StoredRender) {
@@ -176,8 +171,12 @@ fn observe<R: ReleaseKind>(
     kind: &R,
     inventories: Option<&[Inventory]>,
 ) -> Snapshot {
-    let suspect = kind.wake_ups().is_suspect(&ObjectRef::from_obj(progress.object));
-    let due_in = super::drift_wait(progress.status.last_reconciled(), progress.ctx);
+    let object = ObjectRef::from_obj(progress.object);
+    let suspect = kind.wake_ups().is_suspect(&object);
+    // The later of the last full pass (status) and the last check the watches vouched for.
+    let checked = kind.wake_ups().last_check(&object);
+    let last = progress.status.last_reconciled().max(checked.as_ref());
+    let due_in = super::drift_wait(last, progress.ctx);
     Snapshot {
         stored: inventories.is_some(),
         applied: kind.applied(&progress.status),
@@ -216,8 +215,10 @@ async fn act<R: ReleaseKind>(
             return Ok(Acted::Done(Action::requeue(wait)));
         }
         Step::Checked => {
-            // The watches saw every change since the last full pass.
-            progress.status.record_checked();
+            // The watches saw every change since the last full pass: the clock starts again
+            // in memory, and the status is written only if something else changed.
+            kind.wake_ups().record_check(ObjectRef::from_obj(progress.object));
+            ctx.metrics.drift_checked(R::Object::CONTROLLER, "watches");
             progress.save().await?;
             return Ok(Acted::Done(Action::requeue(super::drift_requeue(ctx))));
         }
@@ -240,6 +241,9 @@ async fn act<R: ReleaseKind>(
         let outcome = apply_inventory(progress, kind, inventory, drift_pass, trusted).await?;
         let message = kind.applied_message(&outcome, render);
         progress.condition(APPLIED, true, "Applied", message);
+    }
+    if drift_pass {
+        ctx.metrics.drift_checked(R::Object::CONTROLLER, "comparison");
     }
     finish(progress, kind, render, &inventories)
         .await
@@ -283,6 +287,8 @@ pub async fn finish<R: ReleaseKind>(
         kind.watch_drift(progress, inventories).await;
     }
     kind.record_applied(&mut progress.status, render);
+    kind.wake_ups()
+        .forget_check(&ObjectRef::from_obj(progress.object));
     progress.save().await?;
     Ok(Action::requeue(super::drift_requeue(progress.ctx)))
 }
@@ -319,7 +325,7 @@ mod tests {
     const ONLY_IN: [(&str, &[(&str, &str)]); 6] = [
         ("kind.render()", &[("release_runner.rs", "act")]),
         ("pipeline::store(", &[("release_runner.rs", "act")]),
-        ("record_checked()", &[("release_runner.rs", "act")]),
+        ("record_check(", &[("release_runner.rs", "act")]),
         ("pipeline::apply(", &[("release_runner.rs", "apply_inventory")]),
         // A ClusterAddon's stage runs apply too, as its stage plan decides.
         (

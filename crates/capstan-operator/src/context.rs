@@ -97,6 +97,16 @@ impl Context {
     pub fn census(&self) -> crate::metrics::Census {
         crate::metrics::Census {
             management_watches: self.release_watches.watch_count(),
+            addon_checks: self
+                .addon_drift
+                .checks()
+                .map(|(object, at)| {
+                    (
+                        (object.namespace.unwrap_or_default(), object.name),
+                        at.0.as_second(),
+                    )
+                })
+                .collect(),
             ..self.workloads.census()
         }
     }
@@ -277,6 +287,15 @@ where
     /// When the watches last vouched for `object` in this process.
     pub fn last_check(&self, object: &ObjectRef<K>) -> Option<Time> {
         lock(&self.checked).get(object).cloned()
+    }
+
+    /// Every object's last check the watches vouched for.
+    pub fn checks(&self) -> impl Iterator<Item = (ObjectRef<K>, Time)> + use<K> {
+        lock(&self.checked)
+            .iter()
+            .map(|(object, at)| (object.clone(), at.clone()))
+            .collect::<Vec<_>>()
+            .into_iter()
     }
 
     /// A full pass of `object` recorded its time in the status (or it went): nothing to keep.

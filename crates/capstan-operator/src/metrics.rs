@@ -374,7 +374,7 @@ fn status_class(status: u16) -> &'static str {
 }
 
 /// The workload clusters the operator keeps connections to, and the drift watches it runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Census {
     /// Cached workload clusters whose last pass succeeded.
     pub healthy: usize,
@@ -384,6 +384,9 @@ pub struct Census {
     pub workload_watches: usize,
     /// Drift watches running in the management cluster.
     pub management_watches: usize,
+    /// When the drift watches last vouched for each ClusterAddon (namespace, name), in
+    /// seconds: a check kept in memory, not in `status.lastReconciled`.
+    pub addon_checks: std::collections::HashMap<(String, String), i64>,
 }
 
 /// What the fleet series are read from at each scrape: the controllers' stores and a census
@@ -462,8 +465,13 @@ pub fn fleet_series(
             key.clone(),
             status.resources.iter().filter(|r| r.is_synced()).count() as f64,
         ));
-        if let Some(at) = &status.last_reconciled {
-            last_pass.push((key.clone(), at.0.as_second() as f64));
+        let recorded = status.last_reconciled.as_ref().map(|at| at.0.as_second());
+        let checked = census
+            .as_ref()
+            .and_then(|c| c.addon_checks.get(&(namespace.clone(), addon.name_any())))
+            .copied();
+        if let Some(at) = recorded.max(checked) {
+            last_pass.push((key.clone(), at as f64));
         }
         // The gate condition: true once the workload API server answered; false with
         // `WorkloadNotReady` while its kubeconfig or `/readyz` fails (other reasons are about
@@ -835,6 +843,21 @@ mod tests {
             family(&series, "cluster_addon_last_pass_timestamp_seconds")[0].1,
             1_795_694_400.0
         );
+        // A later check the watches vouched for (kept in memory) is the last pass; an earlier
+        // one is not.
+        let names: Vec<String> = addons.iter().map(|a| a.name_any()).collect();
+        let census = Census {
+            addon_checks: std::collections::HashMap::from([
+                (("t".to_string(), names[0].clone()), 1_795_694_460),
+                (("t".to_string(), names[1].clone()), 1_795_694_000),
+            ]),
+            ..Census::default()
+        };
+        let with_checks = fleet_series(&[], &[], &addons, Some(census));
+        assert_eq!(
+            family(&with_checks, "cluster_addon_last_pass_timestamp_seconds"),
+            [(key("a"), 1_795_694_460.0), (key("b"), 1_795_694_400.0)]
+        );
         assert_eq!(
             family(&series, "cluster_stack_newest_release"),
             [(
@@ -878,6 +901,7 @@ mod tests {
                     suspect: 1,
                     workload_watches: 7,
                     management_watches: 2,
+                    ..Census::default()
                 })
             }),
         });

@@ -1,0 +1,28 @@
+//! The independent verifiers of tests/oracle, run with the python of scripts/verify-env.sh.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The python of scripts/verify-env.sh, or a skip (a failure under CI).
+pub fn python(test: &str) -> Option<PathBuf> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/verify-env.sh");
+    match Command::new(script).output() {
+        Ok(out) if out.status.success() => Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())),
+        Ok(out) => {
+            let reason = format!("scripts/verify-env.sh: {}", String::from_utf8_lossy(&out.stderr));
+            capstan_testenv::skip_or_fail(test, &reason);
+            None
+        }
+        Err(e) => {
+            capstan_testenv::skip_or_fail(test, &format!("scripts/verify-env.sh: {e}"));
+            None
+        }
+    }
+}
+
+/// The path of a script of tests/oracle.
+pub fn script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/oracle")
+        .join(name)
+}

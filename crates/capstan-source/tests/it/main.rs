@@ -7,6 +7,7 @@ mod github_source;
 mod oracle;
 mod provenance_fixtures;
 mod verify_bundle;
+mod verify_dsse;
 mod verify_fixtures;
 mod verify_keyless;
 mod verify_sct;

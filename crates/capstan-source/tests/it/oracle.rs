@@ -20,6 +20,17 @@ pub fn python(test: &str) -> Option<PathBuf> {
     }
 }
 
+/// That python when it has sigstore-python (which verify-env.sh installs when it can).
+pub fn sigstore_python(test: &str) -> Option<PathBuf> {
+    let python = python(test)?;
+    let has = Command::new(&python).args(["-c", "import sigstore"]).status();
+    if !has.is_ok_and(|s| s.success()) {
+        capstan_testenv::skip_or_fail(test, "sigstore-python is not installed in the verify venv");
+        return None;
+    }
+    Some(python)
+}
+
 /// The path of a script of tests/oracle.
 pub fn script(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -4,10 +4,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod github_source;
-mod oracle;
 mod provenance_fixtures;
 mod verify_bundle;
 mod verify_dsse;
 mod verify_fixtures;
 mod verify_keyless;
 mod verify_sct;
+mod verify_support;

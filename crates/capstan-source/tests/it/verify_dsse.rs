@@ -5,7 +5,7 @@
 //! Keyed envelopes of another payload type or subject are made by tests/oracle/bundle_oracle.py.
 //! Every keyless verdict is compared with sigstore-python's (tests/oracle/sigstore_oracle.py).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use base64::Engine;
@@ -13,16 +13,7 @@ use base64::engine::general_purpose::STANDARD;
 use capstan_source::verify::bundle::{self, Bundle, Content};
 use capstan_source::verify::{Identity, Policy, PublicKey, SigningKey, TrustedRoot, policy};
 
-fn testdata(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/verify")
-        .join(path)
-}
-
-fn fixture(path: &str) -> Vec<u8> {
-    let path = testdata(path);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use crate::verify_support::{fixture, testdata};
 
 const HAPPY: &str = "bundle/happy-path-intoto-in-dsse-v3.sigstore.json";
 /// The statement's subject (the artifact `a.txt` of sigstore-conformance).
@@ -52,7 +43,7 @@ fn sigstore_verdict(python: &Path, dir: &Path, bundle: &[u8], root: &[u8]) -> se
     std::fs::write(&bundle_file, bundle).unwrap();
     std::fs::write(&root_file, root).unwrap();
     let out = Command::new(python)
-        .arg(crate::oracle::script("sigstore_oracle.py"))
+        .arg(crate::verify_support::script("sigstore_oracle.py"))
         .args([&bundle_file, &root_file])
         .output()
         .unwrap();
@@ -214,7 +205,7 @@ fn verify_dsse_every_refusal_of_real_data_names_its_reason() {
 #[test]
 fn verify_dsse_sigstore_python_agrees_on_real_data() {
     let test = "verify_dsse_sigstore_python_agrees_on_real_data";
-    let Some(python) = crate::oracle::sigstore_python(test) else {
+    let Some(python) = crate::verify_support::sigstore_python(test) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -257,7 +248,7 @@ fn python_made(python: &Path, dir: &Path, extra: &[&str]) -> Bundle {
     let out_file = dir.join("keyed.json");
     let key = testdata("python-sealed/cosign.key");
     let out = Command::new(python)
-        .arg(crate::oracle::script("bundle_oracle.py"))
+        .arg(crate::verify_support::script("bundle_oracle.py"))
         .args(["keyed", "-", "-"])
         .arg(&key)
         .arg(&out_file)
@@ -294,7 +285,7 @@ fn verify_dsse_keyed_envelopes_by_independent_signers() {
 
     // Envelopes made by Python's cryptography, of this digest or not, of in-toto's type or not.
     let test = "verify_dsse_keyed_envelopes_by_independent_signers";
-    let Some(python) = crate::oracle::python(test) else {
+    let Some(python) = crate::verify_support::python(test) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

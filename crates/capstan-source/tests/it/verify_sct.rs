@@ -6,7 +6,7 @@
 //! Through the policy each case is refused with its reason, and a certificate made here without
 //! an SCT is refused as `no SCT`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use base64::Engine;
@@ -21,16 +21,7 @@ use sha2::Digest;
 use x509_parser::certificate::X509Certificate;
 use x509_parser::prelude::FromDer;
 
-fn testdata(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/verify")
-        .join(path)
-}
-
-fn fixture(path: &str) -> Vec<u8> {
-    let path = testdata(path);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use crate::verify_support::fixture;
 
 /// The oracle's verdict: `Ok(log URL)` when an SCT verified under a log of the root valid at
 /// its time, else the kind of failure; and its SHA-256 of the precertificate TBS.
@@ -39,7 +30,7 @@ fn oracle(python: &Path, dir: &Path, cert: &[u8], root: &[u8]) -> (Result<String
     std::fs::write(&cert_file, cert).unwrap();
     std::fs::write(&root_file, root).unwrap();
     let out = Command::new(python)
-        .arg(crate::oracle::script("sct_oracle.py"))
+        .arg(crate::verify_support::script("sct_oracle.py"))
         .args([&cert_file, &root_file])
         .output()
         .unwrap();
@@ -115,7 +106,7 @@ fn issuer_spki(root: &TrustedRoot, cert: &[u8]) -> Vec<u8> {
 #[test]
 fn verify_sct_real_certificates_agree_with_the_python_oracle() {
     let test = "verify_sct_real_certificates_agree_with_the_python_oracle";
-    let Some(python) = crate::oracle::python(test) else {
+    let Some(python) = crate::verify_support::python(test) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -163,7 +154,7 @@ fn hex(bytes: &[u8]) -> String {
 #[test]
 fn verify_sct_a_made_here_certificate_agrees_with_the_oracle() {
     let test = "verify_sct_a_made_here_certificate_agrees_with_the_oracle";
-    let Some(python) = crate::oracle::python(test) else {
+    let Some(python) = crate::verify_support::python(test) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -223,21 +214,25 @@ fn verify_sct_every_refusal_names_its_reason() {
     let other_instance = fixture("sct/invalid-ct-key-trusted_root.json");
     let swapped = swapped_ct_key();
 
-    // Passes under the public-good root: the SCT is checked with everything else.
-    policy::verify_all(
-        &Policy::keyless(identity(beacon), root(&public_good)),
-        v02_digest,
-        &[],
-        std::slice::from_ref(&v02),
-    )
-    .unwrap();
-    policy::verify(
-        &Policy::keyless(identity(salrashid), root(&public_good)),
-        sig_digest,
-        std::slice::from_ref(&sig),
-    )
-    .unwrap();
-
+    // The bundle and the `.sig` signature under a trusted root (JSON).
+    let of_bundle = |json: &[u8]| {
+        policy::verify_all(
+            &Policy::keyless(identity(beacon), root(json)),
+            v02_digest,
+            &[],
+            std::slice::from_ref(&v02),
+        )
+    };
+    let of_sig = |json: &[u8]| {
+        policy::verify(
+            &Policy::keyless(identity(salrashid), root(json)),
+            sig_digest,
+            std::slice::from_ref(&sig),
+        )
+    };
+    // Both pass under the public-good root: the SCT is checked with everything else.
+    of_bundle(&public_good).unwrap();
+    of_sig(&public_good).unwrap();
     type Case<'a> = (
         &'a str,
         Result<policy::Verified, policy::Refusal>,
@@ -247,43 +242,25 @@ fn verify_sct_every_refusal_names_its_reason() {
     let table: Vec<Case> = vec![
         (
             "a bundle, another instance's CT logs",
-            policy::verify_all(
-                &Policy::keyless(identity(beacon), root(&other_instance)),
-                v02_digest,
-                &[],
-                std::slice::from_ref(&v02),
-            ),
+            of_bundle(&other_instance),
             "UnknownSCTLog",
             "SCT from an unknown log: the certificate's SCTs are of dd3d306a",
         ),
         (
             "a bundle, the CT log's key swapped",
-            policy::verify_all(
-                &Policy::keyless(identity(beacon), root(&swapped)),
-                v02_digest,
-                &[],
-                std::slice::from_ref(&v02),
-            ),
+            of_bundle(&swapped),
             "BadSCT",
             "bad SCT signature: the SCT of https://ctfe.sigstore.dev/2022",
         ),
         (
             "a .sig signature, another instance's CT logs",
-            policy::verify(
-                &Policy::keyless(identity(salrashid), root(&other_instance)),
-                sig_digest,
-                std::slice::from_ref(&sig),
-            ),
+            of_sig(&other_instance),
             "UnknownSCTLog",
             "https://ctfe.sigstage.dev/2022",
         ),
         (
             "a .sig signature, the CT log's key swapped",
-            policy::verify(
-                &Policy::keyless(identity(salrashid), root(&swapped)),
-                sig_digest,
-                std::slice::from_ref(&sig),
-            ),
+            of_sig(&swapped),
             "BadSCT",
             "does not verify",
         ),
@@ -297,13 +274,7 @@ fn verify_sct_every_refusal_names_its_reason() {
     // A root without CT logs trusts no SCT.
     let mut none: serde_json::Value = serde_json::from_slice(&public_good).unwrap();
     none.as_object_mut().unwrap().remove("ctlogs");
-    let err = policy::verify_all(
-        &Policy::keyless(identity(beacon), root(none.to_string().as_bytes())),
-        v02_digest,
-        &[],
-        &[v02],
-    )
-    .unwrap_err();
+    let err = of_bundle(none.to_string().as_bytes()).unwrap_err();
     assert_eq!(err.reason(), "UnknownSCTLog", "{err}");
     assert!(err.to_string().contains("CT logs are none"), "{err}");
 

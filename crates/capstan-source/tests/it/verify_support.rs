@@ -1,4 +1,5 @@
-//! The independent verifiers of tests/oracle, run with the python of scripts/verify-env.sh.
+//! What the verify tests share: the files of testdata/verify, and the independent verifiers of
+//! tests/oracle run with the python of scripts/verify-env.sh.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -36,4 +37,17 @@ pub fn script(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/oracle")
         .join(name)
+}
+
+/// The path of `path` under testdata/verify.
+pub fn testdata(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/verify")
+        .join(path)
+}
+
+/// The bytes of `path` under testdata/verify.
+pub fn fixture(path: &str) -> Vec<u8> {
+    let path = testdata(path);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

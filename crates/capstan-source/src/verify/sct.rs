@@ -189,13 +189,23 @@ fn encode(tag: u8, content: &[u8]) -> Vec<u8> {
     out
 }
 
+/// One element of a DER sequence: its tag, its content, and its whole encoding.
+struct Element<'a> {
+    tag: u8,
+    content: &'a [u8],
+    whole: &'a [u8],
+}
+
 /// The elements of a DER sequence's content.
-fn elements(mut content: &[u8]) -> Result<Vec<(u8, &[u8], &[u8])>, String> {
+fn elements(mut content: &[u8]) -> Result<Vec<Element<'_>>, String> {
     let mut out = Vec::new();
     while !content.is_empty() {
         let (tag, inner, rest) = element(content)?;
-        let whole = &content[..content.len() - rest.len()];
-        out.push((tag, inner, whole));
+        out.push(Element {
+            tag,
+            content: inner,
+            whole: &content[..content.len() - rest.len()],
+        });
         content = rest;
     }
     Ok(out)
@@ -209,21 +219,21 @@ pub fn precert_tbs(tbs: &[u8]) -> Result<Vec<u8>, String> {
         return Err("the certificate's TBS is not one DER SEQUENCE".into());
     }
     let mut out = Vec::with_capacity(tbs.len());
-    for (tag, inner, whole) in elements(content)? {
-        if tag != 0xa3 {
-            out.extend_from_slice(whole);
+    for child in elements(content)? {
+        if child.tag != 0xa3 {
+            out.extend_from_slice(child.whole);
             continue;
         }
         // [3] EXPLICIT Extensions: one SEQUENCE of Extension SEQUENCEs, each starting with its OID.
-        let (seq_tag, extensions, _) = element(inner)?;
+        let (seq_tag, extensions, _) = element(child.content)?;
         if seq_tag != 0x30 {
             return Err("the certificate's extensions are not a SEQUENCE".into());
         }
         let mut kept = Vec::with_capacity(extensions.len());
-        for (_, extension, whole) in elements(extensions)? {
-            let (oid_tag, oid, _) = element(extension)?;
+        for extension in elements(extensions)? {
+            let (oid_tag, oid, _) = element(extension.content)?;
             if !(oid_tag == 0x06 && oid == SCT_LIST_OID) {
-                kept.extend_from_slice(whole);
+                kept.extend_from_slice(extension.whole);
             }
         }
         out.extend(encode(0xa3, &encode(0x30, &kept)));

@@ -39,16 +39,12 @@ fn edited_json(path: &str, edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8>
 
 /// sigstore-python's verdict on `bundle` (JSON) under `root` (JSON).
 fn sigstore_verdict(python: &Path, dir: &Path, bundle: &[u8], root: &[u8]) -> serde_json::Value {
-    let (bundle_file, root_file) = (dir.join("bundle.json"), dir.join("root.json"));
-    std::fs::write(&bundle_file, bundle).unwrap();
-    std::fs::write(&root_file, root).unwrap();
-    let out = Command::new(python)
-        .arg(crate::verify_support::script("sigstore_oracle.py"))
-        .args([&bundle_file, &root_file])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
+    crate::verify_support::run_oracle(
+        python,
+        "sigstore_oracle.py",
+        dir,
+        &[("bundle.json", bundle), ("root.json", root)],
+    )
 }
 
 #[test]
@@ -70,16 +66,19 @@ fn verify_dsse_a_real_keyless_dsse_bundle_verifies_offline() {
     assert_eq!(v.digest, DIGEST);
 }
 
-/// Real refusals and tamperings of the keyless DSSE bundle: (what, bundle JSON, trusted root
-/// JSON, release digest, reason, text of the refusal).
-fn keyless_cases() -> Vec<(
+/// What changed, the bundle JSON, the trusted root JSON, the release digest, the reason and
+/// the text of the refusal.
+type Case = (
     &'static str,
     Vec<u8>,
     Vec<u8>,
     &'static str,
     &'static str,
     &'static str,
-)> {
+);
+
+/// Real refusals and tamperings of the keyless DSSE bundle.
+fn keyless_cases() -> Vec<Case> {
     let root = fixture("keyless/trusted_root.json");
     let happy = fixture(HAPPY);
     let mut other_ca: serde_json::Value = serde_json::from_slice(&root).unwrap();
@@ -163,6 +162,14 @@ fn keyless_cases() -> Vec<(
             DIGEST,
             "BadInclusionProof",
             "the log entry is of another signature",
+        ),
+        (
+            "an intoto log entry (sigstore-js's npm provenance), not dsse",
+            fixture("bundle/sigstore-js-2.0.0-provenance.sigstore.json"),
+            root.clone(),
+            DIGEST,
+            "BadInclusionProof",
+            "a \"intoto\" log entry of a DSSE envelope, not dsse",
         ),
         (
             "an authority the root does not trust",
@@ -266,15 +273,26 @@ fn verify_dsse_keyed_envelopes_by_independent_signers() {
     // verifies under that key; its subject is an npm tarball's sha512, never a release's.
     let npm = bundle::parse(&fixture("bundle/npm-publish.sigstore.json")).unwrap();
     let npm_key = PublicKey::from_pem(&fixture("bundle/npm-publish-key.pub"), "npm-publish-key.pub").unwrap();
-    let err =
-        policy::verify_all(&Policy::keyed(vec![npm_key.clone()]), DIGEST, &[], &[npm.clone()]).unwrap_err();
+    let err = policy::verify_all(
+        &Policy::keyed(vec![npm_key.clone()]),
+        DIGEST,
+        &[],
+        std::slice::from_ref(&npm),
+    )
+    .unwrap_err();
     assert_eq!(err.reason(), "DigestMismatch", "{err}");
     assert!(
         err.to_string().contains("the signature is of no sha256 subject"),
         "{err}"
     );
     let stranger = SigningKey::generate().unwrap().public_key().clone();
-    let err = policy::verify_all(&Policy::keyed(vec![stranger]), DIGEST, &[], &[npm.clone()]).unwrap_err();
+    let err = policy::verify_all(
+        &Policy::keyed(vec![stranger]),
+        DIGEST,
+        &[],
+        std::slice::from_ref(&npm),
+    )
+    .unwrap_err();
     assert_eq!(err.reason(), "WrongKey", "{err}");
     let mut tampered = npm;
     if let Content::Dsse { payload, .. } = &mut tampered.content {

@@ -7,7 +7,6 @@
 //! an SCT is refused as `no SCT`.
 
 use std::path::Path;
-use std::process::Command;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -26,16 +25,12 @@ use crate::verify_support::fixture;
 /// The oracle's verdict: `Ok(log URL)` when an SCT verified under a log of the root valid at
 /// its time, else the kind of failure; and its SHA-256 of the precertificate TBS.
 fn oracle(python: &Path, dir: &Path, cert: &[u8], root: &[u8]) -> (Result<String, &'static str>, String) {
-    let (cert_file, root_file) = (dir.join("cert.der"), dir.join("root.json"));
-    std::fs::write(&cert_file, cert).unwrap();
-    std::fs::write(&root_file, root).unwrap();
-    let out = Command::new(python)
-        .arg(crate::verify_support::script("sct_oracle.py"))
-        .args([&cert_file, &root_file])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = crate::verify_support::run_oracle(
+        python,
+        "sct_oracle.py",
+        dir,
+        &[("cert.der", cert), ("root.json", root)],
+    );
     let scts = report["scts"].as_array().unwrap();
     let verdict = if let Some(ok) = scts
         .iter()

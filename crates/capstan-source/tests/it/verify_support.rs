@@ -1,7 +1,7 @@
 //! What the verify tests share: the files of testdata/verify, and the independent verifiers of
 //! tests/oracle run with the python of scripts/verify-env.sh.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The python of scripts/verify-env.sh, or a skip (a failure under CI).
@@ -30,6 +30,35 @@ pub fn sigstore_python(test: &str) -> Option<PathBuf> {
         return None;
     }
     Some(python)
+}
+
+/// The JSON that `script` of tests/oracle prints when run by `python` on `files`, each written
+/// into `dir` under its name first and passed as an argument in that order.
+pub fn run_oracle(
+    python: &Path,
+    script_name: &str,
+    dir: &Path,
+    files: &[(&str, &[u8])],
+) -> serde_json::Value {
+    let paths: Vec<PathBuf> = files
+        .iter()
+        .map(|(name, bytes)| {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).unwrap();
+            path
+        })
+        .collect();
+    let out = Command::new(python)
+        .arg(script(script_name))
+        .args(&paths)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script_name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// The path of a script of tests/oracle.

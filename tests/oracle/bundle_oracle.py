@@ -9,12 +9,15 @@ scripts/verify-env.sh.
 
 Usage:
   bundle_oracle.py keyed HOST/REPO TAG KEY OUT [--password PW] [--dsse] [--digest D] [--tamper]
+                   [--payload-type T]
   bundle_oracle.py push HOST/REPO TAG BUNDLE
 
 keyed: a v0.3 bundle of the manifest TAG names, signed with KEY (no log entries, as
 `cosign sign --key … --tlog-upload=false` with the new bundle format): a messageSignature over
 the manifest's SHA-256 (or D's), or with --dsse a DSSE envelope of an in-toto statement whose
-subject is the manifest (or D); --tamper changes the signed content after signing. Written to OUT.
+subject is the manifest (or D), of payload type T (in-toto's by default); --tamper changes the
+signed content after signing. Written to OUT. With HOST/REPO `-` the registry is not asked: D
+is the digest signed (offline, for tests without a registry).
 push: BUNDLE as a referrer of TAG's manifest: a manifest of artifactType
 application/vnd.dev.sigstore.bundle.v0.3+json, its layer the bundle, its subject the manifest;
 when the registry has no referrers API (GET /v2/REPO/referrers/DIGEST is 404) the index at the
@@ -48,8 +51,13 @@ def pae(payload_type, payload):
     return b"DSSEv1 %d %s %d %s" % (len(payload_type), payload_type.encode(), len(payload), payload)
 
 
-def cmd_keyed(hostrepo, tag, keyfile, out, password, dsse, digest_override, tamper):
-    _, digest = get_manifest(hostrepo, tag)
+def cmd_keyed(hostrepo, tag, keyfile, out, password, dsse, digest_override, tamper, payload_type):
+    if hostrepo == "-":
+        if digest_override is None:
+            sys.exit("offline (HOST/REPO -) needs --digest")
+        digest = digest_override
+    else:
+        _, digest = get_manifest(hostrepo, tag)
     if digest is None:
         sys.exit("no manifest %s:%s" % (hostrepo, tag))
     signed = digest_override or digest
@@ -62,10 +70,10 @@ def cmd_keyed(hostrepo, tag, keyfile, out, password, dsse, digest_override, tamp
             "subject": [{"name": hostrepo, "digest": {"sha256": signed.split(":", 1)[1]}}],
             "predicateType": "https://sigstore.dev/cosign/sign/v1",
             "predicate": {}}, separators=(",", ":")).encode()
-        sig = key.sign(pae(IN_TOTO, statement), ec.ECDSA(hashes.SHA256()))
+        sig = key.sign(pae(payload_type, statement), ec.ECDSA(hashes.SHA256()))
         if tamper:
             statement = statement.replace(b"cosign/sign/v1", b"cosign/sign/v2")
-        bundle["dsseEnvelope"] = {"payload": b64(statement), "payloadType": IN_TOTO,
+        bundle["dsseEnvelope"] = {"payload": b64(statement), "payloadType": payload_type,
                                   "signatures": [{"sig": b64(sig), "keyid": ""}]}
     else:
         raw = bytes.fromhex(signed.split(":", 1)[1])
@@ -127,10 +135,11 @@ def main(argv):
         return False
 
     password, digest = opt("--password"), opt("--digest")
+    payload_type = opt("--payload-type") or IN_TOTO
     dsse, tamper = flag("--dsse"), flag("--tamper")
     cmd, args = argv[0], argv[1:]
     if cmd == "keyed":
-        cmd_keyed(args[0], args[1], args[2], args[3], password, dsse, digest, tamper)
+        cmd_keyed(args[0], args[1], args[2], args[3], password, dsse, digest, tamper, payload_type)
     elif cmd == "push":
         cmd_push(args[0], args[1], args[2])
     else:

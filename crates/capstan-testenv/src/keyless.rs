@@ -1,9 +1,11 @@
 //! A keyless cosign signature made here, for the refusals real data cannot show and for a
 //! release the test pushed itself: a Fulcio-like authority (rcgen, P-384), a leaf certificate
 //! for `dev@example.org` with Fulcio's OIDC-issuer extension valid ten minutes from
-//! `not_before`, the simple-signing payload signed with the leaf's key (aws-lc-rs), and a Rekor
+//! `not_before` and an embedded SCT of a CT log of the test's own (RFC 6962: the log's ECDSA
+//! signature over the precertificate entry — the leaf's TBS without the SCT list, the issuer's
+//! key hash), the simple-signing payload signed with the leaf's key (aws-lc-rs), and a Rekor
 //! bundle whose SET a log key of the test's own signed over the entry's canonical JSON. The
-//! trusted root JSON names that authority and log. Nothing of capstan's verifier is used.
+//! trusted root JSON names that authority, log and CT log. Nothing of capstan's verifier is used.
 
 use aws_lc_rs::encoding::{AsDer, PublicKeyX509Der};
 use aws_lc_rs::rand::SystemRandom;
@@ -57,6 +59,68 @@ fn sign(pkcs8: &[u8], message: &[u8]) -> Vec<u8> {
         .to_vec()
 }
 
+/// A new P-256 key: its PKCS#8 and SubjectPublicKeyInfo DER.
+fn p256_key() -> (Vec<u8>, Vec<u8>) {
+    let doc =
+        EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &SystemRandom::new()).expect("key");
+    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, doc.as_ref()).expect("key");
+    let spki: PublicKeyX509Der<'static> = AsDer::as_der(pair.public_key()).expect("SPKI");
+    (doc.as_ref().to_vec(), spki.as_ref().to_vec())
+}
+
+/// One DER element of `der`: (header length, content length).
+fn der_header(der: &[u8]) -> (usize, usize) {
+    match der[1] {
+        n if n < 0x80 => (2, n as usize),
+        n => {
+            let k = (n & 0x7f) as usize;
+            (
+                2 + k,
+                der[2..2 + k].iter().fold(0, |acc, b| (acc << 8) | *b as usize),
+            )
+        }
+    }
+}
+
+/// The TBSCertificate DER of a certificate's DER (its first element).
+fn tbs_of(cert: &[u8]) -> Vec<u8> {
+    let (outer, _) = der_header(cert);
+    let (header, len) = der_header(&cert[outer..]);
+    cert[outer..outer + header + len].to_vec()
+}
+
+/// The SCT list extension's value: a DER OCTET STRING of the TLS-encoded list of one SCT, the
+/// CT log's (`log` PKCS#8, id `log_id`) signature at `millis` over the precertificate entry of
+/// `tbs` issued by the key `issuer_spki`.
+fn sct_list(log: &[u8], log_id: &[u8], millis: u64, issuer_spki: &[u8], tbs: &[u8]) -> Vec<u8> {
+    let mut entry = vec![0u8, 0];
+    entry.extend(millis.to_be_bytes());
+    entry.extend(1u16.to_be_bytes());
+    entry.extend(Sha256::digest(issuer_spki));
+    entry.extend(&(tbs.len() as u32).to_be_bytes()[1..]);
+    entry.extend(tbs);
+    entry.extend(0u16.to_be_bytes());
+    let signature = sign(log, &entry);
+    let mut sct = vec![0u8];
+    sct.extend(log_id);
+    sct.extend(millis.to_be_bytes());
+    sct.extend(0u16.to_be_bytes());
+    sct.extend([4u8, 3]);
+    sct.extend((signature.len() as u16).to_be_bytes());
+    sct.extend(signature);
+    let mut list = ((sct.len() + 2) as u16).to_be_bytes().to_vec();
+    list.extend((sct.len() as u16).to_be_bytes());
+    list.extend(sct);
+    // DER's shortest length form (an SCT list is under 64 KiB).
+    let mut octets = match list.len() {
+        n if n < 0x80 => vec![0x04, n as u8],
+        n if n < 0x100 => vec![0x04, 0x81, n as u8],
+        n => vec![0x04, 0x82, (n >> 8) as u8, n as u8],
+    };
+    octets.extend(list);
+    octets
+}
+
 /// A keyless signature of `digest` pushed as `docker_reference`: the leaf valid from
 /// `not_before` for ten minutes, logged at `logged`; with `code_signing` false the leaf lacks
 /// the code-signing usage.
@@ -67,6 +131,23 @@ pub fn signed(
     logged: i64,
     code_signing: bool,
 ) -> Made {
+    made(docker_reference, digest, not_before, logged, code_signing, true)
+}
+
+/// As [`signed`], but the leaf carries no SCT (as a certificate from an authority that logs
+/// nothing in CT).
+pub fn signed_without_sct(docker_reference: &str, digest: &str, not_before: i64, logged: i64) -> Made {
+    made(docker_reference, digest, not_before, logged, true, false)
+}
+
+fn made(
+    docker_reference: &str,
+    digest: &str,
+    not_before: i64,
+    logged: i64,
+    code_signing: bool,
+    with_sct: bool,
+) -> Made {
     let mut ca = CertificateParams::new(Vec::<String>::new()).expect("params");
     let mut name = DistinguishedName::new();
     name.push(DnType::OrganizationName, "capstan-test");
@@ -76,7 +157,10 @@ pub fn signed(
     ca.not_before = time_at(not_before - 86_400);
     ca.not_after = time_at(not_before + 86_400 * 365);
     let ca_key = rcgen::KeyPair::generate_for(&PKCS_ECDSA_P384_SHA384).expect("CA key");
+    let ca_spki = rcgen::PublicKeyData::subject_public_key_info(&ca_key);
     let ca = CertifiedIssuer::self_signed(ca, ca_key).expect("CA");
+    let (ct_log, ct_spki) = p256_key();
+    let ct_log_id = Sha256::digest(&ct_spki);
 
     let leaf_key = rcgen::KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("leaf key");
     let mut leaf = CertificateParams::new(Vec::<String>::new()).expect("params");
@@ -92,7 +176,20 @@ pub fn signed(
     )];
     leaf.not_before = time_at(not_before);
     leaf.not_after = time_at(not_before + 600);
-    let leaf = leaf.signed_by(&leaf_key, &ca).expect("leaf");
+    leaf.serial_number = Some(rcgen::SerialNumber::from_slice(&[0x42; 16]));
+    let leaf = if with_sct {
+        // The precertificate: the same TBS without the SCT list, which rcgen writes last.
+        let precert = leaf.signed_by(&leaf_key, &ca).expect("precertificate");
+        let millis = (not_before * 1000 + 5) as u64;
+        let list = sct_list(&ct_log, &ct_log_id, millis, &ca_spki, &tbs_of(precert.der()));
+        leaf.custom_extensions.push(CustomExtension::from_oid_content(
+            &[1, 3, 6, 1, 4, 1, 11129, 2, 4, 2],
+            list,
+        ));
+        leaf.signed_by(&leaf_key, &ca).expect("leaf")
+    } else {
+        leaf.signed_by(&leaf_key, &ca).expect("leaf")
+    };
 
     let payload = serde_json::json!({
         "critical": {
@@ -106,11 +203,7 @@ pub fn signed(
     .into_bytes();
     let der = sign(&leaf_key.serialize_der(), &payload);
 
-    let log =
-        EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &SystemRandom::new()).expect("log key");
-    let log_pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, log.as_ref()).expect("log key");
-    let log_spki: PublicKeyX509Der<'static> = AsDer::as_der(log_pair.public_key()).expect("SPKI");
-    let log_spki = log_spki.as_ref().to_vec();
+    let (log, log_spki) = p256_key();
     let body = serde_json::json!({
         "apiVersion": "0.0.1", "kind": "hashedrekord",
         "spec": {
@@ -122,10 +215,11 @@ pub fn signed(
         "body": STANDARD.encode(body.to_string()), "integratedTime": logged, "logIndex": 7,
         "logID": hex(&Sha256::digest(&log_spki)),
     });
-    let set = sign(log.as_ref(), &canonical(&entry));
+    let set = sign(&log, &canonical(&entry));
     let bundle = serde_json::json!({"SignedEntryTimestamp": STANDARD.encode(set), "Payload": entry});
     let root = serde_json::json!({
         "tlogs": [{"baseUrl": "https://log.test", "publicKey": {"rawBytes": STANDARD.encode(&log_spki)}, "logId": {"keyId": STANDARD.encode(Sha256::digest(&log_spki))}}],
+        "ctlogs": [{"baseUrl": "https://ct.test", "publicKey": {"rawBytes": STANDARD.encode(&ct_spki)}, "logId": {"keyId": STANDARD.encode(ct_log_id)}}],
         "certificateAuthorities": [{"certChain": {"certificates": [{"rawBytes": STANDARD.encode(ca.der())}]}, "validFor": {"start": "2023-01-01T00:00:00Z"}}],
     });
     Made {

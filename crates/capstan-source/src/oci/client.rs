@@ -374,20 +374,6 @@ struct Request<'a> {
     idempotent: bool,
 }
 
-impl<'a> Request<'a> {
-    /// A plain GET: no extra headers, no body, safe to retry.
-    fn get(url: Url, scope: &'a str) -> Request<'a> {
-        Request {
-            method: Method::GET,
-            url,
-            headers: Vec::new(),
-            body: None,
-            scope,
-            idempotent: true,
-        }
-    }
-}
-
 /// The client of one registry. Cheap to share (`&self` methods); keeps tokens per scope.
 pub struct Client {
     http: reqwest::Client,
@@ -761,10 +747,31 @@ impl Client {
         }
     }
 
+    /// A read of `url` (`GET` or `HEAD`) under the token `scope`, with `accept` as its Accept
+    /// header when given: no body, so tried again on a timeout or a 5xx like every idempotent
+    /// request.
+    async fn read(
+        &self,
+        method: Method,
+        url: &Url,
+        scope: &str,
+        accept: Option<&str>,
+    ) -> Result<reqwest::Response, OciError> {
+        self.send(Request {
+            method,
+            url: url.clone(),
+            headers: accept.map(|a| (ACCEPT, a.to_string())).into_iter().collect(),
+            body: None,
+            scope,
+            idempotent: true,
+        })
+        .await
+    }
+
     /// `GET /v2/`: the registry speaks the API and the credentials are accepted.
     pub async fn ping(&self) -> Result<(), OciError> {
         let url = self.url("/v2/")?;
-        let resp = self.send(Request::get(url.clone(), "")).await?;
+        let resp = self.read(Method::GET, &url, "", None).await?;
         if resp.status().is_success() {
             Ok(())
         } else {
@@ -783,14 +790,7 @@ impl Client {
         let url = self.manifest_url(repo, reference)?;
         let scope = pull_scope(repo);
         let resp = self
-            .send(Request {
-                method: Method::HEAD,
-                url: url.clone(),
-                headers: vec![(ACCEPT, manifest_accept())],
-                body: None,
-                scope: &scope,
-                idempotent: true,
-            })
+            .read(Method::HEAD, &url, &scope, Some(&manifest_accept()))
             .await?;
         if resp.status() == StatusCode::NOT_FOUND {
             return Ok(None);
@@ -815,14 +815,7 @@ impl Client {
         let scope = pull_scope(repo);
         let what = format!("manifest {repo}:{reference}");
         let resp = self
-            .send(Request {
-                method: Method::GET,
-                url: url.clone(),
-                headers: vec![(ACCEPT, manifest_accept())],
-                body: None,
-                scope: &scope,
-                idempotent: true,
-            })
+            .read(Method::GET, &url, &scope, Some(&manifest_accept()))
             .await?;
         if !resp.status().is_success() {
             return Err(self.fail("GET", &url, &what, resp).await);
@@ -881,14 +874,7 @@ impl Client {
         let scope = pull_scope(repo);
         let what = format!("referrers of {repo}@{digest}");
         let resp = self
-            .send(Request {
-                method: Method::GET,
-                url: url.clone(),
-                headers: vec![(ACCEPT, super::manifest::OCI_INDEX.to_string())],
-                body: None,
-                scope: &scope,
-                idempotent: true,
-            })
+            .read(Method::GET, &url, &scope, Some(super::manifest::OCI_INDEX))
             .await?;
         if resp.status() == StatusCode::NOT_FOUND {
             return Ok(None);
@@ -937,7 +923,7 @@ impl Client {
         let mut url = self.url(&format!("/v2/{repo}/blobs/{}", desc.digest))?;
         let mut resp = None;
         for _ in 0..6 {
-            let r = self.send(Request::get(url.clone(), &scope)).await?;
+            let r = self.read(Method::GET, &url, &scope, None).await?;
             if !r.status().is_redirection() {
                 resp = Some(r);
                 break;
@@ -1028,16 +1014,7 @@ impl Client {
         check_repository(repo)?;
         let url = self.url(&format!("/v2/{repo}/blobs/{digest}"))?;
         let scope = push_scope(repo);
-        let resp = self
-            .send(Request {
-                method: Method::HEAD,
-                url: url.clone(),
-                headers: Vec::new(),
-                body: None,
-                scope: &scope,
-                idempotent: true,
-            })
-            .await?;
+        let resp = self.read(Method::HEAD, &url, &scope, None).await?;
         match resp.status() {
             s if s.is_success() => Ok(true),
             StatusCode::NOT_FOUND => Ok(false),
@@ -1177,7 +1154,7 @@ impl Client {
         let mut all: Vec<String> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for _ in 0..100_000 {
-            let resp = self.send(Request::get(url.clone(), &scope)).await?;
+            let resp = self.read(Method::GET, &url, &scope, None).await?;
             if !resp.status().is_success() {
                 return Err(self.fail("GET", &url, &format!("repository {repo}"), resp).await);
             }

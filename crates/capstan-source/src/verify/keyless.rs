@@ -102,9 +102,19 @@ fn valid_at(cert: &X509Certificate<'_>, at: i64) -> bool {
     v.not_before.timestamp() <= at && at <= v.not_after.timestamp()
 }
 
+/// The authority that issued a certificate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issuer {
+    /// The authority's name in the trusted root.
+    pub authority: String,
+    /// The SubjectPublicKeyInfo DER of the certificate that signed the leaf (what its SCTs
+    /// name, [`super::sct`]).
+    pub spki: Vec<u8>,
+}
+
 /// The authority of `root` whose chain issued `leaf` (DER) and was valid at `at` (Unix
-/// seconds, the log's time); its name.
-pub fn chain_to_root(root: &TrustedRoot, leaf: &[u8], at: i64) -> Result<String, CertProblem> {
+/// seconds, the log's time).
+pub fn chain_to_root(root: &TrustedRoot, leaf: &[u8], at: i64) -> Result<Issuer, CertProblem> {
     let untrusted = CertProblem::Untrusted;
     let cert = parse(leaf).map_err(untrusted)?;
     let mut tried = Vec::new();
@@ -156,7 +166,10 @@ pub fn chain_to_root(root: &TrustedRoot, leaf: &[u8], at: i64) -> Result<String,
                     .unwrap_or_default()
             )));
         }
-        return Ok(authority.name.clone());
+        return Ok(Issuer {
+            authority: authority.name.clone(),
+            spki: chain[0].public_key().raw.to_vec(),
+        });
     }
     Err(CertProblem::Untrusted(format!(
         "issued by {}, not by an authority of the trusted root (tried {})",

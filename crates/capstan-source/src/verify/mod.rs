@@ -5,7 +5,8 @@
 //! signer, or a `Refusal` naming the reason). Reading and writing signatures in a registry, and
 //! recording a verified release in the cache, is [`crate::oci::signature`]. Keyless signatures:
 //! `trusted_root` (Sigstore's `trusted_root.json`), `rekor` (the bundle's signed entry
-//! timestamp, offline), `keyless` (the Fulcio certificate's chain, validity and identity).
+//! timestamp, offline), `keyless` (the Fulcio certificate's chain, validity and identity), `sct`
+//! (the certificate's signed certificate timestamps under the root's CT logs).
 //! Sigstore bundles (cosign v3, kept as OCI referrers): `bundle` (the format and where it is
 //! kept), `merkle` (the log's inclusion proof and signed checkpoint), `bundle_check` (a bundle
 //! against the policy, keyed or keyless). `provenance`: Helm's `.prov` files of chart
@@ -20,6 +21,7 @@ pub mod merkle;
 pub mod policy;
 pub mod provenance;
 pub mod rekor;
+pub mod sct;
 pub mod sealed;
 pub mod trusted_root;
 

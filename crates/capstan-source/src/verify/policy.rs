@@ -1,7 +1,8 @@
 //! Whether a release's signatures satisfy a policy: a pure decision over the manifest digest
 //! and the signatures found, with a named reason for every refusal. A signature with a
 //! certificate is checked as keyless ([`super::keyless`], [`super::rekor`]) when the policy
-//! names identities; otherwise against the policy's keys. Sigstore bundles (cosign v3) are
+//! names identities (its certificate must also carry an SCT of a trusted CT log, [`super::sct`]);
+//! otherwise against the policy's keys. Sigstore bundles (cosign v3) are
 //! checked the same way by [`super::bundle_check`].
 
 use super::bundle::Bundle;
@@ -10,6 +11,7 @@ use super::cosign::{self, Signature};
 use super::keyless::{self, CertProblem};
 use super::keys::PublicKey;
 use super::rekor;
+use super::sct::{self, SctProblem};
 use super::trusted_root::TrustedRoot;
 
 /// An identity a keyless signature may have: regexes of the OIDC issuer and of the subject
@@ -128,6 +130,12 @@ pub enum Refusal {
     UntrustedCertificate(String),
     #[error("expired certificate: {0}")]
     ExpiredCertificate(String),
+    #[error("no SCT: {0}")]
+    NoSct(String),
+    #[error("SCT from an unknown log: {0}")]
+    UnknownSctLog(String),
+    #[error("bad SCT signature: {0}")]
+    BadSct(String),
     #[error("bad transparency log entry: {0}")]
     BadInclusionProof(String),
     #[error(
@@ -148,6 +156,9 @@ impl Refusal {
             Refusal::NoCertificate => "NoCertificate",
             Refusal::UntrustedCertificate(_) => "UntrustedCertificate",
             Refusal::ExpiredCertificate(_) => "ExpiredCertificate",
+            Refusal::NoSct(_) => "NoSCT",
+            Refusal::UnknownSctLog(_) => "UnknownSCTLog",
+            Refusal::BadSct(_) => "BadSCT",
             Refusal::BadInclusionProof(_) => "BadInclusionProof",
             Refusal::IdentityMismatch { .. } => "IdentityMismatch",
         }
@@ -165,9 +176,10 @@ impl Refusal {
             Refusal::BadInclusionProof(_) => 4,
             Refusal::UntrustedCertificate(_) => 5,
             Refusal::ExpiredCertificate(_) => 6,
-            Refusal::IdentityMismatch { .. } => 7,
-            Refusal::MalformedPayload(_) => 8,
-            Refusal::DigestMismatch { .. } => 9,
+            Refusal::NoSct(_) | Refusal::UnknownSctLog(_) | Refusal::BadSct(_) => 7,
+            Refusal::IdentityMismatch { .. } => 8,
+            Refusal::MalformedPayload(_) => 9,
+            Refusal::DigestMismatch { .. } => 10,
         }
     }
 }
@@ -227,16 +239,22 @@ fn check_keyless(
 }
 
 /// Who the certificate `cert` (DER) of a signature logged at `at` (the log's time) names,
-/// once it chained to `root`, was valid then, and names an identity `policy` accepts.
+/// once it chained to `root`, was valid then, carries an SCT of one of the root's CT logs, and
+/// names an identity `policy` accepts.
 pub(super) fn trusted_signer(
     policy: &Policy,
     root: &TrustedRoot,
     cert: &[u8],
     at: i64,
 ) -> Result<keyless::CertIdentity, Refusal> {
-    keyless::chain_to_root(root, cert, at).map_err(|p| match p {
+    let issuer = keyless::chain_to_root(root, cert, at).map_err(|p| match p {
         CertProblem::Untrusted(m) => Refusal::UntrustedCertificate(m),
         CertProblem::Expired(m) => Refusal::ExpiredCertificate(m),
+    })?;
+    sct::check(root, cert, &issuer.spki).map_err(|p| match p {
+        SctProblem::Missing(m) => Refusal::NoSct(m),
+        SctProblem::UnknownLog(m) => Refusal::UnknownSctLog(m),
+        SctProblem::BadSignature(m) => Refusal::BadSct(m),
     })?;
     let who = keyless::identity(cert).map_err(Refusal::UntrustedCertificate)?;
     if !policy

@@ -1,8 +1,9 @@
 //! A Sigstore trusted root (`trusted_root.json`, the `TrustedRoot` message of Sigstore's
 //! protobuf specs in its JSON form): the Fulcio certificate authorities (each a chain of DER
 //! certificates, intermediate first, and the time it was valid for) and the transparency logs
-//! (Rekor: the log's public key, its id — SHA-256 of the key — and validity). Only what keyless
-//! verification reads is kept; the rest of the file (CT logs, timestamp authorities) is ignored.
+//! (Rekor: the log's public key, its id — SHA-256 of the key — and validity), and the
+//! certificate transparency logs whose SCTs a Fulcio certificate must carry (the same shape).
+//! Only what keyless verification reads is kept; timestamp authorities are ignored.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -65,6 +66,8 @@ pub struct LogKey {
 pub struct TrustedRoot {
     pub authorities: Vec<Authority>,
     pub logs: Vec<LogKey>,
+    /// The CT logs (`ctlogs`): an SCT of one of them proves the certificate was logged.
+    pub ct_logs: Vec<LogKey>,
     /// `sha256:<hex>` of the file: a verification recorded under another root is not reused.
     pub fingerprint: String,
 }
@@ -74,6 +77,8 @@ pub struct TrustedRoot {
 struct RootJson {
     #[serde(default)]
     tlogs: Vec<LogJson>,
+    #[serde(default)]
+    ctlogs: Vec<LogJson>,
     #[serde(default)]
     certificate_authorities: Vec<AuthorityJson>,
 }
@@ -167,21 +172,8 @@ impl TrustedRoot {
                 .unwrap_or_else(|| format!("certificateAuthorities[{i}]"));
             authorities.push(Authority { name, chain, valid });
         }
-        let mut logs = Vec::with_capacity(root.tlogs.len());
-        for (i, log) in root.tlogs.iter().enumerate() {
-            let spki = decode(&log.public_key.raw_bytes)
-                .map_err(|m| field(format!("tlogs[{i}].publicKey.rawBytes"), m))?;
-            let key_id =
-                decode(&log.log_id.key_id).map_err(|m| field(format!("tlogs[{i}].logId.keyId"), m))?;
-            let valid = window(log.public_key.valid_for.as_ref())
-                .map_err(|m| field(format!("tlogs[{i}].publicKey.validFor"), m))?;
-            logs.push(LogKey {
-                base_url: log.base_url.clone(),
-                log_id: crate::cache::hex(&key_id),
-                spki,
-                valid,
-            });
-        }
+        let logs = log_keys(&root.tlogs, "tlogs", &field)?;
+        let ct_logs = log_keys(&root.ctlogs, "ctlogs", &field)?;
         if authorities.iter().all(|a| a.chain.is_empty()) {
             return Err(TrustedRootError::NoAuthority {
                 origin: origin.to_string(),
@@ -195,6 +187,7 @@ impl TrustedRoot {
         Ok(TrustedRoot {
             authorities,
             logs,
+            ct_logs,
             fingerprint: format!("sha256:{}", crate::cache::hex(&Sha256::digest(bytes))),
         })
     }
@@ -210,6 +203,36 @@ impl TrustedRoot {
     pub fn log(&self, log_id: &str) -> Option<&LogKey> {
         self.logs.iter().find(|l| l.log_id.eq_ignore_ascii_case(log_id))
     }
+
+    /// The CT log whose id is `log_id` (hex).
+    pub fn ct_log(&self, log_id: &str) -> Option<&LogKey> {
+        self.ct_logs
+            .iter()
+            .find(|l| l.log_id.eq_ignore_ascii_case(log_id))
+    }
+}
+
+/// The keys of `logs` (the root's `tlogs` or `ctlogs`, named `list` in errors).
+fn log_keys(
+    logs: &[LogJson],
+    list: &str,
+    field: &impl Fn(String, String) -> TrustedRootError,
+) -> Result<Vec<LogKey>, TrustedRootError> {
+    let mut keys = Vec::with_capacity(logs.len());
+    for (i, log) in logs.iter().enumerate() {
+        let spki = decode(&log.public_key.raw_bytes)
+            .map_err(|m| field(format!("{list}[{i}].publicKey.rawBytes"), m))?;
+        let key_id = decode(&log.log_id.key_id).map_err(|m| field(format!("{list}[{i}].logId.keyId"), m))?;
+        let valid = window(log.public_key.valid_for.as_ref())
+            .map_err(|m| field(format!("{list}[{i}].publicKey.validFor"), m))?;
+        keys.push(LogKey {
+            base_url: log.base_url.clone(),
+            log_id: crate::cache::hex(&key_id),
+            spki,
+            valid,
+        });
+    }
+    Ok(keys)
 }
 
 fn decode(text: &str) -> Result<Vec<u8>, String> {
@@ -245,6 +268,10 @@ mod tests {
             .log("c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d")
             .unwrap();
         assert_eq!(rekor.base_url, "https://rekor.sigstore.dev");
+        let ct = root
+            .ct_log("dd3d306ac6c7113263191e1c99673702a24a5eb8de3cadff878a72802f29ee8e")
+            .unwrap();
+        assert_eq!(ct.base_url, "https://ctfe.sigstore.dev/2022");
         assert!(
             root.authorities
                 .iter()
@@ -256,12 +283,19 @@ mod tests {
     fn a_root_reads_its_authorities_and_logs_and_bad_ones_name_the_field() {
         let json = serde_json::json!({
             "tlogs": [{"baseUrl": "https://rekor", "publicKey": {"rawBytes": "AAEC", "validFor": {"start": "2021-01-12T11:53:27.000Z"}}, "logId": {"keyId": "AQI="}}],
+            "ctlogs": [{"baseUrl": "https://ctfe", "publicKey": {"rawBytes": "BQY=", "validFor": {"start": "2022-10-20T00:00:00Z"}}, "logId": {"keyId": "CQo="}}],
             "certificateAuthorities": [{"subject": {"organization": "o", "commonName": "c"}, "certChain": {"certificates": [{"rawBytes": "AwQ="}]}, "validFor": {"start": "2022-04-13T20:06:15Z", "end": "2022-12-31T23:59:59.999Z"}}],
         });
         let root = TrustedRoot::from_json(json.to_string().as_bytes(), "root.json").unwrap();
         assert_eq!(root.logs[0].log_id, "0102");
         assert_eq!(root.logs[0].spki, [0, 1, 2]);
         assert!(root.log("0102").is_some() && root.log("0103").is_none());
+        let ct = root.ct_log("090a").unwrap();
+        assert_eq!(
+            (ct.base_url.as_str(), ct.spki.clone()),
+            ("https://ctfe", vec![5u8, 6])
+        );
+        assert!(root.ct_log("0102").is_none() && !ct.valid.contains(1_650_000_000));
         let ca = &root.authorities[0];
         assert_eq!(
             (ca.name.as_str(), ca.chain.clone()),
@@ -283,6 +317,7 @@ mod tests {
                 json.to_string().replace("\"tlogs\"", "\"x\""),
                 "no transparency log",
             ),
+            (json.to_string().replace("CQo=", "%"), "ctlogs[0].logId.keyId"),
             ("7".to_string(), "not a trusted root JSON"),
             ("{}".to_string(), "no certificate authority"),
         ];

@@ -6,5 +6,8 @@
 mod github_source;
 mod provenance_fixtures;
 mod verify_bundle;
+mod verify_dsse;
 mod verify_fixtures;
 mod verify_keyless;
+mod verify_sct;
+mod verify_support;

@@ -2,7 +2,7 @@
 //! ClusterClass and the templates) are watched through [`DriftWatches`], one set per release
 //! selecting only that release's objects, started after each apply and stopped when the release is deleted or leaves the operator's
 //! watch (another shard or namespace). A drift wakes the release through
-//! [`crate::context::ReleaseDrift`]; the drift pass stays the fallback.
+//! [`super::ReleaseController::drift`]; the drift pass stays the fallback.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

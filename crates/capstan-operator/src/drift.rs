@@ -17,8 +17,10 @@
 //!
 //! A workload cluster's watches live in its cache entry ([`crate::addon::workload::Workload`]):
 //! dropping the entry (kubeconfig changed, Cluster or ClusterAddon gone, cluster unreachable,
-//! evicted) aborts them; a release's live in
-//! [`crate::controller::cluster_stack_release::watches`]. Each reconnects with kube's default
+//! evicted) aborts them; the releases' live in
+//! [`crate::controller::cluster_stack_release::watches`], one set per namespace scope shared
+//! by every release there, each release's inventory forgotten when it is deleted. Each
+//! reconnects with kube's default
 //! backoff; its errors are logged and never reach the controller. At most [`MAX_KINDS`] kinds
 //! per inventory.
 
@@ -62,9 +64,6 @@ pub struct DriftWatches {
     pruning: Arc<Pruning>,
     /// Watch only this namespace (see [`DriftWatches::within`]); `None`: all namespaces.
     namespace: Option<String>,
-    /// Every watch selects the objects of the one inventory it was started for
-    /// ([`DriftWatches::for_one_inventory`]), not those of every inventory.
-    one_inventory: bool,
 }
 
 /// How long a notice of capstan's own deletion is kept for its watch event.
@@ -119,25 +118,6 @@ impl DriftWatches {
             settled: Mutex::default(),
             pruning: Arc::default(),
             namespace: Some(namespace.to_string()),
-            one_inventory: false,
-        }
-    }
-
-    /// Watches that serve a single inventory (a ClusterStackRelease's in the management
-    /// cluster, each release with watches of its own): each selects that inventory's label
-    /// value, so that a release's watch never lists the objects of every other release.
-    pub fn for_one_inventory(mut self) -> DriftWatches {
-        self.one_inventory = true;
-        self
-    }
-
-    /// The label selector of a watch started for the inventory labelled `label`.
-    fn selector(&self, label: &str) -> String {
-        if self.one_inventory {
-            format!("{INVENTORY_ID_LABEL}={label}")
-        } else {
-            // The label's presence: the objects of every inventory, whoever applied them.
-            INVENTORY_ID_LABEL.to_string()
         }
     }
 
@@ -157,16 +137,7 @@ impl DriftWatches {
         let label = inventory_id(inventory);
         let to_start: Vec<(Kind, Arc<Inventories>)> = {
             let mut running = self.lock();
-            running.retain(|kind, watch| {
-                if !wanted.contains(&kind) {
-                    watch.inventories.leave(&label);
-                }
-                let serves = !watch.inventories.is_empty();
-                if !serves {
-                    watch.task.abort();
-                }
-                serves
-            });
+            leave(&mut running, &label, |kind| !wanted.contains(&kind));
             wanted
                 .iter()
                 .filter_map(|kind| match running.get(*kind) {
@@ -205,7 +176,6 @@ impl DriftWatches {
             let listed = Arc::new(AtomicBool::new(false));
             let task = tokio::spawn(watch(
                 api,
-                self.selector(&label),
                 kind.clone(),
                 listed.clone(),
                 inventories.clone(),
@@ -280,6 +250,13 @@ impl DriftWatches {
         lock(&self.settled).remove(inventory);
     }
 
+    /// No longer watches for `inventory` (its owner is gone): its objects' events wake nobody,
+    /// and a watch serving no other inventory stops.
+    pub fn forget(&self, inventory: &str) {
+        leave(&mut self.lock(), &inventory_id(inventory), |_| true);
+        lock(&self.settled).remove(inventory);
+    }
+
     /// How many watches run (one per kind, whatever the number of inventories).
     pub fn len(&self) -> usize {
         self.lock().len()
@@ -296,6 +273,21 @@ impl DriftWatches {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The inventory labelled `label` leaves the watches of the kinds `leaves` picks; a watch
+/// left serving no inventory stops.
+fn leave(running: &mut HashMap<Kind, Running>, label: &str, leaves: impl Fn(&Kind) -> bool) {
+    running.retain(|kind, watch| {
+        if leaves(kind) {
+            watch.inventories.leave(label);
+        }
+        let serves = !watch.inventories.is_empty();
+        if !serves {
+            watch.task.abort();
+        }
+        serves
+    });
 }
 
 impl Drop for DriftWatches {
@@ -323,17 +315,17 @@ fn watch_scope(within: Option<&str>, namespaced: bool) -> WatchScope<'_> {
     }
 }
 
-/// The watch of `kind`: every object with an inventory label, its events dispatched to the
+/// The watch of `kind`: every object with an inventory label (the label's presence: the
+/// objects of every inventory, whoever applied them), its events dispatched to the
 /// inventories by that label.
 async fn watch(
     api: kube::Api<PartialObjectMeta<DynamicObject>>,
-    selector: String,
     kind: Kind,
     listed: Arc<AtomicBool>,
     inventories: Arc<Inventories>,
     pruning: Arc<Pruning>,
 ) {
-    let config = watcher::Config::default().labels(&selector);
+    let config = watcher::Config::default().labels(INVENTORY_ID_LABEL);
     let mut events = watcher(api, config).default_backoff().boxed();
     while let Some(event) = events.next().await {
         let event = match event {
@@ -366,14 +358,56 @@ mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta, Time};
 
-    #[test]
-    fn a_release_watch_selects_its_own_inventory_and_a_cluster_watch_every_inventory() {
-        let label = inventory_id("tenant/capstan.csr.docker-ferrol-1-27-v1");
-        let shared = DriftWatches::default();
-        assert_eq!(shared.selector(&label), INVENTORY_ID_LABEL);
-        let release = DriftWatches::within("tenant").for_one_inventory();
-        assert_eq!(release.selector(&label), format!("{INVENTORY_ID_LABEL}={label}"));
-        assert_eq!(release.namespace.as_deref(), Some("tenant"));
+    /// A counter and the [`Notify`] that counts.
+    fn counter() -> (Arc<std::sync::atomic::AtomicUsize>, Notify) {
+        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = count.clone();
+        (
+            count,
+            Arc::new(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_forgotten_inventory_wakes_nobody_and_its_last_watch_stops() {
+        let watches = DriftWatches::within("tenant");
+        let (a, b) = ("tenant/capstan.cskr.a", "tenant/capstan.cskr.b");
+        let (told_a, notify_a) = counter();
+        let (told_b, notify_b) = counter();
+        // Two releases' inventories share the watch of one kind; `b` has a kind of its own.
+        running(&watches, a, "Deployment", true, false);
+        running(&watches, b, "Deployment", true, false);
+        running(&watches, b, "DaemonSet", true, false);
+        for watch in watches.lock().values() {
+            watch.inventories.join(&inventory_id(a), a, notify_a.clone());
+            watch.inventories.join(&inventory_id(b), b, notify_b.clone());
+        }
+        watches.lock()[&kind("DaemonSet")]
+            .inventories
+            .leave(&inventory_id(a));
+        assert_eq!(watches.len(), 2);
+        watches.checked(b);
+        watches.forget(b);
+        let wake = |label: &str| {
+            for watch in watches.lock().values() {
+                watch.inventories.wake(Wake::Owner(inventory_id(label)));
+            }
+        };
+        wake(b);
+        assert_eq!(
+            told_b.load(Ordering::SeqCst),
+            0,
+            "a forgotten inventory wakes nobody"
+        );
+        assert!(watches.covered_kinds(b).is_empty());
+        // The shared watch stays for `a`; the one only `b` used stopped.
+        assert_eq!(watches.len(), 1);
+        wake(a);
+        assert_eq!(told_a.load(Ordering::SeqCst), 1);
+        watches.forget(a);
+        assert!(watches.is_empty());
     }
 
     fn meta(entries: &[(&str, i64, Option<&str>)]) -> PartialObjectMeta<DynamicObject> {

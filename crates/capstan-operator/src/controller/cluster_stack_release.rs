@@ -276,7 +276,8 @@ impl ReleaseKind for ClassRelease<'_> {
         let namespace = self.release.namespace().unwrap_or_default();
         let scope = watches::watch_namespace(&ctx.settings.namespaces, &namespace);
         let notify = controller.drift.notifier(key.clone());
-        let watches = controller.watches.of(&key, scope);
+        let ids = inventories.iter().map(|i| i.inventory.id()).collect();
+        let watches = controller.watches.of(&key, scope, ids);
         for inventory in inventories {
             watches
                 .ensure(

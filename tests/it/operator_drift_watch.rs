@@ -141,19 +141,7 @@ async fn two_inventories_share_one_watch_per_kind_and_each_sees_its_drift() {
             .await;
     }
     assert_eq!(watches.len(), kinds.len(), "one watch per kind");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !inventories
-        .iter()
-        .all(|inventory| watches.covers(inventory, &kinds))
-    {
-        assert!(Instant::now() < deadline, "the watches did not list within 20 s");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert_eq!(
-        opened_since(&cluster, &own).await,
-        one_per_kind(),
-        "one watch per kind for both inventories"
-    );
+    one_watch_per_kind(&cluster, &own, &watches, &inventories, &kinds).await;
 
     // Drift of the first inventory's ConfigMap tells the first only; the second's deleted
     // Secret the second only.
@@ -217,7 +205,8 @@ async fn the_releases_of_a_namespace_share_one_watch_per_kind() {
     let inventories = releases
         .clone()
         .map(|release| format!("default/capstan.cskr.{}", release.name));
-    let (configmaps, _) = apply_labelled(&client, &inventories.each_ref().map(String::as_str)).await;
+    let names = inventories.each_ref().map(String::as_str);
+    let (configmaps, _) = apply_labelled(&client, &names).await;
     let own = open_watches(&cluster).await;
 
     let kinds = config_maps_and_secrets();
@@ -230,19 +219,7 @@ async fn the_releases_of_a_namespace_share_one_watch_per_kind() {
     }
     assert_eq!(watches.watch_count(), kinds.len(), "one watch per kind");
     let scope = watches.of(&releases[1], Some("default"), vec![inventories[1].clone()]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !inventories
-        .iter()
-        .all(|inventory| scope.covers(inventory, &kinds))
-    {
-        assert!(Instant::now() < deadline, "the watches did not list within 20 s");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert_eq!(
-        opened_since(&cluster, &own).await,
-        one_per_kind(),
-        "one watch per kind for both releases"
-    );
+    one_watch_per_kind(&cluster, &own, &scope, &names, &kinds).await;
 
     // The first release is deleted: its inventory is forgotten, the watches stay for the other.
     watches.stop(&releases[0]);
@@ -311,14 +288,25 @@ async fn apply_labelled(client: &kube::Client, inventories: &[&str]) -> (Api<Con
     (configmaps, secrets)
 }
 
-/// One WATCH of ConfigMaps and one of Secrets.
-fn one_per_kind() -> BTreeMap<String, f64> {
-    BTreeMap::from([("configmaps".to_string(), 1.0), ("secrets".to_string(), 1.0)])
-}
-
-/// The WATCH requests opened on `cluster` since `own` was counted, by resource.
-async fn opened_since(cluster: &TestCluster, own: &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
-    let opened = open_watches(cluster)
+/// Waits (20 s at most) until `watches` cover every inventory's `kinds` (ConfigMaps and
+/// Secrets), then checks that they opened one WATCH per kind on `cluster` since `own` was
+/// counted, not one per inventory and kind.
+async fn one_watch_per_kind(
+    cluster: &TestCluster,
+    own: &BTreeMap<String, f64>,
+    watches: &capstan_operator::drift::DriftWatches,
+    inventories: &[&str],
+    kinds: &[capstan_operator::drift::Kind],
+) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !inventories
+        .iter()
+        .all(|inventory| watches.covers(inventory, kinds))
+    {
+        assert!(Instant::now() < deadline, "the watches did not list within 20 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let opened: BTreeMap<String, f64> = open_watches(cluster)
         .await
         .into_iter()
         .map(|(resource, n)| {
@@ -328,7 +316,8 @@ async fn opened_since(cluster: &TestCluster, own: &BTreeMap<String, f64>) -> BTr
         .filter(|(_, n)| *n != 0.0)
         .collect();
     eprintln!("watches opened by resource: {opened:?}");
-    opened
+    let one_each = BTreeMap::from([("configmaps".to_string(), 1.0), ("secrets".to_string(), 1.0)]);
+    assert_eq!(opened, one_each, "one watch per kind for {inventories:?}");
 }
 
 /// The WATCH requests open on the API server of `cluster`, by resource

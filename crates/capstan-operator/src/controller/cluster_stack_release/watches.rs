@@ -17,13 +17,16 @@ use crate::drift::DriftWatches;
 /// Where a set of watches lists: one namespace, or all (`None`).
 type Scope = Option<String>;
 
+/// A watched release's scope and the ids of its inventories there.
+type Joined = (Scope, Vec<String>);
+
 /// The drift watches of every applied release: one set per scope, and the inventories each
 /// release has in them.
 #[derive(Default)]
 pub struct ReleaseWatches {
     by_scope: Mutex<HashMap<Scope, Arc<DriftWatches>>>,
     /// Each watched release's scope and inventory ids.
-    by_release: Mutex<HashMap<ObjectRef<ClusterStackRelease>, (Scope, Vec<String>)>>,
+    by_release: Mutex<HashMap<ObjectRef<ClusterStackRelease>, Joined>>,
 }
 
 impl ReleaseWatches {

@@ -2,7 +2,8 @@
 //! object deleted on the workload cluster, and one edited by another field manager, are
 //! repaired within 5 s — the interval pass could not have done it; the same for the objects
 //! of a multi-stage addon's stages. Two inventories of one cluster share one watch per kind
-//! (issue 36 §3), each told of its own objects' drift.
+//! (issue 36 §3), each told of its own objects' drift; so do two ClusterStackReleases of one
+//! namespace, and a deleted release's inventory is forgotten (issue 34).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -127,33 +128,10 @@ async fn two_inventories_share_one_watch_per_kind_and_each_sees_its_drift() {
         "kube-system/capstan.caddon.a.cni",
         "kube-system/capstan.caddon.a.info",
     ];
-    // Each inventory's ConfigMap and Secret, written by capstan.
-    let capstan = PatchParams::apply(capstan_apply::FIELD_MANAGER).force();
-    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
-    for (i, inventory) in inventories.iter().enumerate() {
-        let label = capstan_apply::ssa::inventory_id(inventory);
-        let metadata = json!({"name": format!("object-{i}"),
-            "labels": {capstan_apply::ssa::INVENTORY_ID_LABEL: label}});
-        let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata.clone(),
-            "data": {"a": "1"}});
-        configmaps
-            .patch(&format!("object-{i}"), &capstan, &Patch::Apply(&configmap))
-            .await
-            .expect("ConfigMap applied");
-        let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata,
-            "stringData": {"a": "1"}});
-        secrets
-            .patch(&format!("object-{i}"), &capstan, &Patch::Apply(&secret))
-            .await
-            .expect("Secret applied");
-    }
+    let (configmaps, secrets) = apply_labelled(&client, &inventories).await;
     let own = open_watches(&cluster).await;
 
-    let kinds: Vec<capstan_operator::drift::Kind> = ["ConfigMap", "Secret"]
-        .iter()
-        .map(|k| (String::new(), "v1".to_string(), k.to_string()))
-        .collect();
+    let kinds = config_maps_and_secrets();
     let discovery = capstan_apply::discovery::Discovery::new(client.clone());
     let watches = capstan_operator::drift::DriftWatches::default();
     let told: Vec<Arc<AtomicUsize>> = inventories.iter().map(|_| Arc::default()).collect();
@@ -176,29 +154,7 @@ async fn two_inventories_share_one_watch_per_kind_and_each_sees_its_drift() {
     assert!(!watches.covers(inventories[0], &kinds), "troubled by the restart");
     watches.checked(inventories[0]);
     assert_eq!(watches.len(), kinds.len(), "one watch per kind");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !inventories
-        .iter()
-        .all(|inventory| watches.covers(inventory, &kinds))
-    {
-        assert!(Instant::now() < deadline, "the watches did not list within 20 s");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let opened: BTreeMap<String, f64> = open_watches(&cluster)
-        .await
-        .into_iter()
-        .map(|(resource, n)| {
-            let before = own.get(&resource).copied().unwrap_or(0.0);
-            (resource, n - before)
-        })
-        .filter(|(_, n)| *n != 0.0)
-        .collect();
-    eprintln!("watches opened by resource: {opened:?}");
-    assert_eq!(
-        opened,
-        BTreeMap::from([("configmaps".to_string(), 1.0), ("secrets".to_string(), 1.0)]),
-        "one watch per kind for both inventories"
-    );
+    one_watch_per_kind(&cluster, &own, &watches, &inventories, &kinds).await;
 
     // Drift of the first inventory's ConfigMap tells the first only; the second's deleted
     // Secret the second only.
@@ -253,12 +209,8 @@ async fn two_inventories_share_one_watch_per_kind_and_each_sees_its_drift() {
     );
 
     // The second inventory leaves the Secrets: the watch stays for the first.
-    let count = told[1].clone();
-    let notify: capstan_operator::drift::Notify = Arc::new(move || {
-        count.fetch_add(1, Ordering::SeqCst);
-    });
     watches
-        .ensure(&discovery, inventories[1], &kinds[..1], notify)
+        .ensure(&discovery, inventories[1], &kinds[..1], counting(&told[1]))
         .await;
     assert_eq!(watches.len(), 2);
     assert!(watches.covers(inventories[0], &kinds));
@@ -279,6 +231,148 @@ async fn watch_events(cluster: &TestCluster, kind: &str) -> f64 {
         .filter(|line| line.starts_with("apiserver_watch_events_total{") && line.contains(&wanted))
         .filter_map(|line| line.rsplit_once("} ")?.1.trim().parse::<f64>().ok())
         .sum()
+}
+
+/// Issue 34: the ClusterStackReleases of one namespace share its drift watches — one WATCH
+/// per kind for two releases — and a deleted release's inventory is forgotten: an edit of its
+/// object wakes nothing, while the other release is still told of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_releases_of_a_namespace_share_one_watch_per_kind() {
+    use capstan_operator::api::ClusterStackRelease;
+    use capstan_operator::controller::cluster_stack_release::watches::ReleaseWatches;
+    use kube::runtime::reflector::ObjectRef;
+    let test = "the_releases_of_a_namespace_share_one_watch_per_kind";
+    let Some(bins) = Binaries::find_or_skip(test) else {
+        return;
+    };
+    let cluster = TestCluster::start(&bins, "release-watches")
+        .await
+        .expect("cluster starts");
+    let client = cluster.client();
+    let releases = ["docker-ferrol-1-27-v1", "docker-ferrol-1-27-v2"]
+        .map(|name| ObjectRef::<ClusterStackRelease>::new(name).within("default"));
+    let inventories = releases
+        .clone()
+        .map(|release| format!("default/capstan.cskr.{}", release.name));
+    let names = inventories.each_ref().map(String::as_str);
+    let (configmaps, _) = apply_labelled(&client, &names).await;
+    let own = open_watches(&cluster).await;
+
+    let kinds = config_maps_and_secrets();
+    let discovery = capstan_apply::discovery::Discovery::new(client.clone());
+    let watches = ReleaseWatches::default();
+    let told: Vec<Arc<AtomicUsize>> = releases.iter().map(|_| Arc::default()).collect();
+    for ((release, inventory), count) in releases.iter().zip(&inventories).zip(&told) {
+        let scope = watches.of(release, Some("default"), vec![inventory.clone()]);
+        scope.ensure(&discovery, inventory, &kinds, counting(count)).await;
+        scope.checked(inventory);
+    }
+    // The second release's joining restarted the watches naming both: the first counts as
+    // troubled until its next full pass (here, at once).
+    let first = watches.of(&releases[0], Some("default"), vec![inventories[0].clone()]);
+    assert!(!first.covers(&inventories[0], &kinds), "troubled by the restart");
+    first.checked(&inventories[0]);
+    assert_eq!(watches.watch_count(), kinds.len(), "one watch per kind");
+    let scope = watches.of(&releases[1], Some("default"), vec![inventories[1].clone()]);
+    one_watch_per_kind(&cluster, &own, &scope, &names, &kinds).await;
+
+    // The first release is deleted: its inventory is forgotten, the watches stay for the other.
+    watches.stop(&releases[0]);
+    assert_eq!(watches.watch_count(), kinds.len());
+    assert!(!scope.covers(&inventories[0], &kinds));
+    let someone = PatchParams {
+        field_manager: Some("someone-else".into()),
+        ..PatchParams::default()
+    };
+    for object in ["object-0", "object-1"] {
+        configmaps
+            .patch(object, &someone, &Patch::Merge(&json!({"data": {"a": "2"}})))
+            .await
+            .expect("ConfigMap edited");
+    }
+    let told_now = || told.iter().map(|c| c.load(Ordering::SeqCst)).collect::<Vec<_>>();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // One watch delivers both edits in order: once the second is told, the first was judged.
+    while told_now()[1] == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(told_now(), [0, 1], "only the release still watched is told");
+    watches.stop(&releases[1]);
+    assert_eq!(watches.watch_count(), 0, "no release left: the watches stop");
+}
+
+/// `ConfigMap` and `Secret`, as drift watches name kinds.
+fn config_maps_and_secrets() -> Vec<capstan_operator::drift::Kind> {
+    ["ConfigMap", "Secret"]
+        .iter()
+        .map(|k| (String::new(), "v1".to_string(), k.to_string()))
+        .collect()
+}
+
+/// A notifier counting into `count`.
+fn counting(count: &Arc<AtomicUsize>) -> capstan_operator::drift::Notify {
+    let count = count.clone();
+    Arc::new(move || {
+        count.fetch_add(1, Ordering::SeqCst);
+    })
+}
+
+/// One ConfigMap and one Secret per inventory (`object-<i>` in `default`), labelled with its
+/// inventory id and written by capstan's field manager.
+async fn apply_labelled(client: &kube::Client, inventories: &[&str]) -> (Api<ConfigMap>, Api<Secret>) {
+    let capstan = PatchParams::apply(capstan_apply::FIELD_MANAGER).force();
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    for (i, inventory) in inventories.iter().enumerate() {
+        let label = capstan_apply::ssa::inventory_id(inventory);
+        let metadata = json!({"name": format!("object-{i}"),
+            "labels": {capstan_apply::ssa::INVENTORY_ID_LABEL: label}});
+        let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata.clone(),
+            "data": {"a": "1"}});
+        configmaps
+            .patch(&format!("object-{i}"), &capstan, &Patch::Apply(&configmap))
+            .await
+            .expect("ConfigMap applied");
+        let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata,
+            "stringData": {"a": "1"}});
+        secrets
+            .patch(&format!("object-{i}"), &capstan, &Patch::Apply(&secret))
+            .await
+            .expect("Secret applied");
+    }
+    (configmaps, secrets)
+}
+
+/// Waits (20 s at most) until `watches` cover every inventory's `kinds` (ConfigMaps and
+/// Secrets), then checks that they opened one WATCH per kind on `cluster` since `own` was
+/// counted, not one per inventory and kind.
+async fn one_watch_per_kind(
+    cluster: &TestCluster,
+    own: &BTreeMap<String, f64>,
+    watches: &capstan_operator::drift::DriftWatches,
+    inventories: &[&str],
+    kinds: &[capstan_operator::drift::Kind],
+) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !inventories
+        .iter()
+        .all(|inventory| watches.covers(inventory, kinds))
+    {
+        assert!(Instant::now() < deadline, "the watches did not list within 20 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let opened: BTreeMap<String, f64> = open_watches(cluster)
+        .await
+        .into_iter()
+        .map(|(resource, n)| {
+            let before = own.get(&resource).copied().unwrap_or(0.0);
+            (resource, n - before)
+        })
+        .filter(|(_, n)| *n != 0.0)
+        .collect();
+    eprintln!("watches opened by resource: {opened:?}");
+    let one_each = BTreeMap::from([("configmaps".to_string(), 1.0), ("secrets".to_string(), 1.0)]);
+    assert_eq!(opened, one_each, "one watch per kind for {inventories:?}");
 }
 
 /// The WATCH requests open on the API server of `cluster`, by resource

@@ -611,7 +611,10 @@ async fn a_pass_overlapping_a_hook_call_keeps_the_hooks_fields() {
         std::sync::Arc::new(capstan_operator::metrics::Metrics::new()),
         stacks,
     ));
-    capstan_operator::controller::cluster_addon::reconcile(std::sync::Arc::new(read), ctx)
+    let controller = std::sync::Arc::new(capstan_operator::controller::cluster_addon::AddonController::new(
+        ctx,
+    ));
+    capstan_operator::controller::cluster_addon::reconcile(std::sync::Arc::new(read), controller)
         .await
         .expect("the pass waits for the control plane");
 

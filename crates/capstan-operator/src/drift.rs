@@ -21,8 +21,10 @@
 //!
 //! A workload cluster's watches live in its cache entry ([`crate::addon::workload::Workload`]):
 //! dropping the entry (kubeconfig changed, Cluster or ClusterAddon gone, cluster unreachable,
-//! evicted) aborts them; a release's live in
-//! [`crate::controller::cluster_stack_release::watches`]. Each reconnects with kube's default
+//! evicted) aborts them; the releases' live in
+//! [`crate::controller::cluster_stack_release::watches`], one set per namespace scope shared
+//! by every release there, each release's inventory forgotten when it is deleted. Each
+//! reconnects with kube's default
 //! backoff; its errors are logged and never reach the controller. At most [`MAX_KINDS`] kinds
 //! per inventory.
 
@@ -152,18 +154,9 @@ impl DriftWatches {
         }
         let to_start: Vec<(Kind, Arc<Inventories>)> = {
             let mut running = self.lock();
-            running.retain(|kind, watch| {
-                for (label, _, wanted) in &joining {
-                    if !wanted.contains(&kind) {
-                        watch.inventories.leave(label);
-                    }
-                }
-                let serves = !watch.inventories.is_empty();
-                if !serves {
-                    watch.task.abort();
-                }
-                serves
-            });
+            for (label, _, wanted) in &joining {
+                leave(&mut running, label, |kind| !wanted.contains(&kind));
+            }
             let mut to_start: HashMap<Kind, Arc<Inventories>> = HashMap::new();
             for (label, inventory, wanted) in &joining {
                 for kind in wanted {
@@ -291,6 +284,13 @@ impl DriftWatches {
         lock(&self.settled).remove(inventory);
     }
 
+    /// No longer watches for `inventory` (its owner is gone): its objects' events wake nobody,
+    /// and a watch serving no other inventory stops.
+    pub fn forget(&self, inventory: &str) {
+        leave(&mut self.lock(), &inventory_id(inventory), |_| true);
+        lock(&self.settled).remove(inventory);
+    }
+
     /// How many watches run (one per kind, whatever the number of inventories).
     pub fn len(&self) -> usize {
         self.lock().len()
@@ -314,6 +314,21 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn selector(labels: &BTreeSet<String>) -> String {
     let values: Vec<&str> = labels.iter().map(String::as_str).collect();
     format!("{INVENTORY_ID_LABEL} in ({})", values.join(","))
+}
+
+/// The inventory labelled `label` leaves the watches of the kinds `leaves` picks; a watch
+/// left serving no inventory stops.
+fn leave(running: &mut HashMap<Kind, Running>, label: &str, leaves: impl Fn(&Kind) -> bool) {
+    running.retain(|kind, watch| {
+        if leaves(kind) {
+            watch.inventories.leave(label);
+        }
+        let serves = !watch.inventories.is_empty();
+        if !serves {
+            watch.task.abort();
+        }
+        serves
+    });
 }
 
 impl Drop for DriftWatches {
@@ -341,7 +356,8 @@ fn watch_scope(within: Option<&str>, namespaced: bool) -> WatchScope<'_> {
     }
 }
 
-/// The watch of `kind`: every object with an inventory label, its events dispatched to the
+/// The watch of `kind`: every object with an inventory label (the label's presence: the
+/// objects of every inventory, whoever applied them), its events dispatched to the
 /// inventories by that label.
 async fn watch(
     api: kube::Api<PartialObjectMeta<DynamicObject>>,
@@ -402,6 +418,58 @@ mod tests {
             DriftWatches::within("tenant").namespace.as_deref(),
             Some("tenant")
         );
+    }
+
+    /// A counter and the [`Notify`] that counts.
+    fn counter() -> (Arc<std::sync::atomic::AtomicUsize>, Notify) {
+        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = count.clone();
+        (
+            count,
+            Arc::new(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_forgotten_inventory_wakes_nobody_and_its_last_watch_stops() {
+        let watches = DriftWatches::within("tenant");
+        let (a, b) = ("tenant/capstan.cskr.a", "tenant/capstan.cskr.b");
+        let (told_a, notify_a) = counter();
+        let (told_b, notify_b) = counter();
+        // Two releases' inventories share the watch of one kind; `b` has a kind of its own.
+        running(&watches, a, "Deployment", true, false);
+        running(&watches, b, "Deployment", true, false);
+        running(&watches, b, "DaemonSet", true, false);
+        for watch in watches.lock().values() {
+            watch.inventories.join(&inventory_id(a), a, notify_a.clone());
+            watch.inventories.join(&inventory_id(b), b, notify_b.clone());
+        }
+        watches.lock()[&kind("DaemonSet")]
+            .inventories
+            .leave(&inventory_id(a));
+        assert_eq!(watches.len(), 2);
+        watches.checked(b);
+        watches.forget(b);
+        let wake = |label: &str| {
+            for watch in watches.lock().values() {
+                watch.inventories.wake(Wake::Owner(inventory_id(label)));
+            }
+        };
+        wake(b);
+        assert_eq!(
+            told_b.load(Ordering::SeqCst),
+            0,
+            "a forgotten inventory wakes nobody"
+        );
+        assert!(watches.covered_kinds(b).is_empty());
+        // The shared watch stays for `a`; the one only `b` used stopped.
+        assert_eq!(watches.len(), 1);
+        wake(a);
+        assert_eq!(told_a.load(Ordering::SeqCst), 1);
+        watches.forget(a);
+        assert!(watches.is_empty());
     }
 
     fn meta(entries: &[(&str, i64, Option<&str>)]) -> PartialObjectMeta<DynamicObject> {

@@ -17,6 +17,10 @@ use kube::{Client, Resource};
 
 use super::api::{ClusterAddon, ClusterStack, ClusterStackRelease};
 use super::context::Context;
+use super::controller::cluster::ClusterController;
+use super::controller::cluster_addon::AddonController;
+use super::controller::cluster_stack::StackController;
+use super::controller::cluster_stack_release::ReleaseController;
 use super::controller::{cluster, cluster_addon, cluster_stack, cluster_stack_release, rollout};
 use super::controllers::ControllerKind;
 use super::http::{self, Health};
@@ -211,26 +215,23 @@ async fn run_controllers(
     // The fleet's series read the releases' and ClusterAddons' stores of their controllers.
     let (releases_store, releases_writer) = reflector::store();
     let (addons_store, addons_writer) = reflector::store();
-    let census = Arc::downgrade(&wiring.ctx);
-    wiring.ctx.metrics.observe_fleet(super::metrics::Fleet {
-        stacks: wiring.ctx.stacks.clone(),
-        releases: releases_store.clone(),
-        addons: addons_store.clone(),
-        census: Box::new(move || census.upgrade().map(|c| c.census())),
-    });
-
     let runs = |kind| settings.controllers.runs(kind);
+    let releases = runs(ControllerKind::ClusterStackRelease)
+        .then(|| Arc::new(ReleaseController::new(wiring.ctx.clone())));
+    let addons = Arc::new(AddonController::new(wiring.ctx.clone()));
+    observe_fleet(&wiring.ctx, releases.as_ref(), &addons, &releases_store, &addons_store);
+
     let controllers = [
         // Without its controller the ClusterStacks' store still serves source lookups.
         stack_controller(&wiring, stack_events, stacks, runs(ControllerKind::ClusterStack)),
-        only_if(
-            runs(ControllerKind::ClusterStackRelease),
-            release_controller(&wiring, releases_store, releases_writer),
-        ),
+        match releases {
+            Some(controller) => release_controller(&wiring, controller, releases_store, releases_writer),
+            None => futures::future::ready(()).boxed(),
+        },
         only_if(runs(ControllerKind::Cluster), cluster_controller(&wiring)),
         only_if(
             runs(ControllerKind::ClusterAddon),
-            addon_controller(&wiring, addons_store, addons_writer),
+            addon_controller(&wiring, addons, addons_store, addons_writer),
         ),
         only_if(runs(ControllerKind::Rollout), rollout_controller(&wiring)),
     ];
@@ -246,6 +247,41 @@ async fn run_controllers(
     futures::future::join_all(controllers).await;
     tracing::info!("controllers stopped");
     Ok(())
+}
+
+/// The fleet's series: the stores of the stacks, releases and ClusterAddons, and the census
+/// of the workload cluster cache and of the release controller's drift watches (none without
+/// that controller).
+fn observe_fleet(
+    ctx: &Arc<Context>,
+    releases: Option<&Arc<ReleaseController>>,
+    addons: &AddonController,
+    releases_store: &reflector::Store<ClusterStackRelease>,
+    addons_store: &reflector::Store<ClusterAddon>,
+) {
+    let shared = Arc::downgrade(ctx);
+    let release_watches = releases.map(Arc::downgrade);
+    let addon_checks = addons.drift.checks();
+    ctx.metrics.observe_fleet(super::metrics::Fleet {
+        stacks: ctx.stacks.clone(),
+        releases: releases_store.clone(),
+        addons: addons_store.clone(),
+        census: Box::new(move || {
+            let shared = shared.upgrade()?;
+            let management_watches = release_watches
+                .as_ref()
+                .and_then(|weak| weak.upgrade())
+                .map_or(0, |releases| releases.watches.watch_count());
+            Some(super::metrics::Census {
+                management_watches,
+                addon_checks: addon_checks()
+                    .into_iter()
+                    .map(|(namespace, name, at)| ((namespace, name), at))
+                    .collect(),
+                ..shared.workloads.census()
+            })
+        }),
+    });
 }
 
 /// What every controller of a run is built from.
@@ -325,7 +361,7 @@ fn stack_controller(
         .run(
             in_scope(cluster_stack::reconcile, &wiring.scope),
             cluster_stack::error_policy,
-            wiring.ctx.clone(),
+            Arc::new(StackController::new(wiring.ctx.clone())),
         )
         .for_each(|_| futures::future::ready(()))
         .boxed()
@@ -334,20 +370,20 @@ fn stack_controller(
 /// ClusterStackReleases, woken by drift of what they applied.
 fn release_controller(
     wiring: &Wiring<'_>,
+    controller: Arc<ReleaseController>,
     releases_store: reflector::Store<ClusterStackRelease>,
     releases_writer: reflector::store::Writer<ClusterStackRelease>,
 ) -> Running {
-    let ctx = &wiring.ctx;
     // A release that left the watch (deleted, its finalizer gone, or moved to another shard
     // or namespace) stops its drift watches: no reconcile of it will.
-    let gone_ctx = ctx.clone();
+    let gone = controller.clone();
     let release_events = changed(
         wiring
             .releases()
             .reflect(releases_writer)
             .inspect_ok(move |event| {
                 if let watcher::Event::Delete(release) = event {
-                    gone_ctx.release_watches.stop(&ObjectRef::from_obj(release));
+                    gone.watches.stop(&ObjectRef::from_obj(release));
                 }
             }),
         spec_or_deletion::<ClusterStackRelease>,
@@ -370,27 +406,27 @@ fn release_controller(
         .touched_objects()
         .boxed()
     };
-    let suspects = ctx.clone();
+    let suspects = controller.clone();
     Controller::for_stream(release_events, releases_store)
         .watches_stream_with(
             applied_classes,
             move |class: DynamicObject| {
                 let owner = release_of_applied(&class);
                 if let Some(release) = &owner {
-                    suspects.release_drift.suspect(release.clone());
+                    suspects.drift.suspect(release.clone());
                 }
                 owner
             },
             class_resource,
         )
         // Drift watches on the releases' objects wake their release.
-        .reconcile_on(ctx.release_drift.wake_ups())
+        .reconcile_on(controller.drift.wake_ups())
         .with_config(wiring.concurrency.clone())
         .graceful_shutdown_on(wiring.shutdown.clone())
         .run(
             in_scope(cluster_stack_release::reconcile, &wiring.scope),
             cluster_stack_release::error_policy,
-            ctx.clone(),
+            controller,
         )
         .for_each(|_| futures::future::ready(()))
         .boxed()
@@ -418,7 +454,7 @@ fn cluster_controller(wiring: &Wiring<'_>) -> Running {
         .run(
             in_scope(cluster::reconcile, &wiring.scope),
             cluster::error_policy,
-            wiring.ctx.clone(),
+            Arc::new(ClusterController::new(wiring.ctx.clone())),
         )
         .for_each(|_| futures::future::ready(()))
         .boxed()
@@ -429,6 +465,7 @@ fn cluster_controller(wiring: &Wiring<'_>) -> Running {
 /// drift on their workload cluster.
 fn addon_controller(
     wiring: &Wiring<'_>,
+    controller: Arc<AddonController>,
     addons_store: reflector::Store<ClusterAddon>,
     addons_writer: reflector::store::Writer<ClusterAddon>,
 ) -> Running {
@@ -476,13 +513,13 @@ fn addon_controller(
         // changing their spec.
         .reconcile_on(ctx.management.wake_ups())
         // Drift watches on the workload clusters wake their ClusterAddon.
-        .reconcile_on(ctx.addon_drift.wake_ups())
+        .reconcile_on(controller.drift.wake_ups())
         .with_config(wiring.concurrency.clone())
         .graceful_shutdown_on(wiring.shutdown.clone())
         .run(
             in_scope(cluster_addon::reconcile, &wiring.scope),
             cluster_addon::error_policy,
-            ctx.clone(),
+            controller,
         )
         .for_each(|_| futures::future::ready(()))
         .boxed()
@@ -623,19 +660,19 @@ type Reconciling = Pin<Box<dyn Future<Output = Result<controller::Action, super:
 
 /// Limits a reconciler to `scope` (its namespaces and shard): objects elsewhere — named by a
 /// trigger, or seen before they moved to another shard — are left alone.
-fn in_scope<K, F, Fut>(
+fn in_scope<K, C, F, Fut>(
     reconcile: F,
     scope: &Scope,
-) -> impl FnMut(Arc<K>, Arc<Context>) -> Reconciling + use<K, F, Fut>
+) -> impl FnMut(Arc<K>, Arc<C>) -> Reconciling + use<K, C, F, Fut>
 where
     K: Resource + Send + Sync + 'static,
-    F: Fn(Arc<K>, Arc<Context>) -> Fut + Send + Sync + Clone + 'static,
+    F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync + Clone + 'static,
     Fut: Future<Output = Result<controller::Action, super::controller::Error>> + Send + 'static,
 {
     let scope = scope.clone();
-    move |object: Arc<K>, ctx: Arc<Context>| {
+    move |object: Arc<K>, controller: Arc<C>| {
         if scope.admits(object.meta()) {
-            Box::pin(reconcile(object, ctx))
+            Box::pin(reconcile(object, controller))
         } else {
             Box::pin(async { Ok(controller::Action::await_change()) })
         }

@@ -241,6 +241,8 @@ pub struct Sources {
     observer: Option<github::Observer>,
     oci_clients: Mutex<HashMap<OciKey, Arc<oci::Client>>>,
     oci_observer: Option<oci::client::Observer>,
+    /// The releases compiled from the cache, by digest (both release controllers compile).
+    compiled: crate::compiled::CompiledReleases,
 }
 
 impl Sources {
@@ -251,6 +253,7 @@ impl Sources {
             observer,
             oci_clients: Mutex::new(HashMap::new()),
             oci_observer: None,
+            compiled: Default::default(),
         }
     }
 
@@ -287,6 +290,11 @@ impl Sources {
 
     pub fn cache(&self) -> &Cache {
         &self.cache
+    }
+
+    /// The compiled releases kept in memory.
+    pub fn compiled(&self) -> &crate::compiled::CompiledReleases {
+        &self.compiled
     }
 
     fn github(&self, api_url: &str, token: &Option<String>) -> Result<Arc<github::Client>, SourceError> {

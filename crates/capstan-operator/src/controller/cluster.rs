@@ -11,6 +11,7 @@ use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 
 use super::Error;
+use super::failures::Failures;
 use crate::api::{ClusterAddon, ClusterAddonSpec};
 use crate::context::Context;
 use crate::webhook::validate::ClusterUse;
@@ -20,22 +21,47 @@ pub const CONTROLLER: &str = "cluster";
 
 pub use crate::api::cluster_addon::addon_name;
 
+/// The Cluster controller's state: the shared context and its failures.
+pub struct ClusterController {
+    pub shared: Arc<Context>,
+    failures: Failures,
+}
+
+impl ClusterController {
+    pub fn new(shared: Arc<Context>) -> ClusterController {
+        ClusterController {
+            shared,
+            failures: Failures::default(),
+        }
+    }
+}
+
+super::reconciler!(ClusterController);
+
 /// Ensures the ClusterAddon of one Cluster.
-pub async fn reconcile(cluster: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {
+pub async fn reconcile(
+    cluster: Arc<DynamicObject>,
+    controller: Arc<ClusterController>,
+) -> Result<Action, Error> {
+    let ctx = &controller.shared;
     let started = std::time::Instant::now();
-    let result = ensure_addon(&cluster, &ctx).await;
+    let result = ensure_addon(&cluster, ctx).await;
     let error = result.as_ref().err().map(Error::metric_label);
     ctx.metrics.reconciled(CONTROLLER, started.elapsed(), error);
     result
 }
 
-pub fn error_policy(cluster: Arc<DynamicObject>, error: &Error, ctx: Arc<Context>) -> Action {
+pub fn error_policy(
+    cluster: Arc<DynamicObject>,
+    error: &Error,
+    controller: Arc<ClusterController>,
+) -> Action {
     let key = format!(
         "Cluster/{}/{}",
         cluster.namespace().unwrap_or_default(),
         cluster.name_any()
     );
-    super::requeue_after_error(&ctx, &key, error)
+    super::requeue_after_error(&controller.failures, &key, error)
 }
 
 async fn ensure_addon(cluster: &DynamicObject, ctx: &Context) -> Result<Action, Error> {

@@ -32,6 +32,7 @@ use super::error::Invalid;
 use super::pipeline::{self, Parts, ReleaseFiles};
 use super::progress::{Because, Failure, WAIT};
 use super::release_runner::{self, Inventory, ReleaseKind};
+use super::wake_ups::AddonDrift;
 use super::{Cause, Error, owner_reference};
 use crate::addon::condition::{self, Verdict};
 use crate::addon::user_values::{GatherError, Layer};
@@ -100,7 +101,27 @@ const UNKNOWN_STAGE_STATE: &str = "UnknownStageState";
 /// Reason of `Applied` while a stage waits for its pre- or post-condition.
 const WAITING_FOR_CONDITION: &str = "WaitingForCondition";
 
-super::finalized_kind!(ClusterAddon);
+super::finalized_kind!(ClusterAddon, AddonController);
+
+/// The ClusterAddon controller's state: the shared context, its failures and the drift
+/// wake-ups of its ClusterAddons (their drift watches live with each workload cluster).
+pub struct AddonController {
+    pub shared: Arc<Context>,
+    failures: super::failures::Failures,
+    /// ClusterAddons whose objects a drift watch saw change: woken at once, and their next
+    /// pass re-applies even when the drift interval has not passed.
+    pub drift: AddonDrift,
+}
+
+impl AddonController {
+    pub fn new(shared: Arc<Context>) -> AddonController {
+        AddonController {
+            shared,
+            failures: Default::default(),
+            drift: Default::default(),
+        }
+    }
+}
 
 impl super::progress::Tracked for ClusterAddon {
     const CONTROLLER: &'static str = CONTROLLER;
@@ -173,8 +194,9 @@ macro_rules! proceed {
     };
 }
 
-async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
-    let result = apply_pass(addon, ctx).await;
+async fn apply(addon: &ClusterAddon, controller: &AddonController) -> Result<Action, Error> {
+    let ctx = controller.shared.as_ref();
+    let result = apply_pass(addon, controller).await;
     // The workload cluster may be the cause: the next pass probes it before using it.
     if result.is_err()
         && let (Some(namespace), Some(cluster)) = (addon.namespace(), &addon.spec.cluster_ref.name)
@@ -184,7 +206,8 @@ async fn apply(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
     result
 }
 
-async fn apply_pass(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
+async fn apply_pass(addon: &ClusterAddon, controller: &AddonController) -> Result<Action, Error> {
+    let ctx = controller.shared.as_ref();
     let mut progress = Progress::new(addon, ctx, &STEPS);
     let cluster = proceed!(read_cluster(&mut progress).await?);
     // 1. Which release: the Cluster's class, in `spec.topology.classNamespace` when given.
@@ -226,7 +249,7 @@ async fn apply_pass(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error
     // 5. Render once, then the stages of the current hook or the one chart.
     let kind = AddonRelease {
         addon,
-        ctx,
+        drift: &controller.drift,
         class: &class,
         tag: &tag,
         compiled: &compiled,
@@ -329,7 +352,9 @@ async fn run_stages(
                 );
                 progress.condition(APPLIED, false, UNKNOWN_STAGE_STATE, message);
                 progress.save().await?;
-                return Ok(ControlFlow::Break(Action::requeue(super::drift_requeue(ctx))));
+                return Ok(ControlFlow::Break(Action::requeue(super::drift_requeue(
+                    &ctx.settings,
+                ))));
             }
             Step::StagesDone { hook, count } => {
                 // Watched from now on, not from the first drift pass.
@@ -383,14 +408,16 @@ async fn resolve_release(
         let waited = progress.wait(RENDERED, "NoRelease", message).await;
         return waited.map(ControlFlow::Break);
     };
-    let found = pipeline::stack_of(&release, tag, ctx, "");
+    let found = pipeline::stack_of(&release, tag, &ctx.stacks, "");
     let stack = match progress.check(RENDERED, found).await? {
         ControlFlow::Continue(stack) => stack,
         ControlFlow::Break(action) => return Ok(ControlFlow::Break(action)),
     };
     let files = pipeline::fetch(ctx, &stack, tag).await;
     let files = progress.check(RENDERED, files).await?;
-    let compiled = pipeline::compile(ctx, &files).await.because("CompileFailed");
+    let compiled = pipeline::compile(&ctx.sources, &ctx.settings.chart_repositories, &files)
+        .await
+        .because("CompileFailed");
     let compiled = progress.check(RENDERED, compiled).await?;
     Ok(ControlFlow::Continue((files, compiled, stack)))
 }
@@ -439,7 +466,8 @@ struct Steps<'a> {
 /// has a `clusteraddon.yaml`.
 struct AddonRelease<'a> {
     addon: &'a ClusterAddon,
-    ctx: &'a Context,
+    /// The controller's drift wake-ups.
+    drift: &'a AddonDrift,
     class: &'a str,
     tag: &'a ReleaseTag,
     compiled: &'a Arc<CompiledRelease>,
@@ -508,8 +536,8 @@ impl ReleaseKind for AddonRelease<'_> {
         release_runner::ReleaseStatus::record_applied(status, render);
     }
 
-    fn wake_ups(&self) -> &crate::context::AddonDrift {
-        &self.ctx.addon_drift
+    fn wake_ups(&self) -> &AddonDrift {
+        self.drift
     }
 
     fn watched(&self, inventories: &[Inventory]) -> bool {
@@ -542,10 +570,7 @@ impl ReleaseKind for AddonRelease<'_> {
     /// every object, so earlier trouble of the watches is forgotten.
     async fn watch_drift(&self, progress: &Progress<'_>, inventories: &[Inventory]) {
         let target = self.target;
-        let notify = self
-            .ctx
-            .addon_drift
-            .notifier(ObjectRef::from_obj(progress.object));
+        let notify = self.drift.notifier(ObjectRef::from_obj(progress.object));
         // Together: a watch starts once naming every inventory of the addon.
         let wanted: Vec<(String, Vec<crate::drift::Kind>)> = inventories
             .iter()
@@ -669,9 +694,9 @@ async fn run_stage_objects(
                 objects,
                 stage: Some(stage.name.clone()),
             };
-            let ctx = progress.ctx;
-            let woken = ctx.addon_drift.is_suspect(&ObjectRef::from_obj(progress.object));
-            let trusted = release_runner::plan::trusts_watches(ctx.settings.drift_watches, false, woken);
+            let drift_watches = progress.ctx.settings.drift_watches;
+            let woken = steps.kind.drift.is_suspect(&ObjectRef::from_obj(progress.object));
+            let trusted = release_runner::plan::trusts_watches(drift_watches, false, woken);
             release_runner::apply_inventory(progress, steps.kind, &inventory, false, trusted).await?;
             Ok(())
         }
@@ -884,7 +909,8 @@ impl LiveObjects {
 }
 
 /// Deletion: without the Cluster nothing can be reached; else the addon's objects go first.
-async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
+async fn cleanup(addon: &ClusterAddon, controller: &AddonController) -> Result<Action, Error> {
+    let ctx = controller.shared.as_ref();
     let namespace = addon.namespace().unwrap_or_default();
     let cluster_name = addon.spec.cluster_ref.name.clone().unwrap_or_default();
     let cluster = crate::clusters::get(&ctx.client, &namespace, &cluster_name)
@@ -903,7 +929,7 @@ async fn cleanup(addon: &ClusterAddon, ctx: &Context) -> Result<Action, Error> {
             .await
             .map_err(|e| Error::step("Cleanup", "PruneFailed", capstan_apply::Error::from(e)))?;
         for inventory in inventories_of(addon, &listed) {
-            pipeline::prune_all(ctx, CONTROLLER, &target.applier, inventory)
+            pipeline::prune_all(&ctx.metrics, CONTROLLER, &target.applier, inventory)
                 .await
                 .map_err(|cause| Error::step("Cleanup", "PruneFailed", cause))?;
         }

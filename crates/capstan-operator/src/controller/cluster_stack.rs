@@ -28,6 +28,7 @@ use crate::context::Context;
 use capstan_stack::name::{ReleaseTag, StackName};
 use capstan_stack::version::Version;
 
+mod polls;
 mod retention;
 
 pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-stack";
@@ -41,7 +42,25 @@ pub const RELEASES_READY: &str = "ReleasesReady";
 /// Label on the releases a ClusterStack creates: the stack's name.
 pub const STACK_LABEL: &str = "clusterstack.x-k8s.io/cluster-stack";
 
-super::finalized_kind!(ClusterStack);
+super::finalized_kind!(ClusterStack, StackController);
+
+/// The ClusterStack controller's state: the shared context, its failures and the last
+/// listing of each stack's source.
+pub struct StackController {
+    pub shared: Arc<Context>,
+    failures: super::failures::Failures,
+    polls: polls::Polls,
+}
+
+impl StackController {
+    pub fn new(shared: Arc<Context>) -> StackController {
+        StackController {
+            shared,
+            failures: Default::default(),
+            polls: Default::default(),
+        }
+    }
+}
 
 impl Tracked for ClusterStack {
     const CONTROLLER: &'static str = CONTROLLER;
@@ -148,7 +167,8 @@ fn spec_of(stack: &ClusterStack) -> Result<Spec, InvalidSpec> {
     })
 }
 
-async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
+async fn apply(stack: &ClusterStack, controller: &StackController) -> Result<Action, Error> {
+    let (ctx, polls) = (controller.shared.as_ref(), &controller.polls);
     let mut progress = Progress::new(stack, ctx, &[SOURCE_READY, RELEASES_READY]);
     let spec = match spec_of(stack) {
         Ok(spec) => spec,
@@ -159,7 +179,7 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
         }
     };
     // 1. The source's releases of this stack (polled at most once per interval).
-    let listing = match list_source(stack, ctx, spec.interval, &spec.versions).await {
+    let listing = match list_source(stack, ctx, polls, spec.interval, &spec.versions).await {
         Ok(listing) => listing,
         Err(cause) => return Err(progress.fail(SOURCE_READY, "ListFailed", cause).await),
     };
@@ -201,7 +221,7 @@ async fn apply(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
     let owned = owned_releases(stack, &releases_api).await?;
     report(&mut progress, &owned, &wanted);
     progress.save().await?;
-    Ok(Action::requeue(next_poll(ctx, stack, spec.interval)))
+    Ok(Action::requeue(next_poll(polls, stack, spec.interval)))
 }
 
 /// The listed releases of the stack on its channel, oldest first, and the latest; recorded
@@ -365,8 +385,8 @@ fn poll_key(stack: &ClusterStack) -> String {
 }
 
 /// Time until the stack's source is due for its next poll.
-fn next_poll(ctx: &Context, stack: &ClusterStack, interval: Duration) -> Duration {
-    let last = ctx.last_poll(&poll_key(stack));
+fn next_poll(polls: &polls::Polls, stack: &ClusterStack, interval: Duration) -> Duration {
+    let last = polls.last(&poll_key(stack));
     match last {
         Some((at, _)) => interval.saturating_sub(at.elapsed()).max(Duration::from_secs(1)),
         None => interval,
@@ -378,13 +398,14 @@ fn next_poll(ctx: &Context, stack: &ClusterStack, interval: Duration) -> Duratio
 async fn list_source(
     stack: &ClusterStack,
     ctx: &Context,
+    polls: &polls::Polls,
     interval: Duration,
     wanted: &[ReleaseTag],
 ) -> Result<Vec<ReleaseTag>, Cause> {
     let key = poll_key(stack);
     let source = super::resolve_source(stack, ctx).await?;
     let source_id = source.describe();
-    if let Some((at, (id, tags))) = ctx.last_poll(&key)
+    if let Some((at, (id, tags))) = polls.last(&key)
         && id == source_id
         && at.elapsed() < interval
         && wanted.iter().all(|t| tags.contains(t))
@@ -394,7 +415,7 @@ async fn list_source(
     let tags = ctx.sources.list(&source).await;
     ctx.metrics.source_polled(source.kind(), tags.is_ok());
     let tags = tags?;
-    ctx.record_poll(&key, source_id, tags.clone());
+    polls.record(&key, source_id, tags.clone());
     Ok(tags)
 }
 
@@ -544,12 +565,13 @@ fn summary_of(release: &ClusterStackRelease) -> ReleaseSummary {
 }
 
 /// Deletion: the stack's releases are deleted (each waits for its Clusters and prunes).
-async fn cleanup(stack: &ClusterStack, ctx: &Context) -> Result<Action, Error> {
+async fn cleanup(stack: &ClusterStack, controller: &StackController) -> Result<Action, Error> {
+    let ctx = controller.shared.as_ref();
     let namespace = stack.namespace().unwrap_or_default();
     let api: Api<ClusterStackRelease> = Api::namespaced(ctx.client.clone(), &namespace);
     for name in owned_releases(stack, &api).await?.keys() {
         delete_release(stack, ctx, &api, name).await?;
     }
-    ctx.forget_poll(&poll_key(stack));
+    controller.polls.forget(&poll_key(stack));
     Ok(Action::await_change())
 }

@@ -25,6 +25,7 @@ use super::pipeline::{self, Parts, ReleaseFiles};
 use super::progress::{Because, Failure, WAIT};
 use super::release_runner::{self, Inventory, ReleaseKind};
 use super::report::Outcome;
+use super::wake_ups::ReleaseDrift;
 use super::{Error, object_ref, owner_reference};
 use crate::api::{ClusterStackRelease, ClusterStackReleaseStatus};
 use crate::context::Context;
@@ -51,7 +52,31 @@ const VERIFIED_STEPS_WITH_PROVIDER: [&str; 5] =
 /// How often a release being deleted looks again whether Clusters still use it.
 const WAIT_FOR_USERS: Duration = Duration::from_secs(15);
 
-super::finalized_kind!(ClusterStackRelease);
+super::finalized_kind!(ClusterStackRelease, ReleaseController);
+
+/// The ClusterStackRelease controller's state: the shared context, its failures, the drift
+/// wake-ups of its releases and their drift watches in the management cluster.
+pub struct ReleaseController {
+    pub shared: Arc<Context>,
+    failures: super::failures::Failures,
+    /// Releases whose objects a watch saw change (their ClusterClass, or any object of their
+    /// inventory through the drift watches): woken at once, and their next pass re-applies
+    /// even when the drift interval has not passed.
+    pub drift: ReleaseDrift,
+    /// The drift watches of the releases' objects in the management cluster.
+    pub watches: watches::ReleaseWatches,
+}
+
+impl ReleaseController {
+    pub fn new(shared: Arc<Context>) -> ReleaseController {
+        ReleaseController {
+            shared,
+            failures: Default::default(),
+            drift: Default::default(),
+            watches: Default::default(),
+        }
+    }
+}
 super::progress::tracked_kind!(ClusterStackRelease, ClusterStackReleaseStatus);
 
 /// The note of the event sent when the release becomes ready.
@@ -83,7 +108,8 @@ fn steps_of(release: &ClusterStackRelease, verified: bool) -> &'static [&'static
     }
 }
 
-async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, Error> {
+async fn apply(release: &ClusterStackRelease, controller: &ReleaseController) -> Result<Action, Error> {
+    let ctx = controller.shared.as_ref();
     let mut progress = Progress::new(release, ctx, steps_of(release, was_verified(release)));
     let tag = match ReleaseTag::parse(&release.name_any()) {
         Ok(tag) => tag,
@@ -96,7 +122,7 @@ async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, E
         }
     };
     // 1. The source, from the ClusterStack that owns (or else matches) the release.
-    let found = pipeline::stack_of(release, &tag, ctx, "; the release has no source");
+    let found = pipeline::stack_of(release, &tag, &ctx.stacks, "; the release has no source");
     let stack = match progress.check(DOWNLOADED, found).await? {
         ControlFlow::Continue(stack) => stack,
         ControlFlow::Break(action) => return Ok(action),
@@ -148,17 +174,21 @@ async fn apply(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, E
             }
         }
     }
-    render_and_apply(&mut progress, &files).await
+    render_and_apply(&mut progress, controller, &files).await
 }
 
 /// Renders once per inputs, then applies, or only checks drift when the manifest was
 /// applied in full before ([`release_runner`] decides and acts).
-async fn render_and_apply(progress: &mut Progress<'_>, files: &ReleaseFiles) -> Result<Action, Error> {
-    let (release, ctx) = (progress.object, progress.ctx);
+async fn render_and_apply(
+    progress: &mut Progress<'_>,
+    controller: &ReleaseController,
+    files: &ReleaseFiles,
+) -> Result<Action, Error> {
+    let release = progress.object;
     let namespace = release.namespace().unwrap_or_default();
     let kind = ClassRelease {
         release,
-        ctx,
+        controller,
         files,
         inputs: pipeline::inputs_hash("cluster-class", [files.digest.as_str(), namespace.as_str()]),
     };
@@ -169,7 +199,7 @@ async fn render_and_apply(progress: &mut Progress<'_>, files: &ReleaseFiles) -> 
 /// release's namespace and applied to the management cluster with one inventory.
 struct ClassRelease<'a> {
     release: &'a ClusterStackRelease,
-    ctx: &'a Context,
+    controller: &'a ReleaseController,
     files: &'a ReleaseFiles,
     inputs: String,
 }
@@ -189,11 +219,11 @@ impl ReleaseKind for ClassRelease<'_> {
 
     async fn render(&self) -> Result<Parts, Failure> {
         let namespace = self.release.namespace().unwrap_or_default();
-        render_class(self.ctx, self.files, &namespace).await
+        render_class(&self.controller.shared, self.files, &namespace).await
     }
 
     async fn rendered(&self, progress: &mut Progress<'_>, render: &StoredRender, fresh: bool) {
-        let ctx = self.ctx;
+        let ctx = self.controller.shared.as_ref();
         if fresh {
             let note = format!(
                 "ClusterClass chart rendered, stored as revision {}",
@@ -205,7 +235,8 @@ impl ReleaseKind for ClassRelease<'_> {
         let message = format!("revision {} of the rendered ClusterClass chart", render.revision);
         progress.condition(RENDERED, true, "Rendered", message);
         if progress.status.kubernetes_version.is_none()
-            && let Ok(compiled) = pipeline::compile(ctx, self.files).await
+            && let Ok(compiled) =
+                pipeline::compile(&ctx.sources, &ctx.settings.chart_repositories, self.files).await
         {
             progress.status.kubernetes_version = Some(compiled.kubernetes().to_string());
         }
@@ -225,12 +256,12 @@ impl ReleaseKind for ClassRelease<'_> {
         }]))
     }
 
-    fn wake_ups(&self) -> &crate::context::ReleaseDrift {
-        &self.ctx.release_drift
+    fn wake_ups(&self) -> &ReleaseDrift {
+        &self.controller.drift
     }
 
     fn applier(&self) -> &capstan_apply::Applier {
-        &self.ctx.applier
+        &self.controller.shared.applier
     }
 
     fn applied_message(&self, outcome: &Outcome, render: &StoredRender) -> String {
@@ -240,12 +271,13 @@ impl ReleaseKind for ClassRelease<'_> {
     /// Watches the kinds just applied in the management cluster: a change there wakes this
     /// release at once (see [`watches`]).
     async fn watch_drift(&self, _progress: &Progress<'_>, inventories: &[Inventory]) {
-        let ctx = self.ctx;
+        let (ctx, controller) = (self.controller.shared.as_ref(), self.controller);
         let key = ObjectRef::from_obj(self.release);
         let namespace = self.release.namespace().unwrap_or_default();
         let scope = watches::watch_namespace(&ctx.settings.namespaces, &namespace);
-        let notify = ctx.release_drift.notifier(key.clone());
-        let watches = ctx.release_watches.of(&key, scope);
+        let notify = controller.drift.notifier(key.clone());
+        let ids = inventories.iter().map(|i| i.inventory.id()).collect();
+        let watches = controller.watches.of(&key, scope, ids);
         for inventory in inventories {
             watches
                 .ensure(
@@ -261,7 +293,9 @@ impl ReleaseKind for ClassRelease<'_> {
 
 /// Renders the ClusterClass chart on a blocking thread.
 async fn render_class(ctx: &Context, files: &ReleaseFiles, namespace: &str) -> Result<Parts, Failure> {
-    let compiled = pipeline::compile(ctx, files).await.because("CompileFailed")?;
+    let compiled = pipeline::compile(&ctx.sources, &ctx.settings.chart_repositories, files)
+        .await
+        .because("CompileFailed")?;
     let namespace = namespace.to_string();
     pipeline::blocking("rendering the ClusterClass chart", move || {
         let env = std::rc::Rc::new(capstan_template::funcs::FuncEnv::system());
@@ -298,9 +332,10 @@ pub fn inventory_of(release: &ClusterStackRelease) -> InventoryRef {
 }
 
 /// Deletion: wait while Clusters use the class, then prune what was applied.
-async fn cleanup(release: &ClusterStackRelease, ctx: &Context) -> Result<Action, Error> {
+async fn cleanup(release: &ClusterStackRelease, controller: &ReleaseController) -> Result<Action, Error> {
+    let ctx = controller.shared.as_ref();
     // What is pruned below is no drift; while Clusters hold the release, nothing is repaired.
-    ctx.release_watches.stop(&ObjectRef::from_obj(release));
+    controller.watches.stop(&ObjectRef::from_obj(release));
     let mut progress = Progress::new(release, ctx, steps_of(release, was_verified(release)));
     let namespace = release.namespace().unwrap_or_default();
     if let Some(users) = users(ctx, &namespace, &release.name_any()).await {
@@ -312,7 +347,7 @@ async fn cleanup(release: &ClusterStackRelease, ctx: &Context) -> Result<Action,
         });
     }
     let inventory = inventory_of(release);
-    let pruned = pipeline::prune_all(ctx, CONTROLLER, &ctx.applier, inventory)
+    let pruned = pipeline::prune_all(&ctx.metrics, CONTROLLER, &ctx.applier, inventory)
         .await
         .map_err(|cause| Error::step("Prune", "PruneFailed", cause))?;
     ctx.store

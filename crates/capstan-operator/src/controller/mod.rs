@@ -7,6 +7,7 @@ pub mod cluster_addon;
 pub mod cluster_stack;
 pub mod cluster_stack_release;
 pub mod error;
+pub mod failures;
 pub mod pipeline;
 pub mod progress;
 pub mod provider;
@@ -14,6 +15,7 @@ pub mod references;
 pub mod release_runner;
 pub mod report;
 pub mod rollout;
+pub mod wake_ups;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -27,48 +29,78 @@ use kube::{Resource, ResourceExt};
 
 use super::api::{ClusterStack, StackSource};
 use super::context::Context;
+use super::settings::Settings;
 use super::sources::Resolved;
 use capstan_stack::name::{KubernetesVersion, StackName};
 pub use clock::now;
 pub use error::{Cause, Error, Invalid, SourceConfigError, TERMINAL_RETRY};
+use failures::Failures;
 pub use references::{object_ref, owner_reference};
 
+/// What every controller's reconciles are given: the shared [`Context`] and the controller's
+/// own failures; each controller's state struct adds what only it keeps.
+pub trait Reconciler: Send + Sync + 'static {
+    fn shared(&self) -> &Context;
+    fn failures(&self) -> &Failures;
+}
+
+/// [`Reconciler`] of a controller struct with `shared: Arc<Context>` and `failures`.
+macro_rules! reconciler {
+    ($controller:ty) => {
+        impl $crate::controller::Reconciler for $controller {
+            fn shared(&self) -> &$crate::context::Context {
+                &self.shared
+            }
+
+            fn failures(&self) -> &$crate::controller::failures::Failures {
+                &self.failures
+            }
+        }
+    };
+}
+pub(crate) use reconciler;
+
 /// A kind of the operator's API reconciled through a finalizer: `apply` while an object
-/// lives, `cleanup` once it is being deleted.
+/// lives, `cleanup` once it is being deleted, given its controller's state.
 pub trait Finalized: progress::Tracked + Send + Sync + 'static {
     const FINALIZER: &'static str;
-    fn apply(&self, ctx: &Context) -> impl Future<Output = Result<Action, Error>> + Send;
-    fn cleanup(&self, ctx: &Context) -> impl Future<Output = Result<Action, Error>> + Send;
+    type Controller: Reconciler;
+    fn apply(&self, controller: &Self::Controller) -> impl Future<Output = Result<Action, Error>> + Send;
+    fn cleanup(&self, controller: &Self::Controller) -> impl Future<Output = Result<Action, Error>> + Send;
 }
 
 /// A controller module's entry points for `$kind` (which it reconciles with its `apply` and
-/// `cleanup` under its `FINALIZER`): `reconcile`, `error_policy` and the `Progress` alias.
+/// `cleanup` under its `FINALIZER`, given a `$controller`): `reconcile`, `error_policy` and
+/// the `Progress` alias.
 macro_rules! finalized_kind {
-    ($kind:ty) => {
+    ($kind:ty, $controller:ty) => {
         /// Reconciles one object.
-        pub async fn reconcile(object: Arc<$kind>, ctx: Arc<Context>) -> Result<Action, Error> {
-            super::reconcile(object, ctx).await
+        pub async fn reconcile(object: Arc<$kind>, controller: Arc<$controller>) -> Result<Action, Error> {
+            super::reconcile(object, controller).await
         }
 
         pub use super::error_policy;
 
         impl super::Finalized for $kind {
             const FINALIZER: &'static str = FINALIZER;
+            type Controller = $controller;
 
             fn apply(
                 &self,
-                ctx: &Context,
+                controller: &$controller,
             ) -> impl std::future::Future<Output = Result<Action, Error>> + Send {
-                apply(self, ctx)
+                apply(self, controller)
             }
 
             fn cleanup(
                 &self,
-                ctx: &Context,
+                controller: &$controller,
             ) -> impl std::future::Future<Output = Result<Action, Error>> + Send {
-                cleanup(self, ctx)
+                cleanup(self, controller)
             }
         }
+
+        super::reconciler!($controller);
 
         type Progress<'a> = super::progress::Progress<'a, $kind>;
     };
@@ -78,36 +110,52 @@ use finalized_kind;
 /// One reconcile of `object` through kube's finalizer helper. Counts the reconcile in the
 /// metrics of its controller and reports a new error as a Warning event (a success clears it
 /// and the object's backoff).
-pub async fn reconcile<K: Finalized>(object: Arc<K>, ctx: Arc<Context>) -> Result<Action, Error> {
+pub async fn reconcile<K: Finalized>(
+    object: Arc<K>,
+    controller: Arc<K::Controller>,
+) -> Result<Action, Error> {
     use kube::runtime::finalizer::{Event, finalizer};
-    let key = key_of(object.as_ref());
-    let ctx: &Context = &ctx;
+    let controller: &K::Controller = &controller;
+    let ctx = controller.shared();
     let started = std::time::Instant::now();
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &object.namespace().unwrap_or_default());
     let result = finalizer(&api, K::FINALIZER, object.clone(), |event| async move {
         match event {
-            Event::Apply(object) => object.apply(ctx).await,
-            Event::Cleanup(object) => object.cleanup(ctx).await,
+            Event::Apply(object) => object.apply(controller).await,
+            Event::Cleanup(object) => object.cleanup(controller).await,
         }
     })
     .await
     .or_else(finalizer_outcome);
-    let error = result.as_ref().err();
-    tracing::debug!(object = %key, elapsed = ?started.elapsed(), action = ?result.as_ref().ok(), "pass ended");
-    ctx.metrics
-        .reconciled(K::CONTROLLER, started.elapsed(), error.map(Error::metric_label));
+    tracing::debug!(object = %key_of(object.as_ref()), elapsed = ?started.elapsed(), action = ?result.as_ref().ok(), "pass ended");
+    ctx.metrics.reconciled(
+        K::CONTROLLER,
+        started.elapsed(),
+        result.as_ref().err().map(Error::metric_label),
+    );
+    reconciled(controller, object.as_ref(), result.as_ref().err()).await;
+    result
+}
+
+/// After a reconcile of `object`: a success forgets its failures; an error not reported last
+/// for it becomes a Warning event.
+pub async fn reconciled<K: Resource<DynamicType = ()>>(
+    controller: &impl Reconciler,
+    object: &K,
+    error: Option<&Error>,
+) {
+    let key = key_of(object);
+    let failures = controller.failures();
     if error.is_none() {
-        ctx.succeeded(&key);
+        failures.succeeded(&key);
     }
     let text = error.map(Error::to_string);
-    ctx.error_event(
-        &key,
-        &object_ref(object.as_ref()),
-        "ReconcileFailed",
-        text.as_deref(),
-    )
-    .await;
-    result
+    if let (true, Some(text)) = (failures.is_new_error(&key, text.as_deref()), text) {
+        controller
+            .shared()
+            .event(&object_ref(object), true, "ReconcileFailed", "Reconcile", text)
+            .await;
+    }
 }
 
 /// The key of `object` in backoffs, error events and logs: `Kind/namespace/name`.
@@ -121,12 +169,12 @@ pub fn key_of<K: Resource<DynamicType = ()>>(object: &K) -> String {
 }
 
 /// The requeue after a failed reconcile of `object` (see [`requeue_after_error`]).
-pub fn error_policy<K: Resource<DynamicType = ()>>(
+pub fn error_policy<K: Resource<DynamicType = ()>, C: Reconciler>(
     object: Arc<K>,
     error: &Error,
-    ctx: Arc<Context>,
+    controller: Arc<C>,
 ) -> Action {
-    requeue_after_error(&ctx, &key_of(object.as_ref()), error)
+    requeue_after_error(controller.failures(), &key_of(object.as_ref()), error)
 }
 
 /// The outcome of a reconcile through kube's finalizer helper: the step's own error, or the
@@ -154,11 +202,11 @@ const BACKOFF_MAX: Duration = Duration::from_secs(300);
 
 /// The requeue after a failed reconcile of `key`: a terminal error waits for a change (or
 /// [`TERMINAL_RETRY`]); any other is retried with capped exponential backoff. Both jittered.
-pub fn requeue_after_error(ctx: &Context, key: &str, error: &Error) -> Action {
+pub fn requeue_after_error(failures: &Failures, key: &str, error: &Error) -> Action {
     let terminal = error.is_terminal();
     tracing::warn!(object = %key, %error, terminal, kind = error.metric_label(), "reconcile failed");
     // A terminal error does not climb the backoff ladder: the next retryable one starts low.
-    let failures = if terminal { 0 } else { ctx.failed(key) };
+    let failures = if terminal { 0 } else { failures.failed(key) };
     Action::requeue(crate::jitter::jitter(retry_delay(terminal, failures)))
 }
 
@@ -175,16 +223,16 @@ pub fn retry_delay(terminal: bool, failures: u32) -> Duration {
 
 /// The delay until the next drift pass after a full one: the drift interval, jittered so
 /// objects applied together do not come due together.
-pub fn drift_requeue(ctx: &Context) -> Duration {
-    crate::jitter::jitter(ctx.settings.drift_interval)
+pub fn drift_requeue(settings: &Settings) -> Duration {
+    crate::jitter::jitter(settings.drift_interval)
 }
 
 /// Time left until the next drift check of an object last checked at `last`, or `None` when
 /// it is due (or was never checked).
-pub fn drift_wait(last: Option<&Time>, ctx: &Context) -> Option<Duration> {
+pub fn drift_wait(last: Option<&Time>, settings: &Settings) -> Option<Duration> {
     let elapsed = now().0.duration_since(last?.0);
     let elapsed = Duration::try_from(elapsed).unwrap_or(Duration::ZERO);
-    ctx.settings
+    settings
         .drift_interval
         .checked_sub(elapsed)
         .filter(|d| !d.is_zero())

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use sha2::{Digest, Sha256};
 
 use super::progress::{Because, Failure, Progress, Tracked, WAIT};
@@ -21,9 +21,9 @@ use super::report::Outcome;
 use super::{Cause, Error, object_ref};
 use crate::api::{ClusterStack, ClusterStackRelease};
 use crate::context::Context;
-use crate::metrics::ObjectOutcome;
-use crate::sources::{Fetched, Resolved};
-use crate::store::{Owner, StoredRender};
+use crate::metrics::{Metrics, ObjectOutcome};
+use crate::sources::{Fetched, Resolved, Sources};
+use crate::store::{Owner, RenderStore, StoredRender};
 use capstan_apply::{Applier, ApplyOptions, DesiredObject, InventoryRef, parse_stream};
 use capstan_stack::name::ReleaseTag;
 use capstan_stack::render::CompiledRelease;
@@ -51,7 +51,7 @@ where
 pub fn stack_of(
     release: &ClusterStackRelease,
     tag: &ReleaseTag,
-    ctx: &Context,
+    stacks: &Store<ClusterStack>,
     detail: &'static str,
 ) -> Result<ControlFlow<Action, Arc<ClusterStack>>, Failure> {
     let namespace = release.namespace().unwrap_or_default();
@@ -61,7 +61,7 @@ pub fn stack_of(
         .find(|o| o.kind == "ClusterStack" && o.api_version.starts_with("clusterstack.x-k8s.io/"));
     if let Some(owner) = owner {
         let key = ObjectRef::<ClusterStack>::new(&owner.name).within(&namespace);
-        return Ok(match ctx.stacks.get(&key) {
+        return Ok(match stacks.get(&key) {
             Some(stack) => ControlFlow::Continue(stack),
             None => {
                 tracing::debug!(release = %release.name_any(), stack = %owner.name, "ClusterStack not in the cache yet");
@@ -69,7 +69,7 @@ pub fn stack_of(
             }
         });
     }
-    ctx.stacks
+    stacks
         .state()
         .into_iter()
         .find(|s| {
@@ -113,15 +113,20 @@ pub async fn fetch(ctx: &Context, stack: &ClusterStack, tag: &ReleaseTag) -> Res
     })
 }
 
-/// The compiled release (once per digest, kept in the context), with the charts' missing
-/// dependencies resolved as the reference operator's `--dependency-update` does.
-pub async fn compile(ctx: &Context, files: &ReleaseFiles) -> Result<Arc<CompiledRelease>, Cause> {
-    let cache = ctx.sources.cache().clone();
-    let fetched = files.fetched.clone();
-    let repositories = ctx.settings.chart_repositories.clone();
-    if let Some(kept) = ctx.compiled.get(&files.digest) {
+/// The compiled release (once per digest, kept with the sources), with the charts' missing
+/// dependencies resolved from `repositories` as the reference operator's
+/// `--dependency-update` does.
+pub async fn compile(
+    sources: &Sources,
+    repositories: &capstan_source::charts::Settings,
+    files: &ReleaseFiles,
+) -> Result<Arc<CompiledRelease>, Cause> {
+    if let Some(kept) = sources.compiled().get(&files.digest) {
         return Ok(kept);
     }
+    let cache = sources.cache().clone();
+    let fetched = files.fetched.clone();
+    let repositories = repositories.clone();
     let compiled = blocking("compiling the release", move || {
         let opened = fetched.open(&cache)?;
         let resolver = capstan_source::charts::ChartResolver::new(cache.clone(), repositories)
@@ -129,7 +134,7 @@ pub async fn compile(ctx: &Context, files: &ReleaseFiles) -> Result<Arc<Compiled
         CompiledRelease::with_resolver(&opened.release, Some(&resolver)).map_err(Cause::Compile)
     })
     .await?;
-    Ok(ctx.compiled.keep(&files.digest, compiled))
+    Ok(sources.compiled().keep(&files.digest, compiled))
 }
 
 /// The hash of what a render depends on: `what` is rendered, capstan's version, then
@@ -147,22 +152,18 @@ pub fn inputs_hash<'a>(what: &'a str, fields: impl IntoIterator<Item = &'a str>)
 pub type Parts = Vec<(String, String)>;
 
 /// The newest stored render of `owner`.
-pub async fn latest(ctx: &Context, owner: &Owner) -> Result<Option<StoredRender>, Failure> {
-    ctx.store.latest(owner).await.because("StoreUnavailable")
+pub async fn latest(store: &RenderStore, owner: &Owner) -> Result<Option<StoredRender>, Failure> {
+    store.latest(owner).await.because("StoreUnavailable")
 }
 
 /// Stores `parts`, rendered from `inputs`, as the newest revision of `owner`.
 pub async fn store(
-    ctx: &Context,
+    store: &RenderStore,
     owner: &Owner,
     inputs: &str,
     parts: Parts,
 ) -> Result<StoredRender, Failure> {
-    let saved = ctx
-        .store
-        .save(owner, inputs, parts)
-        .await
-        .because("StoreFailed")?;
+    let saved = store.save(owner, inputs, parts).await.because("StoreFailed")?;
     tracing::info!(owner = %owner.name, revision = saved.revision, "rendered");
     Ok(saved)
 }
@@ -252,7 +253,7 @@ pub async fn apply<K: Tracked>(
 /// Deletion: every object of `inventory` is pruned (on purpose: any scope), then the
 /// inventory's ConfigMap goes (both kinds' cleanup). Returns how many objects were pruned.
 pub async fn prune_all(
-    ctx: &Context,
+    metrics: &Metrics,
     controller: &str,
     applier: &Applier,
     inventory: InventoryRef,
@@ -261,7 +262,7 @@ pub async fn prune_all(
         return Ok(0);
     };
     let pruned = report.summary.pruned as u64;
-    ctx.metrics.objects(controller, ObjectOutcome::Pruned, pruned);
+    metrics.objects(controller, ObjectOutcome::Pruned, pruned);
     if report.failed() {
         let problems: Vec<String> = report
             .results

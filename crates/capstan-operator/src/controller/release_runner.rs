@@ -20,7 +20,7 @@ use super::Error;
 use super::pipeline::{self, APPLIED, Parts, RENDERED, Watched};
 use super::progress::{Failure, Progress, Tracked};
 use super::report::Outcome;
-use crate::context::DriftWakeUps;
+use super::wake_ups::DriftWakeUps;
 use crate::store::{Owner, StoredRender};
 use capstan_apply::{Applier, DesiredObject, InventoryRef};
 use plan::{Drift, Snapshot, Step};
@@ -133,7 +133,7 @@ pub trait ReleaseKind {
 /// One pass of a release from its render on: observe, plan, act, until a step ends it.
 pub async fn run<R: ReleaseKind>(progress: &mut Progress<'_, R::Object>, kind: &R) -> Result<Action, Error> {
     let owner = kind.owner();
-    let latest = pipeline::latest(progress.ctx, &owner).await;
+    let latest = pipeline::latest(&progress.ctx.store, &owner).await;
     let mut stored = progress
         .check(RENDERED, latest)
         .await?
@@ -176,7 +176,7 @@ fn observe<R: ReleaseKind>(
     // The later of the last full pass (status) and the last check the watches vouched for.
     let checked = kind.wake_ups().last_check(&object);
     let last = progress.status.last_reconciled().max(checked.as_ref());
-    let due_in = super::drift_wait(last, progress.ctx);
+    let due_in = super::drift_wait(last, &progress.ctx.settings);
     Snapshot {
         stored: inventories.is_some(),
         applied: kind.applied(&progress.status),
@@ -207,7 +207,7 @@ async fn act<R: ReleaseKind>(
         Step::Render => {
             let parts = kind.render().await;
             let parts = progress.check(RENDERED, parts).await?;
-            let saved = pipeline::store(ctx, owner, kind.inputs(), parts).await;
+            let saved = pipeline::store(&ctx.store, owner, kind.inputs(), parts).await;
             return Ok(Acted::Rendered(progress.check(RENDERED, saved).await?));
         }
         Step::Wait(wait) => {
@@ -220,7 +220,7 @@ async fn act<R: ReleaseKind>(
             kind.wake_ups().record_check(ObjectRef::from_obj(progress.object));
             ctx.metrics.drift_checked(R::Object::CONTROLLER, "watches");
             progress.save().await?;
-            return Ok(Acted::Done(Action::requeue(super::drift_requeue(ctx))));
+            return Ok(Acted::Done(Action::requeue(super::drift_requeue(&ctx.settings))));
         }
         Step::Apply { drift_pass } => drift_pass,
     };
@@ -290,7 +290,7 @@ pub async fn finish<R: ReleaseKind>(
     kind.wake_ups()
         .forget_check(&ObjectRef::from_obj(progress.object));
     progress.save().await?;
-    Ok(Action::requeue(super::drift_requeue(progress.ctx)))
+    Ok(Action::requeue(super::drift_requeue(&progress.ctx.settings)))
 }
 
 #[cfg(test)]

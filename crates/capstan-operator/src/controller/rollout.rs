@@ -27,6 +27,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 
 use super::Error;
+use super::failures::Failures;
 use crate::api::rollout::ClusterStackRollout;
 use crate::api::{ClusterAddon, ClusterStackRelease};
 use crate::context::Context;
@@ -46,7 +47,7 @@ const STATUS_ATTEMPTS: usize = 4;
 pub async fn run(
     client: Client,
     scope: Scope,
-    ctx: Arc<Context>,
+    shared: Arc<Context>,
     config: controller::Config,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
@@ -100,7 +101,11 @@ pub async fn run(
     let for_clusters = (rollouts.clone(), clusters.clone());
     let for_addons = (rollouts.clone(), clusters.clone());
     let for_releases = rollouts.clone();
-    let reconciler = fleet.clone();
+    let reconciler = Arc::new(RolloutController {
+        shared,
+        failures: Failures::default(),
+        fleet,
+    });
     Controller::for_stream(rollout_events, rollouts)
         .watches_stream_with(
             cluster_changes,
@@ -126,11 +131,7 @@ pub async fn run(
         })
         .with_config(config)
         .graceful_shutdown_on(shutdown)
-        .run(
-            move |rollout, ctx| reconcile(rollout, ctx, reconciler.clone()),
-            error_policy,
-            ctx,
-        )
+        .run(reconcile, error_policy, reconciler)
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -181,12 +182,21 @@ fn release_trigger(release: &ClusterStackRelease) -> Option<u64> {
     Some(hasher.finish())
 }
 
+/// The rollout controller's state: the shared context, its failures and the fleet it watches.
+pub struct RolloutController {
+    shared: Arc<Context>,
+    failures: Failures,
+    fleet: Arc<Fleet>,
+}
+
+super::reconciler!(RolloutController);
+
 /// Reconciles one rollout: observe, plan, record, act.
 pub async fn reconcile(
     rollout: Arc<ClusterStackRollout>,
-    ctx: Arc<Context>,
-    fleet: Arc<Fleet>,
+    controller: Arc<RolloutController>,
 ) -> Result<Action, Error> {
+    let (ctx, fleet) = (&controller.shared, &controller.fleet);
     if !fleet.scope.admits(rollout.meta()) || rollout.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
@@ -194,27 +204,20 @@ pub async fn reconcile(
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
     let started = std::time::Instant::now();
-    let key = super::key_of(rollout.as_ref());
-    let result = step(&rollout, &ctx, &fleet).await;
+    let result = step(&rollout, ctx, fleet).await;
     let error = result.as_ref().err();
     ctx.metrics
         .reconciled(CONTROLLER, started.elapsed(), error.map(Error::metric_label));
-    if error.is_none() {
-        ctx.succeeded(&key);
-    }
-    let text = error.map(Error::to_string);
-    ctx.error_event(
-        &key,
-        &super::object_ref(rollout.as_ref()),
-        "ReconcileFailed",
-        text.as_deref(),
-    )
-    .await;
+    super::reconciled(controller.as_ref(), rollout.as_ref(), error).await;
     result
 }
 
-pub fn error_policy(rollout: Arc<ClusterStackRollout>, error: &Error, ctx: Arc<Context>) -> Action {
-    super::requeue_after_error(&ctx, &super::key_of(rollout.as_ref()), error)
+pub fn error_policy(
+    rollout: Arc<ClusterStackRollout>,
+    error: &Error,
+    controller: Arc<RolloutController>,
+) -> Action {
+    super::requeue_after_error(&controller.failures, &super::key_of(rollout.as_ref()), error)
 }
 
 /// One pass. The rollout is read again from the API server first: the store may lag behind

@@ -200,7 +200,7 @@ async fn refuse(
         ctx.event(&object_ref(progress.object), true, reason, "Verify", message)
             .await;
     }
-    Ok(ControlFlow::Break(Action::requeue(drift_requeue(ctx))))
+    Ok(ControlFlow::Break(Action::requeue(drift_requeue(&ctx.settings))))
 }
 
 #[cfg(test)]

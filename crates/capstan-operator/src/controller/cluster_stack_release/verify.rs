@@ -21,7 +21,7 @@ use super::super::{Error, drift_requeue, object_ref};
 use crate::api::{ClusterStack, VerifySpec};
 use crate::context::Context;
 use crate::sources::Verification;
-use capstan_source::verify::{Identity, Policy, PublicKey, TrustedRoot};
+use capstan_source::verify::{Identity, Policy, TrustedRoot};
 use capstan_stack::name::ReleaseTag;
 
 /// The release controller's progress, named here rather than through the parent module (which
@@ -40,11 +40,7 @@ pub fn keys_of_secret(
     name: &str,
     data: &BTreeMap<String, ByteString>,
 ) -> Result<Policy, SourceConfigError> {
-    let mut keys = Vec::new();
-    for (entry, value) in data.iter().filter(|(entry, _)| entry.ends_with(".pub")) {
-        let origin = format!("Secret {namespace}/{name} entry {entry}");
-        keys.push(PublicKey::from_pem(&value.0, &origin)?);
-    }
+    let keys = super::super::pipeline::dependency_policy::pub_entries(namespace, name, data)?;
     if keys.is_empty() {
         return Err(SourceConfigError::NoVerifyKeys {
             namespace: namespace.to_string(),
@@ -143,7 +139,8 @@ pub async fn check(
 ) -> Result<ControlFlow<Action>, Error> {
     let ctx = progress.ctx;
     if !has_policy(stack, ctx) {
-        // Without a policy nothing is verified, and a policy removed leaves no stale verdict.
+        // Without a policy nothing is verified, and a policy removed leaves no stale verdict
+        // (the dependencies' check, next, writes its own).
         progress.status.verified_by = None;
         progress.status.conditions.retain(|c| c.type_ != SOURCE_VERIFIED);
         return Ok(ControlFlow::Continue(()));
@@ -186,27 +183,44 @@ async fn refuse(
     reason: &'static str,
     message: String,
 ) -> Result<ControlFlow<Action>, Error> {
+    progress.ctx.metrics.source_verified(reason);
+    progress.status.verified_by = None;
+    Ok(ControlFlow::Break(
+        record_refusal(progress, reason, message).await?,
+    ))
+}
+
+/// Records `SourceVerified=False` with `reason` on the object of `progress` (a release, or a
+/// ClusterAddon whose release's dependencies were refused) and a Warning event when the
+/// verdict is new; the pass ends, and the object is looked at again after the drift interval.
+/// The caller counts the metric.
+pub async fn record_refusal<K: Tracked>(
+    progress: &mut super::super::progress::Progress<'_, K>,
+    reason: &'static str,
+    message: String,
+) -> Result<Action, Error> {
     let ctx = progress.ctx;
-    ctx.metrics.source_verified(reason);
     let fresh = progress
         .object
         .status_of()
-        .and_then(|s| crate::api::conditions::find(&s.conditions, SOURCE_VERIFIED))
+        .cloned()
+        .and_then(|mut status| {
+            crate::api::conditions::find(K::conditions_mut(&mut status), SOURCE_VERIFIED).cloned()
+        })
         .is_none_or(|c| c.reason != reason || c.message != message);
-    progress.status.verified_by = None;
     progress.condition(SOURCE_VERIFIED, false, reason, message.clone());
     progress.save().await?;
     if fresh {
         ctx.event(&object_ref(progress.object), true, reason, "Verify", message)
             .await;
     }
-    Ok(ControlFlow::Break(Action::requeue(drift_requeue(ctx))))
+    Ok(Action::requeue(drift_requeue(ctx)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capstan_source::verify::SigningKey;
+    use capstan_source::verify::{PublicKey, SigningKey};
 
     #[test]
     fn keyless_identities_and_the_trusted_root_secret_are_read() {

@@ -15,7 +15,7 @@ use kube::api::Api;
 use kube::runtime::controller::Action;
 
 use super::super::error::SourceConfigError;
-use super::super::pipeline::ReleaseFiles;
+use super::super::pipeline::{ReleaseFiles, dependency_policy};
 use super::super::progress::{Because, Tracked};
 use super::super::{Error, drift_requeue, object_ref};
 use crate::api::{ClusterStack, VerifySpec};
@@ -40,7 +40,7 @@ pub fn keys_of_secret(
     name: &str,
     data: &BTreeMap<String, ByteString>,
 ) -> Result<Policy, SourceConfigError> {
-    let keys = super::super::pipeline::dependency_policy::pub_entries(namespace, name, data)?;
+    let keys = dependency_policy::pub_entries(namespace, name, data)?;
     if keys.is_empty() {
         return Err(SourceConfigError::NoVerifyKeys {
             namespace: namespace.to_string(),
@@ -55,21 +55,12 @@ pub fn has_policy(stack: &ClusterStack, ctx: &Context) -> bool {
     stack.spec.verify.is_some() || !ctx.settings.verify.is_empty()
 }
 
-/// The entry of a trusted-root Secret holding Sigstore's `trusted_root.json`.
-pub const TRUSTED_ROOT_ENTRY: &str = "trusted_root.json";
+pub use super::super::pipeline::dependency_policy::TRUSTED_ROOT_ENTRY;
 
 /// The keyless identities of `spec.verify.matchOIDCIdentity`.
 pub fn identities_of(spec: &VerifySpec) -> Result<Vec<Identity>, SourceConfigError> {
-    spec.match_oidc_identity
-        .iter()
-        .enumerate()
-        .map(|(index, m)| {
-            Identity::new(&m.issuer, &m.subject).map_err(|e| SourceConfigError::VerifyIdentity {
-                index,
-                message: e.to_string(),
-            })
-        })
-        .collect()
+    dependency_policy::identities_of_matches(&spec.match_oidc_identity)
+        .map_err(|(index, message)| SourceConfigError::VerifyIdentity { index, message })
 }
 
 /// The trusted root of a Secret `namespace/name` (its `trusted_root.json` entry).
@@ -78,14 +69,13 @@ pub fn trusted_root_of_secret(
     name: &str,
     data: &BTreeMap<String, ByteString>,
 ) -> Result<TrustedRoot, SourceConfigError> {
-    let bytes = data
-        .get(TRUSTED_ROOT_ENTRY)
-        .ok_or_else(|| SourceConfigError::NoTrustedRoot {
+    let root = dependency_policy::trusted_root_entry(namespace, name, data).ok_or_else(|| {
+        SourceConfigError::NoTrustedRoot {
             namespace: namespace.to_string(),
             name: name.to_string(),
-        })?;
-    let origin = format!("Secret {namespace}/{name} entry {TRUSTED_ROOT_ENTRY}");
-    Ok(TrustedRoot::from_json(&bytes.0, &origin)?)
+        }
+    })?;
+    Ok(root?)
 }
 
 /// The policy of `stack`: its `spec.verify` with the keys and trusted root read, else the

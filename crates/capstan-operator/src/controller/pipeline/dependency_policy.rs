@@ -13,15 +13,15 @@ use kube::ResourceExt;
 use kube::api::Api;
 use sha2::{Digest, Sha256};
 
-use crate::api::{ClusterStack, DependencyRule};
+use crate::api::{ClusterStack, DependencyRule, OidcIdentityMatch};
 use crate::context::Context;
 use crate::controller::error::{DependencyPolicyError, Problem, SourceConfigError};
 use capstan_source::charts::RepositoryPolicy;
 use capstan_source::verify::provenance::Keyring;
-use capstan_source::verify::{Identity, KeyError, Policy, PublicKey, TrustedRoot};
+use capstan_source::verify::{Identity, KeyError, Policy, PublicKey, TrustedRoot, TrustedRootError};
 
 /// The entry of a trusted-root Secret holding Sigstore's `trusted_root.json`.
-const TRUSTED_ROOT_ENTRY: &str = "trusted_root.json";
+pub const TRUSTED_ROOT_ENTRY: &str = "trusted_root.json";
 
 /// A stack's rules, with a fingerprint of everything they were read from (the spec and the
 /// Secrets' data): a release compiled under other rules is compiled again.
@@ -90,28 +90,15 @@ fn rule_of(
         None => Policy::default(),
     };
     if !rule.match_oidc_identity.is_empty() {
-        cosign.identities = rule
-            .match_oidc_identity
-            .iter()
-            .enumerate()
-            .map(|(index, m)| {
-                Identity::new(&m.issuer, &m.subject).map_err(|e| Problem::Identity {
-                    index,
-                    message: e.to_string(),
-                })
-            })
-            .collect::<Result<_, _>>()?;
+        cosign.identities = identities_of_matches(&rule.match_oidc_identity)
+            .map_err(|(index, message)| Problem::Identity { index, message })?;
         cosign.trusted_root = Some(match named(&rule.trusted_root_secret_ref) {
-            Some(name) => {
-                let bytes = data(&name)?
-                    .get(TRUSTED_ROOT_ENTRY)
-                    .ok_or_else(|| Problem::NoTrustedRoot {
-                        namespace: namespace.to_string(),
-                        name: name.clone(),
-                    })?;
-                let origin = format!("Secret {namespace}/{name} entry {TRUSTED_ROOT_ENTRY}");
-                TrustedRoot::from_json(&bytes.0, &origin)?
-            }
+            Some(name) => trusted_root_entry(namespace, &name, data(&name)?).ok_or_else(|| {
+                Problem::NoTrustedRoot {
+                    namespace: namespace.to_string(),
+                    name: name.clone(),
+                }
+            })??,
             None => TrustedRoot::public_good()?,
         });
     }
@@ -120,6 +107,28 @@ fn rule_of(
         keyring,
         cosign,
     })
+}
+
+/// The keyless identities of `matches` (regexes of the whole issuer and subject); the index
+/// and the error of the first that is not a regex. Also those of a stack's `spec.verify`.
+pub fn identities_of_matches(matches: &[OidcIdentityMatch]) -> Result<Vec<Identity>, (usize, String)> {
+    matches
+        .iter()
+        .enumerate()
+        .map(|(index, m)| Identity::new(&m.issuer, &m.subject).map_err(|e| (index, e.to_string())))
+        .collect()
+}
+
+/// The trusted root in the `trusted_root.json` entry of Secret `namespace/name`; `None`
+/// without one. Also that of a stack's `spec.verify`.
+pub fn trusted_root_entry(
+    namespace: &str,
+    name: &str,
+    data: &BTreeMap<String, ByteString>,
+) -> Option<Result<TrustedRoot, TrustedRootError>> {
+    let bytes = data.get(TRUSTED_ROOT_ENTRY)?;
+    let origin = format!("Secret {namespace}/{name} entry {TRUSTED_ROOT_ENTRY}");
+    Some(TrustedRoot::from_json(&bytes.0, &origin))
 }
 
 /// The keyring of Secret `namespace/name`: its `*.gpg` and `*.asc` entries together.

@@ -17,7 +17,8 @@ use serde::Serialize;
 use capstan_operator::api::conditions::{self, Condition};
 use capstan_operator::api::rollout::{ClusterPhase, ClusterStackRollout, RolloutPhase};
 use capstan_operator::api::{
-    ClusterAddon, ClusterStack, ClusterStackRelease, Recorded, Resource, StackSource, StagePhase,
+    ClusterAddon, ClusterStack, ClusterStackRelease, Recorded, Resource, SignedDependency, StackSource,
+    StagePhase,
 };
 use capstan_stack::name::ReleaseTag;
 
@@ -638,9 +639,30 @@ pub struct ReleaseRow {
     /// namespace with it as `status.appliedClusterStack`).
     pub clusters: usize,
     pub created: Option<String>,
+    /// Who signed the release (`status.verifiedBy`), when its stack has a policy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified_by: Option<String>,
+    /// The chart dependencies a policy verified, with their signers (`status.dependencies`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<SignedDependency>,
 }
 
 impl ReleaseRow {
+    /// Who signed the release and its dependencies, in one cell: `release by SIGNER`, then
+    /// `NAME VERSION by SIGNER` per dependency; empty when nothing was verified.
+    pub fn signed_cell(&self) -> String {
+        self.verified_by
+            .iter()
+            .map(|signer| format!("release by {signer}"))
+            .chain(
+                self.dependencies
+                    .iter()
+                    .map(|d| format!("{} {} by {}", d.name, d.version, d.signer)),
+            )
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
     /// The row of `release`; `addons` are the ClusterAddons listed with it.
     pub fn of(release: &ClusterStackRelease, addons: &[ClusterAddon]) -> ReleaseRow {
         let status = release.status.clone().unwrap_or_default();
@@ -659,6 +681,8 @@ impl ReleaseRow {
             objects: ObjectCount::of(&status.resources),
             clusters,
             created: rfc3339(&release.metadata.creation_timestamp),
+            verified_by: status.verified_by.clone(),
+            dependencies: status.dependencies.clone(),
             namespace,
             name,
         }
@@ -670,7 +694,7 @@ pub fn releases_table(rows: &[ReleaseRow], layout: Layout, now: Timestamp) -> Ta
     let mut table = frame(
         layout,
         &["NAME", "K8S", "READY", "OBJECTS", "CLUSTERS", "AGE"],
-        &["REASON"],
+        &["SIGNED", "REASON"],
     );
     for row in rows {
         let main = [
@@ -681,7 +705,7 @@ pub fn releases_table(rows: &[ReleaseRow], layout: Layout, now: Timestamp) -> Ta
             row.clusters.to_string(),
             age_cell(now, row.created.as_deref()),
         ];
-        let wide = || vec![row.ready.reason.clone()];
+        let wide = || vec![row.signed_cell(), row.ready.reason.clone()];
         push_row(&mut table, layout, &row.namespace, main, wide, row.ready.text());
     }
     table
@@ -1068,5 +1092,47 @@ new       docker-ferrol-1-27   → v0-sha.abc   -                               
         let row = ReleaseRow::of(&release, &fixtures());
         assert_eq!(row.clusters, 1);
         assert_eq!(row.ready.status, "Unknown");
+        assert_eq!(row.signed_cell(), "", "nothing verified");
+        let json = serde_json::to_value(&row).unwrap();
+        assert!(
+            json.get("verifiedBy").is_none() && json.get("dependencies").is_none(),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn releases_show_who_signed_them_and_their_dependencies() {
+        let mut release = ClusterStackRelease::new("docker-ferrol-1-27-v1", Default::default());
+        release.metadata.namespace = Some("tenant".into());
+        let dependency = |name: &str, signer: &str| SignedDependency {
+            chart: "ferrol-cluster-class".into(),
+            name: name.into(),
+            version: "0.1.0".into(),
+            repository: "https://charts.example".into(),
+            method: "provenance".into(),
+            signer: signer.into(),
+        };
+        release.status = Some(capstan_operator::api::ClusterStackReleaseStatus {
+            verified_by: Some("sha256:ab".into()),
+            dependencies: vec![
+                dependency("demo", "2F9C (Signer <s@x>)"),
+                dependency("other", "sha256:cd"),
+            ],
+            ..Default::default()
+        });
+        let row = ReleaseRow::of(&release, &[]);
+        assert_eq!(
+            row.signed_cell(),
+            "release by sha256:ab; demo 0.1.0 by 2F9C (Signer <s@x>); other 0.1.0 by sha256:cd"
+        );
+        let json = serde_json::to_value(&row).unwrap();
+        assert_eq!(json["verifiedBy"], "sha256:ab");
+        assert_eq!(json["dependencies"][0]["signer"], "2F9C (Signer <s@x>)");
+        assert_eq!(json["dependencies"][1]["method"], "provenance");
+        release.status.as_mut().unwrap().verified_by = None;
+        assert_eq!(
+            ReleaseRow::of(&release, &[]).signed_cell(),
+            "demo 0.1.0 by 2F9C (Signer <s@x>); other 0.1.0 by sha256:cd"
+        );
     }
 }

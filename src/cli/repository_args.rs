@@ -100,6 +100,7 @@ impl RepositoryArgs {
                 Some(path) => super::dependency_policy::read(path)?,
                 None => Vec::new(),
             },
+            overriding_policies: Vec::new(),
         })
     }
 }

@@ -40,6 +40,18 @@ fn parent(dir: &Path) {
     .unwrap();
 }
 
+/// A scratch directory with the signed repository served on loopback and a parent chart
+/// depending on it; the cache in `scratch/cache`.
+fn signed_setup() -> (tempfile::TempDir, StaticServer, Cache, PathBuf) {
+    let scratch = tempfile::tempdir().unwrap();
+    repository(&scratch.path().join("repo"));
+    parent(&scratch.path().join("parent"));
+    let server = StaticServer::start(&scratch.path().join("repo"));
+    let cache = Cache::open(scratch.path().join("cache")).unwrap();
+    let chart_dir = scratch.path().join("parent");
+    (scratch, server, cache, chart_dir)
+}
+
 fn settings(server: &StaticServer, keyring: Option<Keyring>) -> Settings {
     Settings {
         mirrors: vec![(REPOSITORY.into(), server.url())],
@@ -69,12 +81,7 @@ fn sha256(bytes: &[u8]) -> String {
 
 #[test]
 fn chart_provenance_a_signed_dependency_resolves_and_its_provenance_is_kept() {
-    let scratch = tempfile::tempdir().unwrap();
-    repository(&scratch.path().join("repo"));
-    parent(&scratch.path().join("parent"));
-    let server = StaticServer::start(&scratch.path().join("repo"));
-    let cache = Cache::open(scratch.path().join("cache")).unwrap();
-    let chart_dir = scratch.path().join("parent");
+    let (_scratch, server, cache, chart_dir) = signed_setup();
 
     let got = resolve(&server, &cache, &chart_dir, Some(keyring("signer.pubring.gpg")));
     assert_eq!(got, Ok(vec!["demo".to_string()]));
@@ -99,6 +106,88 @@ fn chart_provenance_a_signed_dependency_resolves_and_its_provenance_is_kept() {
     let cache = Cache::open(plain.path()).unwrap();
     assert_eq!(resolve(&server, &cache, &chart_dir, None), got);
     assert!(!server.log()[before..].iter().any(|(l, _)| l.contains(".prov")));
+}
+
+/// Issue 35 §3: each check's verdict is handed to the caller (the operator's status), and a
+/// pass is recorded in the cache with its signer, so the same archive is not checked again
+/// while the signer is in the keyring: with the kept `.prov` gone and the repository stopped
+/// it still resolves; a keyring without the signer still refuses it.
+#[test]
+fn chart_provenance_verdicts_name_the_signer_and_a_recorded_pass_is_reused() {
+    use capstan_source::charts::{Outcome, Signer};
+    let (scratch, server, cache, chart_dir) = signed_setup();
+    let cache_dir = scratch.path().join("cache");
+    let signer = keyring("signer.pubring.gpg").fingerprints()[0].clone();
+    let verdicts = |settings: Settings| {
+        let chart = capstan_chart::load::load(&chart_dir).unwrap();
+        let resolver = ChartResolver::new(cache.clone(), settings).unwrap();
+        let resolved = resolver.resolve_chart(chart, Some(&chart_dir)).map(|_| ());
+        (resolved.map_err(|e| e.to_string()), resolver.verdicts())
+    };
+    let (resolved, found) = verdicts(settings(&server, Some(keyring("signer.pubring.gpg"))));
+    assert_eq!(resolved, Ok(()));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        (
+            found[0].chart.as_str(),
+            found[0].dependency.as_str(),
+            found[0].version.as_str()
+        ),
+        ("parent", "demo", "0.1.0")
+    );
+    assert_eq!(found[0].repository, REPOSITORY);
+    assert_eq!(
+        found[0].outcome,
+        Outcome::Signed(Signer {
+            method: "provenance".into(),
+            signer: format!("{signer} (Capstan Test Signer <signer@capstan.test>)"),
+        })
+    );
+    // The kept `.prov` removed and the repository stopped: the recorded pass is enough.
+    std::fs::remove_dir_all(cache_dir.join("state/provenance")).unwrap();
+    let mirror = settings(&server, None).mirrors;
+    drop(server);
+    let offline = |ring: &str| Settings {
+        mirrors: mirror.clone(),
+        keyring: Some(keyring(ring)),
+        ..Settings::default()
+    };
+    let (resolved, found) = verdicts(offline("signer.pub.asc"));
+    assert_eq!(resolved, Ok(()));
+    assert!(
+        matches!(&found[0].outcome, Outcome::Signed(s) if s.signer.starts_with(&signer)),
+        "{found:?}"
+    );
+    // Not under a keyring without the signer: checked again, which needs the `.prov`.
+    let (resolved, found) = verdicts(offline("stranger.pubring.gpg"));
+    assert!(resolved.is_err(), "{resolved:?}");
+    assert!(
+        found.iter().all(|v| !matches!(v.outcome, Outcome::Signed(_))),
+        "{found:?}"
+    );
+}
+
+/// A refusal's verdict carries the reason the operator's condition names.
+#[test]
+fn chart_provenance_a_refusal_s_verdict_names_its_reason() {
+    use capstan_source::charts::{Outcome, Verdict};
+    let (_scratch, server, cache, chart_dir) = signed_setup();
+    let chart = capstan_chart::load::load(&chart_dir).unwrap();
+    let resolver =
+        ChartResolver::new(cache, settings(&server, Some(keyring("stranger.pubring.gpg")))).unwrap();
+    let err = resolver
+        .resolve_chart(chart, Some(&chart_dir))
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    let found = resolver.verdicts();
+    let refused = Verdict::first_refused(&found).expect("a refusal");
+    let Outcome::Refused { reason, message } = &refused.outcome else {
+        unreachable!()
+    };
+    assert_eq!(*reason, "WrongKey");
+    assert!(err.contains(message.as_str()), "{err} / {message}");
+    assert_eq!(refused.dependency, "demo");
 }
 
 #[test]

@@ -28,6 +28,7 @@ mod operator_class_drift;
 mod operator_class_namespace;
 mod operator_common;
 mod operator_defaults;
+mod operator_dependency_policy;
 mod operator_drift_watch;
 mod operator_e2e;
 mod operator_hooks;

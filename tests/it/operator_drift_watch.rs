@@ -165,6 +165,7 @@ async fn two_inventories_share_one_watch_per_kind_and_each_sees_its_drift() {
     // objects' changes are not even sent to them — the watches select the inventories they
     // serve, not every object with an inventory label.
     let stranger = capstan_apply::ssa::inventory_id("kube-system/capstan.caddon.b");
+    let capstan = PatchParams::apply(capstan_apply::FIELD_MANAGER).force();
     let sent_before = watch_events(&cluster, "ConfigMap").await;
     for round in 0..3 {
         let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap",

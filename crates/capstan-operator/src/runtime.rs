@@ -219,7 +219,13 @@ async fn run_controllers(
     let releases = runs(ControllerKind::ClusterStackRelease)
         .then(|| Arc::new(ReleaseController::new(wiring.ctx.clone())));
     let addons = Arc::new(AddonController::new(wiring.ctx.clone()));
-    observe_fleet(&wiring.ctx, releases.as_ref(), &addons, &releases_store, &addons_store);
+    observe_fleet(
+        &wiring.ctx,
+        releases.as_ref(),
+        &addons,
+        &releases_store,
+        &addons_store,
+    );
 
     let controllers = [
         // Without its controller the ClusterStacks' store still serves source lookups.

@@ -31,9 +31,11 @@ use super::net::{NetworkTimeouts, host_of, reqwest_timeout};
 pub(crate) mod oci;
 pub mod policy;
 mod provenance;
+pub mod verdicts;
 
 pub use policy::RepositoryPolicy;
 pub use provenance::ChartSourceError;
+pub use verdicts::{Outcome, Signer, Verdict};
 
 /// Largest `index.yaml` read (the big public indexes are tens of MiB).
 const MAX_INDEX_SIZE: u64 = 128 * 1024 * 1024;
@@ -128,6 +130,9 @@ pub struct Settings {
     /// `--dependency-policy`: per repository, what its charts must carry instead of
     /// `keyring` and `cosign` (the longest matching URL wins; see [`policy`]).
     pub repository_policies: Vec<RepositoryPolicy>,
+    /// Rules that win over `repository_policies` wherever one of them covers the repository
+    /// (the operator: a ClusterStack's `spec.dependencyPolicy`); the longest one wins.
+    pub overriding_policies: Vec<RepositoryPolicy>,
 }
 
 /// A dependency that could not be resolved: the chart, the dependency, the repository (as
@@ -217,6 +222,8 @@ pub struct ChartResolver {
     /// Indexes this resolver already fetched (or re-validated): a refresh happens once per
     /// repository and resolver, however many charts ask.
     refreshed: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    /// What the signature checks found ([`ChartResolver::verdicts`]).
+    verdicts: verdicts::Verdicts,
 }
 
 /// One dependency as it was resolved.
@@ -255,7 +262,13 @@ impl ChartResolver {
             settings,
             http,
             refreshed: Default::default(),
+            verdicts: Default::default(),
         })
+    }
+
+    /// Every signature check this resolver (and its clones) made, signed or refused, in order.
+    pub fn verdicts(&self) -> Vec<Verdict> {
+        self.verdicts.all()
     }
 
     pub fn cache(&self) -> &Cache {
@@ -394,13 +407,13 @@ impl ChartResolver {
                 let mut damaged = None;
                 let result = self.resolve_http(dep, &url, wanted, &mut damaged);
                 let resolved = after_damage(result, damaged).map_err(|e| err(e.to_string()))?;
-                self.checked(dep, resolved).map_err(|e| err(e.to_string()))
+                self.checked(chart, dep, resolved).map_err(|e| err(e.to_string()))
             }
             Repo::Oci(url) => {
                 let mut damaged = None;
                 let result = self.resolve_oci(dep, &url, wanted, &mut damaged);
                 let resolved = after_damage(result, damaged).map_err(|e| err(e.to_string()))?;
-                self.checked(dep, resolved).map_err(|e| err(e.to_string()))
+                self.checked(chart, dep, resolved).map_err(|e| err(e.to_string()))
             }
         }
     }
@@ -408,11 +421,12 @@ impl ChartResolver {
     /// `resolved` once its signatures pass the settings' policy (see [`provenance`]).
     fn checked(
         &self,
+        chart: &Chart,
         dep: &Dependency,
         resolved: Result<Resolved, Vec<String>>,
     ) -> Result<Result<Resolved, Vec<String>>, FetchError> {
         if let Ok(r) = &resolved {
-            self.check_signatures(dep, r)?;
+            self.check_signatures(chart, dep, r)?;
         }
         Ok(resolved)
     }

@@ -104,6 +104,39 @@ pub struct ClusterStackSpec {
     /// any. Only releases from an OCI source carry signatures to check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifySpec>,
+    /// Who must have signed the charts the release's charts depend on, per repository
+    /// (capstan; the rules of `capstan render --dependency-policy`): the longest `repository`
+    /// covering a dependency's repository, as Chart.yaml writes it, wins. Where none covers
+    /// it, the operator's `--dependency-policy`, `--keyring` and `--verify-key` decide.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependency_policy: Vec<DependencyRule>,
+}
+
+/// What the chart dependencies from one repository (and the repositories below it) must
+/// carry; a rule that names nothing exempts them from the operator's defaults.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyRule {
+    /// The repository as the charts' Chart.yaml writes it (never the mirror it is fetched
+    /// from): `https://HOST/PATH` or `oci://HOST/PATH`.
+    #[schemars(regex(pattern = r"^(https?|oci)://[^\s/]+.*$"))]
+    pub repository: String,
+    /// Secret in the ClusterStack's namespace whose `*.gpg` and `*.asc` entries are OpenPGP
+    /// keyrings (as `gpg --export` writes them, binary or armored): each chart needs a Helm
+    /// provenance (`.prov`) signed by one of their keys, as `helm pull --verify` checks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyring_secret_ref: Option<SecretReference>,
+    /// Secret in the ClusterStack's namespace whose `*.pub` entries are cosign public keys:
+    /// each `oci://` chart needs a cosign signature by one of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<SecretReference>,
+    /// Keyless (Fulcio) signers accepted for `oci://` charts, as in `spec.verify`.
+    #[serde(default, rename = "matchOIDCIdentity", skip_serializing_if = "Vec::is_empty")]
+    pub match_oidc_identity: Vec<OidcIdentityMatch>,
+    /// Secret whose `trusted_root.json` entry is the Sigstore trusted root for
+    /// `matchOIDCIdentity` (default: Sigstore's public-good instance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_root_secret_ref: Option<SecretReference>,
 }
 
 /// A signature policy: releases must carry a cosign signature by one of the Secret's keys, or

@@ -92,4 +92,27 @@ pub struct ClusterStackReleaseStatus {
     /// `sha256:<hex>` fingerprint of the public key whose cosign signature verified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified_by: Option<String>,
+    /// The chart dependencies whose signatures a policy checked (capstan; the stack's
+    /// `spec.dependencyPolicy` or the operator's), each with who signed it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<SignedDependency>,
+}
+
+/// A chart dependency of a release whose signature was verified.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignedDependency {
+    /// The release's chart that depends on it.
+    pub chart: String,
+    /// The dependency's name.
+    pub name: String,
+    /// The version resolved.
+    pub version: String,
+    /// Its repository, as Chart.yaml writes it.
+    pub repository: String,
+    /// `provenance` (a Helm `.prov`) or `cosign`.
+    pub method: String,
+    /// The OpenPGP key's fingerprint and user ID, the cosign key's `sha256:` fingerprint, or
+    /// a keyless signer's `SUBJECT (issuer ISSUER)`.
+    pub signer: String,
 }

@@ -26,10 +26,12 @@ pub use cluster_addon::{
     ClusterAddon, ClusterAddonSpec, ClusterAddonStatus, StagePhase, StageStatus, StagesFor,
 };
 pub use cluster_stack::{
-    Channel, ClusterStack, ClusterStackSpec, ClusterStackStatus, GitHubSource, GitSource, LocalSource,
-    OciSource, OidcIdentityMatch, ReleaseSummary, SecretReference, StackSource, VerifySpec,
+    Channel, ClusterStack, ClusterStackSpec, ClusterStackStatus, DependencyRule, GitHubSource, GitSource,
+    LocalSource, OciSource, OidcIdentityMatch, ReleaseSummary, SecretReference, StackSource, VerifySpec,
 };
-pub use cluster_stack_release::{ClusterStackRelease, ClusterStackReleaseSpec, ClusterStackReleaseStatus};
+pub use cluster_stack_release::{
+    ClusterStackRelease, ClusterStackReleaseSpec, ClusterStackReleaseStatus, SignedDependency,
+};
 pub use conditions::{Condition, ConditionStatus};
 pub use recorded::Recorded;
 pub use resource::Resource;

@@ -415,10 +415,12 @@ async fn resolve_release(
     };
     let files = pipeline::fetch(ctx, &stack, tag).await;
     let files = progress.check(RENDERED, files).await?;
-    let compiled = pipeline::compile(&ctx.sources, &ctx.settings.chart_repositories, &files)
-        .await
-        .because("CompileFailed");
-    let compiled = progress.check(RENDERED, compiled).await?;
+    // Its charts' dependencies checked against the stack's policy (`SourceVerified`).
+    let compiled = super::cluster_stack_release::dependencies::compile_for(progress, &stack, &files).await?;
+    let compiled = match compiled {
+        ControlFlow::Continue(compiled) => compiled,
+        ControlFlow::Break(action) => return Ok(ControlFlow::Break(action)),
+    };
     Ok(ControlFlow::Continue((files, compiled, stack)))
 }
 

@@ -10,6 +10,7 @@
 //! the interval says so. On deletion it waits while a Cluster uses the class, then prunes
 //! everything it applied (the cluster-stack operator orphans it).
 
+pub mod dependencies;
 pub mod verify;
 pub mod watches;
 
@@ -21,6 +22,7 @@ use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
+use super::pipeline::dependency_policy::DependencyPolicy;
 use super::pipeline::{self, Parts, ReleaseFiles};
 use super::progress::{Because, Failure, WAIT};
 use super::release_runner::{self, Inventory, ReleaseKind};
@@ -127,7 +129,8 @@ async fn apply(release: &ClusterStackRelease, controller: &ReleaseController) ->
         ControlFlow::Continue(stack) => stack,
         ControlFlow::Break(action) => return Ok(action),
     };
-    progress.set_steps(steps_of(release, verify::has_policy(&stack, ctx)));
+    let verified = verify::has_policy(&stack, ctx) || dependencies::has_policy(&stack, ctx);
+    progress.set_steps(steps_of(release, verified));
     // 2. Download (nothing is sent when the cache holds the release complete).
     let files = pipeline::fetch(ctx, &stack, &tag).await;
     let files = progress.check(DOWNLOADED, files).await?;
@@ -143,6 +146,11 @@ async fn apply(release: &ClusterStackRelease, controller: &ReleaseController) ->
     if let ControlFlow::Break(action) = verify::check(&mut progress, &stack, &files, &tag).await? {
         return Ok(action);
     }
+    // 4. Who signed its charts' dependencies, when a policy asks: a refused one stops it too.
+    let policy = match dependencies::check(&mut progress, &stack, &files).await? {
+        ControlFlow::Continue(policy) => policy,
+        ControlFlow::Break(action) => return Ok(action),
+    };
     // The provider's part of the release (`<X>ClusterStackRelease`), when it has one.
     if let Some(reference) = &release.spec.provider_ref {
         let ensured = super::provider::ensure(provider_cluster(ctx), release, reference).await;
@@ -174,7 +182,7 @@ async fn apply(release: &ClusterStackRelease, controller: &ReleaseController) ->
             }
         }
     }
-    render_and_apply(&mut progress, controller, &files).await
+    render_and_apply(&mut progress, controller, &files, &policy).await
 }
 
 /// Renders once per inputs, then applies, or only checks drift when the manifest was
@@ -183,6 +191,7 @@ async fn render_and_apply(
     progress: &mut Progress<'_>,
     controller: &ReleaseController,
     files: &ReleaseFiles,
+    policy: &DependencyPolicy,
 ) -> Result<Action, Error> {
     let release = progress.object;
     let namespace = release.namespace().unwrap_or_default();
@@ -190,6 +199,7 @@ async fn render_and_apply(
         release,
         controller,
         files,
+        policy,
         inputs: pipeline::inputs_hash("cluster-class", [files.digest.as_str(), namespace.as_str()]),
     };
     release_runner::run(progress, &kind).await
@@ -201,6 +211,8 @@ struct ClassRelease<'a> {
     release: &'a ClusterStackRelease,
     controller: &'a ReleaseController,
     files: &'a ReleaseFiles,
+    /// The dependency policy its charts compile under.
+    policy: &'a DependencyPolicy,
     inputs: String,
 }
 
@@ -219,7 +231,7 @@ impl ReleaseKind for ClassRelease<'_> {
 
     async fn render(&self) -> Result<Parts, Failure> {
         let namespace = self.release.namespace().unwrap_or_default();
-        render_class(&self.controller.shared, self.files, &namespace).await
+        render_class(&self.controller.shared, self.files, self.policy, &namespace).await
     }
 
     async fn rendered(&self, progress: &mut Progress<'_>, render: &StoredRender, fresh: bool) {
@@ -235,10 +247,16 @@ impl ReleaseKind for ClassRelease<'_> {
         let message = format!("revision {} of the rendered ClusterClass chart", render.revision);
         progress.condition(RENDERED, true, "Rendered", message);
         if progress.status.kubernetes_version.is_none()
-            && let Ok(compiled) =
-                pipeline::compile(&ctx.sources, &ctx.settings.chart_repositories, self.files).await
+            && let Ok(compiled) = pipeline::compile(
+                &ctx.sources,
+                &ctx.settings.chart_repositories,
+                &ctx.metrics,
+                self.files,
+                self.policy,
+            )
+            .await
         {
-            progress.status.kubernetes_version = Some(compiled.kubernetes().to_string());
+            progress.status.kubernetes_version = Some(compiled.release.kubernetes().to_string());
         }
     }
 
@@ -292,10 +310,22 @@ impl ReleaseKind for ClassRelease<'_> {
 }
 
 /// Renders the ClusterClass chart on a blocking thread.
-async fn render_class(ctx: &Context, files: &ReleaseFiles, namespace: &str) -> Result<Parts, Failure> {
-    let compiled = pipeline::compile(&ctx.sources, &ctx.settings.chart_repositories, files)
-        .await
-        .because("CompileFailed")?;
+async fn render_class(
+    ctx: &Context,
+    files: &ReleaseFiles,
+    policy: &DependencyPolicy,
+    namespace: &str,
+) -> Result<Parts, Failure> {
+    let compiled = pipeline::compile(
+        &ctx.sources,
+        &ctx.settings.chart_repositories,
+        &ctx.metrics,
+        files,
+        policy,
+    )
+    .await
+    .because("CompileFailed")?
+    .release;
     let namespace = namespace.to_string();
     pipeline::blocking("rendering the ClusterClass chart", move || {
         let env = std::rc::Rc::new(capstan_template::funcs::FuncEnv::system());

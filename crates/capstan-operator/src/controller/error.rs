@@ -84,6 +84,14 @@ pub enum Cause {
     /// A release whose charts do not compile (their dependencies included).
     #[error("{0}")]
     Compile(#[source] capstan_stack::render::RenderError),
+    /// A chart dependency that failed its signature policy (`reason`: `WrongKey`,
+    /// `NoProvenance`, …); the compile's error, naming the chart, dependency and repository.
+    #[error("{error}")]
+    DependencyRefused {
+        reason: &'static str,
+        #[source]
+        error: capstan_stack::render::RenderError,
+    },
     /// The chart resolver could not be made (the source crate reports it as text).
     #[error("{0}")]
     Resolver(String),
@@ -174,6 +182,40 @@ pub enum SourceConfigError {
     NoTrustedRoot { namespace: String, name: String },
     #[error(transparent)]
     TrustedRoot(#[from] capstan_source::verify::TrustedRootError),
+    #[error(transparent)]
+    DependencyPolicy(#[from] DependencyPolicyError),
+}
+
+/// A rule of `spec.dependencyPolicy` that cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("spec.dependencyPolicy[{index}]: {problem}")]
+pub struct DependencyPolicyError {
+    pub index: usize,
+    pub problem: Problem,
+}
+
+/// What is wrong with one rule.
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    #[error(
+        "Secret {namespace}/{name} has no *.gpg or *.asc entry (the OpenPGP keyring of keyringSecretRef)"
+    )]
+    NoKeyring { namespace: String, name: String },
+    #[error(transparent)]
+    Keyring(#[from] capstan_source::verify::provenance::KeyringError),
+    #[error("Secret {namespace}/{name} has no *.pub entry (the cosign public keys of secretRef)")]
+    NoKeys { namespace: String, name: String },
+    #[error(transparent)]
+    Key(#[from] capstan_source::verify::KeyError),
+    #[error("matchOIDCIdentity[{index}]: {message}")]
+    Identity { index: usize, message: String },
+    #[error("Secret {namespace}/{name} has no data.trusted_root.json (trustedRootSecretRef)")]
+    NoTrustedRoot { namespace: String, name: String },
+    #[error(transparent)]
+    TrustedRoot(#[from] capstan_source::verify::TrustedRootError),
+    /// A Secret the reader did not hand over (a bug: every named Secret is read first).
+    #[error("Secret {namespace}/{name} was not read")]
+    Unread { namespace: String, name: String },
 }
 
 impl From<SourceError> for Cause {
@@ -234,6 +276,7 @@ impl Cause {
             Cause::SourceConfig(_) => "source_config",
             Cause::Store(_) => "store",
             Cause::Compile(_) | Cause::Resolver(_) => "compile",
+            Cause::DependencyRefused { .. } => "verify",
             Cause::Render(_) | Cause::Values(_) | Cause::Json(_) => "render",
             Cause::Manifest(_) => "manifest",
             Cause::Apply(_) | Cause::Objects(_) => "apply",

@@ -16,15 +16,20 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use sha2::{Digest, Sha256};
 
+pub mod dependency_policy;
+
+use self::dependency_policy::DependencyPolicy;
 use super::progress::{Because, Failure, Progress, Tracked, WAIT};
 use super::report::Outcome;
 use super::{Cause, Error, object_ref};
 use crate::api::{ClusterStack, ClusterStackRelease};
+use crate::compiled::Compiled;
 use crate::context::Context;
 use crate::metrics::{Metrics, ObjectOutcome};
 use crate::sources::{Fetched, Resolved, Sources};
 use crate::store::{Owner, RenderStore, StoredRender};
 use capstan_apply::{Applier, ApplyOptions, DesiredObject, InventoryRef, parse_stream};
+use capstan_source::charts::{self, Verdict};
 use capstan_stack::name::ReleaseTag;
 use capstan_stack::render::CompiledRelease;
 
@@ -113,28 +118,60 @@ pub async fn fetch(ctx: &Context, stack: &ClusterStack, tag: &ReleaseTag) -> Res
     })
 }
 
-/// The compiled release (once per digest, kept with the sources), with the charts' missing
-/// dependencies resolved from `repositories` as the reference operator's
-/// `--dependency-update` does.
+/// The compiled release (once per digest and dependency policy, kept with the sources), with
+/// the charts' missing dependencies resolved from `repositories` as the reference operator's
+/// `--dependency-update` does, each checked against `policy` (the stack's rules, before the
+/// operator's `--dependency-policy`, `--keyring` and `--verify-key`). A dependency refused by
+/// its policy is [`Cause::DependencyRefused`] with the refusal's reason; each fresh check
+/// counts in `capstan_source_verifications_total`.
 pub async fn compile(
     sources: &Sources,
-    repositories: &capstan_source::charts::Settings,
+    repositories: &charts::Settings,
+    metrics: &Metrics,
     files: &ReleaseFiles,
-) -> Result<Arc<CompiledRelease>, Cause> {
-    if let Some(kept) = sources.compiled().get(&files.digest) {
+    policy: &DependencyPolicy,
+) -> Result<Compiled, Cause> {
+    let key = format!("{}/{}", files.digest, policy.fingerprint);
+    if let Some(kept) = sources.compiled().get(&key) {
         return Ok(kept);
     }
     let cache = sources.cache().clone();
     let fetched = files.fetched.clone();
-    let repositories = repositories.clone();
-    let compiled = blocking("compiling the release", move || {
+    let repositories = charts::Settings {
+        overriding_policies: policy.rules.clone(),
+        ..repositories.clone()
+    };
+    let (compiled, verdicts) = blocking("compiling the release", move || {
         let opened = fetched.open(&cache)?;
-        let resolver = capstan_source::charts::ChartResolver::new(cache.clone(), repositories)
-            .map_err(Cause::Resolver)?;
-        CompiledRelease::with_resolver(&opened.release, Some(&resolver)).map_err(Cause::Compile)
+        let resolver = charts::ChartResolver::new(cache.clone(), repositories).map_err(Cause::Resolver)?;
+        let compiled = CompiledRelease::with_resolver(&opened.release, Some(&resolver));
+        Ok((compiled, resolver.verdicts()))
     })
     .await?;
-    Ok(sources.compiled().keep(&files.digest, compiled))
+    for verdict in &verdicts {
+        metrics.source_verified(match &verdict.outcome {
+            charts::Outcome::Signed(_) => "verified",
+            charts::Outcome::Refused { reason, .. } => reason,
+        });
+    }
+    let compiled = match compiled {
+        Ok(compiled) => compiled,
+        Err(error) => {
+            return Err(match Verdict::first_refused(&verdicts).map(|v| &v.outcome) {
+                Some(charts::Outcome::Refused { reason, .. }) => Cause::DependencyRefused { reason, error },
+                _ => Cause::Compile(error),
+            });
+        }
+    };
+    let signed = verdicts
+        .into_iter()
+        .filter(|v| matches!(v.outcome, charts::Outcome::Signed(_)))
+        .collect();
+    let compiled = Compiled {
+        release: Arc::new(compiled),
+        signed: Arc::new(signed),
+    };
+    Ok(sources.compiled().keep(&key, compiled))
 }
 
 /// The hash of what a render depends on: `what` is rendered, capstan's version, then

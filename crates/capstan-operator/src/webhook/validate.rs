@@ -130,12 +130,51 @@ fn check_verify(stack: &ClusterStack, reasons: &mut Vec<String>) {
     }
 }
 
+/// The per-repository rules of the charts' dependencies: URLs, Secret names and regexes that
+/// can be read, each repository once.
+fn check_dependency_policy(stack: &ClusterStack, reasons: &mut Vec<String>) {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, rule) in stack.spec.dependency_policy.iter().enumerate() {
+        let at = format!("spec.dependencyPolicy[{i}]");
+        let url = rule.repository.trim();
+        if !["https://", "http://", "oci://"]
+            .iter()
+            .any(|scheme| url.len() > scheme.len() && url.starts_with(scheme))
+        {
+            reasons.push(format!(
+                "{at}.repository: {url:?} is not an https://, http:// or oci:// repository URL"
+            ));
+        } else if !seen.insert(url.trim_end_matches('/').to_ascii_lowercase()) {
+            reasons.push(format!("{at}.repository: {url} has a rule already"));
+        }
+        for (field, reference) in [
+            ("keyringSecretRef", &rule.keyring_secret_ref),
+            ("secretRef", &rule.secret_ref),
+            ("trustedRootSecretRef", &rule.trusted_root_secret_ref),
+        ] {
+            if reference.as_ref().is_some_and(|r| r.name.trim().is_empty()) {
+                reasons.push(format!("{at}.{field}.name: empty"));
+            }
+        }
+        for (j, m) in rule.match_oidc_identity.iter().enumerate() {
+            for (field, re) in [("issuer", &m.issuer), ("subject", &m.subject)] {
+                if re.trim().is_empty() {
+                    reasons.push(format!("{at}.matchOIDCIdentity[{j}].{field}: required"));
+                } else if let Err(e) = capstan_source::verify::Identity::new(re, re) {
+                    reasons.push(format!("{at}.matchOIDCIdentity[{j}].{field}: not a regex: {e}"));
+                }
+            }
+        }
+    }
+}
+
 /// Creating a ClusterStack.
 pub fn cluster_stack_create(new: &ClusterStack, syntax: &dyn VersionSyntax) -> Result<(), Rejection> {
     let mut reasons = Vec::new();
     check_versions(new, syntax, &mut reasons);
     check_addon_values(new, &mut reasons);
     check_verify(new, &mut reasons);
+    check_dependency_policy(new, &mut reasons);
     verdict(reasons)
 }
 
@@ -164,6 +203,7 @@ pub fn cluster_stack_update(
     check_versions(new, syntax, &mut reasons);
     check_addon_values(new, &mut reasons);
     check_verify(new, &mut reasons);
+    check_dependency_policy(new, &mut reasons);
     verdict(reasons)
 }
 
@@ -429,6 +469,7 @@ mod tests {
                 interval: None,
                 addon_values: None,
                 verify: None,
+                dependency_policy: Vec::new(),
             },
         );
         s.metadata.namespace = Some("cluster".into());
@@ -604,6 +645,80 @@ mod tests {
                 message(cluster_stack_update(&stack(&[]), &bad, &Known)),
             ] {
                 assert!(why.starts_with(want), "{provider:?} {secret:?}: {why}");
+            }
+        }
+    }
+
+    #[test]
+    fn dependency_rules_need_repository_urls_secret_names_and_regexes() {
+        use crate::api::{DependencyRule, OidcIdentityMatch, SecretReference};
+        let rule = |repository: &str| DependencyRule {
+            repository: repository.into(),
+            keyring_secret_ref: Some(SecretReference {
+                name: "keyring".into(),
+            }),
+            ..DependencyRule::default()
+        };
+        let with = |rules: Vec<DependencyRule>| {
+            let mut s = stack(&[]);
+            s.spec.dependency_policy = rules;
+            s
+        };
+        let good = with(vec![
+            rule("https://charts.example/signed"),
+            rule("oci://registry.example/charts"),
+            DependencyRule {
+                match_oidc_identity: vec![OidcIdentityMatch {
+                    issuer: "https://issuer".into(),
+                    subject: ".*@example\\.org".into(),
+                }],
+                ..rule("oci://registry.example/keyless")
+            },
+            // Nothing required: exempt from the operator's defaults.
+            DependencyRule {
+                repository: "https://charts.internal".into(),
+                ..DependencyRule::default()
+            },
+        ]);
+        assert_eq!(cluster_stack_create(&good, &Known), Ok(()));
+        let table: Vec<(DependencyRule, &str)> = vec![
+            (
+                rule("ftp://x"),
+                "spec.dependencyPolicy[1].repository: \"ftp://x\" is not an https://",
+            ),
+            (
+                rule("https://"),
+                "spec.dependencyPolicy[1].repository: \"https://\" is not",
+            ),
+            (
+                rule("https://charts.example/signed/"),
+                "spec.dependencyPolicy[1].repository: https://charts.example/signed/ has a rule already",
+            ),
+            (
+                DependencyRule {
+                    secret_ref: Some(SecretReference { name: " ".into() }),
+                    ..rule("oci://r.example/c")
+                },
+                "spec.dependencyPolicy[1].secretRef.name: empty",
+            ),
+            (
+                DependencyRule {
+                    match_oidc_identity: vec![OidcIdentityMatch {
+                        issuer: "(".into(),
+                        subject: "x".into(),
+                    }],
+                    ..rule("oci://r.example/c")
+                },
+                "spec.dependencyPolicy[1].matchOIDCIdentity[0].issuer: not a regex",
+            ),
+        ];
+        for (bad, want) in table {
+            let bad = with(vec![rule("https://charts.example/signed"), bad]);
+            for why in [
+                message(cluster_stack_create(&bad, &Known)),
+                message(cluster_stack_update(&stack(&[]), &bad, &Known)),
+            ] {
+                assert!(why.starts_with(want), "{why}");
             }
         }
     }

@@ -42,11 +42,26 @@ pub fn choose<'a>(
     default_cosign: &'a Policy,
     repository: &str,
 ) -> Chosen<'a> {
+    choose_layered(&[rules], default_keyring, default_cosign, repository)
+}
+
+/// [`choose`] over layers of rules: the longest matching rule of the first layer that has
+/// one (the operator: a ClusterStack's rules, then the operator's), else the default.
+pub fn choose_layered<'a>(
+    layers: &[&'a [RepositoryPolicy]],
+    default_keyring: Option<&'a Keyring>,
+    default_cosign: &'a Policy,
+    repository: &str,
+) -> Chosen<'a> {
     let wanted = normalized(repository);
-    rules
+    layers
         .iter()
-        .filter(|rule| covers(&normalized(&rule.repository), &wanted))
-        .max_by_key(|rule| normalized(&rule.repository).len())
+        .find_map(|rules| {
+            rules
+                .iter()
+                .filter(|rule| covers(&normalized(&rule.repository), &wanted))
+                .max_by_key(|rule| normalized(&rule.repository).len())
+        })
         .map(|rule| Chosen {
             rule: Some(&rule.repository),
             keyring: rule.keyring.as_ref(),
@@ -159,5 +174,41 @@ mod tests {
         assert!(exempt.is_empty());
         assert!(!choose(&rules, None, &default_cosign, "https://charts.example/x").is_empty());
         assert!(choose(&[], None, &default_cosign, "https://charts.example/x").is_empty());
+    }
+
+    #[test]
+    fn a_rule_of_the_first_layer_that_covers_the_repository_beats_every_later_one() {
+        let first = [
+            rule("https://charts.example/team", true),
+            rule("https://exempt.example", false),
+        ];
+        let second = [
+            rule("https://charts.example/team/deep", false),
+            rule("https://charts.example", false),
+            rule("https://other.example", true),
+        ];
+        // (repository, the rule chosen or None for the default)
+        let table: &[(&str, Option<&str>)] = &[
+            // The first layer's shorter rule beats the second's longer one.
+            (
+                "https://charts.example/team/deep/x",
+                Some("https://charts.example/team"),
+            ),
+            ("https://charts.example/team", Some("https://charts.example/team")),
+            // Not covered by the first layer: the second decides.
+            ("https://charts.example/teams", Some("https://charts.example")),
+            ("https://other.example/a", Some("https://other.example")),
+            ("https://exempt.example/a", Some("https://exempt.example")),
+            // Covered by neither: the default.
+            ("https://else.example", None),
+        ];
+        let default_cosign = Policy::default();
+        for (repository, want) in table {
+            let chosen = choose_layered(&[&first, &second], None, &default_cosign, repository);
+            assert_eq!(chosen.rule, *want, "{repository}");
+        }
+        // An empty first layer is the second alone.
+        let alone = choose_layered(&[&[], &second], None, &default_cosign, "https://other.example");
+        assert_eq!(alone.rule, Some("https://other.example"));
     }
 }

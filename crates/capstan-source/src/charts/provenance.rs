@@ -3,16 +3,21 @@
 //! OCI registry (the manifest's provenance layer), checked against the keyring
 //! ([`crate::verify::provenance`]); and the cosign signature of an `oci://` chart, checked
 //! against the keys ([`crate::oci::signature`]). A provenance file is kept in the cache with
-//! the chart (a second render makes no request) and checked again on every resolution: the
-//! check is a signature and a digest, and a keyring changed since is then honoured.
+//! the chart (a second render makes no request), and a pass is recorded there with the signer:
+//! a later resolution of the same archive reuses it while the signer is still in the keyring
+//! (a keyring changed since is honoured: without the signer, the `.prov` is checked again).
+//! Every check's verdict is recorded for the caller ([`super::verdicts`]).
 
-use capstan_chart::Dependency;
 use capstan_chart::deps::{RepositoryRef, parse_repository};
+use capstan_chart::{Chart, Dependency};
 
 use crate::oci::manifest::ImageManifest;
 use crate::oci::{self, OciRepo};
-use crate::verify::provenance::{self, Archive, MAX_PROVENANCE, PROVENANCE_LAYER, ProvenanceRefusal};
+use crate::verify::provenance::{
+    self, Archive, Keyring, MAX_PROVENANCE, PROVENANCE_LAYER, ProvenanceRefusal, ProvenanceVerified,
+};
 
+use super::verdicts::{Outcome, Signer, Verdict};
 use super::{ChartResolver, FetchError, Resolved, chart_key, msg, policy, upstream_key_base};
 
 /// A provenance file kept in the cache, with the archive digest it was fetched for.
@@ -21,6 +26,22 @@ struct KeptProvenance {
     sha256: String,
     from: String,
     provenance: String,
+}
+
+/// A provenance that passed, recorded in the cache with the archive digest it vouched for.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RecordedProvenance {
+    sha256: String,
+    verified: ProvenanceVerified,
+}
+
+/// An OpenPGP signer as status and messages name it: the fingerprint, then the user ID.
+fn pgp_signer(verified: &ProvenanceVerified) -> String {
+    if verified.identity.is_empty() {
+        verified.signer.clone()
+    } else {
+        format!("{} ({})", verified.signer, verified.identity)
+    }
 }
 
 /// Where the cache says a chart came from (the `origin` of its cache manifest).
@@ -46,12 +67,21 @@ fn refused(r: &Resolved, refusal: ProvenanceRefusal) -> FetchError {
 }
 
 impl ChartResolver {
-    /// Checks the resolved chart `r` of `dep` against the policy of its repository (the
-    /// settings' keyring and cosign keys unless a `--dependency-policy` rule covers it);
-    /// nothing without one, nor for `file://` charts.
-    pub(super) fn check_signatures(&self, dep: &Dependency, r: &Resolved) -> Result<(), FetchError> {
-        let chosen = policy::choose(
-            &self.settings.repository_policies,
+    /// Checks the resolved chart `r` of `dep` (a dependency of `chart`) against the policy of
+    /// its repository (a rule of the settings' `overriding_policies`, else of
+    /// `repository_policies`, else the keyring and cosign keys); nothing without one, nor for
+    /// `file://` charts. Each check's verdict is recorded ([`ChartResolver::verdicts`]).
+    pub(super) fn check_signatures(
+        &self,
+        chart: &Chart,
+        dep: &Dependency,
+        r: &Resolved,
+    ) -> Result<(), FetchError> {
+        let chosen = policy::choose_layered(
+            &[
+                &self.settings.overriding_policies,
+                &self.settings.repository_policies,
+            ],
             self.settings.keyring.as_ref(),
             &self.settings.cosign,
             &dep.repository,
@@ -59,22 +89,33 @@ impl ChartResolver {
         if r.sha256.is_empty() || chosen.is_empty() {
             return Ok(());
         }
+        let verdict = |outcome| Verdict {
+            chart: chart.name().to_string(),
+            dependency: dep.name.clone(),
+            version: r.version.clone(),
+            repository: dep.repository.clone(),
+            outcome,
+        };
         let key = chart_key(&upstream_key_base(&dep.repository), &r.name, &r.version);
         let origin = self.origin(&key)?;
         if let Some(keyring) = chosen.keyring {
-            let text = self
-                .provenance_text(&key, r, &origin)?
-                .map_err(|e| refused(r, e))?;
-            let file_name = format!("{}-{}.tgz", r.name, r.version);
-            let archive = Archive {
-                file_name: &file_name,
-                sha256: &r.sha256,
-                name: &r.name,
-                version: &r.version,
-            };
-            let verified =
-                provenance::verify(text.as_bytes(), archive, keyring).map_err(|e| refused(r, e))?;
-            tracing::debug!(chart = %r.name, version = %r.version, signer = %verified.signer, "provenance verified");
+            match self.provenance_verified(&key, r, &origin, keyring)? {
+                Ok(verified) => {
+                    tracing::debug!(chart = %r.name, version = %r.version, signer = %verified.signer, "provenance verified");
+                    self.verdicts.record(verdict(Outcome::Signed(Signer {
+                        method: "provenance".into(),
+                        signer: pgp_signer(&verified),
+                    })));
+                }
+                Err(refusal) => {
+                    let refused = refused(r, refusal.clone());
+                    self.verdicts.record(verdict(Outcome::Refused {
+                        reason: refusal.reason(),
+                        message: refused.to_string(),
+                    }));
+                    return Err(refused);
+                }
+            }
         }
         // Only charts Chart.yaml takes from an OCI registry carry cosign signatures: a chart
         // of a Helm repository (even fetched from an OCI mirror of it) is `--keyring`'s.
@@ -88,14 +129,71 @@ impl ChartResolver {
             let (repo, tag) = split_reference(reference)?;
             let client = self.oci_client(&repo)?;
             let policy = chosen.cosign.clone();
-            self.block_on(async {
-                oci::signature::verify(&client, &self.cache, &repo, &tag, digest, &policy)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| msg(e.to_string()))
+            // `Ok(Err(_))`: the signature check's own failure, a verdict when it is a refusal.
+            let checked = self.block_on(async {
+                Ok(oci::signature::verify(&client, &self.cache, &repo, &tag, digest, &policy).await)
             })?;
+            match checked {
+                Ok(verified) => self.verdicts.record(verdict(Outcome::Signed(Signer {
+                    method: "cosign".into(),
+                    signer: verified.signer,
+                }))),
+                Err(e) => {
+                    if let oci::signature::SignatureError::Refused { refusal, .. } = &e {
+                        self.verdicts.record(verdict(Outcome::Refused {
+                            reason: refusal.reason(),
+                            message: format!("{} {}: {e}", r.name, r.version),
+                        }));
+                    }
+                    return Err(msg(e.to_string()));
+                }
+            }
         }
         Ok(())
+    }
+
+    /// The provenance check of `r` under `keyring`: the cache's record of an earlier pass when
+    /// it is of this archive and its signer is still in the keyring (no `.prov` read, no
+    /// signature checked), else the `.prov` verified now and the pass recorded. `Err` only for
+    /// what is no verdict (the cache, the network).
+    fn provenance_verified(
+        &self,
+        key: &str,
+        r: &Resolved,
+        origin: &Origin,
+        keyring: &Keyring,
+    ) -> Result<Result<ProvenanceVerified, ProvenanceRefusal>, FetchError> {
+        let record_key = format!("provenance-verified/{key}");
+        if let Some(recorded) = self
+            .cache
+            .read_state(&record_key)?
+            .and_then(|bytes| serde_json::from_slice::<RecordedProvenance>(&bytes).ok())
+            .filter(|k| k.sha256 == r.sha256 && keyring.fingerprints().contains(&k.verified.signer))
+        {
+            return Ok(Ok(recorded.verified));
+        }
+        let text = match self.provenance_text(key, r, origin)? {
+            Ok(text) => text,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        let file_name = format!("{}-{}.tgz", r.name, r.version);
+        let archive = Archive {
+            file_name: &file_name,
+            sha256: &r.sha256,
+            name: &r.name,
+            version: &r.version,
+        };
+        let verified = match provenance::verify(text.as_bytes(), archive, keyring) {
+            Ok(verified) => verified,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        let record = RecordedProvenance {
+            sha256: r.sha256.clone(),
+            verified,
+        };
+        let bytes = serde_json::to_vec(&record).map_err(|e| msg(e.to_string()))?;
+        self.cache.write_state(&record_key, &bytes)?;
+        Ok(Ok(record.verified))
     }
 
     /// The Helm provenance of the resolved chart `r` (kept in the cache, else fetched from

@@ -15,13 +15,13 @@ use kube::api::Api;
 use kube::runtime::controller::Action;
 
 use super::super::error::SourceConfigError;
-use super::super::pipeline::ReleaseFiles;
+use super::super::pipeline::{ReleaseFiles, dependency_policy};
 use super::super::progress::{Because, Tracked};
 use super::super::{Error, drift_requeue, object_ref};
 use crate::api::{ClusterStack, VerifySpec};
 use crate::context::Context;
 use crate::sources::Verification;
-use capstan_source::verify::{Identity, Policy, PublicKey, TrustedRoot};
+use capstan_source::verify::{Identity, Policy, TrustedRoot};
 use capstan_stack::name::ReleaseTag;
 
 /// The release controller's progress, named here rather than through the parent module (which
@@ -40,11 +40,7 @@ pub fn keys_of_secret(
     name: &str,
     data: &BTreeMap<String, ByteString>,
 ) -> Result<Policy, SourceConfigError> {
-    let mut keys = Vec::new();
-    for (entry, value) in data.iter().filter(|(entry, _)| entry.ends_with(".pub")) {
-        let origin = format!("Secret {namespace}/{name} entry {entry}");
-        keys.push(PublicKey::from_pem(&value.0, &origin)?);
-    }
+    let keys = dependency_policy::pub_entries(namespace, name, data)?;
     if keys.is_empty() {
         return Err(SourceConfigError::NoVerifyKeys {
             namespace: namespace.to_string(),
@@ -59,21 +55,12 @@ pub fn has_policy(stack: &ClusterStack, ctx: &Context) -> bool {
     stack.spec.verify.is_some() || !ctx.settings.verify.is_empty()
 }
 
-/// The entry of a trusted-root Secret holding Sigstore's `trusted_root.json`.
-pub const TRUSTED_ROOT_ENTRY: &str = "trusted_root.json";
+pub use super::super::pipeline::dependency_policy::TRUSTED_ROOT_ENTRY;
 
 /// The keyless identities of `spec.verify.matchOIDCIdentity`.
 pub fn identities_of(spec: &VerifySpec) -> Result<Vec<Identity>, SourceConfigError> {
-    spec.match_oidc_identity
-        .iter()
-        .enumerate()
-        .map(|(index, m)| {
-            Identity::new(&m.issuer, &m.subject).map_err(|e| SourceConfigError::VerifyIdentity {
-                index,
-                message: e.to_string(),
-            })
-        })
-        .collect()
+    dependency_policy::identities_of_matches(&spec.match_oidc_identity)
+        .map_err(|(index, message)| SourceConfigError::VerifyIdentity { index, message })
 }
 
 /// The trusted root of a Secret `namespace/name` (its `trusted_root.json` entry).
@@ -82,14 +69,13 @@ pub fn trusted_root_of_secret(
     name: &str,
     data: &BTreeMap<String, ByteString>,
 ) -> Result<TrustedRoot, SourceConfigError> {
-    let bytes = data
-        .get(TRUSTED_ROOT_ENTRY)
-        .ok_or_else(|| SourceConfigError::NoTrustedRoot {
+    let root = dependency_policy::trusted_root_entry(namespace, name, data).ok_or_else(|| {
+        SourceConfigError::NoTrustedRoot {
             namespace: namespace.to_string(),
             name: name.to_string(),
-        })?;
-    let origin = format!("Secret {namespace}/{name} entry {TRUSTED_ROOT_ENTRY}");
-    Ok(TrustedRoot::from_json(&bytes.0, &origin)?)
+        }
+    })?;
+    Ok(root?)
 }
 
 /// The policy of `stack`: its `spec.verify` with the keys and trusted root read, else the
@@ -143,7 +129,8 @@ pub async fn check(
 ) -> Result<ControlFlow<Action>, Error> {
     let ctx = progress.ctx;
     if !has_policy(stack, ctx) {
-        // Without a policy nothing is verified, and a policy removed leaves no stale verdict.
+        // Without a policy nothing is verified, and a policy removed leaves no stale verdict
+        // (the dependencies' check, next, writes its own).
         progress.status.verified_by = None;
         progress.status.conditions.retain(|c| c.type_ != SOURCE_VERIFIED);
         return Ok(ControlFlow::Continue(()));
@@ -186,27 +173,44 @@ async fn refuse(
     reason: &'static str,
     message: String,
 ) -> Result<ControlFlow<Action>, Error> {
+    progress.ctx.metrics.source_verified(reason);
+    progress.status.verified_by = None;
+    Ok(ControlFlow::Break(
+        record_refusal(progress, reason, message).await?,
+    ))
+}
+
+/// Records `SourceVerified=False` with `reason` on the object of `progress` (a release, or a
+/// ClusterAddon whose release's dependencies were refused) and a Warning event when the
+/// verdict is new; the pass ends, and the object is looked at again after the drift interval.
+/// The caller counts the metric.
+pub async fn record_refusal<K: Tracked>(
+    progress: &mut super::super::progress::Progress<'_, K>,
+    reason: &'static str,
+    message: String,
+) -> Result<Action, Error> {
     let ctx = progress.ctx;
-    ctx.metrics.source_verified(reason);
     let fresh = progress
         .object
         .status_of()
-        .and_then(|s| crate::api::conditions::find(&s.conditions, SOURCE_VERIFIED))
+        .cloned()
+        .and_then(|mut status| {
+            crate::api::conditions::find(K::conditions_mut(&mut status), SOURCE_VERIFIED).cloned()
+        })
         .is_none_or(|c| c.reason != reason || c.message != message);
-    progress.status.verified_by = None;
     progress.condition(SOURCE_VERIFIED, false, reason, message.clone());
     progress.save().await?;
     if fresh {
         ctx.event(&object_ref(progress.object), true, reason, "Verify", message)
             .await;
     }
-    Ok(ControlFlow::Break(Action::requeue(drift_requeue(&ctx.settings))))
+    Ok(Action::requeue(drift_requeue(&ctx.settings)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capstan_source::verify::SigningKey;
+    use capstan_source::verify::{PublicKey, SigningKey};
 
     #[test]
     fn keyless_identities_and_the_trusted_root_secret_are_read() {

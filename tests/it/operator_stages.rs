@@ -239,10 +239,8 @@ async fn unknown_phase_runs_nothing(
                 .expect("spec edited");
         }
     };
-    deployments
-        .delete("metrics-server", &Default::default())
-        .await
-        .expect("metrics-server deleted");
+    // The edit first: a pass the deletion wakes (the drift watches) that had read the status
+    // before the edit would write its stages back over it.
     edit("later", Some("AfterControlPlaneInitialized")).await;
     let message = eventually(
         "the unknown phase reported",
@@ -259,7 +257,13 @@ async fn unknown_phase_runs_nothing(
         message.contains(r#"status.stages[0].phase is "later""#),
         "{message}"
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Deleted now, the stage's object wakes the ClusterAddon at once (its drift watch): the
+    // pass runs nothing.
+    deployments
+        .delete("metrics-server", &Default::default())
+        .await
+        .expect("metrics-server deleted");
+    tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(
         deployments
             .get_opt("metrics-server")

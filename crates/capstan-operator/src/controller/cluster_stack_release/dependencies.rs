@@ -82,15 +82,7 @@ pub async fn check(
         .await
         .because("VerifyPolicyInvalid");
     let policy = progress.check(SOURCE_VERIFIED, policy).await?;
-    let compiled = match pipeline::compile(
-        &ctx.sources,
-        &ctx.settings.chart_repositories,
-        &ctx.metrics,
-        files,
-        &policy,
-    )
-    .await
-    {
+    let compiled = match compile_under(ctx, files, &policy).await {
         Ok(compiled) => compiled,
         Err(Cause::DependencyRefused { reason, error }) => {
             progress.status.dependencies.clear();
@@ -111,6 +103,16 @@ pub async fn check(
     Ok(ControlFlow::Continue(policy))
 }
 
+/// The release `files` compiled under `policy` with the operator's repositories.
+async fn compile_under(
+    ctx: &crate::context::Context,
+    files: &ReleaseFiles,
+    policy: &DependencyPolicy,
+) -> Result<crate::compiled::Compiled, Cause> {
+    let repositories = &ctx.settings.chart_repositories;
+    pipeline::compile(&ctx.sources, repositories, &ctx.metrics, files, policy).await
+}
+
 /// The release `files` of `stack` compiled for a ClusterAddon (or any object whose pass
 /// renders it), under the stack's dependency policy: a refused dependency gives the object
 /// `SourceVerified=False` and a Warning event and ends the pass; another compile failure fails
@@ -129,15 +131,7 @@ pub async fn compile_for<K: Tracked>(
         false => Ok(DependencyPolicy::default()),
     };
     let policy = progress.check(SOURCE_VERIFIED, policy).await?;
-    let compiled = match pipeline::compile(
-        &ctx.sources,
-        &ctx.settings.chart_repositories,
-        &ctx.metrics,
-        files,
-        &policy,
-    )
-    .await
-    {
+    let compiled = match compile_under(ctx, files, &policy).await {
         Ok(compiled) => compiled,
         Err(Cause::DependencyRefused { reason, error }) => {
             let action = verify::record_refusal(progress, reason, error.to_string()).await?;

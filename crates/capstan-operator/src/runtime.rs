@@ -280,10 +280,7 @@ fn observe_fleet(
                 .map_or(0, |releases| releases.watches.watch_count());
             Some(super::metrics::Census {
                 management_watches,
-                addon_checks: addon_checks()
-                    .into_iter()
-                    .map(|(namespace, name, at)| ((namespace, name), at))
-                    .collect(),
+                addon_checks: addon_checks(),
                 ..shared.workloads.census()
             })
         }),

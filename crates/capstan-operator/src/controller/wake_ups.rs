@@ -90,16 +90,16 @@ where
         lock(&self.checked).remove(object);
     }
 
-    /// Every object's last check the watches vouched for, read at each scrape of the metrics
-    /// (`namespace`, `name`, seconds).
-    pub fn checks(&self) -> impl Fn() -> Vec<(String, String, i64)> + Send + Sync + 'static + use<K> {
+    /// Every object's last check the watches vouched for, read at each scrape of the metrics:
+    /// seconds by (`namespace`, `name`).
+    pub fn checks(&self) -> impl Fn() -> HashMap<(String, String), i64> + Send + Sync + 'static + use<K> {
         let checked = self.checked.clone();
         move || {
             lock(&checked)
                 .iter()
                 .map(|(object, at)| {
                     let namespace = object.namespace.clone().unwrap_or_default();
-                    (namespace, object.name.clone(), at.0.as_second())
+                    ((namespace, object.name.clone()), at.0.as_second())
                 })
                 .collect()
         }

@@ -19,6 +19,8 @@
 #     --drift-samples K   objects deleted on random Clusters (default 30)
 #     --concurrency C     the operator's --concurrency (default 8)
 #     --run-timeout T     longest time one run (one N, one shard count) may take (default 60m)
+#     --phase-timeout T   longest time one phase (first apply, switch) may take (default 20m;
+#                         3,000 Clusters on a loaded machine need more)
 #     --profile           profile each first apply with `perf record` (the operator and the
 #                         workload API servers; `perf report` by process and symbol beside
 #                         the tables)
@@ -29,10 +31,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "bench-operator: ERROR: $*" >&2; exit 1; }
 
-SHARDS=1 SHARD_LABEL=sharding.capstan.dev/key WORKLOADS=3 DRIFT=1m SAMPLES=30 CONCURRENCY=8 RUN_TIMEOUT=60m BUILD=1 PROFILE=0
+SHARDS=1 SHARD_LABEL=sharding.capstan.dev/key WORKLOADS=3 DRIFT=1m SAMPLES=30 CONCURRENCY=8 RUN_TIMEOUT=60m PHASE_TIMEOUT=20m BUILD=1 PROFILE=0
 COUNTS=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -43,6 +45,7 @@ while [ $# -gt 0 ]; do
         --drift-samples) SAMPLES=${2:?}; shift 2 ;;
         --concurrency) CONCURRENCY=${2:?}; shift 2 ;;
         --run-timeout) RUN_TIMEOUT=${2:?}; shift 2 ;;
+        --phase-timeout) PHASE_TIMEOUT=${2:?}; shift 2 ;;
         --profile) PROFILE=1; shift ;;
         --no-build) BUILD=0; shift ;;
         -h|--help) usage ;;
@@ -100,7 +103,8 @@ for n in "${COUNTS[@]}"; do
         echo "bench-operator: $n Clusters, $shards shard(s) (log: $LOG)" >&2
         bench_run "$n Clusters, $shards shard(s)" "$OUT_DIR/out-$STAMP-$n-$shards.txt" \
             "$BENCH" "$n" --shards "$shards" --shard-label "$SHARD_LABEL" --workloads "$WORKLOADS" \
-            --drift-interval "$DRIFT" --drift-samples "$SAMPLES" --concurrency "$CONCURRENCY" "${PROFILE_ARGS[@]}"
+            --drift-interval "$DRIFT" --drift-samples "$SAMPLES" --concurrency "$CONCURRENCY" \
+            --phase-timeout "$PHASE_TIMEOUT" "${PROFILE_ARGS[@]}"
     done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -86,6 +86,9 @@ ROWS="$OUT_DIR/rows-$STAMP.txt"
 LOG="$OUT_DIR/run-$STAMP.log"
 : >"$ROWS"
 
+# A phase that times out keeps the operators' whole logs here.
+export CAPSTAN_BENCH_KEEP_LOGS="$OUT_DIR/logs-$STAMP"
+
 BENCH_NAME=bench-operator
 . scripts/lib/bench-run.sh
 

@@ -511,6 +511,28 @@ impl Operators<'_> {
         Ok(())
     }
 
+    /// A timed-out phase's whole operator logs, kept where `CAPSTAN_BENCH_KEEP_LOGS` names
+    /// (the logs' directory is removed with the run): the last lines rarely tell why a fleet
+    /// stopped converging.
+    fn keep_logs(&self) {
+        let Some(dir) = std::env::var_os("CAPSTAN_BENCH_KEEP_LOGS") else {
+            return;
+        };
+        let dir = PathBuf::from(dir);
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            eprintln!("operator_scale: keeping the logs in {}: {e}", dir.display());
+            return;
+        }
+        for op in self.0 {
+            let log = op.log_path();
+            let kept = dir.join(log.file_name().unwrap_or_default());
+            match std::fs::copy(log, &kept) {
+                Ok(_) => eprintln!("operator_scale: kept {}", kept.display()),
+                Err(e) => eprintln!("operator_scale: keeping {}: {e}", log.display()),
+            }
+        }
+    }
+
     fn logs(&self) -> String {
         self.0
             .iter()
@@ -538,6 +560,7 @@ impl Operators<'_> {
             }
             self.alive()?;
             if Instant::now() > deadline {
+                self.keep_logs();
                 bail!(
                     "timed out after {} s waiting for {what}\n{}",
                     limit.as_secs(),

@@ -70,6 +70,11 @@ impl ChildGuard {
         }
     }
 
+    /// Where the process's output goes.
+    pub fn log_path(&self) -> &std::path::Path {
+        &self.log
+    }
+
     /// The last `lines` lines of the process's output, for error messages.
     pub fn log_tail(&self, lines: usize) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();

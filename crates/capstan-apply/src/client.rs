@@ -127,9 +127,7 @@ fn https_connector(
     // default's 32 servers, which it allocates up front (15 KiB per client; the operator holds
     // a client per workload cluster — issue 36 §3).
     tls.resumption = rustls::client::Resumption::in_memory_sessions(SESSIONS_KEPT);
-    let builder = HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http();
+    let builder = HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http();
     let builder = match &config.tls_server_name {
         Some(name) => {
             let name = name

@@ -150,7 +150,9 @@ impl RenderStore {
     fn remembered(&self, owner: &Owner) -> Result<Option<StoredRender>, StoreError> {
         let found = {
             let newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
-            newest.get(owner.uid()).map(|r| (r.revision, r.compressed.clone()))
+            newest
+                .get(owner.uid())
+                .map(|r| (r.revision, r.compressed.clone()))
         };
         match found {
             Some((revision, compressed)) => decompress(&compressed)
@@ -478,7 +480,11 @@ mod tests {
             inputs: "abc".into(),
             parts: vec![("cluster-class".into(), "---\nkind: A\n".into())],
         };
-        let secret = encode(&owner(), &render, compress(&owner(), &render).expect("compresses"));
+        let secret = encode(
+            &owner(),
+            &render,
+            compress(&owner(), &render).expect("compresses"),
+        );
         assert_eq!(
             secret.metadata.name.as_deref(),
             Some("capstan.cskr.docker-ferrol-1-27-v2.v7")

@@ -224,6 +224,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 // The allocator of the `capstan` binary, so the numbers are the binary's.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -22,6 +22,7 @@ use capstan_chart::render::RenderOptions;
 use capstan_chart::{load, values};
 
 // The allocator of the `capstan` binary, so the numbers are the binary's.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

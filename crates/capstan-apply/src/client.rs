@@ -115,13 +115,19 @@ pub fn client_with(config: Config, timeouts: Timeouts) -> Result<Client, kube::E
 
 /// kube's rustls connector (its TLS settings, `tls_server_name` for SNI and verification),
 /// offering HTTP/2 and HTTP/1.1 by ALPN where kube's offers HTTP/1.1 only.
+/// TLS 1.3 session tickets a client keeps (rustls keeps up to 8 per server).
+const SESSIONS_KEPT: usize = 8;
+
 fn https_connector(
     config: &Config,
     http: HttpConnector,
 ) -> Result<HttpsConnector<HttpConnector>, kube::Error> {
-    let builder = HttpsConnectorBuilder::new()
-        .with_tls_config(config.rustls_client_config()?)
-        .https_or_http();
+    let mut tls = config.rustls_client_config()?;
+    // A client talks to one API server: a session cache for one server's tickets, not the
+    // default's 32 servers, which it allocates up front (15 KiB per client; the operator holds
+    // a client per workload cluster — issue 36 §3).
+    tls.resumption = rustls::client::Resumption::in_memory_sessions(SESSIONS_KEPT);
+    let builder = HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http();
     let builder = match &config.tls_server_name {
         Some(name) => {
             let name = name

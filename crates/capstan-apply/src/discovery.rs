@@ -6,16 +6,19 @@
 //! the operator's wait conditions, `delete` stages and reads of referenced objects all go
 //! through [`Discovery::resolve`] and [`Discovery::api`], so a long-lived `Discovery` (one
 //! per cluster) asks the server once per group-version.
+//!
+//! Equal group-version documents are kept once per process ([`shared`]): the operator holds a
+//! `Discovery` per workload cluster, and a fleet's clusters mostly serve the same kinds.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Weak};
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use tokio::sync::Mutex;
 
 /// The REST resource behind a kind and whether its objects live in namespaces.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceInfo {
     pub resource: ApiResource,
     pub namespaced: bool,
@@ -42,10 +45,34 @@ pub enum DiscoveryError {
 type Kinds = HashMap<String, ResourceInfo>;
 
 /// One group-version's discovery document: its kinds, or that the server does not serve it.
-#[derive(Default)]
+#[derive(Default, PartialEq, Eq)]
 struct GroupVersion {
     served: bool,
     kinds: Kinds,
+}
+
+/// The group-version documents some `Discovery` of this process holds, by group-version.
+type Documents = HashMap<String, Vec<Weak<GroupVersion>>>;
+
+static DOCUMENTS: LazyLock<std::sync::Mutex<Documents>> = LazyLock::new(Default::default);
+
+/// `fetched`, or an equal document of `api_version` another `Discovery` holds already: one
+/// copy per distinct document, however many clients discovered it (about 9 KiB per workload
+/// cluster otherwise — issue 36 §3). Documents no `Discovery` holds any more are dropped here.
+fn shared(api_version: &str, fetched: GroupVersion) -> Arc<GroupVersion> {
+    let mut documents = DOCUMENTS.lock().unwrap_or_else(|p| p.into_inner());
+    let known = documents.entry(api_version.to_string()).or_default();
+    known.retain(|document| document.strong_count() > 0);
+    if let Some(same) = known
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|document| **document == fetched)
+    {
+        return same;
+    }
+    let document = Arc::new(fetched);
+    known.push(Arc::downgrade(&document));
+    document
 }
 
 /// A discovery cache shared by all applies of one client.
@@ -78,10 +105,10 @@ impl Discovery {
         if let Some(info) = cache.get(&api_version).and_then(|gv| gv.kinds.get(kind)) {
             return Ok(info.clone());
         }
-        let fetched = self.fetch(group, version, &api_version).await?;
+        let fetched = shared(&api_version, self.fetch(group, version, &api_version).await?);
         let found = fetched.kinds.get(kind).cloned();
         let served = fetched.served;
-        cache.insert(api_version.clone(), Arc::new(fetched));
+        cache.insert(api_version.clone(), fetched);
         found.ok_or_else(|| DiscoveryError::UnknownKind {
             api_version,
             kind: kind.to_string(),
@@ -165,5 +192,39 @@ pub fn api_for(client: &Client, resource: &ApiResource, namespace: Option<&str>)
     match namespace {
         Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
         None => Api::all_with(client.clone(), resource),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn document(plural: &str) -> GroupVersion {
+        let gvk = GroupVersionKind::gvk("shared.test", "v1", "Widget");
+        GroupVersion {
+            served: true,
+            kinds: Kinds::from([(
+                "Widget".to_string(),
+                ResourceInfo {
+                    resource: ApiResource::from_gvk_with_plural(&gvk, plural),
+                    namespaced: true,
+                },
+            )]),
+        }
+    }
+
+    #[test]
+    fn equal_documents_are_kept_once_and_different_ones_apart() {
+        let first = shared("shared.test/v1", document("widgets"));
+        let same = shared("shared.test/v1", document("widgets"));
+        let other = shared("shared.test/v1", document("gadgets"));
+        assert!(Arc::ptr_eq(&first, &same));
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(other.kinds["Widget"].resource.plural, "gadgets");
+        // A document no client holds any more is dropped from the process' list.
+        drop(other);
+        let _again = shared("shared.test/v1", document("gadgets"));
+        let kept = DOCUMENTS.lock().map(|d| d["shared.test/v1"].len()).unwrap_or(0);
+        assert_eq!(kept, 2, "the widgets and the new gadgets");
     }
 }

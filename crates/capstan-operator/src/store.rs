@@ -9,7 +9,9 @@
 //! A revision is written once and never changed, and only the operator that owns the object
 //! writes them, so the newest revision of each owner is also kept in memory once read or
 //! saved: a pass that changes nothing reads no Secret (issue 36 §2 — at 1,000 Clusters in one
-//! namespace even a list from the watch cache filtered every Secret there on every pass).
+//! namespace even a list from the watch cache filtered every Secret there on every pass). It is
+//! kept as its Secret holds it, gzip-compressed, and decoded on each read: a few KiB per owner
+//! instead of the whole manifest text (issue 36 §3).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
@@ -99,12 +101,20 @@ impl Owner {
     }
 }
 
+/// What the store keeps in memory of an owner's newest revision.
+struct Remembered {
+    revision: u32,
+    inputs: String,
+    /// The render as its Secret stores it (gzip-compressed JSON).
+    compressed: Vec<u8>,
+}
+
 /// Reads and writes stored renders through the API server.
 #[derive(Clone)]
 pub struct RenderStore {
     client: Client,
     /// The newest revision of each owner (by UID) this process read or saved.
-    newest: Arc<Mutex<HashMap<String, StoredRender>>>,
+    newest: Arc<Mutex<HashMap<String, Remembered>>>,
 }
 
 impl RenderStore {
@@ -115,17 +125,41 @@ impl RenderStore {
         }
     }
 
-    fn remember(&self, owner: &Owner, render: &StoredRender) {
+    fn remember(&self, owner: &Owner, render: &StoredRender, compressed: &[u8]) {
         let mut newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
         let known = newest.get(owner.uid()).map(|r| r.revision);
         if known.is_none_or(|revision| revision <= render.revision) {
-            newest.insert(owner.uid().to_string(), render.clone());
+            newest.insert(
+                owner.uid().to_string(),
+                Remembered {
+                    revision: render.revision,
+                    inputs: render.inputs.clone(),
+                    compressed: compressed.to_vec(),
+                },
+            );
         }
     }
 
-    fn remembered(&self, owner: &Owner) -> Option<StoredRender> {
+    /// The remembered revision number and inputs of `owner`, without decoding the render.
+    fn remembered_inputs(&self, owner: &Owner) -> Option<(u32, String)> {
         let newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
-        newest.get(owner.uid()).cloned()
+        newest.get(owner.uid()).map(|r| (r.revision, r.inputs.clone()))
+    }
+
+    /// The remembered newest render of `owner`, decoded (outside the lock).
+    fn remembered(&self, owner: &Owner) -> Result<Option<StoredRender>, StoreError> {
+        let found = {
+            let newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
+            newest
+                .get(owner.uid())
+                .map(|r| (r.revision, r.compressed.clone()))
+        };
+        match found {
+            Some((revision, compressed)) => decompress(&compressed)
+                .map(Some)
+                .map_err(|message| corrupt(owner, &owner.secret_name(revision), message)),
+            None => Ok(None),
+        }
     }
 
     fn api(&self, namespace: &str) -> Api<Secret> {
@@ -161,13 +195,13 @@ impl RenderStore {
     /// again and [`RenderStore::save`] (a quorum read) finds the revision with those inputs
     /// instead of adding one.
     pub async fn latest(&self, owner: &Owner) -> Result<Option<StoredRender>, StoreError> {
-        if let Some(render) = self.remembered(owner) {
+        if let Some(render) = self.remembered(owner)? {
             return Ok(Some(render));
         }
         match self.list(owner, Freshness::Cached).await?.first() {
             Some(secret) => {
-                let render = decode(owner, secret)?;
-                self.remember(owner, &render);
+                let (render, compressed) = decode(owner, secret)?;
+                self.remember(owner, &render, compressed);
                 Ok(Some(render))
             }
             None => Ok(None),
@@ -187,17 +221,22 @@ impl RenderStore {
         inputs: &str,
         parts: Vec<(String, String)>,
     ) -> Result<StoredRender, StoreError> {
-        let parts = match self.remembered(owner) {
-            Some(newest) if newest.inputs == inputs => return Ok(newest),
-            Some(newest) => {
+        let parts = match self.remembered_inputs(owner) {
+            Some((_, known)) if known == inputs => {
+                if let Some(newest) = self.remembered(owner)? {
+                    return Ok(newest);
+                }
+                parts
+            }
+            Some((revision, _)) => {
                 let render = StoredRender {
-                    revision: newest.revision + 1,
+                    revision: revision + 1,
                     inputs: inputs.to_string(),
                     parts,
                 };
                 match self.create(owner, &render).await? {
-                    Created::Yes => {
-                        self.remember(owner, &render);
+                    Created::Yes(compressed) => {
+                        self.remember(owner, &render, &compressed);
                         if let Some(old) = render.revision.checked_sub(KEEP_REVISIONS as u32)
                             && old > 0
                         {
@@ -221,13 +260,14 @@ impl RenderStore {
 
     /// Creates the Secret of `render`, or tells that its revision exists.
     async fn create(&self, owner: &Owner, render: &StoredRender) -> Result<Created, StoreError> {
-        let secret = encode(owner, render)?;
+        let compressed = compress(owner, render)?;
+        let secret = encode(owner, render, compressed.clone());
         match self
             .api(&owner.namespace)
             .create(&PostParams::default(), &secret)
             .await
         {
-            Ok(_) => Ok(Created::Yes),
+            Ok(_) => Ok(Created::Yes(compressed)),
             Err(e) if crate::kube_error::is_conflict(&e) => Ok(Created::Taken),
             Err(source) => Err(StoreError::Api {
                 owner: owner.describe(),
@@ -249,8 +289,8 @@ impl RenderStore {
             && inputs_of(newest) == Some(inputs)
         {
             // Stored already (seen late by a cached read): the same inputs render the same.
-            let render = decode(owner, newest)?;
-            self.remember(owner, &render);
+            let (render, compressed) = decode(owner, newest)?;
+            self.remember(owner, &render, compressed);
             return Ok(render);
         }
         let revision = existing.first().map_or(0, revision_of) + 1;
@@ -259,7 +299,8 @@ impl RenderStore {
             inputs: inputs.to_string(),
             parts,
         };
-        let secret = encode(owner, &render)?;
+        let compressed = compress(owner, &render)?;
+        let secret = encode(owner, &render, compressed.clone());
         self.api(&owner.namespace)
             .create(&PostParams::default(), &secret)
             .await
@@ -268,7 +309,7 @@ impl RenderStore {
                 action: "creating the revision Secret",
                 source,
             })?;
-        self.remember(owner, &render);
+        self.remember(owner, &render, &compressed);
         for old in existing.iter().skip(KEEP_REVISIONS - 1) {
             if let Some(name) = &old.metadata.name {
                 // A failed removal leaves one revision too many; the next save retries it.
@@ -313,7 +354,8 @@ impl RenderStore {
 
 /// Whether a revision's Secret was created.
 enum Created {
-    Yes,
+    /// Created, with the render as the Secret holds it.
+    Yes(Vec<u8>),
     /// A Secret of that revision exists.
     Taken,
 }
@@ -347,17 +389,35 @@ fn revision_of(secret: &Secret) -> u32 {
         .unwrap_or(0)
 }
 
-fn encode(owner: &Owner, render: &StoredRender) -> Result<Secret, StoreError> {
-    let corrupt = |message: String| StoreError::Corrupt {
+fn corrupt(owner: &Owner, secret: &str, message: String) -> StoreError {
+    StoreError::Corrupt {
         owner: owner.describe(),
-        secret: owner.secret_name(render.revision),
+        secret: secret.to_string(),
         message,
-    };
-    let json = serde_json::to_vec(render).map_err(|e| corrupt(e.to_string()))?;
+    }
+}
+
+/// `render` as a Secret stores it: gzip-compressed JSON.
+fn compress(owner: &Owner, render: &StoredRender) -> Result<Vec<u8>, StoreError> {
+    let corrupt = |e: std::io::Error| corrupt(owner, &owner.secret_name(render.revision), e.to_string());
+    let json = serde_json::to_vec(render).map_err(|e| corrupt(e.into()))?;
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(&json).map_err(|e| corrupt(e.to_string()))?;
-    let bytes = gz.finish().map_err(|e| corrupt(e.to_string()))?;
-    Ok(Secret {
+    gz.write_all(&json).map_err(corrupt)?;
+    gz.finish().map_err(corrupt)
+}
+
+/// The render of a Secret's data (what [`compress`] made).
+fn decompress(bytes: &[u8]) -> Result<StoredRender, String> {
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut json)
+        .map_err(|e| format!("not gzip: {e}"))?;
+    serde_json::from_slice(&json).map_err(|e| e.to_string())
+}
+
+/// The revision Secret of `render`, whose data is `compressed`.
+fn encode(owner: &Owner, render: &StoredRender, compressed: Vec<u8>) -> Secret {
+    Secret {
         metadata: ObjectMeta {
             name: Some(owner.secret_name(render.revision)),
             namespace: Some(owner.namespace.clone()),
@@ -377,27 +437,21 @@ fn encode(owner: &Owner, render: &StoredRender) -> Result<Secret, StoreError> {
             ..ObjectMeta::default()
         },
         type_: Some(SECRET_TYPE.into()),
-        data: Some(BTreeMap::from([(DATA_KEY.to_string(), ByteString(bytes))])),
+        data: Some(BTreeMap::from([(DATA_KEY.to_string(), ByteString(compressed))])),
         ..Secret::default()
-    })
+    }
 }
 
-fn decode(owner: &Owner, secret: &Secret) -> Result<StoredRender, StoreError> {
-    let corrupt = |message: String| StoreError::Corrupt {
-        owner: owner.describe(),
-        secret: secret.metadata.name.clone().unwrap_or_default(),
-        message,
-    };
+/// The render a revision Secret stores, and its data as stored.
+fn decode<'s>(owner: &Owner, secret: &'s Secret) -> Result<(StoredRender, &'s [u8]), StoreError> {
+    let name = secret.metadata.name.clone().unwrap_or_default();
     let bytes = secret
         .data
         .as_ref()
         .and_then(|d| d.get(DATA_KEY))
-        .ok_or_else(|| corrupt(format!("no data.{DATA_KEY}")))?;
-    let mut json = Vec::new();
-    flate2::read::GzDecoder::new(bytes.0.as_slice())
-        .read_to_end(&mut json)
-        .map_err(|e| corrupt(format!("not gzip: {e}")))?;
-    serde_json::from_slice(&json).map_err(|e| corrupt(e.to_string()))
+        .ok_or_else(|| corrupt(owner, &name, format!("no data.{DATA_KEY}")))?;
+    let render = decompress(&bytes.0).map_err(|message| corrupt(owner, &name, message))?;
+    Ok((render, &bytes.0))
 }
 
 #[cfg(test)]
@@ -426,26 +480,27 @@ mod tests {
             inputs: "abc".into(),
             parts: vec![("cluster-class".into(), "---\nkind: A\n".into())],
         };
-        let secret = encode(&owner(), &render).expect("encodes");
+        let secret = encode(
+            &owner(),
+            &render,
+            compress(&owner(), &render).expect("compresses"),
+        );
         assert_eq!(
             secret.metadata.name.as_deref(),
             Some("capstan.cskr.docker-ferrol-1-27-v2.v7")
         );
         assert_eq!(revision_of(&secret), 7);
-        assert_eq!(decode(&owner(), &secret).expect("decodes"), render);
+        assert_eq!(decode(&owner(), &secret).expect("decodes").0, render);
     }
 
     #[test]
     fn a_damaged_secret_is_named_in_the_error() {
-        let mut secret = encode(
-            &owner(),
-            &StoredRender {
-                revision: 1,
-                inputs: "x".into(),
-                parts: vec![],
-            },
-        )
-        .expect("encodes");
+        let render = StoredRender {
+            revision: 1,
+            inputs: "x".into(),
+            parts: vec![],
+        };
+        let mut secret = encode(&owner(), &render, Vec::new());
         secret.data = Some(BTreeMap::from([(
             DATA_KEY.to_string(),
             ByteString(b"nope".to_vec()),

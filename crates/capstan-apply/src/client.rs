@@ -113,11 +113,11 @@ pub fn client_with(config: Config, timeouts: Timeouts) -> Result<Client, kube::E
     Ok(Client::new(service, config.default_namespace))
 }
 
-/// kube's rustls connector (its TLS settings, `tls_server_name` for SNI and verification),
-/// offering HTTP/2 and HTTP/1.1 by ALPN where kube's offers HTTP/1.1 only.
 /// TLS 1.3 session tickets a client keeps (rustls keeps up to 8 per server).
 const SESSIONS_KEPT: usize = 8;
 
+/// kube's rustls connector (its TLS settings, `tls_server_name` for SNI and verification),
+/// offering HTTP/2 and HTTP/1.1 by ALPN where kube's offers HTTP/1.1 only.
 fn https_connector(
     config: &Config,
     http: HttpConnector,

@@ -80,7 +80,10 @@ async fn each_pass_sends_only_the_requests_it_needs() {
     let report = applier.apply(&first, &opts).await.expect("idle apply");
     assert_eq!(report.summary.unchanged, first.len(), "{:?}", report.summary);
     // Nothing sent, nothing told.
-    assert!(report.results.iter().all(|r| r.resource_version.is_none()), "{report:?}");
+    assert!(
+        report.results.iter().all(|r| r.resource_version.is_none()),
+        "{report:?}"
+    );
     let (by_verb, sent) = audit.sent_since(before).await;
     eprintln!("unchanged set: {} requests: {sent:#?}", sent.len());
     assert_eq!(by_verb, verbs(&[("get", 1), ("list", 4)]), "{sent:#?}");

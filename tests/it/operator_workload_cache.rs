@@ -291,9 +291,11 @@ async fn a_first_apply_with_its_watches_lists_nothing() {
     };
     // A watch that listed would have done so at once; give it the time a loaded machine needs.
     tokio::time::sleep(Duration::from_secs(3)).await;
+    // The test's own reads aside: the test API server's start polls until its `default`
+    // namespace exists (once or twice).
     let requests: Vec<String> = passes_requests(&counted, 0)
         .into_iter()
-        .filter(|r| !is_overhead(r))
+        .filter(|r| !is_overhead(r) && r != "get /api/v1/namespaces/default")
         .collect();
     let mut by_verb = std::collections::BTreeMap::<&str, usize>::new();
     for request in &requests {
@@ -307,11 +309,10 @@ async fn a_first_apply_with_its_watches_lists_nothing() {
     );
     let lists: Vec<&String> = requests.iter().filter(|r| r.starts_with("list ")).collect();
     assert!(lists.is_empty(), "the first apply listed: {lists:#?}");
-    // Pinned: the test's own reads of its namespace (2), the inventory read, 15 applies and
-    // the inventory write; the APIService, which kube-apiserver 1.20 cannot server-side-apply,
-    // read and created. Before issue 36 §1/§3 the drift watches' first listings added one
-    // LIST per kind (11 here).
-    let pinned = std::collections::BTreeMap::from([("create", 1), ("get", 4), ("patch", 16)]);
+    // Pinned: the inventory read, 15 applies and the inventory write; the APIService, which
+    // kube-apiserver 1.20 cannot server-side-apply, read and created. Before issue 36 §1/§3
+    // the drift watches' first listings added one LIST per kind (11 here).
+    let pinned = std::collections::BTreeMap::from([("create", 1), ("get", 2), ("patch", 16)]);
     assert_eq!(by_verb, pinned, "{requests:#?}");
 }
 
@@ -339,5 +340,16 @@ async fn an_upgrade_of_a_watched_addon_lists_nothing() {
     eprintln!("upgrade with watches: {} requests: {requests:#?}", requests.len());
     let lists: Vec<&String> = requests.iter().filter(|r| r.starts_with("list ")).collect();
     assert!(lists.is_empty(), "the upgrade listed: {lists:#?}");
-    assert!(requests.len() <= 30, "{} requests: {requests:#?}", requests.len());
+    // Pinned: the inventory read, 9 applies of what changed and the inventory write; the
+    // APIService applied, read and updated (kube-apiserver 1.20); the object v2 dropped read
+    // (still ours?) and pruned. No watch request: the watches of the kinds both releases have
+    // go on, none ends.
+    let mut by_verb = std::collections::BTreeMap::<&str, usize>::new();
+    for request in &requests {
+        *by_verb
+            .entry(request.split(' ').next().unwrap_or_default())
+            .or_default() += 1;
+    }
+    let pinned = std::collections::BTreeMap::from([("delete", 1), ("get", 3), ("patch", 11), ("update", 1)]);
+    assert_eq!(by_verb, pinned, "{requests:#?}");
 }

@@ -497,17 +497,16 @@ mod tests {
     fn lines_are_read_as_they_complete_and_an_idle_reader_holds_no_buffer() {
         let mut lines = Lines::default();
         let mut got: Vec<String> = Vec::new();
-        let mut feed = |lines: &mut Lines, chunk: &'static str| {
+        let feed = |lines: &mut Lines, got: &mut Vec<String>, chunk: &str| {
             lines.feed(chunk.as_bytes(), |l| {
                 got.push(String::from_utf8_lossy(l).into_owned())
             });
         };
-        feed(&mut lines, "{\"a\":1}\n{\"b\"");
+        feed(&mut lines, &mut got, "{\"a\":1}\n{\"b\"");
         assert_eq!(lines.tail, b"{\"b\"");
-        feed(&mut lines, ":2");
-        feed(&mut lines, "}\n\n{\"c\":3}\n");
+        feed(&mut lines, &mut got, ":2");
+        feed(&mut lines, &mut got, "}\n\n{\"c\":3}\n");
         assert_eq!(lines.tail.capacity(), 0, "released after the line completed");
-        drop(feed);
         assert_eq!(got, ["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"]);
     }
 

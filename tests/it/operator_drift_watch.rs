@@ -219,6 +219,86 @@ async fn two_inventories_share_one_watch_per_kind_and_each_sees_its_drift() {
     assert!(watches.covers(inventories[1], &kinds[..1]));
 }
 
+/// Issue 36 §1: a drift watch starts from where the apply left the objects, not from a
+/// listing: a change another field manager makes between the apply and the watch's start (the
+/// gap a listing would hide: it would show the changed object as it is, not as a change)
+/// wakes the owner, and the watch lists nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_between_the_apply_and_the_watch_wakes_the_owner() {
+    let test = "a_change_between_the_apply_and_the_watch_wakes_the_owner";
+    let Some(bins) = Binaries::find_or_skip(test) else {
+        return;
+    };
+    let audit = capstan_testenv::audit::AuditLog::new().expect("audit log");
+    let cluster = TestCluster::start_with_args(&bins, "gap-watches", &audit.apiserver_args())
+        .await
+        .expect("cluster starts");
+    let client = cluster.client();
+    let inventory = capstan_apply::InventoryRef {
+        namespace: "default".into(),
+        name: "capstan.caddon.gap".into(),
+    };
+    let objects = capstan_apply::parse_stream(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gap-0}\ndata: {a: '1'}\n---\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gap-1}\ndata: {a: '1'}\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata: {name: gap-0}\nstringData: {a: '1'}\n",
+        "gap",
+    )
+    .expect("objects parse");
+    let applier = capstan_apply::Applier::new(client.clone(), "gap");
+    let opts = capstan_apply::ApplyOptions {
+        namespace: "default".into(),
+        inventory: Some(inventory.clone()),
+        prune: true,
+        ..capstan_apply::ApplyOptions::default()
+    };
+    let report = applier.apply(&objects, &opts).await.expect("applied");
+    assert!(!report.failed(), "{report:?}");
+    let written = capstan_operator::drift::written(&report.results);
+    assert_eq!(written.len(), 2, "both kinds' histories known: {written:?}");
+
+    // The gap: another writer changes a ConfigMap after the apply, before the watch starts.
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let someone = PatchParams {
+        field_manager: Some("someone-else".into()),
+        ..PatchParams::default()
+    };
+    configmaps
+        .patch("gap-1", &someone, &Patch::Merge(&json!({"data": {"a": "2"}})))
+        .await
+        .expect("ConfigMap edited");
+
+    let requests_before = audit.requests().len();
+    let discovery = capstan_apply::discovery::Discovery::new(client.clone());
+    let watches = capstan_operator::drift::DriftWatches::default();
+    let told: Arc<AtomicUsize> = Arc::default();
+    let id = inventory.id();
+    watches.wrote(&id, written);
+    watches
+        .ensure(&discovery, &id, &config_maps_and_secrets(), counting(&told))
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while told.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        told.load(Ordering::SeqCst),
+        1,
+        "the change in the gap woke the owner"
+    );
+    let lists: Vec<String> = audit
+        .requests()
+        .split_off(requests_before)
+        .into_iter()
+        .filter(|r| r.starts_with("list "))
+        .collect();
+    assert!(lists.is_empty(), "the watches listed: {lists:?}");
+    assert!(
+        watches.covers(&id, &config_maps_and_secrets()),
+        "watching from the apply covers the inventory"
+    );
+}
+
 /// The watch events of `kind` the API server of `cluster` has sent
 /// (`apiserver_watch_events_total` of Kubernetes 1.20, over every watcher).
 async fn watch_events(cluster: &TestCluster, kind: &str) -> f64 {

@@ -98,6 +98,11 @@ pub struct ObjectResult {
     /// The hash of the desired object capstan applied (see `apply::ssa::desired_hash`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_applied_hash: Option<String>,
+    /// The object's resourceVersion in the server's answer to this apply: a watch from it sees
+    /// every later change. `None` where nothing was written (a dry run, a failure, an object
+    /// left alone, a prune). Live state, not part of the recorded result: never serialized.
+    #[serde(skip)]
+    pub resource_version: Option<String>,
 }
 
 impl ObjectResult {
@@ -216,6 +221,7 @@ mod tests {
             action,
             message: message.into(),
             last_applied_hash: None,
+            resource_version: None,
         };
         let deleted = result(Action::Pruned, "");
         let gone = result(Action::None, "already gone");
@@ -237,6 +243,7 @@ mod tests {
             action: Action::None,
             message: "boom".into(),
             last_applied_hash: Some("abc".into()),
+            resource_version: Some("42".into()),
         };
         let json = serde_json::to_value(&r).expect("serializes");
         assert_eq!(
@@ -246,6 +253,13 @@ mod tests {
                 "message": "boom", "lastAppliedHash": "abc"})
         );
         let back: ObjectResult = serde_json::from_value(json).expect("deserializes");
-        assert_eq!(back, r);
+        // The resourceVersion is the answer's, never recorded.
+        assert_eq!(
+            back,
+            ObjectResult {
+                resource_version: None,
+                ..r
+            }
+        );
     }
 }

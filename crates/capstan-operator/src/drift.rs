@@ -11,36 +11,37 @@
 //! list again (its resourceVersion expired while it was disconnected) wakes every inventory it
 //! serves: what changed in the gap is not in the new listing's events.
 //!
+//! A watch starts from where its inventories' objects were written (the resourceVersions the
+//! apply told, [`DriftWatches::wrote`]), so it lists nothing and sees every change since the
+//! apply, one made before the watch started included; see [`watcher`].
+//!
 //! A watch keeps no objects: each event is judged and dropped, so what a watch holds is its
 //! task, its connection's stream and the table of the inventories it serves.
 //!
 //! While every kind of an inventory is watched, listed and untroubled since the inventory's
 //! last full pass ([`DriftWatches::covers`]), nothing there can drift unseen, so the interval
 //! pass sends no request to the cluster; it stays the fallback for kinds that cannot be
-//! watched and for watches that failed since.
+//! watched, for watches in error and for those that listed again since.
 //!
 //! A workload cluster's watches live in its cache entry ([`crate::addon::workload::Workload`]):
 //! dropping the entry (kubeconfig changed, Cluster or ClusterAddon gone, cluster unreachable,
 //! evicted) aborts them; the releases' live in
 //! [`crate::controller::cluster_stack_release::watches`], one set per namespace scope shared
 //! by every release there, each release's inventory forgotten when it is deleted. Each
-//! reconnects with kube's default
-//! backoff; its errors are logged and never reach the controller. At most [`MAX_KINDS`] kinds
+//! reconnects with a backoff of its own ([`watcher::backoff`]); its errors are logged and
+//! never reach the controller. At most [`MAX_KINDS`] kinds
 //! per inventory.
 
 mod dispatch;
 mod judge;
+pub mod watcher;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use kube::api::DynamicObject;
-use kube::core::PartialObjectMeta;
-use kube::runtime::watcher::{self, Event};
-use kube::runtime::{WatchStreamExt, watcher::watcher};
+use kube::runtime::watcher::Event;
 
 use capstan_apply::discovery::Discovery;
 use capstan_apply::ssa::{INVENTORY_ID_LABEL, inventory_id};
@@ -49,12 +50,17 @@ use capstan_apply::{ObjectKey, PruneNotice};
 use dispatch::{Inventories, whom};
 pub use dispatch::{Notify, Wake};
 pub use judge::drifted;
+use watcher::{LastSeen, Seen, Watcher, usable};
 
 /// Kinds watched per inventory at most (an addon chart has about ten).
 pub const MAX_KINDS: usize = 64;
 
 /// `(group, version, kind)`.
 pub type Kind = (String, String, String);
+
+/// Per kind, the lowest resourceVersion an apply of an inventory wrote (a watch from there
+/// sees every later change of the inventory's objects of that kind).
+pub type Written = std::collections::BTreeMap<Kind, String>;
 
 /// The running watches of one cluster, one per kind, each serving every inventory that has
 /// objects of its kind there; aborted when dropped.
@@ -68,6 +74,9 @@ pub struct DriftWatches {
     pruning: Arc<Pruning>,
     /// Watch only this namespace (see [`DriftWatches::within`]); `None`: all namespaces.
     namespace: Option<String>,
+    /// Where each inventory's history starts, per kind, told by its last apply
+    /// ([`DriftWatches::wrote`]) and taken when its watches start.
+    written: Mutex<HashMap<String, Written>>,
 }
 
 /// How long a notice of capstan's own deletion is kept for its watch event.
@@ -99,8 +108,11 @@ impl Pruning {
 /// The running watch of one kind.
 struct Running {
     task: tokio::task::JoinHandle<()>,
-    /// Its first listing is complete: from then on every change is an event.
+    /// It follows a resourceVersion (its watch answered, or its first listing is complete):
+    /// from then on every change is an event.
     listed: Arc<AtomicBool>,
+    /// The resourceVersion it saw last: a restart for more inventories resumes from here.
+    seen: Arc<LastSeen>,
     /// The inventories it serves, by their objects' label.
     inventories: Arc<Inventories>,
     /// The labels its selector names: an inventory that joins with another starts it again.
@@ -124,6 +136,7 @@ impl DriftWatches {
             settled: Mutex::default(),
             pruning: Arc::default(),
             namespace: Some(namespace.to_string()),
+            written: Mutex::default(),
         }
     }
 
@@ -136,9 +149,14 @@ impl DriftWatches {
     /// `kube-system/capstan.caddon.x`) of one owner, telling `notify` of their drift: each
     /// joins the watches of kinds already watched, new kinds start a watch, kinds it no longer
     /// applies leave it (a watch serving no inventory stops). A watch whose selector does not
-    /// name a joining inventory starts again naming every inventory it serves; the others it
-    /// served may miss a change in the gap, so they count as troubled until their next full
-    /// pass.
+    /// name a joining inventory starts again naming every inventory it serves.
+    ///
+    /// Where a watch starts: from where the histories of its inventories' objects start (the
+    /// lowest resourceVersion their last applies wrote of its kind, [`DriftWatches::wrote`];
+    /// for a restart, also the old watch's last seen one), so it sees every change since —
+    /// including one made between an apply and the watch's start — and lists nothing. Where
+    /// one of them is unknown it lists; the inventories it served before may then miss a
+    /// change in the gap, so they count as troubled until their next full pass.
     pub async fn ensure_all(&self, discovery: &Discovery, inventories: &[(&str, &[Kind])], notify: Notify) {
         let mut joining: Vec<(String, &str, Vec<&Kind>)> = Vec::new();
         for (inventory, kinds) in inventories {
@@ -152,28 +170,42 @@ impl DriftWatches {
             let wanted = kinds.iter().take(MAX_KINDS).collect();
             joining.push((inventory_id(inventory), inventory, wanted));
         }
-        let to_start: Vec<(Kind, Arc<Inventories>)> = {
+        let written: HashMap<&str, Written> = {
+            let mut stash = lock(&self.written);
+            joining
+                .iter()
+                .map(|(_, inventory, _)| (*inventory, stash.remove(*inventory).unwrap_or_default()))
+                .collect()
+        };
+        let to_start: Vec<(Kind, Start)> = {
             let mut running = self.lock();
             for (label, _, wanted) in &joining {
                 leave(&mut running, label, |kind| !wanted.contains(&kind));
             }
-            let mut to_start: HashMap<Kind, Arc<Inventories>> = HashMap::new();
+            let mut to_start: HashMap<Kind, Start> = HashMap::new();
             for (label, inventory, wanted) in &joining {
                 for kind in wanted {
+                    let history = written.get(inventory).and_then(|w| w.get(*kind)).cloned();
                     match running.get(*kind) {
                         Some(watch) => {
                             watch.inventories.join(label, inventory, notify.clone());
                             // A watch whose task ended starts again for the same
                             // inventories; one whose selector misses the inventory, wider.
                             if watch.task.is_finished() || !watch.selects.contains(label) {
-                                to_start.insert((*kind).clone(), watch.inventories.clone());
+                                let start = to_start.entry((*kind).clone()).or_insert_with(|| Start {
+                                    inventories: watch.inventories.clone(),
+                                    from: Some(watch.seen.get()),
+                                });
+                                start.from = lowest(start.from.take(), history);
                             }
                         }
                         None => {
-                            let inventories = to_start
-                                .entry((*kind).clone())
-                                .or_insert_with(|| Arc::new(Inventories::default()));
-                            inventories.join(label, inventory, notify.clone());
+                            let start = to_start.entry((*kind).clone()).or_insert_with(|| Start {
+                                inventories: Arc::new(Inventories::default()),
+                                from: None,
+                            });
+                            start.inventories.join(label, inventory, notify.clone());
+                            start.from = lowest(start.from.take(), history);
                         }
                     }
                 }
@@ -181,10 +213,12 @@ impl DriftWatches {
             to_start.into_iter().collect()
         };
         let joined: BTreeSet<&str> = joining.iter().map(|(label, ..)| label.as_str()).collect();
-        for (kind, inventories) in to_start {
+        for (kind, start) in to_start {
+            let Start { inventories, from } = start;
+            let from = from.flatten();
             let selects = inventories.labels();
-            if selects.iter().any(|label| !joined.contains(label.as_str())) {
-                // Served before: the restart's gap is unseen for them.
+            if from.is_none() && selects.iter().any(|label| !joined.contains(label.as_str())) {
+                // Served before, and listed again: the restart's gap is unseen for them.
                 inventories.trouble_all();
                 for label in &joined {
                     inventories.forget_trouble(label);
@@ -199,24 +233,36 @@ impl DriftWatches {
             };
             // Metadata only, across namespaces (or in the one namespace).
             let client = discovery.client().clone();
-            let api: kube::Api<PartialObjectMeta<DynamicObject>> =
+            let api: kube::Api<kube::api::DynamicObject> =
                 match watch_scope(self.namespace.as_deref(), info.namespaced) {
-                    WatchScope::All => kube::Api::all_with(client, &info.resource),
-                    WatchScope::Namespace(ns) => kube::Api::namespaced_with(client, ns, &info.resource),
+                    WatchScope::All => kube::Api::all_with(client.clone(), &info.resource),
+                    WatchScope::Namespace(ns) => {
+                        kube::Api::namespaced_with(client.clone(), ns, &info.resource)
+                    }
                     WatchScope::Nowhere => continue,
                 };
+            let watcher = Watcher {
+                client,
+                url: api.resource_url().to_string(),
+                selector: selector(&selects),
+            };
             let listed = Arc::new(AtomicBool::new(false));
+            let seen = Arc::new(LastSeen::default());
             let task = tokio::spawn(watch(
-                api,
-                selector(&selects),
+                watcher,
+                from,
                 kind.clone(),
-                listed.clone(),
-                inventories.clone(),
-                self.pruning.clone(),
+                Following {
+                    listed: listed.clone(),
+                    seen: seen.clone(),
+                    inventories: inventories.clone(),
+                    pruning: self.pruning.clone(),
+                },
             ));
             let started = Running {
                 task,
                 listed,
+                seen,
                 inventories,
                 selects,
             };
@@ -224,6 +270,12 @@ impl DriftWatches {
                 old.task.abort();
             }
         }
+    }
+
+    /// An apply of `inventory` wrote its objects of each kind at resourceVersions from
+    /// `written`'s on: where its watches start next ([`DriftWatches::ensure_all`]).
+    pub fn wrote(&self, inventory: &str, written: Written) {
+        lock(&self.written).insert(inventory.to_string(), written);
     }
 
     /// Whether the watches see every change of `inventory`'s `kinds` since its last full
@@ -289,6 +341,7 @@ impl DriftWatches {
     pub fn forget(&self, inventory: &str) {
         leave(&mut self.lock(), &inventory_id(inventory), |_| true);
         lock(&self.settled).remove(inventory);
+        lock(&self.written).remove(inventory);
     }
 
     /// How many watches run (one per kind, whatever the number of inventories).
@@ -307,6 +360,57 @@ impl DriftWatches {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A watch to start: the inventories it serves and where it starts.
+struct Start {
+    inventories: Arc<Inventories>,
+    /// `None`: nothing said yet; `Some(None)`: a history unknown (it lists); `Some(Some(v))`:
+    /// every history it serves starts at `v` or later.
+    from: Option<Option<String>>,
+}
+
+/// Where a watch starts that must see the histories of `so_far` and one starting at
+/// `history`: the lower resourceVersion; unknown if either is unknown or not a number.
+fn lowest(so_far: Option<Option<String>>, history: Option<String>) -> Option<Option<String>> {
+    let Some(so_far) = so_far else {
+        return Some(history);
+    };
+    let (Some(a), Some(b)) = (so_far, history) else {
+        return Some(None);
+    };
+    match (usable(&a), usable(&b)) {
+        (Some(x), Some(y)) => Some(Some(if x <= y { a } else { b })),
+        _ => Some(None),
+    }
+}
+
+/// Per kind, the lowest resourceVersion the answers to an apply carried, from its `results`:
+/// only kinds whose every applied object was written and told a decimal resourceVersion (an
+/// object left alone or failed leaves its kind's history unknown); pruned objects do not count.
+pub fn written(results: &[capstan_apply::ObjectResult]) -> Written {
+    use capstan_apply::SyncStatus;
+    let mut lowest_of: HashMap<Kind, Option<Option<String>>> = HashMap::new();
+    for result in results {
+        if matches!(result.status, SyncStatus::Pruned) {
+            continue;
+        }
+        let kind = (
+            result.key.group.clone(),
+            result.key.version.clone(),
+            result.key.kind.clone(),
+        );
+        let version = match result.status {
+            SyncStatus::Synced => result.resource_version.clone(),
+            _ => None,
+        };
+        let entry = lowest_of.entry(kind).or_default();
+        *entry = lowest(entry.take(), version);
+    }
+    lowest_of
+        .into_iter()
+        .filter_map(|(kind, from)| Some((kind, from.flatten()?)))
+        .collect()
 }
 
 /// The label selector of a watch serving the inventories labelled `labels`: their objects
@@ -356,43 +460,55 @@ fn watch_scope(within: Option<&str>, namespaced: bool) -> WatchScope<'_> {
     }
 }
 
-/// The watch of `kind`: every object with an inventory label (the label's presence: the
-/// objects of every inventory, whoever applied them), its events dispatched to the
-/// inventories by that label.
-async fn watch(
-    api: kube::Api<PartialObjectMeta<DynamicObject>>,
-    selector: String,
-    kind: Kind,
+/// What a running watch shares with its owner and reads to dispatch.
+struct Following {
     listed: Arc<AtomicBool>,
+    seen: Arc<LastSeen>,
     inventories: Arc<Inventories>,
     pruning: Arc<Pruning>,
-) {
-    let config = watcher::Config::default().labels(&selector);
-    let mut events = watcher(api, config).default_backoff().boxed();
-    while let Some(event) = events.next().await {
-        let event = match event {
-            Ok(event) => event,
-            Err(e) => {
-                inventories.trouble_all();
-                tracing::debug!(kind = %kind.2, error = %e, "drift watch error (retrying with backoff)");
-                continue;
-            }
-        };
-        let pruned = match &event {
-            Event::Delete(meta) => pruning.take(&(
-                kind.0.clone(),
-                kind.2.clone(),
-                meta.metadata.namespace.clone(),
-                meta.metadata.name.clone().unwrap_or_default(),
-            )),
-            _ => false,
-        };
-        let wake = whom(&event, listed.load(Ordering::Acquire), pruned);
-        if matches!(event, Event::InitDone) {
-            listed.store(true, Ordering::Release);
-        }
-        inventories.wake(wake);
-    }
+}
+
+/// The watch of `kind` (from `from` when known), its events dispatched to the inventories it
+/// serves by their objects' inventory label.
+async fn watch(watcher: Watcher, from: Option<String>, kind: Kind, following: Following) {
+    let Following {
+        listed,
+        seen,
+        inventories,
+        pruning,
+    } = following;
+    watcher
+        .run(from, seen, |seen| {
+            let event = match seen {
+                Seen::Following { again } => {
+                    let wake = whom(&Event::Init, again, false);
+                    listed.store(true, Ordering::Release);
+                    inventories.wake(wake);
+                    return;
+                }
+                Seen::Failed(error) => {
+                    // Not following until it is again: meanwhile the interval pass compares.
+                    // It resumes from its resourceVersion and misses nothing; should that have
+                    // expired, its listing troubles and wakes every inventory it serves.
+                    listed.store(false, Ordering::Release);
+                    tracing::debug!(kind = %kind.2, %error, "drift watch error (retrying with backoff)");
+                    return;
+                }
+                Seen::Changed(meta) => Event::Apply(meta),
+                Seen::Deleted(meta) => Event::Delete(meta),
+            };
+            let pruned = match &event {
+                Event::Delete(meta) => pruning.take(&(
+                    kind.0.clone(),
+                    kind.2.clone(),
+                    meta.metadata.namespace.clone(),
+                    meta.metadata.name.clone().unwrap_or_default(),
+                )),
+                _ => false,
+            };
+            inventories.wake(whom(&event, true, pruned));
+        })
+        .await;
 }
 
 #[cfg(test)]
@@ -472,7 +588,9 @@ mod tests {
         assert!(watches.is_empty());
     }
 
-    fn meta(entries: &[(&str, i64, Option<&str>)]) -> PartialObjectMeta<DynamicObject> {
+    fn meta(
+        entries: &[(&str, i64, Option<&str>)],
+    ) -> kube::core::PartialObjectMeta<kube::api::DynamicObject> {
         let managed = entries
             .iter()
             .map(|(manager, secs, subresource)| ManagedFieldsEntry {
@@ -484,7 +602,7 @@ mod tests {
                 ..ManagedFieldsEntry::default()
             })
             .collect();
-        PartialObjectMeta {
+        kube::core::PartialObjectMeta {
             types: None,
             metadata: ObjectMeta {
                 managed_fields: Some(managed),
@@ -505,6 +623,7 @@ mod tests {
         let watch = kinds.entry(kind(name)).or_insert_with(|| Running {
             task: tokio::spawn(futures::future::pending::<()>()),
             listed: Arc::new(AtomicBool::new(listed)),
+            seen: Arc::default(),
             inventories: Arc::default(),
             selects: BTreeSet::new(),
         });
@@ -573,6 +692,68 @@ mod tests {
     }
 
     #[test]
+    fn a_kind_s_history_starts_at_the_lowest_version_written_if_every_object_told_one() {
+        use capstan_apply::{Action, ObjectResult, SyncStatus};
+        let result = |kind: &str, name: &str, status: SyncStatus, version: Option<&str>| ObjectResult {
+            key: ObjectKey {
+                group: "apps".into(),
+                version: "v1".into(),
+                kind: kind.into(),
+                namespace: Some("ns".into()),
+                name: name.into(),
+            },
+            status,
+            action: Action::Configured,
+            message: String::new(),
+            last_applied_hash: None,
+            resource_version: version.map(str::to_string),
+        };
+        let results = [
+            // Compared as numbers, not as text.
+            result("Deployment", "a", SyncStatus::Synced, Some("900")),
+            result("Deployment", "b", SyncStatus::Synced, Some("1000")),
+            // A pruned object does not count.
+            result("Deployment", "c", SyncStatus::Pruned, None),
+            // An object not written: the kind's history is unknown.
+            result("DaemonSet", "a", SyncStatus::Synced, Some("950")),
+            result("DaemonSet", "b", SyncStatus::Synced, None),
+            result("StatefulSet", "a", SyncStatus::Failed, None),
+            // Opaque: not compared.
+            result("ReplicaSet", "a", SyncStatus::Synced, Some("12")),
+            result("ReplicaSet", "b", SyncStatus::Synced, Some("x7")),
+            result("Service", "a", SyncStatus::Synced, Some("20")),
+        ];
+        let got: Vec<(String, String)> = written(&results)
+            .into_iter()
+            .map(|(kind, version)| (kind.2, version))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("Deployment".to_string(), "900".to_string()),
+                ("Service".to_string(), "20".to_string())
+            ]
+        );
+        let some = |v: &str| Some(v.to_string());
+        let table = [
+            (None, some("5"), Some(some("5"))),
+            (None, None, Some(None)),
+            (Some(some("5")), some("40"), Some(some("5"))),
+            (Some(some("50")), some("40"), Some(some("40"))),
+            (Some(some("50")), None, Some(None)),
+            (Some(None), some("40"), Some(None)),
+            (Some(some("5")), some("opaque"), Some(None)),
+        ];
+        for (so_far, history, want) in table {
+            assert_eq!(
+                lowest(so_far.clone(), history.clone()),
+                want,
+                "{so_far:?} {history:?}"
+            );
+        }
+    }
+
+    #[test]
     fn watches_within_a_namespace_skip_cluster_scoped_kinds() {
         let table = [
             (None, true, WatchScope::All),
@@ -626,7 +807,9 @@ mod tests {
     /// `meta` with a newer entry of another manager owning only status, recorded as API
     /// servers before 1.22 record it (no `subresource`); a second entry owning spec too is
     /// another writer's change.
-    fn status_update(mut meta: PartialObjectMeta<DynamicObject>) -> PartialObjectMeta<DynamicObject> {
+    fn status_update(
+        mut meta: kube::core::PartialObjectMeta<kube::api::DynamicObject>,
+    ) -> kube::core::PartialObjectMeta<kube::api::DynamicObject> {
         use k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1;
         let entry = |fields: serde_json::Value| ManagedFieldsEntry {
             manager: Some("kube-apiserver".into()),

@@ -28,7 +28,7 @@ pub fn jitter(base: Duration) -> Duration {
 
 /// A random number in `[0, 1)`: the standard library's per-process random hash keys, advanced
 /// on every call; plenty for spreading requeues, no generator crate needed.
-fn random_unit() -> f64 {
+pub(crate) fn random_unit() -> f64 {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u64(0);
     // The top 53 bits fill an f64's mantissa exactly.

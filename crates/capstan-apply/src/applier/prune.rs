@@ -72,6 +72,7 @@ async fn prune_one(
         action,
         message,
         last_applied_hash: entry.hash.clone(),
+        resource_version: None,
     };
     // Not counted as pruned: this apply deleted nothing (a crashed apply may have listed
     // objects it never created).

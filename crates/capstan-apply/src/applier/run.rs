@@ -475,6 +475,9 @@ impl<'a> Run<'a> {
                     String::new()
                 };
                 let mut r = done(action, message, p);
+                if !opts.dry_run {
+                    r.resource_version = obj.metadata.resource_version;
+                }
                 if attempts > 1 {
                     let note = format!("after {attempts} attempts");
                     r.message = if r.message.is_empty() {
@@ -566,6 +569,7 @@ fn synced(p: Prepared, action: Action, message: String) -> ObjectResult {
         action,
         message,
         last_applied_hash: Some(p.hash),
+        resource_version: None,
     }
 }
 
@@ -576,6 +580,7 @@ fn failed(key: ObjectKey, message: String, hash: Option<String>) -> ObjectResult
         action: Action::None,
         message,
         last_applied_hash: hash,
+        resource_version: None,
     }
 }
 

@@ -68,12 +68,22 @@ async fn each_pass_sends_only_the_requests_it_needs() {
         verbs(&[("get", 1), ("patch", first.len() + 1)]),
         "{sent:#?}"
     );
+    // Each answer's resourceVersion is told (where a drift watch of the kind may start).
+    for result in &report.results {
+        let version = result.resource_version.as_deref().unwrap_or_default();
+        assert!(version.parse::<u64>().is_ok(), "{result:?}");
+    }
 
     // The unchanged set: the inventory read and one list per resource of it (Namespace,
     // ConfigMap, Secret, ServiceAccount); no apply, no inventory write.
     let before = audit.requests().len();
     let report = applier.apply(&first, &opts).await.expect("idle apply");
     assert_eq!(report.summary.unchanged, first.len(), "{:?}", report.summary);
+    // Nothing sent, nothing told.
+    assert!(
+        report.results.iter().all(|r| r.resource_version.is_none()),
+        "{report:?}"
+    );
     let (by_verb, sent) = audit.sent_since(before).await;
     eprintln!("unchanged set: {} requests: {sent:#?}", sent.len());
     assert_eq!(by_verb, verbs(&[("get", 1), ("list", 4)]), "{sent:#?}");

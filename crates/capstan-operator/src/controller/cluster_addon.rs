@@ -567,6 +567,10 @@ impl ReleaseKind for AddonRelease<'_> {
         watched
     }
 
+    fn wrote(&self, inventory: &InventoryRef, written: crate::drift::Written) {
+        self.target.drift.wrote(&inventory.id(), written);
+    }
+
     /// Watches the kinds just applied with each inventory on the workload cluster: a change
     /// there wakes this ClusterAddon at once (see [`crate::drift`]); the pass just compared
     /// every object, so earlier trouble of the watches is forgotten.

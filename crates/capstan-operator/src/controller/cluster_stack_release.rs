@@ -286,6 +286,16 @@ impl ReleaseKind for ClassRelease<'_> {
         format!("{} from revision {}", outcome.summary(), render.revision)
     }
 
+    fn wrote(&self, inventory: &InventoryRef, written: crate::drift::Written) {
+        let ctx = self.controller.shared.as_ref();
+        let namespace = self.release.namespace().unwrap_or_default();
+        let scope = watches::watch_namespace(&ctx.settings.namespaces, &namespace);
+        self.controller
+            .watches
+            .scope(scope)
+            .wrote(&inventory.id(), written);
+    }
+
     /// Watches the kinds just applied in the management cluster: a change there wakes this
     /// release at once (see [`watches`]).
     async fn watch_drift(&self, _progress: &Progress<'_>, inventories: &[Inventory]) {

@@ -118,6 +118,9 @@ pub trait ReleaseKind {
     fn told(&self, _inventory: &InventoryRef, _trusted: bool) -> Watched {
         Watched::default()
     }
+    /// An apply of `inventory` wrote its objects of each kind at resourceVersions from
+    /// `written`'s on: where its drift watches start (see [`crate::drift::DriftWatches::wrote`]).
+    fn wrote(&self, _inventory: &InventoryRef, _written: crate::drift::Written) {}
     /// The `Applied` condition's message after `outcome` of an apply of `render`.
     fn applied_message(&self, outcome: &Outcome, _render: &StoredRender) -> String {
         outcome.summary()
@@ -272,6 +275,9 @@ pub async fn apply_inventory<R: ReleaseKind>(
     )
     .await;
     progress.stage = None;
+    if let Ok(outcome) = &applied {
+        kind.wrote(&inventory.inventory, outcome.written.clone());
+    }
     applied
 }
 

@@ -17,6 +17,9 @@ pub struct Outcome {
     pub pruned: u64,
     /// Why the apply failed, when it did: every failed object with the server's words.
     pub failure: Option<String>,
+    /// Per kind, where the history of the objects it wrote starts (see
+    /// [`crate::drift::written`]): where the drift watches start.
+    pub written: crate::drift::Written,
 }
 
 impl Outcome {
@@ -108,5 +111,6 @@ pub async fn record(
         applied,
         pruned,
         failure,
+        written: crate::drift::written(&report.results),
     }
 }

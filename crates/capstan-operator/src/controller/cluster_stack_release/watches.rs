@@ -38,8 +38,13 @@ impl ReleaseWatches {
         namespace: Option<&str>,
         inventories: Vec<String>,
     ) -> Arc<DriftWatches> {
+        lock(&self.by_release).insert(release.clone(), (namespace.map(str::to_string), inventories));
+        self.scope(namespace)
+    }
+
+    /// The watches of the scope listing only `namespace` when given (made on first use).
+    pub fn scope(&self, namespace: Option<&str>) -> Arc<DriftWatches> {
         let scope: Scope = namespace.map(str::to_string);
-        lock(&self.by_release).insert(release.clone(), (scope.clone(), inventories));
         lock(&self.by_scope)
             .entry(scope)
             .or_insert_with(|| Arc::new(namespace.map_or_else(DriftWatches::default, DriftWatches::within)))

@@ -47,6 +47,12 @@ pub struct Args {
     #[arg(long, default_value_t = 4, value_name = "N")]
     concurrency: u16,
 
+    /// Workload clusters whose connection and drift watches are kept at most; set it above
+    /// the Clusters this replica (shard) serves, or the least recently used reconnect on
+    /// nearly every pass.
+    #[arg(long, default_value_t = capstan_operator::addon::cache::CAPACITY, value_name = "N")]
+    workload_clusters: usize,
+
     /// Longest time between two drift checks of an applied release (floor 1m).
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     drift_interval: Option<Duration>,
@@ -249,6 +255,7 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
             namespaces: args.namespaces.clone(),
             shard: args.shard.clone(),
             concurrency: args.concurrency.max(1),
+            workload_clusters: args.workload_clusters.max(1),
             drift_interval: drift_interval.max(MIN_DRIFT_INTERVAL),
             drift_watches: args.drift_watches,
             metrics_addr: args.metrics_addr,

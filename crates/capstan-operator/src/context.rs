@@ -55,7 +55,7 @@ impl Context {
             store: RenderStore::new(client.clone()),
             applier: Applier::new(client.clone(), "the management cluster"),
             management: crate::management::Management::new(client.clone(), settings.namespaces.clone()),
-            workloads: crate::addon::cache::WorkloadClusters::default(),
+            workloads: crate::addon::cache::WorkloadClusters::new(settings.workload_clusters),
             client,
             settings,
             sources,

@@ -24,6 +24,9 @@ pub struct Settings {
     pub shard: Option<String>,
     /// Reconciles of one kind that run at once.
     pub concurrency: u16,
+    /// Workload clusters whose connection and drift watches are kept at most (the workload
+    /// cluster cache; past it the least recently used reconnects on its next pass).
+    pub workload_clusters: usize,
     /// Time between drift passes (at least [`MIN_DRIFT_INTERVAL`]).
     pub drift_interval: Duration,
     /// Whether objects applied to workload clusters are watched, so an out-of-band change is
@@ -273,6 +276,7 @@ impl Settings {
             namespaces: Vec::new(),
             shard: None,
             concurrency: 4,
+            workload_clusters: crate::addon::cache::CAPACITY,
             drift_interval: DEFAULT_DRIFT_INTERVAL,
             drift_watches: true,
             metrics_addr: None,

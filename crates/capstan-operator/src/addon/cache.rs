@@ -8,17 +8,21 @@
 //! endpoint) connects afresh. The Secret watch drops an entry as soon as its Secret changes,
 //! the ClusterAddon's cleanup when its Cluster goes. A failed pass marks the entry suspect:
 //! the next pass probes `/readyz` on the kept client before using it (and drops the entry,
-//! its drift watches included, when that fails). Past [`CAPACITY`]
-//! entries, the least recently used one is dropped.
+//! its drift watches included, when that fails). Past its capacity (`--workload-clusters`,
+//! default [`CAPACITY`]) the least recently used entry is dropped, with a warning: every
+//! Cluster's pass comes round each drift interval, so a fleet larger than the cache
+//! reconnects — handshake, discovery, drift watches — on nearly every pass.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::workload::{self, Gate, Workload};
 
-/// Workload clusters kept at most (a fleet larger than this reconnects its least recently
-/// used clusters).
-pub const CAPACITY: usize = 2048;
+/// Workload clusters kept by default (about 3 GiB at the fleet benchmark's ~290 KiB per
+/// Cluster; a replica for more Clusters sets `--workload-clusters` or shards). It was 2,048:
+/// the 3,000-Cluster benchmark stalled at the 2,100th, every pass past it evicting another
+/// Cluster's connection and watches.
+pub const CAPACITY: usize = 10_000;
 
 /// What the cache knows of a cluster's reachability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +72,8 @@ type Key = (String, String);
 pub struct WorkloadClusters {
     entries: Mutex<(u64, HashMap<Key, Entry>)>,
     capacity: usize,
+    /// Whether an eviction was logged as a warning already (the rest go to debug).
+    evicted: std::sync::atomic::AtomicBool,
 }
 
 impl Default for WorkloadClusters {
@@ -81,6 +87,7 @@ impl WorkloadClusters {
         WorkloadClusters {
             entries: Mutex::new((0, HashMap::new())),
             capacity: capacity.max(1),
+            evicted: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -213,6 +220,16 @@ impl WorkloadClusters {
                 break;
             };
             entries.remove(&oldest);
+            if self.evicted.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                tracing::debug!(cluster = %oldest.1, namespace = %oldest.0, "workload cluster cache full: least recently used evicted");
+            } else {
+                tracing::warn!(
+                    capacity = self.capacity,
+                    cluster = %oldest.1,
+                    namespace = %oldest.0,
+                    "workload cluster cache full: the least recently used cluster's connection and drift watches are dropped and made again on its next pass; raise --workload-clusters above this replica's Clusters, or shard"
+                );
+            }
         }
     }
 }

@@ -76,12 +76,6 @@ pub struct WorkloadClusters {
     evicted: std::sync::atomic::AtomicBool,
 }
 
-impl Default for WorkloadClusters {
-    fn default() -> WorkloadClusters {
-        WorkloadClusters::new(CAPACITY)
-    }
-}
-
 impl WorkloadClusters {
     pub fn new(capacity: usize) -> WorkloadClusters {
         WorkloadClusters {

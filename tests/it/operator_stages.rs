@@ -240,16 +240,28 @@ async fn unknown_phase_runs_nothing(
         }
     };
     // The edit first: a pass the deletion wakes (the drift watches) that had read the status
-    // before the edit would write its stages back over it.
+    // before the edit would write its stages back over it. A pass still running from the drift
+    // repair above can do the same — the status is the operator's, last writer wins — so the
+    // edit is made again whenever the phase is found overwritten.
+    let edit = &edit;
+    let addons = &addons;
     edit("later", Some("AfterControlPlaneInitialized")).await;
     let message = eventually(
         "the unknown phase reported",
         Duration::from_secs(60),
         operator,
-        || async {
+        || async move {
             let status = env.addon("fresh").await?.status?;
             let applied = status.conditions.iter().find(|c| c.type_ == "Applied")?;
-            (applied.reason == "UnknownStageState").then(|| applied.message.clone())
+            if applied.reason == "UnknownStageState" {
+                return Some(applied.message.clone());
+            }
+            let phase = status.stages.first().map(|s| s.phase.to_string());
+            if phase.as_deref() != Some("later") {
+                edit("later", Some("AfterControlPlaneInitialized")).await;
+                wake(addons).await;
+            }
+            None
         },
     )
     .await;
@@ -600,4 +612,30 @@ async fn a_staged_addon_is_ready_only_after_its_last_stage() {
         event.note.as_deref(),
         Some("addons of docker-example-1-30-v1 applied to Cluster staged (6 objects)")
     );
+}
+
+/// Wakes the ClusterAddon controller for `cluster-addon-fresh` when its spec is already as
+/// wanted (an unchanged spec makes no new generation): a finalizer of the test's own, added
+/// and taken off again, is a change the controller's trigger counts.
+async fn wake(addons: &Api<ClusterAddon>) {
+    let name = "cluster-addon-fresh";
+    let finalizers = addons
+        .get(name)
+        .await
+        .expect("ClusterAddon")
+        .metadata
+        .finalizers
+        .unwrap_or_default();
+    let mut woken = finalizers.clone();
+    woken.push("test.capstan.dev/wake".to_string());
+    for list in [woken, finalizers] {
+        addons
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"metadata": {"finalizers": list}})),
+            )
+            .await
+            .expect("finalizers patched");
+    }
 }

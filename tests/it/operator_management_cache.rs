@@ -88,6 +88,16 @@ async fn an_idle_addon_pass_sends_no_get_to_the_management_cluster() {
     } = &applied;
     // The watches of the referenced kinds and releases start with the first pass.
     tokio::time::sleep(Duration::from_secs(3)).await;
+    // Every controller runs (the rollout controller too), and each of the fleet's kinds is
+    // watched once for all of them: one store of each (three watches of Clusters and three
+    // of ClusterAddons before, each but one with a copy of every object).
+    for kind in ["Cluster", "ClusterAddon"] {
+        assert_eq!(
+            registered_watchers(&env.cluster, kind).await,
+            1.0,
+            "watches of {kind}"
+        );
+    }
     let checks_before = crate::operator_workload_cache::addon_drift_checks(*metrics_port)
         .await
         .expect("metrics answer");
@@ -128,6 +138,21 @@ async fn an_idle_addon_pass_sends_no_get_to_the_management_cluster() {
         writes_or_lists.is_empty(),
         "the watched drift check wrote status or listed stored renders: {writes_or_lists:#?}"
     );
+}
+
+/// The watches of `kind` open on the API server of `cluster` (Kubernetes 1.20's
+/// `apiserver_registered_watchers`).
+async fn registered_watchers(cluster: &TestCluster, kind: &str) -> f64 {
+    let request = http::Request::get("/metrics").body(Vec::new()).expect("request");
+    let text = tokio::time::timeout(Duration::from_secs(30), cluster.client().request_text(request))
+        .await
+        .expect("/metrics answers within 30 s")
+        .expect("/metrics");
+    let wanted = format!("kind=\"{kind}\"");
+    text.lines()
+        .filter(|line| line.starts_with("apiserver_registered_watchers{") && line.contains(&wanted))
+        .filter_map(|line| line.rsplit_once("} ")?.1.trim().parse::<f64>().ok())
+        .sum()
 }
 
 /// The reason of condition `type_` of the ClusterAddon, and its message.

@@ -395,6 +395,8 @@ pub struct Fleet {
     pub stacks: Store<ClusterStack>,
     pub releases: Store<ClusterStackRelease>,
     pub addons: Store<ClusterAddon>,
+    /// Whether a ClusterAddon of the store is this process' own (its namespaces and shard).
+    pub admits: Box<dyn Fn(&ClusterAddon) -> bool + Send + Sync>,
     pub census: Box<dyn Fn() -> Option<Census> + Send + Sync>,
 }
 
@@ -600,10 +602,12 @@ impl Collector for FleetCollector {
             let Some(fleet) = guard.as_ref() else {
                 return Ok(());
             };
+            let mut addons = fleet.addons.state();
+            addons.retain(|addon| (fleet.admits)(addon));
             fleet_series(
                 &fleet.stacks.state(),
                 &fleet.releases.state(),
-                &fleet.addons.state(),
+                &addons,
                 (fleet.census)(),
             )
         };
@@ -895,6 +899,7 @@ mod tests {
             stacks,
             releases,
             addons,
+            admits: Box::new(|_| true),
             census: Box::new(|| {
                 Some(Census {
                     healthy: 3,

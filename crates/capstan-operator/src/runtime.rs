@@ -23,6 +23,7 @@ use super::controller::cluster_stack::StackController;
 use super::controller::cluster_stack_release::ReleaseController;
 use super::controller::{cluster, cluster_addon, cluster_stack, cluster_stack_release, rollout};
 use super::controllers::ControllerKind;
+use super::fan_out::FanOut;
 use super::http::{self, Health};
 use super::leader;
 use super::metrics::Metrics;
@@ -204,7 +205,7 @@ async fn run_controllers(
         stacks.clone(),
     ));
     let wiring = Wiring {
-        sharded: scope.sharded(watch_config),
+        sharded: scope.sharded(watch_config.clone()),
         concurrency: controller::Config::default().concurrency(settings.concurrency),
         client,
         settings,
@@ -214,33 +215,38 @@ async fn run_controllers(
     };
     // The fleet's series read the releases' and ClusterAddons' stores of their controllers.
     let (releases_store, releases_writer) = reflector::store();
-    let (addons_store, addons_writer) = reflector::store();
     let runs = |kind| settings.controllers.runs(kind);
     let releases = runs(ControllerKind::ClusterStackRelease)
         .then(|| Arc::new(ReleaseController::new(wiring.ctx.clone())));
     let addons = Arc::new(AddonController::new(wiring.ctx.clone()));
+    let mut fleet = FleetWatches::new(&wiring, &watch_config, runs(ControllerKind::Rollout));
     observe_fleet(
-        &wiring.ctx,
+        &wiring,
         releases.as_ref(),
         &addons,
         &releases_store,
-        &addons_store,
+        &fleet.addons_store,
     );
 
-    let controllers = [
+    let mut controllers = vec![
         // Without its controller the ClusterStacks' store still serves source lookups.
         stack_controller(&wiring, stack_events, stacks, runs(ControllerKind::ClusterStack)),
         match releases {
             Some(controller) => release_controller(&wiring, controller, releases_store, releases_writer),
             None => futures::future::ready(()).boxed(),
         },
-        only_if(runs(ControllerKind::Cluster), cluster_controller(&wiring)),
-        only_if(
-            runs(ControllerKind::ClusterAddon),
-            addon_controller(&wiring, addons, addons_store, addons_writer),
-        ),
-        only_if(runs(ControllerKind::Rollout), rollout_controller(&wiring)),
     ];
+    if runs(ControllerKind::Cluster) {
+        controllers.push(cluster_controller(&wiring, &mut fleet));
+    }
+    if runs(ControllerKind::ClusterAddon) {
+        controllers.push(addon_controller(&wiring, addons, &mut fleet));
+    }
+    if runs(ControllerKind::Rollout) {
+        controllers.push(rollout_controller(&wiring, &mut fleet));
+    }
+    // Started last: every consumer is taken.
+    controllers.extend(fleet.run(&wiring.shutdown));
     tracing::info!(
         scope = %describe(&wiring.scope),
         drift_interval = ?settings.drift_interval,
@@ -259,12 +265,14 @@ async fn run_controllers(
 /// of the workload cluster cache and of the release controller's drift watches (none without
 /// that controller).
 fn observe_fleet(
-    ctx: &Arc<Context>,
+    wiring: &Wiring<'_>,
     releases: Option<&Arc<ReleaseController>>,
     addons: &AddonController,
     releases_store: &reflector::Store<ClusterStackRelease>,
     addons_store: &reflector::Store<ClusterAddon>,
 ) {
+    let ctx = &wiring.ctx;
+    let scope = wiring.scope.clone();
     let shared = Arc::downgrade(ctx);
     let release_watches = releases.map(Arc::downgrade);
     let addon_checks = addons.drift.checks();
@@ -272,6 +280,9 @@ fn observe_fleet(
         stacks: ctx.stacks.clone(),
         releases: releases_store.clone(),
         addons: addons_store.clone(),
+        // The store may hold other shards' ClusterAddons too (with the rollout controller):
+        // each shard's series are its own.
+        admits: Box::new(move |addon| scope.admits(addon.meta())),
         census: Box::new(move || {
             let shared = shared.upgrade()?;
             let management_watches = release_watches
@@ -285,6 +296,57 @@ fn observe_fleet(
             })
         }),
     });
+}
+
+/// The Clusters and ClusterAddons, each watched once for the process ([`FanOut`]): the
+/// Cluster store is the management's ([`Management::reflect_clusters`] fills it), the
+/// ClusterAddon store serves the ClusterAddon controller, the fleet's series and the
+/// rollouts. The rollout controller looks at every shard's Clusters, so with it the watches
+/// cover every shard and each sharded controller narrows them to its own
+/// ([`Scope::narrow`]); without it they are the shard's.
+///
+/// [`Management::reflect_clusters`]: super::management::Management::reflect_clusters
+struct FleetWatches {
+    clusters: FanOut<DynamicObject>,
+    addons: FanOut<ClusterAddon>,
+    addons_store: reflector::Store<ClusterAddon>,
+}
+
+impl FleetWatches {
+    fn new(wiring: &Wiring<'_>, unsharded: &watcher::Config, every_shard: bool) -> FleetWatches {
+        let config = if every_shard {
+            unsharded.clone()
+        } else {
+            wiring.sharded.clone()
+        };
+        let clusters = watch_all(
+            wiring
+                .scope
+                .dynamic_apis(&wiring.client, &super::clusters::cluster_resource()),
+            objects(config.clone()),
+        );
+        let (addons_store, addons_writer) = reflector::store();
+        let addons = watch_all(wiring.scope.apis::<ClusterAddon>(&wiring.client), objects(config))
+            .reflect(addons_writer);
+        FleetWatches {
+            clusters: FanOut::new("Clusters", wiring.ctx.management.reflect_clusters(clusters)),
+            addons: FanOut::new("ClusterAddons", addons.boxed()),
+            addons_store,
+        }
+    }
+
+    /// The watches some controller consumes, until `stop`; the others are not started
+    /// (`--controllers` without the Cluster, ClusterAddon and rollout controllers).
+    fn run(self, stop: &Shutdown) -> Vec<Running> {
+        let mut running = Vec::new();
+        if self.clusters.consumed() {
+            running.push(self.clusters.run(stop.clone()));
+        }
+        if self.addons.consumed() {
+            running.push(self.addons.run(stop.clone()));
+        }
+        running
+    }
 }
 
 /// What every controller of a run is built from.
@@ -311,29 +373,6 @@ impl Wiring<'_> {
     {
         watch_all(
             self.scope.apis::<ClusterStackRelease>(&self.client),
-            objects(self.sharded.clone()),
-        )
-    }
-
-    /// The Clusters of this process' shard, as watched.
-    fn clusters(
-        &self,
-    ) -> impl futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + use<>
-    {
-        watch_all(
-            self.scope
-                .dynamic_apis(&self.client, &super::clusters::cluster_resource()),
-            objects(self.sharded.clone()),
-        )
-    }
-
-    /// The ClusterAddons of this process' shard, as watched.
-    fn addons(
-        &self,
-    ) -> impl futures::Stream<Item = Result<watcher::Event<ClusterAddon>, watcher::Error>> + Send + use<>
-    {
-        watch_all(
-            self.scope.apis::<ClusterAddon>(&self.client),
             objects(self.sharded.clone()),
         )
     }
@@ -438,29 +477,35 @@ fn release_controller(
 /// Clusters: each one on a stack class gets its ClusterAddon, made again when it is deleted
 /// on its own (its owner reference wakes the Cluster once it is gone; the ClusterAddon's
 /// status writes do not).
-fn cluster_controller(wiring: &Wiring<'_>) -> Running {
+fn cluster_controller(wiring: &Wiring<'_>, fleet: &mut FleetWatches) -> Running {
     let cluster_resource = super::clusters::cluster_resource();
-    let deleted_addons = wiring.addons().filter_map(|event| {
+    let deleted_addons = wiring.scope.narrow(fleet.addons.consumer()).filter_map(|event| {
         futures::future::ready(match event {
             Ok(watcher::Event::Delete(addon)) => Some(Ok(addon)),
             Ok(_) => None,
             Err(error) => Some(Err(error)),
         })
     });
-    let cluster_writer = reflector::store::Writer::new(cluster_resource.clone());
-    let cluster_store = cluster_writer.as_reader();
-    let cluster_events = changed(wiring.clusters().reflect(cluster_writer), cluster_trigger, false);
-    Controller::for_stream_with(cluster_events, cluster_store, cluster_resource)
-        .owns_stream(deleted_addons)
-        .with_config(wiring.concurrency.clone())
-        .graceful_shutdown_on(wiring.shutdown.clone())
-        .run(
-            in_scope(cluster::reconcile, &wiring.scope),
-            cluster::error_policy,
-            Arc::new(ClusterController::new(wiring.ctx.clone())),
-        )
-        .for_each(|_| futures::future::ready(()))
-        .boxed()
+    let cluster_events = changed(
+        wiring.scope.narrow(fleet.clusters.consumer()),
+        cluster_trigger,
+        false,
+    );
+    Controller::for_stream_with(
+        cluster_events,
+        wiring.ctx.management.cluster_store(),
+        cluster_resource,
+    )
+    .owns_stream(deleted_addons)
+    .with_config(wiring.concurrency.clone())
+    .graceful_shutdown_on(wiring.shutdown.clone())
+    .run(
+        in_scope(cluster::reconcile, &wiring.scope),
+        cluster::error_policy,
+        Arc::new(ClusterController::new(wiring.ctx.clone())),
+    )
+    .for_each(|_| futures::future::ready(()))
+    .boxed()
 }
 
 /// ClusterAddons, woken by their Cluster (class, version, controlPlaneReady, deletion) and
@@ -469,21 +514,21 @@ fn cluster_controller(wiring: &Wiring<'_>) -> Running {
 fn addon_controller(
     wiring: &Wiring<'_>,
     controller: Arc<AddonController>,
-    addons_store: reflector::Store<ClusterAddon>,
-    addons_writer: reflector::store::Writer<ClusterAddon>,
+    fleet: &mut FleetWatches,
 ) -> Running {
     let ctx = &wiring.ctx;
+    let addons_store = fleet.addons_store.clone();
     let user_values = user_value_changes(&wiring.client, &wiring.scope, &addons_store);
     let secret_ctx = ctx.clone();
     let addon_events = changed(
-        wiring.addons().reflect(addons_writer),
+        wiring.scope.narrow(fleet.addons.consumer()),
         spec_or_deletion::<ClusterAddon>,
         false,
     );
     // The woken pass reads the Cluster (and its kubeconfig Secret) from the stores these
     // watches fill before they wake it.
     let cluster_changes = changed(
-        ctx.management.reflect_clusters(wiring.clusters().boxed()),
+        wiring.scope.narrow(fleet.clusters.consumer()),
         cluster_trigger,
         true,
     );
@@ -529,24 +574,22 @@ fn addon_controller(
 }
 
 /// ClusterStackRollouts (see [`rollout::run`]).
-fn rollout_controller(wiring: &Wiring<'_>) -> Running {
+fn rollout_controller(wiring: &Wiring<'_>, fleet: &mut FleetWatches) -> Running {
+    let watched = rollout::Watched {
+        clusters: wiring.ctx.management.cluster_store(),
+        cluster_events: fleet.clusters.consumer(),
+        addons: fleet.addons_store.clone(),
+        addon_events: fleet.addons.consumer(),
+    };
     rollout::run(
         wiring.client.clone(),
         wiring.scope.clone(),
+        watched,
         wiring.ctx.clone(),
         wiring.concurrency.clone(),
         wiring.shutdown.clone(),
     )
     .boxed()
-}
-
-/// `controller` when `--controllers` names it, else nothing to wait for.
-fn only_if(runs: bool, controller: Running) -> Running {
-    if runs {
-        controller
-    } else {
-        futures::future::ready(()).boxed()
-    }
 }
 
 /// Label of a ConfigMap or Secret holding a Cluster's user values (`addon-values-from`): a
@@ -562,7 +605,18 @@ fn user_value_changes(
     scope: &Scope,
     addons: &reflector::Store<ClusterAddon>,
 ) -> impl futures::Stream<Item = ObjectRef<ClusterAddon>> + Send + 'static {
+    // The store may hold other shards' ClusterAddons (see [`FleetWatches`]): only this
+    // scope's are woken.
+    let own = {
+        let scope = scope.clone();
+        move |store: &reflector::Store<ClusterAddon>| {
+            let mut addons = store.state();
+            addons.retain(|addon| scope.admits(addon.meta()));
+            addons
+        }
+    };
     let of_stack = addons.clone();
+    let own_of_stack = own.clone();
     // Every shard reads every ClusterStack (a Cluster's class may come from another shard's).
     let stacks = changed(
         watch_all(
@@ -572,11 +626,12 @@ fn user_value_changes(
         spec_or_deletion::<ClusterStack>,
         false,
     )
-    .map_ok(move |stack| addons_of_stack(&of_stack.state(), &stack))
+    .map_ok(move |stack| addons_of_stack(&own_of_stack(&of_stack), &stack))
     .boxed();
     let labelled = watcher::Config::default().labels(USER_VALUES_LABEL);
     let in_namespace = |store: reflector::Store<ClusterAddon>| {
-        move |namespace: Option<String>| addons_in(&store.state(), namespace.as_deref().unwrap_or_default())
+        let own = own.clone();
+        move |namespace: Option<String>| addons_in(&own(&store), namespace.as_deref().unwrap_or_default())
     };
     let config_maps = watch_all(scope.apis::<ConfigMap>(client), objects(labelled.clone()))
         .applied_objects()

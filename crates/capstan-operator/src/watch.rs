@@ -90,9 +90,83 @@ impl Scope {
         }
     }
 
+    /// `events` of a watch wider than the scope (one the whole process shares,
+    /// [`crate::fan_out`]) as a watch of the scope alone would show them: objects of other
+    /// namespaces or shards are left out, and one that leaves the scope (relabelled to another
+    /// shard) is deleted, as a label-selected watch reports it.
+    pub fn narrow<K: Resource + Send + 'static>(&self, events: Events<K>) -> Events<K> {
+        let mut narrowing = Narrowing::new(self.clone());
+        events
+            .filter_map(move |event| {
+                futures::future::ready(match event {
+                    Ok(event) => narrowing.on(event).map(Ok),
+                    Err(error) => Some(Err(error)),
+                })
+            })
+            .boxed()
+    }
+
     /// Whether namespaces are merged (several `-n`).
     fn merges(&self) -> bool {
         self.namespaces.len() > 1
+    }
+}
+
+/// The state of [`Scope::narrow`]: the objects inside the scope so far.
+pub struct Narrowing {
+    scope: Scope,
+    inside: std::collections::HashSet<(Option<String>, String)>,
+    /// The objects inside the scope a relist under way has shown: after it, the others are
+    /// forgotten (gone while the watch was down).
+    relisted: Option<std::collections::HashSet<(Option<String>, String)>>,
+}
+
+impl Narrowing {
+    pub fn new(scope: Scope) -> Narrowing {
+        Narrowing {
+            scope,
+            inside: Default::default(),
+            relisted: None,
+        }
+    }
+
+    /// What a watch of the scope alone would have shown for `event`, if anything.
+    pub fn on<K: Resource>(&mut self, event: Event<K>) -> Option<Event<K>> {
+        let key = |object: &K| {
+            let meta = object.meta();
+            (meta.namespace.clone(), meta.name.clone().unwrap_or_default())
+        };
+        match event {
+            Event::Apply(object) | Event::InitApply(object) if !self.scope.admits(object.meta()) => {
+                self.inside.remove(&key(&object)).then_some(Event::Delete(object))
+            }
+            Event::Apply(object) => {
+                self.inside.insert(key(&object));
+                Some(Event::Apply(object))
+            }
+            Event::InitApply(object) => {
+                let key = key(&object);
+                if let Some(relisted) = &mut self.relisted {
+                    relisted.insert(key.clone());
+                }
+                self.inside.insert(key);
+                Some(Event::InitApply(object))
+            }
+            Event::Delete(object) => {
+                let was_inside = self.inside.remove(&key(&object));
+                (was_inside || self.scope.admits(object.meta())).then_some(Event::Delete(object))
+            }
+            Event::Init => {
+                self.relisted = Some(Default::default());
+                Some(Event::Init)
+            }
+            Event::InitDone => {
+                if let Some(relisted) = self.relisted.take() {
+                    self.inside.retain(|key| relisted.contains(key));
+                }
+                Some(Event::InitDone)
+            }
+        }
     }
 }
 
@@ -426,6 +500,50 @@ mod tests {
                 Event::Delete(o) => format!("delete {}", it(o)),
             })
             .collect()
+    }
+
+    /// A ConfigMap `name` at `version`, in shard `shard` (`None`: the default shard).
+    fn sharded(name: &str, version: &str, shard: Option<&str>) -> ConfigMap {
+        let mut object = object(name, version);
+        object.metadata.labels =
+            shard.map(|key| [(crate::shard::SHARD_LABEL.to_string(), key.to_string())].into());
+        object
+    }
+
+    #[test]
+    fn a_narrowed_watch_shows_what_a_watch_of_the_scope_would() {
+        let scope = Scope {
+            namespaces: Vec::new(),
+            shard: Some("a".into()),
+        };
+        let mut narrowing = Narrowing::new(scope);
+        // (event in, what a watch of shard a alone shows)
+        let table: Vec<(Event<ConfigMap>, Option<&str>)> = vec![
+            (Event::Init, Some("init")),
+            (Event::InitApply(sharded("x", "1", Some("a"))), Some("list x@1")),
+            (Event::InitApply(sharded("y", "1", Some("b"))), None),
+            (Event::InitApply(sharded("z", "1", None)), None),
+            (Event::InitDone, Some("done")),
+            // Another shard's changes and deletions are not seen.
+            (Event::Apply(sharded("y", "2", Some("b"))), None),
+            (Event::Delete(sharded("y", "3", Some("b"))), None),
+            // Relabelled into the scope: it appears; out of it: it is deleted, once.
+            (Event::Apply(sharded("z", "2", Some("a"))), Some("apply z@2")),
+            (Event::Apply(sharded("z", "3", Some("b"))), Some("delete z@3")),
+            (Event::Apply(sharded("z", "4", Some("b"))), None),
+            // Deleted while inside.
+            (Event::Delete(sharded("x", "2", Some("a"))), Some("delete x@2")),
+            // A relist forgets what it no longer shows: w, gone meanwhile, is not deleted
+            // again when it shows up relabelled.
+            (Event::Apply(sharded("w", "1", Some("a"))), Some("apply w@1")),
+            (Event::Init, Some("init")),
+            (Event::InitDone, Some("done")),
+            (Event::Apply(sharded("w", "2", Some("b"))), None),
+        ];
+        for (index, (event, expected)) in table.into_iter().enumerate() {
+            let shown = narrowing.on(event).map(|e| show(&[e]).remove(0));
+            assert_eq!(shown.as_deref(), expected, "row {index}");
+        }
     }
 
     #[test]

@@ -31,7 +31,7 @@ use super::failures::Failures;
 use crate::api::rollout::ClusterStackRollout;
 use crate::api::{ClusterAddon, ClusterStackRelease};
 use crate::context::Context;
-use crate::watch::{Scope, changed, objects, watch_all};
+use crate::watch::{Events, Scope, changed, objects, watch_all};
 use observe::Fleet;
 
 pub const CONTROLLER: &str = "rollout";
@@ -43,10 +43,20 @@ const IN_FLIGHT_POLL: Duration = Duration::from_secs(10);
 /// Attempts of one reconcile to write its status when others write in between.
 const STATUS_ATTEMPTS: usize = 4;
 
+/// The Clusters and ClusterAddons of every shard in the scope, as the process watches them
+/// once for all its controllers (`crate::fan_out`): their stores and events.
+pub struct Watched {
+    pub clusters: Store<DynamicObject>,
+    pub cluster_events: Events<DynamicObject>,
+    pub addons: Store<ClusterAddon>,
+    pub addon_events: Events<ClusterAddon>,
+}
+
 /// The rollout controller with its watches, until `shutdown`.
 pub async fn run(
     client: Client,
     scope: Scope,
+    watched: Watched,
     shared: Arc<Context>,
     config: controller::Config,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
@@ -64,23 +74,14 @@ pub async fn run(
     );
 
     let cluster_resource = crate::clusters::cluster_resource();
-    let cluster_writer = reflector::store::Writer::new(cluster_resource.clone());
-    let clusters = cluster_writer.as_reader();
-    let cluster_changes = changed(
-        watch_all(
-            scope.dynamic_apis(&client, &cluster_resource),
-            objects(watch_config.clone()),
-        )
-        .reflect(cluster_writer),
-        observe::cluster_trigger,
-        true,
-    );
-    let (addons, addons_writer) = reflector::store();
-    let addon_changes = changed(
-        watch_all(scope.apis::<ClusterAddon>(&client), objects(watch_config.clone())).reflect(addons_writer),
-        observe::addon_trigger,
-        false,
-    );
+    let Watched {
+        clusters,
+        cluster_events,
+        addons,
+        addon_events,
+    } = watched;
+    let cluster_changes = changed(cluster_events, observe::cluster_trigger, true);
+    let addon_changes = changed(addon_events, observe::addon_trigger, false);
     let (releases, releases_writer) = reflector::store();
     let release_changes = changed(
         watch_all(

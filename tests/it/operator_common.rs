@@ -563,3 +563,19 @@ pub async fn events_about(
         })
         .collect()
 }
+
+/// The sum of the samples of `metric` labelled `kind` on the API server of `cluster` (its own
+/// `/metrics`, Kubernetes 1.20's names: `apiserver_watch_events_total`,
+/// `apiserver_registered_watchers`).
+pub async fn apiserver_metric(cluster: &TestCluster, metric: &str, kind: &str) -> f64 {
+    let request = http::Request::get("/metrics").body(Vec::new()).expect("request");
+    let text = tokio::time::timeout(Duration::from_secs(30), cluster.client().request_text(request))
+        .await
+        .expect("/metrics answers within 30 s")
+        .expect("/metrics");
+    let (series, wanted) = (format!("{metric}{{"), format!("kind=\"{kind}\""));
+    text.lines()
+        .filter(|line| line.starts_with(&series) && line.contains(&wanted))
+        .filter_map(|line| line.rsplit_once("} ")?.1.trim().parse::<f64>().ok())
+        .sum()
+}

@@ -299,19 +299,9 @@ async fn a_change_between_the_apply_and_the_watch_wakes_the_owner() {
     );
 }
 
-/// The watch events of `kind` the API server of `cluster` has sent
-/// (`apiserver_watch_events_total` of Kubernetes 1.20, over every watcher).
+/// The watch events of `kind` the API server of `cluster` has sent, over every watcher.
 async fn watch_events(cluster: &TestCluster, kind: &str) -> f64 {
-    let request = http::Request::get("/metrics").body(Vec::new()).expect("request");
-    let text = tokio::time::timeout(Duration::from_secs(30), cluster.client().request_text(request))
-        .await
-        .expect("/metrics answers within 30 s")
-        .expect("/metrics");
-    let wanted = format!("kind=\"{kind}\"");
-    text.lines()
-        .filter(|line| line.starts_with("apiserver_watch_events_total{") && line.contains(&wanted))
-        .filter_map(|line| line.rsplit_once("} ")?.1.trim().parse::<f64>().ok())
-        .sum()
+    crate::operator_common::apiserver_metric(cluster, "apiserver_watch_events_total", kind).await
 }
 
 /// Issue 34: the ClusterStackReleases of one namespace share its drift watches — one WATCH

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::operator_common::{Env, eventually};
+use crate::operator_common::{Env, apiserver_metric, eventually};
 use crate::operator_workload_cache::woken_pass;
 use capstan_operator::api::ClusterAddon;
 use capstan_testenv::audit::{AuditLog, is_overhead};
@@ -93,7 +93,7 @@ async fn an_idle_addon_pass_sends_no_get_to_the_management_cluster() {
     // of ClusterAddons before, each but one with a copy of every object).
     for kind in ["Cluster", "ClusterAddon"] {
         assert_eq!(
-            registered_watchers(&env.cluster, kind).await,
+            apiserver_metric(&env.cluster, "apiserver_registered_watchers", kind).await,
             1.0,
             "watches of {kind}"
         );
@@ -138,21 +138,6 @@ async fn an_idle_addon_pass_sends_no_get_to_the_management_cluster() {
         writes_or_lists.is_empty(),
         "the watched drift check wrote status or listed stored renders: {writes_or_lists:#?}"
     );
-}
-
-/// The watches of `kind` open on the API server of `cluster` (Kubernetes 1.20's
-/// `apiserver_registered_watchers`).
-async fn registered_watchers(cluster: &TestCluster, kind: &str) -> f64 {
-    let request = http::Request::get("/metrics").body(Vec::new()).expect("request");
-    let text = tokio::time::timeout(Duration::from_secs(30), cluster.client().request_text(request))
-        .await
-        .expect("/metrics answers within 30 s")
-        .expect("/metrics");
-    let wanted = format!("kind=\"{kind}\"");
-    text.lines()
-        .filter(|line| line.starts_with("apiserver_registered_watchers{") && line.contains(&wanted))
-        .filter_map(|line| line.rsplit_once("} ")?.1.trim().parse::<f64>().ok())
-        .sum()
 }
 
 /// The reason of condition `type_` of the ClusterAddon, and its message.

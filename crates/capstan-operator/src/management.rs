@@ -404,8 +404,7 @@ fn references_of(cluster: &DynamicObject) -> Vec<Referenced> {
 pub struct References {
     by_object: HashMap<Referenced, std::collections::BTreeSet<ClusterKey>>,
     of_cluster: HashMap<ClusterKey, Vec<Referenced>>,
-    /// The Clusters a relist under way has shown: after it, the others are gone.
-    relisted: Option<std::collections::HashSet<ClusterKey>>,
+    relisted: crate::watch::Relisted<ClusterKey>,
 }
 
 impl References {
@@ -421,25 +420,22 @@ impl References {
             Event::Apply(cluster) => self.set(key(cluster), references_of(cluster)),
             Event::InitApply(cluster) => {
                 let key = key(cluster);
-                if let Some(relisted) = &mut self.relisted {
-                    relisted.insert(key.clone());
-                }
+                self.relisted.saw(&key);
                 self.set(key, references_of(cluster));
             }
             Event::Delete(cluster) => self.set(key(cluster), Vec::new()),
-            Event::Init => self.relisted = Some(Default::default()),
+            Event::Init => self.relisted.start(),
             Event::InitDone => {
-                if let Some(relisted) = self.relisted.take() {
-                    let gone: Vec<ClusterKey> = self
-                        .of_cluster
-                        .keys()
-                        .filter(|key| !relisted.contains(*key))
-                        .cloned()
-                        .collect();
-                    for key in gone {
-                        self.set(key, Vec::new());
-                    }
+                let gone: Vec<ClusterKey> = self
+                    .of_cluster
+                    .keys()
+                    .filter(|key| !self.relisted.kept(key))
+                    .cloned()
+                    .collect();
+                for key in gone {
+                    self.set(key, Vec::new());
                 }
+                self.relisted.finish();
             }
         }
     }

@@ -30,8 +30,8 @@ use super::metrics::Metrics;
 use super::settings::Settings;
 use super::sources::Sources;
 use super::watch::{
-    CLUSTER_NAME_LABEL, Scope, changed, cluster_trigger, describe, kubeconfig_addon, kubeconfig_secrets,
-    objects, watch_all,
+    CLUSTER_NAME_LABEL, Events, Scope, changed, cluster_trigger, describe, kubeconfig_addon,
+    kubeconfig_secrets, objects, watch_all,
 };
 use capstan_apply::ssa::{INVENTORY_ANNOTATION, MANAGED, MANAGED_LABEL};
 use capstan_source::cache::Cache;
@@ -310,6 +310,8 @@ struct FleetWatches {
     clusters: FanOut<DynamicObject>,
     addons: FanOut<ClusterAddon>,
     addons_store: reflector::Store<ClusterAddon>,
+    /// Whether the watches cover every shard (with the rollout controller).
+    every_shard: bool,
 }
 
 impl FleetWatches {
@@ -332,6 +334,28 @@ impl FleetWatches {
             clusters: FanOut::new("Clusters", wiring.ctx.management.reflect_clusters(clusters)),
             addons: FanOut::new("ClusterAddons", addons.boxed()),
             addons_store,
+            every_shard,
+        }
+    }
+
+    /// The Clusters' events for a controller of `scope`.
+    fn clusters_of(&mut self, scope: &Scope) -> Events<DynamicObject> {
+        let events = self.clusters.consumer();
+        self.narrowed(scope, events)
+    }
+
+    /// The ClusterAddons' events for a controller of `scope`.
+    fn addons_of(&mut self, scope: &Scope) -> Events<ClusterAddon> {
+        let events = self.addons.consumer();
+        self.narrowed(scope, events)
+    }
+
+    /// `events` as a watch of `scope` shows them: narrowed only when the watches are wider.
+    fn narrowed<K: Resource + Send + 'static>(&self, scope: &Scope, events: Events<K>) -> Events<K> {
+        if self.every_shard {
+            scope.narrow(events)
+        } else {
+            events
         }
     }
 
@@ -479,18 +503,14 @@ fn release_controller(
 /// status writes do not).
 fn cluster_controller(wiring: &Wiring<'_>, fleet: &mut FleetWatches) -> Running {
     let cluster_resource = super::clusters::cluster_resource();
-    let deleted_addons = wiring.scope.narrow(fleet.addons.consumer()).filter_map(|event| {
+    let deleted_addons = fleet.addons_of(&wiring.scope).filter_map(|event| {
         futures::future::ready(match event {
             Ok(watcher::Event::Delete(addon)) => Some(Ok(addon)),
             Ok(_) => None,
             Err(error) => Some(Err(error)),
         })
     });
-    let cluster_events = changed(
-        wiring.scope.narrow(fleet.clusters.consumer()),
-        cluster_trigger,
-        false,
-    );
+    let cluster_events = changed(fleet.clusters_of(&wiring.scope), cluster_trigger, false);
     Controller::for_stream_with(
         cluster_events,
         wiring.ctx.management.cluster_store(),
@@ -521,17 +541,13 @@ fn addon_controller(
     let user_values = user_value_changes(&wiring.client, &wiring.scope, &addons_store);
     let secret_ctx = ctx.clone();
     let addon_events = changed(
-        wiring.scope.narrow(fleet.addons.consumer()),
+        fleet.addons_of(&wiring.scope),
         spec_or_deletion::<ClusterAddon>,
         false,
     );
     // The woken pass reads the Cluster (and its kubeconfig Secret) from the stores these
     // watches fill before they wake it.
-    let cluster_changes = changed(
-        wiring.scope.narrow(fleet.clusters.consumer()),
-        cluster_trigger,
-        true,
-    );
+    let cluster_changes = changed(fleet.clusters_of(&wiring.scope), cluster_trigger, true);
     Controller::for_stream(addon_events, addons_store)
         .watches_stream_with(
             cluster_changes,
@@ -607,16 +623,7 @@ fn user_value_changes(
 ) -> impl futures::Stream<Item = ObjectRef<ClusterAddon>> + Send + 'static {
     // The store may hold other shards' ClusterAddons (see [`FleetWatches`]): only this
     // scope's are woken.
-    let own = {
-        let scope = scope.clone();
-        move |store: &reflector::Store<ClusterAddon>| {
-            let mut addons = store.state();
-            addons.retain(|addon| scope.admits(addon.meta()));
-            addons
-        }
-    };
-    let of_stack = addons.clone();
-    let own_of_stack = own.clone();
+    let (of_stack, scope_of_stack) = (addons.clone(), scope.clone());
     // Every shard reads every ClusterStack (a Cluster's class may come from another shard's).
     let stacks = changed(
         watch_all(
@@ -626,12 +633,14 @@ fn user_value_changes(
         spec_or_deletion::<ClusterStack>,
         false,
     )
-    .map_ok(move |stack| addons_of_stack(&own_of_stack(&of_stack), &stack))
+    .map_ok(move |stack| addons_of_stack(&scope_of_stack.admitted(&of_stack), &stack))
     .boxed();
     let labelled = watcher::Config::default().labels(USER_VALUES_LABEL);
     let in_namespace = |store: reflector::Store<ClusterAddon>| {
-        let own = own.clone();
-        move |namespace: Option<String>| addons_in(&own(&store), namespace.as_deref().unwrap_or_default())
+        let scope = scope.clone();
+        move |namespace: Option<String>| {
+            addons_in(&scope.admitted(&store), namespace.as_deref().unwrap_or_default())
+        }
     };
     let config_maps = watch_all(scope.apis::<ConfigMap>(client), objects(labelled.clone()))
         .applied_objects()

@@ -106,9 +106,61 @@ impl Scope {
             .boxed()
     }
 
+    /// The objects of `store` this scope admits: a store a watch wider than the scope fills
+    /// (see [`Scope::narrow`]).
+    pub fn admitted<K>(&self, store: &kube::runtime::reflector::Store<K>) -> Vec<std::sync::Arc<K>>
+    where
+        K: Resource + Clone + 'static,
+        K::DynamicType: Eq + Hash + Clone,
+    {
+        let mut objects = store.state();
+        objects.retain(|object| self.admits(object.meta()));
+        objects
+    }
+
     /// Whether namespaces are merged (several `-n`).
     fn merges(&self) -> bool {
         self.namespaces.len() > 1
+    }
+}
+
+/// The keys a relist under way has shown, so that what a watch's follower keeps per object can
+/// forget, once the relist is done, the objects it no longer showed (gone while the watch was
+/// down).
+#[derive(Debug)]
+pub struct Relisted<Key>(Option<std::collections::HashSet<Key>>);
+
+impl<Key> Default for Relisted<Key> {
+    fn default() -> Relisted<Key> {
+        Relisted(None)
+    }
+}
+
+impl<Key: std::hash::Hash + Eq> Relisted<Key> {
+    /// A relist starts (`Event::Init`).
+    pub fn start(&mut self) {
+        self.0 = Some(std::collections::HashSet::new());
+    }
+
+    /// The relist under way showed `key` (`Event::InitApply`).
+    pub fn saw(&mut self, key: &Key)
+    where
+        Key: Clone,
+    {
+        if let Some(shown) = &mut self.0 {
+            shown.insert(key.clone());
+        }
+    }
+
+    /// The relist is done (`Event::InitDone`): whether `key` was shown by it (every key, when
+    /// no relist was under way). Call [`Relisted::finish`] after the last question.
+    pub fn kept(&self, key: &Key) -> bool {
+        self.0.as_ref().is_none_or(|shown| shown.contains(key))
+    }
+
+    /// Ends the relist.
+    pub fn finish(&mut self) {
+        self.0 = None;
     }
 }
 
@@ -116,9 +168,7 @@ impl Scope {
 pub struct Narrowing {
     scope: Scope,
     inside: std::collections::HashSet<(Option<String>, String)>,
-    /// The objects inside the scope a relist under way has shown: after it, the others are
-    /// forgotten (gone while the watch was down).
-    relisted: Option<std::collections::HashSet<(Option<String>, String)>>,
+    relisted: Relisted<(Option<String>, String)>,
 }
 
 impl Narrowing {
@@ -126,7 +176,7 @@ impl Narrowing {
         Narrowing {
             scope,
             inside: Default::default(),
-            relisted: None,
+            relisted: Relisted::default(),
         }
     }
 
@@ -146,9 +196,7 @@ impl Narrowing {
             }
             Event::InitApply(object) => {
                 let key = key(&object);
-                if let Some(relisted) = &mut self.relisted {
-                    relisted.insert(key.clone());
-                }
+                self.relisted.saw(&key);
                 self.inside.insert(key);
                 Some(Event::InitApply(object))
             }
@@ -157,13 +205,13 @@ impl Narrowing {
                 (was_inside || self.scope.admits(object.meta())).then_some(Event::Delete(object))
             }
             Event::Init => {
-                self.relisted = Some(Default::default());
+                self.relisted.start();
                 Some(Event::Init)
             }
             Event::InitDone => {
-                if let Some(relisted) = self.relisted.take() {
-                    self.inside.retain(|key| relisted.contains(key));
-                }
+                let relisted = &mut self.relisted;
+                self.inside.retain(|key| relisted.kept(key));
+                relisted.finish();
                 Some(Event::InitDone)
             }
         }
@@ -333,8 +381,7 @@ pub struct Changes<K> {
     trigger: Trigger<K>,
     deletes: bool,
     seen: HashMap<(Option<String>, String), u64>,
-    /// The objects a relist under way has shown.
-    relisted: Option<std::collections::HashSet<(Option<String>, String)>>,
+    relisted: Relisted<(Option<String>, String)>,
 }
 
 impl<K: Resource> Changes<K> {
@@ -343,7 +390,7 @@ impl<K: Resource> Changes<K> {
             trigger,
             deletes,
             seen: HashMap::new(),
-            relisted: None,
+            relisted: Relisted::default(),
         }
     }
 
@@ -355,13 +402,13 @@ impl<K: Resource> Changes<K> {
         };
         match event {
             Event::Init => {
-                self.relisted = Some(Default::default());
+                self.relisted.start();
                 None
             }
             Event::InitDone => {
-                if let Some(relisted) = self.relisted.take() {
-                    self.seen.retain(|key, _| relisted.contains(key));
-                }
+                let relisted = &mut self.relisted;
+                self.seen.retain(|key, _| relisted.kept(key));
+                relisted.finish();
                 None
             }
             Event::Delete(object) => {
@@ -370,9 +417,7 @@ impl<K: Resource> Changes<K> {
             }
             Event::Apply(object) | Event::InitApply(object) => {
                 let key = key(&object);
-                if let Some(relisted) = &mut self.relisted {
-                    relisted.insert(key.clone());
-                }
+                self.relisted.saw(&key);
                 let value = (self.trigger)(&object)?;
                 (self.seen.insert(key, value) != Some(value)).then_some(object)
             }

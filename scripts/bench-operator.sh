@@ -118,7 +118,7 @@ TABLES="$OUT_DIR/tables-$STAMP.md"
     echo "Run $STAMP at $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores," \
         "load average $load_before before and $load_after after," \
         "$WORKLOADS workload API servers, operator --concurrency $CONCURRENCY, drift interval $DRIFT."
-    bench_tables "$ROWS" converge requests verbs breakdown management drift cpu
+    bench_tables "$ROWS" converge requests verbs breakdown management-phases management drift cpu
 } >"$TABLES"
 cat "$TABLES"
 echo "bench-operator: tables in $TABLES" >&2

@@ -192,7 +192,12 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         timeout: args.phase_timeout,
     };
 
+    // The management API server's requests and seconds in the first apply and the switch: the
+    // operator's status writes, render Secrets and Events, and the driver's own Cluster writes.
+    let management = [env.client()];
+
     // 1. First apply: Clusters created, gates opened, every ClusterAddon applied on v1.
+    let management_before = measure::scrape(&management).await?;
     let phase = Phase::begin("first apply", &procs, &servers).await?;
     let recording = args.perf_dir.as_deref().and_then(|dir| {
         let mut pids: Vec<u32> = operators.iter().map(ChildGuard::pid).collect();
@@ -209,6 +214,8 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     let created = phase.elapsed();
     all.converged(&tags[0]).await?;
     let apply = phase.end(&procs, &servers, &baseline).await?;
+    let apply_management = measure::scrape(&management).await?.since(&management_before);
+    report_management("first apply", &apply_management, args.clusters);
     if let Some(recording) = recording {
         let report = recording.finish()?;
         eprintln!("  first apply: profile in {}", report.display());
@@ -216,19 +223,21 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     let objects = objects_per_cluster(&env, &names[0]).await?;
 
     // 2. Upgrade: every Cluster switched to v2.
+    let management_before = measure::scrape(&management).await?;
     let phase = Phase::begin("upgrade", &procs, &servers).await?;
     futures::stream::iter(names.iter())
         .for_each_concurrent(16, |name| env.set_class(name, &tags[1]))
         .await;
     all.converged(&tags[1]).await?;
     let upgrade = phase.end(&procs, &servers, &baseline).await?;
+    let upgrade_management = measure::scrape(&management).await?.since(&management_before);
+    report_management("upgrade", &upgrade_management, args.clusters);
 
     // 3. An idle drift interval.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let phase = Phase::begin("idle drift interval", &procs, &servers).await?;
     // The management API server's requests too (issue 36 §2): every ClusterAddon's interval
     // pass reads the Cluster and what it references there.
-    let management = [env.client()];
     let management_before = measure::scrape(&management).await?;
     tokio::time::sleep(args.drift_interval).await;
     ops.alive()?;
@@ -329,6 +338,20 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             ),
         );
     }
+    for (phase, requests) in [
+        ("first apply", &apply_management),
+        ("upgrade", &upgrade_management),
+    ] {
+        print_table(
+            "management-phases",
+            "| Clusters | shards | phase | management requests per Cluster by verb and resource (at least 0.5) | management API server seconds by verb and resource (top 6) |",
+            &format!(
+                "{key}| {phase} | {} | {} |",
+                by_resource(requests, args.clusters),
+                by_seconds(requests)
+            ),
+        );
+    }
     let idle_secs = idle.wall.as_secs_f64().max(0.001);
     print_table(
         "management",
@@ -382,6 +405,32 @@ fn by_resource(requests: &Requests, clusters: usize) -> String {
         .map(|(key, n)| format!("{key} {n:.1}"))
         .collect::<Vec<_>>()
         .join(" · ")
+}
+
+/// The API server's seconds by verb and resource, most first (the top six), e.g.
+/// `LIST secrets 41.2 s · …`.
+fn by_seconds(requests: &Requests) -> String {
+    let mut parts: Vec<(&String, f64)> = requests
+        .seconds_by_resource
+        .iter()
+        .map(|(k, s)| (k, *s))
+        .collect();
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    parts
+        .iter()
+        .take(6)
+        .map(|(key, secs)| format!("{key} {secs:.1} s"))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// Prints a phase's management requests at once (the tables come at the run's end).
+fn report_management(phase: &str, requests: &Requests, clusters: usize) {
+    eprintln!(
+        "  {phase}: management API server: {} per Cluster; seconds: {}",
+        by_resource(requests, clusters),
+        by_seconds(requests)
+    );
 }
 
 /// Requests per Cluster by verb, e.g. `GET 24.0 · PATCH 0.1`, leaving out verbs below 0.05.

@@ -129,6 +129,10 @@ pub struct Requests {
     pub by_verb: BTreeMap<String, f64>,
     /// By verb and resource (`APPLY configmaps`), the breakdown of a phase.
     pub by_resource: BTreeMap<String, f64>,
+    /// The API servers' seconds spent serving them, by verb and resource
+    /// (`apiserver_request_duration_seconds_sum`; watches left out: they last as long as they
+    /// are open).
+    pub seconds_by_resource: BTreeMap<String, f64>,
     pub open_watches: f64,
 }
 
@@ -152,6 +156,7 @@ impl Requests {
         Requests {
             by_verb: per_key(&self.by_verb, &earlier.by_verb, false),
             by_resource: per_key(&self.by_resource, &earlier.by_resource, false),
+            seconds_by_resource: per_key(&self.seconds_by_resource, &earlier.seconds_by_resource, false),
             open_watches: self.open_watches,
         }
     }
@@ -162,6 +167,7 @@ impl Requests {
         Requests {
             by_verb: scale(&self.by_verb),
             by_resource: scale(&self.by_resource),
+            seconds_by_resource: scale(&self.seconds_by_resource),
             open_watches: self.open_watches,
         }
     }
@@ -171,6 +177,7 @@ impl Requests {
         Requests {
             by_verb: per_key(&self.by_verb, &baseline.by_verb, true),
             by_resource: per_key(&self.by_resource, &baseline.by_resource, true),
+            seconds_by_resource: per_key(&self.seconds_by_resource, &baseline.seconds_by_resource, true),
             open_watches: (self.open_watches - baseline.open_watches).max(0.0),
         }
     }
@@ -181,6 +188,9 @@ impl Requests {
         }
         for (key, n) in &other.by_resource {
             *self.by_resource.entry(key.clone()).or_default() += n;
+        }
+        for (key, secs) in &other.seconds_by_resource {
+            *self.seconds_by_resource.entry(key.clone()).or_default() += secs;
         }
         self.open_watches += other.open_watches;
     }
@@ -200,7 +210,7 @@ pub async fn scrape(servers: &[Client]) -> anyhow::Result<Requests> {
     Ok(sum)
 }
 
-/// `apiserver_request_total` by verb and the open WATCHes of a Prometheus text exposition
+/// `apiserver_request_total` by verb and resource, the seconds spent on them, and the open WATCHes of a Prometheus text exposition
 /// (`apiserver_longrunning_gauge` up to Kubernetes 1.22, `apiserver_longrunning_requests`
 /// after).
 pub fn parse_metrics(text: &str) -> Requests {
@@ -211,16 +221,26 @@ pub fn parse_metrics(text: &str) -> Requests {
         };
         let Ok(value) = value.parse::<f64>() else { continue };
         let (name, labels) = series.split_once('{').unwrap_or((series, ""));
+        let verb_and_resource = || {
+            let verb = label(labels, "verb").unwrap_or("?");
+            let resource = match (label(labels, "resource"), label(labels, "subresource")) {
+                (Some(r), Some(sub)) if !sub.is_empty() => format!("{r}/{sub}"),
+                (Some(r), _) if !r.is_empty() => r.to_string(),
+                _ => "(no resource)".to_string(),
+            };
+            (verb, format!("{verb} {resource}"))
+        };
         match name {
             "apiserver_request_total" => {
-                let verb = label(labels, "verb").unwrap_or("?");
+                let (verb, key) = verb_and_resource();
                 *out.by_verb.entry(verb.to_string()).or_default() += value;
-                let resource = match (label(labels, "resource"), label(labels, "subresource")) {
-                    (Some(r), Some(sub)) if !sub.is_empty() => format!("{r}/{sub}"),
-                    (Some(r), _) if !r.is_empty() => r.to_string(),
-                    _ => "(no resource)".to_string(),
-                };
-                *out.by_resource.entry(format!("{verb} {resource}")).or_default() += value;
+                *out.by_resource.entry(key).or_default() += value;
+            }
+            "apiserver_request_duration_seconds_sum" => {
+                let (verb, key) = verb_and_resource();
+                if verb != "WATCH" {
+                    *out.seconds_by_resource.entry(key).or_default() += value;
+                }
             }
             "apiserver_longrunning_gauge" | "apiserver_longrunning_requests"
                 if label(labels, "verb") == Some("WATCH") =>

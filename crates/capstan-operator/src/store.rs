@@ -113,48 +113,64 @@ struct Remembered {
 #[derive(Clone)]
 pub struct RenderStore {
     client: Client,
-    /// The newest revision of each owner (by UID) this process read or saved.
-    newest: Arc<Mutex<HashMap<String, Remembered>>>,
+    /// What this process knows of each owner (by UID): the newest revision it read or saved,
+    /// or that a read found none.
+    known: Arc<Mutex<HashMap<String, Known>>>,
+}
+
+/// What the store knows of an owner's revisions.
+enum Known {
+    Newest(Remembered),
+    /// A read found none, and none was saved since.
+    NoneStored,
 }
 
 impl RenderStore {
     pub fn new(client: Client) -> RenderStore {
         RenderStore {
             client,
-            newest: Arc::default(),
+            known: Arc::default(),
         }
     }
 
     fn remember(&self, owner: &Owner, render: &StoredRender, compressed: &[u8]) {
-        let mut newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
-        let known = newest.get(owner.uid()).map(|r| r.revision);
-        if known.is_none_or(|revision| revision <= render.revision) {
-            newest.insert(
+        let mut known = self.lock();
+        let newer = match known.get(owner.uid()) {
+            Some(Known::Newest(remembered)) => remembered.revision <= render.revision,
+            Some(Known::NoneStored) | None => true,
+        };
+        if newer {
+            known.insert(
                 owner.uid().to_string(),
-                Remembered {
+                Known::Newest(Remembered {
                     revision: render.revision,
                     inputs: render.inputs.clone(),
                     compressed: compressed.to_vec(),
-                },
+                }),
             );
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Known>> {
+        self.known.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The remembered newest revision of `owner`, if any, as `read` sees it.
+    fn newest<T>(&self, owner: &Owner, read: impl FnOnce(&Remembered) -> T) -> Option<T> {
+        match self.lock().get(owner.uid()) {
+            Some(Known::Newest(remembered)) => Some(read(remembered)),
+            Some(Known::NoneStored) | None => None,
         }
     }
 
     /// The remembered revision number and inputs of `owner`, without decoding the render.
     fn remembered_inputs(&self, owner: &Owner) -> Option<(u32, String)> {
-        let newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
-        newest.get(owner.uid()).map(|r| (r.revision, r.inputs.clone()))
+        self.newest(owner, |r| (r.revision, r.inputs.clone()))
     }
 
     /// The remembered newest render of `owner`, decoded (outside the lock).
     fn remembered(&self, owner: &Owner) -> Result<Option<StoredRender>, StoreError> {
-        let found = {
-            let newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
-            newest
-                .get(owner.uid())
-                .map(|r| (r.revision, r.compressed.clone()))
-        };
-        match found {
+        match self.newest(owner, |r| (r.revision, r.compressed.clone())) {
             Some((revision, compressed)) => decompress(&compressed)
                 .map(Some)
                 .map_err(|message| corrupt(owner, &owner.secret_name(revision), message)),
@@ -204,8 +220,18 @@ impl RenderStore {
                 self.remember(owner, &render, compressed);
                 Ok(Some(render))
             }
-            None => Ok(None),
+            None => {
+                self.lock()
+                    .entry(owner.uid().to_string())
+                    .or_insert(Known::NoneStored);
+                Ok(None)
+            }
         }
+    }
+
+    /// Whether the last read of `owner` found no revision (and none was saved since).
+    fn known_none_stored(&self, owner: &Owner) -> bool {
+        matches!(self.lock().get(owner.uid()), Some(Known::NoneStored))
     }
 
     /// Stores a new revision (one above the newest) and removes revisions beyond
@@ -213,8 +239,11 @@ impl RenderStore {
     /// instead of losing a render. With the newest revision known in memory nothing is listed:
     /// the next one is created and the one it pushes out deleted by name (a quorum list of the
     /// owner's revisions reads every Secret of the namespace from etcd — at 1,000 Clusters in
-    /// one namespace, most of the management API server's CPU in a fleet's upgrade); a create
-    /// that finds its revision taken lists, as without memory.
+    /// one namespace, most of the management API server's CPU in a fleet's upgrade). So is an
+    /// owner's first revision when a read found none: a new ClusterAddon's first save listed
+    /// every Secret of its namespace, so a fleet's creation cost the management API server work
+    /// growing with the square of its Clusters. A create that finds its revision taken lists,
+    /// as without memory.
     pub async fn save(
         &self,
         owner: &Owner,
@@ -250,6 +279,22 @@ impl RenderStore {
                         return Ok(render);
                     }
                     // Another revision was stored since this process saw the newest.
+                    Created::Taken => render.parts,
+                }
+            }
+            None if self.known_none_stored(owner) => {
+                let render = StoredRender {
+                    revision: 1,
+                    inputs: inputs.to_string(),
+                    parts,
+                };
+                match self.create(owner, &render).await? {
+                    Created::Yes(compressed) => {
+                        self.remember(owner, &render, &compressed);
+                        return Ok(render);
+                    }
+                    // Stored by another writer since the read (or left by an owner of the
+                    // same name).
                     Created::Taken => render.parts,
                 }
             }
@@ -325,10 +370,7 @@ impl RenderStore {
     /// Removes every stored revision of `owner` (its finalizer runs this: the test and some
     /// real clusters run no garbage collector).
     pub async fn remove_all(&self, owner: &Owner) -> Result<(), StoreError> {
-        self.newest
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(owner.uid());
+        self.lock().remove(owner.uid());
         for secret in self.list(owner, Freshness::Quorum).await? {
             if let Some(name) = &secret.metadata.name {
                 match self

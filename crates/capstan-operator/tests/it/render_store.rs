@@ -143,3 +143,57 @@ async fn a_save_whose_memory_is_behind_adds_above_the_newest_and_keeps_three() {
         Some("e".to_string())
     );
 }
+
+/// A fleet's creation: every new ClusterAddon reads its render (none yet) and saves its first.
+/// Knowing from that read that there is none, the save creates revision 1 without the quorum
+/// list (which reads every Secret of the namespace from etcd: work growing with the square of
+/// a fleet's Clusters); a revision stored meanwhile by another writer is still found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_save_after_a_read_that_found_none_lists_no_more() {
+    let test = "a_first_save_after_a_read_that_found_none_lists_no_more";
+    let Some(bins) = Binaries::find_or_skip(test) else {
+        return;
+    };
+    let audit = capstan_testenv::audit::AuditLog::new().expect("audit log");
+    let cluster = TestCluster::start_with_args(&bins, "render-store-first", &audit.apiserver_args())
+        .await
+        .expect("test cluster");
+    let secret_lists = || async {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        audit
+            .requests()
+            .into_iter()
+            .filter(|r| r.starts_with("list ") && r.contains("/secrets"))
+            .collect::<Vec<_>>()
+    };
+
+    let store = RenderStore::new(cluster.client());
+    let fresh = owner_with_uid(cluster.namespace(), "3f1c0d6e-0000-4000-8000-000000000003");
+    assert_eq!(store.latest(&fresh).await.expect("read"), None);
+    let first = store.save(&fresh, "a", parts("a")).await.expect("saved");
+    assert_eq!(first.revision, 1);
+    let lists = secret_lists().await;
+    assert_eq!(lists.len(), 1, "the read's list only: {lists:?}");
+    assert!(
+        lists[0].contains("resourceVersion=0"),
+        "the read lists from the watch cache: {lists:?}"
+    );
+
+    // Two processes read an owner's renders (none); one saves, then the other saves the same
+    // inputs: it finds that revision instead of adding one; other inputs go above it.
+    let mut raced = owner_with_uid(cluster.namespace(), "3f1c0d6e-0000-4000-8000-000000000004");
+    raced.name = "cluster-addon-raced".into();
+    let (one, other) = (
+        RenderStore::new(cluster.client()),
+        RenderStore::new(cluster.client()),
+    );
+    assert_eq!(one.latest(&raced).await.expect("read"), None);
+    assert_eq!(other.latest(&raced).await.expect("read"), None);
+    let stored = other.save(&raced, "b", parts("b")).await.expect("saved");
+    assert_eq!(stored.revision, 1);
+    assert_eq!(one.save(&raced, "b", parts("b")).await.expect("saved"), stored);
+    assert_eq!(
+        one.save(&raced, "c", parts("c")).await.expect("saved").revision,
+        2
+    );
+}

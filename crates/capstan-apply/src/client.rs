@@ -9,6 +9,7 @@
 //!   offers only HTTP/1.1, so every watch held a TLS connection of its own — 11,000 for 1,000
 //!   workload clusters with 11 drift watches each. Over HTTP/2, as client-go talks to the API
 //!   server, every request and watch of one client is a stream on one connection.
+//! - No HPACK dynamic table for the server's headers ([`HEADER_TABLE_SIZE`]).
 //! - HTTP/2 keep-alive pings (every 30 s, also while idle; 15 s for the answer, client-go's
 //!   `ReadIdleTimeout` and `PingTimeout`): with one connection per cluster, a connection that
 //!   died without a FIN would stall every watch of the cluster; an unanswered ping closes it,
@@ -93,6 +94,7 @@ pub fn client_with(config: Config, timeouts: Timeouts) -> Result<Client, kube::E
         .http2_keep_alive_interval(timeouts.ping_interval)
         .http2_keep_alive_timeout(timeouts.ping_timeout)
         .http2_keep_alive_while_idle(true)
+        .http2_header_table_size(HEADER_TABLE_SIZE)
         .build(https);
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
@@ -112,6 +114,12 @@ pub fn client_with(config: Config, timeouts: Timeouts) -> Result<Client, kube::E
         .service(hyper);
     Ok(Client::new(service, config.default_namespace))
 }
+
+/// The HPACK dynamic table the server may fill with the headers of its responses, in bytes:
+/// none. The default (4 KiB of headers, about 10 KiB of memory as h2 keeps them) lives as long
+/// as the connection, and the operator holds one per workload cluster (issue 36 §3); without
+/// it the few headers of an API server's response are sent literally, a few hundred bytes.
+const HEADER_TABLE_SIZE: u32 = 0;
 
 /// TLS 1.3 session tickets a client keeps (rustls keeps up to 8 per server).
 const SESSIONS_KEPT: usize = 8;

@@ -31,6 +31,9 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Client, Resource};
 use tokio::sync::mpsc;
 
+mod compact;
+pub use compact::CompactObject;
+
 use crate::api::{ClusterAddon, ClusterStackRelease};
 use crate::watch::{Events, Scope, objects, watch_all};
 use capstan_apply::discovery::ResourceInfo;
@@ -129,7 +132,8 @@ pub struct Management {
     secrets: Store<Secret>,
     secret_writer: Mutex<Option<Writer<Secret>>>,
     releases: Mutex<Option<Reflected<ClusterStackRelease>>>,
-    referenced: Mutex<HashMap<KindKey, Reflected<DynamicObject>>>,
+    /// The ControlPlanes and InfraClusters, as compact text ([`CompactObject`]).
+    referenced: Mutex<HashMap<KindKey, Reflected<CompactObject>>>,
     wake_tx: mpsc::Sender<ObjectRef<ClusterAddon>>,
     wake_rx: Mutex<Option<mpsc::Receiver<ObjectRef<ClusterAddon>>>>,
 }
@@ -269,7 +273,7 @@ impl Management {
         let store = self.referenced_store(&resource);
         let key = ObjectRef::new_with(name, resource.clone()).within(namespace);
         match cached(&store, &key) {
-            Some(object) => Ok(Some(object)),
+            Some(object) => object.object().map(Some).map_err(kube::Error::SerdeError),
             None => {
                 let namespace = Some(namespace).filter(|_| info.namespaced);
                 capstan_apply::discovery::api_for(&self.client, &resource, namespace)
@@ -280,7 +284,7 @@ impl Management {
     }
 
     /// The store of a referenced kind, its watch started if it was not yet.
-    fn referenced_store(&self, resource: &ApiResource) -> Store<DynamicObject> {
+    fn referenced_store(&self, resource: &ApiResource) -> Store<CompactObject> {
         let key = (
             resource.group.clone(),
             resource.version.clone(),
@@ -296,9 +300,9 @@ impl Management {
             );
             let (references, wake) = (self.references.clone(), self.wake_tx.clone());
             let watched = resource.clone();
-            let on_event = move |event: &Event<DynamicObject>, before: &Store<DynamicObject>| {
+            let on_event = move |event: &Event<CompactObject>, before: &Store<CompactObject>| {
                 if let Some(object) = changed_reference(event, before, &watched) {
-                    let addons = lock(&references).addons_referencing(object);
+                    let addons = lock(&references).addons_referencing(&watched.kind, object.meta());
                     for addon in addons {
                         // Full (or no ClusterAddon controller): the next pass reads it anyway.
                         let _ = wake.try_send(addon);
@@ -352,19 +356,19 @@ where
 /// appeared, went, or its spec changed (`generation`); status churn waits for the next
 /// pass, and the watch's (re)lists wake nothing (a pass waiting for an object reads it by
 /// GET until the store has synced).
-fn changed_reference<'a>(
-    event: &'a Event<DynamicObject>,
-    before: &Store<DynamicObject>,
-    resource: &ApiResource,
-) -> Option<&'a DynamicObject> {
+fn changed_reference<'a, K>(event: &'a Event<K>, before: &Store<K>, resource: &ApiResource) -> Option<&'a K>
+where
+    K: Resource<DynamicType = ApiResource> + Clone + 'static,
+{
     match event {
         Event::Delete(object) => Some(object),
         Event::Apply(object) => {
-            let name = object.metadata.name.as_deref().unwrap_or_default();
+            let meta = object.meta();
+            let name = meta.name.as_deref().unwrap_or_default();
             let mut key = ObjectRef::new_with(name, resource.clone());
-            key.namespace = object.metadata.namespace.clone();
+            key.namespace = meta.namespace.clone();
             let previous = before.get(&key);
-            let same_spec = previous.is_some_and(|p| p.metadata.generation == object.metadata.generation);
+            let same_spec = previous.is_some_and(|p| p.meta().generation == meta.generation);
             (!same_spec).then_some(object)
         }
         Event::Init | Event::InitApply(_) | Event::InitDone => None,
@@ -462,12 +466,12 @@ impl References {
     }
 
     /// The ClusterAddons of the Clusters whose `controlPlaneRef` or `infrastructureRef`
-    /// names `object`.
-    pub fn addons_referencing(&self, object: &DynamicObject) -> Vec<ObjectRef<ClusterAddon>> {
+    /// names the object of `kind` with `meta`.
+    pub fn addons_referencing(&self, kind: &str, meta: &ObjectMeta) -> Vec<ObjectRef<ClusterAddon>> {
         let referenced = (
-            object.types.as_ref().map(|t| t.kind.clone()).unwrap_or_default(),
-            object.metadata.namespace.clone().unwrap_or_default(),
-            object.metadata.name.clone().unwrap_or_default(),
+            kind.to_string(),
+            meta.namespace.clone().unwrap_or_default(),
+            meta.name.clone().unwrap_or_default(),
         );
         self.by_object
             .get(&referenced)
@@ -603,8 +607,9 @@ mod tests {
             .expect("an object")
         };
         let woken = |references: &References, object: DynamicObject| -> Vec<String> {
+            let kind = object.types.as_ref().map(|t| t.kind.clone()).unwrap_or_default();
             references
-                .addons_referencing(&object)
+                .addons_referencing(&kind, &object.metadata)
                 .into_iter()
                 .map(|r| format!("{}/{}", r.namespace.unwrap_or_default(), r.name))
                 .collect()

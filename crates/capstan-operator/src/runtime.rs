@@ -499,30 +499,33 @@ fn release_controller(
 }
 
 /// Clusters: each one on a stack class gets its ClusterAddon, made again when it is deleted
-/// on its own (its owner reference wakes the Cluster once it is gone; the ClusterAddon's
-/// status writes do not).
+/// on its own, and set again when its spec or shard changes (its owner reference wakes the
+/// Cluster; the ClusterAddon's status writes do not). The controller reads the ClusterAddons
+/// from their store: a change it made that the store had not seen yet when it looked wakes it
+/// again once the store has it.
 fn cluster_controller(wiring: &Wiring<'_>, fleet: &mut FleetWatches) -> Running {
     let cluster_resource = super::clusters::cluster_resource();
-    let deleted_addons = fleet.addons_of(&wiring.scope).filter_map(|event| {
-        futures::future::ready(match event {
-            Ok(watcher::Event::Delete(addon)) => Some(Ok(addon)),
-            Ok(_) => None,
-            Err(error) => Some(Err(error)),
-        })
-    });
+    let changed_addons = changed(
+        fleet.addons_of(&wiring.scope),
+        spec_or_deletion::<ClusterAddon>,
+        true,
+    );
     let cluster_events = changed(fleet.clusters_of(&wiring.scope), cluster_trigger, false);
     Controller::for_stream_with(
         cluster_events,
         wiring.ctx.management.cluster_store(),
         cluster_resource,
     )
-    .owns_stream(deleted_addons)
+    .owns_stream(changed_addons)
     .with_config(wiring.concurrency.clone())
     .graceful_shutdown_on(wiring.shutdown.clone())
     .run(
         in_scope(cluster::reconcile, &wiring.scope),
         cluster::error_policy,
-        Arc::new(ClusterController::new(wiring.ctx.clone())),
+        Arc::new(ClusterController::new(
+            wiring.ctx.clone(),
+            fleet.addons_store.clone(),
+        )),
     )
     .for_each(|_| futures::future::ready(()))
     .boxed()

@@ -52,7 +52,10 @@ impl Scope {
     }
 
     /// [`Scope::apis`] of a namespaced kind known at run time (Cluster API's).
-    pub fn dynamic_apis(&self, client: &Client, resource: &ApiResource) -> Vec<Api<DynamicObject>> {
+    pub fn dynamic_apis<K>(&self, client: &Client, resource: &ApiResource) -> Vec<Api<K>>
+    where
+        K: Resource<DynamicType = ApiResource, Scope = kube::core::DynamicResourceScope>,
+    {
         if self.namespaces.is_empty() {
             return vec![Api::all_with(client.clone(), resource)];
         }

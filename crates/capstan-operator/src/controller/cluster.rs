@@ -1,14 +1,22 @@
 //! The Cluster controller: every Cluster API `Cluster` whose `spec.topology.class` is a stack
 //! class gets its ClusterAddon, `cluster-addon-<cluster>`, owned by the Cluster, and the
 //! ClusterAddon's `spec.clusterStack` follows the class.
+//!
+//! The ClusterAddon is read from the process' ClusterAddon store, not by GET: every Cluster
+//! event (its creation, its gate opening, a class switch) read it before, two GETs per Cluster
+//! of a fleet's creation and one per switch. A store that has not synced yet is answered by a
+//! GET; one a moment behind is harmless: the patch of a stale copy writes the values the
+//! Cluster asks for again, and a create that finds the ClusterAddon made meanwhile reads it.
 
 use std::sync::Arc;
 
+use futures::FutureExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::Error;
 use super::failures::Failures;
@@ -21,16 +29,19 @@ pub const CONTROLLER: &str = "cluster";
 
 pub use crate::api::cluster_addon::addon_name;
 
-/// The Cluster controller's state: the shared context and its failures.
+/// The Cluster controller's state: the shared context, the ClusterAddon store and its
+/// failures.
 pub struct ClusterController {
     pub shared: Arc<Context>,
+    addons: Store<ClusterAddon>,
     failures: Failures,
 }
 
 impl ClusterController {
-    pub fn new(shared: Arc<Context>) -> ClusterController {
+    pub fn new(shared: Arc<Context>, addons: Store<ClusterAddon>) -> ClusterController {
         ClusterController {
             shared,
+            addons,
             failures: Failures::default(),
         }
     }
@@ -45,7 +56,7 @@ pub async fn reconcile(
 ) -> Result<Action, Error> {
     let ctx = &controller.shared;
     let started = std::time::Instant::now();
-    let result = ensure_addon(&cluster, ctx).await;
+    let result = ensure_addon(&cluster, ctx, &controller.addons).await;
     let error = result.as_ref().err().map(Error::metric_label);
     ctx.metrics.reconciled(CONTROLLER, started.elapsed(), error);
     result
@@ -64,7 +75,31 @@ pub fn error_policy(
     super::requeue_after_error(&controller.failures, &key, error)
 }
 
-async fn ensure_addon(cluster: &DynamicObject, ctx: &Context) -> Result<Action, Error> {
+/// What the ClusterAddon store says of one ClusterAddon.
+enum Stored {
+    Has(Arc<ClusterAddon>),
+    /// The store has synced and holds none.
+    Absent,
+    /// The store has not synced yet: ask the API server.
+    Unknown,
+}
+
+/// ClusterAddon `name` of `namespace` as `store` has it.
+fn stored(store: &Store<ClusterAddon>, namespace: &str, name: &str) -> Stored {
+    if !matches!(store.wait_until_ready().now_or_never(), Some(Ok(()))) {
+        return Stored::Unknown;
+    }
+    match store.get(&ObjectRef::new(name).within(namespace)) {
+        Some(addon) => Stored::Has(addon),
+        None => Stored::Absent,
+    }
+}
+
+async fn ensure_addon(
+    cluster: &DynamicObject,
+    ctx: &Context,
+    addons: &Store<ClusterAddon>,
+) -> Result<Action, Error> {
     if cluster.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
@@ -75,25 +110,18 @@ async fn ensure_addon(cluster: &DynamicObject, ctx: &Context) -> Result<Action, 
     let namespace = usage.namespace.clone();
     let name = addon_name(&usage.name);
     let api: Api<ClusterAddon> = Api::namespaced(ctx.client.clone(), &namespace);
-    let existing = api
-        .get_opt(&name)
-        .await
-        .map_err(|e| Error::kube(format!("reading ClusterAddon {namespace}/{name}"), e))?;
+    let read = || async {
+        api.get_opt(&name)
+            .await
+            .map_err(|e| Error::kube(format!("reading ClusterAddon {namespace}/{name}"), e))
+    };
+    let existing = match stored(addons, &namespace, &name) {
+        Stored::Has(addon) => Some(addon),
+        Stored::Absent => None,
+        Stored::Unknown => read().await?.map(Arc::new),
+    };
     match existing {
-        Some(addon) => {
-            // The ClusterAddon follows its Cluster's class and shard (a relabelled Cluster
-            // hands its ClusterAddon to the new shard's operator).
-            let mut patch = crate::shard::follow_owner(&cluster.metadata, &addon.metadata)
-                .unwrap_or_else(|| serde_json::json!({}));
-            if addon.spec.cluster_stack.as_deref() != Some(class.as_str()) {
-                patch["spec"] = serde_json::json!({"clusterStack": class});
-            }
-            if patch != serde_json::json!({}) {
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(|e| Error::kube(format!("updating ClusterAddon {namespace}/{name}"), e))?;
-            }
-        }
+        Some(addon) => follow(&api, cluster, &addon, &class).await?,
         None => {
             let addon = ClusterAddon {
                 metadata: ObjectMeta {
@@ -131,7 +159,13 @@ async fn ensure_addon(cluster: &DynamicObject, ctx: &Context) -> Result<Action, 
             };
             match api.create(&PostParams::default(), &addon).await {
                 Ok(_) => {}
-                Err(e) if crate::kube_error::is_conflict(&e) => {}
+                // Made meanwhile (the store had not seen it yet): it follows the Cluster too.
+                Err(e) if crate::kube_error::is_conflict(&e) => {
+                    if let Some(addon) = read().await? {
+                        follow(&api, cluster, &addon, &class).await?;
+                    }
+                    return Ok(Action::await_change());
+                }
                 Err(e) => {
                     return Err(Error::kube(
                         format!("creating ClusterAddon {namespace}/{name}"),
@@ -143,4 +177,30 @@ async fn ensure_addon(cluster: &DynamicObject, ctx: &Context) -> Result<Action, 
         }
     }
     Ok(Action::await_change())
+}
+
+/// Makes `addon` follow its Cluster's class and shard (a relabelled Cluster hands its
+/// ClusterAddon to the new shard's operator): a merge patch of what differs, none when nothing
+/// does.
+async fn follow(
+    api: &Api<ClusterAddon>,
+    cluster: &DynamicObject,
+    addon: &ClusterAddon,
+    class: &str,
+) -> Result<(), Error> {
+    let mut patch = crate::shard::follow_owner(&cluster.metadata, &addon.metadata)
+        .unwrap_or_else(|| serde_json::json!({}));
+    if addon.spec.cluster_stack.as_deref() != Some(class) {
+        patch["spec"] = serde_json::json!({"clusterStack": class});
+    }
+    if patch != serde_json::json!({}) {
+        let name = addon.name_any();
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| {
+                let namespace = addon.namespace().unwrap_or_default();
+                Error::kube(format!("updating ClusterAddon {namespace}/{name}"), e)
+            })?;
+    }
+    Ok(())
 }

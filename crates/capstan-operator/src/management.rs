@@ -32,32 +32,19 @@ use kube::{Client, Resource};
 use tokio::sync::mpsc;
 
 mod compact;
+mod strip;
 pub use compact::CompactObject;
+pub use strip::{LAST_APPLIED_ANNOTATION, strip_meta};
 
 use crate::api::{ClusterAddon, ClusterStackRelease};
 use crate::watch::{Events, Scope, objects, watch_all};
 use capstan_apply::discovery::ResourceInfo;
-
-/// The annotation `kubectl apply` keeps the whole last-applied object in: no pass reads it.
-pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Wake-ups queued for the ClusterAddon controller at most.
 const WAKE_QUEUE: usize = 1024;
 
 /// The key of a kubeconfig Secret's kubeconfig (the only data a pass reads).
 const KUBECONFIG_KEY: &str = "value";
-
-/// Drops what no pass reads from an object's metadata: `managedFields` and the last-applied
-/// annotation (often the largest parts of an object).
-pub fn strip_meta(meta: &mut ObjectMeta) {
-    meta.managed_fields = None;
-    if let Some(annotations) = meta.annotations.as_mut() {
-        annotations.remove(LAST_APPLIED_ANNOTATION);
-        if annotations.is_empty() {
-            meta.annotations = None;
-        }
-    }
-}
 
 /// [`strip_meta`], and of the data only a kubeconfig Secret's kubeconfig: the other Secrets
 /// of a Cluster (keys and certificates) are in the store only so that the watch can be

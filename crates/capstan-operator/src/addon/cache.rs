@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use super::workload::{self, Gate, Workload};
 
-/// Workload clusters kept by default (about 2.6 GiB at the fleet benchmark's ~270 KiB per
+/// Workload clusters kept by default (about 2.4 GiB at the fleet benchmark's ~250 KiB per
 /// Cluster; a replica for more Clusters sets `--workload-clusters` or shards). It was 2,048:
 /// the 3,000-Cluster benchmark stalled at the 2,100th, every pass past it evicting another
 /// Cluster's connection and watches.

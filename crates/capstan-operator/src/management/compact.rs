@@ -4,7 +4,7 @@
 //! text; a pass reads one such object at a time and parses it again (tens of microseconds for
 //! a Cluster API object), while the store holds one per Cluster for as long as the fleet lives.
 //!
-//! The watch decodes each object as a `DynamicObject`, strips it ([`super::strip_meta`]) and
+//! The watch decodes each object as a `DynamicObject`, strips it ([`super::strip::strip_meta`]) and
 //! keeps its text; the metadata that stores and wake-ups key on (name, namespace, uid,
 //! resourceVersion, generation) is kept beside it.
 
@@ -25,7 +25,7 @@ pub struct CompactObject {
 impl CompactObject {
     /// `object`, stripped of what no pass reads, as text.
     pub fn new(mut object: DynamicObject) -> Result<CompactObject, serde_json::Error> {
-        super::strip_meta(&mut object.metadata);
+        super::strip::strip_meta(&mut object.metadata);
         let json = serde_json::to_string(&object)?;
         let meta = object.metadata;
         Ok(CompactObject {

@@ -5,8 +5,10 @@
 //! The ClusterAddon is read from the process' ClusterAddon store, not by GET: every Cluster
 //! event (its creation, its gate opening, a class switch) read it before, two GETs per Cluster
 //! of a fleet's creation and one per switch. A store that has not synced yet is answered by a
-//! GET; one a moment behind is harmless: the patch of a stale copy writes the values the
-//! Cluster asks for again, and a create that finds the ClusterAddon made meanwhile reads it.
+//! GET. One a moment behind is harmless: a patch from a stale copy writes the values the
+//! Cluster asks for again; a stale copy that already has them hides a newer change, but that
+//! change's event wakes the Cluster again (the runtime wakes it on a ClusterAddon's spec or
+//! shard change); a create that finds the ClusterAddon made meanwhile reads it.
 
 use std::sync::Arc;
 

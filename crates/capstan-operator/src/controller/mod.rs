@@ -177,12 +177,20 @@ pub fn error_policy<K: Resource<DynamicType = ()>, C: Reconciler>(
     requeue_after_error(controller.failures(), &key_of(object.as_ref()), error)
 }
 
+/// How soon a pass whose finalizer patch met a newer object than its store's runs again.
+const STALE_FINALIZER_RETRY: Duration = Duration::from_secs(1);
+
 /// The outcome of a reconcile through kube's finalizer helper: the step's own error, or the
-/// helper's. An object that vanished while its finalizer was being removed is done.
+/// helper's. An object that vanished while its finalizer was being removed is done. A
+/// finalizer patch refused as invalid (422) or conflicting (409) tested the finalizer list of
+/// the store's copy, a moment behind the object — a pass woken again before the store had its
+/// own first patch (16 ClusterAddons of 3,000 in the fleet benchmark), or an object being
+/// deleted: not a failure to report, the pass looks again at once with the newer copy.
 pub fn finalizer_outcome(
     error: kube::runtime::finalizer::Error<Error>,
 ) -> Result<kube::runtime::controller::Action, Error> {
     use kube::runtime::finalizer::Error as Helper;
+    let stale = |e: &kube::Error| matches!(e, kube::Error::Api(status) if matches!(status.code, 409 | 422));
     match error {
         Helper::CleanupFailed(Error::Waiting { retry, .. }) => {
             Ok(kube::runtime::controller::Action::requeue(retry))
@@ -190,6 +198,12 @@ pub fn finalizer_outcome(
         Helper::ApplyFailed(e) | Helper::CleanupFailed(e) => Err(e),
         Helper::RemoveFinalizer(e) if crate::kube_error::is_not_found(&e) => {
             Ok(kube::runtime::controller::Action::await_change())
+        }
+        Helper::AddFinalizer(e) | Helper::RemoveFinalizer(e) if stale(&e) => {
+            tracing::debug!(error = %e, "finalizer patch against a newer object: looking again");
+            Ok(kube::runtime::controller::Action::requeue(crate::jitter::jitter(
+                STALE_FINALIZER_RETRY,
+            )))
         }
         other => Err(Error::Finalizer(Box::new(other))),
     }
@@ -383,5 +397,40 @@ mod tests {
         );
         let failed = Error::step("Applied", "ApplyFailed", Cause::Objects("boom".into()));
         assert!(finalizer_outcome(Helper::CleanupFailed(failed)).is_err());
+    }
+
+    #[test]
+    fn a_finalizer_patch_against_a_newer_object_looks_again_without_failing() {
+        let api = |code: u16| {
+            kube::Error::Api(
+                kube::core::Status::failure("the server rejected our request", "Invalid")
+                    .with_code(code)
+                    .boxed(),
+            )
+        };
+        // (error, whether the pass looks again without an error)
+        let cases = [
+            (Helper::AddFinalizer(api(422)), true),
+            (Helper::AddFinalizer(api(409)), true),
+            (Helper::RemoveFinalizer(api(422)), true),
+            (Helper::RemoveFinalizer(api(404)), true),
+            (Helper::AddFinalizer(api(500)), false),
+            (Helper::AddFinalizer(api(403)), false),
+            (Helper::RemoveFinalizer(api(503)), false),
+        ];
+        for (error, again) in cases {
+            let what = format!("{error:?}");
+            let outcome = finalizer_outcome(error);
+            assert_eq!(outcome.is_ok(), again, "{what}: {outcome:?}");
+            if let Ok(action) = outcome
+                && !what.contains("404")
+            {
+                assert_ne!(
+                    action,
+                    kube::runtime::controller::Action::await_change(),
+                    "{what}"
+                );
+            }
+        }
     }
 }

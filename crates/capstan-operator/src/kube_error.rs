@@ -20,6 +20,12 @@ pub fn is_conflict(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 409)
 }
 
+/// Whether `error` is the API server's "invalid" (422): a request it refused as written, a
+/// JSON patch whose `test` failed among them.
+pub fn is_invalid(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 422)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,6 +44,8 @@ mod tests {
         assert!(!is_not_found(&api(409)));
         assert!(is_conflict(&api(409)));
         assert!(!is_conflict(&api(404)));
+        assert!(is_invalid(&api(422)));
+        assert!(!is_invalid(&api(409)));
         assert!(retryable_kube(&api(409)) && retryable_kube(&api(503)));
         assert!(!retryable_kube(&api(422)));
     }

@@ -83,7 +83,7 @@ where
 }
 
 /// Whether `store` has seen its watch's first list.
-fn synced<K>(store: &Store<K>) -> bool
+pub fn synced<K>(store: &Store<K>) -> bool
 where
     K: kube::runtime::reflector::Lookup + Clone + 'static,
     K::DynamicType: Eq + std::hash::Hash + Clone,

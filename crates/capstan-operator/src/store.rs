@@ -118,6 +118,16 @@ pub struct RenderStore {
     known: Arc<Mutex<HashMap<String, Known>>>,
 }
 
+/// What a save creates, as far as memory tells.
+enum NextRevision {
+    /// The newest revision has these inputs already.
+    Same,
+    /// This revision (one above the newest, or the first when a read found none).
+    Create(u32),
+    /// Nothing known: list to find out.
+    Unknown,
+}
+
 /// What the store knows of an owner's revisions.
 enum Known {
     Newest(Remembered),
@@ -155,22 +165,24 @@ impl RenderStore {
         self.known.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The remembered newest revision of `owner`, if any, as `read` sees it.
-    fn newest<T>(&self, owner: &Owner, read: impl FnOnce(&Remembered) -> T) -> Option<T> {
+    /// What memory says the next save of `owner` with `inputs` creates, without decoding the
+    /// render.
+    fn next_revision_for(&self, owner: &Owner, inputs: &str) -> NextRevision {
         match self.lock().get(owner.uid()) {
-            Some(Known::Newest(remembered)) => Some(read(remembered)),
-            Some(Known::NoneStored) | None => None,
+            Some(Known::Newest(newest)) if newest.inputs == inputs => NextRevision::Same,
+            Some(Known::Newest(newest)) => NextRevision::Create(newest.revision + 1),
+            Some(Known::NoneStored) => NextRevision::Create(1),
+            None => NextRevision::Unknown,
         }
-    }
-
-    /// The remembered revision number and inputs of `owner`, without decoding the render.
-    fn remembered_inputs(&self, owner: &Owner) -> Option<(u32, String)> {
-        self.newest(owner, |r| (r.revision, r.inputs.clone()))
     }
 
     /// The remembered newest render of `owner`, decoded (outside the lock).
     fn remembered(&self, owner: &Owner) -> Result<Option<StoredRender>, StoreError> {
-        match self.newest(owner, |r| (r.revision, r.compressed.clone())) {
+        let found = match self.lock().get(owner.uid()) {
+            Some(Known::Newest(r)) => Some((r.revision, r.compressed.clone())),
+            Some(Known::NoneStored) | None => None,
+        };
+        match found {
             Some((revision, compressed)) => decompress(&compressed)
                 .map(Some)
                 .map_err(|message| corrupt(owner, &owner.secret_name(revision), message)),
@@ -229,11 +241,6 @@ impl RenderStore {
         }
     }
 
-    /// Whether the last read of `owner` found no revision (and none was saved since).
-    fn known_none_stored(&self, owner: &Owner) -> bool {
-        matches!(self.lock().get(owner.uid()), Some(Known::NoneStored))
-    }
-
     /// Stores a new revision (one above the newest) and removes revisions beyond
     /// [`KEEP_REVISIONS`]. Creating, not overwriting, makes two writers of one revision fail
     /// instead of losing a render. With the newest revision known in memory nothing is listed:
@@ -250,23 +257,26 @@ impl RenderStore {
         inputs: &str,
         parts: Vec<(String, String)>,
     ) -> Result<StoredRender, StoreError> {
-        let parts = match self.remembered_inputs(owner) {
-            Some((_, known)) if known == inputs => {
-                if let Some(newest) = self.remembered(owner)? {
-                    return Ok(newest);
-                }
-                parts
-            }
-            Some((revision, _)) => {
+        // The revision to create without listing, when memory tells it.
+        let next = match self.next_revision_for(owner, inputs) {
+            NextRevision::Same => match self.remembered(owner)? {
+                Some(newest) => return Ok(newest),
+                None => None,
+            },
+            NextRevision::Create(revision) => Some(revision),
+            NextRevision::Unknown => None,
+        };
+        let parts = match next {
+            Some(revision) => {
                 let render = StoredRender {
-                    revision: revision + 1,
+                    revision,
                     inputs: inputs.to_string(),
                     parts,
                 };
                 match self.create(owner, &render).await? {
                     Created::Yes(compressed) => {
                         self.remember(owner, &render, &compressed);
-                        if let Some(old) = render.revision.checked_sub(KEEP_REVISIONS as u32)
+                        if let Some(old) = revision.checked_sub(KEEP_REVISIONS as u32)
                             && old > 0
                         {
                             // A failed removal leaves one revision too many, removed by the next
@@ -278,23 +288,8 @@ impl RenderStore {
                         }
                         return Ok(render);
                     }
-                    // Another revision was stored since this process saw the newest.
-                    Created::Taken => render.parts,
-                }
-            }
-            None if self.known_none_stored(owner) => {
-                let render = StoredRender {
-                    revision: 1,
-                    inputs: inputs.to_string(),
-                    parts,
-                };
-                match self.create(owner, &render).await? {
-                    Created::Yes(compressed) => {
-                        self.remember(owner, &render, &compressed);
-                        return Ok(render);
-                    }
-                    // Stored by another writer since the read (or left by an owner of the
-                    // same name).
+                    // Stored by another writer since this process looked (or, for revision 1,
+                    // left by an owner of the same name).
                     Created::Taken => render.parts,
                 }
             }

@@ -12,7 +12,6 @@
 
 use std::sync::Arc;
 
-use futures::FutureExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
@@ -88,7 +87,7 @@ enum Stored {
 
 /// ClusterAddon `name` of `namespace` as `store` has it.
 fn stored(store: &Store<ClusterAddon>, namespace: &str, name: &str) -> Stored {
-    if !matches!(store.wait_until_ready().now_or_never(), Some(Ok(()))) {
+    if !crate::management::synced(store) {
         return Stored::Unknown;
     }
     match store.get(&ObjectRef::new(name).within(namespace)) {

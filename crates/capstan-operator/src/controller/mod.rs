@@ -189,8 +189,9 @@ const STALE_FINALIZER_RETRY: Duration = Duration::from_secs(1);
 pub fn finalizer_outcome(
     error: kube::runtime::finalizer::Error<Error>,
 ) -> Result<kube::runtime::controller::Action, Error> {
+    use crate::kube_error::{is_conflict, is_invalid};
     use kube::runtime::finalizer::Error as Helper;
-    let stale = |e: &kube::Error| matches!(e, kube::Error::Api(status) if matches!(status.code, 409 | 422));
+    let stale = |e: &kube::Error| is_conflict(e) || is_invalid(e);
     match error {
         Helper::CleanupFailed(Error::Waiting { retry, .. }) => {
             Ok(kube::runtime::controller::Action::requeue(retry))

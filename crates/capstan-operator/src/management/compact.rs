@@ -47,7 +47,8 @@ impl CompactObject {
     }
 
     /// The object's text (compact JSON).
-    pub fn json(&self) -> &str {
+    #[cfg(test)]
+    fn json(&self) -> &str {
         &self.json
     }
 }

@@ -1,12 +1,63 @@
 //! Cluster API `Cluster`s as the operator reads them: listed as dynamic objects (capstan does
-//! not depend on Cluster API's types), and which stack releases they use.
+//! not depend on Cluster API's types), which class each uses ([`ClusterUse`]) and which stack
+//! releases they use. The Cluster vocabulary every part of the operator shares — the
+//! controllers, the webhook, the hooks and the rollout — lives here (issue 46).
 
 use std::collections::BTreeSet;
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 
-use super::webhook::validate::{ClusterUse, release_name_of_class};
+use capstan_stack::name::ReleaseTag;
+
+/// The ClusterStackRelease name a ClusterClass name stands for: release and class names
+/// differ only in the version's dots written as dashes (`…-v0-sha.4e0d8f3` and
+/// `…-v0-sha-4e0d8f3`). Names that are not stack class names keep that rule too.
+pub fn release_name_of_class(class: &str) -> String {
+    ReleaseTag::parse_cluster_class(class).map_or_else(|_| class.replace('.', "-"), |tag| tag.tag())
+}
+
+/// What a Cluster says about the class it uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterUse {
+    pub namespace: String,
+    pub name: String,
+    /// The class's name, when the Cluster has a topology: `spec.topology.classRef.name`
+    /// (`v1beta2`) or `spec.topology.class` (`v1beta1`).
+    pub class: Option<String>,
+    /// Namespace of the class: `spec.topology.classRef.namespace` (`v1beta2`) or
+    /// `spec.topology.classNamespace` (`v1beta1`), else the Cluster's own.
+    pub class_namespace: String,
+}
+
+impl ClusterUse {
+    /// Reads a Cluster (`cluster.x-k8s.io`, `v1beta1` or `v1beta2`) as the API server returns
+    /// it. An empty string is no value, as Cluster API defaults it.
+    pub fn of(cluster: &DynamicObject) -> ClusterUse {
+        let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
+        let text = |pointer: &str| {
+            cluster
+                .data
+                .pointer(pointer)
+                .and_then(|v| v.as_str())
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        ClusterUse {
+            class: text("/spec/topology/classRef/name").or_else(|| text("/spec/topology/class")),
+            class_namespace: text("/spec/topology/classRef/namespace")
+                .or_else(|| text("/spec/topology/classNamespace"))
+                .unwrap_or_else(|| namespace.clone()),
+            name: cluster.metadata.name.clone().unwrap_or_default(),
+            namespace,
+        }
+    }
+
+    /// `namespace/name`, as messages name a Cluster.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
 
 /// `cluster.x-k8s.io/v1beta1` `Cluster`.
 pub fn cluster_resource() -> ApiResource {
@@ -56,4 +107,62 @@ pub fn users_of(clusters: &[DynamicObject], namespace: &str, release: &str) -> V
         })
         .map(|c| format!("{}/{}", c.namespace, c.name))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(spec: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1",
+            "kind": "Cluster",
+            "metadata": {"name": "c1", "namespace": "tenant"},
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn cluster_use_reads_both_api_versions() {
+        let cases = [
+            (serde_json::json!({}), None, "tenant"),
+            (
+                serde_json::json!({"topology": {"class": "a", "version": "v1.30.1"}}),
+                Some("a"),
+                "tenant",
+            ),
+            (
+                serde_json::json!({"topology": {"class": "a", "classNamespace": "shared"}}),
+                Some("a"),
+                "shared",
+            ),
+            (
+                serde_json::json!({"topology": {"class": "", "classNamespace": ""}}),
+                None,
+                "tenant",
+            ),
+            (
+                serde_json::json!({"topology": {"classRef": {"name": "b"}}}),
+                Some("b"),
+                "tenant",
+            ),
+            (
+                serde_json::json!({"topology": {"classRef": {"name": "b", "namespace": "shared"}}}),
+                Some("b"),
+                "shared",
+            ),
+            (
+                serde_json::json!({"topology": {"classRef": {"name": "b", "namespace": ""}}}),
+                Some("b"),
+                "tenant",
+            ),
+        ];
+        for (spec, class, class_namespace) in cases {
+            let usage = ClusterUse::of(&cluster(spec.clone()));
+            assert_eq!(usage.class.as_deref(), class, "{spec}");
+            assert_eq!(usage.class_namespace, class_namespace, "{spec}");
+            assert_eq!(usage.label(), "tenant/c1");
+        }
+    }
 }

@@ -22,8 +22,8 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use super::Error;
 use super::failures::Failures;
 use crate::api::{ClusterAddon, ClusterAddonSpec};
+use crate::clusters::ClusterUse;
 use crate::context::Context;
-use crate::webhook::validate::ClusterUse;
 use capstan_stack::name::ReleaseTag;
 
 pub const CONTROLLER: &str = "cluster";

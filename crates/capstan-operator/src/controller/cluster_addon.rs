@@ -267,7 +267,7 @@ async fn class_of(
     progress: &mut Progress<'_>,
     cluster: &DynamicObject,
 ) -> Result<ControlFlow<Action, (String, String, ReleaseTag)>, Error> {
-    let usage = crate::webhook::validate::ClusterUse::of(cluster);
+    let usage = crate::clusters::ClusterUse::of(cluster);
     let Some(class) = usage.class else {
         let message = format!("Cluster {} has no spec.topology.class", usage.name);
         let waited = progress.wait(CLUSTER_READY, "NoTopology", message).await;

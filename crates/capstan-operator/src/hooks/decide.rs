@@ -11,7 +11,7 @@ use serde_json::{Value as Json, json};
 
 use super::protocol::{Hook, HookResponse};
 use crate::api::{ClusterAddon, ClusterAddonStatus};
-use crate::webhook::validate::release_name_of_class;
+use crate::clusters::release_name_of_class;
 
 /// Bounds of `retryAfterSeconds` while blocking: often enough to notice the addons soon,
 /// rarely enough to keep Cluster API's reconciles cheap.

@@ -1,7 +1,7 @@
 //! Whether one Cluster is healthy on a rollout's target, from what the controller observed.
 
 use super::waves::ClusterInfo;
-use crate::webhook::validate::release_name_of_class;
+use crate::clusters::release_name_of_class;
 
 /// A Cluster's health on the target.
 #[derive(Clone, Debug, PartialEq, Eq)]

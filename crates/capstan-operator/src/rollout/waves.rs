@@ -9,7 +9,7 @@ use kube::api::DynamicObject;
 
 use super::selector::matches_opt;
 use crate::api::rollout::ClusterStackRolloutSpec;
-use crate::webhook::validate::ClusterUse;
+use crate::clusters::ClusterUse;
 
 /// A cluster stack: provider, name and Kubernetes major-minor (`docker-ferrol-1-27`).
 pub type StackId = StackName;

@@ -11,10 +11,11 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview
 use kube::{Api, Client};
 use serde_json::Value as Json;
 
-use super::validate::{self, ClusterUse, Rejection, release_name_of_class};
+use super::validate::{self, Rejection};
 use super::validate_rollout;
 use super::versions::StackVersions;
 use crate::api::{ClusterAddon, ClusterStack, ClusterStackRelease, ClusterStackRollout};
+use crate::clusters::{ClusterUse, release_name_of_class};
 
 /// Lookups give up after this, well inside the API server's default webhook timeout (10 s), so
 /// the user reads capstan's answer rather than a timeout.

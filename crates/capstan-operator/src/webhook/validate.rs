@@ -20,7 +20,7 @@ use std::fmt;
 use kube::api::DynamicObject;
 
 use crate::api::{Channel, ClusterAddon, ClusterStack, ClusterStackRelease};
-use capstan_stack::name::ReleaseTag;
+use crate::clusters::{ClusterUse, release_name_of_class};
 
 /// Why a request is denied: one reason per broken rule, in the order the rules are checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,13 +55,6 @@ pub trait VersionSyntax {
     /// ClusterStackRelease name, with dots written as dashes (`v2`, `v1-alpha-0`) — is a version
     /// of a release on `channel`.
     fn is_class_version(&self, tail: &str, channel: Channel) -> bool;
-}
-
-/// The ClusterStackRelease name a ClusterClass name stands for: release and class names
-/// differ only in the version's dots written as dashes (`…-v0-sha.4e0d8f3` and
-/// `…-v0-sha-4e0d8f3`). Names that are not stack class names keep that rule too.
-pub fn release_name_of_class(class: &str) -> String {
-    ReleaseTag::parse_cluster_class(class).map_or_else(|_| class.replace('.', "-"), |tag| tag.tag())
 }
 
 fn immutable(field: &str, old: &str, new: &str, reasons: &mut Vec<String>) {
@@ -217,42 +210,6 @@ pub fn cluster_user_values(old: Option<&DynamicObject>, new: &DynamicObject) -> 
         return Ok(());
     }
     verdict(check_annotations(new))
-}
-
-/// What a Cluster says about the class it uses.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClusterUse {
-    pub namespace: String,
-    pub name: String,
-    /// `spec.topology.class`, when the Cluster has a topology.
-    pub class: Option<String>,
-    /// Namespace of the class: `spec.topology.classNamespace`, else the Cluster's own.
-    pub class_namespace: String,
-}
-
-impl ClusterUse {
-    /// Reads a Cluster (`cluster.x-k8s.io`) as the API server returns it.
-    pub fn of(cluster: &DynamicObject) -> ClusterUse {
-        let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
-        let topology = cluster.data.pointer("/spec/topology");
-        let text = |key: &str| {
-            topology
-                .and_then(|t| t.get(key))
-                .and_then(|v| v.as_str())
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-        };
-        ClusterUse {
-            class: text("class"),
-            class_namespace: text("classNamespace").unwrap_or_else(|| namespace.clone()),
-            name: cluster.metadata.name.clone().unwrap_or_default(),
-            namespace,
-        }
-    }
-
-    fn label(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
-    }
 }
 
 fn object_label(namespace: Option<&String>, name: Option<&String>) -> String {

@@ -18,10 +18,11 @@ use capstan_stack::version::Version;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::validate::{Rejection, release_name_of_class};
+use super::validate::Rejection;
 use crate::addon::condition::check_syntax;
 use crate::api::rollout::{ClusterStackRollout, LATEST, parse_duration};
 use crate::api::{ClusterStack, ClusterStackRelease};
+use crate::clusters::release_name_of_class;
 use crate::rollout::plan::parse_percent;
 use crate::rollout::selector;
 

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use capstan_stack::version::Version;
 
 use crate::api::rollout::{ClusterStackRollout, RolloutPhase};
-use crate::webhook::validate::release_name_of_class;
+use crate::clusters::release_name_of_class;
 
 /// A release the ClusterStack owns, as retention sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]

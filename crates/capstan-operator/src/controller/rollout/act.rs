@@ -6,6 +6,9 @@
 //! repeated from a stale view (or of a Cluster someone else switched meanwhile) changes
 //! nothing.
 
+// The rollout switches Clusters under the applier's field manager: capstan is one manager,
+// whichever part of it writes.
+use capstan_apply::FIELD_MANAGER;
 use futures::StreamExt;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
@@ -14,9 +17,6 @@ use crate::api::rollout::{ClusterStackRollout, ClusterStackRolloutStatus};
 use crate::context::Context;
 use crate::controller::Error;
 use crate::rollout::{Action, Plan};
-
-/// capstan's field manager on the Clusters it switches.
-pub const FIELD_MANAGER: &str = "capstan";
 
 /// How the status write went.
 #[derive(Debug, PartialEq, Eq)]

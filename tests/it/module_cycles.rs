@@ -14,10 +14,16 @@ use std::path::Path;
 
 use syn::visit::Visit;
 
-/// Circles tolerated for now, each with the issue that breaks it (none today: issue 34 broke
-/// the last ones). A circle found that is not in this list (or one that grew) fails the test,
+/// Circles tolerated for now, each with the issue that breaks it (issue 34 broke the last ones
+/// of the operator, apply and CLI crates). A circle found that is not in this list (or one that grew) fails the test,
 /// and so does an entry no circle matches any more.
-const ALLOWED_CIRCLES: &[(u32, &[&str])] = &[];
+const ALLOWED_CIRCLES: &[(u32, &[&str])] = &[(
+    46,
+    &[
+        "crates/capstan-source/src/verify/bundle_check.rs",
+        "crates/capstan-source/src/verify/policy.rs",
+    ],
+)];
 
 /// The crates checked, each as (a name for messages, its source directory, a root file): every
 /// crate under `crates/` (found on disk, so a new crate is covered without a change here) from

@@ -15,6 +15,7 @@ use std::rc::Rc;
 
 pub mod cycles;
 pub mod frozen;
+mod tracking;
 
 /// A dynamic Go value.
 #[derive(Clone)]
@@ -557,7 +558,7 @@ impl Map {
     pub fn new(kind: MapKind, entries: BTreeMap<String, Value>) -> Map {
         let entries = Rc::new(RefCell::new(entries));
         // A template may make the map contain itself: let the execution reclaim it then.
-        crate::value::cycles::track(&entries);
+        tracking::track(&entries);
         Map {
             kind,
             entries,

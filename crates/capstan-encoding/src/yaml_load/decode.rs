@@ -72,7 +72,7 @@ impl<'d> Decoder<'d> {
     }
 
     fn node(&mut self, id: NodeId) -> Result<YamlNode, YamlError> {
-        super::grow(|| self.node_inner(id))
+        super::deep::grow(|| self.node_inner(id))
     }
 
     fn node_inner(&mut self, id: NodeId) -> Result<YamlNode, YamlError> {

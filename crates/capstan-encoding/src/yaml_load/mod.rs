@@ -11,6 +11,7 @@
 //! string `"1.1"` for a string field (see [`YamlNode::go_string`]); in values it is `1.1`.
 
 mod decode;
+mod deep;
 mod error;
 mod format;
 mod node;
@@ -24,12 +25,8 @@ pub use error::{Mark, SyntaxError, YamlError};
 pub use node::YamlNode;
 
 use capstan_go::value::Value;
+use deep::grow;
 use error::Stage;
-
-/// Runs `f` on a stack with room for deeply nested documents.
-pub(crate) fn grow<T>(f: impl FnOnce() -> T) -> T {
-    stacker::maybe_grow(64 * 1024, 4 * 1024 * 1024, f)
-}
 
 /// go-yaml v2's `Unmarshal` into `interface{}`: the first document of `text` with Go types
 /// (`Null` when there is no document).

@@ -236,7 +236,7 @@ impl<'t> Parser<'t> {
     }
 
     fn node(&mut self, block: bool, indentless: bool) -> Result<NodeId, YamlError> {
-        crate::yaml_load::grow(|| self.node_inner(block, indentless))
+        crate::yaml_load::deep::grow(|| self.node_inner(block, indentless))
     }
 
     fn node_inner(&mut self, block: bool, indentless: bool) -> Result<NodeId, YamlError> {

@@ -12,36 +12,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::rc::{Rc, Weak};
 
 use crate::value::Value;
+use crate::value::tracking;
 
 type Entries = RefCell<BTreeMap<String, Value>>;
-
-/// Tracked maps of the execution in progress, with the size at which dead entries are next
-/// swept out (so a template making millions of short-lived maps keeps the list small).
-struct Tracked {
-    maps: Vec<Weak<Entries>>,
-    sweep_at: usize,
-}
-
-const FIRST_SWEEP: usize = 1024;
-
-thread_local! {
-    static TRACKED: RefCell<Option<Tracked>> = const { RefCell::new(None) };
-}
-
-/// Records a map created while an execution is tracking (see [`Collector`]).
-pub(crate) fn track(entries: &Rc<Entries>) {
-    TRACKED.with(|t| {
-        if let Ok(mut t) = t.try_borrow_mut()
-            && let Some(t) = t.as_mut()
-        {
-            if t.maps.len() >= t.sweep_at {
-                t.maps.retain(|w| w.strong_count() > 0);
-                t.sweep_at = (t.maps.len() * 2).max(FIRST_SWEEP);
-            }
-            t.maps.push(Rc::downgrade(entries));
-        }
-    });
-}
 
 /// Tracks the maps created from [`Collector::start`] until [`Collector::finish`]. Nested
 /// collectors (an execution inside an execution) leave the work to the outermost one.
@@ -51,18 +24,9 @@ pub struct Collector {
 
 impl Collector {
     pub fn start() -> Collector {
-        let outermost = TRACKED.with(|t| {
-            let mut t = t.borrow_mut();
-            if t.is_some() {
-                return false;
-            }
-            *t = Some(Tracked {
-                maps: Vec::new(),
-                sweep_at: FIRST_SWEEP,
-            });
-            true
-        });
-        Collector { outermost }
+        Collector {
+            outermost: tracking::start(),
+        }
     }
 
     /// Clears every tracked map that is still alive but not reachable from `roots` (the data
@@ -72,10 +36,15 @@ impl Collector {
             return;
         }
         self.outermost = false;
-        let Some(tracked) = TRACKED.with(|t| t.borrow_mut().take()) else {
+        let Some(tracked) = tracking::stop() else {
             return;
         };
-        let survivors: Vec<Rc<Entries>> = tracked.maps.iter().filter_map(Weak::upgrade).collect();
+        // Every tracked object is a map's entries (`Map::new` is the only caller of `track`).
+        let survivors: Vec<Rc<Entries>> = tracked
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter_map(|any| any.downcast::<Entries>().ok())
+            .collect();
         if survivors.is_empty() {
             return;
         }
@@ -94,7 +63,7 @@ impl Drop for Collector {
     fn drop(&mut self) {
         // A collector dropped without `finish` (an early return) still stops tracking.
         if self.outermost {
-            TRACKED.with(|t| t.borrow_mut().take());
+            tracking::stop();
         }
     }
 }
@@ -174,7 +143,7 @@ mod tests {
     #[test]
     fn maps_made_without_a_collector_are_not_tracked() {
         let d = Map::new(MapKind::Any, BTreeMap::new());
-        TRACKED.with(|t| assert!(t.borrow().is_none()));
+        assert!(!tracking::active());
         drop(d);
     }
 }

@@ -6,6 +6,7 @@ mod dependency;
 mod dependency_policy;
 mod output;
 mod pull_progress;
+mod release_ref;
 mod releases;
 mod releases_build;
 mod releases_gc;

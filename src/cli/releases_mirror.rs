@@ -14,6 +14,7 @@ use anyhow::{Context, bail};
 use capstan_source::oci::mirror;
 use capstan_source::oci::release::{self as oci_release, OciRepo, PushOptions};
 
+use super::release_ref::ReleaseRef;
 use super::repository_args::RepositoryArgs;
 use super::source_args::{self, SourceArgs};
 
@@ -45,20 +46,24 @@ pub fn run(args: &MirrorArgs) -> anyhow::Result<()> {
     let dst = OciRepo::parse(&args.destination)?;
     let dst_client = args.sources.oci_client(&dst)?;
     let runtime = source_args::runtime()?;
-    let opened = super::stack_input::open(&args.source, &args.sources)?;
+    let Some(release) = ReleaseRef::parse(&args.source)? else {
+        bail!(
+            "{}: not a release; give {}",
+            args.source,
+            super::release_ref::FORMS
+        );
+    };
+    let opened = super::stack_input::open_ref(&args.source, &release, &args.sources)?;
     let tag = opened.release.tag().tag();
 
     // The release: byte for byte from a registry (its signatures stay valid), else published.
-    if args.source.starts_with("oci://") {
-        let (src, src_tag) = OciRepo::parse_with_tag(&args.source)?;
-        let src_client = args.sources.oci_client(&src)?;
-        let copy = runtime.block_on(mirror::copy_release(
-            &src_client,
-            &src,
-            &dst_client,
-            &dst,
-            &src_tag,
-        ))?;
+    if let ReleaseRef::Oci {
+        repo: src,
+        tag: src_tag,
+    } = &release
+    {
+        let src_client = args.sources.oci_client(src)?;
+        let copy = runtime.block_on(mirror::copy_release(&src_client, src, &dst_client, &dst, src_tag))?;
         println!(
             "copied {src}:{src_tag} to {dst}:{src_tag} {} ({} blob(s) uploaded, {})",
             copy.digest,

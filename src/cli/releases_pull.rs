@@ -1,24 +1,25 @@
-//! `capstan releases pull REPO TAG`: a GitHub release (`OWNER/REPO`) or a release in an OCI
-//! registry (`oci://HOST/REPO`) into the verified cache, with a progress bar on a terminal and a
+//! `capstan releases pull REPO TAG` (or `REPO@TAG`, every form `render` takes: see
+//! `release_ref`): a GitHub release (`OWNER/REPO`) or a release in an OCI registry
+//! (`oci://HOST/REPO`) into the verified cache, with a progress bar on a terminal and a
 //! summary line. (`git+URL#REF` sources: see `releases_git`.)
 
 use std::time::Instant;
 
-use anyhow::bail;
 use indicatif::HumanBytes;
 
-use capstan_source::oci::OciRepo;
 use capstan_source::pull::PullSummary;
 
+use super::release_ref::ReleaseRef;
 use super::repository_args::RepositoryArgs;
 use super::source_args::{self, SourceArgs};
 
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
-    /// `owner/name` of a GitHub repository, `oci://HOST/REPO` of an OCI registry, or a git
-    /// source `git+URL#REF[:PATH]`.
+    /// `owner/name` of a GitHub repository or `oci://HOST/REPO` of an OCI registry (with TAG, or
+    /// with `@TAG`), a git source `git+URL#REF[:PATH]`, or any release name `render` takes.
     source: String,
-    /// The release tag (GitHub and OCI sources), e.g. docker-scs-1-30-v1.
+    /// The release tag (GitHub and OCI sources, unless given as SOURCE@TAG), e.g.
+    /// docker-scs-1-30-v1.
     tag: Option<String>,
     /// With --keyring (or --verify-key for `oci://` charts): the chart dependencies of the
     /// release's ClusterClass and addon charts are fetched into the cache and verified, as a
@@ -30,42 +31,48 @@ pub struct PullArgs {
 }
 
 pub fn run(args: &PullArgs) -> anyhow::Result<()> {
-    if let Some(git) = args.source.strip_prefix("git+") {
-        args.sources.refuse_policy_for(&args.source)?;
-        if args.tag.is_some() {
-            bail!("a git source names its ref in the URL (git+URL#REF); it takes no TAG argument");
-        }
-        return super::releases_git::pull(git, &args.sources);
-    }
-    let Some(tag) = &args.tag else {
-        bail!(
-            "which release of {}? give its tag (`capstan releases list {}` shows them)",
-            args.source,
-            args.source
-        );
-    };
+    let release = ReleaseRef::from_source(&args.source, args.tag.as_deref())?;
     let cache = args.sources.open_cache()?;
     let started = Instant::now();
-    if args.source.starts_with("oci://") {
-        let repo = OciRepo::parse(&args.source)?;
-        // A policy that cannot be read is refused before anything is fetched.
-        args.sources.policy()?;
-        // A tag named on purpose is checked against the registry: one HEAD when unchanged.
-        let summary = super::pull_progress::pull_oci_with_bar(&args.sources, &cache, &repo, tag, true)?;
-        print_summary(&format!("{repo}:{tag}"), &summary, started, &cache);
-        if let Some(v) = args.sources.verify_oci(&cache, &repo, tag)? {
-            println!("{repo}:{tag}: verified {}, signed by {}", v.digest, v.signer);
+    match &release {
+        ReleaseRef::Git(git) => {
+            args.sources.refuse_policy_for(&args.source)?;
+            super::releases_git::pull(git, &args.sources)
         }
-        return verify_dependencies(args, &format!("{}@{tag}", args.source));
+        ReleaseRef::Oci { repo, tag } => {
+            // A policy that cannot be read is refused before anything is fetched.
+            args.sources.policy()?;
+            // A tag named on purpose is checked against the registry: one HEAD when unchanged.
+            let summary = super::pull_progress::pull_oci_with_bar(&args.sources, &cache, repo, tag, true)?;
+            print_summary(&format!("{repo}:{tag}"), &summary, started, &cache);
+            if let Some(v) = args.sources.verify_oci(&cache, repo, tag)? {
+                println!("{repo}:{tag}: verified {}, signed by {}", v.digest, v.signer);
+                for skipped in &v.skipped {
+                    println!("{repo}:{tag}: skipped an unreadable signature: {skipped}");
+                }
+            }
+            verify_dependencies(args, &format!("{repo}@{tag}"))
+        }
+        ReleaseRef::GitHub { repo, tag } => {
+            args.sources.refuse_policy_for(&format!("{repo} {tag}"))?;
+            let summary = match super::pull_progress::pull_with_bar(&args.sources, &cache, repo, tag) {
+                Ok(s) => s,
+                Err(e) => return Err(source_args::explain_not_found(e, &cache)),
+            };
+            print_summary(&format!("{repo} {tag}"), &summary, started, &cache);
+            verify_dependencies(args, &format!("{repo}@{tag}"))
+        }
+        ReleaseRef::Path(_) | ReleaseRef::CachedTag(_) => {
+            // Nothing to fetch: checked and opened as `render` opens it, its dependencies
+            // fetched and verified under --keyring.
+            super::stack_input::open_ref(&args.source, &release, &args.sources)?;
+            println!(
+                "{}: a release directory, source tree or cached release: nothing to pull",
+                args.source
+            );
+            verify_dependencies(args, &args.source)
+        }
     }
-    args.sources
-        .refuse_policy_for(&format!("{} {tag}", args.source))?;
-    let summary = match super::pull_progress::pull_with_bar(&args.sources, &cache, &args.source, tag) {
-        Ok(s) => s,
-        Err(e) => return Err(source_args::explain_not_found(e, &cache)),
-    };
-    print_summary(&format!("{} {tag}", args.source), &summary, started, &cache);
-    verify_dependencies(args, &format!("{}@{tag}", args.source))
 }
 
 /// With `--keyring`: every chart dependency of the pulled release `source` (`REPO@TAG`),

@@ -9,12 +9,11 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 
 use capstan_source::local::{self, Opened};
-use capstan_source::oci::OciRepo;
-use capstan_stack::ReleaseTag;
 use capstan_stack::build::CSCTL_FILE;
 use capstan_stack::metadata::METADATA_FILE;
 use capstan_stack::values::ClusterObjects;
 
+use super::release_ref::ReleaseRef;
 use super::source_args::{self, SourceArgs};
 
 /// The workload objects runtime values are computed from.
@@ -59,12 +58,12 @@ pub fn is_release(path: &Path) -> bool {
 /// Whether `arg` names a release that is not a path: `git+URL#REF`, `OWNER/REPO@TAG` or a
 /// release tag (an existing path is always a path).
 pub fn names_a_release(arg: &str) -> bool {
-    if Path::new(arg).exists() {
-        return false;
-    }
-    arg.starts_with("git+")
-        || arg.split_once('@').is_some_and(|(repo, _)| repo.contains('/'))
-        || ReleaseTag::parse(arg).is_ok()
+    matches!(
+        ReleaseRef::parse(arg),
+        Ok(Some(
+            ReleaseRef::Git(_) | ReleaseRef::GitHub { .. } | ReleaseRef::CachedTag(_)
+        ))
+    )
 }
 
 /// Opens the RELEASE argument:
@@ -76,67 +75,76 @@ pub fn names_a_release(arg: &str) -> bool {
 /// - `oci://HOST/REPO@TAG`: a release in an OCI registry, likewise;
 /// - `TAG`: a release already in the cache (from any source).
 pub fn open(arg: &str, sources: &SourceArgs) -> anyhow::Result<Opened> {
-    let path = Path::new(arg);
-    if path.exists() {
-        if path.is_dir() && local::kind(path).is_none() {
-            bail!(
-                "{arg} is neither a release directory (it has no {METADATA_FILE}) nor a stack source tree (it has no {CSCTL_FILE})"
-            );
+    let Some(release) = ReleaseRef::parse(arg)? else {
+        bail!(
+            "{arg}: no such release directory or stack source tree (nor OWNER/REPO@TAG, oci://HOST/REPO@TAG, git+URL#REF or a release tag)"
+        );
+    };
+    open_ref(arg, &release, sources)
+}
+
+/// Opens the release `release`, named `arg` on the command line.
+pub fn open_ref(arg: &str, release: &ReleaseRef, sources: &SourceArgs) -> anyhow::Result<Opened> {
+    match release {
+        ReleaseRef::Path(path) => {
+            if path.is_dir() && local::kind(path).is_none() {
+                bail!(
+                    "{arg} is neither a release directory (it has no {METADATA_FILE}) nor a stack source tree (it has no {CSCTL_FILE})"
+                );
+            }
+            sources.refuse_policy_for(arg)?;
+            Ok(local::open(path)?)
         }
-        sources.refuse_policy_for(arg)?;
-        return Ok(local::open(path)?);
-    }
-    if let Some(git) = arg.strip_prefix("git+") {
-        sources.refuse_policy_for(arg)?;
-        let cache = sources.open_cache()?;
-        let manifest = super::releases_git::fetch(git, &cache)?.manifest;
-        return Ok(local::open_cached(&cache, &manifest)?);
-    }
-    if arg.starts_with("oci://") {
-        let (repo, tag) = OciRepo::parse_with_tag(arg)?;
-        // A policy that cannot be read is refused before anything is fetched.
-        sources.policy()?;
-        let cache = sources.open_cache()?;
-        let summary = super::pull_progress::pull_oci_with_bar(sources, &cache, &repo, &tag, false)?;
-        // Never opened unless it passes the policy: the error names the reason.
-        sources.verify_oci(&cache, &repo, &tag)?;
-        return Ok(local::open_cached(&cache, &summary.manifest)?);
-    }
-    if let Some((repo, tag)) = arg.split_once('@')
-        && repo.contains('/')
-    {
-        sources.refuse_policy_for(arg)?;
-        let cache = sources.open_cache()?;
-        let summary = super::pull_progress::pull_with_bar(sources, &cache, repo, tag)
-            .map_err(|e| source_args::explain_not_found(e, &cache))?;
-        return Ok(local::open_cached(&cache, &summary.manifest)?);
-    }
-    if ReleaseTag::parse(arg).is_ok() {
-        sources.refuse_policy_for(arg)?;
-        let cache = sources.open_cache()?;
-        let keys = cache.find_tag(arg)?;
-        return match keys.as_slice() {
-            [key] => match cache.release_verified(key)? {
-                Some(manifest) => Ok(local::open_cached(&cache, &manifest)?),
-                None => bail!(
-                    "release {key} in the cache {} is damaged (a file is missing or does not match its sha256; the bad file was removed); {}",
-                    cache.root().display(),
-                    repair_hint(&cache, key)
+        ReleaseRef::Git(git) => {
+            sources.refuse_policy_for(arg)?;
+            let cache = sources.open_cache()?;
+            let manifest = super::releases_git::fetch(git, &cache)?.manifest;
+            Ok(local::open_cached(&cache, &manifest)?)
+        }
+        ReleaseRef::Oci { repo, tag } => {
+            // A policy that cannot be read is refused before anything is fetched.
+            sources.policy()?;
+            let cache = sources.open_cache()?;
+            let summary = super::pull_progress::pull_oci_with_bar(sources, &cache, repo, tag, false)?;
+            // Never opened unless it passes the policy: the error names the reason.
+            if let Some(verified) = sources.verify_oci(&cache, repo, tag)? {
+                for skipped in &verified.skipped {
+                    eprintln!("{repo}:{tag}: skipped an unreadable signature: {skipped}");
+                }
+            }
+            Ok(local::open_cached(&cache, &summary.manifest)?)
+        }
+        ReleaseRef::GitHub { repo, tag } => {
+            sources.refuse_policy_for(arg)?;
+            let cache = sources.open_cache()?;
+            let summary = super::pull_progress::pull_with_bar(sources, &cache, repo, tag)
+                .map_err(|e| source_args::explain_not_found(e, &cache))?;
+            Ok(local::open_cached(&cache, &summary.manifest)?)
+        }
+        ReleaseRef::CachedTag(tag) => {
+            sources.refuse_policy_for(arg)?;
+            let cache = sources.open_cache()?;
+            let keys = cache.find_tag(tag)?;
+            match keys.as_slice() {
+                [key] => match cache.release_verified(key)? {
+                    Some(manifest) => Ok(local::open_cached(&cache, &manifest)?),
+                    None => bail!(
+                        "release {key} in the cache {} is damaged (a file is missing or does not match its sha256; the bad file was removed); {}",
+                        cache.root().display(),
+                        repair_hint(&cache, key)
+                    ),
+                },
+                [] => bail!(
+                    "{arg} is a release tag, but no release of that tag is in the cache {}: name its repository as OWNER/REPO@{arg} (pulled when missing), pull it with `capstan releases pull OWNER/REPO {arg}`, or give a release directory or a stack source tree",
+                    cache.root().display()
                 ),
-            },
-            [] => bail!(
-                "{arg} is a release tag, but no release of that tag is in the cache {}: name its repository as OWNER/REPO@{arg} (pulled when missing), pull it with `capstan releases pull OWNER/REPO {arg}`, or give a release directory or a stack source tree",
-                cache.root().display()
-            ),
-            many => bail!(
-                "{arg} is in the cache more than once ({}); name the repository as OWNER/REPO@{arg}",
-                many.join(", ")
-            ),
-        };
+                many => bail!(
+                    "{arg} is in the cache more than once ({}); name the repository as OWNER/REPO@{arg}",
+                    many.join(", ")
+                ),
+            }
+        }
     }
-    bail!(
-        "{arg}: no such release directory or stack source tree (nor OWNER/REPO@TAG, oci://HOST/REPO@TAG, git+URL#REF or a release tag)"
-    )
 }
 
 /// How to repair a damaged cached release: the command that fetches it again.

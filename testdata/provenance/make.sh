@@ -51,3 +51,6 @@ entries:
     version: 0.1.0
 generated: "2026-01-01T00:00:00Z"
 INDEX
+
+# The key-lifecycle fixtures (a revoked and an expired signer) for the same archive.
+"$here/make-key-lifecycle.sh"

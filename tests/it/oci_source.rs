@@ -1194,3 +1194,56 @@ fn credentials_never_follow_a_redirect_to_another_host() {
         "the registry got it every time"
     );
 }
+
+/// `releases pull` names a release as `render` and `releases mirror` do (one parser):
+/// `oci://HOST/REPO@TAG` as well as `oci://HOST/REPO TAG`, a release in the cache by its tag
+/// or a release directory (nothing to pull), and refuses a tag given twice or none.
+#[test]
+fn releases_pull_takes_every_release_form_render_takes() {
+    let test = "releases_pull_takes_every_release_form_render_takes";
+    let (Some(bin), Some(shared)) = (capstan_testenv::registry::binary_or_skip(test), shared(test)) else {
+        return;
+    };
+    let reg = Registry::start(&bin, Auth::Anonymous);
+    let target = format!("{}/{REPO}", reg.host());
+    let tag = "docker-ferrol-1-27-v1";
+    let dir = release_dir(&shared, tag);
+    ok(
+        oci_py(
+            &shared,
+            &["push", &target, tag, dir.to_str().unwrap(), "--created", CREATED],
+            &[],
+        ),
+        "oci_release.py push",
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let cache_arg = cache.path().to_str().unwrap();
+    let url = format!("oci://{target}");
+    let pull = |args: &[&str]| {
+        let mut all = vec!["releases", "pull"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--cache", cache_arg]);
+        capstan(&all)
+    };
+    let at = format!("{url}@{tag}");
+    let out = ok(pull(&[&at]), "releases pull oci://HOST/REPO@TAG");
+    assert!(
+        out.contains(&format!("{url}:{tag}: ")) && out.contains("downloaded"),
+        "{out}"
+    );
+    let again = ok(pull(&[&url, tag]), "releases pull oci://HOST/REPO TAG");
+    assert!(again.contains("already complete in the cache"), "{again}");
+    for form in [tag, dir.to_str().unwrap()] {
+        let out = ok(pull(&[form]), "releases pull of a local release");
+        assert!(out.contains("nothing to pull"), "{form}: {out}");
+    }
+    for (args, want) in [
+        (vec![url.as_str()], "which release of"),
+        (vec![at.as_str(), tag], "already names its tag"),
+        (vec!["oci://NOT_A_HOST/x@t"], "not a registry host"),
+    ] {
+        let out = pull(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(want), "{args:?}: {err}");
+    }
+}

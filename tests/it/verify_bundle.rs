@@ -254,3 +254,207 @@ fn verify_bundle_a_mirrored_release_keeps_its_bundles() {
     let signer = fingerprint(&key.join("cosign.pub"));
     assert!(pulled.contains(&format!("signed by {signer}")), "{pulled}");
 }
+
+/// The sigstore-conformance suite's `bundle-malformed-json_fail` bundle (truncated JSON).
+const MALFORMED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/testdata/verify/bundle/bundle-malformed-json_fail.sigstore.json"
+);
+
+/// An unreadable bundle among a release's referrers is skipped and named, in either order: a
+/// valid keyed bundle beside it verifies; refused only when none does, naming each reason.
+#[test]
+fn verify_bundle_an_unreadable_bundle_does_not_block_a_valid_one() {
+    let test = "verify_bundle_an_unreadable_bundle_does_not_block_a_valid_one";
+    let Some(env) = Env::start(test) else {
+        return;
+    };
+    let key = env.keygen("trusted", None);
+    let stranger = env.keygen("stranger", None);
+    let signer = fingerprint(&key.join("cosign.pub"));
+    let skipped = "skipped an unreadable signature: Sigstore bundle sha256:";
+    for (tag, malformed_first) in [("docker-ferrol-1-27-v1", true), ("docker-ferrol-1-27-v2", false)] {
+        env.publish(tag);
+        if malformed_first {
+            attach(&env, tag, MALFORMED);
+        }
+        attach_keyed(&env, tag, &key, &["--dsse"]);
+        if !malformed_first {
+            attach(&env, tag, MALFORMED);
+        }
+        let pulled = ok(env.pull(tag, &key), "pull, a valid and a malformed bundle");
+        assert!(pulled.contains(&format!("signed by {signer}")), "{tag}: {pulled}");
+        assert!(
+            pulled.contains(skipped) && pulled.contains("not JSON"),
+            "{tag}: {pulled}"
+        );
+        let rendered = ok(env.render(tag, &key), "render, a valid and a malformed bundle");
+        assert!(rendered.contains("kind: ClusterClass"), "{rendered}");
+    }
+    // The malformed one alone, then beside a stranger's: refused, naming each reason.
+    let tag = "docker-ferrol-1-27-v3";
+    env.publish(tag);
+    attach(&env, tag, MALFORMED);
+    let err = refused(env.pull(tag, &key), "pull, only a malformed bundle");
+    assert!(
+        err.contains(&format!("{tag}: not verified: Sigstore bundle sha256:"))
+            && err.contains("unreadable: not JSON"),
+        "{err}"
+    );
+    attach_keyed(&env, tag, &stranger, &[]);
+    let err = refused(env.pull(tag, &key), "pull, a malformed and a stranger's bundle");
+    assert!(
+        err.contains("not verified: none of 2 signatures verifies")
+            && err.contains("unreadable: not JSON")
+            && err.contains("signed by another key"),
+        "{err}"
+    );
+}
+
+/// A bundle manifest holding `bundle`, a referrer of the manifest `digest` (which the
+/// registry need not hold), listed in the index at the fallback tag `sha256-<hex>`.
+async fn push_referrer(
+    client: &capstan_source::oci::Client,
+    repository: &str,
+    digest: &str,
+    bundle: Vec<u8>,
+) {
+    use bytes::Bytes;
+    const BUNDLE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+    const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+    const INDEX: &str = "application/vnd.oci.image.index.v1+json";
+    let size = bundle.len();
+    let layer = client.push_blob(repository, Bytes::from(bundle)).await.unwrap();
+    let empty = client
+        .push_blob(repository, Bytes::from_static(b"{}"))
+        .await
+        .unwrap();
+    let manifest = serde_json::json!({
+        "schemaVersion": 2, "mediaType": MANIFEST, "artifactType": BUNDLE,
+        "config": {"mediaType": "application/vnd.oci.empty.v1+json", "size": 2, "digest": empty},
+        "layers": [{"mediaType": BUNDLE, "size": size, "digest": layer}],
+        "subject": {"mediaType": MANIFEST, "size": 1, "digest": digest},
+    })
+    .to_string();
+    let fallback = digest.replace("sha256:", "sha256-");
+    let mut index = match client.manifest(repository, &fallback).await {
+        Ok(m) => serde_json::from_slice(&m.bytes).unwrap(),
+        Err(_) => serde_json::json!({"schemaVersion": 2, "mediaType": INDEX, "manifests": []}),
+    };
+    // Pushed under a tag of its own: the registry answers with its digest.
+    let own_tag = format!("bundle-{}", index["manifests"].as_array().unwrap().len());
+    let at = client
+        .put_manifest(repository, &own_tag, MANIFEST, Bytes::from(manifest.clone()))
+        .await
+        .unwrap();
+    index["manifests"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "mediaType": MANIFEST, "digest": at, "size": manifest.len(), "artifactType": BUNDLE,
+        }));
+    client
+        .put_manifest(repository, &fallback, INDEX, Bytes::from(index.to_string()))
+        .await
+        .unwrap();
+}
+
+/// The same for keyless bundles, read from the real registry: the real bundle of
+/// testdata/verify/bundle/bundle-v02.json and the malformed one, in either order, as referrers
+/// of the artifact it signed; verified offline under the trusted root it chains to.
+#[test]
+fn verify_bundle_an_unreadable_bundle_does_not_block_a_valid_keyless_one() {
+    use capstan_source::cache::Cache;
+    use capstan_source::oci::release::OciRepo;
+    use capstan_source::oci::{Client, Config, signature};
+    use capstan_source::verify::{Identity, Policy, TrustedRoot};
+    use capstan_testenv::registry::{Auth, Registry};
+    let test = "verify_bundle_an_unreadable_bundle_does_not_block_a_valid_keyless_one";
+    let Some(bin) = capstan_testenv::registry::binary_or_skip(test) else {
+        return;
+    };
+    let digest = "sha256:a0cfc71271d6e278e57cd332ff957c3f7043fdda354c4cbb190a30d56efa01bf";
+    let testdata = |name: &str| {
+        std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("testdata/verify")
+                .join(name),
+        )
+        .unwrap()
+    };
+    let root = TrustedRoot::from_json(&testdata("keyless/trusted_root.json"), "trusted_root.json").unwrap();
+    let policy = Policy::keyless(
+        vec![
+            Identity::new(
+                r"https://token\.actions\.githubusercontent\.com",
+                r"https://github\.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.*",
+            )
+            .unwrap(),
+        ],
+        root,
+    );
+    let reg = Registry::start(&bin, Auth::Anonymous);
+    let client = Client::new(&reg.host(), Config::default()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (valid, malformed) = (
+        testdata("bundle/bundle-v02.json"),
+        std::fs::read(MALFORMED).unwrap(),
+    );
+    for (name, first, second, skipped_at) in [
+        ("malformed-first", &malformed, &valid, 0),
+        ("valid-first", &valid, &malformed, 1),
+    ] {
+        let repo = OciRepo::parse(&format!("oci://{}/conformance/{name}", reg.host())).unwrap();
+        rt.block_on(push_referrer(&client, &repo.repository, digest, first.clone()));
+        rt.block_on(push_referrer(&client, &repo.repository, digest, second.clone()));
+        let scratch = tempfile::tempdir().unwrap();
+        let cache = Cache::open(scratch.path()).unwrap();
+        let verified = rt
+            .block_on(signature::verify(&client, &cache, &repo, "a", digest, &policy))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            verified
+                .signer
+                .starts_with("https://github.com/sigstore-conformance/"),
+            "{name}: {verified:?}"
+        );
+        assert_eq!(verified.skipped.len(), 1, "{name}: {verified:?}");
+        assert!(
+            verified.skipped[0].starts_with("Sigstore bundle sha256:")
+                && verified.skipped[0].contains("not JSON"),
+            "{name} ({skipped_at}): {verified:?}"
+        );
+    }
+    // Under an identity it does not name: refused, naming both reasons.
+    let repo = OciRepo::parse(&format!("oci://{}/conformance/valid-first", reg.host())).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let cache = Cache::open(scratch.path()).unwrap();
+    let other = Policy::keyless(
+        vec![
+            Identity::new(
+                r"https://token\.actions\.githubusercontent\.com",
+                r"https://github\.com/someone/.*",
+            )
+            .unwrap(),
+        ],
+        TrustedRoot::from_json(&testdata("keyless/trusted_root.json"), "trusted_root.json").unwrap(),
+    );
+    let err = rt
+        .block_on(signature::verify(&client, &cache, &repo, "a", digest, &other))
+        .unwrap_err();
+    assert_eq!(
+        err.refusal().map(|r| r.reason()),
+        Some("IdentityMismatch"),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("none of 2 signatures verifies")
+            && text.contains("identity mismatch")
+            && text.contains("unreadable: not JSON"),
+        "{text}"
+    );
+}

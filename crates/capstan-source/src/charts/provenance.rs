@@ -153,8 +153,8 @@ impl ChartResolver {
     }
 
     /// The provenance check of `r` under `keyring`: the cache's record of an earlier pass when
-    /// it is of this archive and its signer is still in the keyring (no `.prov` read, no
-    /// signature checked), else the `.prov` verified now and the pass recorded. `Err` only for
+    /// it is of this archive and its signer is still in the keyring, neither revoked nor
+    /// expired (no `.prov` read, no signature checked), else the `.prov` verified now and the pass recorded. `Err` only for
     /// what is no verdict (the cache, the network).
     fn provenance_verified(
         &self,
@@ -168,7 +168,9 @@ impl ChartResolver {
             .cache
             .read_state(&record_key)?
             .and_then(|bytes| serde_json::from_slice::<RecordedProvenance>(&bytes).ok())
-            .filter(|k| k.sha256 == r.sha256 && keyring.fingerprints().contains(&k.verified.signer))
+            .filter(|k| {
+                k.sha256 == r.sha256 && keyring.vouches(&k.verified.signer, std::time::SystemTime::now())
+            })
         {
             return Ok(Ok(recorded.verified));
         }

@@ -4,13 +4,15 @@
 //! digest and signer), so a release verified at that digest under a trusted key is not verified
 //! again — and sign a manifest (a layer appended to the signature manifest, as `cosign sign`).
 //! Sigstore bundles (cosign v3) are read from the manifest's referrers: the registry's
-//! referrers API, or the index at the tag `sha256-<hex>` where it has none.
+//! referrers API, or the index at the tag `sha256-<hex>` where it has none. A signature or
+//! bundle that cannot be read is skipped and named: one that verifies suffices.
 
 use bytes::Bytes;
 
 use crate::cache::{Cache, CacheError};
-use crate::verify::bundle::{self, Bundle};
+use crate::verify::bundle;
 use crate::verify::cosign::{self, MAX_PAYLOAD, Signature};
+use crate::verify::policy::{Found, verify_found};
 use crate::verify::{Policy, Refusal, SigningKey, Verified};
 
 use super::client::{Client, OciError};
@@ -103,40 +105,91 @@ pub async fn is_signed(client: &Client, repo: &OciRepo, digest: &str) -> Result<
     Ok(client.head_manifest(&repo.repository, &fallback).await?.is_some())
 }
 
+/// Whether `e` says the thing read is missing or malformed (skipped as unreadable), rather
+/// than that the registry could not be asked (an error of the whole verification).
+fn is_unreadable(e: &OciError) -> bool {
+    matches!(
+        e,
+        OciError::NotFound { .. }
+            | OciError::Invalid { .. }
+            | OciError::TooLarge { .. }
+            | OciError::Digest { .. }
+            | OciError::BadReference(_)
+    )
+}
+
+/// `result`, or `None` with its error recorded in `found` as unreadable `what` when it is
+/// about the thing read; a transport error is returned.
+fn or_unreadable<T>(
+    result: Result<T, OciError>,
+    what: &str,
+    found: &mut Found,
+) -> Result<Option<T>, OciError> {
+    match result {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if is_unreadable(&e) => {
+            found.unreadable.push((what.to_string(), e.to_string()));
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The bytes of the Sigstore bundle in the bundle manifest `at`.
+async fn read_bundle(client: &Client, repo: &OciRepo, at: &str) -> Result<Vec<u8>, OciError> {
+    let manifest = client.manifest(&repo.repository, at).await?;
+    let layer = bundle::bundle_layer(&manifest.bytes).map_err(|message| OciError::Invalid {
+        url: format!("{repo}@{at}"),
+        message,
+    })?;
+    if layer.size > bundle::MAX_BUNDLE {
+        return Err(OciError::TooLarge {
+            what: format!("Sigstore bundle {}", layer.digest),
+            size: layer.size,
+            limit: bundle::MAX_BUNDLE,
+        });
+    }
+    let mut bytes = Vec::with_capacity(layer.size as usize);
+    client
+        .blob(&repo.repository, &layer, "Sigstore bundle", |chunk| {
+            bytes.extend_from_slice(chunk);
+            Ok(())
+        })
+        .await?;
+    Ok(bytes)
+}
+
 /// The Sigstore bundles among the referrers of `digest`: listed by the referrers API, or by
 /// the index at the tag `sha256-<hex>` when the registry has no such API (none when neither
-/// has one).
-pub async fn bundles(client: &Client, repo: &OciRepo, digest: &str) -> Result<Vec<Bundle>, OciError> {
-    let invalid = |what: &str, message: String| OciError::Invalid {
-        url: format!("{repo}@{what}"),
-        message,
-    };
+/// has one). A bundle that cannot be read (its manifest or blob missing or malformed, its JSON
+/// not a bundle) is recorded in `found` as unreadable, named by its manifest's digest.
+pub async fn bundles(
+    client: &Client,
+    repo: &OciRepo,
+    digest: &str,
+    found: &mut Found,
+) -> Result<(), OciError> {
     let Some(index) = referrers_index(client, repo, digest).await? else {
-        return Ok(Vec::new());
+        return Ok(());
     };
-    let manifests =
-        bundle::bundle_manifests(&index).map_err(|m| invalid(digest, format!("referrers: {m}")))?;
-    let mut out = Vec::with_capacity(manifests.len());
-    for at in manifests {
-        let manifest = client.manifest(&repo.repository, &at).await?;
-        let layer = bundle::bundle_layer(&manifest.bytes).map_err(|m| invalid(&at, m))?;
-        if layer.size > bundle::MAX_BUNDLE {
-            return Err(OciError::TooLarge {
-                what: format!("Sigstore bundle {}", layer.digest),
-                size: layer.size,
-                limit: bundle::MAX_BUNDLE,
-            });
+    let manifests = match bundle::bundle_manifests(&index) {
+        Ok(m) => m,
+        Err(m) => {
+            found.unreadable.push((format!("the referrers of {digest}"), m));
+            return Ok(());
         }
-        let mut bytes = Vec::with_capacity(layer.size as usize);
-        client
-            .blob(&repo.repository, &layer, "Sigstore bundle", |chunk| {
-                bytes.extend_from_slice(chunk);
-                Ok(())
-            })
-            .await?;
-        out.push(bundle::parse(&bytes).map_err(|m| invalid(&at, format!("the Sigstore bundle: {m}")))?);
+    };
+    for at in manifests {
+        let what = format!("Sigstore bundle {at}");
+        let Some(bytes) = or_unreadable(read_bundle(client, repo, &at).await, &what, found)? else {
+            continue;
+        };
+        match bundle::parse(&bytes) {
+            Ok(b) => found.bundles.push((what, b)),
+            Err(m) => found.unreadable.push((what, m)),
+        }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The index of the referrers of `digest`: the referrers API's answer, or the index at the
@@ -175,18 +228,33 @@ async fn read_payload(client: &Client, repo: &OciRepo, layer: &Descriptor) -> Re
     Ok(payload)
 }
 
-/// Every signature of `digest` (none when it has no signature manifest).
-pub async fn signatures(client: &Client, repo: &OciRepo, digest: &str) -> Result<Vec<Signature>, OciError> {
+/// The signatures of `digest` into `found` (none when it has no signature manifest): a
+/// signature manifest that is not one, or a payload that cannot be read, is recorded as
+/// unreadable.
+async fn read_signatures(
+    client: &Client,
+    repo: &OciRepo,
+    digest: &str,
+    found: &mut Found,
+) -> Result<(), OciError> {
     let Some(manifest) = signature_manifest(client, repo, digest).await? else {
-        return Ok(Vec::new());
+        return Ok(());
     };
-    let layers = cosign::signature_layers(&manifest).map_err(|message| OciError::Invalid {
-        url: format!("{repo}:{}", cosign::signature_tag(digest).unwrap_or_default()),
-        message,
-    })?;
-    let mut out = Vec::with_capacity(layers.len());
-    for (layer, signature) in layers {
-        let payload = read_payload(client, repo, &layer).await?;
+    let tag = cosign::signature_tag(digest).unwrap_or_default();
+    let layers = match cosign::signature_layers(&manifest) {
+        Ok(layers) => layers,
+        Err(message) => {
+            found
+                .unreadable
+                .push((format!("the signature manifest {tag}"), message));
+            return Ok(());
+        }
+    };
+    for (i, (layer, signature)) in layers.into_iter().enumerate() {
+        let what = format!("{tag} signature {}", i + 1);
+        let Some(payload) = or_unreadable(read_payload(client, repo, &layer).await, &what, found)? else {
+            continue;
+        };
         let annotation = |name: &str| {
             layer
                 .annotations
@@ -194,14 +262,17 @@ pub async fn signatures(client: &Client, repo: &OciRepo, digest: &str) -> Result
                 .and_then(|a| a.get(name))
                 .map(str::to_string)
         };
-        out.push(Signature {
-            certificate: annotation(cosign::CERTIFICATE_ANNOTATION),
-            bundle: annotation(cosign::BUNDLE_ANNOTATION),
-            payload,
-            signature,
-        });
+        found.signatures.push((
+            what,
+            Signature {
+                certificate: annotation(cosign::CERTIFICATE_ANNOTATION),
+                bundle: annotation(cosign::BUNDLE_ANNOTATION),
+                payload,
+                signature,
+            },
+        ));
     }
-    Ok(out)
+    Ok(())
 }
 
 fn state_key(repo: &OciRepo, tag: &str) -> String {
@@ -240,14 +311,17 @@ pub async fn verify(
         tag: tag.to_string(),
         source,
     };
-    let sigs = signatures(client, repo, digest).await.map_err(oci_err)?;
+    let mut found = Found::default();
+    read_signatures(client, repo, digest, &mut found)
+        .await
+        .map_err(oci_err)?;
     // The referrers are read only when no `.sig` signature passes: a release signed the older
     // way costs no more requests than before.
-    let verified = match crate::verify::policy::verify(policy, digest, &sigs) {
+    let verified = match verify_found(policy, digest, &found) {
         Ok(v) => Ok(v),
         Err(_) => {
-            let bundles = bundles(client, repo, digest).await.map_err(oci_err)?;
-            crate::verify::policy::verify_all(policy, digest, &sigs, &bundles)
+            bundles(client, repo, digest, &mut found).await.map_err(oci_err)?;
+            verify_found(policy, digest, &found)
         }
     }
     .map_err(|refusal| SignatureError::Refused {

@@ -22,19 +22,14 @@ use super::trusted_root::TrustedRoot;
 
 /// One bundle under `policy`: keyless when it has a certificate and the policy names
 /// identities (or has no keys), else keyed.
-pub(super) fn check(
-    policy: &Policy,
-    digest: &str,
-    bundle: &Bundle,
-    count: usize,
-) -> Result<Verified, Refusal> {
+pub(super) fn check(policy: &Policy, digest: &str, bundle: &Bundle) -> Result<Verified, Refusal> {
     match &policy.trusted_root {
         Some(root)
             if !policy.identities.is_empty() && (bundle.certificate.is_some() || policy.keys.is_empty()) =>
         {
-            check_keyless(policy, root, digest, bundle, count)
+            check_keyless(policy, root, digest, bundle)
         }
-        _ => check_keyed(policy, digest, bundle, count),
+        _ => check_keyed(policy, digest, bundle),
     }
 }
 
@@ -81,17 +76,18 @@ fn check_subject(digest: &str, content: &Content) -> Result<(), Refusal> {
     })
 }
 
-fn check_keyed(policy: &Policy, digest: &str, bundle: &Bundle, count: usize) -> Result<Verified, Refusal> {
+fn check_keyed(policy: &Policy, digest: &str, bundle: &Bundle) -> Result<Verified, Refusal> {
     let signer = policy
         .keys
         .iter()
         .find(|key| verified_signature(&bundle.content, |m, s| key.verifies_signed(m, s)).is_some())
-        .ok_or(Refusal::WrongKey { count })?;
+        .ok_or(Refusal::WrongKey)?;
     check_subject(digest, &bundle.content)?;
     Ok(Verified {
         digest: digest.to_string(),
         signer: signer.fingerprint().to_string(),
         keyless: None,
+        skipped: Vec::new(),
     })
 }
 
@@ -157,7 +153,6 @@ fn check_keyless(
     root: &TrustedRoot,
     digest: &str,
     bundle: &Bundle,
-    count: usize,
 ) -> Result<Verified, Refusal> {
     let cert = bundle.certificate.as_deref().ok_or(Refusal::NoCertificate)?;
     // A certificate that does not parse is refused as such, not as a wrong key.
@@ -165,7 +160,7 @@ fn check_keyless(
     let signature = verified_signature(&bundle.content, |m, s| {
         keyless::signs_signed(cert, m, s).unwrap_or(false)
     })
-    .ok_or(Refusal::WrongKey { count })?;
+    .ok_or(Refusal::WrongKey)?;
     let mut problem = "no transparency log entry: the signature's time cannot be proven offline".to_string();
     let mut logged_at = None;
     for entry in &bundle.tlog {

@@ -107,17 +107,80 @@ pub struct Verified {
     pub signer: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keyless: Option<KeylessSigner>,
+    /// The signatures and bundles found that could not be read, each `WHAT: WHY`: skipped,
+    /// as another one verified.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
 }
 
-/// Why a release is refused. The most telling reason wins when several signatures fail.
+/// One signature or bundle that did not pass: where it was found, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tried {
+    /// E.g. `Sigstore bundle sha256:…` or `.sig signature 2`.
+    pub what: String,
+    pub refusal: Refusal,
+}
+
+/// The signatures and bundles found for a release, each named by where it was found, and
+/// those that could not be read (named, with why).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Found {
+    pub signatures: Vec<(String, Signature)>,
+    pub bundles: Vec<(String, Bundle)>,
+    pub unreadable: Vec<(String, String)>,
+}
+
+impl Found {
+    /// `signatures` and `bundles` named by their place in the list.
+    pub fn listed(signatures: &[Signature], bundles: &[Bundle]) -> Found {
+        let named = |kind: &str, i: usize| format!("{kind} {}", i + 1);
+        Found {
+            signatures: signatures
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (named(".sig signature", i), s.clone()))
+                .collect(),
+            bundles: bundles
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (named("Sigstore bundle", i), b.clone()))
+                .collect(),
+            unreadable: Vec::new(),
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.signatures.len() + self.bundles.len() + self.unreadable.len()
+    }
+}
+
+fn list_tried(tried: &[Tried]) -> String {
+    let each: Vec<String> = tried
+        .iter()
+        .map(|t| format!("{}: {}", t.what, t.refusal))
+        .collect();
+    match each.len() {
+        1 => each.concat(),
+        n => format!("none of {n} signatures verifies — {}", each.join("; ")),
+    }
+}
+
+/// Why a release is refused. When several signatures fail (or one could not be read), the
+/// refusal lists what each said, and its [`Refusal::reason`] is the most telling one's.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     #[error("no signature: the registry has no cosign signature or Sigstore bundle of {digest}")]
     Unsigned { digest: String },
     #[error(
-        "no signature verifies under the given key(s) ({count} signature(s) tried): signed by another key, or the payload was changed after signing"
+        "no signature verifies under the given key(s): signed by another key, or the payload was changed after signing"
     )]
-    WrongKey { count: usize },
+    WrongKey,
+    /// A signature or bundle that could not be read (not JSON, not a bundle, missing, too large).
+    #[error("unreadable: {0}")]
+    Unreadable(String),
+    /// Several signatures (or one unreadable) and none passed: what each said.
+    #[error("{}", list_tried(.0))]
+    NoneVerifies(Vec<Tried>),
     #[error("a signature is not base64 DER")]
     MalformedSignature,
     #[error("the signed payload is not a cosign payload: {0}")]
@@ -149,7 +212,9 @@ impl Refusal {
     pub fn reason(&self) -> &'static str {
         match self {
             Refusal::Unsigned { .. } => "NoSignature",
-            Refusal::WrongKey { .. } => "WrongKey",
+            Refusal::WrongKey => "WrongKey",
+            Refusal::Unreadable(_) => "UnreadableSignature",
+            Refusal::NoneVerifies(tried) => most_telling(tried).map_or("NoSignature", Refusal::reason),
             Refusal::MalformedSignature => "MalformedSignature",
             Refusal::MalformedPayload(_) => "TamperedPayload",
             Refusal::DigestMismatch { .. } => "DigestMismatch",
@@ -170,18 +235,28 @@ impl Refusal {
     pub(super) fn rank(&self) -> u8 {
         match self {
             Refusal::Unsigned { .. } => 0,
-            Refusal::MalformedSignature => 1,
-            Refusal::NoCertificate => 2,
-            Refusal::WrongKey { .. } => 3,
-            Refusal::BadInclusionProof(_) => 4,
-            Refusal::UntrustedCertificate(_) => 5,
-            Refusal::ExpiredCertificate(_) => 6,
-            Refusal::NoSct(_) | Refusal::UnknownSctLog(_) | Refusal::BadSct(_) => 7,
-            Refusal::IdentityMismatch { .. } => 8,
-            Refusal::MalformedPayload(_) => 9,
-            Refusal::DigestMismatch { .. } => 10,
+            Refusal::Unreadable(_) => 1,
+            Refusal::MalformedSignature => 2,
+            Refusal::NoCertificate => 3,
+            Refusal::WrongKey => 4,
+            Refusal::BadInclusionProof(_) => 5,
+            Refusal::UntrustedCertificate(_) => 6,
+            Refusal::ExpiredCertificate(_) => 7,
+            Refusal::NoSct(_) | Refusal::UnknownSctLog(_) | Refusal::BadSct(_) => 8,
+            Refusal::IdentityMismatch { .. } => 9,
+            Refusal::MalformedPayload(_) => 10,
+            Refusal::DigestMismatch { .. } => 11,
+            Refusal::NoneVerifies(tried) => most_telling(tried).map_or(0, Refusal::rank),
         }
     }
+}
+
+/// The refusal among `tried` that tells most (the first of equals).
+fn most_telling(tried: &[Tried]) -> Option<&Refusal> {
+    tried
+        .iter()
+        .map(|t| &t.refusal)
+        .reduce(|best, r| if r.rank() > best.rank() { r } else { best })
 }
 
 /// The payload's digest is the release's: checked only after the signature verified.
@@ -197,18 +272,19 @@ fn check_payload(digest: &str, payload: &[u8]) -> Result<(), Refusal> {
 }
 
 /// The outcome of one keyed signature: the payload is trusted only after its signature verified.
-fn check_keyed(policy: &Policy, digest: &str, sig: &Signature, count: usize) -> Result<Verified, Refusal> {
+fn check_keyed(policy: &Policy, digest: &str, sig: &Signature) -> Result<Verified, Refusal> {
     let der = cosign::decode_signature(&sig.signature).ok_or(Refusal::MalformedSignature)?;
     let signer = policy
         .keys
         .iter()
         .find(|k| k.verifies(&sig.payload, &der))
-        .ok_or(Refusal::WrongKey { count })?;
+        .ok_or(Refusal::WrongKey)?;
     check_payload(digest, &sig.payload)?;
     Ok(Verified {
         digest: digest.to_string(),
         signer: signer.fingerprint().to_string(),
         keyless: None,
+        skipped: Vec::new(),
     })
 }
 
@@ -220,13 +296,12 @@ fn check_keyless(
     root: &TrustedRoot,
     digest: &str,
     sig: &Signature,
-    count: usize,
 ) -> Result<Verified, Refusal> {
     let der = cosign::decode_signature(&sig.signature).ok_or(Refusal::MalformedSignature)?;
     let cert = sig.certificate.as_deref().ok_or(Refusal::NoCertificate)?;
     let cert = keyless::certificate_der(cert).map_err(Refusal::UntrustedCertificate)?;
     if !keyless::signs(&cert, &sig.payload, &der).map_err(Refusal::UntrustedCertificate)? {
-        return Err(Refusal::WrongKey { count });
+        return Err(Refusal::WrongKey);
     }
     let bundle = sig.bundle.as_deref().ok_or_else(|| {
         Refusal::BadInclusionProof("no Rekor bundle: the signature's time cannot be proven offline".into())
@@ -280,19 +355,20 @@ pub(super) fn keyless_verified(digest: &str, who: keyless::CertIdentity, root: &
             issuer: who.issuer,
             trusted_root: root.fingerprint.clone(),
         }),
+        skipped: Vec::new(),
     }
 }
 
 /// One signature under `policy`: keyless when it carries a certificate and the policy names
 /// identities (or has no keys), else keyed.
-fn check_one(policy: &Policy, digest: &str, sig: &Signature, count: usize) -> Result<Verified, Refusal> {
+fn check_one(policy: &Policy, digest: &str, sig: &Signature) -> Result<Verified, Refusal> {
     match &policy.trusted_root {
         Some(root)
             if !policy.identities.is_empty() && (sig.certificate.is_some() || policy.keys.is_empty()) =>
         {
-            check_keyless(policy, root, digest, sig, count)
+            check_keyless(policy, root, digest, sig)
         }
-        _ => check_keyed(policy, digest, sig, count),
+        _ => check_keyed(policy, digest, sig),
     }
 }
 
@@ -309,26 +385,51 @@ pub fn verify_all(
     signatures: &[Signature],
     bundles: &[Bundle],
 ) -> Result<Verified, Refusal> {
-    let count = signatures.len() + bundles.len();
-    let outcomes = signatures
+    verify_found(policy, digest, &Found::listed(signatures, bundles))
+}
+
+/// Whether one of the signatures or bundles `found` passes `policy`. The unreadable ones are
+/// skipped (named in the verdict); refused only when none passes, then with what each said
+/// (a single readable signature's refusal as it is).
+pub fn verify_found(policy: &Policy, digest: &str, found: &Found) -> Result<Verified, Refusal> {
+    let outcomes = found
+        .signatures
         .iter()
-        .map(|sig| check_one(policy, digest, sig, count))
+        .map(|(what, sig)| (what, check_one(policy, digest, sig)))
         .chain(
-            bundles
+            found
+                .bundles
                 .iter()
-                .map(|b| bundle_check::check(policy, digest, b, count)),
+                .map(|(what, b)| (what, bundle_check::check(policy, digest, b))),
         );
-    let mut worst = Refusal::Unsigned {
-        digest: digest.to_string(),
-    };
-    for outcome in outcomes {
+    let mut tried = Vec::with_capacity(found.count());
+    for (what, outcome) in outcomes {
         match outcome {
-            Ok(v) => return Ok(v),
-            Err(r) if r.rank() > worst.rank() => worst = r,
-            Err(_) => {}
+            Ok(mut verified) => {
+                verified.skipped = found
+                    .unreadable
+                    .iter()
+                    .map(|(what, why)| format!("{what}: {why}"))
+                    .collect();
+                return Ok(verified);
+            }
+            Err(refusal) => tried.push(Tried {
+                what: what.clone(),
+                refusal,
+            }),
         }
     }
-    Err(worst)
+    tried.extend(found.unreadable.iter().map(|(what, why)| Tried {
+        what: what.clone(),
+        refusal: Refusal::Unreadable(why.clone()),
+    }));
+    match tried.len() {
+        0 => Err(Refusal::Unsigned {
+            digest: digest.to_string(),
+        }),
+        1 if found.unreadable.is_empty() => Err(tried.remove(0).refusal),
+        _ => Err(Refusal::NoneVerifies(tried)),
+    }
 }
 
 #[cfg(test)]
@@ -407,6 +508,48 @@ mod tests {
                 (Err(r), Err(reason)) => assert_eq!(r.reason(), reason, "{what}: {r}"),
                 (got, want) => panic!("{what}: got {got:?}, want {want:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn an_unreadable_signature_is_skipped_and_named() {
+        let key = SigningKey::generate().unwrap();
+        let stranger = SigningKey::generate().unwrap();
+        let policy = Policy::keyed(vec![key.public_key().clone()]);
+        let good = signed(&key, &cosign::payload("r/x", DIGEST));
+        let other = signed(&stranger, &cosign::payload("r/x", DIGEST));
+        let broken = (
+            "Sigstore bundle sha256:bad".to_string(),
+            "not JSON: EOF".to_string(),
+        );
+        let found = |sigs: Vec<Signature>| Found {
+            signatures: sigs
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| (format!(".sig signature {}", i + 1), s))
+                .collect(),
+            bundles: Vec::new(),
+            unreadable: vec![broken.clone()],
+        };
+        let v = verify_found(&policy, DIGEST, &found(vec![good])).unwrap();
+        assert_eq!(v.signer, key.public_key().fingerprint());
+        assert_eq!(v.skipped, ["Sigstore bundle sha256:bad: not JSON: EOF"]);
+        // Refused only when none passes, naming each reason; the reason is the most telling.
+        let table: [(Vec<Signature>, &str, &str); 2] = [
+            (
+                vec![],
+                "UnreadableSignature",
+                "Sigstore bundle sha256:bad: unreadable: not JSON: EOF",
+            ),
+            (
+                vec![other],
+                "WrongKey",
+                "none of 2 signatures verifies — .sig signature 1: no signature verifies under the given key(s): signed by another key, or the payload was changed after signing; Sigstore bundle sha256:bad: unreadable: not JSON: EOF",
+            ),
+        ];
+        for (sigs, reason, text) in table {
+            let err = verify_found(&policy, DIGEST, &found(sigs)).unwrap_err();
+            assert_eq!((err.reason(), err.to_string().as_str()), (reason, text));
         }
     }
 

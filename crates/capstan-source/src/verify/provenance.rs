@@ -4,12 +4,16 @@
 //! the signature and the signed digest of the archive's file name is the archive's. capstan also
 //! refuses a provenance whose Chart.yaml names another chart or version than the one resolved
 //! (Helm does not look at it; a `.prov` of another chart would fail the digest anyway, but the
-//! reason given is then the telling one).
+//! reason given is then the telling one). As Helm's OpenPGP library, the key that made the
+//! signature must be usable now: not revoked (a revocation signature in the keyring, of the
+//! primary key or of the signing subkey) and not expired (its newest self-signature's key
+//! expiration time past), whenever the signature was made.
 
 use std::collections::BTreeMap;
 
 use pgp::composed::{CleartextSignedMessage, PublicOrSecret, SignedPublicKey};
-use pgp::types::KeyDetails;
+use pgp::packet::{Signature, SignatureType};
+use pgp::types::{KeyDetails, Timestamp};
 
 use capstan_encoding::{json, yaml_load};
 
@@ -76,6 +80,31 @@ impl Keyring {
     pub fn fingerprints(&self) -> Vec<String> {
         self.keys.iter().map(|k| fingerprint(k.fingerprint())).collect()
     }
+
+    /// Whether the key `signer` (a primary fingerprint) is in the keyring and may vouch at
+    /// `now`: neither it nor any of its subkeys revoked or expired (whichever of them signed).
+    /// What a recorded pass is reused under; otherwise the provenance is checked again.
+    pub fn vouches(&self, signer: &str, now: std::time::SystemTime) -> bool {
+        let now = timestamp(now);
+        self.keys
+            .iter()
+            .filter(|k| fingerprint(k.fingerprint()) == signer)
+            .any(|k| {
+                usable(k, None, signer, now).is_ok()
+                    && k.public_subkeys
+                        .iter()
+                        .all(|sub| usable(k, Some(sub), signer, now).is_ok())
+            })
+    }
+}
+
+/// `now` as OpenPGP's 32-bit time: before 1970 or after 2106, the nearest end.
+fn timestamp(now: std::time::SystemTime) -> Timestamp {
+    Timestamp::try_from(now).unwrap_or(if now < std::time::UNIX_EPOCH {
+        Timestamp::from_secs(0)
+    } else {
+        Timestamp::from_secs(u32::MAX)
+    })
 }
 
 fn fingerprint(f: pgp::types::Fingerprint) -> String {
@@ -109,6 +138,10 @@ pub enum ProvenanceRefusal {
     UnknownSigner { issuers: String },
     #[error("the signature does not verify under key {signer}: the provenance was changed after signing")]
     BadSignature { signer: String },
+    #[error("signature made by revoked key {signer}: the keyring holds its revocation")]
+    RevokedKey { signer: String },
+    #[error("key expired: the signing key {signer} expired on {expired}")]
+    ExpiredKey { signer: String, expired: String },
     #[error("the signed text is not Helm's provenance (Chart.yaml, `...`, files): {0}")]
     Malformed(String),
     #[error("the provenance signs {signed}, not {chart}")]
@@ -131,6 +164,8 @@ impl ProvenanceRefusal {
             ProvenanceRefusal::NotSigned(_) => "NoSignature",
             ProvenanceRefusal::UnknownSigner { .. } => "WrongKey",
             ProvenanceRefusal::BadSignature { .. } => "TamperedSignature",
+            ProvenanceRefusal::RevokedKey { .. } => "RevokedKey",
+            ProvenanceRefusal::ExpiredKey { .. } => "ExpiredKey",
             ProvenanceRefusal::Malformed(_) => "MalformedProvenance",
             ProvenanceRefusal::ChartMismatch { .. } => "ChartMismatch",
             ProvenanceRefusal::NoDigestFor(_) => "DigestMismatch",
@@ -149,17 +184,29 @@ pub struct Archive<'a> {
     pub version: &'a str,
 }
 
-/// Whether the provenance `prov` vouches for `archive` under `keyring`.
+/// Whether the provenance `prov` vouches for `archive` under `keyring`, now.
 pub fn verify(
     prov: &[u8],
     archive: Archive<'_>,
     keyring: &Keyring,
 ) -> Result<ProvenanceVerified, ProvenanceRefusal> {
+    verify_at(prov, archive, keyring, std::time::SystemTime::now())
+}
+
+/// Whether the provenance `prov` vouches for `archive` under `keyring` at `now` (when the
+/// signing key must be neither revoked nor expired).
+pub fn verify_at(
+    prov: &[u8],
+    archive: Archive<'_>,
+    keyring: &Keyring,
+    now: std::time::SystemTime,
+) -> Result<ProvenanceVerified, ProvenanceRefusal> {
+    let now = timestamp(now);
     let text =
         std::str::from_utf8(prov).map_err(|_| ProvenanceRefusal::NotSigned("not UTF-8 text".into()))?;
     let (message, _) =
         CleartextSignedMessage::from_string(text).map_err(|e| ProvenanceRefusal::NotSigned(e.to_string()))?;
-    let signer = signer(&message, keyring)?;
+    let signer = signer(&message, keyring, now)?;
     // The text as it was signed (dash-unescaped), with the message's own line ends.
     let signed = message.signed_text().replace("\r\n", "\n");
     let (chart, files) = parse_body(&signed)?;
@@ -190,10 +237,87 @@ pub fn verify(
     })
 }
 
-/// The fingerprint and first user ID of the keyring's key that made a signature of `message`.
+/// `t` as `YYYY-MM-DD HH:MM UTC`.
+fn utc(t: Timestamp) -> String {
+    match time::OffsetDateTime::from_unix_timestamp(i64::from(t.as_secs())) {
+        Ok(d) => format!("{} {:02}:{:02} UTC", d.date(), d.hour(), d.minute()),
+        Err(_) => format!("{} s after the epoch", t.as_secs()),
+    }
+}
+
+/// The newest of `signatures` of the types `types` (by their creation time).
+fn newest<'a>(signatures: &'a [Signature], types: &[SignatureType]) -> Option<&'a Signature> {
+    signatures
+        .iter()
+        .filter(|s| s.typ().is_some_and(|t| types.contains(&t)))
+        .max_by_key(|s| s.created().map_or(0, Timestamp::as_secs))
+}
+
+/// When a key created at `created` expires by its self-signature `binding` (never: `None`).
+fn expiry(created: Timestamp, binding: Option<&Signature>) -> Option<Timestamp> {
+    let after = binding?.key_expiration_time()?;
+    let secs = after.as_secs();
+    (secs > 0).then(|| Timestamp::from_secs(created.as_secs().saturating_add(secs)))
+}
+
+/// Whether the keyring's key `key` (and its subkey `sub`, when that made the signature) may
+/// vouch at `now`: refused when a revocation of either is in the keyring, or when either has
+/// expired by its newest self-signature.
+fn usable(
+    key: &SignedPublicKey,
+    sub: Option<&pgp::composed::SignedPublicSubKey>,
+    signer: &str,
+    now: Timestamp,
+) -> Result<(), ProvenanceRefusal> {
+    let revoked_sub = sub.is_some_and(|s| {
+        s.signatures
+            .iter()
+            .any(|sig| sig.typ() == Some(SignatureType::SubkeyRevocation))
+    });
+    if !key.details.revocation_signatures.is_empty() || revoked_sub {
+        return Err(ProvenanceRefusal::RevokedKey {
+            signer: signer.to_string(),
+        });
+    }
+    let certifications = [
+        SignatureType::CertGeneric,
+        SignatureType::CertPersona,
+        SignatureType::CertCasual,
+        SignatureType::CertPositive,
+        SignatureType::Key,
+    ];
+    let self_signatures: Vec<Signature> = key
+        .details
+        .users
+        .iter()
+        .flat_map(|u| u.signatures.iter().cloned())
+        .chain(key.details.direct_signatures.iter().cloned())
+        .collect();
+    let primary = expiry(
+        key.primary_key.created_at(),
+        newest(&self_signatures, &certifications),
+    );
+    let subkey = sub.and_then(|s| {
+        expiry(
+            s.key.created_at(),
+            newest(&s.signatures, &[SignatureType::SubkeyBinding]),
+        )
+    });
+    match [primary, subkey].into_iter().flatten().min() {
+        Some(at) if at.as_secs() < now.as_secs() => Err(ProvenanceRefusal::ExpiredKey {
+            signer: signer.to_string(),
+            expired: utc(at),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The fingerprint and first user ID of the keyring's key that made a signature of `message`,
+/// when that key is usable at `now`.
 fn signer(
     message: &CleartextSignedMessage,
     keyring: &Keyring,
+    now: Timestamp,
 ) -> Result<(String, String), ProvenanceRefusal> {
     let text = message.signed_text();
     let mut issuers: Vec<String> = Vec::new();
@@ -220,6 +344,7 @@ fn signer(
             if names(key.primary_key.legacy_key_id(), key.primary_key.fingerprint()) {
                 known = Some(primary.clone());
                 if signature.verify(key, text.as_bytes()).is_ok() {
+                    usable(key, None, &primary, now)?;
                     return Ok((primary, identity));
                 }
             }
@@ -227,6 +352,7 @@ fn signer(
                 if names(sub.key.legacy_key_id(), sub.key.fingerprint()) {
                     known = Some(primary.clone());
                     if signature.verify(sub, text.as_bytes()).is_ok() {
+                        usable(key, Some(sub), &primary, now)?;
                         return Ok((primary, identity));
                     }
                 }

@@ -132,3 +132,66 @@ fn provenance_fixtures_the_signed_chart_passes_and_every_bad_case_has_its_reason
         "{err}"
     );
 }
+
+/// Signers whose keys GnuPG made for the key's lifecycle (testdata/provenance/
+/// make-key-lifecycle.sh): a key revoked after it signed (its revocation certificate in the
+/// keyring) and a key valid 2025-01-01..2025-06-01 that signed on 2025-03-01. Both signatures
+/// verify; Helm refuses both now (`signature made by revoked key`, `key expired`), and so does
+/// capstan. The expired key passed while it was valid.
+#[test]
+fn provenance_fixtures_revoked_and_expired_signing_keys_are_refused() {
+    let archive_bytes = fixture("demo-0.1.0.tgz");
+    let sum = sha256(&archive_bytes);
+    let archive = Archive {
+        file_name: "demo-0.1.0.tgz",
+        sha256: &sum,
+        name: "demo",
+        version: "0.1.0",
+    };
+    let ring = |name: &str| Keyring::parse(&fixture(name), name).unwrap();
+    let revoked = ring("revoked.pubring.gpg");
+    let expired = ring("expired.pubring.gpg");
+    let err = provenance::verify(&fixture("revoked.prov"), archive, &revoked).unwrap_err();
+    assert_eq!(err.reason(), "RevokedKey", "{err}");
+    assert!(
+        err.to_string().starts_with(&format!(
+            "signature made by revoked key {}",
+            revoked.fingerprints()[0]
+        )),
+        "{err}"
+    );
+    let err = provenance::verify(&fixture("expired.prov"), archive, &expired).unwrap_err();
+    assert_eq!(err.reason(), "ExpiredKey", "{err}");
+    assert!(
+        err.to_string().starts_with("key expired: ")
+            && err.to_string().contains("expired on 2025-06-01 12:00 UTC"),
+        "{err}"
+    );
+    // GnuPG's expiry date is at noon UTC; as Helm's library, the key is expired after it:
+    // valid on 2025-03-01 and at 2025-06-01 12:00:00, expired a second later.
+    for (at, ok) in [
+        (1_740_787_200, true),
+        (1_748_779_200, true),
+        (1_748_779_201, false),
+    ] {
+        let got = provenance::verify_at(
+            &fixture("expired.prov"),
+            archive,
+            &expired,
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(at),
+        );
+        assert_eq!(got.is_ok(), ok, "at {at}: {got:?}");
+    }
+    // A pass recorded in the cache is reused only while its key still vouches.
+    let now = std::time::SystemTime::now();
+    let march = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_740_787_200);
+    let signer = ring("signer.pubring.gpg");
+    assert!(signer.vouches(&signer.fingerprints()[0], now));
+    assert!(!revoked.vouches(&revoked.fingerprints()[0], now));
+    assert!(!expired.vouches(&expired.fingerprints()[0], now));
+    assert!(expired.vouches(&expired.fingerprints()[0], march));
+    assert!(!signer.vouches(&expired.fingerprints()[0], march));
+    // A revoked key stays refused whenever checked; the signer's key beside it still vouches.
+    let both = Keyring::merge([revoked.clone(), ring("signer.pubring.gpg")]);
+    assert!(provenance::verify(&fixture("demo-0.1.0.tgz.prov"), archive, &both).is_ok());
+}

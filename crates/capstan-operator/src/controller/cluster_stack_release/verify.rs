@@ -146,10 +146,13 @@ pub async fn check(
             if fresh {
                 ctx.metrics.source_verified("verified");
             }
-            let message = format!(
+            let mut message = format!(
                 "cosign signature of {} by key {}",
                 verified.digest, verified.signer
             );
+            if !verified.skipped.is_empty() {
+                message.push_str(&format!("; skipped unreadable: {}", verified.skipped.join("; ")));
+            }
             progress.status.verified_by = Some(verified.signer);
             progress.condition(SOURCE_VERIFIED, true, "Verified", message);
             return Ok(ControlFlow::Continue(()));

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use crate::cache::{Cache, CacheError};
 use crate::verify::bundle;
 use crate::verify::cosign::{self, MAX_PAYLOAD, Signature};
-use crate::verify::policy::{Found, verify_found};
+use crate::verify::verdict::{Found, verify_found};
 use crate::verify::{Policy, Refusal, SigningKey, Verified};
 
 use super::client::{Client, OciError};

@@ -9,7 +9,9 @@
 //! (the certificate's signed certificate timestamps under the root's CT logs).
 //! Sigstore bundles (cosign v3, kept as OCI referrers): `bundle` (the format and where it is
 //! kept), `merkle` (the log's inclusion proof and signed checkpoint), `bundle_check` (a bundle
-//! against the policy, keyed or keyless). `provenance`: Helm's `.prov` files of chart
+//! against the policy, keyed or keyless). `verdict`: every signature and bundle found, the
+//! release passed by any one that verifies (below it `policy` and `bundle_check` judge one
+//! each). `provenance`: Helm's `.prov` files of chart
 //! dependencies against an OpenPGP keyring.
 
 pub mod bundle;
@@ -24,6 +26,7 @@ pub mod rekor;
 pub mod sct;
 pub mod sealed;
 pub mod trusted_root;
+pub mod verdict;
 
 pub use keys::{KeyError, PublicKey, SigningKey};
 pub use policy::{Identity, Policy, Refusal, Verified};

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use capstan_source::verify::bundle::{self, Bundle, Content};
-use capstan_source::verify::{Identity, Policy, SigningKey, TrustedRoot, policy};
+use capstan_source::verify::{Identity, Policy, SigningKey, TrustedRoot, verdict};
 
 fn fixture(path: &str) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -48,7 +48,7 @@ fn verify_bundle_a_real_keyless_bundle_verifies_offline() {
     assert!(matches!(real.content, Content::Message { .. }));
     let proof = real.tlog[0].proof.as_ref().unwrap();
     assert_eq!((proof.tree_size, proof.hashes.len()), (23083062, 10));
-    let v = policy::verify_all(&keyless(ISSUER, SUBJECT, public_good()), DIGEST, &[], &[real]).unwrap();
+    let v = verdict::verify_all(&keyless(ISSUER, SUBJECT, public_good()), DIGEST, &[], &[real]).unwrap();
     let who = v.keyless.as_ref().unwrap();
     assert_eq!(
         who.subject,
@@ -228,7 +228,7 @@ fn verify_bundle_every_refusal_of_real_data_names_its_reason() {
         ),
     ];
     for (what, policy, digest, bundles, reason, text) in table {
-        let err = policy::verify_all(&policy, digest, &[], &bundles).unwrap_err();
+        let err = verdict::verify_all(&policy, digest, &[], &bundles).unwrap_err();
         assert_eq!(err.reason(), reason, "{what}: {err}");
         assert!(err.to_string().contains(text), "{what}: {err}");
     }

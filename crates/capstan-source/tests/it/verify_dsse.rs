@@ -11,7 +11,7 @@ use std::process::Command;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use capstan_source::verify::bundle::{self, Bundle, Content};
-use capstan_source::verify::{Identity, Policy, PublicKey, SigningKey, TrustedRoot, policy};
+use capstan_source::verify::{Identity, Policy, PublicKey, SigningKey, TrustedRoot, verdict};
 
 use crate::verify_support::{fixture, testdata};
 
@@ -56,7 +56,7 @@ fn verify_dsse_a_real_keyless_dsse_bundle_verifies_offline() {
     assert_eq!(payload_type, bundle::IN_TOTO);
     assert_eq!(real.tlog[0].kind, "dsse");
     assert!(real.tlog[0].set.is_some() && real.tlog[0].proof.is_some());
-    let v = policy::verify_all(&keyless(SUBJECT, public_good()), DIGEST, &[], &[real]).unwrap();
+    let v = verdict::verify_all(&keyless(SUBJECT, public_good()), DIGEST, &[], &[real]).unwrap();
     let who = v.keyless.unwrap();
     assert_eq!(
         who.subject,
@@ -195,11 +195,11 @@ fn verify_dsse_every_refusal_of_real_data_names_its_reason() {
     for (what, json, root, digest, reason, text) in keyless_cases() {
         let root = TrustedRoot::from_json(&root, "trusted_root.json").unwrap();
         let bundle = bundle::parse(&json).unwrap();
-        let err = policy::verify_all(&keyless(SUBJECT, root), digest, &[], &[bundle]).unwrap_err();
+        let err = verdict::verify_all(&keyless(SUBJECT, root), digest, &[], &[bundle]).unwrap_err();
         assert_eq!(err.reason(), reason, "{what}: {err}");
         assert!(err.to_string().contains(text), "{what}: {err}");
     }
-    let err = policy::verify_all(
+    let err = verdict::verify_all(
         &keyless("https://github\\.com/someone/.*", public_good()),
         DIGEST,
         &[],
@@ -221,7 +221,7 @@ fn verify_dsse_sigstore_python_agrees_on_real_data() {
     assert_eq!(theirs["ok"], true, "{theirs}");
     assert_eq!(theirs["payload_type"], bundle::IN_TOTO);
     assert_eq!(theirs["subjects"], serde_json::json!([DIGEST]));
-    let ours = policy::verify_all(
+    let ours = verdict::verify_all(
         &keyless(SUBJECT, public_good()),
         DIGEST,
         &[],
@@ -273,7 +273,7 @@ fn verify_dsse_keyed_envelopes_by_independent_signers() {
     // verifies under that key; its subject is an npm tarball's sha512, never a release's.
     let npm = bundle::parse(&fixture("bundle/npm-publish.sigstore.json")).unwrap();
     let npm_key = PublicKey::from_pem(&fixture("bundle/npm-publish-key.pub"), "npm-publish-key.pub").unwrap();
-    let err = policy::verify_all(
+    let err = verdict::verify_all(
         &Policy::keyed(vec![npm_key.clone()]),
         DIGEST,
         &[],
@@ -286,7 +286,7 @@ fn verify_dsse_keyed_envelopes_by_independent_signers() {
         "{err}"
     );
     let stranger = SigningKey::generate().unwrap().public_key().clone();
-    let err = policy::verify_all(
+    let err = verdict::verify_all(
         &Policy::keyed(vec![stranger]),
         DIGEST,
         &[],
@@ -298,7 +298,7 @@ fn verify_dsse_keyed_envelopes_by_independent_signers() {
     if let Content::Dsse { payload, .. } = &mut tampered.content {
         payload[40] ^= 1;
     }
-    let err = policy::verify_all(&Policy::keyed(vec![npm_key]), DIGEST, &[], &[tampered]).unwrap_err();
+    let err = verdict::verify_all(&Policy::keyed(vec![npm_key]), DIGEST, &[], &[tampered]).unwrap_err();
     assert_eq!(err.reason(), "WrongKey", "{err}");
 
     // Envelopes made by Python's cryptography, of this digest or not, of in-toto's type or not.
@@ -310,7 +310,7 @@ fn verify_dsse_keyed_envelopes_by_independent_signers() {
     let key = PublicKey::from_pem(&fixture("python-sealed/cosign.pub"), "cosign.pub").unwrap();
     let policy = Policy::keyed(vec![key.clone()]);
     let good = python_made(&python, dir.path(), &["--digest", DIGEST]);
-    let v = policy::verify_all(&policy, DIGEST, &[], &[good]).unwrap();
+    let v = verdict::verify_all(&policy, DIGEST, &[], &[good]).unwrap();
     assert_eq!(v.signer, key.fingerprint());
     let table: [(&[&str], &str, &str); 3] = [
         (
@@ -331,7 +331,7 @@ fn verify_dsse_keyed_envelopes_by_independent_signers() {
     ];
     for (extra, reason, text) in table {
         let made = python_made(&python, dir.path(), extra);
-        let err = policy::verify_all(&policy, DIGEST, &[], &[made]).unwrap_err();
+        let err = verdict::verify_all(&policy, DIGEST, &[], &[made]).unwrap_err();
         assert_eq!(err.reason(), reason, "{extra:?}: {err}");
         assert!(err.to_string().contains(text), "{extra:?}: {err}");
     }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use capstan_source::verify::cosign::{self, Signature};
-use capstan_source::verify::{Policy, PublicKey, SigningKey, policy};
+use capstan_source::verify::{Policy, PublicKey, SigningKey, verdict};
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -57,7 +57,7 @@ fn verify_fixtures_a_python_signature_verifies_and_refusals_hold() {
         signature,
         ..Signature::default()
     };
-    let v = policy::verify(
+    let v = verdict::verify(
         &Policy::keyed(vec![public.clone()]),
         &digest,
         std::slice::from_ref(&sig),
@@ -65,7 +65,7 @@ fn verify_fixtures_a_python_signature_verifies_and_refusals_hold() {
     .unwrap();
     assert_eq!(v.signer, public.fingerprint());
     let refused = |policy: Policy, digest: &str, sig: Signature| {
-        policy::verify(&policy, digest, &[sig]).unwrap_err().reason()
+        verdict::verify(&policy, digest, &[sig]).unwrap_err().reason()
     };
     assert_eq!(
         refused(Policy::keyed(vec![other]), &digest, sig.clone()),

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use capstan_source::verify::cosign::{self, Signature};
-use capstan_source::verify::{Identity, Policy, SigningKey, TrustedRoot, policy};
+use capstan_source::verify::{Identity, Policy, SigningKey, TrustedRoot, verdict};
 use capstan_testenv::keyless::{self as made_here, canonical};
 use sha2::{Digest, Sha256};
 
@@ -68,7 +68,7 @@ fn edit_bundle(sig: &Signature, edit: impl FnOnce(&mut serde_json::Value)) -> Si
 
 #[test]
 fn verify_keyless_a_real_cosign_signature_verifies_offline() {
-    let v = policy::verify(
+    let v = verdict::verify(
         &keyless(ISSUER, SUBJECT, public_good()),
         DIGEST,
         &[real_signature()],
@@ -212,7 +212,7 @@ fn verify_keyless_every_refusal_of_real_data_names_its_reason() {
         ),
     ];
     for (what, policy, digest, sig, reason, message) in table {
-        let refusal = policy::verify(&policy, digest, &[sig]).unwrap_err();
+        let refusal = verdict::verify(&policy, digest, &[sig]).unwrap_err();
         assert_eq!(refusal.reason(), reason, "{what}: {refusal}");
         assert!(refusal.to_string().contains(message), "{what}: {refusal}");
     }
@@ -239,7 +239,7 @@ fn verify_keyless_the_log_entry_must_be_of_this_signature() {
                 .into();
         })
     };
-    policy::verify(&policy, DIGEST, &[resign(&|_| {})]).unwrap();
+    verdict::verify(&policy, DIGEST, &[resign(&|_| {})]).unwrap();
     type BodyEdit<'a> = &'a dyn Fn(&mut serde_json::Value);
     let table: [(&str, BodyEdit, &str); 4] = [
         (
@@ -264,7 +264,7 @@ fn verify_keyless_the_log_entry_must_be_of_this_signature() {
         ),
     ];
     for (what, body_edit, message) in table {
-        let refusal = policy::verify(&policy, DIGEST, &[resign(body_edit)]).unwrap_err();
+        let refusal = verdict::verify(&policy, DIGEST, &[resign(body_edit)]).unwrap_err();
         assert_eq!(refusal.reason(), "BadInclusionProof", "{what}: {refusal}");
         assert!(refusal.to_string().contains(message), "{what}: {refusal}");
     }
@@ -299,7 +299,7 @@ fn verify_keyless_a_certificate_expired_when_logged_is_refused() {
         )
     };
     let (root, inside) = made(T0 + 300, true);
-    let v = policy::verify(&policy_of(&root), digest, &[inside]).unwrap();
+    let v = verdict::verify(&policy_of(&root), digest, &[inside]).unwrap();
     assert_eq!(v.signer, "dev@example.org (issuer https://issuer.example.org)");
 
     let table = [
@@ -314,7 +314,7 @@ fn verify_keyless_a_certificate_expired_when_logged_is_refused() {
     ];
     for (logged, code_signing, reason, message) in table {
         let (root, sig) = made(logged, code_signing);
-        let refusal = policy::verify(&policy_of(&root), digest, &[sig]).unwrap_err();
+        let refusal = verdict::verify(&policy_of(&root), digest, &[sig]).unwrap_err();
         assert_eq!(refusal.reason(), reason, "{logged}: {refusal}");
         assert!(refusal.to_string().contains(message), "{refusal}");
     }
@@ -322,6 +322,6 @@ fn verify_keyless_a_certificate_expired_when_logged_is_refused() {
     let (root, sig) = made(T0 + 300, true);
     let mut root: serde_json::Value = serde_json::from_slice(&root).unwrap();
     root["certificateAuthorities"][0]["validFor"]["start"] = "2024-01-01T00:00:00Z".into();
-    let refusal = policy::verify(&policy_of(root.to_string().as_bytes()), digest, &[sig]).unwrap_err();
+    let refusal = verdict::verify(&policy_of(root.to_string().as_bytes()), digest, &[sig]).unwrap_err();
     assert_eq!(refusal.reason(), "UntrustedCertificate", "{refusal}");
 }

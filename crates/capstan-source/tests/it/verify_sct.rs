@@ -14,7 +14,7 @@ use capstan_source::verify::bundle;
 use capstan_source::verify::cosign::Signature;
 use capstan_source::verify::keyless;
 use capstan_source::verify::sct::{self, SctProblem};
-use capstan_source::verify::{Identity, Policy, SigningKey, TrustedRoot, policy};
+use capstan_source::verify::{Identity, Policy, SigningKey, TrustedRoot, policy, verdict};
 use capstan_testenv::keyless as made_here;
 use sha2::Digest;
 use x509_parser::certificate::X509Certificate;
@@ -211,7 +211,7 @@ fn verify_sct_every_refusal_names_its_reason() {
 
     // The bundle and the `.sig` signature under a trusted root (JSON).
     let of_bundle = |json: &[u8]| {
-        policy::verify_all(
+        verdict::verify_all(
             &Policy::keyless(identity(beacon), root(json)),
             v02_digest,
             &[],
@@ -219,7 +219,7 @@ fn verify_sct_every_refusal_names_its_reason() {
         )
     };
     let of_sig = |json: &[u8]| {
-        policy::verify(
+        verdict::verify(
             &Policy::keyless(identity(salrashid), root(json)),
             sig_digest,
             std::slice::from_ref(&sig),
@@ -286,7 +286,7 @@ fn verify_sct_every_refusal_names_its_reason() {
         certificate: Some(made.certificate),
         bundle: Some(made.bundle),
     };
-    let err = policy::verify(&policy, digest, &[sig]).unwrap_err();
+    let err = verdict::verify(&policy, digest, &[sig]).unwrap_err();
     assert_eq!(err.reason(), "NoSCT", "{err}");
     assert!(
         err.to_string()

@@ -51,6 +51,7 @@ mod pull_crash;
 mod release_archives;
 mod releases_cli;
 mod releases_mirror;
+mod render_capi_versions;
 mod render_lookup;
 mod rollout_cli;
 mod rollout_sim;

@@ -6,7 +6,8 @@ use serde_json::Value;
 
 /// The dotted paths (`spec.waves[0].form`) of the fields of `object` that `schema` (an
 /// `openAPIV3Schema`) does not declare; none below `x-kubernetes-preserve-unknown-fields`,
-/// `additionalProperties` or `metadata` (the API server's own).
+/// `additionalProperties`, nor the top level's `apiVersion`, `kind` and `metadata` (the API
+/// server's own, whether the schema declares them or not).
 pub fn unknown_fields(object: &Value, schema: &Value) -> Vec<String> {
     let mut found = Vec::new();
     walk(object, schema, "", &mut found);
@@ -27,7 +28,7 @@ fn walk(value: &Value, schema: &Value, path: &str, found: &mut Vec<String>) {
                 } else {
                     format!("{path}.{key}")
                 };
-                if path.is_empty() && key == "metadata" {
+                if path.is_empty() && ["apiVersion", "kind", "metadata"].contains(&key.as_str()) {
                     continue;
                 }
                 match (properties.and_then(|p| p.get(key)), additional) {

@@ -81,7 +81,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 fn run_diff(args: &DiffArgs) -> anyhow::Result<()> {
-    let objects = args.objects.load()?;
+    // Published stacks' values templates see the v1beta1 Cluster (a v1beta2 one is converted).
+    let objects = args.objects.load(capstan_stack::capi::CapiVersion::V1Beta1)?;
     print_diff(
         &args.old,
         &args.new,

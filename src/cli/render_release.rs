@@ -36,8 +36,9 @@ pub struct Request<'a> {
 }
 
 pub fn run(args: &Request<'_>) -> anyhow::Result<()> {
-    let objects = args.objects.load()?;
+    args.objects.require_cluster()?;
     let opened = stack_input::open(args.release, args.sources)?;
+    let objects = args.objects.load(opened.release.metadata().values_template_api)?;
     let opts = RenderOptions {
         namespace: args.namespace.clone(),
         env: args.env.clone(),

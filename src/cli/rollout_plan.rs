@@ -9,8 +9,11 @@ use capstan_apply::object::{DesiredObject, parse_stream};
 use capstan_operator::api::ClusterStack;
 use capstan_operator::api::rollout::ClusterStackRollout;
 use capstan_operator::rollout::{Assignment, ClusterInfo, StackId, assign};
+use capstan_stack::capi::schema::unknown_fields;
+use capstan_stack::capi::{self, ClusterFields};
 use capstan_stack::name::KubernetesVersion;
-use kube::api::DynamicObject;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
 
 /// Arguments of `capstan rollout plan`.
 #[derive(Debug, clap::Args)]
@@ -76,15 +79,56 @@ fn read_objects(path: &Path) -> anyhow::Result<Vec<DesiredObject>> {
     Ok(parse_stream(&text, &path.display().to_string())?)
 }
 
-/// The one ClusterStackRollout of `path`.
+/// The one ClusterStackRollout of `path`, refused with the fields its schema does not know
+/// (kubectl's strict field validation).
 fn read_rollout(path: &Path) -> anyhow::Result<ClusterStackRollout> {
     let objects = read_objects(path)?;
     let mut rollouts = objects.into_iter().filter(|o| o.kind == "ClusterStackRollout");
     let (Some(object), None) = (rollouts.next(), rollouts.next()) else {
         bail!("{}: expected exactly one ClusterStackRollout", path.display());
     };
+    refuse_unknown_fields(&object, &ClusterStackRollout::crd())?;
     let origin = object.origin.clone();
     serde_json::from_value(object.data).with_context(|| format!("{origin}: not a valid ClusterStackRollout"))
+}
+
+/// Refuses `object` when it has fields the CRD's schema of its version does not declare,
+/// naming them as kubectl's strict decoding does.
+fn refuse_unknown_fields(object: &DesiredObject, crd: &CustomResourceDefinition) -> anyhow::Result<()> {
+    let version = object.version.as_str();
+    let Some(schema) = crd
+        .spec
+        .versions
+        .iter()
+        .find(|v| v.name == version)
+        .and_then(|v| v.schema.as_ref())
+        .and_then(|s| s.open_api_v3_schema.as_ref())
+    else {
+        bail!(
+            "{}: {} of version {} is not served by capstan's CRD (versions: {})",
+            object.origin,
+            object.kind,
+            object.version,
+            crd.spec
+                .versions
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    };
+    let unknown = unknown_fields(&object.data, &serde_json::to_value(schema)?);
+    if !unknown.is_empty() {
+        let list: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
+        bail!(
+            "{}: {} {}: strict decoding error: {}",
+            object.origin,
+            object.kind,
+            object.name,
+            list.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// The stack of the one ClusterStack of `path`.
@@ -94,6 +138,7 @@ fn read_stack(path: &Path) -> anyhow::Result<StackId> {
     let (Some(object), None) = (stacks.next(), stacks.next()) else {
         bail!("{}: expected exactly one ClusterStack", path.display());
     };
+    refuse_unknown_fields(&object, &ClusterStack::crd())?;
     let origin = object.origin.clone();
     let stack: ClusterStack =
         serde_json::from_value(object.data).with_context(|| format!("{origin}: not a valid ClusterStack"))?;
@@ -103,19 +148,42 @@ fn read_stack(path: &Path) -> anyhow::Result<StackId> {
         .with_context(|| format!("{origin}: spec"))
 }
 
-/// The Clusters of `path`; other kinds are ignored.
+/// The Clusters of `path` (v1beta1 or v1beta2, read through one typed model); other kinds
+/// are ignored, a Cluster whose needed fields cannot be read is refused.
 fn read_clusters(path: &Path) -> anyhow::Result<Vec<ClusterInfo>> {
     let mut clusters = Vec::new();
     for object in read_objects(path)? {
-        if object.kind != "Cluster" || object.group != "cluster.x-k8s.io" {
+        if object.kind != "Cluster" || object.group != capi::GROUP {
             continue;
         }
-        let origin = object.origin.clone();
-        let cluster: DynamicObject =
-            serde_json::from_value(object.data).with_context(|| format!("{origin}: not a valid Cluster"))?;
-        clusters.push(ClusterInfo::from_cluster(&cluster));
+        let fields = ClusterFields::from_object(&object.data)
+            .with_context(|| format!("{}: Cluster {}", object.origin, object.name))?;
+        clusters.push(cluster_info(&fields, &object.data));
     }
     Ok(clusters)
+}
+
+/// What the wave assignment reads of a Cluster of either version.
+fn cluster_info(fields: &ClusterFields, object: &serde_json::Value) -> ClusterInfo {
+    let labels = object
+        .pointer("/metadata/labels")
+        .and_then(|l| l.as_object())
+        .map(|l| {
+            l.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    ClusterInfo {
+        namespace: fields.namespace.clone(),
+        name: fields.name.clone(),
+        labels,
+        class: fields.class.as_ref().map(|c| c.name.clone()),
+        class_namespace: fields.class_namespace().unwrap_or(&fields.namespace).to_string(),
+        version: fields.kubernetes_version.clone(),
+        deleting: fields.deleting,
+        ..ClusterInfo::default()
+    }
 }
 
 /// `-o json`: `{"waves": [{"name", "clusters"}], "excluded": [{"cluster", "reason"}]}`, in

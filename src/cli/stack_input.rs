@@ -10,6 +10,7 @@ use anyhow::bail;
 
 use capstan_source::local::{self, Opened};
 use capstan_stack::build::CSCTL_FILE;
+use capstan_stack::capi::CapiVersion;
 use capstan_stack::metadata::METADATA_FILE;
 use capstan_stack::values::ClusterObjects;
 
@@ -35,17 +36,28 @@ impl ObjectArgs {
         self.cluster.is_some() || self.control_plane.is_some() || self.infra_cluster.is_some()
     }
 
-    /// The objects; `--cluster` is required.
-    pub fn load(&self) -> anyhow::Result<ClusterObjects> {
-        let Some(cluster) = &self.cluster else {
-            bail!(
+    /// `--cluster`, which rendering a release requires.
+    pub fn require_cluster(&self) -> anyhow::Result<&Path> {
+        match &self.cluster {
+            Some(cluster) => Ok(cluster),
+            None => bail!(
                 "rendering a release needs --cluster FILE: the workload Cluster its runtime values are computed from"
-            );
-        };
-        Ok(ClusterObjects::load(
+            ),
+        }
+    }
+
+    /// The objects, for values templates that see the Cluster as `templates` (a release's
+    /// `capstan.valuesTemplateAPIVersion`): a v1beta1 or v1beta2 Cluster (what `kubectl get
+    /// -o yaml` prints on either), converted as Cluster API does where the versions differ;
+    /// refused when `--cluster` is not a Cluster, its fields cannot be read, or
+    /// `--control-plane` / `--infra-cluster` is not what the Cluster references.
+    pub fn load(&self, templates: CapiVersion) -> anyhow::Result<ClusterObjects> {
+        let cluster = self.require_cluster()?;
+        Ok(ClusterObjects::load_for(
             cluster,
             self.control_plane.as_deref(),
             self.infra_cluster.as_deref(),
+            templates,
         )?)
     }
 }

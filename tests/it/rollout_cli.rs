@@ -121,3 +121,86 @@ fn rollout_plan_takes_the_stack_from_a_clusterstack_file_when_its_name_does_not_
     let got: serde_json::Value = serde_json::from_str(&text).expect("JSON");
     assert_eq!(got, expected());
 }
+
+/// The fixture's Clusters as Cluster API v1.11+ stores them (`cluster.x-k8s.io/v1beta2`:
+/// `topology.classRef`, the v1beta1 conditions under `status.deprecated.v1beta1`).
+fn clusters_as_v1beta2() -> String {
+    let text = std::fs::read_to_string(CLUSTERS).expect("fixture");
+    let objects = capstan_apply::object::parse_stream(&text, CLUSTERS).expect("the List parses");
+    objects
+        .into_iter()
+        .map(|o| {
+            let mut c = o.data;
+            c["apiVersion"] = json!("cluster.x-k8s.io/v1beta2");
+            if let Some(topology) = c.pointer_mut("/spec/topology").and_then(|t| t.as_object_mut()) {
+                let mut class_ref = serde_json::Map::new();
+                if let Some(class) = topology.remove("class") {
+                    class_ref.insert("name".into(), class);
+                }
+                if let Some(namespace) = topology.remove("classNamespace") {
+                    class_ref.insert("namespace".into(), namespace);
+                }
+                if !class_ref.is_empty() {
+                    topology.insert("classRef".into(), class_ref.into());
+                }
+            }
+            if let Some(conditions) = c
+                .pointer_mut("/status")
+                .and_then(|s| s.as_object_mut())
+                .and_then(|s| s.remove("conditions"))
+            {
+                c["status"]["deprecated"] = json!({"v1beta1": {"conditions": conditions}});
+            }
+            format!("---\n{}\n", serde_json::to_string(&c).expect("JSON"))
+        })
+        .collect()
+}
+
+#[test]
+fn rollout_plan_reads_v1beta2_clusters_like_v1beta1_ones() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let stream = clusters_as_v1beta2();
+    assert!(stream.contains("\"classRef\"") && !stream.contains("\"class\""));
+    let path = dir.path().join("clusters-v1beta2.yaml");
+    std::fs::write(&path, &stream).expect("write");
+    let text = plan(ROLLOUT, path.to_str().expect("path"), &["-o", "json"]);
+    let got: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(got, expected());
+}
+
+#[test]
+fn rollout_plan_refuses_unknown_fields_and_unreadable_clusters_naming_file_and_field() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write");
+        path.to_str().expect("path").to_string()
+    };
+    let rollout = std::fs::read_to_string(ROLLOUT).expect("fixture");
+    let unknown = write(
+        "rollout.yaml",
+        &rollout.replace("spec:\n", "spec:\n  from: auto\n"),
+    );
+    let out = capstan(&["rollout", "plan", "-f", &unknown, "--clusters", CLUSTERS]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "accepted an unknown field");
+    assert!(
+        stderr.contains(&unknown) && stderr.contains("strict decoding error: unknown field \"spec.from\""),
+        "{stderr}"
+    );
+
+    let bad = clusters_as_v1beta2().replacen(
+        "\"classRef\":{\"name\":\"docker-ferrol-1-27-v1\"}",
+        "\"classRef\":{\"name\":7}",
+        1,
+    );
+    let clusters = write("clusters.yaml", &bad);
+    let out = capstan(&["rollout", "plan", "-f", ROLLOUT, "--clusters", &clusters]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "accepted an unreadable Cluster");
+    assert!(
+        stderr.contains(&clusters)
+            && stderr.contains("field spec.topology.classRef.name: expected a string, found a number"),
+        "{stderr}"
+    );
+}

@@ -63,6 +63,9 @@ pub struct CsctlConfig {
     pub stack: StackName,
     /// `config.kubernetesVersion` (`v1.30.10`).
     pub kubernetes: String,
+    /// `capstan.valuesTemplateAPIVersion` (capstan's own; csctl ignores it): copied into the
+    /// release's `metadata.yaml`.
+    pub values_template_api: super::capi::CapiVersion,
 }
 
 impl CsctlConfig {
@@ -79,6 +82,7 @@ impl CsctlConfig {
                     format!("expected {CSCTL_API_VERSION:?}, found {api:?}"),
                 ));
             }
+            let values_template_api = super::metadata::values_template_api(&root)?;
             root.with_field("config", |config| {
                 let Some(config) = config else {
                     return Err(DocumentError::field(&file, "config", "is missing"));
@@ -99,7 +103,11 @@ impl CsctlConfig {
                     };
                     DocumentError::field(&file, field, e.to_string())
                 })?;
-                Ok(CsctlConfig { stack, kubernetes })
+                Ok(CsctlConfig {
+                    stack,
+                    kubernetes,
+                    values_template_api,
+                })
             })
         })
     }
@@ -185,6 +193,7 @@ pub fn build(source: &Path, version: &Version, out: &Path) -> Result<Release, Bu
         kubernetes: config.kubernetes.clone(),
         cluster_addon: version.clone(),
         node_image: Some(version.clone()),
+        values_template_api: config.values_template_api,
     };
     let tag = config.stack.release(version.clone());
     let write_err = |path: &Path| {

@@ -5,6 +5,8 @@
 //! - [`name`] — stack names, release tags, ClusterClass names, asset file names.
 //! - [`metadata`] — the `metadata.yaml` of a release.
 //! - [`addon_config`] — `clusteraddon.yaml` (multi-stage addons: hooks, stages, conditions).
+//! - [`capi`] — Cluster API's Cluster and ClusterClass in v1beta1 and v1beta2: the typed
+//!   fields capstan reads, the v1beta1 view of a v1beta2 Cluster, which version to speak.
 //! - [`user_values`] — values a user gives for the addon charts, layered over the computed ones.
 //!
 //! Builds on [`capstan_chart`]; knows nothing of HTTP, git or the Kubernetes API. Every file
@@ -13,6 +15,7 @@
 pub mod addon_config;
 mod archive;
 pub mod build;
+pub mod capi;
 pub mod diff;
 mod doc;
 pub mod metadata;

@@ -8,14 +8,23 @@
 //!   components:
 //!     clusterAddon: v2        # names the addon asset; may lag behind clusterStack
 //!     nodeImage: v1           # optional
+//! capstan:                    # optional, capstan's own (the reference operator ignores it)
+//!   valuesTemplateAPIVersion: cluster.x-k8s.io/v1beta2
 //! ```
 //!
 //! Every field is checked on load: versions must parse ([`Version::parse`], dot form) and the
 //! Kubernetes version must be `v<major>.<minor>.<patch>`. Unknown fields are ignored, as the
 //! reference operator does.
+//!
+//! `capstan.valuesTemplateAPIVersion` says in which Cluster API version the values templates
+//! see `.Cluster`: `cluster.x-k8s.io/v1beta1` (the default: the cluster-stack operator's
+//! view, also on a v1beta2 management cluster) or `cluster.x-k8s.io/v1beta2` (the object as
+//! Cluster API v1.11+ stores it). A stack source says it in `csctl.yaml` under the same key;
+//! `capstan releases build` copies it here.
 
 use std::path::Path;
 
+use super::capi::CapiVersion;
 use super::doc::{DocumentError, read_text, with_root};
 use super::name::KubernetesVersion;
 use super::version::Version;
@@ -37,6 +46,8 @@ pub struct Metadata {
     pub cluster_addon: Version,
     /// `versions.components.nodeImage`, when present.
     pub node_image: Option<Version>,
+    /// `capstan.valuesTemplateAPIVersion`: the shape of `.Cluster` in the values templates.
+    pub values_template_api: CapiVersion,
 }
 
 impl Metadata {
@@ -83,11 +94,15 @@ impl Metadata {
                     };
                     Ok((cluster_addon, node_image))
                 })?;
+                Ok((cluster_stack, kubernetes, cluster_addon, node_image))
+            })
+            .and_then(|(cluster_stack, kubernetes, cluster_addon, node_image)| {
                 Ok(Metadata {
                     cluster_stack,
                     kubernetes,
                     cluster_addon,
                     node_image,
+                    values_template_api: values_template_api(&root)?,
                 })
             })
         })
@@ -108,8 +123,38 @@ impl Metadata {
         if let Some(node_image) = &self.node_image {
             out.push_str(&format!("    nodeImage: {node_image}\n"));
         }
+        if self.values_template_api != CapiVersion::V1Beta1 {
+            out.push_str(&format!(
+                "capstan:\n  {VALUES_TEMPLATE_API_FIELD}: {}\n",
+                self.values_template_api.api_version()
+            ));
+        }
         out
     }
+}
+
+/// The key below `capstan:` (in `metadata.yaml` and `csctl.yaml`) naming the Cluster API
+/// version values templates see.
+pub const VALUES_TEMPLATE_API_FIELD: &str = "valuesTemplateAPIVersion";
+
+/// `capstan.valuesTemplateAPIVersion` of a `metadata.yaml` or `csctl.yaml` (default v1beta1).
+pub(crate) fn values_template_api(root: &super::doc::Node<'_>) -> Result<CapiVersion, DocumentError> {
+    root.with_field("capstan", |capstan| {
+        let Some(capstan) = capstan else {
+            return Ok(CapiVersion::V1Beta1);
+        };
+        capstan.with_field(VALUES_TEMPLATE_API_FIELD, |field| {
+            let Some(field) = field else {
+                return Ok(CapiVersion::V1Beta1);
+            };
+            let text = field.string()?;
+            CapiVersion::of_api_version(&text).ok_or_else(|| {
+                field.error(format!(
+                    "expected cluster.x-k8s.io/v1beta1 or cluster.x-k8s.io/v1beta2, found {text:?}"
+                ))
+            })
+        })
+    })
 }
 
 #[cfg(test)]
@@ -131,6 +176,13 @@ mod tests {
         assert_eq!(m.kubernetes, "v1.27.3");
         assert_eq!(m.kubernetes_minor(), KubernetesVersion::new(1, 27));
         assert_eq!(m.to_yaml(), GOOD);
+        assert_eq!(m.values_template_api, CapiVersion::V1Beta1);
+        let v1beta2 = format!("{GOOD}capstan:\n  valuesTemplateAPIVersion: cluster.x-k8s.io/v1beta2\n");
+        let m = parse(&v1beta2).unwrap();
+        assert_eq!(m.values_template_api, CapiVersion::V1Beta2);
+        assert_eq!(m.to_yaml(), v1beta2);
+        let explicit = format!("{GOOD}capstan:\n  valuesTemplateAPIVersion: cluster.x-k8s.io/v1beta1\n");
+        assert_eq!(parse(&explicit).unwrap().to_yaml(), GOOD);
         let no_image = GOOD.replace("    nodeImage: v2\n", "");
         let m = parse(&no_image).unwrap();
         assert_eq!(m.node_image, None);
@@ -188,6 +240,14 @@ mod tests {
             (
                 GOOD.replace("  components:\n    clusterAddon: v2\n    nodeImage: v2\n", ""),
                 "field versions.components: is missing",
+            ),
+            (
+                format!("{GOOD}capstan:\n  valuesTemplateAPIVersion: v1beta2\n"),
+                "field capstan.valuesTemplateAPIVersion: expected cluster.x-k8s.io/v1beta1 or cluster.x-k8s.io/v1beta2, found \"v1beta2\"",
+            ),
+            (
+                format!("{GOOD}capstan: 3\n"),
+                "field capstan: expected a mapping, found the number 3",
             ),
             (
                 "apiVersion: metadata.clusterstack.x-k8s.io/v1alpha1\nversions: 3\n".into(),

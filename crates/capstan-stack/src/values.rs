@@ -20,6 +20,8 @@ use capstan_chart::values as chart_values;
 use capstan_encoding::yaml_load::{YamlNode, parse_yaml};
 use capstan_template::{FuncMap, Templates, Value};
 
+use super::capi::json::{json_to_template, yaml_to_json};
+use super::capi::{self, CapiError, CapiVersion, ClusterFields, ContractRef};
 use super::doc::{DocumentError, describe, read_text};
 
 /// The objects runtime values are computed from. `control_plane` and `infra_cluster` are
@@ -61,17 +63,106 @@ impl ClusterObjects {
     }
 
     /// Reads the Cluster (and, when given, the control plane and infrastructure cluster)
-    /// from YAML files.
+    /// from YAML files, for templates that see the v1beta1 Cluster (every published stack):
+    /// [`ClusterObjects::load_for`] with [`CapiVersion::V1Beta1`].
     pub fn load(
         cluster: &Path,
         control_plane: Option<&Path>,
         infra_cluster: Option<&Path>,
     ) -> Result<ClusterObjects, DocumentError> {
-        let read = |p: &Path| read_text(p).and_then(|t| parse_object(&t, p));
+        ClusterObjects::load_for(cluster, control_plane, infra_cluster, CapiVersion::V1Beta1)
+    }
+
+    /// Reads the objects from YAML files (what `kubectl get -o yaml` prints, of either
+    /// Cluster API version) and hands templates the Cluster in `templates`' shape
+    /// ([`ClusterObjects::from_json`]). Errors name the file and the field.
+    pub fn load_for(
+        cluster: &Path,
+        control_plane: Option<&Path>,
+        infra_cluster: Option<&Path>,
+        templates: CapiVersion,
+    ) -> Result<ClusterObjects, DocumentError> {
+        let read = |p: &Path| read_text(p).and_then(|t| parse_json_object(&t, p));
+        let cluster_json = read(cluster)?;
+        let control_plane_json = control_plane.map(read).transpose()?;
+        let infra_cluster_json = infra_cluster.map(read).transpose()?;
+        ClusterObjects::from_json(
+            &cluster_json,
+            control_plane_json.as_ref(),
+            infra_cluster_json.as_ref(),
+            templates,
+        )
+        .map_err(|e| {
+            let (file, error) = match e {
+                ObjectsError::Cluster(e) => (cluster, e),
+                ObjectsError::ControlPlane(e) => (control_plane.unwrap_or(cluster), e),
+                ObjectsError::InfraCluster(e) => (infra_cluster.unwrap_or(cluster), e),
+            };
+            match error {
+                CapiError::Field { field, problem } => DocumentError::field(file, &field, problem),
+                other => DocumentError::whole(file, other.to_string()),
+            }
+        })
+    }
+
+    /// The objects (JSON, either Cluster API version) as values templates see them:
+    /// - the Cluster must be a Cluster API Cluster whose fields capstan reads are readable
+    ///   ([`ClusterFields::from_object`]); for `templates` = v1beta1 a v1beta2 Cluster is
+    ///   converted as Cluster API's conversion does ([`capi::convert`]), the apiVersion of its
+    ///   references taken from the control plane / infrastructure cluster given (the
+    ///   version the cluster-stack operator reads them at); a v1beta1 Cluster is refused for
+    ///   `templates` = v1beta2 (capstan does not convert upwards);
+    /// - the control plane and infrastructure cluster must be of the kind the Cluster
+    ///   references; they are handed over as they are, like the reference operator reads
+    ///   them at the apiVersion of the reference.
+    pub fn from_json(
+        cluster: &serde_json::Value,
+        control_plane: Option<&serde_json::Value>,
+        infra_cluster: Option<&serde_json::Value>,
+        templates: CapiVersion,
+    ) -> Result<ClusterObjects, ObjectsError> {
+        let fields = ClusterFields::from_object(cluster).map_err(ObjectsError::Cluster)?;
+        check_referenced(
+            "control plane",
+            "spec.controlPlaneRef",
+            fields.control_plane_ref.as_ref(),
+            control_plane,
+        )
+        .map_err(ObjectsError::ControlPlane)?;
+        check_referenced(
+            "infrastructure cluster",
+            "spec.infrastructureRef",
+            fields.infrastructure_ref.as_ref(),
+            infra_cluster,
+        )
+        .map_err(ObjectsError::InfraCluster)?;
+        let shaped = match (fields.version, templates) {
+            (from, to) if from == to => cluster.clone(),
+            (CapiVersion::V1Beta2, CapiVersion::V1Beta1) => {
+                let resolve = |reference: &ContractRef| -> Result<String, String> {
+                    [control_plane, infra_cluster]
+                        .into_iter()
+                        .flatten()
+                        .find(|object| reference.matches_kind_of(object))
+                        .and_then(|object| object.get("apiVersion").and_then(|v| v.as_str()))
+                        .map(str::to_string)
+                        .ok_or_else(|| {
+                            "Cluster API's conversion takes it from the provider's CRD; give the object (--control-plane / --infra-cluster), or the Cluster as v1beta1 (`kubectl get clusters.v1beta1.cluster.x-k8s.io NAME -o yaml`)".to_string()
+                        })
+                };
+                capi::convert::cluster_to_v1beta1(cluster, &resolve).map_err(ObjectsError::Cluster)?
+            }
+            (from, to) => {
+                return Err(ObjectsError::Cluster(CapiError::WrongKind {
+                    expected: format!("a {to} Cluster (the stack's values templates are written for {to})"),
+                    found: format!("a {from} Cluster"),
+                }));
+            }
+        };
         Ok(ClusterObjects {
-            cluster: read(cluster)?,
-            control_plane: control_plane.map(read).transpose()?,
-            infra_cluster: infra_cluster.map(read).transpose()?,
+            cluster: json_to_template(&shaped),
+            control_plane: control_plane.map(json_to_template),
+            infra_cluster: infra_cluster.map(json_to_template),
         })
     }
 
@@ -112,11 +203,52 @@ fn field_string(v: &Value, path: &[&str]) -> Option<String> {
     }
 }
 
-/// Reads one Kubernetes object from YAML with the typing of the API's unstructured objects:
-/// integers are `int64`, other numbers `float64`, keys strings. `file` names it in errors.
-pub fn parse_object(text: &str, file: &Path) -> Result<Value, DocumentError> {
+/// Which of the objects given to [`ClusterObjects::from_json`] is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ObjectsError {
+    #[error("the Cluster: {0}")]
+    Cluster(CapiError),
+    #[error("the control plane: {0}")]
+    ControlPlane(CapiError),
+    #[error("the infrastructure cluster: {0}")]
+    InfraCluster(CapiError),
+}
+
+/// A control plane or infrastructure cluster must be what the Cluster references.
+fn check_referenced(
+    what: &str,
+    field: &str,
+    reference: Option<&ContractRef>,
+    object: Option<&serde_json::Value>,
+) -> Result<(), CapiError> {
+    let Some(object) = object else { return Ok(()) };
+    let text = |key: &str| object.get(key).and_then(|v| v.as_str()).unwrap_or("").to_string();
+    let found = format!("a {} ({})", text("kind"), text("apiVersion"));
+    match reference {
+        None => Err(CapiError::WrongKind {
+            expected: format!("no {what}: the Cluster names none ({field})"),
+            found,
+        }),
+        Some(reference) if !reference.matches_kind_of(object) => Err(CapiError::WrongKind {
+            expected: format!(
+                "the {what} the Cluster names in {field}, a {} of {}",
+                reference.kind, reference.api_group
+            ),
+            found,
+        }),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Reads one Kubernetes object from YAML as JSON; `file` names it in errors.
+pub fn parse_json_object(text: &str, file: &Path) -> Result<serde_json::Value, DocumentError> {
     let node = parse_yaml(text).map_err(|e| DocumentError::whole(file, e.to_string()))?;
-    match &node {
+    check_object_node(&node, file)?;
+    yaml_to_json(&node, "").map_err(|(path, problem)| DocumentError::field(file, &path, problem))
+}
+
+fn check_object_node(node: &YamlNode, file: &Path) -> Result<(), DocumentError> {
+    match node {
         YamlNode::Map(_) => {}
         YamlNode::Null => return Err(DocumentError::whole(file, "the document is empty")),
         other => {
@@ -130,7 +262,7 @@ pub fn parse_object(text: &str, file: &Path) -> Result<Value, DocumentError> {
         }
     }
     for key in ["apiVersion", "kind"] {
-        let present = matches!(&node, YamlNode::Map(entries)
+        let present = matches!(node, YamlNode::Map(entries)
             if entries.iter().any(|(k, v)| matches!(k, YamlNode::Str(s) if s == key) && matches!(v, YamlNode::Str(s) if !s.is_empty())));
         if !present {
             return Err(DocumentError::field(
@@ -140,6 +272,14 @@ pub fn parse_object(text: &str, file: &Path) -> Result<Value, DocumentError> {
             ));
         }
     }
+    Ok(())
+}
+
+/// Reads one Kubernetes object from YAML with the typing of the API's unstructured objects:
+/// integers are `int64`, other numbers `float64`, keys strings. `file` names it in errors.
+pub fn parse_object(text: &str, file: &Path) -> Result<Value, DocumentError> {
+    let node = parse_yaml(text).map_err(|e| DocumentError::whole(file, e.to_string()))?;
+    check_object_node(&node, file)?;
     unstructured(&node, "").map_err(|(path, problem)| DocumentError::field(file, &path, problem))
 }
 

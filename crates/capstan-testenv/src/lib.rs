@@ -36,7 +36,7 @@ mod static_http;
 
 pub use binaries::Binaries;
 pub use cluster::{TestCluster, client_from};
-pub use crds::{crd_files, install_crds};
+pub use crds::{CrdOptions, crd_files, install_crds, install_crds_with};
 pub use process::ChildGuard;
 pub use shared_server::{SHARED_KUBECONFIG_VAR, shared_kubeconfig};
 pub use static_http::StaticServer;

@@ -3,5 +3,6 @@
 // Tests may unwrap and panic: a failed assumption there is a failed run (issue 34).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod capi_shapes;
 mod stack_build;
 mod stack_releases;

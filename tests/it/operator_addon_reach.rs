@@ -16,7 +16,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
-use crate::operator_common::{eventually, events_about};
+use crate::operator_common::{events_about, eventually};
 use capstan_testenv::{Binaries, TestCluster};
 
 const CLASS: &str = "docker-ferrol-1-27-v1";
@@ -51,11 +51,17 @@ async fn drift_made_while_the_operator_was_down_is_repaired_within_seconds_of_it
         .expect("metrics-server deleted");
     let operator = env.operator(1, &args);
     let started = Instant::now();
-    eventually("metrics-server back after the restart", REPAIR, &operator, || async {
-        deployments.get_opt("metrics-server").await.ok()?.map(drop)
-    })
+    eventually(
+        "metrics-server back after the restart",
+        REPAIR,
+        &operator,
+        || async { deployments.get_opt("metrics-server").await.ok()?.map(drop) },
+    )
     .await;
-    eprintln!("deleted while down, repaired {:?} after the start", started.elapsed());
+    eprintln!(
+        "deleted while down, repaired {:?} after the start",
+        started.elapsed()
+    );
 
     // Watched from then on.
     let applied = deployments
@@ -78,10 +84,15 @@ async fn drift_made_while_the_operator_was_down_is_repaired_within_seconds_of_it
         )
         .await
         .expect("metrics-server edited");
-    eventually("metrics-server's replicas restored", REPAIR, &operator, || async {
-        let replicas = deployments.get("metrics-server").await.ok()?.spec?.replicas?;
-        (replicas == applied).then_some(())
-    })
+    eventually(
+        "metrics-server's replicas restored",
+        REPAIR,
+        &operator,
+        || async {
+            let replicas = deployments.get("metrics-server").await.ok()?.spec?.replicas?;
+            (replicas == applied).then_some(())
+        },
+    )
     .await;
     drop(operator);
 }
@@ -115,7 +126,10 @@ async fn an_unreachable_workload_is_reported_within_seconds() {
         let env = &env;
         move || async move {
             let status = env.addon("faraway").await?.status?;
-            let condition = status.conditions.iter().find(|c| c.type_ == "WorkloadReachable")?;
+            let condition = status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "WorkloadReachable")?;
             (condition.status.to_string() == want).then(|| (status.ready, condition.message.clone()))
         }
     };
@@ -127,7 +141,10 @@ async fn an_unreachable_workload_is_reported_within_seconds() {
     )
     .await;
     eprintln!("reported {:?} after the stop: {message}", stopped.elapsed());
-    assert!(message.contains(&server) && message.contains("faraway"), "{message}");
+    assert!(
+        message.contains(&server) && message.contains("faraway"),
+        "{message}"
+    );
     assert!(ready, "Ready says the addons are applied");
     let events = events_about(env.client(), &env.ns, "ClusterAddon", "cluster-addon-faraway").await;
     assert!(
@@ -135,23 +152,31 @@ async fn an_unreachable_workload_is_reported_within_seconds() {
             && e.note.as_deref().is_some_and(|n| n.contains(&server))),
         "no Warning Event naming {server}: {events:#?}"
     );
-    let errors = eventually("the failed pass counted", Duration::from_secs(10), &operator, || async {
-        let scrape = reqwest::get(format!("http://{metrics_addr}/metrics"))
-            .await
-            .ok()?
-            .text()
-            .await
-            .ok()?;
-        let line = scrape
-            .lines()
-            .find(|l| l.starts_with(r#"capstan_reconcile_errors_total{controller="clusteraddon",error="workload"}"#))?;
-        let count: f64 = line.rsplit(' ').next()?.parse().ok()?;
-        (count >= 1.0).then_some(count)
-    })
+    let errors = eventually(
+        "the failed pass counted",
+        Duration::from_secs(10),
+        &operator,
+        || async {
+            let scrape = reqwest::get(format!("http://{metrics_addr}/metrics"))
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()?;
+            let line = scrape.lines().find(|l| {
+                l.starts_with(r#"capstan_reconcile_errors_total{controller="clusteraddon",error="workload"}"#)
+            })?;
+            let count: f64 = line.rsplit(' ').next()?.parse().ok()?;
+            (count >= 1.0).then_some(count)
+        },
+    )
     .await;
     eprintln!("{errors} failed passes counted");
 
-    workload.start_apiserver().await.expect("workload API server starts again");
+    workload
+        .start_apiserver()
+        .await
+        .expect("workload API server starts again");
     eventually(
         "WorkloadReachable true",
         Duration::from_secs(60),

@@ -23,6 +23,8 @@ mod install_cli;
 mod module_cycles;
 mod monitoring;
 mod oci_source;
+mod operator_addon_owners;
+mod operator_addon_reach;
 mod operator_addon_restart;
 mod operator_addons;
 mod operator_class_drift;

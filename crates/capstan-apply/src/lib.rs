@@ -11,6 +11,8 @@
 //! - [`status`]: the serializable per-object result.
 //! - [`guard`]: refusals of an empty input and of a prune that would empty an inventory.
 //! - [`inventory`]: what an owner applied, and pruning what left the set.
+//! - [`ownership`]: an object another inventory owns is left to it (a conflict), unless
+//!   taking over is asked for.
 //! - [`remove`]: an owner's deletion (its inventory's objects, then the inventory), and
 //!   objects deleted by name.
 //! - [`diff`]: drift as unified diffs from server-side dry runs.
@@ -35,6 +37,7 @@ pub mod health;
 pub mod inventory;
 pub mod object;
 pub mod order;
+pub mod ownership;
 pub mod remove;
 pub mod ssa;
 pub mod status;

@@ -58,6 +58,9 @@ pub enum SyncStatus {
     Pruned,
     /// Should have been deleted, but the deletion failed.
     PruneFailed,
+    /// Not applied: another inventory owns the live object (see [`crate::ownership`]); the
+    /// message names it. Neither applied nor failed.
+    Conflict,
 }
 
 /// What the apply did to an object.
@@ -116,6 +119,7 @@ impl ObjectResult {
         match self.status {
             SyncStatus::Failed => format!("{} failed: {}", self.key, self.message),
             SyncStatus::PruneFailed => format!("{} prune failed: {}", self.key, self.message),
+            SyncStatus::Conflict => format!("{} not applied: {}", self.key, self.message),
             SyncStatus::Pruned if self.action == Action::Pruned => format!("{} pruned", self.key),
             // Left the set, but was gone before the prune came to it.
             SyncStatus::Pruned => format!("{} {}", self.key, self.message),
@@ -140,6 +144,9 @@ pub struct Summary {
     #[serde(default)]
     pub already_gone: usize,
     pub failed: usize,
+    /// Objects left to the inventory that owns them ([`SyncStatus::Conflict`]).
+    #[serde(default)]
+    pub conflicts: usize,
     /// Server-side apply requests sent (retries included; dry runs of a diff excluded).
     pub apply_requests: usize,
 }
@@ -153,6 +160,7 @@ impl Summary {
         for r in results {
             match (r.status, r.action) {
                 (SyncStatus::Failed | SyncStatus::PruneFailed, _) => s.failed += 1,
+                (SyncStatus::Conflict, _) => s.conflicts += 1,
                 (SyncStatus::Pruned, Action::Pruned) => s.pruned += 1,
                 (SyncStatus::Pruned, _) => s.already_gone += 1,
                 (SyncStatus::Synced, Action::Created) => s.created += 1,
@@ -173,6 +181,9 @@ impl fmt::Display for Summary {
         )?;
         if self.already_gone > 0 {
             write!(f, " ({} already gone)", self.already_gone)?;
+        }
+        if self.conflicts > 0 {
+            write!(f, ", {} owned by another inventory", self.conflicts)?;
         }
         Ok(())
     }

@@ -77,6 +77,9 @@ pub struct DriftWatches {
     /// Where each inventory's history starts, per kind, told by its last apply
     /// ([`DriftWatches::wrote`]) and taken when its watches start.
     written: Mutex<HashMap<String, Written>>,
+    /// A watch that followed failed since [`DriftWatches::take_failure`] last looked: the
+    /// cluster may be unreachable.
+    failed: Arc<AtomicBool>,
 }
 
 /// How long a notice of capstan's own deletion is kept for its watch event.
@@ -137,6 +140,7 @@ impl DriftWatches {
             pruning: Arc::default(),
             namespace: Some(namespace.to_string()),
             written: Mutex::default(),
+            failed: Arc::default(),
         }
     }
 
@@ -257,6 +261,7 @@ impl DriftWatches {
                     seen: seen.clone(),
                     inventories: inventories.clone(),
                     pruning: self.pruning.clone(),
+                    failed: self.failed.clone(),
                 },
             ));
             let started = Running {
@@ -288,6 +293,22 @@ impl DriftWatches {
             && kinds
                 .iter()
                 .all(|kind| running.get(kind).is_some_and(|watch| watch.covers(&label)))
+    }
+
+    /// Whether a watch runs for `inventory` (joined by [`DriftWatches::ensure_all`], not
+    /// forgotten): after a restart, or once a cluster's cache entry was dropped, none does
+    /// until a pass watches it again.
+    pub fn serves(&self, inventory: &str) -> bool {
+        let label = inventory_id(inventory);
+        self.lock()
+            .values()
+            .any(|watch| !watch.task.is_finished() && watch.inventories.labels().contains(&label))
+    }
+
+    /// Whether a watch that was following failed since the last call (and forgets it): its
+    /// cluster is worth a probe before the next use.
+    pub fn take_failure(&self) -> bool {
+        self.failed.swap(false, Ordering::AcqRel)
     }
 
     /// A full pass of `inventory` just compared every object: earlier trouble of its watches
@@ -466,6 +487,8 @@ struct Following {
     seen: Arc<LastSeen>,
     inventories: Arc<Inventories>,
     pruning: Arc<Pruning>,
+    /// Set when the watch fails after following ([`DriftWatches::take_failure`]).
+    failed: Arc<AtomicBool>,
 }
 
 /// The watch of `kind` (from `from` when known), its events dispatched to the inventories it
@@ -476,6 +499,7 @@ async fn watch(watcher: Watcher, from: Option<String>, kind: Kind, following: Fo
         seen,
         inventories,
         pruning,
+        failed,
     } = following;
     watcher
         .run(from, seen, |seen| {
@@ -490,8 +514,14 @@ async fn watch(watcher: Watcher, from: Option<String>, kind: Kind, following: Fo
                     // Not following until it is again: meanwhile the interval pass compares.
                     // It resumes from its resourceVersion and misses nothing; should that have
                     // expired, its listing troubles and wakes every inventory it serves.
-                    listed.store(false, Ordering::Release);
+                    let was_following = listed.swap(false, Ordering::AcqRel);
                     tracing::debug!(kind = %kind.2, %error, "drift watch error (retrying with backoff)");
+                    // The first failure after following wakes the owners at once: the
+                    // cluster may be unreachable, which their pass probes and reports.
+                    if was_following {
+                        failed.store(true, Ordering::Release);
+                        inventories.wake(Wake::Everyone);
+                    }
                     return;
                 }
                 Seen::Changed(meta) => Event::Apply(meta),

@@ -21,6 +21,11 @@ pub enum Live {
     Present(Value),
     /// Exists but is not (or no longer) marked as capstan's: its resourceVersion.
     Foreign(String),
+    /// Exists and is marked with another inventory (`owner`, see [`crate::ownership`]).
+    Owned {
+        owner: String,
+        resource_version: String,
+    },
     Absent,
     /// Not listed: its resource could not be, or it is not in the inventory (not ours yet).
     Unknown,
@@ -34,19 +39,29 @@ pub enum Live {
 /// whose list failed are missing from the map.
 pub async fn snapshot(
     client: &Client,
-    prepared: &[Prepared],
+    prepared: &[(Prepared, Recorded)],
     owner: &Ownership,
     opts: &ApplyOptions,
 ) -> HashMap<ObjectKey, Live> {
-    let members = prepared.iter().map(|p| (p.key.clone(), &p.resource));
+    let members = prepared
+        .iter()
+        .map(|(p, recorded)| ((p.key.clone(), *recorded), &p.resource));
     collect_lists(spawn_lists(client, members, owner, opts)).await
 }
+
+/// Whether an object to list is in the apply's inventory (or the apply has none): its live
+/// copy is looked for among the inventory's objects. One that is not is looked up only among
+/// capstan's objects, for the inventory that owns it (see [`crate::ownership`]).
+pub type Recorded = bool;
+
+/// An object to list, and whether it is [`Recorded`].
+type Member = (ObjectKey, Recorded);
 
 /// Starts one list task per resource and namespace of `members`; each runs on its own,
 /// so the answers' JSON is parsed on all threads.
 pub fn spawn_lists<'a>(
     client: &Client,
-    members: impl Iterator<Item = (ObjectKey, &'a ApiResource)>,
+    members: impl Iterator<Item = ((ObjectKey, Recorded), &'a ApiResource)>,
     owner: &Ownership,
     opts: &ApplyOptions,
 ) -> Vec<tokio::task::JoinHandle<Vec<(ObjectKey, Live)>>> {
@@ -54,8 +69,8 @@ pub fn spawn_lists<'a>(
         Some(inv) => format!("{}={}", ssa::INVENTORY_ID_LABEL, ssa::inventory_id(inv)),
         None => format!("{}={}", ssa::MANAGED_LABEL, ssa::MANAGED),
     };
-    let mut groups: BTreeMap<ListKey, (&ApiResource, Vec<ObjectKey>)> = BTreeMap::new();
-    for (key, resource) in members {
+    let mut groups: BTreeMap<ListKey, (&ApiResource, Vec<Member>)> = BTreeMap::new();
+    for ((key, recorded), resource) in members {
         let k = (
             key.group.clone(),
             key.version.clone(),
@@ -66,7 +81,7 @@ pub fn spawn_lists<'a>(
             .entry(k)
             .or_insert_with(|| (resource, Vec::new()))
             .1
-            .push(key);
+            .push((key, recorded));
     }
     groups
         .into_values()
@@ -76,6 +91,7 @@ pub fn spawn_lists<'a>(
                 resource.clone(),
                 keys,
                 selector.clone(),
+                owner.inventory.clone(),
                 opts.retry,
             ))
         })
@@ -106,18 +122,91 @@ pub async fn collect_lists(
 
 /// The live copies of `members` (all of one resource and namespace): capstan's objects in
 /// full from a list filtered by `selector` (as plain JSON: typed metadata would only be turned
-/// back into JSON); whether the others exist from a list of metadata only, when any is missing
-/// from the first. Empty when listing fails (the objects are then sent as `Live::Unknown`).
+/// back into JSON), when any member is recorded; whether the others exist, and which inventory
+/// marks them, from a list of metadata only: of every object when a recorded member is missing
+/// from the first, else of capstan's objects when a member is not recorded. Empty when listing
+/// fails (the objects are then sent as `Live::Unknown`).
 async fn list_live(
     client: Client,
     resource: ApiResource,
-    members: Vec<ObjectKey>,
+    members: Vec<Member>,
     selector: String,
+    ours: Option<String>,
     retry: Retry,
 ) -> Vec<(ObjectKey, Live)> {
-    let ns = members.first().and_then(|k| k.namespace.clone());
-    let params = ListParams::default().labels(&selector);
-    let url = <DynamicObject as kube::Resource>::url_path(&resource, ns.as_deref());
+    let ns = members.first().and_then(|(k, _)| k.namespace.clone());
+    let mut ours_listed: HashMap<String, Value> = HashMap::new();
+    if members.iter().any(|(_, recorded)| *recorded) {
+        let Some(listed) = list_full(&client, &resource, ns.as_deref(), &selector, retry).await else {
+            return Vec::new();
+        };
+        ours_listed = listed;
+    }
+    let missing = |recorded: bool| {
+        members
+            .iter()
+            .any(|(k, r)| *r == recorded && !ours_listed.contains_key(&k.name))
+    };
+    // Every object, when a recorded one is missing (absent, or no longer marked as ours);
+    // else capstan's objects only, when one is not recorded (is another inventory's?).
+    let scope = if missing(true) {
+        Some(ListParams::default())
+    } else if missing(false) {
+        Some(ListParams::default().labels(&format!("{}={}", ssa::MANAGED_LABEL, ssa::MANAGED)))
+    } else {
+        None
+    };
+    let complete = missing(true);
+    let mut others: HashMap<String, (String, Option<String>)> = HashMap::new();
+    if let Some(params) = scope {
+        let api = discovery::api_for(&client, &resource, ns.as_deref());
+        let (meta, _) = ssa::with_retry(retry, || api.list_metadata(&params)).await;
+        let Ok(meta) = meta else { return Vec::new() };
+        others = meta
+            .items
+            .into_iter()
+            .map(|m| {
+                let marked = m
+                    .metadata
+                    .annotations
+                    .and_then(|mut a| a.remove(ssa::INVENTORY_ANNOTATION));
+                let name = m.metadata.name.unwrap_or_default();
+                (name, (m.metadata.resource_version.unwrap_or_default(), marked))
+            })
+            .collect();
+    }
+    members
+        .into_iter()
+        .map(|(k, recorded)| {
+            let live = match ours_listed.remove(&k.name) {
+                Some(v) => Live::Present(v),
+                None => match others.remove(&k.name) {
+                    Some((rv, Some(marked))) if ours.as_deref() != Some(marked.as_str()) => Live::Owned {
+                        owner: marked,
+                        resource_version: rv,
+                    },
+                    Some((rv, _)) => Live::Foreign(rv),
+                    None if recorded || complete => Live::Absent,
+                    // Not among capstan's objects: may exist unmarked.
+                    None => Live::Unknown,
+                },
+            };
+            (k, live)
+        })
+        .collect()
+}
+
+/// The objects of `resource` in `ns` that `selector` selects, in full, by name; `None` when
+/// the list fails.
+async fn list_full(
+    client: &Client,
+    resource: &ApiResource,
+    ns: Option<&str>,
+    selector: &str,
+    retry: Retry,
+) -> Option<HashMap<String, Value>> {
+    let params = ListParams::default().labels(selector);
+    let url = <DynamicObject as kube::Resource>::url_path(resource, ns);
     let list = ssa::with_retry(retry, || async {
         let req = kube::core::Request::new(&url)
             .list(&params)
@@ -127,9 +216,9 @@ async fn list_live(
     .await
     .0;
     let Ok(Value::Object(mut list)) = list else {
-        return Vec::new();
+        return None;
     };
-    let mut ours: HashMap<String, Value> = HashMap::new();
+    let mut listed: HashMap<String, Value> = HashMap::new();
     if let Some(Value::Array(items)) = list.remove("items") {
         for mut item in items {
             let name = item
@@ -142,36 +231,8 @@ async fn list_live(
                     .or_insert_with(|| resource.api_version.clone().into());
                 map.entry("kind").or_insert_with(|| resource.kind.clone().into());
             }
-            ours.insert(name, item);
+            listed.insert(name, item);
         }
     }
-    let mut others: Option<HashMap<String, String>> = None;
-    if members.iter().any(|k| !ours.contains_key(&k.name)) {
-        let api = discovery::api_for(&client, &resource, ns.as_deref());
-        let all = ListParams::default();
-        let (meta, _) = ssa::with_retry(retry, || api.list_metadata(&all)).await;
-        let Ok(meta) = meta else { return Vec::new() };
-        others = Some(
-            meta.items
-                .into_iter()
-                .map(|m| {
-                    let name = m.metadata.name.unwrap_or_default();
-                    (name, m.metadata.resource_version.unwrap_or_default())
-                })
-                .collect(),
-        );
-    }
-    members
-        .into_iter()
-        .map(|k| {
-            let live = match ours.remove(&k.name) {
-                Some(v) => Live::Present(v),
-                None => match others.as_ref().and_then(|o| o.get(&k.name)) {
-                    Some(rv) => Live::Foreign(rv.clone()),
-                    None => Live::Absent,
-                },
-            };
-            (k, live)
-        })
-        .collect()
+    Some(listed)
 }

@@ -41,6 +41,11 @@ pub struct ApplyOptions {
     pub field_manager: String,
     /// Take over fields other managers own (conflicts fail the object when off).
     pub force: bool,
+    /// Take over objects another inventory owns (see [`crate::ownership`]). When off, with an
+    /// inventory, the objects not in it are looked up before they are sent (one list of
+    /// capstan's objects per resource and namespace), and one carrying another inventory's mark
+    /// is left alone: [`crate::SyncStatus::Conflict`], not recorded in this inventory.
+    pub take_over: bool,
     /// Namespace for namespaced objects that name none.
     pub namespace: String,
     /// Requests in flight at once within a wave.
@@ -88,6 +93,7 @@ impl Default for ApplyOptions {
         ApplyOptions {
             field_manager: crate::FIELD_MANAGER.into(),
             force: true,
+            take_over: true,
             namespace: "default".into(),
             concurrency: 16,
             dry_run: false,

@@ -24,6 +24,7 @@ use crate::guard;
 use crate::inventory::{self, Entry, InventoryError, InventoryRef};
 use crate::object::DesiredObject;
 use crate::order;
+use crate::ownership::{self, Claim};
 use crate::ssa::{self, Ownership, Prepared, SendOptions};
 use crate::status::{Action, ObjectKey, ObjectResult, Summary, SyncStatus};
 
@@ -133,8 +134,23 @@ impl<'a> Run<'a> {
     }
 
     /// With an inventory, only objects it lists can be live copies of ours: the others need
-    /// no list (a first apply into an empty inventory lists nothing).
+    /// no list (a first apply into an empty inventory lists nothing) unless another inventory
+    /// may own them and taking over is not asked for (see [`crate::ownership`]).
     fn listable(&self, key: &ObjectKey) -> bool {
+        self.recorded(key) || !self.opts.take_over
+    }
+
+    /// Whether an object whose live copy is `live` is left to another inventory.
+    fn left_to_owner(&self, live: Option<&Live>) -> bool {
+        let Some(Live::Owned { owner, .. }) = live else {
+            return false;
+        };
+        let claim = ownership::claim(self.owner.inventory.as_deref(), Some(owner), self.opts.take_over);
+        matches!(claim, Claim::Conflict { .. })
+    }
+
+    /// Whether `key` is in the inventory (or the apply has none).
+    fn recorded(&self, key: &ObjectKey) -> bool {
         self.opts.inventory.is_none() || self.old_keys.contains(key)
     }
 
@@ -148,9 +164,13 @@ impl<'a> Run<'a> {
         let namespaces_only = prepared
             .iter()
             .all(|p| p.key.group.is_empty() && p.key.kind == "Namespace");
+        let live = self.live_of(&prepared).await;
+        // An object left to another inventory is not ours to track.
         let track = opts.inventory.is_some() && !opts.dry_run && {
             let covered: HashSet<&ObjectKey> = self.written.iter().flatten().map(|e| &e.key).collect();
-            prepared.iter().any(|p| !covered.contains(&p.key))
+            prepared
+                .iter()
+                .any(|p| !covered.contains(&p.key) && !self.left_to_owner(live.get(&p.key)))
         };
         if track
             && !namespaces_only
@@ -163,7 +183,6 @@ impl<'a> Run<'a> {
             }
             return;
         }
-        let live = self.live_of(&prepared).await;
         let is_crd_wave = prepared.iter().any(|p| order::is_crd(&p.key.group, &p.key.kind));
         let mut wave_results = self.send_wave(prepared, live).await;
         if is_crd_wave && !opts.dry_run {
@@ -228,7 +247,7 @@ impl<'a> Run<'a> {
                 Some(l) => {
                     live.insert(p.key.clone(), l);
                 }
-                None if self.listable(&p.key) => unlisted.push(p.clone()),
+                None if self.listable(&p.key) => unlisted.push((p.clone(), self.recorded(&p.key))),
                 None => {}
             }
         }
@@ -267,7 +286,15 @@ impl<'a> Run<'a> {
         let Some(inv) = &opts.inventory else {
             return (Vec::new(), None);
         };
-        let entries = std::mem::take(&mut self.entries);
+        let mut entries = std::mem::take(&mut self.entries);
+        // An object left to its owner leaves this inventory (pruning finds it not ours).
+        let conflicts: HashSet<&ObjectKey> = self
+            .results
+            .iter()
+            .filter(|r| r.status == SyncStatus::Conflict)
+            .map(|r| &r.key)
+            .collect();
+        entries.retain(|e| !conflicts.contains(&e.key));
         let new_keys: HashSet<&ObjectKey> = entries.iter().map(|e| &e.key).collect();
         let gone: Vec<Entry> = self
             .old
@@ -353,9 +380,11 @@ impl<'a> Run<'a> {
                 let ns = info
                     .namespaced
                     .then(|| o.namespace.as_deref().unwrap_or(&opts.namespace));
-                (o.key_in(ns), &info.resource)
+                let key = o.key_in(ns);
+                let recorded = self.recorded(&key);
+                ((key, recorded), &info.resource)
             })
-            .filter(|(key, _)| self.listable(key));
+            .filter(|((key, _), _)| self.listable(key));
         let lists = live::spawn_lists(self.target.client, members, owner, opts);
         self.prepared = resolved
             .into_iter()
@@ -378,10 +407,19 @@ impl<'a> Run<'a> {
         let mut tasks = Vec::new();
         for (n, p) in prepared.into_iter().enumerate() {
             let live = live.remove(&p.key).unwrap_or(Live::Unknown);
+            if let Live::Owned { owner, .. } = &live
+                && let Claim::Conflict { owner } =
+                    ownership::claim(self.owner.inventory.as_deref(), Some(owner), opts.take_over)
+            {
+                let r = conflict(p, &owner);
+                self.target.report(&r);
+                results.push((n, r));
+                continue;
+            }
             let matches = match &live {
                 Live::Present(l) => ssa::live_matches(&p, l),
                 Live::Recorded(hash) => hash.as_deref() == Some(p.hash.as_str()),
-                Live::Foreign(_) | Live::Absent | Live::Unknown => false,
+                Live::Foreign(_) | Live::Owned { .. } | Live::Absent | Live::Unknown => false,
             };
             if matches && !opts.only_drifted {
                 let r = synced(p, Action::Unchanged, String::new());
@@ -444,7 +482,11 @@ impl<'a> Run<'a> {
                             Action::Configured
                         }
                     }
-                    Live::Foreign(before) => {
+                    Live::Foreign(before)
+                    | Live::Owned {
+                        resource_version: before,
+                        ..
+                    } => {
                         if Some(before.as_str()) == after {
                             Action::Unchanged
                         } else {
@@ -469,11 +511,19 @@ impl<'a> Run<'a> {
                         }
                     }
                 };
-                let message = if opts.dry_run {
+                let mut message = if opts.dry_run {
                     "server dry run".to_string()
                 } else {
                     String::new()
                 };
+                if let Live::Owned { owner, .. } = &live {
+                    let note = format!("taken over from inventory {owner}");
+                    message = if message.is_empty() {
+                        note
+                    } else {
+                        format!("{message}, {note}")
+                    };
+                }
                 let mut r = done(action, message, p);
                 if !opts.dry_run {
                     r.resource_version = obj.metadata.resource_version;
@@ -569,6 +619,18 @@ fn synced(p: Prepared, action: Action, message: String) -> ObjectResult {
         action,
         message,
         last_applied_hash: Some(p.hash),
+        resource_version: None,
+    }
+}
+
+/// An object left to the inventory `owner` (not sent).
+fn conflict(p: Prepared, owner: &str) -> ObjectResult {
+    ObjectResult {
+        key: p.key,
+        status: SyncStatus::Conflict,
+        action: Action::None,
+        message: ownership::conflict_message(owner),
+        last_applied_hash: None,
         resource_version: None,
     }
 }

@@ -6,4 +6,5 @@
 mod chart_labels;
 mod client_http2;
 mod kube_smoke;
+mod owners;
 mod request_counts;

@@ -8,7 +8,8 @@
 //! endpoint) connects afresh. The Secret watch drops an entry as soon as its Secret changes,
 //! the ClusterAddon's cleanup when its Cluster goes. A failed pass marks the entry suspect:
 //! the next pass probes `/readyz` on the kept client before using it (and drops the entry,
-//! its drift watches included, when that fails). Past its capacity (`--workload-clusters`,
+//! its drift watches included, when that fails); so does a failure of one of its drift
+//! watches, which wakes the ClusterAddons there at once. Past its capacity (`--workload-clusters`,
 //! default [`CAPACITY`]) the least recently used entry is dropped, with a warning: every
 //! Cluster's pass comes round each drift interval, so a fleet larger than the cache
 //! reconnects — handshake, discovery, drift watches — on nearly every pass.
@@ -105,7 +106,15 @@ impl WorkloadClusters {
         };
         let secret_version = secret.metadata.resource_version.clone().unwrap_or_default();
         let cached = self.touch(&key);
-        let state = cached.as_ref().map(|(v, h, _)| (v.as_str(), *h));
+        // A drift watch there failed since the last pass: probe before use, too.
+        let state = cached.as_ref().map(|(v, h, found)| {
+            let health = if found.drift.take_failure() {
+                Health::Suspect
+            } else {
+                *h
+            };
+            (v.as_str(), health)
+        });
         match (decide(state, &secret_version), cached) {
             (Use::Reuse, Some((_, _, found))) => Ok(found),
             (Use::Probe, Some((_, _, found))) => {

@@ -37,6 +37,16 @@ pub enum Gate {
     },
 }
 
+impl Gate {
+    /// Whether a ClusterAddon that has `applied` its addons reports this closed gate as its
+    /// workload cluster being unreachable (`WorkloadReachable` false, a failed pass; `Ready`
+    /// still says the addons are applied) rather than waiting at the gate: only an API
+    /// server that does not answer, and only once something was applied there.
+    pub fn unreachable_after_apply(&self, applied: bool) -> bool {
+        applied && matches!(self, Gate::NotReady { .. })
+    }
+}
+
 /// A client of a workload cluster and the server's URL (for messages).
 pub struct Workload {
     pub client: Client,
@@ -143,5 +153,46 @@ pub async fn ready(client: &Client, server: &str) -> Result<(), Gate> {
         Ok(Ok(body)) => Err(not_ready(format!("/readyz answered {:?}", body.trim()))),
         Ok(Err(e)) => Err(not_ready(e.to_string())),
         Err(_) => Err(not_ready("/readyz gave no answer within 10s".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_unanswering_server_of_applied_addons_is_unreachable() {
+        let not_ready = Gate::NotReady {
+            server: "https://w:6443".into(),
+            problem: "connection refused".into(),
+        };
+        let no_kubeconfig = Gate::NoKubeconfig {
+            namespace: "ns".into(),
+            name: "c-kubeconfig".into(),
+        };
+        let bad = Gate::BadKubeconfig {
+            namespace: "ns".into(),
+            name: "c-kubeconfig".into(),
+            problem: "no data.value".into(),
+        };
+        let api = Gate::Api {
+            namespace: "ns".into(),
+            name: "c-kubeconfig".into(),
+            problem: "timeout".into(),
+        };
+        let table = [
+            (&not_ready, true, true),
+            (&not_ready, false, false),
+            (&no_kubeconfig, true, false),
+            (&bad, true, false),
+            (&api, true, false),
+        ];
+        for (gate, applied, want) in table {
+            assert_eq!(
+                gate.unreachable_after_apply(applied),
+                want,
+                "{gate} applied={applied}"
+            );
+        }
     }
 }

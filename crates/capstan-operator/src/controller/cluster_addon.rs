@@ -53,6 +53,10 @@ pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-addon";
 pub const CONTROLLER: &str = "clusteraddon";
 
 pub const CLUSTER_READY: &str = "ClusterReady";
+/// Condition, once the addons were applied: whether the workload API server answers (false
+/// from the first failed probe — after a drift watch there failed, or a failed pass — until
+/// it answers again). Not a step of `Ready`, which says the addons are applied.
+pub const WORKLOAD_REACHABLE: &str = "WorkloadReachable";
 pub use super::pipeline::{APPLIED, RENDERED};
 const STEPS: [&str; 3] = [CLUSTER_READY, RENDERED, APPLIED];
 
@@ -445,6 +449,16 @@ async fn open_gates(
     let namespace = cluster.namespace().unwrap_or_default();
     let target = match connect(progress.ctx, &namespace, &cluster_name).await {
         Ok(target) => target,
+        Err(gate) if gate.unreachable_after_apply(progress.status.applied_inputs.is_some()) => {
+            // The addons stay applied (`Ready` says so); the pass failed, and says where.
+            let cause = Cause::Unreachable {
+                cluster: cluster_name,
+                gate,
+            };
+            return Err(progress
+                .fail(WORKLOAD_REACHABLE, "WorkloadUnreachable", cause)
+                .await);
+        }
         Err(gate) => {
             let waited = progress
                 .wait(CLUSTER_READY, "WorkloadNotReady", gate.to_string())
@@ -453,6 +467,9 @@ async fn open_gates(
         }
     };
     let message = format!("workload API server {} is ready", target.server);
+    if crate::api::conditions::find(&progress.status.conditions, WORKLOAD_REACHABLE).is_some() {
+        progress.condition(WORKLOAD_REACHABLE, true, "Reachable", message.clone());
+    }
     progress.condition(CLUSTER_READY, true, "Ready", message);
     Ok(ControlFlow::Continue(target))
 }
@@ -546,6 +563,12 @@ impl ReleaseKind for AddonRelease<'_> {
         inventories
             .iter()
             .all(|i| self.target.drift.covers(&i.inventory.id(), &i.kinds()))
+    }
+
+    fn unwatched(&self, inventories: &[Inventory]) -> bool {
+        inventories
+            .iter()
+            .any(|i| !i.objects.is_empty() && !self.target.drift.serves(&i.inventory.id()))
     }
 
     fn applier(&self) -> &capstan_apply::Applier {

@@ -296,6 +296,16 @@ impl ReleaseKind for ClassRelease<'_> {
             .wrote(&inventory.id(), written);
     }
 
+    fn unwatched(&self, inventories: &[Inventory]) -> bool {
+        let ctx = self.controller.shared.as_ref();
+        let namespace = self.release.namespace().unwrap_or_default();
+        let scope = watches::watch_namespace(&ctx.settings.namespaces, &namespace);
+        let watches = self.controller.watches.scope(scope);
+        inventories
+            .iter()
+            .any(|i| !i.objects.is_empty() && !watches.serves(&i.inventory.id()))
+    }
+
     /// Watches the kinds just applied in the management cluster: a change there wakes this
     /// release at once (see [`watches`]).
     async fn watch_drift(&self, _progress: &Progress<'_>, inventories: &[Inventory]) {

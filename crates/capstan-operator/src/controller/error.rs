@@ -125,6 +125,9 @@ pub enum Cause {
     /// The workload cluster cannot be used.
     #[error(transparent)]
     Gate(#[from] Gate),
+    /// The workload cluster the addons were applied to does not answer.
+    #[error("the workload cluster of Cluster {cluster} is unreachable: {gate}")]
+    Unreachable { cluster: String, gate: Gate },
     /// The spec (or the release it names) can never work as it is.
     #[error(transparent)]
     Invalid(#[from] Invalid),
@@ -281,7 +284,7 @@ impl Cause {
             Cause::Manifest(_) => "manifest",
             Cause::Apply(_) | Cause::Objects(_) => "apply",
             Cause::Condition { .. } => "condition",
-            Cause::Gate(_) => "workload",
+            Cause::Gate(_) | Cause::Unreachable { .. } => "workload",
             Cause::Provider(_) => "provider",
             Cause::Invalid(_) => "invalid",
             Cause::UserValues(_) => "user_values",

@@ -38,6 +38,18 @@ pub const RENDERED: &str = "Rendered";
 /// Condition: the stored render was applied.
 pub const APPLIED: &str = "Applied";
 
+/// Annotation on a ClusterAddon or ClusterStackRelease: `"true"` lets its applies take over
+/// objects another inventory owns (see [`capstan_apply::ownership`]); without it such an
+/// object is left to its owner and reported (`OwnershipConflict`).
+pub const TAKE_OVER_ANNOTATION: &str = "capstan.dev/take-over";
+
+/// Whether `annotations` ask for taking over ([`TAKE_OVER_ANNOTATION`] is `true`).
+pub fn takes_over(annotations: &std::collections::BTreeMap<String, String>) -> bool {
+    annotations
+        .get(TAKE_OVER_ANNOTATION)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
 /// Runs `work` on the blocking pool.
 pub async fn blocking<T, F>(what: &'static str, work: F) -> Result<T, Cause>
 where
@@ -272,6 +284,7 @@ pub async fn apply<K: Tracked>(
 ) -> Result<Outcome, Error> {
     let options = ApplyOptions {
         concurrency: 8,
+        take_over: takes_over(progress.object.annotations()),
         watched_kinds: watched.kinds,
         before_prune: watched.before_prune,
         ..pruning(inventory)
@@ -316,6 +329,22 @@ pub async fn prune_all(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_true_takes_over() {
+        for (value, want) in [
+            ("true", true),
+            ("True", true),
+            (" true ", true),
+            ("false", false),
+            ("", false),
+            ("yes", false),
+        ] {
+            let annotations = [(TAKE_OVER_ANNOTATION.to_string(), value.to_string())].into();
+            assert_eq!(takes_over(&annotations), want, "{value:?}");
+        }
+        assert!(!takes_over(&Default::default()));
+    }
 
     #[test]
     fn inputs_hashes_differ_by_kind_field_and_boundary() {

@@ -13,13 +13,14 @@ use std::future::Future;
 use std::ops::ControlFlow;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
 use super::Error;
 use super::pipeline::{self, APPLIED, Parts, RENDERED, Watched};
 use super::progress::{Failure, Progress, Tracked};
-use super::report::Outcome;
+use super::report::{self, Outcome};
 use super::wake_ups::DriftWakeUps;
 use crate::store::{Owner, StoredRender};
 use capstan_apply::{Applier, DesiredObject, InventoryRef};
@@ -111,6 +112,11 @@ pub trait ReleaseKind {
     fn watched(&self, _inventories: &[Inventory]) -> bool {
         false
     }
+    /// Whether an inventory of `inventories` with objects has no drift watch running (none
+    /// started in this process yet, or its cluster's watches were dropped).
+    fn unwatched(&self, _inventories: &[Inventory]) -> bool {
+        false
+    }
     /// Applies to the target.
     fn applier(&self) -> &Applier;
     /// What the drift watches tell an apply of `inventory`: the kinds they followed when
@@ -175,7 +181,12 @@ fn observe<R: ReleaseKind>(
     inventories: Option<&[Inventory]>,
 ) -> Snapshot {
     let object = ObjectRef::from_obj(progress.object);
-    let suspect = kind.wake_ups().is_suspect(&object);
+    // Inventories no watch serves (after a restart, or a workload cluster connected again)
+    // are compared now, and watched from then on: not a drift interval later.
+    let unwatched = progress.ctx.settings.drift_watches
+        && progress.status.applied_inputs().is_some()
+        && inventories.is_some_and(|i| kind.unwatched(i));
+    let suspect = kind.wake_ups().is_suspect(&object) || take_over_asked(progress) || unwatched;
     // The later of the last full pass (status) and the last check the watches vouched for.
     let checked = kind.wake_ups().last_check(&object);
     let last = progress.status.last_reconciled().max(checked.as_ref());
@@ -186,6 +197,16 @@ fn observe<R: ReleaseKind>(
         drift: Drift::of(suspect, due_in),
         watched: progress.ctx.settings.drift_watches && inventories.is_some_and(|i| kind.watched(i)),
     }
+}
+
+/// Whether taking over objects another inventory owns was asked for since the last apply
+/// left them to it (the `OwnershipConflict` condition is true): the next pass applies.
+fn take_over_asked<K: Tracked>(progress: &Progress<'_, K>) -> bool {
+    if !pipeline::takes_over(progress.object.annotations()) {
+        return false;
+    }
+    let mut status = progress.status.clone();
+    crate::api::conditions::is_true(K::conditions_mut(&mut status), report::OWNERSHIP_CONFLICT)
 }
 
 /// What acting on a step did.
@@ -240,10 +261,20 @@ async fn act<R: ReleaseKind>(
     // applies, not a list per kind). The wake-up is the apply's to take.
     let woken = kind.wake_ups().take(&ObjectRef::from_obj(progress.object));
     let trusted = plan::trusts_watches(ctx.settings.drift_watches, drift_pass, woken);
+    let mut conflicts = Vec::new();
     for inventory in &inventories {
         let outcome = apply_inventory(progress, kind, inventory, drift_pass, trusted).await?;
         let message = kind.applied_message(&outcome, render);
         progress.condition(APPLIED, true, "Applied", message);
+        conflicts.extend(outcome.conflicts);
+    }
+    let shown = crate::api::conditions::find(
+        <R::Object as Tracked>::conditions_mut(&mut progress.status),
+        report::OWNERSHIP_CONFLICT,
+    )
+    .is_some();
+    if let Some((on, reason, message)) = report::conflict_condition(&conflicts, shown) {
+        progress.condition(report::OWNERSHIP_CONFLICT, on, reason, message);
     }
     if drift_pass {
         ctx.metrics.drift_checked(R::Object::CONTROLLER, "comparison");

@@ -4,10 +4,41 @@
 
 use k8s_openapi::api::core::v1::ObjectReference;
 
+use super::pipeline::TAKE_OVER_ANNOTATION;
 use crate::api::Resource as StatusResource;
 use crate::context::Context;
 use crate::metrics::ObjectOutcome;
 use capstan_apply::{Action, ApplyReport, SyncStatus};
+
+/// Condition (and Event reason): objects of the apply that another inventory owns were left
+/// to it, not taken over (see [`capstan_apply::ownership`]).
+pub const OWNERSHIP_CONFLICT: &str = "OwnershipConflict";
+
+/// The text of an [`OWNERSHIP_CONFLICT`] condition or Event: the objects and their owners,
+/// and how to take them over.
+pub fn conflict_note(conflicts: &[String]) -> String {
+    format!(
+        "{} object(s) owned by another inventory, left to it: {}; to take them over, annotate this object {TAKE_OVER_ANNOTATION}=true",
+        conflicts.len(),
+        conflicts.join(", ")
+    )
+}
+
+/// The [`OWNERSHIP_CONFLICT`] condition after a pass whose applies left `conflicts` to their
+/// owners: true naming them; false once there are none, where the condition was `shown`;
+/// none at all for an object that never had a conflict.
+pub fn conflict_condition(conflicts: &[String], shown: bool) -> Option<(bool, &'static str, String)> {
+    if !conflicts.is_empty() {
+        return Some((true, "OwnedByAnotherInventory", conflict_note(conflicts)));
+    }
+    shown.then(|| {
+        (
+            false,
+            "NoConflict",
+            "every object is this object's own".to_string(),
+        )
+    })
+}
 
 /// An apply report, read.
 pub struct Outcome {
@@ -17,6 +48,8 @@ pub struct Outcome {
     pub pruned: u64,
     /// Why the apply failed, when it did: every failed object with the server's words.
     pub failure: Option<String>,
+    /// The objects left to the inventory that owns them, each with its owner.
+    pub conflicts: Vec<String>,
     /// Per kind, where the history of the objects it wrote starts (see
     /// [`crate::drift::written`]): where the drift watches start.
     pub written: crate::drift::Written,
@@ -46,6 +79,7 @@ pub async fn record(
     let (mut applied, mut failed, mut pruned) = (0, 0, 0);
     let mut resources = Vec::new();
     let mut corrected = Vec::new();
+    let mut conflicts = Vec::new();
     for result in &report.results {
         match result.status {
             SyncStatus::Pruned if result.action == Action::Pruned => pruned += 1,
@@ -57,6 +91,7 @@ pub async fn record(
                 }
             }
             SyncStatus::Failed | SyncStatus::PruneFailed => failed += 1,
+            SyncStatus::Conflict => conflicts.push(format!("{} ({})", result.key, result.message)),
         }
         if result.status == SyncStatus::Pruned {
             continue;
@@ -72,7 +107,7 @@ pub async fn record(
             } else {
                 StatusResource::NOT_SYNCED.into()
             },
-            error: if result.is_failure() {
+            error: if result.is_failure() || result.status == SyncStatus::Conflict {
                 result.message.clone()
             } else {
                 String::new()
@@ -91,6 +126,16 @@ pub async fn record(
             corrected.join(", ")
         );
         ctx.event(object, true, "DriftCorrected", "Apply", note).await;
+    }
+    if !conflicts.is_empty() {
+        ctx.event(
+            object,
+            true,
+            OWNERSHIP_CONFLICT,
+            "Apply",
+            conflict_note(&conflicts),
+        )
+        .await;
     }
     let failure = report.failed().then(|| {
         let mut problems: Vec<String> = report
@@ -111,6 +156,39 @@ pub async fn record(
         applied,
         pruned,
         failure,
+        conflicts,
         written: crate::drift::written(&report.results),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_conflict_condition_appears_with_a_conflict_and_clears_once_shown() {
+        let one = vec![
+            "ConfigMap/kube-system/x (owned by inventory kube-system/capstan.caddon.a; not taken over)"
+                .to_string(),
+        ];
+        type Row<'a> = (&'a [String], bool, Option<(bool, &'a str)>);
+        let table: &[Row] = &[
+            (&one, false, Some((true, "OwnedByAnotherInventory"))),
+            (&one, true, Some((true, "OwnedByAnotherInventory"))),
+            (&[], true, Some((false, "NoConflict"))),
+            (&[], false, None),
+        ];
+        for (i, (conflicts, shown, want)) in table.iter().enumerate() {
+            let got = conflict_condition(conflicts, *shown);
+            assert_eq!(
+                got.as_ref().map(|(on, reason, _)| (*on, *reason)),
+                *want,
+                "row {i}"
+            );
+            if let Some((true, _, message)) = got {
+                assert!(message.contains("kube-system/capstan.caddon.a"), "{message}");
+                assert!(message.contains(TAKE_OVER_ANNOTATION), "{message}");
+            }
+        }
     }
 }

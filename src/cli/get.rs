@@ -90,9 +90,9 @@ pub struct ListArgs {
     #[arg(short = 'A', long, conflicts_with = "namespace")]
     all_namespaces: bool,
 
-    /// Only objects with these labels (`key=value,key2!=value,!key`). ClusterAddons: those
-    /// whose Cluster has them, or that have them themselves (each carries its Cluster's name
-    /// as `cluster.x-k8s.io/cluster-name`).
+    /// Only objects with these labels (`key=value,key2!=value,!key,key in (a,b)`).
+    /// ClusterAddons: by their Cluster's labels together with their own (each carries its
+    /// Cluster's name as `cluster.x-k8s.io/cluster-name`).
     #[arg(short = 'l', long, value_name = "SELECTOR")]
     selector: Option<String>,
 

@@ -526,7 +526,7 @@ fn metric_names_are_read_from_queries() {
         pairs.iter().map(|(k, v)| (k.to_string(), json!(v))).collect()
     };
     let real = labelled(&[("controller", "clusteraddon")]);
-    assert_eq!(phantom_or_foreign(&[real.clone()], &allowed), None);
+    assert_eq!(phantom_or_foreign(std::slice::from_ref(&real), &allowed), None);
     assert_eq!(phantom_or_foreign(&[labelled(&[])], &allowed), None);
     assert!(phantom_or_foreign(&[real.clone(), labelled(&[])], &allowed).is_some());
     assert!(phantom_or_foreign(&[labelled(&[("pod", "x")])], &allowed).is_some());

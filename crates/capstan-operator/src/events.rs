@@ -125,11 +125,22 @@ impl Recorder {
                     last_observed_time: MicroTime(now),
                 };
                 let patch = serde_json::json!({"series": &series});
-                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await?;
-                let mut event = last.event;
-                event.series = Some(series);
-                (event, count)
+                match api
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
+                    Ok(_) => {
+                        let mut event = last.event;
+                        event.series = Some(series);
+                        (event, count)
+                    }
+                    // Deleted meanwhile (by its TTL or a user): published anew.
+                    Err(e) if crate::kube_error::is_not_found(&e) => {
+                        let new = self.new_event(event, regarding, namespace, now);
+                        (api.create(&PostParams::default(), &new).await?, 1)
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             _ => {
                 let new = self.new_event(event, regarding, namespace, now);
@@ -194,10 +205,13 @@ mod tests {
         Timestamp::from_second(1_800_000_000 + seconds).expect("time")
     }
 
+    /// The Event published before: its name, series count and when it was seen (seconds).
+    type Last = Option<(&'static str, i32, i64)>;
+
     #[test]
     fn repeats_within_the_window_count_on() {
         #[rustfmt::skip]
-        let table: &[(Option<(&str, i32, i64)>, i64, Publish)] = &[
+        let table: &[(Last, i64, Publish)] = &[
             (None, 0, Publish::Create),
             (Some(("a.1", 1, 0)), 10, Publish::Repeat { name: "a.1".into(), count: 2 }),
             (Some(("a.1", 2, 0)), 10, Publish::Repeat { name: "a.1".into(), count: 3 }),

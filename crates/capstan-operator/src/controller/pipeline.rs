@@ -168,7 +168,7 @@ pub async fn compile(
                     reason,
                     error: error.error,
                 },
-                _ => Cause::Compile(error),
+                _ => Cause::Compile(Box::new(error)),
             });
         }
     };

@@ -24,6 +24,7 @@ use super::get_rows::{
     self, AddonRow, Layout, ReleaseRow, RolloutRow, StackRow, addons_table, releases_table, rollouts_table,
     stacks_table,
 };
+use super::get_select;
 use super::get_table::{Table, colour_stdout};
 
 /// The cluster to read from.
@@ -68,7 +69,7 @@ enum What {
     Addon(OneArgs),
     /// ClusterStackRollouts: target release, phase, current wave, Clusters healthy and failed
     /// (`--fail-not-ready`: any rollout not Complete or Idle).
-    #[command(visible_aliases = ["rollout", "clusterstackrollouts", "csr"])]
+    #[command(visible_aliases = ["rollout", "clusterstackrollouts", "csro"])]
     Rollouts(ListArgs),
 }
 
@@ -89,7 +90,9 @@ pub struct ListArgs {
     #[arg(short = 'A', long, conflicts_with = "namespace")]
     all_namespaces: bool,
 
-    /// Only objects with these labels (`key=value,key2!=value,!key`).
+    /// Only objects with these labels (`key=value,key2!=value,!key,key in (a,b)`).
+    /// ClusterAddons: by their Cluster's labels together with their own (each carries its
+    /// Cluster's name as `cluster.x-k8s.io/cluster-name`).
     #[arg(short = 'l', long, value_name = "SELECTOR")]
     selector: Option<String>,
 
@@ -157,6 +160,8 @@ struct Scope<'a> {
     client: &'a Client,
     namespace: Option<&'a str>,
     params: ListParams,
+    /// ClusterAddons selected by their Clusters' labels (`-l` of `get addons`).
+    by_cluster: Option<get_select::ByCluster>,
 }
 
 impl Scope<'_> {
@@ -192,6 +197,13 @@ trait Kind {
     fn sort_key(row: &Self::Row) -> (String, String);
     fn ready(row: &Self::Row) -> bool;
     fn table(rows: &[Self::Row], layout: Layout, now: Timestamp) -> Table;
+    /// Whether `-l` selects by the objects' Clusters ([`get_select::ByCluster`]), not by
+    /// their own labels on the API server.
+    const BY_CLUSTER: bool = false;
+    /// Whether `object` is among those `-l` selected by their Clusters.
+    fn selected(_object: &Self::Object, _by_cluster: &get_select::ByCluster) -> bool {
+        true
+    }
 }
 
 struct StackKind;
@@ -302,17 +314,28 @@ impl Kind for AddonKind {
     fn table(rows: &[AddonRow], layout: Layout, now: Timestamp) -> Table {
         addons_table(rows, layout, now)
     }
+    const BY_CLUSTER: bool = true;
+    fn selected(addon: &ClusterAddon, by_cluster: &get_select::ByCluster) -> bool {
+        by_cluster.selects(addon)
+    }
 }
 
 async fn run_list<K: Kind>(target: &super::kube::Target, args: &ListArgs) -> anyhow::Result<ExitCode> {
     let mut params = ListParams::default();
-    if let Some(selector) = &args.selector {
-        params = params.labels(selector);
+    let namespace = (!args.all_namespaces).then_some(target.namespace.as_str());
+    let mut by_cluster = None;
+    match &args.selector {
+        Some(selector) if K::BY_CLUSTER => {
+            by_cluster = Some(get_select::ByCluster::list(&target.client, namespace, selector).await?)
+        }
+        Some(selector) => params = params.labels(selector),
+        None => {}
     }
     let scope = Scope {
         client: &target.client,
-        namespace: (!args.all_namespaces).then_some(target.namespace.as_str()),
+        namespace,
         params,
+        by_cluster,
     };
     let where_ = match scope.namespace {
         Some(ns) => format!("in namespace {ns}"),
@@ -323,7 +346,10 @@ async fn run_list<K: Kind>(target: &super::kube::Target, args: &ListArgs) -> any
         .list(&scope.params)
         .await
         .with_context(|| format!("listing {} {where_} on {}", K::PLURAL, target.server))?
-        .items;
+        .items
+        .into_iter()
+        .filter(|o| scope.by_cluster.as_ref().is_none_or(|by| K::selected(o, by)))
+        .collect::<Vec<_>>();
     let extra = K::extra(&scope).await?;
     let mut rows: Vec<K::Row> = objects.iter().map(|o| K::row(o, &extra)).collect();
     rows.sort_by_key(|r| K::sort_key(r));
@@ -399,6 +425,14 @@ async fn watch<K: Kind>(
                 continue;
             }
         };
+        // Selected by the Clusters listed before the watch began.
+        if scope
+            .by_cluster
+            .as_ref()
+            .is_some_and(|by| !K::selected(&object, by))
+        {
+            continue;
+        }
         let row = K::row(&object, extra);
         let text = serde_json::to_string(&row)?;
         if deleted {

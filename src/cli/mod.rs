@@ -36,6 +36,7 @@ mod describe;
 mod describe_addon;
 mod get;
 mod get_rows;
+mod get_select;
 mod get_table;
 // `capstan rollout` (issue 33): follow and steer ClusterStackRollouts.
 mod rollout;

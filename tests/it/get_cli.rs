@@ -584,3 +584,105 @@ async fn get_shows_a_fleet_in_every_state() {
     let _ = child.wait();
     assert!(changed.contains(" 2/2 "), "{changed}");
 }
+
+/// Issue 45 §6: the operator labels each ClusterAddon with its Cluster's name (one made before
+/// it did gets the label too), and `get addons -l` selects by the Cluster's labels or that one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_addons_selects_by_the_clusters_labels() {
+    let test = "get_addons_selects_by_the_clusters_labels";
+    let Some(env) = crate::operator_common::start_shared(test, &[]).await else {
+        return;
+    };
+    let class = "docker-ferrol-1-27-v1";
+    let ns = env.ns.clone();
+    // A ClusterAddon from before the label, for `old`.
+    let addons: Api<ClusterAddon> = Api::namespaced(env.client(), &ns);
+    let old: ClusterAddon = serde_json::from_value(json!({
+        "apiVersion": "clusterstack.x-k8s.io/v1alpha1", "kind": "ClusterAddon",
+        "metadata": {"name": "cluster-addon-old", "namespace": ns},
+        "spec": {"clusterStack": class, "clusterRef": {"kind": "Cluster", "name": "old", "namespace": ns}}
+    }))
+    .expect("ClusterAddon");
+    addons
+        .create(&PostParams::default(), &old)
+        .await
+        .expect("old ClusterAddon created");
+    for (name, labels) in [
+        ("canary", json!({"ring": "canary"})),
+        ("main", json!({"ring": "main"})),
+        ("old", json!({})),
+    ] {
+        let cluster: kube::api::DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "spec": {"topology": {"class": class, "version": "v1.27.3"}},
+        }))
+        .expect("Cluster");
+        env.clusters()
+            .create(&PostParams::default(), &cluster)
+            .await
+            .expect("Cluster created");
+    }
+    let operator = env.operator(0, &[]);
+    crate::operator_common::eventually(
+        "every ClusterAddon labelled with its Cluster's name",
+        Duration::from_secs(60),
+        &operator,
+        || async {
+            let list = addons.list(&Default::default()).await.ok()?;
+            let mut labelled: Vec<(String, String)> = list
+                .items
+                .iter()
+                .filter_map(|a| {
+                    let label = kube::ResourceExt::labels(a).get("cluster.x-k8s.io/cluster-name")?;
+                    Some((kube::ResourceExt::name_any(a), label.clone()))
+                })
+                .collect();
+            labelled.sort();
+            (labelled
+                == [
+                    ("cluster-addon-canary".to_string(), "canary".to_string()),
+                    ("cluster-addon-main".to_string(), "main".to_string()),
+                    ("cluster-addon-old".to_string(), "old".to_string()),
+                ])
+            .then_some(())
+        },
+    )
+    .await;
+    drop(operator);
+
+    let clusters_of = |selector: &str| {
+        let out = capstan(
+            &env.cluster,
+            &["get", "addons", "-n", &ns, "-l", selector, "-o", "json"],
+        );
+        assert!(out.status.success(), "-l {selector}");
+        let list: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let mut clusters: Vec<String> = list["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|i| i["cluster"].as_str().unwrap_or_default().to_string())
+            .collect();
+        clusters.sort();
+        clusters
+    };
+    assert_eq!(clusters_of("ring=canary"), ["canary"]);
+    assert_eq!(clusters_of("ring in (canary,main)"), ["canary", "main"]);
+    assert_eq!(clusters_of("ring!=canary"), ["main", "old"]);
+    assert_eq!(clusters_of("cluster.x-k8s.io/cluster-name=main"), ["main"]);
+    assert_eq!(clusters_of("cluster.x-k8s.io/cluster-name=old"), ["old"]);
+    assert_eq!(
+        clusters_of("cluster.x-k8s.io/cluster-name in (old,canary),ring"),
+        ["canary"]
+    );
+    assert!(clusters_of("ring=none").is_empty());
+    // A selector that is not one is refused with its requirement named.
+    let out = capstan(&env.cluster, &["get", "addons", "-n", &ns, "-l", "ring in (a"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unbalanced parentheses"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

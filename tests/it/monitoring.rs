@@ -216,8 +216,12 @@ fn url_encode(text: &str) -> String {
         .collect()
 }
 
-/// The series a query returns now (an error text when Prometheus refused it).
-async fn query(http: &reqwest::Client, base: &str, expr: &str) -> Result<usize, String> {
+/// The label sets of the series a query returns now (an error text when Prometheus refused it).
+async fn query_series(
+    http: &reqwest::Client,
+    base: &str,
+    expr: &str,
+) -> Result<Vec<serde_json::Map<String, Value>>, String> {
     let url = format!("{base}/api/v1/query?query={}", url_encode(expr));
     let body = http
         .get(&url)
@@ -231,12 +235,69 @@ async fn query(http: &reqwest::Client, base: &str, expr: &str) -> Result<usize, 
     if answer["status"] != "success" {
         return Err(answer.to_string());
     }
-    Ok(answer["data"]["result"].as_array().map_or(0, Vec::len))
+    Ok(answer["data"]["result"]
+        .as_array()
+        .map(|series| {
+            series
+                .iter()
+                .map(|s| s["metric"].as_object().cloned().unwrap_or_default())
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// How many series a query returns now.
+async fn query(http: &reqwest::Client, base: &str, expr: &str) -> Result<usize, String> {
+    query_series(http, base, expr).await.map(|s| s.len())
+}
+
+/// `expr` with every `capstan_` metric name misspelt.
+fn misspelt(expr: &str) -> String {
+    expr.replace("capstan_", "capstan_misspelt_")
+}
+
+/// The label names the operator's exposition gives the series of `family`.
+fn exported_labels(exposition: &str, family: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for line in exposition.lines().filter(|l| l.starts_with(family)) {
+        let Some(open) = line.find('{') else {
+            continue;
+        };
+        let Some(close) = line.rfind('}') else {
+            continue;
+        };
+        for pair in line[open + 1..close].split(',') {
+            if let Some((name, _)) = pair.split_once('=') {
+                names.insert(name.to_string());
+            }
+        }
+    }
+    names
+}
+
+/// What is wrong with a panel's series: a label-less series beside labelled ones (a phantom
+/// `or vector(0)`), or a label neither the operator's metrics nor the scrape (`job`,
+/// `instance`) give.
+fn phantom_or_foreign(
+    series: &[serde_json::Map<String, Value>],
+    allowed: &std::collections::BTreeSet<String>,
+) -> Option<String> {
+    if series.len() > 1 && series.iter().any(serde_json::Map::is_empty) {
+        return Some(format!("a series without labels beside {series:?}"));
+    }
+    series
+        .iter()
+        .flat_map(|s| s.keys())
+        .find(|name| {
+            !allowed.contains(*name) && !["__name__", "job", "instance", "le"].contains(&name.as_str())
+        })
+        .map(|name| format!("label {name:?} the operator does not export, in {series:?}"))
 }
 
 /// Counters whose label values are known only when they first count (the kind of a reconcile
 /// error, the status class of an OCI response): exported from then on, which
-/// `metrics::tests::encode_has_the_series_recorded` checks; this fleet has neither.
+/// `metrics::tests::encode_has_the_series_recorded` checks; this fleet has neither, and a
+/// panel reading only these shows no data rather than a zero of a series without labels.
 const CREATED_ON_FIRST_EVENT: [&str; 2] = ["capstan_reconcile_errors", "capstan_oci_requests"];
 
 /// The `capstan_*` metric names a query reads (a histogram's `_bucket` and a counter's
@@ -377,14 +438,34 @@ async fn prometheus_answers_every_dashboard_query_for_a_running_fleet() {
         }
     }
 
-    // Every query returns data once a few scrapes are in (rates need two samples).
+    // Every query returns data once a few scrapes are in (rates need two samples), but one
+    // reading only counters not counted yet. Each panel's series carry the operator's labels
+    // (the ones it groups by): no phantom series without labels beside them.
     let mut missing: Vec<String> = Vec::new();
     for _ in 0..90 {
         missing.clear();
+        // Read again each time: a counter's labels appear when it first counts.
+        let exported = http
+            .get(format!("http://{metrics_addr}/metrics"))
+            .send()
+            .await
+            .expect("scrape the operator")
+            .text()
+            .await
+            .expect("metrics text");
         for (panel, expr) in &queries {
-            match query(&http, &base, expr).await {
-                Ok(0) => missing.push(format!("{panel}: {expr} (no data)")),
-                Ok(_) => {}
+            let names = metric_names(expr);
+            let optional = names.iter().all(|n| CREATED_ON_FIRST_EVENT.contains(&n.as_str()));
+            let allowed = names.iter().flat_map(|n| exported_labels(&exported, n)).collect();
+            match query_series(&http, &base, expr).await {
+                Ok(series) if series.is_empty() && !optional => {
+                    missing.push(format!("{panel}: {expr} (no data)"))
+                }
+                Ok(series) => {
+                    if let Some(wrong) = phantom_or_foreign(&series, &allowed) {
+                        missing.push(format!("{panel}: {expr}: {wrong}"));
+                    }
+                }
                 Err(e) => missing.push(format!("{panel}: {expr}: {e}")),
             }
         }
@@ -395,9 +476,18 @@ async fn prometheus_answers_every_dashboard_query_for_a_running_fleet() {
     }
     assert!(
         missing.is_empty(),
-        "queries without data:\n{}",
+        "queries without data or with foreign series:\n{}",
         missing.join("\n")
     );
+    // A query of metrics the operator does not export answers nothing, not a zero.
+    for (panel, expr) in &queries {
+        let wrong = misspelt(expr);
+        assert_eq!(
+            query(&http, &base, &wrong).await,
+            Ok(0),
+            "panel {panel:?} answers a misspelt query: {wrong}"
+        );
+    }
     assert_eq!(
         query(
             &http,
@@ -426,6 +516,28 @@ fn metric_names_are_read_from_queries() {
             "histogram_quantile(0.5, sum by (le) (rate(capstan_reconcile_duration_seconds_bucket[5m]))) + capstan_leader"
         ),
         ["capstan_reconcile_duration_seconds", "capstan_leader"]
+    );
+    assert_eq!(
+        misspelt("sum(capstan_a) or on (x) capstan_b"),
+        "sum(capstan_misspelt_a) or on (x) capstan_misspelt_b"
+    );
+    let allowed = ["controller".to_string()].into_iter().collect();
+    let labelled = |pairs: &[(&str, &str)]| -> serde_json::Map<String, Value> {
+        pairs.iter().map(|(k, v)| (k.to_string(), json!(v))).collect()
+    };
+    let real = labelled(&[("controller", "clusteraddon")]);
+    assert_eq!(phantom_or_foreign(std::slice::from_ref(&real), &allowed), None);
+    assert_eq!(phantom_or_foreign(&[labelled(&[])], &allowed), None);
+    assert!(phantom_or_foreign(&[real.clone(), labelled(&[])], &allowed).is_some());
+    assert!(phantom_or_foreign(&[labelled(&[("pod", "x")])], &allowed).is_some());
+    assert_eq!(
+        exported_labels(
+            "capstan_reconciles_total{controller=\"a\",result=\"success\"} 1\ncapstan_leader 1\n",
+            "capstan_reconciles"
+        ),
+        ["controller".to_string(), "result".to_string()]
+            .into_iter()
+            .collect()
     );
     assert_eq!(url_encode("a b{c=\"d\"}"), "a%20b%7Bc%3D%22d%22%7D");
 }

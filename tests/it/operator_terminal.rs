@@ -93,3 +93,54 @@ async fn a_terminal_error_is_not_retried_in_a_loop() {
     );
     drop(operator);
 }
+
+/// Issue 45 §11: a release whose ClusterClass chart is not an archive fails, and its status
+/// names the release and the file in it — not the temporary copy it was read from, which is
+/// gone by the time anyone reads the message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_release_names_its_file_not_a_temporary_path() {
+    let test = "a_failing_release_names_its_file_not_a_temporary_path";
+    let Some(env) = crate::operator_common::start_shared(test, &[]).await else {
+        return;
+    };
+    let tag = "docker-ferrol-1-27-v1";
+    let broken = tempfile::tempdir().expect("temp dir");
+    let dir = broken.path().join(tag);
+    std::fs::create_dir(&dir).expect("release dir");
+    for entry in std::fs::read_dir(env.releases.join(tag)).expect("shared release") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).expect("copy");
+    }
+    let file = "docker-ferrol-1-27-cluster-class-v1.tgz";
+    std::fs::write(dir.join(file), b"not a gzip archive").expect("break the chart");
+    env.github
+        .add_release_dir(crate::operator_common::REPO, &dir)
+        .expect("publish the broken release");
+    let operator = env.operator(0, &[]);
+    env.create_stack(&["v1"], "1m").await;
+
+    let messages = eventually(
+        "the release's failure in its status",
+        Duration::from_secs(60),
+        &operator,
+        || async {
+            let release = env.releases().get(tag).await.ok()?;
+            let messages: Vec<String> = release
+                .status?
+                .conditions
+                .iter()
+                .filter(|c| !c.is_true())
+                .map(|c| c.message.clone())
+                .filter(|m| m.contains(file))
+                .collect();
+            (!messages.is_empty()).then_some(messages)
+        },
+    )
+    .await;
+    let temp = std::env::temp_dir().display().to_string();
+    for message in &messages {
+        assert!(message.contains(&format!("{tag}/{file}")), "{message}");
+        assert!(!message.contains(&temp), "names a temporary path: {message}");
+    }
+    drop(operator);
+}

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
+use crate::events::{Event, EventType, Recorder, Reporter};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 
 use capstan_apply::Applier;
@@ -78,9 +78,9 @@ impl Context {
             .await;
     }
 
-    /// [`Context::event`] naming a second object (`related`). Events of one object with the
-    /// same reason and action become one series (kube's recorder keys them without the note);
-    /// a different `related` object makes a separate Event.
+    /// [`Context::event`] naming a second object (`related`). Repeats of one Event (same
+    /// object, related object, reason, action and message) become one series; another message
+    /// or `related` object makes a separate Event ([`crate::events`]).
     pub async fn event_related(
         &self,
         object: &ObjectReference,

@@ -10,6 +10,7 @@ pub mod context;
 pub mod controller;
 pub mod controllers;
 pub mod drift;
+pub mod events;
 pub mod fan_out;
 pub mod hooks;
 pub mod http;

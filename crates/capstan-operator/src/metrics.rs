@@ -42,7 +42,8 @@ pub struct Metrics {
     drift_corrections: Family<ControllerLabel, Counter>,
     drift_checks: Family<DriftCheck, Counter>,
     github_requests: Family<StatusClass, Counter>,
-    github_rate_limit_remaining: Gauge<i64, AtomicI64>,
+    /// Exported only once a GitHub response reported it ([`RateLimitCollector`]).
+    github_rate_limit_remaining: Arc<Mutex<Option<u64>>>,
     oci_requests: Family<StatusClass, Counter>,
     source_polls: Family<SourcePoll, Counter>,
     leader: Gauge<i64, AtomicI64>,
@@ -177,12 +178,10 @@ impl Metrics {
             "GitHub API responses by status code class",
             github_requests.clone(),
         );
-        let github_rate_limit_remaining = Gauge::default();
-        registry.register(
-            "github_rate_limit_remaining",
-            "GitHub API requests left in the current rate-limit window (last response seen)",
-            github_rate_limit_remaining.clone(),
-        );
+        let github_rate_limit_remaining = Arc::new(Mutex::new(None));
+        registry.register_collector(Box::new(RateLimitCollector(Arc::clone(
+            &github_rate_limit_remaining,
+        ))));
         let oci_requests = Family::default();
         registry.register(
             "oci_requests",
@@ -306,8 +305,10 @@ impl Metrics {
             })
             .inc();
         if let Some(remaining) = rate_limit_remaining {
-            self.github_rate_limit_remaining
-                .set(i64::try_from(remaining).unwrap_or(i64::MAX));
+            *self
+                .github_rate_limit_remaining
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(remaining);
         }
     }
 
@@ -589,6 +590,29 @@ pub fn fleet_series(
     FleetSeries { families }
 }
 
+/// `capstan_github_rate_limit_remaining`, the rate limit the last GitHub response reported:
+/// no series before one did (a 0 from start-up would read as an exhausted limit, and a fleet
+/// without a GitHub source has none to report).
+#[derive(Debug)]
+struct RateLimitCollector(Arc<Mutex<Option<u64>>>);
+
+impl Collector for RateLimitCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let Some(remaining) = *self.0.lock().unwrap_or_else(|p| p.into_inner()) else {
+            return Ok(());
+        };
+        let gauge =
+            prometheus_client::metrics::gauge::ConstGauge::new(i64::try_from(remaining).unwrap_or(i64::MAX));
+        let metric = encoder.encode_descriptor(
+            "github_rate_limit_remaining",
+            "GitHub API requests left in the current rate-limit window (last response seen)",
+            None,
+            gauge.metric_type(),
+        )?;
+        gauge.encode(metric)
+    }
+}
+
 /// Encodes [`fleet_series`] of the stores at each scrape.
 #[derive(Debug)]
 struct FleetCollector(Arc<Mutex<Option<Fleet>>>);
@@ -686,6 +710,33 @@ impl Collector for ProcessCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rate_limit_is_exported_once_github_reported_it() {
+        let m = Metrics::new();
+        assert!(
+            !m.encode().contains("github_rate_limit_remaining"),
+            "{}",
+            m.encode()
+        );
+        // A response without the header (a 503 of a proxy) reports none either.
+        m.github_response(503, None);
+        assert!(
+            !m.encode().contains("github_rate_limit_remaining"),
+            "{}",
+            m.encode()
+        );
+        m.github_response(200, Some(0));
+        let text = m.encode();
+        assert!(
+            text.lines().any(|l| l == "capstan_github_rate_limit_remaining 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE capstan_github_rate_limit_remaining gauge"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn encode_has_the_series_recorded() {

@@ -115,10 +115,11 @@ impl Fetched {
         Ok(capstan_source::cache::hex(&hasher.finalize()))
     }
 
-    /// Loads the release for rendering (blocking: reads and verifies files).
-    pub fn open(&self, cache: &Cache) -> Result<local::Opened, SourceError> {
+    /// Loads release `release` (its tag) for rendering (blocking: reads and verifies files);
+    /// an error names a cached release's files as the release's, not as the scratch copy's.
+    pub fn open(&self, cache: &Cache, release: &str) -> Result<local::Opened, SourceError> {
         match self {
-            Fetched::Cached(manifest) => local::open_cached(cache, manifest),
+            Fetched::Cached(manifest) => local::open_cached_as(cache, manifest, release),
             Fetched::Local(dir) => local::open(dir),
         }
         .map_err(SourceError::Open)

@@ -25,6 +25,59 @@ pub enum LocalError {
     NotARelease(String),
     #[error("{path}: {message}")]
     Io { path: String, message: String },
+    /// A release copied into a scratch directory that could not be read (named as the release's).
+    #[error(transparent)]
+    InRelease(Box<InRelease<LocalError>>),
+}
+
+/// An error about a release read from a temporary copy, told with the copy's files named as
+/// the release's (`RELEASE/FILE`): the copy is removed with the [`Opened`] release (at once when
+/// opening it fails), so its path would name nothing by the time a status or log is read.
+#[derive(Debug)]
+pub struct InRelease<E> {
+    pub error: E,
+    release: String,
+    copy: Option<PathBuf>,
+}
+
+impl<E> InRelease<E> {
+    /// `error` about release `release`, whose files were read from `copy` (`None`: from where
+    /// they stay, named as they are).
+    pub fn new(error: E, release: impl Into<String>, copy: Option<&Path>) -> InRelease<E> {
+        InRelease {
+            error,
+            release: release.into(),
+            copy: copy.map(Path::to_path_buf),
+        }
+    }
+}
+
+impl<E: std::fmt::Display> std::fmt::Display for InRelease<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.copy {
+            Some(copy) => f.write_str(&name_in_release(&self.error.to_string(), copy, &self.release)),
+            None => self.error.fmt(f),
+        }
+    }
+}
+
+impl<E: std::error::Error> std::error::Error for InRelease<E> {
+    /// The error's own source: its text is this one's already.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
+/// `text` with each path in the temporary copy `copy` of release `release` named as the
+/// release's file (`RELEASE/FILE`), and the copy itself as the release.
+pub fn name_in_release(text: &str, copy: &Path, release: &str) -> String {
+    let copy = copy.display().to_string();
+    let copy = copy.trim_end_matches('/');
+    if copy.is_empty() {
+        return text.to_string();
+    }
+    text.replace(&format!("{copy}/"), &format!("{release}/"))
+        .replace(copy, release)
 }
 
 /// What a local directory holds.
@@ -56,6 +109,15 @@ pub struct Opened {
     scratch: Option<PathBuf>,
 }
 
+impl Opened {
+    /// `error` about this release, naming a scratch copy's files as the release's
+    /// ([`InRelease`]); a release read where it is keeps its paths.
+    pub fn in_release<E>(&self, error: E) -> InRelease<E> {
+        let copy = self.scratch.as_ref().map(|_| self.release.dir());
+        InRelease::new(error, self.release.tag().to_string(), copy)
+    }
+}
+
 impl Drop for Opened {
     fn drop(&mut self) {
         if let Some(dir) = &self.scratch {
@@ -73,7 +135,7 @@ pub fn open(path: &Path) -> Result<Opened, LocalError> {
         }),
         Some(Kind::SourceTree) => {
             let version = build::hash_version(path)?;
-            in_scratch(|dir| Ok(build::build(path, &version, dir)?))
+            in_scratch(None, |dir| Ok(build::build(path, &version, dir)?))
         }
         None => Err(LocalError::NotARelease(path.display().to_string())),
     }
@@ -81,22 +143,44 @@ pub fn open(path: &Path) -> Result<Opened, LocalError> {
 
 /// Opens a complete release of the cache (its files copied out and re-verified).
 pub fn open_cached(cache: &Cache, manifest: &ReleaseManifest) -> Result<Opened, LocalError> {
-    in_scratch(|dir| {
+    in_scratch(None, |dir| {
         cache.export(manifest, dir)?;
         Ok(Release::load(dir)?)
     })
 }
 
-fn in_scratch(f: impl FnOnce(&Path) -> Result<Release, LocalError>) -> Result<Opened, LocalError> {
+/// [`open_cached`] of release `release` (its tag), whose errors name the files as the
+/// release's (`RELEASE/FILE`, [`InRelease`]), not in the scratch copy they are removed with.
+pub fn open_cached_as(
+    cache: &Cache,
+    manifest: &ReleaseManifest,
+    release: &str,
+) -> Result<Opened, LocalError> {
+    in_scratch(Some(release), |dir| {
+        cache.export(manifest, dir)?;
+        Ok(Release::load(dir)?)
+    })
+}
+
+/// Runs `f` on a new scratch directory's `release` subdirectory; an error of a `named` release
+/// names its files as the release's.
+fn in_scratch(
+    named: Option<&str>,
+    f: impl FnOnce(&Path) -> Result<Release, LocalError>,
+) -> Result<Opened, LocalError> {
     let scratch = scratch_dir()?;
-    match f(&scratch.join("release")) {
+    let dir = scratch.join("release");
+    match f(&dir) {
         Ok(release) => Ok(Opened {
             release,
             scratch: Some(scratch),
         }),
         Err(e) => {
             let _ = std::fs::remove_dir_all(&scratch);
-            Err(e)
+            Err(match named {
+                Some(release) => LocalError::InRelease(Box::new(InRelease::new(e, release, Some(&dir)))),
+                None => e,
+            })
         }
     }
 }
@@ -115,4 +199,28 @@ pub fn scratch_dir() -> Result<PathBuf, LocalError> {
         message: e.to_string(),
     })?;
     Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_in_a_copy_are_named_as_the_release() {
+        let copy = Path::new("/tmp/capstan-1-2-3/release");
+        #[rustfmt::skip]
+        let table: &[(&str, &str)] = &[
+            (
+                "release r-v3: cluster-class chart /tmp/capstan-1-2-3/release/r-cluster-class-v3.tgz: not gzip",
+                "release r-v3: cluster-class chart r-v3/r-cluster-class-v3.tgz: not gzip",
+            ),
+            ("release /tmp/capstan-1-2-3/release: no metadata.yaml", "release r-v3: no metadata.yaml"),
+            // Another directory beginning alike is not the copy's.
+            ("/tmp/capstan-1-2-30/release/x.tgz", "/tmp/capstan-1-2-30/release/x.tgz"),
+            ("no path", "no path"),
+        ];
+        for (text, want) in table {
+            assert_eq!(name_in_release(text, copy, "r-v3"), *want, "{text}");
+        }
+    }
 }

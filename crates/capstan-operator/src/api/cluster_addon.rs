@@ -29,6 +29,7 @@ pub fn addon_name(cluster: &str) -> String {
     namespaced,
     status = "ClusterAddonStatus",
     shortname = "caddon",
+    category = "capstan",
     derive = "PartialEq",
     doc = "The addons of one workload cluster, applied from the cluster stack release its \
            ClusterClass comes from.",

@@ -29,6 +29,7 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5 * 60);
     namespaced,
     status = "ClusterStackStatus",
     shortname = "csk",
+    category = "capstan",
     derive = "PartialEq",
     doc = "A cluster stack (provider, name, Kubernetes version, channel) that a namespace follows: \
            which of its releases are installed, and where they come from.",

@@ -21,6 +21,7 @@ use super::resource::Resource;
     namespaced,
     status = "ClusterStackReleaseStatus",
     shortname = "cskr",
+    category = "capstan",
     derive = "PartialEq",
     doc = "One release of a cluster stack, named after its release tag: its ClusterClass and \
            the objects applied for it.",

@@ -43,7 +43,8 @@ pub const CONDITION_HALTED: &str = "Halted";
     kind = "ClusterStackRollout",
     namespaced,
     status = "ClusterStackRolloutStatus",
-    shortname = "csr",
+    shortname = "csro",
+    category = "capstan",
     derive = "PartialEq",
     doc = "Moves the Clusters that use a ClusterStack's classes to one of its releases in \
            waves, with health gates, approval, pause, halt and rollback.",
@@ -465,7 +466,8 @@ mod tests {
         let crd = ClusterStackRollout::crd();
         assert_eq!(crd.spec.group, ROLLOUT_GROUP);
         assert_eq!(crd.spec.scope, "Namespaced");
-        assert_eq!(crd.spec.names.short_names, Some(vec!["csr".to_string()]));
+        assert_eq!(crd.spec.names.short_names, Some(vec!["csro".to_string()]));
+        assert_eq!(crd.spec.names.categories, Some(vec!["capstan".to_string()]));
         let columns: Vec<String> = crd.spec.versions[0]
             .additional_printer_columns
             .iter()

@@ -24,6 +24,7 @@ use super::failures::Failures;
 use crate::api::{ClusterAddon, ClusterAddonSpec};
 use crate::clusters::ClusterUse;
 use crate::context::Context;
+use crate::watch::CLUSTER_NAME_LABEL;
 use capstan_stack::name::ReleaseTag;
 
 pub const CONTROLLER: &str = "cluster";
@@ -129,10 +130,9 @@ async fn ensure_addon(
                     name: Some(name.clone()),
                     namespace: Some(namespace.clone()),
                     labels: Some(crate::shard::with_owner_shard(
-                        Default::default(),
+                        name_label(&usage.name),
                         &cluster.metadata,
-                    ))
-                    .filter(|labels| !labels.is_empty()),
+                    )),
                     owner_references: Some(vec![OwnerReference {
                         api_version: "cluster.x-k8s.io/v1beta1".into(),
                         kind: "Cluster".into(),
@@ -180,9 +180,24 @@ async fn ensure_addon(
     Ok(Action::await_change())
 }
 
+/// The label of a ClusterAddon that names its Cluster (`cluster.x-k8s.io/cluster-name`, as
+/// Cluster API labels a Cluster's objects and the cluster-stack operator its ClusterAddons):
+/// `-l cluster.x-k8s.io/cluster-name=NAME` selects it.
+fn name_label(cluster: &str) -> std::collections::BTreeMap<String, String> {
+    [(CLUSTER_NAME_LABEL.to_string(), cluster.to_string())].into()
+}
+
+/// The merge patch that labels `addon` with the name of `cluster` when it lacks the label (a
+/// ClusterAddon made before capstan labelled them), or `None`.
+fn name_label_patch(cluster: &str, addon: &ObjectMeta) -> Option<serde_json::Value> {
+    let has = addon.labels.as_ref().and_then(|l| l.get(CLUSTER_NAME_LABEL));
+    (has.map(String::as_str) != Some(cluster))
+        .then(|| serde_json::json!({"metadata": {"labels": {CLUSTER_NAME_LABEL: cluster}}}))
+}
+
 /// Makes `addon` follow its Cluster's class and shard (a relabelled Cluster hands its
-/// ClusterAddon to the new shard's operator): a merge patch of what differs, none when nothing
-/// does.
+/// ClusterAddon to the new shard's operator) and carry its Cluster's name label: a merge patch
+/// of what differs, none when nothing does.
 async fn follow(
     api: &Api<ClusterAddon>,
     cluster: &DynamicObject,
@@ -191,6 +206,11 @@ async fn follow(
 ) -> Result<(), Error> {
     let mut patch = crate::shard::follow_owner(&cluster.metadata, &addon.metadata)
         .unwrap_or_else(|| serde_json::json!({}));
+    if let Some(name) = addon.spec.cluster_ref.name.as_deref()
+        && let Some(label) = name_label_patch(name, &addon.metadata)
+    {
+        merge(&mut patch, label);
+    }
     if addon.spec.cluster_stack.as_deref() != Some(class) {
         patch["spec"] = serde_json::json!({"clusterStack": class});
     }
@@ -204,4 +224,59 @@ async fn follow(
             })?;
     }
     Ok(())
+}
+
+/// `patch` with `more` merged in (objects key by key).
+fn merge(patch: &mut serde_json::Value, more: serde_json::Value) {
+    match (patch, more) {
+        (serde_json::Value::Object(into), serde_json::Value::Object(from)) => {
+            for (key, value) in from {
+                merge(into.entry(key).or_insert(serde_json::Value::Null), value);
+            }
+        }
+        (slot, value) => *slot = value,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clusteraddon_without_its_clusters_name_label_gets_it() {
+        let meta = |labels: &[(&str, &str)]| ObjectMeta {
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            ..ObjectMeta::default()
+        };
+        let want = serde_json::json!({"metadata": {"labels": {CLUSTER_NAME_LABEL: "c1"}}});
+        assert_eq!(name_label_patch("c1", &ObjectMeta::default()), Some(want.clone()));
+        assert_eq!(
+            name_label_patch("c1", &meta(&[("other", "x")])),
+            Some(want.clone())
+        );
+        assert_eq!(
+            name_label_patch("c1", &meta(&[(CLUSTER_NAME_LABEL, "c2")])),
+            Some(want)
+        );
+        assert_eq!(name_label_patch("c1", &meta(&[(CLUSTER_NAME_LABEL, "c1")])), None);
+    }
+
+    #[test]
+    fn patches_merge_key_by_key() {
+        let mut patch = serde_json::json!({"metadata": {"labels": {"shard": "a"}}});
+        merge(
+            &mut patch,
+            serde_json::json!({"metadata": {"labels": {"name": "c1"}}}),
+        );
+        merge(&mut patch, serde_json::json!({"spec": {"clusterStack": "x"}}));
+        assert_eq!(
+            patch,
+            serde_json::json!({"metadata": {"labels": {"shard": "a", "name": "c1"}}, "spec": {"clusterStack": "x"}})
+        );
+    }
 }

@@ -81,9 +81,10 @@ pub enum Cause {
     SourceConfig(#[from] SourceConfigError),
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// A release whose charts do not compile (their dependencies included).
+    /// A release whose charts do not compile (their dependencies included), its files named
+    /// as the release's (`TAG/FILE`), not in the temporary copy they were read from.
     #[error("{0}")]
-    Compile(#[source] capstan_stack::render::RenderError),
+    Compile(#[source] Box<capstan_source::local::InRelease<capstan_stack::render::RenderError>>),
     /// A chart dependency that failed its signature policy (`reason`: `WrongKey`,
     /// `NoProvenance`, …); the compile's error, naming the chart, dependency and repository.
     #[error("{error}")]
@@ -373,12 +374,16 @@ mod tests {
                 Error::step(
                     "Rendered",
                     "CompileFailed",
-                    Cause::Compile(capstan_stack::render::RenderError::Part {
-                        release: "docker-ferrol-1-27-v1".into(),
-                        part: "cluster-addon".into(),
-                        chart: "ngnix".into(),
-                        message: "dependency download failed".into(),
-                    }),
+                    Cause::Compile(Box::new(capstan_source::local::InRelease::new(
+                        capstan_stack::render::RenderError::Part {
+                            release: "docker-ferrol-1-27-v1".into(),
+                            part: "cluster-addon".into(),
+                            chart: "ngnix".into(),
+                            message: "dependency download failed".into(),
+                        },
+                        "docker-ferrol-1-27-v1",
+                        None,
+                    ))),
                 ),
                 false,
                 "compile",

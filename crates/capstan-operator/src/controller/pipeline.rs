@@ -111,6 +111,8 @@ pub struct ReleaseFiles {
     pub source: Resolved,
     pub fetched: Fetched,
     pub digest: String,
+    /// The release's tag, which messages name its files by.
+    pub release: String,
 }
 
 /// Release `tag` of `stack`'s source, complete on disk, with its digest.
@@ -127,6 +129,7 @@ pub async fn fetch(ctx: &Context, stack: &ClusterStack, tag: &ReleaseTag) -> Res
         source,
         fetched,
         digest,
+        release: tag.to_string(),
     })
 }
 
@@ -153,10 +156,13 @@ pub async fn compile(
         overriding_policies: policy.rules.clone(),
         ..repositories.clone()
     };
+    let release = files.release.clone();
     let (compiled, verdicts) = blocking("compiling the release", move || {
-        let opened = fetched.open(&cache)?;
+        let opened = fetched.open(&cache, &release)?;
         let resolver = charts::ChartResolver::new(cache.clone(), repositories).map_err(Cause::Resolver)?;
-        let compiled = CompiledRelease::with_resolver(&opened.release, Some(&resolver));
+        // The scratch copy's paths named as the release's files: the copy goes with `opened`.
+        let compiled = CompiledRelease::with_resolver(&opened.release, Some(&resolver))
+            .map_err(|e| opened.in_release(e));
         Ok((compiled, resolver.verdicts()))
     })
     .await?;
@@ -170,8 +176,11 @@ pub async fn compile(
         Ok(compiled) => compiled,
         Err(error) => {
             return Err(match Verdict::first_refused(&verdicts).map(|v| &v.outcome) {
-                Some(charts::Outcome::Refused { reason, .. }) => Cause::DependencyRefused { reason, error },
-                _ => Cause::Compile(error),
+                Some(charts::Outcome::Refused { reason, .. }) => Cause::DependencyRefused {
+                    reason,
+                    error: error.error,
+                },
+                _ => Cause::Compile(Box::new(error)),
             });
         }
     };

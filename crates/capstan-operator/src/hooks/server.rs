@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::events::{Event, EventType, Recorder, Reporter};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
@@ -17,7 +18,6 @@ use axum::http::{Method, StatusCode, Uri};
 use axum::response::Response;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 use tokio::net::TcpListener;
 

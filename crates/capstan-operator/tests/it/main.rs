@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod addon_condition;
+mod events;
 mod management_cache;
 mod operator_api;
 mod operator_leader;

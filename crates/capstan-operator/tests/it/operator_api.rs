@@ -596,3 +596,118 @@ async fn capstan_fields_round_trip_and_invalid_values_are_rejected() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Short names and categories
+
+/// `(resource, short name)` of every resource the API server serves (its discovery) outside
+/// capstan's own groups, and `(resource, categories)` of capstan's.
+async fn served_names(client: &Client) -> (Vec<(String, String)>, Vec<(String, Vec<String>)>) {
+    let mut lists = vec![
+        client
+            .list_core_api_resources("v1")
+            .await
+            .expect("core discovery"),
+    ];
+    for group in client.list_api_groups().await.expect("API groups").groups {
+        for version in &group.versions {
+            lists.push(
+                client
+                    .list_api_group_resources(&version.group_version)
+                    .await
+                    .unwrap_or_else(|e| panic!("discovery of {}: {e}", version.group_version)),
+            );
+        }
+    }
+    let ours = [api::GROUP, api::rollout::ROLLOUT_GROUP];
+    let (mut others, mut categories) = (Vec::new(), Vec::new());
+    for list in lists {
+        let group = list
+            .group_version
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        for resource in list.resources.iter().filter(|r| !r.name.contains('/')) {
+            let name = format!("{}.{group}", resource.name);
+            if ours.contains(&group.as_str()) {
+                categories.push((name, resource.categories.clone().unwrap_or_default()));
+            } else {
+                for short in resource.short_names.iter().flatten() {
+                    others.push((name.clone(), short.clone()));
+                }
+            }
+        }
+    }
+    (others, categories)
+}
+
+/// `(CRD, short name)` of every Cluster API CRD in `../shared/capi-crds` (each version there).
+fn capi_short_names(dir: &Path) -> Vec<(String, String)> {
+    let mut names = Vec::new();
+    for version in std::fs::read_dir(dir).expect("capi-crds").flatten() {
+        for file in capstan_testenv::crd_files(&version.path()).expect("CRD files") {
+            for crd in read_yaml_docs(&file) {
+                for short in crd["spec"]["names"]["shortNames"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                {
+                    names.push((
+                        crd["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                        short.as_str().unwrap_or_default().to_string(),
+                    ));
+                }
+            }
+        }
+    }
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_names_are_nobody_elses_and_every_crd_is_in_the_capstan_category() {
+    let test = "short_names_are_nobody_elses_and_every_crd_is_in_the_capstan_category";
+    let Some(bins) = Binaries::find_or_skip(test) else {
+        return;
+    };
+    let Some(capi) = capstan_testenv::shared_path("capi-crds") else {
+        capstan_testenv::skip_or_fail(test, "Cluster API CRDs not found at ../shared/capi-crds");
+        return;
+    };
+    let cluster = TestCluster::shared_or_start(&bins, "short-names")
+        .await
+        .expect("cluster starts");
+    let client = cluster.client();
+    install_our_crds(&client).await;
+    let (served, categories) = served_names(&client).await;
+    // The discovery is complete enough to have caught the old `csr`.
+    assert!(
+        served.contains(&(
+            "certificatesigningrequests.certificates.k8s.io".to_string(),
+            "csr".to_string()
+        )),
+        "{served:?}"
+    );
+    let capi = capi_short_names(&capi);
+    assert!(capi.iter().any(|(_, short)| short == "cl"), "{capi:?}");
+    for crd in api::crds() {
+        for short in crd.spec.names.short_names.iter().flatten() {
+            let taken: Vec<&String> = served
+                .iter()
+                .chain(&capi)
+                .filter(|(_, s)| s == short)
+                .map(|(name, _)| name)
+                .collect();
+            assert!(
+                taken.is_empty(),
+                "{}'s short name {short:?} is also {taken:?}'s",
+                crd.spec.names.kind
+            );
+        }
+    }
+    // `kubectl get capstan` lists every capstan kind.
+    assert_eq!(categories.len(), 4, "{categories:?}");
+    for (resource, categories) in &categories {
+        assert_eq!(categories, &["capstan"], "{resource}");
+    }
+}

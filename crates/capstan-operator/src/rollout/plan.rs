@@ -347,6 +347,8 @@ impl Planner<'_, '_> {
             ClusterPhase::Pending => false,
             ClusterPhase::Updating | ClusterPhase::Healthy => present.contains_key(&c.name),
             ClusterPhase::Failed | ClusterPhase::RolledBack => true,
+            // Its evidence stays while it exists.
+            ClusterPhase::Blocked => present.contains_key(&c.name),
         });
         let mut recorded: HashSet<String> = self.status.clusters.iter().map(|c| c.name.clone()).collect();
         for (index, (wave, members)) in assignment.waves.iter().enumerate() {

@@ -19,6 +19,8 @@ pub use plan::{Action, Annotations, Observed, Plan, PlannedEvent, Target, plan};
 pub use waves::{Assignment, ClusterInfo, StackId, assign};
 
 #[cfg(test)]
+mod plan_gate_tests;
+#[cfg(test)]
 mod plan_props;
 #[cfg(test)]
 mod plan_tests;

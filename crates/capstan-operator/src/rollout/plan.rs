@@ -200,12 +200,9 @@ impl Planner<'_, '_> {
                 return None;
             }
         };
-        match gates::wave_windows(o.spec) {
-            Ok(windows) => self.windows = windows,
-            Err(why) => {
-                self.invalid_spec(why);
-                return None;
-            }
+        if let Err(why) = self.read_windows() {
+            self.invalid_spec(why);
+            return None;
         }
         let resume_is_new = o
             .annotations
@@ -575,7 +572,7 @@ impl Planner<'_, '_> {
             let mut blocked = false;
             for entry in entries.iter_mut().filter(|e| e.wave == wave.name) {
                 if matches!(entry.phase, ClusterPhase::Pending | ClusterPhase::Blocked) {
-                    blocked |= matches!(self.preflight_gate(entry, now), gates::Gate::Blocked);
+                    blocked |= self.preflight_blocks(entry, now);
                 }
             }
             if blocked {
@@ -601,7 +598,7 @@ impl Planner<'_, '_> {
             let Some(cluster) = self.clusters.get(&entry.name).copied() else {
                 continue;
             };
-            if let gates::Gate::Blocked = self.preflight_gate(entry, now) {
+            if self.preflight_blocks(entry, now) {
                 continue;
             }
             in_flight += 1;

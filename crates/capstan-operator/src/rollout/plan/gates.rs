@@ -13,7 +13,7 @@ use crate::rollout::preflight::{blocks, summary};
 use crate::rollout::windows::{self, Window, WindowState};
 
 /// A Cluster's pre-flight as the plan decides on it.
-pub(super) enum Gate {
+enum Gate {
     /// No pre-flight blocks it (or none was gathered): it may be switched.
     Go,
     /// Its pre-flight blocks it and nobody let it go.
@@ -21,7 +21,7 @@ pub(super) enum Gate {
 }
 
 /// The parsed windows of each wave: its own, else the rollout's.
-pub(super) fn wave_windows(spec: &ClusterStackRolloutSpec) -> Result<Vec<Vec<Window>>, String> {
+fn wave_windows(spec: &ClusterStackRolloutSpec) -> Result<Vec<Vec<Window>>, String> {
     let rollout = windows::parse_all(&spec.windows, "spec.windows").map_err(first)?;
     spec.waves
         .iter()
@@ -49,6 +49,17 @@ fn forced_by<'a>(annotation: Option<&'a str>, cluster: &str) -> Option<&'a str> 
 }
 
 impl Planner<'_, '_> {
+    /// Reads the windows of every wave (its own, else the rollout's), or why they are invalid.
+    pub(super) fn read_windows(&mut self) -> Result<(), String> {
+        self.windows = wave_windows(self.o.spec)?;
+        Ok(())
+    }
+
+    /// Whether `entry`'s pre-flight blocks it now (see [`Planner::preflight_gate`]).
+    pub(super) fn preflight_blocks(&mut self, entry: &mut ClusterRolloutStatus, now: Timestamp) -> bool {
+        matches!(self.preflight_gate(entry, now), Gate::Blocked)
+    }
+
     /// Whether the wave at `index` may start switches now; records the next opening and
     /// reports a window closing or opening.
     pub(super) fn window_open(&mut self, index: usize) -> bool {
@@ -86,7 +97,7 @@ impl Planner<'_, '_> {
 
     /// The pre-flight gate of one Pending or Blocked Cluster: blocks it (recording the
     /// evidence) or lets it go (recording a force approval when one let it).
-    pub(super) fn preflight_gate(&mut self, entry: &mut ClusterRolloutStatus, now: Timestamp) -> Gate {
+    fn preflight_gate(&mut self, entry: &mut ClusterRolloutStatus, now: Timestamp) -> Gate {
         let step = entry.step.unwrap_or(0);
         let Some(results) = self.o.preflight.get(&entry.name) else {
             // Not gathered this time: a Blocked Cluster stays blocked on its recorded evidence.

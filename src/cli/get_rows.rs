@@ -525,6 +525,8 @@ pub struct RolloutClusters {
     pub healthy: usize,
     pub failed: usize,
     pub rolled_back: usize,
+    /// Stopped by their pre-flight (never switched, not failures).
+    pub blocked: usize,
 }
 
 /// An API enum's word as stored (its serde name).
@@ -549,6 +551,7 @@ impl RolloutRow {
                 ClusterPhase::Healthy => &mut clusters.healthy,
                 ClusterPhase::Failed => &mut clusters.failed,
                 ClusterPhase::RolledBack => &mut clusters.rolled_back,
+                ClusterPhase::Blocked => &mut clusters.blocked,
             };
             *count += 1;
         }
@@ -997,7 +1000,8 @@ new       docker-ferrol-1-27   → v0-sha.abc   -                               
                 updating: 0,
                 healthy: 2,
                 failed: 1,
-                rolled_back: 0
+                rolled_back: 0,
+                blocked: 0
             }
         );
         assert!(!rows[1].is_settled(), "a halted rollout is not settled");

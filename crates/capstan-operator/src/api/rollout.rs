@@ -25,6 +25,11 @@ pub const LATEST: &str = "latest";
 pub const APPROVE_ANNOTATION: &str = "capstan.dev/approve";
 /// Annotation that resumes a Halted rollout: any value not seen before (e.g. a RFC 3339 time).
 pub const RESUME_ANNOTATION: &str = "capstan.dev/resume";
+/// Annotation that lets Blocked Clusters go despite their pre-flight: its value is a comma
+/// list of `namespace/name`, optionally `@who` each (`tenant-a/prod-1@alice`).
+pub const FORCE_ANNOTATION: &str = "capstan.dev/force";
+/// `spec.from` that takes every lower minor of the target's stack.
+pub const FROM_AUTO: &str = "auto";
 /// `health.timeout` when not set.
 pub const DEFAULT_HEALTH_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
@@ -82,6 +87,102 @@ pub struct ClusterStackRolloutSpec {
     /// How many failed Clusters are tolerated, and what happens beyond.
     #[serde(default)]
     pub failure_policy: FailurePolicy,
+    /// The ClusterStacks (same namespace, same provider and name, lower Kubernetes minors)
+    /// whose Clusters are moved to `clusterStack`, one minor at a time: a list of names, or
+    /// `auto` for all of them. Omitted: only Clusters of `clusterStack` itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "from_schema")]
+    pub from: Option<FromStacks>,
+    /// The checks before each switch of a Cluster, and what a blocked Cluster does to the
+    /// rollout.
+    #[serde(default)]
+    pub preflight: PreflightPolicy,
+    /// When switches may start (cron + duration + IANA time zone, as Argo CD's sync windows);
+    /// open while any is; omitted: always. A wave with its own `windows` uses those.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<MaintenanceWindow>,
+}
+
+/// `spec.from`: `auto`, or the names of ClusterStacks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FromStacks {
+    /// Every ClusterStack of the namespace with the target's provider and name and a lower
+    /// Kubernetes minor.
+    Auto,
+    Stacks(Vec<String>),
+}
+
+impl Serialize for FromStacks {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            FromStacks::Auto => serializer.serialize_str(FROM_AUTO),
+            FromStacks::Stacks(names) => names.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FromStacks {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Word(String),
+            List(Vec<String>),
+        }
+        match Raw::deserialize(deserializer) {
+            Ok(Raw::Word(word)) if word == FROM_AUTO => Ok(FromStacks::Auto),
+            Ok(Raw::List(names)) => Ok(FromStacks::Stacks(names)),
+            Ok(Raw::Word(word)) => Err(serde::de::Error::custom(format!(
+                "spec.from: {word:?} is neither \"auto\" nor a list of ClusterStack names"
+            ))),
+            Err(_) => Err(serde::de::Error::custom(
+                "spec.from: neither \"auto\" nor a list of ClusterStack names",
+            )),
+        }
+    }
+}
+
+/// A maintenance window: opens whenever `schedule` fires in `timeZone`, for `duration`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MaintenanceWindow {
+    /// A five-field cron schedule (`minute hour day-of-month month day-of-week`), e.g.
+    /// `0 22 * * 1-5`.
+    #[schemars(length(min = 1))]
+    pub schedule: String,
+    /// How long the window stays open, a duration like `4h`.
+    #[schemars(length(min = 1))]
+    pub duration: String,
+    /// The IANA time zone `schedule` is read in, e.g. `Europe/Berlin`; default `UTC`.
+    #[serde(default = "default_time_zone")]
+    pub time_zone: String,
+}
+
+fn default_time_zone() -> String {
+    "UTC".to_string()
+}
+
+/// `spec.preflight`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PreflightPolicy {
+    /// `Halt` (default): a Blocked Cluster halts the rollout; `Skip`: the rollout goes on
+    /// without it. Blocked Clusters are never switched and never count as failures.
+    #[serde(default)]
+    pub on_blocked: OnBlocked,
+    /// CEL conditions over workload-cluster objects (`health.checks`' syntax) that must hold
+    /// before a Cluster is switched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<HealthCheck>,
+}
+
+/// What a Blocked Cluster does to the rollout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "PascalCase")]
+pub enum OnBlocked {
+    #[default]
+    Halt,
+    Skip,
 }
 
 fn default_version() -> String {
@@ -111,6 +212,9 @@ pub struct Wave {
     /// `Auto` or `Manual`: a Manual wave starts only once approved.
     #[serde(default)]
     pub approval: Approval,
+    /// The wave's own maintenance windows, instead of the rollout's `windows`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<MaintenanceWindow>,
 }
 
 /// Whether a wave starts by itself.
@@ -229,6 +333,10 @@ pub struct ClusterStackRolloutStatus {
     pub approval_token: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// When the next maintenance window opens, while switches wait for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::optional_date_time_schema")]
+    pub next_window: Option<Time>,
 }
 
 /// Where a rollout is.
@@ -243,6 +351,8 @@ pub enum RolloutPhase {
     Paused,
     Halted,
     Complete,
+    /// Switches wait for a maintenance window (`status.nextWindow`).
+    WaitingForWindow,
 }
 
 /// One wave's progress.
@@ -320,6 +430,60 @@ pub struct ClusterRolloutStatus {
     pub since: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The steps from the Cluster's stack to the target, one Kubernetes minor each (a
+    /// rollout with `from`); empty for a rollout within one stack.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path: Vec<PathStep>,
+    /// The index in `path` of the step being switched or next to switch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "count_schema")]
+    pub step: Option<u32>,
+    /// The last pre-flight of the current step; kept while a Cluster is Blocked, so the
+    /// evidence survives a restart of the workload API server (whose counters start again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preflight: Vec<PreflightResult>,
+    /// A user let the Cluster go despite its pre-flight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forced: Option<ForceApproval>,
+}
+
+/// One step of a Cluster's path: a switch to a release of one stack.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PathStep {
+    /// The ClusterStackRelease, e.g. `docker-ferrol-1-28-v2`.
+    pub release: String,
+    /// Its ClusterClass.
+    pub class: String,
+    /// Its Kubernetes version, e.g. `v1.28.4`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes: Option<String>,
+}
+
+/// One pre-flight check's verdict.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PreflightResult {
+    /// `RemovedAPIs`, `Render`, `VersionSkew`, or a `preflight.checks` name.
+    pub check: String,
+    pub ok: bool,
+    /// Why it failed (or what it saw), with the evidence.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// Who let a Blocked Cluster go, and when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ForceApproval {
+    /// The user the approval names (`capstan rollout approve --force` puts the caller's).
+    pub by: String,
+    #[schemars(schema_with = "super::date_time_schema")]
+    pub at: Time,
+    /// The step it was given for: it counts for that step only.
+    #[serde(default)]
+    #[schemars(schema_with = "count_schema")]
+    pub step: u32,
 }
 
 /// Where a Cluster is in a rollout.
@@ -332,6 +496,9 @@ pub enum ClusterPhase {
     Healthy,
     Failed,
     RolledBack,
+    /// Its pre-flight (or its path) stops it; `preflight` and `message` say why. Never
+    /// switched, never a failure.
+    Blocked,
 }
 
 /// A duration field (`soak`, `health.timeout`) that is not a Go duration.
@@ -410,6 +577,15 @@ fn count_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "integer", "format": "int32"})
 }
 
+/// Schema of `spec.from`: `auto` or a list of names. A structural schema cannot say "string
+/// or list", so the API server keeps what it is given and the webhook checks it.
+fn from_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "description": "auto, or a list of ClusterStack names of the namespace",
+        "x-kubernetes-preserve-unknown-fields": true
+    })
+}
+
 /// Schema of an int-or-string field (`maxInFlight: 2` or `"25%"`).
 fn int_or_string_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"x-kubernetes-int-or-string": true})
@@ -434,6 +610,41 @@ mod tests {
         assert_eq!(spec.failure_policy.max_failures, 0);
         assert_eq!(spec.health.timeout(), Ok(DEFAULT_HEALTH_TIMEOUT));
         assert_eq!(spec.waves[0].soak(), Ok(Duration::ZERO));
+    }
+
+    #[test]
+    fn from_is_auto_or_a_list_of_names() {
+        let read = |from: serde_json::Value| {
+            serde_json::from_value::<ClusterStackRolloutSpec>(serde_json::json!({
+                "clusterStack": "docker-ferrol-1-29", "waves": [{"name": "all"}], "from": from
+            }))
+            .map(|spec| spec.from)
+            .map_err(|e| e.to_string())
+        };
+        assert_eq!(read(serde_json::json!("auto")), Ok(Some(FromStacks::Auto)));
+        assert_eq!(
+            read(serde_json::json!(["docker-ferrol-1-27"])),
+            Ok(Some(FromStacks::Stacks(vec!["docker-ferrol-1-27".into()])))
+        );
+        let why = read(serde_json::json!("everything")).expect_err("not auto");
+        assert!(why.starts_with("spec.from: \"everything\" is neither"), "{why}");
+        assert!(read(serde_json::json!({"auto": true})).is_err());
+        let spec = ClusterStackRolloutSpec {
+            from: Some(FromStacks::Auto),
+            ..serde_json::from_value(serde_json::json!({"clusterStack": "s", "waves": []})).expect("spec")
+        };
+        let json = serde_json::to_value(&spec).expect("JSON");
+        assert_eq!(json["from"], "auto");
+        assert_eq!(json["preflight"]["onBlocked"], "Halt");
+        assert!(json.get("windows").is_none(), "no windows: omitted");
+    }
+
+    #[test]
+    fn a_window_defaults_to_utc() {
+        let window: MaintenanceWindow =
+            serde_json::from_value(serde_json::json!({"schedule": "0 22 * * 1-5", "duration": "4h"}))
+                .expect("window");
+        assert_eq!(window.time_zone, "UTC");
     }
 
     #[test]

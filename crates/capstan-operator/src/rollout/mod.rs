@@ -5,15 +5,21 @@
 //! killed operator resumes from what it recorded. `capstan rollout plan` uses [`waves::assign`]
 //! offline.
 
+pub mod cron;
 pub mod health;
+pub mod path;
 pub mod plan;
+pub mod preflight;
 pub mod selector;
 pub mod waves;
+pub mod windows;
 
 pub use health::{Health, health};
 pub use plan::{Action, Annotations, Observed, Plan, PlannedEvent, Target, plan};
 pub use waves::{Assignment, ClusterInfo, StackId, assign};
 
+#[cfg(test)]
+mod plan_gate_tests;
 #[cfg(test)]
 mod plan_props;
 #[cfg(test)]

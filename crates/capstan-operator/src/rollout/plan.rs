@@ -25,22 +25,36 @@
 //!   the target was chosen never counts). At most `maxInFlight` Clusters of the wave are
 //!   Updating at once. The wave is done when no Cluster is Pending or Updating; it soaks for
 //!   `soak` from then, and the next wave starts after. A wave without Clusters is done at once.
+//! - **Windows** (`windows`, a wave's own replacing the rollout's): a switch starts only while
+//!   one is open; in flight Clusters go on, health timeouts run; outside, the rollout is
+//!   WaitingForWindow with `status.nextWindow`, and looks again at the opening.
+//! - **Pre-flight**: a Cluster whose gathered pre-flight blocks is Blocked (the evidence
+//!   kept in its status until a new pre-flight passes), never switched, never a failure;
+//!   `onBlocked: Halt` halts the rollout before any switch of that pass, `Skip` goes on
+//!   without it. `capstan.dev/force` naming it lets it go once, recorded with who and when.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::Timestamp;
 
 use super::health::health;
 use super::waves::{ClusterInfo, StackId, assign};
-use crate::api::conditions::{self, Condition, ConditionStatus, READY};
 use crate::api::rollout::{
-    Approval, CONDITION_HALTED, CONDITION_PROGRESSING, ClusterPhase, ClusterRolloutStatus,
-    ClusterStackRolloutSpec, ClusterStackRolloutStatus, FailureAction, RolloutPhase, Wave, WavePhase,
-    WaveStatus,
+    Approval, ClusterPhase, ClusterRolloutStatus, ClusterStackRolloutSpec, ClusterStackRolloutStatus,
+    OnBlocked, PreflightResult, RolloutPhase, Wave, WavePhase, WaveStatus,
 };
+use clock::{add, ceil_second, elapsed, human, whole_second};
+
+mod clock;
+mod failures;
+mod gates;
+mod report;
+mod spec;
+
+use spec::durations;
+pub use spec::{max_in_flight, parse_percent};
 
 // A Cluster's health is judged against the target, so the target lives beside it.
 pub use super::health::Target;
@@ -50,6 +64,8 @@ pub use super::health::Target;
 pub struct Annotations<'a> {
     pub approve: Option<&'a str>,
     pub resume: Option<&'a str>,
+    /// `capstan.dev/force`: Blocked Clusters let go despite their pre-flight.
+    pub force: Option<&'a str>,
 }
 
 /// Everything the decision depends on.
@@ -70,6 +86,10 @@ pub struct Observed<'a> {
     pub target: Option<Target>,
     /// Every Cluster that may take part, with its health inputs.
     pub clusters: &'a [ClusterInfo],
+    /// Each Cluster's pre-flight for its next switch (`namespace/name`), as gathered this
+    /// pass; a Cluster without one is switched when due (a Blocked one stays blocked on its
+    /// recorded evidence).
+    pub preflight: &'a BTreeMap<String, Vec<PreflightResult>>,
     pub now: Time,
 }
 
@@ -133,6 +153,7 @@ pub fn plan(observed: &Observed) -> Plan {
         requeue: None,
         message: None,
         late: Vec::new(),
+        windows: Vec::new(),
     };
     planner.run();
     planner.finish()
@@ -157,23 +178,8 @@ struct Planner<'o, 'a> {
     message: Option<String>,
     /// Clusters whose wave finished before they appeared: they wait for the next rollout.
     late: Vec<String>,
-}
-
-/// The durations of a spec, parsed.
-struct Durations {
-    timeout: Duration,
-    soaks: Vec<Duration>,
-}
-
-fn durations(spec: &ClusterStackRolloutSpec) -> Result<Durations, String> {
-    let timeout = spec.health.timeout().map_err(|e| e.to_string())?;
-    let soaks = spec
-        .waves
-        .iter()
-        .map(Wave::soak)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
-    Ok(Durations { timeout, soaks })
+    /// The maintenance windows of each wave (its own, else the rollout's).
+    windows: Vec<Vec<super::windows::Window>>,
 }
 
 impl Planner<'_, '_> {
@@ -194,6 +200,10 @@ impl Planner<'_, '_> {
                 return None;
             }
         };
+        if let Err(why) = self.read_windows() {
+            self.invalid_spec(why);
+            return None;
+        }
         let resume_is_new = o
             .annotations
             .resume
@@ -347,6 +357,8 @@ impl Planner<'_, '_> {
             ClusterPhase::Pending => false,
             ClusterPhase::Updating | ClusterPhase::Healthy => present.contains_key(&c.name),
             ClusterPhase::Failed | ClusterPhase::RolledBack => true,
+            // Its evidence stays while it exists.
+            ClusterPhase::Blocked => present.contains_key(&c.name),
         });
         let mut recorded: HashSet<String> = self.status.clusters.iter().map(|c| c.name.clone()).collect();
         for (index, (wave, members)) in assignment.waves.iter().enumerate() {
@@ -424,84 +436,6 @@ impl Planner<'_, '_> {
         }
     }
 
-    fn check_failures(&mut self) {
-        if self.status.phase == RolloutPhase::Halted {
-            return;
-        }
-        let policy = &self.o.spec.failure_policy;
-        let failed: Vec<String> = self
-            .status
-            .clusters
-            .iter()
-            .filter(|c| is_failure(c))
-            .map(|c| c.name.clone())
-            .collect();
-        if failed.len() <= policy.max_failures as usize {
-            return;
-        }
-        self.status.phase = RolloutPhase::Halted;
-        self.status.halted_at = Some(Time(self.now));
-        if let Some(w) = self.current_wave_status() {
-            w.phase = WavePhase::Halted;
-        }
-        let message = format!(
-            "halted: {} failed Cluster(s), at most {} tolerated: {}",
-            failed.len(),
-            policy.max_failures,
-            failed.join(", ")
-        );
-        self.status.message = Some(message.clone());
-        self.event("Halted", &message, true);
-    }
-
-    fn current_wave_status(&mut self) -> Option<&mut WaveStatus> {
-        let name = self.status.current_wave.clone()?;
-        self.status.waves.iter_mut().find(|w| w.name == name)
-    }
-
-    /// With `Rollback`: switches the failed Clusters back to their recorded class and version,
-    /// again when an earlier rollback's patch did not take.
-    fn roll_back(&mut self) {
-        if self.o.spec.failure_policy.action != FailureAction::Rollback {
-            return;
-        }
-        let now = self.now;
-        let mut rolled = Vec::new();
-        for entry in &mut self.status.clusters {
-            let Some(from) = entry.from.clone() else {
-                continue; // never switched by the rollout: nothing to go back to
-            };
-            let Some(cluster) = self.clusters.get(&entry.name).copied() else {
-                continue;
-            };
-            let newly = entry.phase == ClusterPhase::Failed && !entry.acknowledged;
-            let unfinished =
-                entry.phase == ClusterPhase::RolledBack && cluster.class.as_deref() != Some(&from);
-            if !newly && !unfinished {
-                continue;
-            }
-            let version = entry
-                .from_version
-                .clone()
-                .filter(|v| cluster.version.as_ref() != Some(v));
-            self.actions.push(Action::RollBack {
-                cluster: entry.name.clone(),
-                class: from.clone(),
-                version,
-            });
-            if newly {
-                entry.phase = ClusterPhase::RolledBack;
-                entry.since = Some(Time(now));
-                entry.message = Some(format!("rolled back to {from}"));
-                rolled.push(format!("{} to {from}", entry.name));
-            }
-        }
-        if !rolled.is_empty() {
-            let message = format!("rolling back {}", rolled.join(", "));
-            self.event("RolledBack", &message, true);
-        }
-    }
-
     /// Moves the waves on: approval, switches within `maxInFlight`, soak, next wave.
     fn progress(&mut self, target: &Target, soaks: &[Duration]) {
         let o = self.o;
@@ -537,7 +471,10 @@ impl Planner<'_, '_> {
                 let message = format!("wave {} started: {} Cluster(s)", wave.name, members.len());
                 self.event("WaveStarted", &message, false);
             }
-            self.switch_within_limit(wave, members.len(), target);
+            let open = self.switch_within_limit(index, wave, members.len(), target);
+            if self.halt_on_blocked(index) {
+                return;
+            }
 
             let done = self
                 .status
@@ -550,7 +487,11 @@ impl Planner<'_, '_> {
                 // A Cluster that joined a soaking wave: the soak starts again once it is done.
                 status.soak_until = None;
                 status.phase = WavePhase::Progressing;
-                self.status.phase = RolloutPhase::Progressing;
+                self.status.phase = if open {
+                    RolloutPhase::Progressing
+                } else {
+                    RolloutPhase::WaitingForWindow
+                };
                 return;
             }
             // The soak ends a whole `soak` after the wave was seen done, rounded up to the
@@ -603,11 +544,13 @@ impl Planner<'_, '_> {
 
     /// Re-issues the switches whose patch did not take, then switches Pending Clusters of
     /// `wave` (by name) while fewer than its `maxInFlight` are Updating.
-    fn switch_within_limit(&mut self, wave: &Wave, total: usize, target: &Target) {
+    /// Returns whether the wave's window is open (or none is configured).
+    fn switch_within_limit(&mut self, index: usize, wave: &Wave, total: usize, target: &Target) -> bool {
         let limit = max_in_flight(wave.max_in_flight.as_ref(), total);
         let clusters = &self.clusters;
         let cluster_of = |key: &str| clusters.get(key).copied();
         let mut in_flight = 0;
+        let mut reissue = Vec::new();
         for entry in &self.status.clusters {
             if entry.wave != wave.name || entry.phase != ClusterPhase::Updating {
                 continue;
@@ -617,21 +560,47 @@ impl Planner<'_, '_> {
                 && cluster.class.as_deref() != Some(target.class.as_str())
                 && entry.from.is_some()
             {
-                self.actions.push(switch(entry, cluster, target));
+                reissue.push(switch(entry, cluster, target));
             }
+        }
+        // Switches start only inside a window; those in flight go on.
+        let open = self.window_open(index);
+        let now = self.now;
+        let mut entries = std::mem::take(&mut self.status.clusters);
+        if open && self.o.spec.preflight.on_blocked == OnBlocked::Halt {
+            // Halt: one blocked Cluster of the wave stops it before any switch of this pass.
+            let mut blocked = false;
+            for entry in entries.iter_mut().filter(|e| e.wave == wave.name) {
+                if matches!(entry.phase, ClusterPhase::Pending | ClusterPhase::Blocked) {
+                    blocked |= self.preflight_blocks(entry, now);
+                }
+            }
+            if blocked {
+                self.status.clusters = entries;
+                return true;
+            }
+        }
+        self.actions.extend(reissue);
+        if !open {
+            self.status.clusters = entries;
+            return false;
         }
         let mut switched = Vec::new();
         let switched_at = ceil_second(self.exact_now);
-        for entry in &mut self.status.clusters {
+        for entry in &mut entries {
             if in_flight >= limit {
                 break;
             }
-            if entry.wave != wave.name || entry.phase != ClusterPhase::Pending {
+            let waiting = matches!(entry.phase, ClusterPhase::Pending | ClusterPhase::Blocked);
+            if entry.wave != wave.name || !waiting {
                 continue;
             }
-            let Some(cluster) = cluster_of(&entry.name) else {
+            let Some(cluster) = self.clusters.get(&entry.name).copied() else {
                 continue;
             };
+            if self.preflight_blocks(entry, now) {
+                continue;
+            }
             in_flight += 1;
             entry.to = Some(target.class.clone());
             entry.phase = ClusterPhase::Updating;
@@ -649,10 +618,12 @@ impl Planner<'_, '_> {
             self.actions.push(switch(entry, cluster, target));
             switched.push(entry.name.clone());
         }
+        self.status.clusters = entries;
         if !switched.is_empty() {
             let message = format!("switching {} to {}", switched.join(", "), target.class);
             self.event("ClusterSwitched", &message, false);
         }
+        true
     }
 
     fn requeue_for_timeouts(&mut self, timeout: Duration) {
@@ -680,75 +651,6 @@ impl Planner<'_, '_> {
             warning,
         });
     }
-
-    fn finish(mut self) -> Plan {
-        self.count();
-        if let Some(message) = self.message.take() {
-            self.status.message = Some(message);
-        } else if self.status.phase != RolloutPhase::Halted {
-            let mut message = summary(&self.status);
-            if !self.late.is_empty() {
-                message.push_str(&format!(
-                    "; waiting for the next rollout (their wave finished): {}",
-                    self.late.join(", ")
-                ));
-            }
-            self.status.message = Some(message);
-        }
-        self.set_conditions();
-        Plan {
-            status: self.status,
-            actions: self.actions,
-            events: self.events,
-            requeue_after: self.requeue,
-        }
-    }
-
-    fn count(&mut self) {
-        let clusters = &self.status.clusters;
-        for wave in &mut self.status.waves {
-            let members = clusters.iter().filter(|c| c.wave == wave.name);
-            let (mut total, mut updated, mut healthy, mut failed) = (0, 0, 0, 0);
-            for c in members {
-                total += 1;
-                if c.phase != ClusterPhase::Pending {
-                    updated += 1;
-                }
-                match c.phase {
-                    ClusterPhase::Healthy => healthy += 1,
-                    ClusterPhase::Failed | ClusterPhase::RolledBack => failed += 1,
-                    _ => {}
-                }
-            }
-            (wave.total, wave.updated, wave.healthy, wave.failed) = (total, updated, healthy, failed);
-        }
-    }
-
-    fn set_conditions(&mut self) {
-        let generation = self.o.generation;
-        let now = Time(self.now);
-        let phase = self.status.phase;
-        let reason = format!("{phase:?}");
-        let message = self.status.message.clone().unwrap_or_default();
-        let condition = |type_: &str, holds: bool| {
-            Condition::new(
-                type_,
-                ConditionStatus::from_bool(holds),
-                reason.clone(),
-                message.clone(),
-                generation,
-                now.clone(),
-            )
-        };
-        let progressing = matches!(
-            phase,
-            RolloutPhase::Progressing | RolloutPhase::Soaking | RolloutPhase::WaitingForApproval
-        );
-        let list = &mut self.status.conditions;
-        conditions::set_condition(list, condition(READY, phase == RolloutPhase::Complete));
-        conditions::set_condition(list, condition(CONDITION_PROGRESSING, progressing));
-        conditions::set_condition(list, condition(CONDITION_HALTED, phase == RolloutPhase::Halted));
-    }
 }
 
 fn switch(entry: &ClusterRolloutStatus, cluster: &ClusterInfo, target: &Target) -> Action {
@@ -767,22 +669,6 @@ fn is_failure(c: &ClusterRolloutStatus) -> bool {
     matches!(c.phase, ClusterPhase::Failed | ClusterPhase::RolledBack) && !c.acknowledged
 }
 
-/// `maxInFlight` of a wave of `total` Clusters: a number, or a percentage rounded down; at
-/// least 1 (also for 0 or a value that does not parse, which the webhook refuses).
-pub fn max_in_flight(value: Option<&IntOrString>, total: usize) -> usize {
-    let limit = match value {
-        None => 1,
-        Some(IntOrString::Int(n)) => usize::try_from(*n).unwrap_or(1),
-        Some(IntOrString::String(text)) => parse_percent(text).map_or(1, |p| total * p / 100),
-    };
-    limit.max(1)
-}
-
-/// `"25%"` → 25.
-pub fn parse_percent(text: &str) -> Option<usize> {
-    text.strip_suffix('%')?.parse().ok()
-}
-
 fn why(verdict: &super::health::Health) -> String {
     match verdict {
         super::health::Health::Healthy => "healthy".to_string(),
@@ -796,58 +682,4 @@ fn list_or_none(names: &[String]) -> String {
     } else {
         names.join(", ")
     }
-}
-
-fn summary(status: &ClusterStackRolloutStatus) -> String {
-    let target = status.target_release.as_deref().unwrap_or("none");
-    match (status.phase, &status.current_wave) {
-        (RolloutPhase::Complete, _) => format!("{target} rolled out"),
-        (phase, Some(wave)) => {
-            let w = status.waves.iter().find(|w| &w.name == wave);
-            let (healthy, total) = w.map_or((0, 0), |w| (w.healthy, w.total));
-            format!("{phase:?}: wave {wave}, {healthy}/{total} healthy, target {target}")
-        }
-        (phase, None) => format!("{phase:?}: target {target}"),
-    }
-}
-
-fn whole_second(t: Timestamp) -> Timestamp {
-    Timestamp::from_second(t.as_second()).unwrap_or(t)
-}
-
-/// `t` rounded up to the second.
-fn ceil_second(t: Timestamp) -> Timestamp {
-    let floor = whole_second(t);
-    if floor == t {
-        return t;
-    }
-    Timestamp::from_second(floor.as_second().saturating_add(1)).unwrap_or(t)
-}
-
-fn add(t: Timestamp, d: Duration) -> Timestamp {
-    let millis = i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2);
-    Timestamp::from_millisecond(t.as_millisecond().saturating_add(millis)).unwrap_or(Timestamp::MAX)
-}
-
-/// From `from` to `to`; zero when `to` is earlier.
-fn elapsed(from: Timestamp, to: Timestamp) -> Duration {
-    let millis = to.as_millisecond() - from.as_millisecond();
-    Duration::from_millis(u64::try_from(millis).unwrap_or(0))
-}
-
-/// `30m`, `1h30m`, `45s`: a duration as the spec writes it.
-fn human(d: Duration) -> String {
-    let secs = d.as_secs();
-    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-    let mut out = String::new();
-    if h > 0 {
-        out.push_str(&format!("{h}h"));
-    }
-    if m > 0 {
-        out.push_str(&format!("{m}m"));
-    }
-    if s > 0 || out.is_empty() {
-        out.push_str(&format!("{s}s"));
-    }
-    out
 }

@@ -2,9 +2,12 @@
 //! healthy, fail (time passes beyond the health timeout), appear; the plan runs, or the
 //! operator dies after writing the status (its actions lost, or only some applied), or
 //! restarts from the status as read back from the API server; users approve, pause, resume;
-//! a newer release appears. After every plan: never two waves at once, never more in flight
-//! than allowed, never a switch of a halted or paused rollout, never a Cluster switched twice
-//! to the same class, never a wave skipped.
+//! a newer release appears; pre-flights block and pass, users force Clusters past them; a
+//! maintenance window opens and closes. After every plan: never two waves at once, never more
+//! in flight than allowed, never a switch of a halted or paused rollout, never a Cluster
+//! switched twice to the same class, never a wave skipped, never a switch outside a window,
+//! never a switch of a Cluster its pre-flight blocks (unless forced), never a Blocked Cluster
+//! counted as failed.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,7 +19,8 @@ use super::sim::{Sim, V1, V2, V3, cluster, target};
 use super::waves::ClusterInfo;
 use super::waves::tests::{select, spec, wave};
 use crate::api::rollout::{
-    Approval, ClusterPhase, ClusterStackRolloutStatus, FailureAction, RolloutPhase, Wave, WavePhase,
+    Approval, ClusterPhase, ClusterStackRolloutStatus, FailureAction, MaintenanceWindow, OnBlocked,
+    PreflightResult, RolloutPhase, Wave, WavePhase,
 };
 
 const RINGS: [&str; 3] = ["canary", "beta", "prod"];
@@ -37,6 +41,10 @@ enum Event {
     Pause(bool),
     Resume,
     NewRelease,
+    /// Cluster `i`'s pre-flight blocks (true) or passes (false).
+    Preflight(usize, bool),
+    /// The force annotation names Cluster `i`.
+    Force(usize),
 }
 
 fn event() -> impl Strategy<Value = Event> {
@@ -52,6 +60,8 @@ fn event() -> impl Strategy<Value = Event> {
         1 => any::<bool>().prop_map(Event::Pause),
         1 => Just(Event::Resume),
         1 => Just(Event::NewRelease),
+        2 => (0usize..16, any::<bool>()).prop_map(|(i, b)| Event::Preflight(i, b)),
+        1 => (0usize..16).prop_map(Event::Force),
     ]
 }
 
@@ -91,6 +101,9 @@ struct Case {
     clusters: Vec<ClusterInfo>,
     max_failures: u32,
     rollback: bool,
+    /// Windows of five minutes every ten, or none.
+    windows: bool,
+    skip_blocked: bool,
     events: Vec<Event>,
 }
 
@@ -100,20 +113,25 @@ fn case() -> impl Strategy<Value = Case> {
         fleet(),
         0u32..2,
         any::<bool>(),
+        (any::<bool>(), any::<bool>()),
         prop::collection::vec(event(), 1..80),
     )
-        .prop_map(|(mut waves, clusters, max_failures, rollback, events)| {
-            for (i, w) in waves.iter_mut().enumerate() {
-                w.name = format!("w{i}");
-            }
-            Case {
-                waves,
-                clusters,
-                max_failures,
-                rollback,
-                events,
-            }
-        })
+        .prop_map(
+            |(mut waves, clusters, max_failures, rollback, (windows, skip_blocked), events)| {
+                for (i, w) in waves.iter_mut().enumerate() {
+                    w.name = format!("w{i}");
+                }
+                Case {
+                    waves,
+                    clusters,
+                    max_failures,
+                    rollback,
+                    windows,
+                    skip_blocked,
+                    events,
+                }
+            },
+        )
 }
 
 /// What every plan must keep, checked against the status before and after it and the actions
@@ -198,10 +216,39 @@ fn check(
                 .clusters
                 .iter()
                 .find(|c| c.name == **key)
-                .is_none_or(|c| c.phase == ClusterPhase::Pending)
+                .is_none_or(|c| matches!(c.phase, ClusterPhase::Pending | ClusterPhase::Blocked))
                 || before.target_release != after.target_release
         })
         .collect();
+    // never a switch outside a window, never one of a Cluster its pre-flight blocks
+    if !new.is_empty() {
+        let parsed =
+            super::windows::parse_all(&sim.spec.windows, "spec.windows").map_err(|e| format!("{e:?}"))?;
+        if !super::windows::state(&parsed, sim.time().0).is_open() {
+            return Err(format!("switched {new:?} outside every window"));
+        }
+    }
+    for key in &new {
+        let blocks = sim
+            .preflight
+            .get(**key)
+            .is_some_and(|r| super::preflight::blocks(r));
+        let forced = after
+            .clusters
+            .iter()
+            .any(|c| c.name == ***key && c.forced.is_some());
+        if blocks && !forced {
+            return Err(format!("switched {key} while its pre-flight blocks it"));
+        }
+    }
+    // a Blocked Cluster was never switched (nothing to roll back, no failure to count)
+    if let Some(c) = after
+        .clusters
+        .iter()
+        .find(|c| c.phase == ClusterPhase::Blocked && (c.from.is_some() || c.to.is_some()))
+    {
+        return Err(format!("{} is Blocked after a switch", c.name));
+    }
     if let Some(key) = new.first() {
         let wave = wave_of(after, key).unwrap_or_default();
         let spec_wave = index_of(&wave).map(|i| &sim.spec.waves[i]).ok_or("no wave")?;
@@ -240,6 +287,16 @@ fn run(case: Case) -> Result<(), TestCaseError> {
     s.failure_policy.max_failures = case.max_failures;
     if case.rollback {
         s.failure_policy.action = FailureAction::Rollback;
+    }
+    if case.windows {
+        s.windows = vec![MaintenanceWindow {
+            schedule: "*/10 * * * *".into(),
+            duration: "5m".into(),
+            time_zone: "UTC".into(),
+        }];
+    }
+    if case.skip_blocked {
+        s.preflight.on_blocked = OnBlocked::Skip;
     }
     let mut sim = Sim::new(s, case.clusters);
     let mut tokens = 0;
@@ -294,6 +351,21 @@ fn run(case: Case) -> Result<(), TestCaseError> {
             }
             Event::NewRelease => {
                 sim.target = Some(target(V3));
+                None
+            }
+            Event::Preflight(i, blocked) => {
+                if let Some(key) = sim.clusters.get(i).map(ClusterInfo::key) {
+                    let result = PreflightResult {
+                        check: "RemovedAPIs".into(),
+                        ok: !blocked,
+                        reason: if blocked { "in use".into() } else { String::new() },
+                    };
+                    sim.preflight.insert(key, vec![result]);
+                }
+                None
+            }
+            Event::Force(i) => {
+                sim.force = sim.clusters.get(i).map(|c| format!("{}@tester", c.key()));
                 None
             }
         };

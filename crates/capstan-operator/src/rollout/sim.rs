@@ -9,7 +9,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use super::plan::{Action, Annotations, Observed, Plan, Target, plan};
 use super::waves::{ClusterInfo, StackId};
-use crate::api::rollout::{ClusterStackRolloutSpec, ClusterStackRolloutStatus};
+use crate::api::rollout::{ClusterStackRolloutSpec, ClusterStackRolloutStatus, PreflightResult};
 
 pub const V1: &str = "docker-ferrol-1-27-v1";
 pub const V2: &str = "docker-ferrol-1-27-v2";
@@ -54,6 +54,9 @@ pub struct Sim {
     pub target: Option<Target>,
     pub approve: Option<String>,
     pub resume: Option<String>,
+    pub force: Option<String>,
+    /// Each Cluster's pre-flight as gathered (`namespace/name`).
+    pub preflight: BTreeMap<String, Vec<PreflightResult>>,
     /// Seconds since the start.
     pub now: i64,
     /// Milliseconds past `now` (an operator's clock is not on a second).
@@ -73,6 +76,8 @@ impl Sim {
             target: Some(target(V2)),
             approve: None,
             resume: None,
+            force: None,
+            preflight: BTreeMap::new(),
             now: 0,
             millis: 0,
             applied: Vec::new(),
@@ -94,10 +99,12 @@ impl Sim {
             annotations: Annotations {
                 approve: self.approve.as_deref(),
                 resume: self.resume.as_deref(),
+                force: self.force.as_deref(),
             },
             status: &self.status,
             target: self.target.clone(),
             clusters: &self.clusters,
+            preflight: &self.preflight,
             now: self.time(),
         };
         plan(&observed)

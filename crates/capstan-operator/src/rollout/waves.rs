@@ -210,6 +210,9 @@ pub(crate) mod tests {
             waves,
             health: Default::default(),
             failure_policy: Default::default(),
+            from: None,
+            preflight: Default::default(),
+            windows: Vec::new(),
         }
     }
 

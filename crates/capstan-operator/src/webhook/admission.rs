@@ -14,6 +14,7 @@ use serde_json::Value as Json;
 use super::validate::{self, Rejection};
 use super::validate_rollout;
 use super::versions::StackVersions;
+use crate::api::rollout::FromStacks;
 use crate::api::{ClusterAddon, ClusterStack, ClusterStackRelease, ClusterStackRollout};
 use crate::clusters::{ClusterUse, release_name_of_class};
 
@@ -293,6 +294,15 @@ async fn check_rollout(
     let releases = lookup(releases.list(&ListParams::default()))
         .await
         .map_err(|why| cannot("the ClusterStackReleases", why))?;
+    // The namespace's stacks only when `from` names some (the common rollout reads none).
+    let all_stacks = if matches!(new.spec.from, Some(FromStacks::Stacks(_))) {
+        lookup(stacks.list(&ListParams::default()))
+            .await
+            .map_err(|why| cannot("the ClusterStacks", why))?
+            .items
+    } else {
+        Vec::new()
+    };
     let rollouts: Api<ClusterStackRollout> = Api::namespaced(client.clone(), namespace);
     let rollouts = lookup(rollouts.list(&ListParams::default()))
         .await
@@ -301,6 +311,7 @@ async fn check_rollout(
         new,
         validate_rollout::Namespace {
             stack: stack.as_ref(),
+            stacks: &all_stacks,
             releases: &releases.items,
             rollouts: &rollouts.items,
         },

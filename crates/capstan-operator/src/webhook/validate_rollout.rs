@@ -9,6 +9,12 @@
 //!   percentage), a `soak` or `health.timeout` that is not a duration, a label selector
 //!   Kubernetes would refuse, a health check whose CEL condition does not compile or that has
 //!   two objects of one key;
+//! - a `from` stack that does not exist, is of another provider or name than `clusterStack`,
+//!   or is not of a lower Kubernetes minor; `from` that is neither `auto` nor a list (the CRD's
+//!   schema cannot say so);
+//! - a maintenance window (the rollout's or a wave's) whose schedule is not a five-field cron
+//!   expression or never fires, whose duration is not one or is 0, or whose time zone is not
+//!   an IANA zone; a pre-flight check whose CEL condition does not compile;
 //! - two rollouts for the same Clusters: the simple rule is one rollout per ClusterStack in a
 //!   namespace (a rollout's Clusters are those on the stack's classes; two rollouts of one stack
 //!   would fight over them, whatever their selectors).
@@ -20,17 +26,19 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::validate::Rejection;
 use crate::addon::condition::check_syntax;
-use crate::api::rollout::{ClusterStackRollout, LATEST, parse_duration};
+use crate::api::rollout::{ClusterStackRollout, FromStacks, HealthCheck, LATEST, parse_duration};
 use crate::api::{ClusterStack, ClusterStackRelease};
 use crate::clusters::release_name_of_class;
 use crate::rollout::plan::parse_percent;
-use crate::rollout::selector;
+use crate::rollout::{selector, windows};
 
 /// What the namespace of a rollout holds, as the webhook read it.
 #[derive(Clone, Copy, Debug)]
 pub struct Namespace<'a> {
     /// The ClusterStack `spec.clusterStack` names, if it exists.
     pub stack: Option<&'a ClusterStack>,
+    /// The namespace's ClusterStacks (for `spec.from`; may be empty when it is not set).
+    pub stacks: &'a [ClusterStack],
     pub releases: &'a [ClusterStackRelease],
     /// The namespace's rollouts (the one validated may be among them: an update).
     pub rollouts: &'a [ClusterStackRollout],
@@ -50,8 +58,15 @@ pub fn rollout(new: &ClusterStackRollout, namespace: Namespace) -> Result<(), Re
             if let Err(why) = check_version(&spec.version, stack, namespace.releases) {
                 reasons.push(format!("spec.version: {why}"));
             }
+            if let Some(FromStacks::Stacks(names)) = &spec.from {
+                check_from(names, stack, namespace.stacks, &mut reasons);
+            }
         }
     }
+    if let Err(errors) = windows::parse_all(&spec.windows, "spec.windows") {
+        reasons.extend(errors.iter().map(ToString::to_string));
+    }
+    check_conditions("spec.preflight.checks", &spec.preflight.checks, &mut reasons);
     if let Some(selector) = &spec.cluster_selector {
         check_selector("spec.clusterSelector", selector, &mut reasons);
     }
@@ -78,23 +93,16 @@ pub fn rollout(new: &ClusterStackRollout, namespace: Namespace) -> Result<(), Re
         if let Some(selector) = &wave.cluster_selector {
             check_selector(&format!("{at}.clusterSelector"), selector, &mut reasons);
         }
+        if let Err(errors) = windows::parse_all(&wave.windows, &format!("{at}.windows")) {
+            reasons.extend(errors.iter().map(ToString::to_string));
+        }
     }
     if let Some(timeout) = &spec.health.timeout
         && let Err(e) = parse_duration("spec.health.timeout", timeout)
     {
         reasons.push(e.to_string());
     }
-    for (i, check) in spec.health.checks.iter().enumerate() {
-        let at = format!("spec.health.checks[{i}]");
-        if let Err(e) = check_syntax(&check.conditions) {
-            reasons.push(format!("{at}.conditions: {e}"));
-        }
-        for (j, object) in check.objects.iter().enumerate() {
-            if check.objects[..j].iter().any(|o| o.key == object.key) {
-                reasons.push(format!("{at}.objects[{j}].key: {:?} is used twice", object.key));
-            }
-        }
-    }
+    check_conditions("spec.health.checks", &spec.health.checks, &mut reasons);
     let name = new.metadata.name.as_deref().unwrap_or_default();
     for other in namespace.rollouts {
         let other_name = other.metadata.name.as_deref().unwrap_or_default();
@@ -152,6 +160,65 @@ fn check_version(
     }
 }
 
+/// CEL checks (`health.checks`, `preflight.checks`): each compiles, no key twice.
+fn check_conditions(at: &str, checks: &[HealthCheck], reasons: &mut Vec<String>) {
+    for (i, check) in checks.iter().enumerate() {
+        let at = format!("{at}[{i}]");
+        if let Err(e) = check_syntax(&check.conditions) {
+            reasons.push(format!("{at}.conditions: {e}"));
+        }
+        for (j, object) in check.objects.iter().enumerate() {
+            if check.objects[..j].iter().any(|o| o.key == object.key) {
+                reasons.push(format!("{at}.objects[{j}].key: {:?} is used twice", object.key));
+            }
+        }
+    }
+}
+
+/// Each `from` stack exists, has the target's provider and name, and a lower minor.
+fn check_from(names: &[String], target: &ClusterStack, stacks: &[ClusterStack], reasons: &mut Vec<String>) {
+    let minor = |stack: &ClusterStack| {
+        capstan_stack::name::KubernetesVersion::parse(&stack.spec.kubernetes_version).ok()
+    };
+    let target_minor = minor(target);
+    let target_name = target.metadata.name.as_deref().unwrap_or_default();
+    if names.is_empty() {
+        reasons
+            .push("spec.from: an empty list; omit it, or name the stacks to move from, or auto".to_string());
+    }
+    for (i, name) in names.iter().enumerate() {
+        let at = format!("spec.from[{i}]");
+        if names[..i].contains(name) {
+            reasons.push(format!("{at}: {name:?} is listed twice"));
+            continue;
+        }
+        let Some(stack) = stacks.iter().find(|s| s.metadata.name.as_deref() == Some(name)) else {
+            reasons.push(format!(
+                "{at}: ClusterStack {name} does not exist in the namespace"
+            ));
+            continue;
+        };
+        if stack.spec.provider != target.spec.provider || stack.spec.name != target.spec.name {
+            reasons.push(format!(
+                "{at}: ClusterStack {name} is {}/{}, the target {target_name} is {}/{}: a rollout moves Clusters between minors of one stack",
+                stack.spec.provider, stack.spec.name, target.spec.provider, target.spec.name
+            ));
+            continue;
+        }
+        match (minor(stack), target_minor) {
+            (Some(from), Some(to)) if from >= to => reasons.push(format!(
+                "{at}: ClusterStack {name} is Kubernetes {}.{}, not below the target's {}.{}",
+                from.major, from.minor, to.major, to.minor
+            )),
+            (None, _) => reasons.push(format!(
+                "{at}: ClusterStack {name} has no valid kubernetesVersion ({:?})",
+                stack.spec.kubernetes_version
+            )),
+            _ => {}
+        }
+    }
+}
+
 fn check_max_in_flight(limit: &IntOrString) -> Result<(), String> {
     match limit {
         IntOrString::Int(n) if *n >= 1 => Ok(()),
@@ -185,6 +252,27 @@ mod tests {
             "status": {"usableVersions": "v2, v3"}
         }))
         .expect("ClusterStack")
+    }
+
+    fn stack_of(name: &str, provider: &str, stack: &str, minor: &str) -> ClusterStack {
+        serde_json::from_value(json!({
+            "apiVersion": "clusterstack.x-k8s.io/v1alpha1", "kind": "ClusterStack",
+            "metadata": {"name": name, "namespace": "tenant-a"},
+            "spec": {"provider": provider, "name": stack, "kubernetesVersion": minor, "versions": []}
+        }))
+        .expect("ClusterStack")
+    }
+
+    /// The namespace's other stacks: two lower minors, one higher, another name and provider.
+    fn stacks() -> Vec<ClusterStack> {
+        vec![
+            stack(),
+            stack_of("ferrol-1-25", "docker", "ferrol", "1.25"),
+            stack_of("ferrol-1-26", "docker", "ferrol", "1.26"),
+            stack_of("ferrol-1-28", "docker", "ferrol", "1.28"),
+            stack_of("scs-1-26", "docker", "scs", "1.26"),
+            stack_of("os-ferrol-1-26", "openstack", "ferrol", "1.26"),
+        ]
     }
 
     fn release(name: &str) -> ClusterStackRelease {
@@ -226,6 +314,7 @@ mod tests {
             new,
             Namespace {
                 stack,
+                stacks: &stacks(),
                 releases: &releases,
                 rollouts: others,
             },
@@ -324,6 +413,90 @@ mod tests {
                 "a CEL condition that compiles",
                 Box::new(move |s| s["health"] = json!({"checks": [good_check]})),
                 None,
+            ),
+            ("from auto", Box::new(|s| s["from"] = json!("auto")), None),
+            (
+                "from lower minors of the stack",
+                Box::new(|s| s["from"] = json!(["ferrol-1-25", "ferrol-1-26"])),
+                None,
+            ),
+            (
+                "from a stack that does not exist",
+                Box::new(|s| s["from"] = json!(["ferrol-1-24"])),
+                Some("spec.from[0]: ClusterStack ferrol-1-24 does not exist in the namespace"),
+            ),
+            (
+                "from a stack of another name",
+                Box::new(|s| s["from"] = json!(["scs-1-26"])),
+                Some("spec.from[0]: ClusterStack scs-1-26 is docker/scs, the target ferrol is docker/ferrol"),
+            ),
+            (
+                "from a stack of another provider",
+                Box::new(|s| s["from"] = json!(["os-ferrol-1-26"])),
+                Some("spec.from[0]: ClusterStack os-ferrol-1-26 is openstack/ferrol"),
+            ),
+            (
+                "from a higher minor",
+                Box::new(|s| s["from"] = json!(["ferrol-1-26", "ferrol-1-28"])),
+                Some(
+                    "spec.from[1]: ClusterStack ferrol-1-28 is Kubernetes 1.28, not below the target's 1.27",
+                ),
+            ),
+            (
+                "from the target itself",
+                Box::new(|s| s["from"] = json!(["ferrol"])),
+                Some("spec.from[0]: ClusterStack ferrol is Kubernetes 1.27, not below the target's 1.27"),
+            ),
+            (
+                "from an empty list",
+                Box::new(|s| s["from"] = json!([])),
+                Some("spec.from: an empty list"),
+            ),
+            (
+                "a sound window",
+                Box::new(|s| {
+                    s["windows"] =
+                        json!([{"schedule": "0 22 * * 1-5", "duration": "4h", "timeZone": "Europe/Berlin"}])
+                }),
+                None,
+            ),
+            (
+                "a bad cron",
+                Box::new(|s| s["windows"] = json!([{"schedule": "0 25 * * *", "duration": "4h"}])),
+                Some("spec.windows[0].schedule: hour field \"25\": 25 is outside 0-23"),
+            ),
+            (
+                "a bad zone",
+                Box::new(|s| {
+                    s["windows"] =
+                        json!([{"schedule": "0 22 * * *", "duration": "4h", "timeZone": "Mars/Olympus"}])
+                }),
+                Some("spec.windows[0].timeZone: \"Mars/Olympus\" is not an IANA time zone"),
+            ),
+            (
+                "a window that never opens",
+                Box::new(|s| s["windows"] = json!([{"schedule": "0 0 31 2 *", "duration": "4h"}])),
+                Some("spec.windows[0].schedule: \"0 0 31 2 *\" never fires"),
+            ),
+            (
+                "a window of no duration",
+                Box::new(|s| s["windows"] = json!([{"schedule": "0 0 * * *", "duration": "0s"}])),
+                Some("spec.windows[0].duration: a window of 0 never opens"),
+            ),
+            (
+                "a wave's bad window",
+                Box::new(|s| {
+                    s["waves"][1]["windows"] =
+                        json!([{"schedule": "0 0 * * *", "duration": "1h", "timeZone": "Berlin"}])
+                }),
+                Some("spec.waves[1].windows[0].timeZone: \"Berlin\" is not an IANA time zone"),
+            ),
+            (
+                "bad pre-flight CEL",
+                Box::new(|s| {
+                    s["preflight"] = json!({"onBlocked": "Skip", "checks": [{"conditions": "1 +"}]})
+                }),
+                Some("spec.preflight.checks[0].conditions: condition `1 +` does not compile"),
             ),
             (
                 "bad CEL",

@@ -52,6 +52,8 @@ impl Fleet {
 pub const APPROVE_ANNOTATION: &str = "capstan.dev/approve";
 /// The annotation `capstan rollout resume` sets on a halted rollout.
 pub const RESUME_ANNOTATION: &str = "capstan.dev/resume";
+/// The annotation that lets Blocked Clusters go despite their pre-flight.
+pub use crate::api::rollout::FORCE_ANNOTATION;
 
 /// What a reconcile saw, owned; [`Observation::as_input`] lends it to the plan.
 pub struct Observation {
@@ -81,6 +83,7 @@ impl Observation {
             annotations: Annotations {
                 approve: annotation(APPROVE_ANNOTATION),
                 resume: annotation(RESUME_ANNOTATION),
+                force: annotation(FORCE_ANNOTATION),
             },
             status: rollout.status.as_ref().unwrap_or(&EMPTY_STATUS),
             target: self.target.as_ref().ok().map(|t| Target {
@@ -89,10 +92,15 @@ impl Observation {
                 kubernetes: Some(t.kubernetes.clone()),
             }),
             clusters: &self.clusters,
+            // Gathering the pre-flight from workload clusters is not wired yet: nothing blocks.
+            preflight: &NO_PREFLIGHT,
             now: self.now.clone(),
         }
     }
 }
+
+static NO_PREFLIGHT: std::collections::BTreeMap<String, Vec<crate::api::rollout::PreflightResult>> =
+    std::collections::BTreeMap::new();
 
 static EMPTY_STATUS: std::sync::LazyLock<ClusterStackRolloutStatus> =
     std::sync::LazyLock::new(ClusterStackRolloutStatus::default);

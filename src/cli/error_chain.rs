@@ -3,7 +3,36 @@
 /// An error and its causes on one line, like `{err:#}`, without repeating a cause whose text
 /// the message already holds (errors that print their source in their own `Display`).
 pub fn error_text(err: &anyhow::Error) -> String {
-    chain_text(err.chain().map(|e| e.to_string()))
+    chain_text(err.chain().map(cause_text))
+}
+
+/// One cause's words. The API server's refusals are said as `MESSAGE (CODE REASON)` (kube's
+/// own text adds the whole `Status { … }` in Rust's debug form; the `Status` below it says
+/// the same again).
+fn cause_text(err: &(dyn std::error::Error + 'static)) -> String {
+    if let Some(kube::Error::Api(status)) = err.downcast_ref::<kube::Error>() {
+        return api_refusal(status);
+    }
+    if err.downcast_ref::<Box<kube::core::Status>>().is_some()
+        || err.downcast_ref::<kube::core::Status>().is_some()
+    {
+        return String::new();
+    }
+    err.to_string()
+}
+
+fn api_refusal(status: &kube::core::Status) -> String {
+    let why = [status.code.to_string(), status.reason.clone()]
+        .into_iter()
+        .filter(|s| !s.is_empty() && s != "0")
+        .collect::<Vec<_>>()
+        .join(" ");
+    match (status.message.is_empty(), why.is_empty()) {
+        (true, true) => "the API server refused the request".into(),
+        (true, false) => format!("the API server refused the request ({why})"),
+        (false, true) => status.message.clone(),
+        (false, false) => format!("{} ({why})", status.message),
+    }
 }
 
 fn chain_text(messages: impl Iterator<Item = String>) -> String {
@@ -36,6 +65,21 @@ mod tests {
         );
         let err = anyhow::anyhow!("root").context("middle").context("top");
         assert_eq!(error_text(&err), "top: middle: root");
+    }
+
+    #[test]
+    fn api_refusals_are_said_without_kubes_debug_dump() {
+        let status = kube::core::Status {
+            code: 400,
+            reason: "BadRequest".into(),
+            message: "unable to parse requirement: found '=', expected: identifier".into(),
+            ..Default::default()
+        };
+        let err = anyhow::Error::from(kube::Error::Api(Box::new(status))).context("listing ClusterStacks");
+        assert_eq!(
+            error_text(&err),
+            "listing ClusterStacks: unable to parse requirement: found '=', expected: identifier (400 BadRequest)"
+        );
     }
 
     #[test]

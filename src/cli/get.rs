@@ -1,4 +1,5 @@
-//! `capstan get stacks|releases|addons` and `capstan get addon CLUSTER`: a fleet at a glance.
+//! `capstan get stacks|releases|addons|rollouts` and `capstan get addon CLUSTER`: a fleet at a
+//! glance.
 //! This file is the thin shell — flags, listing and watching through the API server, printing;
 //! what each row and table holds is decided in `get_rows` and `describe_addon`.
 
@@ -8,11 +9,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use futures::StreamExt;
+use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ListParams};
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde::Serialize;
 
@@ -26,6 +26,7 @@ use super::get_rows::{
 };
 use super::get_select;
 use super::get_table::{Table, colour_stdout};
+use super::get_watch;
 
 /// The cluster to read from.
 #[derive(Debug, Clone, clap::Args)]
@@ -82,10 +83,17 @@ pub enum Format {
     Json,
     /// The rows as YAML, the same fields as JSON.
     Yaml,
+    /// `KIND.GROUP/NAME`, one object a line (as `kubectl get -o name`).
+    Name,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
+    /// Only these objects, by name (addons also by their Cluster's name); a name not found is
+    /// an error.
+    #[arg(value_name = "NAME")]
+    names: Vec<String>,
+
     /// Every namespace (a NAMESPACE column is added).
     #[arg(short = 'A', long, conflicts_with = "namespace")]
     all_namespaces: bool,
@@ -96,9 +104,19 @@ pub struct ListArgs {
     #[arg(short = 'l', long, value_name = "SELECTOR")]
     selector: Option<String>,
 
-    /// After the list, print each object again when it changes (until interrupted).
+    /// After the list, print each object again when it changes or is deleted (until
+    /// interrupted).
     #[arg(short = 'w', long)]
     watch: bool,
+
+    /// With `-w`: say what happened (`ADDED`, `MODIFIED`, `DELETED`) in an EVENT column first,
+    /// or as `{"type": …, "object": …}` with `-o json|yaml`.
+    #[arg(long, requires = "watch")]
+    output_watch_events: bool,
+
+    /// Print the table without its header line.
+    #[arg(long)]
+    no_headers: bool,
 
     /// Output format (default: a table).
     #[arg(short = 'o', long, value_enum, value_name = "FORMAT")]
@@ -156,16 +174,16 @@ pub fn describe(cluster: &ClusterArgs, one: &OneArgs) -> anyhow::Result<ExitCode
 }
 
 /// Where a list reads from.
-struct Scope<'a> {
+pub(super) struct Scope<'a> {
     client: &'a Client,
     namespace: Option<&'a str>,
-    params: ListParams,
+    pub(super) params: ListParams,
     /// ClusterAddons selected by their Clusters' labels (`-l` of `get addons`).
-    by_cluster: Option<get_select::ByCluster>,
+    pub(super) by_cluster: Option<get_select::ByCluster>,
 }
 
 impl Scope<'_> {
-    fn api<K>(&self) -> Api<K>
+    pub(super) fn api<K>(&self) -> Api<K>
     where
         K: kube::Resource<Scope = kube::core::NamespaceResourceScope>,
         K::DynamicType: Default,
@@ -178,7 +196,7 @@ impl Scope<'_> {
 }
 
 /// One kind `capstan get` lists: how its objects become rows and a table.
-trait Kind {
+pub(super) trait Kind {
     type Object: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
         + Clone
         + std::fmt::Debug
@@ -186,13 +204,18 @@ trait Kind {
         + Send
         + Sync
         + 'static;
-    type Row: Serialize;
+    type Row: Serialize + Clone;
     /// Plural of the kind in messages and `kind` of the JSON list (`AddonList`).
     const PLURAL: &'static str;
     const LIST_KIND: &'static str;
     /// What besides the objects the rows need, read once.
     type Extra: Send;
     async fn extra(scope: &Scope<'_>) -> anyhow::Result<Self::Extra>;
+    /// For `-w`: `extra` anew each time it changes; `None` when the rows need nothing that
+    /// changes apart from the objects (or it is not followed).
+    fn follow_extra(_scope: &Scope<'_>) -> Option<BoxStream<'static, Self::Extra>> {
+        None
+    }
     fn row(object: &Self::Object, extra: &Self::Extra) -> Self::Row;
     fn sort_key(row: &Self::Row) -> (String, String);
     fn ready(row: &Self::Row) -> bool;
@@ -272,6 +295,13 @@ impl Kind for ReleaseKind {
             .context("listing ClusterAddons")?
             .items)
     }
+    /// The CLUSTERS column follows the ClusterAddons.
+    fn follow_extra(scope: &Scope<'_>) -> Option<BoxStream<'static, Vec<ClusterAddon>>> {
+        Some(get_watch::follow_all(
+            scope.api::<ClusterAddon>(),
+            "ClusterAddons",
+        ))
+    }
     fn row(object: &ClusterStackRelease, addons: &Vec<ClusterAddon>) -> ReleaseRow {
         ReleaseRow::of(object, addons)
     }
@@ -345,46 +375,63 @@ async fn run_list<K: Kind>(target: &super::kube::Target, args: &ListArgs) -> any
         .api::<K::Object>()
         .list(&scope.params)
         .await
-        .with_context(|| format!("listing {} {where_} on {}", K::PLURAL, target.server))?
+        .with_context(|| {
+            let labels = args
+                .selector
+                .as_ref()
+                .map(|s| format!(" with labels {s:?}"))
+                .unwrap_or_default();
+            format!("listing {} {where_}{labels} on {}", K::PLURAL, target.server)
+        })?
         .items
         .into_iter()
         .filter(|o| scope.by_cluster.as_ref().is_none_or(|by| K::selected(o, by)))
         .collect::<Vec<_>>();
     let extra = K::extra(&scope).await?;
-    let mut rows: Vec<K::Row> = objects.iter().map(|o| K::row(o, &extra)).collect();
-    rows.sort_by_key(|r| K::sort_key(r));
-    let layout = Layout {
-        namespaces: args.all_namespaces,
-        wide: args.output == Some(Format::Wide),
+    let mut rows: Vec<Listed<K>> = objects
+        .iter()
+        .map(|o| Listed::of(o, &extra))
+        .filter(|r| args.names.is_empty() || r.names(&args.names))
+        .collect();
+    rows.sort_by_key(|r| K::sort_key(&r.row));
+    let missing: Vec<&String> = args
+        .names
+        .iter()
+        .filter(|name| !rows.iter().any(|r| r.names(&[name.to_string()])))
+        .collect();
+    let printer = Printer {
+        layout: Layout {
+            namespaces: args.all_namespaces,
+            wide: args.output == Some(Format::Wide),
+        },
+        format: args.output,
+        events: args.output_watch_events,
+        colour: colour_stdout(),
     };
-    let colour = colour_stdout();
-    let widths = match args.output {
-        Some(Format::Json) => {
-            print_json(K::LIST_KIND, &rows)?;
-            Vec::new()
-        }
-        Some(Format::Yaml) => {
-            print_yaml(K::LIST_KIND, &rows)?;
-            Vec::new()
-        }
-        _ if rows.is_empty() => {
+    let widths = if rows.is_empty() && args.output.is_none_or(|f| f == Format::Wide) {
+        if args.names.is_empty() {
             eprintln!("No {} found {where_}.", K::PLURAL);
-            Vec::new()
         }
-        _ => {
-            let table = K::table(&rows, layout, Timestamp::now());
-            print!("{}", table.render(colour));
-            table.widths()
-        }
+        Vec::new()
+    } else {
+        printer.list::<K>(&rows, args.no_headers)?
     };
-    if args.watch {
-        let printed = rows
-            .iter()
-            .map(|row| Ok((K::sort_key(row), serde_json::to_string(row)?)))
-            .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
-        watch::<K>(&scope, &extra, printed, layout, args.output, &widths, colour).await?;
+    if !missing.is_empty() {
+        let names: Vec<String> = missing.iter().map(|n| format!("{n:?}")).collect();
+        bail!(
+            "{} {} not found {where_}",
+            if missing.len() == 1 {
+                <K::Object as kube::Resource>::kind(&())
+            } else {
+                K::PLURAL.into()
+            },
+            names.join(", ")
+        );
     }
-    let not_ready = rows.iter().filter(|r| !K::ready(r)).count();
+    if args.watch {
+        get_watch::watch::<K>(&scope, extra, &rows, &args.names, &printer, &widths).await?;
+    }
+    let not_ready = rows.iter().filter(|r| !K::ready(&r.row)).count();
     if args.fail_not_ready && not_ready > 0 {
         eprintln!("{not_ready} of {} {} not ready", rows.len(), K::PLURAL);
         return Ok(ExitCode::FAILURE);
@@ -392,67 +439,127 @@ async fn run_list<K: Kind>(target: &super::kube::Target, args: &ListArgs) -> any
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints each object again when it changes or goes (one row, or one JSON/YAML document).
-/// Prints each object again when its row changes. The watch lists anew before it follows
-/// changes, so a change between the first list and the watch shows as a row that differs from
-/// the one printed (`printed`: each row as last printed, by key); a row printed as it is again
-/// (a relist) is not repeated.
-#[allow(clippy::too_many_arguments)]
-async fn watch<K: Kind>(
-    scope: &Scope<'_>,
-    extra: &K::Extra,
-    mut printed: BTreeMap<(String, String), String>,
+/// A listed object's row and the object's name.
+pub(super) struct Listed<K: Kind> {
+    pub(super) row: K::Row,
+    pub(super) name: String,
+}
+
+impl<K: Kind> Listed<K> {
+    pub(super) fn of(object: &K::Object, extra: &K::Extra) -> Listed<K> {
+        Listed {
+            row: K::row(object, extra),
+            name: object.name_any(),
+        }
+    }
+
+    /// Whether this is one of `names` (by the object's name or the row's, e.g. the Cluster).
+    pub(super) fn names(&self, names: &[String]) -> bool {
+        names
+            .iter()
+            .any(|n| *n == self.name || *n == K::sort_key(&self.row).1)
+    }
+}
+
+/// How a list and its changes are printed.
+pub(super) struct Printer {
     layout: Layout,
     format: Option<Format>,
-    widths: &[usize],
+    /// `--output-watch-events`: each row says what happened to its object.
+    events: bool,
     colour: bool,
-) -> anyhow::Result<()> {
-    let mut config = watcher::Config::default();
-    if let Some(labels) = &scope.params.label_selector {
-        config = config.labels(labels);
-    }
-    // Reconnects with kube's backoff; a failed watch request is reported and retried, not fatal.
-    let mut events = watcher(scope.api::<K::Object>(), config)
-        .default_backoff()
-        .boxed();
-    while let Some(event) = events.next().await {
-        let (object, deleted) = match event {
-            Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => (object, false),
-            Ok(watcher::Event::Delete(object)) => (object, true),
-            Ok(_) => continue,
-            Err(e) => {
-                eprintln!("watching {}: {e} (retrying)", K::PLURAL);
-                continue;
+}
+
+impl Printer {
+    /// The first list; returns the table's column widths (for the rows a watch prints).
+    fn list<K: Kind>(&self, rows: &[Listed<K>], no_headers: bool) -> anyhow::Result<Vec<usize>> {
+        let plain: Vec<K::Row> = rows.iter().map(|r| r.row.clone()).collect();
+        match self.format {
+            Some(Format::Json | Format::Yaml | Format::Name) if self.events => {
+                for r in rows {
+                    self.change::<K>(&r.row, &r.name, "ADDED", &[])?;
+                }
+                Ok(Vec::new())
             }
-        };
-        // Selected by the Clusters listed before the watch began.
-        if scope
-            .by_cluster
-            .as_ref()
-            .is_some_and(|by| !K::selected(&object, by))
-        {
-            continue;
-        }
-        let row = K::row(&object, extra);
-        let text = serde_json::to_string(&row)?;
-        if deleted {
-            printed.remove(&K::sort_key(&row));
-        } else if printed.get(&K::sort_key(&row)) == Some(&text) {
-            continue;
-        } else {
-            printed.insert(K::sort_key(&row), text);
-        }
-        match format {
-            Some(Format::Json) => println!("{}", serde_json::to_string(&row)?),
-            Some(Format::Yaml) => print!("---\n{}", yaml(&serde_json::to_value(&row)?)?),
-            _ => {
-                let table = K::table(std::slice::from_ref(&row), layout, Timestamp::now());
-                print!("{}", table.render_rows(widths, colour));
+            Some(Format::Json) => {
+                print_json(K::LIST_KIND, &plain)?;
+                Ok(Vec::new())
+            }
+            Some(Format::Yaml) => {
+                print_yaml(K::LIST_KIND, &plain)?;
+                Ok(Vec::new())
+            }
+            Some(Format::Name) => {
+                for r in rows {
+                    println!("{}", resource_name::<K>(&r.name));
+                }
+                Ok(Vec::new())
+            }
+            Some(Format::Wide) | None => {
+                let mut table = K::table(&plain, self.layout, Timestamp::now());
+                if self.events {
+                    with_event(&mut table, "ADDED");
+                }
+                if no_headers {
+                    print!("{}", table.render_rows(&[], self.colour));
+                } else {
+                    print!("{}", table.render(self.colour));
+                }
+                Ok(table.widths())
             }
         }
-        std::io::Write::flush(&mut std::io::stdout()).context("writing to stdout")?;
     }
-    Ok(())
+
+    /// One object's row after a change (`event`: `ADDED`, `MODIFIED` or `DELETED`).
+    pub(super) fn change<K: Kind>(
+        &self,
+        row: &K::Row,
+        name: &str,
+        event: &str,
+        widths: &[usize],
+    ) -> anyhow::Result<()> {
+        match self.format {
+            Some(Format::Json) if self.events => {
+                println!(
+                    "{}",
+                    serde_json::to_string(&serde_json::json!({"type": event, "object": row}))?
+                );
+            }
+            Some(Format::Json) => println!("{}", serde_json::to_string(row)?),
+            Some(Format::Yaml) if self.events => {
+                let json = serde_json::json!({"type": event, "object": row});
+                print!("---\n{}", yaml(&json)?);
+            }
+            Some(Format::Yaml) => print!("---\n{}", yaml(&serde_json::to_value(row)?)?),
+            Some(Format::Name) if self.events => println!("{event} {}", resource_name::<K>(name)),
+            Some(Format::Name) => println!("{}", resource_name::<K>(name)),
+            Some(Format::Wide) | None => {
+                let mut table = K::table(std::slice::from_ref(row), self.layout, Timestamp::now());
+                if self.events {
+                    with_event(&mut table, event);
+                }
+                print!("{}", table.render_rows(widths, self.colour));
+            }
+        }
+        std::io::Write::flush(&mut std::io::stdout()).context("writing to stdout")
+    }
+}
+
+/// An EVENT column first (`--output-watch-events`).
+fn with_event(table: &mut Table, event: &str) {
+    table.headers.insert(0, "EVENT");
+    for row in &mut table.rows {
+        row.insert(0, event.to_string());
+    }
+}
+
+/// `KIND.GROUP/NAME` of an object of `K`, as `kubectl get -o name` prints it.
+fn resource_name<K: Kind>(name: &str) -> String {
+    format!(
+        "{}.{}/{name}",
+        <K::Object as kube::Resource>::kind(&()).to_lowercase(),
+        <K::Object as kube::Resource>::group(&())
+    )
 }
 
 fn list_json<T: Serialize>(kind: &str, items: &[T]) -> anyhow::Result<serde_json::Value> {
@@ -517,6 +624,7 @@ async fn show_addon(target: &super::kube::Target, args: &OneArgs) -> anyhow::Res
         )),
     };
     match args.output {
+        Some(Format::Name) => println!("{}", resource_name::<AddonKind>(&addon.name_any())),
         Some(Format::Json | Format::Yaml) => {
             let json = serde_json::json!({
                 "kind": "AddonDetail",

@@ -145,14 +145,15 @@ impl AddonRelease {
         }
     }
 
-    /// `v2`, or `v1 → v2` while another is wanted, `→ v2` before the first apply.
+    /// `v2`, or `v1→v2` while another is wanted, `→v2` before the first apply (no spaces: a
+    /// cell is one word for `awk`).
     fn cell(&self) -> String {
         let short =
             |name: &String| release_tag(name).map_or_else(|| name.clone(), |t| t.version().to_string());
         match (&self.applied, &self.wanted) {
             _ if self.current() => self.wanted.as_ref().map(short).unwrap_or_default(),
-            (Some(a), Some(w)) => format!("{} → {}", short(a), short(w)),
-            (None, Some(w)) => format!("→ {}", short(w)),
+            (Some(a), Some(w)) => format!("{}→{}", short(a), short(w)),
+            (None, Some(w)) => format!("→{}", short(w)),
             (Some(a), None) => short(a),
             (None, None) => String::new(),
         }
@@ -187,8 +188,9 @@ impl StagePosition {
         })
     }
 
+    /// `2/2:cni:waitingForPostCondition` (one word).
     fn cell(&self) -> String {
-        format!("{}/{} {} {}", self.index, self.total, self.name, self.phase)
+        format!("{}/{}:{}:{}", self.index, self.total, self.name, self.phase)
     }
 }
 
@@ -651,19 +653,22 @@ pub struct ReleaseRow {
 }
 
 impl ReleaseRow {
-    /// Who signed the release and its dependencies, in one cell: `release by SIGNER`, then
-    /// `NAME VERSION by SIGNER` per dependency; empty when nothing was verified.
+    /// Who signed the release and its dependencies, in one word: `release=SIGNER`, then
+    /// `NAME@VERSION=SIGNER` per dependency, comma-separated, each signer by the first word of
+    /// its name (the key or certificate identity; `-o json` has the whole); empty when nothing
+    /// was verified.
     pub fn signed_cell(&self) -> String {
+        let short = |signer: &str| signer.split_whitespace().next().unwrap_or_default().to_string();
         self.verified_by
             .iter()
-            .map(|signer| format!("release by {signer}"))
+            .map(|signer| format!("release={}", short(signer)))
             .chain(
                 self.dependencies
                     .iter()
-                    .map(|d| format!("{} {} by {}", d.name, d.version, d.signer)),
+                    .map(|d| format!("{}@{}={}", d.name, d.version, short(&d.signer))),
             )
             .collect::<Vec<_>>()
-            .join("; ")
+            .join(",")
     }
 
     /// The row of `release`; `addons` are the ClusterAddons listed with it.
@@ -840,10 +845,10 @@ mod tests {
         assert_eq!(
             table.render(false),
             "\
-CLUSTER   STACK                RELEASE        STAGE                             READY     OBJECTS   DRIFT   AGE   MESSAGE
-ready     docker-ferrol-1-27   v2             -                                 True      2/2       3m      10m   Succeeded
-staged    docker-ferrol-1-27   v1 → v2        2/2 cni waitingForPostCondition   False     1/1       -       10m   stage cni: waiting for its post-condition
-new       docker-ferrol-1-27   → v0-sha.abc   -                                 Unknown   0/0       -       10m   -
+CLUSTER   STACK                RELEASE       STAGE                             READY     OBJECTS   DRIFT   AGE   MESSAGE
+ready     docker-ferrol-1-27   v2            -                                 True      2/2       3m      10m   Succeeded
+staged    docker-ferrol-1-27   v1→v2         2/2:cni:waitingForPostCondition   False     1/1       -       10m   stage cni: waiting for its post-condition
+new       docker-ferrol-1-27   →v0-sha.abc   -                                 Unknown   0/0       -       10m   -
 "
         );
     }
@@ -1127,7 +1132,7 @@ new       docker-ferrol-1-27   → v0-sha.abc   -                               
         let row = ReleaseRow::of(&release, &[]);
         assert_eq!(
             row.signed_cell(),
-            "release by sha256:ab; demo 0.1.0 by 2F9C (Signer <s@x>); other 0.1.0 by sha256:cd"
+            "release=sha256:ab,demo@0.1.0=2F9C,other@0.1.0=sha256:cd"
         );
         let json = serde_json::to_value(&row).unwrap();
         assert_eq!(json["verifiedBy"], "sha256:ab");
@@ -1136,7 +1141,7 @@ new       docker-ferrol-1-27   → v0-sha.abc   -                               
         release.status.as_mut().unwrap().verified_by = None;
         assert_eq!(
             ReleaseRow::of(&release, &[]).signed_cell(),
-            "demo 0.1.0 by 2F9C (Signer <s@x>); other 0.1.0 by sha256:cd"
+            "demo@0.1.0=2F9C,other@0.1.0=sha256:cd"
         );
     }
 }

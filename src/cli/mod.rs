@@ -38,6 +38,7 @@ mod get;
 mod get_rows;
 mod get_select;
 mod get_table;
+mod get_watch;
 // `capstan rollout` (issue 33): follow and steer ClusterStackRollouts.
 mod rollout;
 // Shell completion and manual pages, generated from the CLI's definition.
@@ -100,8 +101,8 @@ enum Command {
     Rollout(Box<rollout::Args>),
     /// Install or upgrade the capstan operator in a cluster (CRDs, RBAC, Deployment, webhooks).
     Install(Box<install::Args>),
-    /// List ClusterStacks, ClusterStackReleases or ClusterAddons, one line each, or one
-    /// Cluster's addons in full.
+    /// List ClusterStacks, ClusterStackReleases, ClusterAddons or ClusterStackRollouts, one
+    /// line each, or one Cluster's addons in full.
     Get(Box<get::Args>),
     /// Show one Cluster's addons in full: objects, stages, inputs, Events.
     Describe(Box<describe::Args>),
@@ -148,9 +149,14 @@ pub fn main() -> ExitCode {
 
 fn init_tracing(format: LogFormat, default_level: &str) {
     use tracing_subscriber::EnvFilter;
-    // kube-client logs every failed request; capstan reports them per object instead.
-    let filter = EnvFilter::try_from_env("CAPSTAN_LOG")
-        .unwrap_or_else(|_| EnvFilter::new(format!("{default_level},kube_client=off")));
+    // kube-client logs every failed request; capstan reports them per object instead. The
+    // platform certificate verifier logs each certificate it refuses at ERROR level; the
+    // request's error says it once.
+    let filter = EnvFilter::try_from_env("CAPSTAN_LOG").unwrap_or_else(|_| {
+        EnvFilter::new(format!(
+            "{default_level},kube_client=off,rustls_platform_verifier=off"
+        ))
+    });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

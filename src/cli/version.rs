@@ -5,15 +5,29 @@ use std::io::Write;
 /// Arguments of `capstan version`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Print as JSON instead of text.
-    #[arg(long)]
+    /// Output format (default: text).
+    #[arg(short = 'o', long, value_enum, value_name = "FORMAT")]
+    output: Option<Format>,
+
+    /// Deprecated: use `-o json`.
+    #[arg(long, conflicts_with = "output")]
     json: bool,
+}
+
+/// Output formats of `capstan version`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// One JSON object (camelCase keys, like every JSON capstan prints).
+    Json,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let info = info();
-    let mut out = std::io::stdout().lock();
     if args.json {
+        eprintln!("warning: --json is deprecated, use -o json");
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json || args.output == Some(Format::Json) {
         writeln!(out, "{}", serde_json::to_string(&info)?)?;
     } else {
         write!(out, "{}", text(&info))?;
@@ -23,6 +37,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
 /// Version facts reported by `capstan version`.
 #[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Info {
     pub version: &'static str,
     /// The Helm release whose rendering the native engine reproduces.
@@ -64,7 +79,7 @@ mod tests {
             )
         );
         let json = serde_json::to_value(&info).expect("JSON");
-        assert_eq!(json["helm_compat"], "v4.2.3");
-        assert_eq!(json["api_version"], "clusterstack.x-k8s.io/v1alpha1");
+        assert_eq!(json["helmCompat"], "v4.2.3");
+        assert_eq!(json["apiVersion"], "clusterstack.x-k8s.io/v1alpha1");
     }
 }

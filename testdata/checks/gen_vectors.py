@@ -156,9 +156,13 @@ def kube_constraint_cases():
         "pre-release": "v1.27.0-rc.1",
         "space-leading": " 1.27.0",
         "zero-minor": "1.027",
-        # Helm shows the version as given, pre-release and build included.
+        # Helm 4.1 and later show the version as given (a `v` added), pre-release and build
+        # included; Helm 3 and 4.0 showed `v1.28.3`.
         "alpha": "v1.35.0-alpha.1",
         "k3s-build": "v1.28.3+k3s1",
+        "k3s-build-no-v": "1.28.3+k3s1",
+        "gke": "v1.29.3-gke.100",
+        "eks": "v1.30.4-eks-a737599",
     }.items():
         for rkey, rng in {"ge-1-28": ">=1.28.0", "ge-1-20": ">=1.20.0-0", "caret-1-27": "^1.27",
                           "lt-1-20": "<1.20.0"}.items():
@@ -268,6 +272,49 @@ def schema_cases():
                     {"properties": {"p": {"properties": {"t": {"allOf": [{"type": "integer"},
                                                                           {"minimum": 1}]}}}}},
                     {"p": {"t": None}}),
+    ] + schema_order_cases()
+
+
+def schema_order_cases():
+    """Where Helm's validator lists the errors of one schema in a fixed order: `required`
+    before the properties' errors, the properties' before `additionalProperties`, array items
+    by index, a string's and a number's keywords in the validator's order, the type's keywords
+    before `allOf`/`anyOf`. One failing property each where Helm iterates a map."""
+    closed_rbac = {"type": "object", "additionalProperties": False,
+                   "properties": {"rbac": {"type": "object", "additionalProperties": False,
+                                           "properties": {"enabled": {"type": "boolean"}}}}}
+    return [
+        # The issue's example (traefik's, opentelemetry-ebpf's shape).
+        schema_case("schema-order-child-before-additional", closed_rbac,
+                    {"extra": 1, "rbac": {"bogus": 1}}),
+        schema_case("schema-order-required-before-child",
+                    {"required": ["z"], "properties": {"a": {"type": "integer"}}}, {"a": "s"}),
+        schema_case("schema-order-required-child-additional",
+                    {"required": ["z"], "additionalProperties": False,
+                     "properties": {"a": {"type": "integer"}}}, {"a": "s", "b": 1}),
+        schema_case("schema-order-min-properties-required",
+                    {"minProperties": 3, "required": ["z"]}, {"a": 1}),
+        schema_case("schema-order-pattern-child-before-additional",
+                    {"additionalProperties": False,
+                     "patternProperties": {"^x-": {"type": "integer"}}}, {"x-a": "s", "b": 1}),
+        schema_case("schema-order-additional-schema-child",
+                    {"required": ["z"], "additionalProperties": {"type": "integer"}}, {"b": "s"}),
+        schema_case("schema-order-items-by-index",
+                    {"properties": {"l": {"minItems": 20, "items": {"type": "integer"}}}},
+                    {"l": [0, 1, "two"] + list(range(3, 10)) + ["ten"]}),
+        schema_case("schema-order-string-keywords",
+                    {"properties": {"s": {"minLength": 5, "pattern": "^[0-9]+$"}}},
+                    {"s": "ab"}),
+        schema_case("schema-order-number-keywords",
+                    {"properties": {"n": {"minimum": 10, "multipleOf": 3}}}, {"n": 5}),
+        schema_case("schema-order-child-before-allof",
+                    {"properties": {"a": {"type": "integer"}}, "allOf": [{"required": ["z"]}]},
+                    {"a": "s"}),
+        schema_case("schema-order-additional-before-anyof",
+                    {"additionalProperties": False, "properties": {"a": {}},
+                     "anyOf": [{"required": ["a"]}, {"required": ["c"]}]}, {"b": 1}),
+        schema_case("schema-order-nested-child-before-additional",
+                    {"properties": {"p": closed_rbac}}, {"p": {"extra": 1, "rbac": {"bogus": 1}}}),
     ]
 
 

@@ -335,8 +335,8 @@ async fn get_shows_a_fleet_in_every_state() {
             &[
                 "c-staged",
                 "docker-ferrol-1-27",
-                "v1 → v2",
-                "2/2 cni waitingForPostCondition",
+                "v1→v2",
+                "2/2:cni:waitingForPostCondition",
                 "False",
                 "1/1",
                 "-",

@@ -16,6 +16,7 @@ mod cluster_stacks;
 mod example_stack;
 mod fake_github;
 mod get_cli;
+mod get_cli_forms;
 mod git_source;
 mod helm_checks;
 mod install_chart;

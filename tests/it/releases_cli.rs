@@ -605,3 +605,40 @@ async fn release_arguments_errors_and_first_pulls_say_what_is_so() {
         "{stderr}"
     );
 }
+
+/// GitHub behind a certificate nobody trusts: one try, one line saying why (no retries, no
+/// log lines of the certificate verifier); nothing listening: the cause, `Connection refused`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_github_errors_say_why_once() {
+    let cache = tempfile::tempdir().unwrap();
+    let list = |url: String| {
+        args(&[
+            "releases",
+            "list",
+            "org/stacks",
+            "--github-url",
+            &url,
+            "--cache",
+            &cache.path().display().to_string(),
+        ])
+    };
+    let server = capstan_testenv::untrusted_tls::UntrustedTls::start();
+    let out = capstan(list(server.url.clone()), vec![]).await;
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(server.offered(), 1, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("Error: ") && err.contains("invalid peer certificate"),
+        "{err}"
+    );
+
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let out = capstan(list(format!("http://127.0.0.1:{port}")), vec![]).await;
+    let err = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("tcp connect error: Connection refused"), "{err}");
+}

@@ -2,8 +2,10 @@
 //! subcharts, as Helm does before rendering. Pass/fail follows Helm (JSON Schema drafts 4 to
 //! 2020-12, chosen by `$schema`); messages follow Helm's wording where it is stable.
 //!
-//! Helm's message lists errors in Go map order, which changes between runs, so only the
-//! wording of each line is Helm's; capstan sorts the lines by location.
+//! The lines come in the order Helm's validator finds them (`required` before the
+//! properties' errors, those before `additionalProperties`, items by index, `allOf` after the
+//! type's keywords, …). Where Helm walks a Go map (the properties of one object, `dependencies`)
+//! its order changes between runs; there capstan sorts the lines by location.
 
 use std::sync::Arc;
 
@@ -251,20 +253,63 @@ mod tree {
         }
     }
 
-    /// Where a keyword's errors come in a schema's list: Helm's validator checks `$ref`
-    /// first, then the keywords of the value's type (their errors sorted by location here:
-    /// Helm's order of properties changes between runs), then `not`, `allOf`, `anyOf`,
-    /// `oneOf` and `if`.
-    fn rank(keyword: &str) -> u8 {
-        match keyword {
-            "$ref" | "$dynamicRef" | "$recursiveRef" => 0,
-            "not" => 2,
-            "allOf" => 3,
-            "anyOf" => 4,
-            "oneOf" => 5,
-            "then" | "else" => 6,
+    /// Where a keyword's errors come in a schema's list, as Helm's validator
+    /// (santhosh-tekuri/jsonschema v6) checks them: `$ref`; the value's own keywords (`type`,
+    /// `enum`, …); the keywords of its type in the validator's order — for an object
+    /// `minProperties`, `maxProperties`, `required`, `dependencies`, then each property's
+    /// subschemas (`properties`, `patternProperties`, an `additionalProperties` schema), then
+    /// `additionalProperties: false`, `propertyNames`, `dependentSchemas`,
+    /// `dependentRequired`; for an array the bounds, `uniqueItems`, the items by index,
+    /// `contains`; for a string and a number their bounds, then `pattern` / `multipleOf`;
+    /// then `not`, `allOf`, `anyOf`, `oneOf`, `if`, `unevaluated*`. `child` says the error is
+    /// a subschema's applied to a child value.
+    fn rank(keyword: &str, child: bool) -> u8 {
+        match (keyword, child) {
+            ("$ref" | "$dynamicRef" | "$recursiveRef", _) => 0,
+            ("minProperties" | "minItems" | "minLength" | "minimum", _) => 2,
+            ("maxProperties" | "maxItems" | "maxLength" | "maximum", _) => 3,
+            ("required" | "uniqueItems" | "exclusiveMinimum", _) => 4,
+            ("dependencies" | "exclusiveMaximum", _) => 5,
+            ("pattern" | "multipleOf", _) => 6,
+            (
+                "properties"
+                | "patternProperties"
+                | "additionalProperties"
+                | "items"
+                | "additionalItems"
+                | "prefixItems",
+                true,
+            ) => 7,
+            ("additionalProperties" | "additionalItems" | "items" | "contentEncoding", false) => 8,
+            ("propertyNames" | "contains" | "minContains" | "contentMediaType", _) => 9,
+            ("dependentSchemas" | "maxContains" | "contentSchema", _) => 10,
+            ("dependentRequired", _) => 11,
+            ("not", _) => 20,
+            ("allOf", _) => 21,
+            ("anyOf", _) => 22,
+            ("oneOf", _) => 23,
+            ("then" | "else", _) => 24,
+            ("unevaluatedProperties" | "unevaluatedItems", _) => 25,
             _ => 1,
         }
+    }
+
+    /// Whether Helm's order among a rank's errors is that of their locations (array items
+    /// by index; a map's walk, which changes between runs, sorted by location here too), not
+    /// the order found (`$ref`, the subschemas of `not` … `if`).
+    fn sorted_by_location(rank: u8) -> bool {
+        (1..20).contains(&rank)
+    }
+
+    /// A location's order: its tokens, array indexes by number.
+    fn location_key(at: &str) -> Vec<(u8, u64, &str)> {
+        at.split('/')
+            .skip(1)
+            .map(|token| match token.parse::<u64>() {
+                Ok(index) => (0, index, token),
+                Err(_) => (1, 0, token),
+            })
+            .collect()
     }
 
     /// The errors of one schema applied to the value `depth` tokens into the instance path
@@ -291,7 +336,7 @@ mod tree {
                 Step::AllOf { index } => all_of.entry(index).or_default().push(cursor.advanced(2)),
                 Step::Reference => references.push(cursor.advanced(1)),
                 Step::Here | Step::Child { .. } => ranked.push((
-                    rank(rest.first().map(String::as_str).unwrap_or("")),
+                    rank(rest.first().map(String::as_str).unwrap_or(""), false),
                     Node {
                         at: pointer(&found.instance),
                         text: found.message.clone(),
@@ -305,16 +350,20 @@ mod tree {
                 )),
             }
         }
-        for errors in children.into_values() {
+        for ((taken, _), errors) in children {
             let at = errors
                 .first()
                 .map(|c| prefix(c.found, depth + 1))
                 .unwrap_or_default();
-            ranked.push((1, Node::one_of(at, scope(errors, depth + 1))));
+            let keyword = taken.first().map(String::as_str).unwrap_or("");
+            ranked.push((rank(keyword, true), Node::one_of(at, scope(errors, depth + 1))));
         }
         for (keyword, errors) in same {
             let node = Node::one_of(place.clone(), scope(errors, depth));
-            ranked.push((rank(keyword.first().map(String::as_str).unwrap_or("")), node));
+            ranked.push((
+                rank(keyword.first().map(String::as_str).unwrap_or(""), false),
+                node,
+            ));
         }
         if !references.is_empty() {
             let causes = match Node::one_of(place.clone(), scope(references, depth)) {
@@ -341,12 +390,17 @@ mod tree {
                 causes,
                 kind: Kind::Keyword,
             };
-            ranked.push((3, node));
+            ranked.push((rank("allOf", false), node));
         }
-        // Stable: within `not` … `if` the order found.
-        ranked.sort_by(|(ra, a), (rb, b)| match (ra, rb) {
-            (1, 1) => (&a.at, &a.text).cmp(&(&b.at, &b.text)),
-            _ => ra.cmp(rb),
+        // Stable: elsewhere the order found.
+        ranked.sort_by(|(ra, a), (rb, b)| {
+            ra.cmp(rb).then_with(|| {
+                if sorted_by_location(*ra) {
+                    (location_key(&a.at), &a.text).cmp(&(location_key(&b.at), &b.text))
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
         });
         ranked.into_iter().map(|(_, node)| node).collect()
     }
@@ -407,6 +461,7 @@ fn message(kind: &ValidationErrorKind, value: Option<&Json>) -> String {
         K::MaxItems { limit } => format!("maxItems: got {}, want {limit}", got_len(value)),
         K::MinProperties { limit } => format!("minProperties: got {}, want {limit}", got_len(value)),
         K::MaxProperties { limit } => format!("maxProperties: got {}, want {limit}", got_len(value)),
+        K::MultipleOf { multiple_of } => format!("multipleOf: got {got}, want {multiple_of}"),
         K::Pattern { pattern } => format!("{got} does not match pattern '{pattern}'"),
         K::Constant { expected_value } => format!("value must be {}", display(expected_value)),
         K::Enum { options } => match options.as_ref() {
@@ -450,6 +505,10 @@ fn json_type(v: Option<&Json>) -> &'static str {
 fn display(v: &Json) -> String {
     match v {
         Json::String(s) => format!("'{s}'"),
+        // Values arrive as float64 (`5.0`); Helm's validator prints a whole number as `5`.
+        Json::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0 && f.abs() < 1e15) => {
+            format!("{}", n.as_f64().unwrap_or_default())
+        }
         other => other.to_string(),
     }
 }
@@ -564,6 +623,39 @@ mod tests {
                 "{schema}"
             );
         }
+    }
+
+    #[test]
+    fn lines_come_in_helms_order() {
+        // Helm 4.2.3, every run: a property's errors before the object's
+        // `additionalProperties`, items by index (testdata/checks has more).
+        let closed = r#"{"type":"object","additionalProperties":false,"properties":{"rbac":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean"}}}}}"#;
+        let err = validate(
+            &tree(&chart_with_schema(closed), vec![]),
+            &values(serde_json::json!({"extra": 1, "rbac": {"bogus": 1}})),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().ends_with(
+                "- at '/rbac': additional properties 'bogus' not allowed\n\
+                 - at '': additional properties 'extra' not allowed\n"
+            ),
+            "{err}"
+        );
+        let items = r#"{"items":{"type":"integer"}}"#;
+        let list: Vec<serde_json::Value> = (0..11)
+            .map(|i| if i == 2 || i == 10 { "x".into() } else { i.into() })
+            .collect();
+        let err = validate(
+            &tree(&chart_with_schema(items), vec![]),
+            &values(serde_json::Value::Array(list)),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("- at '/2': got string, want integer\n- at '/10': got string, want integer\n"),
+            "{err}"
+        );
     }
 
     #[test]

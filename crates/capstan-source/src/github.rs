@@ -317,6 +317,8 @@ impl Client {
         let mut timeouts_seen = 0u32;
         let mut waited_for_secondary_limit = false;
         loop {
+            // Why the request is sent again (logged with the wait).
+            let reason: String;
             let mut req = self.http.get(parsed.clone()).header(ACCEPT, accept);
             if let Some(tag) = if_none_match {
                 req = req.header(IF_NONE_MATCH, tag);
@@ -354,7 +356,8 @@ impl Client {
                         LimitDecision::Wait { wait, secondary } => {
                             waited_for_secondary_limit |= secondary;
                             attempt += 1;
-                            self.pause(url, attempt, wait).await;
+                            let why = format!("rate limited (HTTP {})", status.as_u16());
+                            self.pause(url, attempt, wait, &why).await;
                             continue;
                         }
                         LimitDecision::FailPrimary { reset_in } => {
@@ -374,6 +377,7 @@ impl Client {
                         }
                     }
                     if status.is_server_error() && attempt < self.config.max_retries {
+                        reason = format!("HTTP {}", status.as_u16());
                         retry_after.unwrap_or_else(|| self.backoff(attempt))
                     } else {
                         return Ok(resp);
@@ -386,21 +390,26 @@ impl Client {
                         return Err(self.net_error(url, &e, timeouts_seen + 1));
                     }
                     timeouts_seen += 1;
+                    reason = net::error_chain(&e);
                     self.backoff(0)
                 }
-                Err(e) if attempt < self.config.max_retries && !e.is_builder() => self.backoff(attempt),
+                Err(e) if attempt < self.config.max_retries && !e.is_builder() && !net::is_tls_error(&e) => {
+                    reason = net::error_chain(&e);
+                    self.backoff(attempt)
+                }
                 Err(e) => return Err(self.net_error(url, &e, attempt + 1)),
             };
             attempt += 1;
-            self.pause(url, attempt, wait).await;
+            self.pause(url, attempt, wait, &reason).await;
         }
     }
 
-    async fn pause(&self, url: &str, attempt: u32, wait: Duration) {
+    async fn pause(&self, url: &str, attempt: u32, wait: Duration, reason: &str) {
         tracing::warn!(
             url,
             attempt,
             wait_ms = wait.as_millis() as u64,
+            reason,
             "retrying GitHub request"
         );
         tokio::time::sleep(wait.min(self.config.max_wait)).await;
@@ -423,7 +432,7 @@ impl Client {
             },
             None => GitHubError::Http {
                 url: url.to_string(),
-                message: e.to_string(),
+                message: net::error_chain(e),
             },
         }
     }

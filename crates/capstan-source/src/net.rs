@@ -125,9 +125,59 @@ fn source_timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// An error and its causes on one line, each said once: reqwest's own text (`error sending
+/// request for url (…)`) says nothing of why; the cause does (`tcp connect error: Connection
+/// refused`).
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !more.is_empty() && !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Whether a request failed in its TLS handshake (a certificate that is not trusted, expired
+/// or for another name; a protocol the server refuses): trying again gets the same answer.
+pub fn is_tls_error(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = cur {
+        if s.downcast_ref::<rustls::Error>().is_some() {
+            return true;
+        }
+        // An io::Error's `source` skips the error it wraps (hyper wraps tokio-rustls' io::Error
+        // in another): look into it.
+        if let Some(inner) = s.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+            let inner: &(dyn std::error::Error + 'static) = inner;
+            if is_tls_error(inner) {
+                return true;
+            }
+        }
+        cur = s.source();
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tls_errors_are_found_inside_io_errors() {
+        let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let wrapped = std::io::Error::new(std::io::ErrorKind::InvalidData, tls);
+        assert!(is_tls_error(&wrapped));
+        // As hyper hands it on: an io::Error around tokio-rustls' io::Error.
+        let twice = std::io::Error::other(wrapped);
+        assert!(is_tls_error(&twice));
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert!(!is_tls_error(&refused));
+    }
 
     #[test]
     fn describes_host_and_timeout() {

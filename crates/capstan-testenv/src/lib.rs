@@ -33,6 +33,7 @@ pub mod registry;
 pub mod shared;
 mod shared_server;
 mod static_http;
+pub mod untrusted_tls;
 
 pub use binaries::Binaries;
 pub use cluster::{TestCluster, client_from};

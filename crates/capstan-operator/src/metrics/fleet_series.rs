@@ -208,4 +208,3 @@ pub fn fleet_series(
     }
     FleetSeries { families }
 }
-

@@ -293,20 +293,6 @@ fn jitter() -> f64 {
 
 /// An error with its causes (`reqwest` says "error sending request" and keeps the why, e.g.
 /// "connection refused" or a TLS failure, in its sources).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// `Retry-After` in seconds (the HTTP-date form is treated as absent: the backoff applies).
 fn retry_after(h: &HeaderMap) -> Option<Duration> {
     h.get(RETRY_AFTER)?
@@ -555,7 +541,7 @@ impl Client {
                     .map_err(|e| OciError::Http {
                         method: "GET".into(),
                         url: realm.clone(),
-                        message: format!("token endpoint: {}", error_chain(&e)),
+                        message: format!("token endpoint: {}", crate::net::error_chain(&e)),
                     })?;
                 self.observe(&Method::GET, &url, resp.status());
                 let status = resp.status();
@@ -647,24 +633,33 @@ impl Client {
             };
             // A timeout (ours for the head, reqwest's for connecting or a read) is retried as
             // often as the timeouts say; other network errors up to `max_retries` times.
-            let mut after_timeout = |kind: TimeoutKind| {
+            // Why the request is sent again (logged with the wait).
+            let mut reason = String::new();
+            let mut after_timeout = |kind: TimeoutKind, reason: &mut String| {
+                let described = self.config.timeouts.describe(kind, &self.host);
                 if req.idempotent && timeouts_retried < self.config.timeouts.retries {
                     timeouts_retried += 1;
-                    tracing::debug!(url = %req.url, "registry request timed out; retrying");
+                    *reason = described;
                     Ok(self.backoff(attempt))
+                } else if timeouts_retried > 0 {
+                    Err(failure(format!("{described}, {} tries", timeouts_retried + 1)))
                 } else {
-                    Err(failure(self.config.timeouts.describe(kind, &self.host)))
+                    Err(failure(described))
                 }
             };
             let wait = match tokio::time::timeout(self.config.timeouts.response, rb.send()).await {
-                Err(_) => after_timeout(TimeoutKind::Response)?,
+                Err(_) => after_timeout(TimeoutKind::Response, &mut reason)?,
                 Ok(Err(e)) => match reqwest_timeout(&e) {
-                    Some(kind) => after_timeout(kind)?,
-                    None if req.idempotent && attempt < self.config.max_retries && !e.is_builder() => {
-                        tracing::debug!(url = %req.url, error = %e, "registry request failed; retrying");
+                    Some(kind) => after_timeout(kind, &mut reason)?,
+                    None if req.idempotent
+                        && attempt < self.config.max_retries
+                        && !e.is_builder()
+                        && !crate::net::is_tls_error(&e) =>
+                    {
+                        reason = crate::net::error_chain(&e);
                         self.backoff(attempt)
                     }
-                    None => return Err(failure(error_chain(&e))),
+                    None => return Err(failure(crate::net::error_chain(&e))),
                 },
                 Ok(Ok(resp)) => {
                     let status = resp.status();
@@ -696,9 +691,11 @@ impl Client {
                                 retries: attempt,
                             });
                         }
+                        reason = "rate limited (HTTP 429)".into();
                         wait
                     } else if status.is_server_error() && req.idempotent && attempt < self.config.max_retries
                     {
+                        reason = format!("HTTP {}", status.as_u16());
                         retry_after(resp.headers())
                             .unwrap_or_else(|| self.backoff(attempt))
                             .min(self.config.max_wait)
@@ -708,7 +705,14 @@ impl Client {
                 }
             };
             attempt += 1;
-            tracing::debug!(url = %req.url, attempt, wait_ms = wait.as_millis() as u64, "retrying registry request");
+            tracing::warn!(
+                method = %req.method,
+                url = %req.url,
+                attempt,
+                wait_ms = wait.as_millis() as u64,
+                reason,
+                "retrying registry request"
+            );
             tokio::time::sleep(wait).await;
         }
     }
@@ -977,7 +981,7 @@ impl Client {
                 .map_err(|e| OciError::Http {
                     method: "GET".into(),
                     url: url.to_string(),
-                    message: format!("{what}: {}", error_chain(&e)),
+                    message: format!("{what}: {}", crate::net::error_chain(&e)),
                 })?;
             let Some(chunk) = chunk else { break };
             n += chunk.len() as u64;
@@ -1234,7 +1238,7 @@ async fn read_limited(
             .map_err(|e| OciError::Http {
                 method: "GET".into(),
                 url: what.to_string(),
-                message: error_chain(&e),
+                message: crate::net::error_chain(&e),
             })?;
         let Some(chunk) = chunk else { break };
         if (out.len() + chunk.len()) as u64 > limit {

@@ -378,3 +378,40 @@ async fn silent_server_times_out_naming_host_and_timeout() {
     );
     drop(silent);
 }
+
+/// A connection refused (nothing listens on the port) is reported with its cause, as the
+/// registry client reports it, not only as "error sending request".
+#[tokio::test]
+async fn a_refused_connection_names_the_cause() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let c = Client::new(Config {
+        base_url: format!("http://127.0.0.1:{port}"),
+        backoff: Duration::from_millis(10),
+        max_retries: 1,
+        ..Config::default()
+    })
+    .unwrap();
+    let e = c.releases("org/stacks").await.unwrap_err();
+    assert!(matches!(e, GitHubError::Http { .. }), "{e:?}");
+    assert!(e.to_string().contains("Connection refused"), "{e}");
+}
+
+/// A certificate the client does not trust gets the same answer every time: one try, and the
+/// error says it is the certificate.
+#[tokio::test]
+async fn an_untrusted_certificate_is_not_retried() {
+    let server = capstan_testenv::untrusted_tls::UntrustedTls::start();
+    let c = Client::new(Config {
+        base_url: server.url.clone(),
+        backoff: Duration::from_millis(10),
+        max_retries: 3,
+        ..Config::default()
+    })
+    .unwrap();
+    let e = c.releases("org/stacks").await.unwrap_err();
+    assert_eq!(server.offered(), 1, "{e}");
+    assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
+}

@@ -35,10 +35,10 @@ mod install;
 mod describe;
 mod describe_addon;
 mod get;
+mod get_follow;
 mod get_rows;
 mod get_select;
 mod get_table;
-mod get_watch;
 // `capstan rollout` (issue 33): follow and steer ClusterStackRollouts.
 mod rollout;
 // Shell completion and manual pages, generated from the CLI's definition.

@@ -179,13 +179,14 @@ fn rollout_plan_refuses_unknown_fields_and_unreadable_clusters_naming_file_and_f
     let rollout = std::fs::read_to_string(ROLLOUT).expect("fixture");
     let unknown = write(
         "rollout.yaml",
-        &rollout.replace("spec:\n", "spec:\n  from: auto\n"),
+        // A misspelt field (`spec.from` itself is a field since issue 48).
+        &rollout.replace("spec:\n", "spec:\n  fromm: auto\n"),
     );
     let out = capstan(&["rollout", "plan", "-f", &unknown, "--clusters", CLUSTERS]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "accepted an unknown field");
     assert!(
-        stderr.contains(&unknown) && stderr.contains("strict decoding error: unknown field \"spec.from\""),
+        stderr.contains(&unknown) && stderr.contains("strict decoding error: unknown field \"spec.fromm\""),
         "{stderr}"
     );
 

@@ -723,7 +723,7 @@ fn spec_or_deletion<K: Resource>(object: &K) -> Option<u64> {
     meta.uid.hash(&mut hasher);
     crate::shard::key_of(meta).hash(&mut hasher);
     // Asking to take over objects another inventory owns is acted on at once.
-    let take_over = crate::controller::pipeline::TAKE_OVER_ANNOTATION;
+    let take_over = crate::api::TAKE_OVER_ANNOTATION;
     meta.annotations
         .as_ref()
         .and_then(|a| a.get(take_over))

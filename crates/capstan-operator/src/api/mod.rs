@@ -47,6 +47,11 @@ use schemars::{Schema, SchemaGenerator, json_schema};
 use serde_json::Value as Json;
 
 /// The API group of all three kinds.
+/// Annotation on a ClusterAddon or ClusterStackRelease: `"true"` lets its applies take over
+/// objects another inventory owns (see [`capstan_apply::ownership`]); without it such an
+/// object is left to its owner and reported (`OwnershipConflict`).
+pub const TAKE_OVER_ANNOTATION: &str = "capstan.dev/take-over";
+
 pub const GROUP: &str = "clusterstack.x-k8s.io";
 /// Their (only) version.
 pub const VERSION: &str = "v1alpha1";

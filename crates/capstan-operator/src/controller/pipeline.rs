@@ -22,7 +22,7 @@ use self::dependency_policy::DependencyPolicy;
 use super::progress::{Because, Failure, Progress, Tracked, WAIT};
 use super::report::Outcome;
 use super::{Cause, Error, object_ref};
-use crate::api::{ClusterStack, ClusterStackRelease};
+use crate::api::{ClusterStack, ClusterStackRelease, TAKE_OVER_ANNOTATION};
 use crate::compiled::Compiled;
 use crate::context::Context;
 use crate::metrics::{Metrics, ObjectOutcome};
@@ -37,11 +37,6 @@ use capstan_stack::render::CompiledRelease;
 pub const RENDERED: &str = "Rendered";
 /// Condition: the stored render was applied.
 pub const APPLIED: &str = "Applied";
-
-/// Annotation on a ClusterAddon or ClusterStackRelease: `"true"` lets its applies take over
-/// objects another inventory owns (see [`capstan_apply::ownership`]); without it such an
-/// object is left to its owner and reported (`OwnershipConflict`).
-pub const TAKE_OVER_ANNOTATION: &str = "capstan.dev/take-over";
 
 /// Whether `annotations` ask for taking over ([`TAKE_OVER_ANNOTATION`] is `true`).
 pub fn takes_over(annotations: &std::collections::BTreeMap<String, String>) -> bool {

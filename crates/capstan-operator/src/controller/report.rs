@@ -4,8 +4,8 @@
 
 use k8s_openapi::api::core::v1::ObjectReference;
 
-use super::pipeline::TAKE_OVER_ANNOTATION;
 use crate::api::Resource as StatusResource;
+use crate::api::TAKE_OVER_ANNOTATION;
 use crate::context::Context;
 use crate::metrics::ObjectOutcome;
 use capstan_apply::{Action, ApplyReport, SyncStatus};

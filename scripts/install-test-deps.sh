@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what capstan's tests need besides the Rust toolchain: etcd, a kube-apiserver, git,
-# an OCI registry (Debian's docker-registry) and Prometheus.
+# an OCI registry (Debian's docker-registry), Prometheus and mdBook (for the book).
 #
 # No Kubernetes binary can be downloaded here, so kube-apiserver is built from Debian's
 # kubernetes source package (it vendors every Go dependency). Idempotent: the built binary is
@@ -113,8 +113,24 @@ else
   log "kube-apiserver built: $apiserver"
 fi
 
+# 3. mdBook, which builds and checks the book (docs/book, tests/it/book.rs): compiled from
+# crates.io once, pinned, without the `serve`/`watch` features the tests do not use.
+mdbook_version=0.4.52
+mdbook="$cache/mdbook/$mdbook_version/bin/mdbook"
+if [ -x "$mdbook" ]; then
+  log "mdbook $mdbook_version cached at $mdbook (skipping build)"
+else
+  log "building mdbook $mdbook_version (a few minutes on 2 cores)"
+  # Its own target directory: a CARGO_TARGET_DIR of the caller would keep the build.
+  env -u CARGO_TARGET_DIR cargo install mdbook --locked --version "$mdbook_version" \
+    --no-default-features --features search --root "$cache/mdbook/$mdbook_version" --quiet \
+    || die "cargo install mdbook $mdbook_version failed"
+fi
+"$mdbook" --version >/dev/null 2>&1 || die "$mdbook does not run"
+
 "$apiserver" --version >/dev/null 2>&1 || die "$apiserver does not run"
 echo "KUBE_APISERVER=$apiserver"
 echo "ETCD=$(command -v etcd)"
 echo "DOCKER_REGISTRY=$(command -v docker-registry)"
 echo "PROMETHEUS=$(command -v prometheus)"
+echo "MDBOOK=$mdbook"

@@ -10,7 +10,9 @@ log() { printf 'test.sh: %s\n' "$*" >&2; }
 deps="$(scripts/install-test-deps.sh)" || { log "installing test dependencies failed"; exit 1; }
 CAPSTAN_KUBE_APISERVER="$(sed -n 's/^KUBE_APISERVER=//p' <<<"$deps")"
 CAPSTAN_ETCD="$(sed -n 's/^ETCD=//p' <<<"$deps")"
-export CAPSTAN_KUBE_APISERVER CAPSTAN_ETCD
+# mdBook for tests/it/book.rs (the book builds without a warning, its links resolve).
+CAPSTAN_MDBOOK="$(sed -n 's/^MDBOOK=//p' <<<"$deps")"
+export CAPSTAN_KUBE_APISERVER CAPSTAN_ETCD CAPSTAN_MDBOOK
 
 # Real Helm (the oracle) for differential tests that compare against the shared corpus;
 # only useful, and only installed, where ../shared exists.

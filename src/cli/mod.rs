@@ -44,6 +44,12 @@ mod rollout;
 // Shell completion and manual pages, generated from the CLI's definition.
 mod completion;
 mod man;
+// `capstan docs` (hidden): the book's generated reference pages (issue 49).
+mod docs;
+mod docs_cli;
+mod docs_crds;
+mod docs_metrics;
+mod docs_prose;
 // A failed command's error chain on one line (main prints it; diff and source_args word
 // errors with it).
 mod error_chain;
@@ -110,6 +116,9 @@ enum Command {
     Completion(completion::Args),
     /// Print the manual page (roff), or write one page per command into a directory.
     Man(man::Args),
+    /// Write the book's generated reference pages (CLI, CRDs, metrics) into a directory.
+    #[command(hide = true)]
+    Docs(docs::Args),
 }
 
 /// Entry point of the binary: parse arguments, set up logging, run the subcommand.
@@ -137,6 +146,7 @@ pub fn main() -> ExitCode {
         Command::Describe(args) => describe::run(&args),
         Command::Completion(args) => completion::run(&args, Cli::command()).map(|()| ExitCode::SUCCESS),
         Command::Man(args) => man::run(&args, Cli::command()).map(|()| ExitCode::SUCCESS),
+        Command::Docs(args) => docs::run(&args, Cli::command()).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -9,6 +9,7 @@ mod apply_guards;
 mod apply_restart;
 mod apply_stack;
 mod bench_stack;
+mod book;
 mod capi_crds;
 mod chart_dependencies;
 mod chart_provenance;

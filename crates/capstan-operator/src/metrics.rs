@@ -23,11 +23,14 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
 
 use capstan_source::{github, oci};
 
 use crate::api::{ClusterAddon, ClusterStack, ClusterStackRelease};
+
+mod declare;
+pub use declare::Declared;
+use declare::Declaring;
 
 /// Content type of [`Metrics::encode`]'s output: `prometheus-client` writes the OpenMetrics
 /// text format (counters as `_total`, a closing `# EOF`), which Prometheus scrapes natively.
@@ -36,7 +39,7 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 /// The operator's metrics. Cheap to share behind an `Arc`; every method takes `&self`.
 #[derive(Debug)]
 pub struct Metrics {
-    registry: Registry,
+    registry: Declaring,
     reconciles: Family<ControllerResult, Counter>,
     reconcile_duration: Family<ControllerLabel, Histogram, fn() -> Histogram>,
     reconcile_errors: Family<ControllerError, Counter>,
@@ -136,7 +139,7 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("capstan");
+        let mut registry = Declaring::with_prefix("capstan");
         let reconciles = Family::default();
         registry.register(
             "reconciles",
@@ -355,11 +358,16 @@ impl Metrics {
         *self.fleet.lock().unwrap_or_else(|p| p.into_inner()) = Some(fleet);
     }
 
+    /// Every series registered (not those the fleet and process collectors add as they encode).
+    pub fn declared(&self) -> &[Declared] {
+        &self.registry.declared
+    }
+
     /// The metrics in the OpenMetrics text format ([`CONTENT_TYPE`]).
     pub fn encode(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail; an encoding error would be a bug in a label.
-        if let Err(err) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+        if let Err(err) = prometheus_client::encoding::text::encode(&mut out, &self.registry.registry) {
             tracing::error!("encoding metrics: {err}");
         }
         out

@@ -12,9 +12,7 @@ use kube::{Client, ResourceExt};
 
 use capstan_operator::api::ClusterAddon;
 use capstan_operator::clusters::cluster_resource;
-
-/// The label that names a ClusterAddon's Cluster.
-pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
+use capstan_operator::watch::CLUSTER_NAME_LABEL;
 
 /// One requirement of a label selector.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -117,63 +117,34 @@ impl ClusterFields {
         let namespace = read.string("metadata.namespace")?.unwrap_or_default();
         let deleting = read.present("metadata.deletionTimestamp");
         let kubernetes_version = read.string("spec.topology.version")?.filter(|v| !v.is_empty());
-        Ok(match version {
-            CapiVersion::V1Beta1 => ClusterFields {
-                version,
-                name,
-                namespace,
-                class: read
-                    .string("spec.topology.class")?
-                    .filter(|c| !c.is_empty())
-                    .map(|name| -> Result<ClassRef, CapiError> {
-                        Ok(ClassRef {
-                            name,
-                            namespace: read
-                                .string("spec.topology.classNamespace")?
-                                .filter(|n| !n.is_empty()),
-                        })
+        let paths = ClusterPaths::of(version);
+        let reference = |path: &str| match version {
+            CapiVersion::V1Beta1 => read.v1beta1_ref(path),
+            CapiVersion::V1Beta2 => read.v1beta2_ref(path),
+        };
+        Ok(ClusterFields {
+            version,
+            name,
+            namespace,
+            class: read
+                .string(paths.class)?
+                .filter(|c| !c.is_empty())
+                .map(|name| -> Result<ClassRef, CapiError> {
+                    Ok(ClassRef {
+                        name,
+                        namespace: read.string(paths.class_namespace)?.filter(|n| !n.is_empty()),
                     })
-                    .transpose()?,
-                kubernetes_version,
-                control_plane_ref: read.v1beta1_ref("spec.controlPlaneRef")?,
-                infrastructure_ref: read.v1beta1_ref("spec.infrastructureRef")?,
-                control_plane_initialized: read.bool("status.controlPlaneReady")?.unwrap_or(false),
-                infrastructure_provisioned: read.bool("status.infrastructureReady")?.unwrap_or(false),
-                conditions: read.conditions("status.v1beta2.conditions")?,
-                v1beta1_conditions: read.conditions("status.conditions")?,
-                control_plane_versions: read.versions("status.v1beta2.controlPlane.versions")?,
-                deleting,
-            },
-            CapiVersion::V1Beta2 => ClusterFields {
-                version,
-                name,
-                namespace,
-                class: read
-                    .string("spec.topology.classRef.name")?
-                    .filter(|c| !c.is_empty())
-                    .map(|name| -> Result<ClassRef, CapiError> {
-                        Ok(ClassRef {
-                            name,
-                            namespace: read
-                                .string("spec.topology.classRef.namespace")?
-                                .filter(|n| !n.is_empty()),
-                        })
-                    })
-                    .transpose()?,
-                kubernetes_version,
-                control_plane_ref: read.v1beta2_ref("spec.controlPlaneRef")?,
-                infrastructure_ref: read.v1beta2_ref("spec.infrastructureRef")?,
-                control_plane_initialized: read
-                    .bool("status.initialization.controlPlaneInitialized")?
-                    .unwrap_or(false),
-                infrastructure_provisioned: read
-                    .bool("status.initialization.infrastructureProvisioned")?
-                    .unwrap_or(false),
-                conditions: read.conditions("status.conditions")?,
-                v1beta1_conditions: read.conditions("status.deprecated.v1beta1.conditions")?,
-                control_plane_versions: read.versions("status.controlPlane.versions")?,
-                deleting,
-            },
+                })
+                .transpose()?,
+            kubernetes_version,
+            control_plane_ref: reference("spec.controlPlaneRef")?,
+            infrastructure_ref: reference("spec.infrastructureRef")?,
+            control_plane_initialized: read.bool(paths.control_plane_initialized)?.unwrap_or(false),
+            infrastructure_provisioned: read.bool(paths.infrastructure_provisioned)?.unwrap_or(false),
+            conditions: read.conditions(paths.conditions)?,
+            v1beta1_conditions: read.conditions(paths.v1beta1_conditions)?,
+            control_plane_versions: read.versions(paths.control_plane_versions)?,
+            deleting,
         })
     }
 
@@ -453,6 +424,45 @@ fn string_at(root: &Value, path: &str) -> Result<Option<String>, CapiError> {
             path,
             format!("expected a string, found {}", describe(other)),
         )),
+    }
+}
+
+/// Where each field [`ClusterFields`] reads stands in a Cluster of each version (the
+/// references differ in shape too: read by `v1beta1_ref`/`v1beta2_ref`).
+struct ClusterPaths {
+    class: &'static str,
+    class_namespace: &'static str,
+    control_plane_initialized: &'static str,
+    infrastructure_provisioned: &'static str,
+    /// `metav1.Condition`s: v1beta1 keeps them under `status.v1beta2`.
+    conditions: &'static str,
+    /// Cluster API's own condition type: v1beta2 keeps them under `status.deprecated.v1beta1`.
+    v1beta1_conditions: &'static str,
+    control_plane_versions: &'static str,
+}
+
+impl ClusterPaths {
+    fn of(version: CapiVersion) -> ClusterPaths {
+        match version {
+            CapiVersion::V1Beta1 => ClusterPaths {
+                class: "spec.topology.class",
+                class_namespace: "spec.topology.classNamespace",
+                control_plane_initialized: "status.controlPlaneReady",
+                infrastructure_provisioned: "status.infrastructureReady",
+                conditions: "status.v1beta2.conditions",
+                v1beta1_conditions: "status.conditions",
+                control_plane_versions: "status.v1beta2.controlPlane.versions",
+            },
+            CapiVersion::V1Beta2 => ClusterPaths {
+                class: "spec.topology.classRef.name",
+                class_namespace: "spec.topology.classRef.namespace",
+                control_plane_initialized: "status.initialization.controlPlaneInitialized",
+                infrastructure_provisioned: "status.initialization.infrastructureProvisioned",
+                conditions: "status.conditions",
+                v1beta1_conditions: "status.deprecated.v1beta1.conditions",
+                control_plane_versions: "status.controlPlane.versions",
+            },
+        }
     }
 }
 

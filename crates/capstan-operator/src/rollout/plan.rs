@@ -567,8 +567,10 @@ impl Planner<'_, '_> {
         let open = self.window_open(index);
         let now = self.now;
         let mut entries = std::mem::take(&mut self.status.clusters);
-        if open && self.o.spec.preflight.on_blocked == OnBlocked::Halt {
-            // Halt: one blocked Cluster of the wave stops it before any switch of this pass.
+        if self.o.spec.preflight.on_blocked == OnBlocked::Halt {
+            // Halt: every waiting Cluster of the wave is judged before anything of this pass is
+            // sent, window open or not — one blocked Cluster halts the rollout, and a halted
+            // rollout sends nothing, not even a re-issued switch.
             let mut blocked = false;
             for entry in entries.iter_mut().filter(|e| e.wave == wave.name) {
                 if matches!(entry.phase, ClusterPhase::Pending | ClusterPhase::Blocked) {
@@ -577,7 +579,7 @@ impl Planner<'_, '_> {
             }
             if blocked {
                 self.status.clusters = entries;
-                return true;
+                return open;
             }
         }
         self.actions.extend(reissue);

@@ -55,9 +55,24 @@ impl Planner<'_, '_> {
         Ok(())
     }
 
-    /// Whether `entry`'s pre-flight blocks it now (see [`Planner::preflight_gate`]).
+    /// Whether `entry`'s pre-flight blocks it now (see [`Planner::preflight_gate`]). A Blocked
+    /// Cluster its gate lets go (evidence cleared, or forced) waits as Pending again: left
+    /// Blocked, `onBlocked: Halt` would halt on it after this pass switched others.
     pub(super) fn preflight_blocks(&mut self, entry: &mut ClusterRolloutStatus, now: Timestamp) -> bool {
-        matches!(self.preflight_gate(entry, now), Gate::Blocked)
+        match self.preflight_gate(entry, now) {
+            Gate::Blocked => true,
+            Gate::Go => {
+                if entry.phase == ClusterPhase::Blocked {
+                    entry.phase = ClusterPhase::Pending;
+                    entry.since = None;
+                    entry.message = Some(match &entry.forced {
+                        Some(f) => format!("let go by {} despite its pre-flight", f.by),
+                        None => "its pre-flight passes now".to_string(),
+                    });
+                }
+                false
+            }
+        }
     }
 
     /// Whether the wave at `index` may start switches now; records the next opening and

@@ -109,8 +109,8 @@ pub fn print_diff(
     };
     let old = stack_input::open(old, sources)?;
     let new = stack_input::open(new, sources)?;
-    let old_parts = render_release(&old.release, objects, &opts)?;
-    let new_parts = render_release(&new.release, objects, &opts)?;
+    let old_parts = render_release(&old.release, objects, &opts).map_err(|e| old.in_release(e))?;
+    let new_parts = render_release(&new.release, objects, &opts).map_err(|e| new.in_release(e))?;
     let diffs = diff_releases(
         &old_parts,
         &old.release.tag().cluster_class_name(),

@@ -49,8 +49,12 @@ pub fn run(args: &Request<'_>) -> anyhow::Result<()> {
         let text = super::values_input::read_values_file(file)?;
         user.push(UserValues::parse(&file.display().to_string(), &text)?);
     }
-    let parts = CompiledRelease::with_resolver(&opened.release, Some(&resolver))?
-        .render_with_user_values(&objects, &opts, &user)?;
+    // Errors name the release's files, not the scratch copy a cached release is read from
+    // (gone by the time the error is printed).
+    let parts = CompiledRelease::with_resolver(&opened.release, Some(&resolver))
+        .map_err(|e| opened.in_release(e))?
+        .render_with_user_values(&objects, &opts, &user)
+        .map_err(|e| opened.in_release(e))?;
     let mut out = std::io::stdout().lock();
     if let Some(dir) = &args.output_dir {
         for part in &parts {

@@ -111,7 +111,7 @@ pub fn open_ref(arg: &str, release: &ReleaseRef, sources: &SourceArgs) -> anyhow
             sources.refuse_policy_for(arg)?;
             let cache = sources.open_cache()?;
             let manifest = super::releases_git::fetch(git, &cache)?.manifest;
-            Ok(local::open_cached(&cache, &manifest)?)
+            Ok(local::open_cached_as(&cache, &manifest, arg)?)
         }
         ReleaseRef::Oci { repo, tag } => {
             // A policy that cannot be read is refused before anything is fetched.
@@ -124,14 +124,14 @@ pub fn open_ref(arg: &str, release: &ReleaseRef, sources: &SourceArgs) -> anyhow
                     eprintln!("{repo}:{tag}: skipped an unreadable signature: {skipped}");
                 }
             }
-            Ok(local::open_cached(&cache, &summary.manifest)?)
+            Ok(local::open_cached_as(&cache, &summary.manifest, tag)?)
         }
         ReleaseRef::GitHub { repo, tag } => {
             sources.refuse_policy_for(arg)?;
             let cache = sources.open_cache()?;
             let summary = super::pull_progress::pull_with_bar(sources, &cache, repo, tag)
                 .map_err(|e| source_args::explain_not_found(e, &cache))?;
-            Ok(local::open_cached(&cache, &summary.manifest)?)
+            Ok(local::open_cached_as(&cache, &summary.manifest, tag)?)
         }
         ReleaseRef::CachedTag(tag) => {
             sources.refuse_policy_for(arg)?;
@@ -139,7 +139,7 @@ pub fn open_ref(arg: &str, release: &ReleaseRef, sources: &SourceArgs) -> anyhow
             let keys = cache.find_tag(tag)?;
             match keys.as_slice() {
                 [key] => match cache.release_verified(key)? {
-                    Some(manifest) => Ok(local::open_cached(&cache, &manifest)?),
+                    Some(manifest) => Ok(local::open_cached_as(&cache, &manifest, tag)?),
                     None => bail!(
                         "release {key} in the cache {} is damaged (a file is missing or does not match its sha256; the bad file was removed); {}",
                         cache.root().display(),

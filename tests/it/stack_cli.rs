@@ -343,3 +343,62 @@ fn cli_user_values_render_like_helm_with_repeated_f() {
     let failures = stack::differences(&shared, &python, &questions, &out);
     assert!(failures.is_empty(), "parts that differ from Helm: {failures:?}");
 }
+
+/// A cached release that does not load (a chart that is not gzip, stored as such): the error
+/// names the release and its file, never the scratch copy the CLI loaded it from, which is
+/// gone when the error is read (issue 45 §11).
+#[test]
+fn a_cached_release_that_does_not_load_is_named_by_its_tag() {
+    let release = example_release("broken-cached-release");
+    let dir = release.dir().to_path_buf();
+    let tag = release.tag().tag().to_string();
+    let cache_dir = scratch("broken-cached-release-cache");
+    let cache = capstan_source::cache::Cache::open(&cache_dir).unwrap();
+    let mut files = std::collections::BTreeMap::new();
+    let mut broken = None;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let mut bytes = std::fs::read(&path).unwrap();
+        if name.contains("cluster-class") && name.ends_with(".tgz") {
+            bytes = b"not a gzip archive".to_vec();
+            broken = Some(name.clone());
+        }
+        let file = cache
+            .put_blob(
+                &name,
+                bytes.as_slice(),
+                &capstan_source::cache::Expected::default(),
+            )
+            .unwrap();
+        files.insert(name, file);
+    }
+    let broken = broken.expect("the example release has a cluster-class chart");
+    cache
+        .commit_release(&capstan_source::cache::ReleaseManifest {
+            key: format!("github.com/example/stacks/{tag}"),
+            origin: "a test".to_string(),
+            files,
+        })
+        .unwrap();
+
+    let out = capstan(&[
+        "render",
+        &tag,
+        "--cluster",
+        "testdata/cluster.yaml",
+        "--cache",
+        cache_dir.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("{tag}/{broken}")),
+        "names the release's file: {err}"
+    );
+    let scratch_root = std::env::temp_dir().join("capstan-");
+    assert!(
+        !err.contains(scratch_root.to_str().unwrap()),
+        "names no scratch path: {err}"
+    );
+}

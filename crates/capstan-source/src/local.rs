@@ -141,7 +141,9 @@ pub fn open(path: &Path) -> Result<Opened, LocalError> {
     }
 }
 
-/// Opens a complete release of the cache (its files copied out and re-verified).
+/// Opens a complete release of the cache (its files copied out and re-verified); its errors
+/// name the scratch copy's paths — what a caller that knows the release's name uses
+/// [`open_cached_as`] for (the CLI and the operator do).
 pub fn open_cached(cache: &Cache, manifest: &ReleaseManifest) -> Result<Opened, LocalError> {
     in_scratch(None, |dir| {
         cache.export(manifest, dir)?;

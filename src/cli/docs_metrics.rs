@@ -25,6 +25,9 @@ pub fn markdown() -> String {
         admits: Box::new(|_| true),
         census: Box::new(|| Some(Census::default())),
     });
+    // A GitHub answer seen, so the rate-limit family (served only once GitHub reported one)
+    // is declared too.
+    metrics.github_response(200, Some(0));
     table(metrics.declared(), &metrics.encode())
 }
 
@@ -102,6 +105,7 @@ mod tests {
             "`capstan_cluster_addon_ready` | gauge",
             "`capstan_workload_clusters` | gauge",
             "`capstan_source_verifications_total` | counter",
+            "`capstan_github_rate_limit_remaining` | gauge",
         ] {
             assert!(page.contains(series), "{series} missing:\n{page}");
         }

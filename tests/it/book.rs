@@ -749,3 +749,25 @@ fn page_commands_join_lines_and_skip_comments_and_here_documents() {
         ]
     );
 }
+
+/// The README is not part of the built book, so its links are checked here: every relative
+/// link (`[text](path#anchor)`) names a file of the repository.
+#[test]
+fn the_readme_links_resolve() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let targets: Vec<&str> = readme
+        .match_indices("](")
+        .filter_map(|(at, _)| readme[at + 2..].split_once(')').map(|(t, _)| t))
+        .filter(|t| !t.contains(':'))
+        .collect();
+    assert!(targets.len() > 10, "links found: {targets:?}");
+    let missing: Vec<&&str> = targets
+        .iter()
+        .filter(|t| !root.join(t.split('#').next().unwrap_or_default()).exists())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md links to missing files: {missing:?}"
+    );
+}

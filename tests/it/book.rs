@@ -771,3 +771,44 @@ fn the_readme_links_resolve() {
         "README.md links to missing files: {missing:?}"
     );
 }
+
+/// The objects Getting started applies in steps 2 and 3 (its here-documents: the
+/// ClusterStack, the Cluster, the ClusterStackRollout) are checked offline: `capstan rollout
+/// plan` reads the rollout and the stack strictly (a misspelt field is refused) and must put
+/// the page's Cluster into the canary wave, as the page's step 3 means.
+#[test]
+fn the_getting_started_objects_plan_as_the_page_says() {
+    let page = std::fs::read_to_string(book_dir().join("src/getting-started.md")).unwrap();
+    let docs: Vec<&str> = page
+        .split("<<'YAML'\n")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("\nYAML\n").map(|(doc, _)| doc))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file_of = |kind: &str| {
+        let doc = docs
+            .iter()
+            .find(|d| d.lines().any(|l| l == format!("kind: {kind}")))
+            .unwrap_or_else(|| panic!("Getting started applies no {kind}"));
+        let path = dir.path().join(format!("{kind}.yaml"));
+        std::fs::write(&path, doc).unwrap();
+        path
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_capstan"))
+        .args(["rollout", "plan", "-f"])
+        .arg(file_of("ClusterStackRollout"))
+        .arg("--clusters")
+        .arg(file_of("Cluster"))
+        .arg("--stack-file")
+        .arg(file_of("ClusterStack"))
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        printed
+            .lines()
+            .any(|l| l.split_whitespace().eq(["canary", "cluster/first"])),
+        "the page's Cluster is not in the canary wave:\n{printed}"
+    );
+}

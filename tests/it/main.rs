@@ -22,6 +22,7 @@ mod git_source;
 mod helm_checks;
 mod install_chart;
 mod install_cli;
+mod migrate_from_cso;
 mod module_cycles;
 mod monitoring;
 mod oci_source;

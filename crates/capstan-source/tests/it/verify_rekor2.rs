@@ -284,3 +284,72 @@ fn verify_rekor2_a_changed_timestamp_or_checkpoint_is_refused() {
         assert!(got_text.contains(text), "{what}: {got_text}");
     }
 }
+
+/// Cases the oracle's sigstore-python (4.5, scripts/verify-env.sh) decides otherwise than the
+/// suite: it reads a timestamp authority's validity end as exclusive.
+const ORACLE_DIFFERS: &[&str] = &["trust-root-tsa-validity-end-inclusive"];
+
+#[test]
+fn verify_rekor2_sigstore_python_agrees_on_every_case() {
+    let test = "verify_rekor2_sigstore_python_agrees_on_every_case";
+    let Some(python) = crate::verify_support::sigstore_python(test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // One sigstore-python start for every case (each start takes a second or more).
+    let mut list = String::new();
+    for (case, _) in CASES {
+        let root = dir.path().join(format!("{case}.root.json"));
+        std::fs::write(&root, root_of(case)).unwrap();
+        let bundle = testdata(&format!("bundle/rekor2/{case}.sigstore.json"));
+        list.push_str(&format!("{} {} {DIGEST}\n", bundle.display(), root.display()));
+    }
+    let list_path = dir.path().join("cases.txt");
+    std::fs::write(&list_path, list).unwrap();
+    let out = std::process::Command::new(&python)
+        .arg(crate::verify_support::script("sigstore_oracle.py"))
+        .arg("--batch")
+        .arg(&list_path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let verdicts: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(verdicts.len(), CASES.len());
+    let mut compared = 0;
+    for ((case, _), theirs) in CASES.iter().zip(&verdicts) {
+        let ours = capstan_verdict(case);
+        if ORACLE_DIFFERS.contains(case) {
+            continue;
+        }
+        assert_eq!(
+            theirs["ok"].as_bool(),
+            Some(ours.is_ok()),
+            "{case}: capstan {ours:?}, sigstore-python {theirs}"
+        );
+        if ours.is_ok() {
+            assert_eq!(theirs["subjects"], serde_json::json!([DIGEST]), "{case}");
+        }
+        compared += 1;
+    }
+    assert_eq!(compared, CASES.len() - ORACLE_DIFFERS.len());
+}
+
+#[test]
+fn verify_rekor2_a_log_signs_checkpoints_under_its_host_and_key_id() {
+    let root = TrustedRoot::from_json(&root_of("rekor2-happy-path"), "trusted_root.json").unwrap();
+    // Rekor v2: Ed25519, the key id of C2SP signed-note (which is also how the root names the log).
+    let v2 = root
+        .log("f30d5a999d92e662484244263f174cb8eacbfe8264bc583d32741799e3825dc9")
+        .unwrap();
+    assert!(v2.ed25519().is_some());
+    assert_eq!(v2.key_name(), "log2025-alpha1.rekor.sigstage.dev");
+    assert_eq!(v2.note_key_id(), [0xf3, 0x0d, 0x5a, 0x99]);
+    // Rekor v1: ECDSA, the key id is the first bytes of the key's SHA-256 (its log id).
+    let v1 = root.logs.iter().find(|l| l.ed25519().is_none()).unwrap();
+    assert_eq!(v1.key_name(), "rekor.sigstage.dev");
+    assert_eq!(capstan_source::cache::hex(&v1.note_key_id()), v1.log_id[..8]);
+}

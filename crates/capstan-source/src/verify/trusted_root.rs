@@ -354,6 +354,19 @@ mod tests {
                 .iter()
                 .any(|a| a.valid.end.is_none() && a.chain.len() == 2)
         );
+        // Rekor v2: the log signs its checkpoints with Ed25519 under its host name, and its
+        // log id is that key's signed-note key id hash.
+        let v2 = root
+            .log("cf1199155bddd051268d1f16ac5c0c75c009f6fb5a63f4177f8e18d7051e3fa0")
+            .unwrap();
+        assert!(v2.ed25519().is_some());
+        assert_eq!(v2.key_name(), "log2025-1.rekor.sigstore.dev");
+        assert_eq!(crate::cache::hex(&v2.note_key_id()), v2.log_id[..8]);
+        assert!(
+            root.timestamp_authorities
+                .iter()
+                .any(|t| t.name == "O=sigstore.dev, CN=sigstore-tsa-selfsigned")
+        );
     }
 
     #[test]

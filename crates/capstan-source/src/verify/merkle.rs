@@ -205,6 +205,60 @@ mod tests {
         }
     }
 
+    /// A checkpoint the public-good Rekor v2 log signed (tree size 34,356,369, July 2026), as
+    /// the log publishes it; its signature was checked independently with Python's
+    /// `cryptography` under the Ed25519 key of the shipped root.
+    const PUBLIC_GOOD_V2: &str = "log2025-1.rekor.sigstore.dev\n34356369\ndA9mMr0smTXgo7nGsE01Zdc5KOOqTs2/zYfdSqxO+ks=\n\n\u{2014} log2025-1.rekor.sigstore.dev zxGZFQZgTebN28s0D7vKP5gX8R+CsXCved700HCQAHgDHbdkaH3tfx7+DMPkccNhzsnSy7LijLzWMa+evZduylLs0wc=\n";
+
+    #[test]
+    fn a_real_rekor_v2_checkpoint_verifies_under_the_shipped_root_and_changed_ones_do_not() {
+        let root = crate::verify::TrustedRoot::public_good().unwrap();
+        let log = root
+            .logs
+            .iter()
+            .find(|l| l.base_url == "https://log2025-1.rekor.sigstore.dev")
+            .unwrap();
+        let (size, hash, time) = check_checkpoint(log, PUBLIC_GOOD_V2).unwrap();
+        assert_eq!((size, hash.len(), time), (34_356_369, 32, None));
+        let witness = "\u{2014} witness.example O8PH5AAAAABopO8+4O9uzScQrNEnGdKLYXSPoUjH1Se4n92W+wT/j5Kel/4J2XWE4bEe9bpIVUD6EGOeUDFkSWz/rbDhvVcJ/2OrDw==\n";
+        let table = [
+            (format!("{PUBLIC_GOOD_V2}{witness}"), Ok(())),
+            (
+                PUBLIC_GOOD_V2.replacen("\n\n", &format!("\n\n{witness}"), 1),
+                Ok(()),
+            ),
+            (
+                PUBLIC_GOOD_V2.replacen("34356369", "34356370", 1),
+                Err("does not verify"),
+            ),
+            (PUBLIC_GOOD_V2.replacen("dA9m", "eA9m", 1), Err("does not verify")),
+            (
+                PUBLIC_GOOD_V2.replacen("log2025-1.rekor.sigstore.dev", "log2025-2.rekor.sigstore.dev", 1),
+                Err("origin is \"log2025-2.rekor.sigstore.dev\""),
+            ),
+            (
+                PUBLIC_GOOD_V2.replacen("\u{2014} log2025-1", "\u{2014} log2025-2", 1),
+                Err("no signature line of log2025-1.rekor.sigstore.dev with key id cf119915"),
+            ),
+            (
+                PUBLIC_GOOD_V2.replacen("zxGZ", "zxGa", 1),
+                Err("no signature line"),
+            ),
+            (
+                PUBLIC_GOOD_V2.replacen("\u{2014} ", "- ", 1),
+                Err("malformed signature line"),
+            ),
+            (PUBLIC_GOOD_V2.replacen("\n\n", "\n", 1), Err("no blank line")),
+        ];
+        for (note, want) in table {
+            match (check_checkpoint(log, &note), want) {
+                (Ok(_), Ok(())) => {}
+                (Err(e), Err(text)) => assert!(e.contains(text), "{note:?}: {e}"),
+                (got, want) => panic!("{note:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
     #[test]
     fn every_leaf_of_every_small_tree_proves_the_root_and_changed_proofs_do_not() {
         for size in 1..=17usize {

@@ -6,6 +6,8 @@ identity is not constrained here (`UnsafeNoOp`): capstan's tests compare the ide
 Run with the python of scripts/verify-env.sh (which installs `sigstore`).
 
 Usage: sigstore_oracle.py BUNDLE TRUSTED_ROOT [--digest sha256:HEX]
+       sigstore_oracle.py --batch LIST   (LIST: a line `BUNDLE TRUSTED_ROOT DIGEST` per bundle;
+                                          one JSON line each, in order: one start for many)
 A message-signature bundle is verified against the artifact digest (--digest, else the digest
 the bundle names); a DSSE bundle's envelope is verified. Prints JSON:
   {"ok": true, "san": ..., "issuer": ..., "payload_type": ..., "subjects": ["sha256:…"]}
@@ -33,7 +35,7 @@ def identity(cert):
     return names[0], issuer[2:].decode()
 
 
-def main(bundle_file, root_file, digest):
+def verdict(bundle_file, root_file, digest):
     raw = open(bundle_file, "rb").read()
     try:
         bundle = Bundle.from_json(raw)
@@ -56,11 +58,21 @@ def main(bundle_file, root_file, digest):
         out["san"], out["issuer"] = identity(bundle.signing_certificate)
     except Exception as e:  # every refusal, whatever its class, is a refusal
         out = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
-    print(json.dumps(out))
+    return out
+
+
+def main(bundle_file, root_file, digest):
+    print(json.dumps(verdict(bundle_file, root_file, digest)))
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "--batch":
+        for line in open(args[1]):
+            if line.strip():
+                bundle_file, root_file, digest = line.split()
+                print(json.dumps(verdict(bundle_file, root_file, digest)), flush=True)
+        sys.exit(0)
     digest = None
     if "--digest" in args:
         i = args.index("--digest")

@@ -123,6 +123,8 @@ pub struct Bundle {
     pub certificate: Option<Vec<u8>>,
     pub content: Content,
     pub tlog: Vec<TlogEntry>,
+    /// The RFC 3161 signed timestamps (DER) of `timestampVerificationData`.
+    pub timestamps: Vec<Vec<u8>>,
 }
 
 fn b64(value: &Value, pointer: &str) -> Result<Vec<u8>, String> {
@@ -130,6 +132,8 @@ fn b64(value: &Value, pointer: &str) -> Result<Vec<u8>, String> {
         .pointer(pointer)
         .and_then(Value::as_str)
         .ok_or_else(|| format!("no {pointer}"))?;
+    // Line breaks are tolerated, as protobuf's JSON readers do (a wrapped `base64` output).
+    let text: String = text.chars().filter(|c| !matches!(c, '\n' | '\r')).collect();
     STANDARD
         .decode(text.trim())
         .map_err(|e| format!("{pointer} is not base64: {e}"))
@@ -259,11 +263,27 @@ pub fn parse(bytes: &[u8]) -> Result<Bundle, String> {
         })
         .transpose()?
         .unwrap_or_default();
+    let timestamps = material
+        .pointer("/timestampVerificationData/rfc3161Timestamps")
+        .and_then(Value::as_array)
+        .map(|stamps| {
+            stamps
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    b64(t, "/signedTimestamp")
+                        .map_err(|e| format!("timestampVerificationData.rfc3161Timestamps[{i}]: {e}"))
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?
+        .unwrap_or_default();
     Ok(Bundle {
         media_type,
         certificate,
         content,
         tlog,
+        timestamps,
     })
 }
 

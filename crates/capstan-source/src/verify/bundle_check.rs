@@ -3,9 +3,11 @@
 //! entries are not needed, as for keyed `.sig` signatures). Keyless: the bundle's certificate
 //! signed the content, a log entry of the trusted root records that signature (its signed entry
 //! timestamp gives the time; an inclusion proof, when present, must prove the entry under a
-//! checkpoint the log signed, whose signed time is the time when the entry has no timestamp),
-//! the certificate chained to the trusted root and was valid then,
-//! and its identity is accepted. Only then is the content read: the message digest, or the
+//! checkpoint the log signed, whose signed time is the time when the entry has no timestamp;
+//! a Rekor v2 entry proves inclusion only), the bundle's RFC 3161 timestamps that verify under
+//! the root's timestamp authorities give more times (a Rekor v2 entry needs one), the
+//! certificate chained to the trusted root and was valid at every one of them, and its
+//! identity is accepted. Only then is the content read: the message digest, or the
 //! in-toto statement's subject, must be the release manifest's digest.
 
 use base64::Engine;
@@ -18,7 +20,8 @@ use super::keys::Signed;
 use super::merkle;
 use super::policy::{self, Policy, Refusal, Verified};
 use super::rekor::{self, Entry, Logged};
-use super::trusted_root::TrustedRoot;
+use super::timestamp;
+use super::trusted_root::{LogKey, TrustedRoot};
 
 /// One bundle under `policy`: keyless when it has a certificate and the policy names
 /// identities (or has no keys), else keyed.
@@ -91,16 +94,17 @@ fn check_keyed(policy: &Policy, digest: &str, bundle: &Bundle) -> Result<Verifie
     })
 }
 
-/// The entry is the log's record of `signature` by `cert` over `content`; when it was logged:
-/// the entry's time when its signed entry timestamp verifies, else the time of the checkpoint
-/// that its inclusion proof verified under (the log signed that the entry was in by then).
-fn check_entry(
-    root: &TrustedRoot,
+/// The entry is the log's record of `signature` by `cert` over `content`: its log, and when it
+/// was logged when the log says — the entry's time when its signed entry timestamp verifies,
+/// else the time of the checkpoint its inclusion proof verified under (Rekor v1 signs that the
+/// entry was in by then). A Rekor v2 entry has neither: it proves inclusion, not time.
+fn check_entry<'r>(
+    root: &'r TrustedRoot,
     entry: &TlogEntry,
     content: &Content,
     signature: &[u8],
     cert: &[u8],
-) -> Result<i64, String> {
+) -> Result<(&'r LogKey, Option<i64>), String> {
     let at = Entry {
         body: &entry.body,
         integrated_time: entry.integrated_time,
@@ -129,23 +133,76 @@ fn check_entry(
         }
         None => {}
     }
-    let time = time.ok_or("the checkpoint has no signed time, and there is no signed entry timestamp")?;
-    if !log.valid.contains(time) {
-        return Err(format!(
-            "logged at {time}, outside the validity of the key of {}",
-            log.base_url
-        ));
+    if let Some(time) = time {
+        check_log_time(log, time)?;
     }
-    let hash = match content {
+    let payload = match content {
         Content::Message { sha256, .. } => crate::cache::hex(sha256),
         Content::Dsse { payload, .. } => crate::cache::hex(&Sha256::digest(payload)),
     };
+    let pae = match content {
+        Content::Message { .. } => String::new(),
+        Content::Dsse {
+            payload_type,
+            payload,
+            ..
+        } => crate::cache::hex(&Sha256::digest(pae(payload_type, payload))),
+    };
     let logged = match content {
-        Content::Message { .. } => Logged::HashedRekord(&hash),
-        Content::Dsse { .. } => Logged::Dsse(&hash),
+        Content::Message { .. } => Logged::HashedRekord(&payload),
+        Content::Dsse { .. } => Logged::Dsse {
+            payload: &payload,
+            pae: &pae,
+        },
     };
     rekor::check_body(&entry.body, &logged, signature, cert)?;
-    Ok(time)
+    Ok((log, time))
+}
+
+/// The log's key was trusted at `time`.
+fn check_log_time(log: &LogKey, time: i64) -> Result<(), String> {
+    if log.valid.contains(time) {
+        return Ok(());
+    }
+    Err(format!(
+        "logged at {}, outside the validity of the key of {} ({})",
+        keyless::utc(time),
+        log.base_url,
+        log.valid
+    ))
+}
+
+/// The times the signature is proven to have existed at: the log's (when its entry gives one)
+/// and each RFC 3161 timestamp's that verifies (one that does not is skipped, as
+/// sigstore-python does; named when no time is left). The log's key must have been trusted at
+/// every one.
+fn signed_times(
+    root: &TrustedRoot,
+    bundle: &Bundle,
+    signature: &[u8],
+    log: &LogKey,
+    logged_at: Option<i64>,
+) -> Result<Vec<i64>, Refusal> {
+    let mut times: Vec<i64> = logged_at.into_iter().collect();
+    let mut problems = Vec::new();
+    for (i, token) in bundle.timestamps.iter().enumerate() {
+        match timestamp::check(root, token, signature) {
+            Ok(stamped) => {
+                check_log_time(log, stamped.at).map_err(Refusal::BadInclusionProof)?;
+                times.push(stamped.at);
+            }
+            Err(e) => problems.push(format!("timestamp {}: {e}", i + 1)),
+        }
+    }
+    if times.is_empty() {
+        return Err(Refusal::BadTimestamp(if problems.is_empty() {
+            "the log entry has no integrated time (a Rekor v2 log's) and the bundle no RFC 3161 timestamp"
+                .to_string()
+        } else {
+            problems.join("; ")
+        }));
+    }
+    Ok(times)
 }
 
 fn check_keyless(
@@ -162,18 +219,24 @@ fn check_keyless(
     })
     .ok_or(Refusal::WrongKey)?;
     let mut problem = "no transparency log entry: the signature's time cannot be proven offline".to_string();
-    let mut logged_at = None;
+    let mut logged = None;
     for entry in &bundle.tlog {
         match check_entry(root, entry, &bundle.content, signature, cert) {
-            Ok(at) => {
-                logged_at = Some(at);
+            Ok(found) => {
+                logged = Some(found);
                 break;
             }
             Err(e) => problem = format!("entry {}: {e}", entry.log_index),
         }
     }
-    let at = logged_at.ok_or(Refusal::BadInclusionProof(problem))?;
-    let who = policy::trusted_signer(policy, root, cert, at)?;
+    let (log, logged_at) = logged.ok_or(Refusal::BadInclusionProof(problem))?;
+    let times = signed_times(root, bundle, signature, log, logged_at)?;
+    // The certificate must have been trusted and valid at every proven time.
+    let mut who = None;
+    for at in times {
+        who = Some(policy::trusted_signer(policy, root, cert, at)?);
+    }
+    let who = who.ok_or_else(|| Refusal::BadTimestamp("no signed time".into()))?;
     check_subject(digest, &bundle.content)?;
     Ok(policy::keyless_verified(digest, who, root))
 }

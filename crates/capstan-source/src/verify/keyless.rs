@@ -10,7 +10,8 @@
 
 use aws_lc_rs::signature::{
     ECDSA_P256_SHA256_ASN1, ECDSA_P256_SHA384_ASN1, ECDSA_P384_SHA256_ASN1, ECDSA_P384_SHA384_ASN1,
-    UnparsedPublicKey, VerificationAlgorithm,
+    RSA_PKCS1_2048_8192_SHA256, RSA_PKCS1_2048_8192_SHA384, RSA_PKCS1_2048_8192_SHA512, UnparsedPublicKey,
+    VerificationAlgorithm,
 };
 use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::GeneralName;
@@ -23,8 +24,11 @@ use super::trusted_root::TrustedRoot;
 const ISSUER_V2: &str = "1.3.6.1.4.1.57264.1.8";
 /// Fulcio's first OIDC issuer extension (the raw string), still written next to the other.
 const ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
-const ECDSA_SHA256: &str = "1.2.840.10045.4.3.2";
-const ECDSA_SHA384: &str = "1.2.840.10045.4.3.3";
+pub(super) const ECDSA_SHA256: &str = "1.2.840.10045.4.3.2";
+pub(super) const ECDSA_SHA384: &str = "1.2.840.10045.4.3.3";
+const RSA_SHA256: &str = "1.2.840.113549.1.1.11";
+const RSA_SHA384: &str = "1.2.840.113549.1.1.12";
+const RSA_SHA512: &str = "1.2.840.113549.1.1.13";
 
 /// Who a Fulcio certificate was issued to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,7 +56,7 @@ pub fn certificate_der(text: &str) -> Result<Vec<u8>, String> {
     Ok(block.contents().to_vec())
 }
 
-fn parse(der: &[u8]) -> Result<X509Certificate<'_>, String> {
+pub(super) fn parse(der: &[u8]) -> Result<X509Certificate<'_>, String> {
     X509Certificate::from_der(der)
         .map(|(_, cert)| cert)
         .map_err(|e| format!("not an X.509 certificate: {e}"))
@@ -86,18 +90,46 @@ pub fn signs_signed(cert: &[u8], signed: Signed<'_>, signature: &[u8]) -> Result
         .any(|alg| signed.verifies(alg, spki, signature)))
 }
 
+/// Whether `signature` over `message` verifies under `cert`'s key for a signature algorithm
+/// OID: ECDSA (P-256, P-384) or RSA PKCS#1 v1.5, each with SHA-256 or SHA-384 (and RSA with
+/// SHA-512), what certificate authorities and timestamp authorities sign with.
+pub(super) fn signature_verifies(
+    cert: &X509Certificate<'_>,
+    algorithm_oid: &str,
+    message: &[u8],
+    signature: &[u8],
+) -> bool {
+    let rsa: &'static dyn VerificationAlgorithm = match algorithm_oid {
+        RSA_SHA256 => &RSA_PKCS1_2048_8192_SHA256,
+        RSA_SHA384 => &RSA_PKCS1_2048_8192_SHA384,
+        RSA_SHA512 => &RSA_PKCS1_2048_8192_SHA512,
+        _ => return ecdsa_verifies(cert.public_key().raw, algorithm_oid, message, signature),
+    };
+    UnparsedPublicKey::new(rsa, &cert.public_key().subject_public_key.data)
+        .verify(message, signature)
+        .is_ok()
+}
+
 /// Whether `child` was issued and signed by `parent`.
-fn issued_by(child: &X509Certificate<'_>, parent: &X509Certificate<'_>) -> bool {
+pub(super) fn issued_by(child: &X509Certificate<'_>, parent: &X509Certificate<'_>) -> bool {
     child.issuer() == parent.subject()
-        && ecdsa_verifies(
-            parent.public_key().raw,
+        && signature_verifies(
+            parent,
             &child.signature_algorithm.algorithm.to_id_string(),
             child.tbs_certificate.as_ref(),
             &child.signature_value.data,
         )
 }
 
-fn valid_at(cert: &X509Certificate<'_>, at: i64) -> bool {
+/// `at` (Unix seconds) as an RFC 3339 time, for messages.
+pub(super) fn utc(at: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(at)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_else(|| at.to_string())
+}
+
+pub(super) fn valid_at(cert: &X509Certificate<'_>, at: i64) -> bool {
     let v = cert.validity();
     v.not_before.timestamp() <= at && at <= v.not_after.timestamp()
 }

@@ -1,10 +1,13 @@
 //! A transparency log's inclusion proof, checked offline: the entry's leaf hash, hashed up its
 //! audit path (RFC 6962 / RFC 9162 §2.1.3.2), must give the root hash of a tree of the proof's
 //! size, and that root must be the one the log signed in its checkpoint — a signed note
-//! (`ORIGIN\nSIZE\nBASE64 ROOT\n…\n\n— NAME BASE64(KEY HINT ‖ SIGNATURE)\n`), the signature
-//! over the text before the blank line. Rekor's checkpoints carry the time the log signed
-//! them (`Timestamp: <ns>`): the entry was logged by then.
+//! (`ORIGIN\nSIZE\nBASE64 ROOT\n…\n\n— NAME BASE64(KEY ID ‖ SIGNATURE)\n`, C2SP signed-note and
+//! tlog-checkpoint), the signature over the text before the blank line. Rekor v1's checkpoints
+//! carry the time the log signed them (`Timestamp: <ns>`): the entry was logged by then.
+//! Rekor v2's carry no time (a bundle's RFC 3161 timestamp gives it) and are signed with
+//! Ed25519, often beside witnesses' cosignatures.
 
+use aws_lc_rs::signature::{ED25519, UnparsedPublicKey};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use sha2::{Digest, Sha256};
@@ -96,45 +99,77 @@ pub fn check(log: &LogKey, body: &[u8], proof: &InclusionProof) -> Result<Option
     Ok(time)
 }
 
-/// The tree size, root hash and time of a checkpoint signed by `log` (a signature line whose
-/// key hint is the first four bytes of the log's id).
+/// Whether `signature` of a checkpoint's text verifies under the log's key: Ed25519 (Rekor v2)
+/// or ECDSA (Rekor v1).
+fn note_signed(log: &LogKey, text: &[u8], signature: &[u8]) -> bool {
+    match log.ed25519() {
+        Some(key) => UnparsedPublicKey::new(&ED25519, key)
+            .verify(text, signature)
+            .is_ok(),
+        None => log_signed(log, text, signature),
+    }
+}
+
+/// The tree size, root hash and time of a checkpoint signed by `log`. The note (C2SP
+/// signed-note) is its text, a blank line and signature lines `— NAME BASE64(KEY ID ‖
+/// SIGNATURE)`; the log's line is the one with its key name and key id
+/// ([`LogKey::note_key_id`]) and must verify. Lines of other keys (witnesses' cosignatures,
+/// another key of the same name) are ignored. The text is the origin (the key name, or for
+/// Rekor v1 `NAME - TREE ID`), the tree size, the base64 root hash and optional lines such as
+/// Rekor v1's `Timestamp: <ns>`.
 fn check_checkpoint(log: &LogKey, note: &str) -> Result<(u64, Vec<u8>, Option<i64>), String> {
     let (text, signatures) = note
-        .split_once("\n\n")
+        .rsplit_once("\n\n")
         .ok_or("the checkpoint is not a signed note (no blank line)")?;
     let text = format!("{text}\n");
     let mut lines = text.lines();
-    let (_origin, size, root) = (lines.next(), lines.next(), lines.next());
-    let size: u64 = size
+    let name = log.key_name();
+    let origin = lines.next().unwrap_or_default();
+    if origin != name && !origin.starts_with(&format!("{name} - ")) {
+        return Err(format!(
+            "the checkpoint's origin is {origin:?}, not the log {name}"
+        ));
+    }
+    let size: u64 = lines
+        .next()
+        .filter(|s| s.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|s| s.parse().ok())
         .ok_or("the checkpoint has no tree size")?;
-    let root = root
+    let root = lines
+        .next()
         .and_then(|r| STANDARD.decode(r).ok())
-        .ok_or("the checkpoint has no base64 root hash")?;
+        .filter(|r| r.len() == 32)
+        .ok_or("the checkpoint has no base64 SHA-256 root hash")?;
     let time = lines
         .filter_map(|l| l.strip_prefix("Timestamp: "))
         .find_map(|ns| ns.trim().parse::<i64>().ok())
         .map(|ns| ns / 1_000_000_000);
-    let hint = (0..4)
-        .map(|i| u8::from_str_radix(log.log_id.get(i * 2..i * 2 + 2).unwrap_or("zz"), 16).ok())
-        .collect::<Option<Vec<u8>>>()
-        .unwrap_or_default();
-    let signed = signatures.lines().any(|line| {
-        let Some(rest) = line.strip_prefix("\u{2014} ") else {
-            return false;
-        };
-        let Some(sig) = rest
-            .rsplit_once(' ')
-            .and_then(|(_, b64)| STANDARD.decode(b64).ok())
-        else {
-            return false;
-        };
-        sig.len() > 4 && sig[..4] == hint[..] && log_signed(log, text.as_bytes(), &sig[4..])
-    });
+    let key_id = log.note_key_id();
+    let mut signed = false;
+    for line in signatures.lines() {
+        let (signer, sig) = line
+            .strip_prefix("\u{2014} ")
+            .and_then(|rest| rest.split_once(' '))
+            .ok_or_else(|| format!("the checkpoint has a malformed signature line {line:?}"))?;
+        let sig = STANDARD
+            .decode(sig)
+            .map_err(|e| format!("the checkpoint's signature by {signer} is not base64: {e}"))?;
+        if signer != name || sig.len() <= 4 || sig[..4] != key_id {
+            continue;
+        }
+        if !note_signed(log, text.as_bytes(), &sig[4..]) {
+            return Err(format!(
+                "the checkpoint's signature by {name} does not verify under the key of {}",
+                log.base_url
+            ));
+        }
+        signed = true;
+    }
     if !signed {
         return Err(format!(
-            "the checkpoint is not signed by the key of {}",
-            log.base_url
+            "the checkpoint is not signed by the key of {} (no signature line of {name} with key id {})",
+            log.base_url,
+            crate::cache::hex(&key_id)
         ));
     }
     Ok((size, root, time))
@@ -167,6 +202,60 @@ mod tests {
             let mut p = path(m - k, &leaves[k..]);
             p.push(tree_root(&leaves[..k]));
             p
+        }
+    }
+
+    /// A checkpoint the public-good Rekor v2 log signed (tree size 34,356,369, July 2026), as
+    /// the log publishes it; its signature was checked independently with Python's
+    /// `cryptography` under the Ed25519 key of the shipped root.
+    const PUBLIC_GOOD_V2: &str = "log2025-1.rekor.sigstore.dev\n34356369\ndA9mMr0smTXgo7nGsE01Zdc5KOOqTs2/zYfdSqxO+ks=\n\n\u{2014} log2025-1.rekor.sigstore.dev zxGZFQZgTebN28s0D7vKP5gX8R+CsXCved700HCQAHgDHbdkaH3tfx7+DMPkccNhzsnSy7LijLzWMa+evZduylLs0wc=\n";
+
+    #[test]
+    fn a_real_rekor_v2_checkpoint_verifies_under_the_shipped_root_and_changed_ones_do_not() {
+        let root = crate::verify::TrustedRoot::public_good().unwrap();
+        let log = root
+            .logs
+            .iter()
+            .find(|l| l.base_url == "https://log2025-1.rekor.sigstore.dev")
+            .unwrap();
+        let (size, hash, time) = check_checkpoint(log, PUBLIC_GOOD_V2).unwrap();
+        assert_eq!((size, hash.len(), time), (34_356_369, 32, None));
+        let witness = "\u{2014} witness.example O8PH5AAAAABopO8+4O9uzScQrNEnGdKLYXSPoUjH1Se4n92W+wT/j5Kel/4J2XWE4bEe9bpIVUD6EGOeUDFkSWz/rbDhvVcJ/2OrDw==\n";
+        let table = [
+            (format!("{PUBLIC_GOOD_V2}{witness}"), Ok(())),
+            (
+                PUBLIC_GOOD_V2.replacen("\n\n", &format!("\n\n{witness}"), 1),
+                Ok(()),
+            ),
+            (
+                PUBLIC_GOOD_V2.replacen("34356369", "34356370", 1),
+                Err("does not verify"),
+            ),
+            (PUBLIC_GOOD_V2.replacen("dA9m", "eA9m", 1), Err("does not verify")),
+            (
+                PUBLIC_GOOD_V2.replacen("log2025-1.rekor.sigstore.dev", "log2025-2.rekor.sigstore.dev", 1),
+                Err("origin is \"log2025-2.rekor.sigstore.dev\""),
+            ),
+            (
+                PUBLIC_GOOD_V2.replacen("\u{2014} log2025-1", "\u{2014} log2025-2", 1),
+                Err("no signature line of log2025-1.rekor.sigstore.dev with key id cf119915"),
+            ),
+            (
+                PUBLIC_GOOD_V2.replacen("zxGZ", "zxGa", 1),
+                Err("no signature line"),
+            ),
+            (
+                PUBLIC_GOOD_V2.replacen("\u{2014} ", "- ", 1),
+                Err("malformed signature line"),
+            ),
+            (PUBLIC_GOOD_V2.replacen("\n\n", "\n", 1), Err("no blank line")),
+        ];
+        for (note, want) in table {
+            match (check_checkpoint(log, &note), want) {
+                (Ok(_), Ok(())) => {}
+                (Err(e), Err(text)) => assert!(e.contains(text), "{note:?}: {e}"),
+                (got, want) => panic!("{note:?}: got {got:?}, want {want:?}"),
+            }
         }
     }
 

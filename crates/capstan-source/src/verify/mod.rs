@@ -8,8 +8,9 @@
 //! timestamp, offline), `keyless` (the Fulcio certificate's chain, validity and identity), `sct`
 //! (the certificate's signed certificate timestamps under the root's CT logs).
 //! Sigstore bundles (cosign v3, kept as OCI referrers): `bundle` (the format and where it is
-//! kept), `merkle` (the log's inclusion proof and signed checkpoint), `bundle_check` (a bundle
-//! against the policy, keyed or keyless). `verdict`: every signature and bundle found, the
+//! kept), `merkle` (the log's inclusion proof and signed checkpoint, Rekor v1's and v2's),
+//! `timestamp` (RFC 3161 signed timestamps under the root's timestamp authorities, over `der`),
+//! `bundle_check` (a bundle against the policy, keyed or keyless). `verdict`: every signature and bundle found, the
 //! release passed by any one that verifies (below it `policy` and `bundle_check` judge one
 //! each). `provenance`: Helm's `.prov` files of chart
 //! dependencies against an OpenPGP keyring.
@@ -17,6 +18,7 @@
 pub mod bundle;
 mod bundle_check;
 pub mod cosign;
+mod der;
 pub mod keyless;
 pub mod keys;
 pub mod merkle;
@@ -25,6 +27,7 @@ pub mod provenance;
 pub mod rekor;
 pub mod sct;
 pub mod sealed;
+pub mod timestamp;
 pub mod trusted_root;
 pub mod verdict;
 

@@ -165,6 +165,10 @@ pub enum Refusal {
     BadSct(String),
     #[error("bad transparency log entry: {0}")]
     BadInclusionProof(String),
+    /// No signed time: no RFC 3161 timestamp verified and no log entry gave a time (a Rekor v2
+    /// entry has none).
+    #[error("no signed time: {0}")]
+    BadTimestamp(String),
     #[error(
         "identity mismatch: signed by {subject} (OIDC issuer {issuer}), which no --verify-identity / matchOIDCIdentity accepts"
     )]
@@ -189,6 +193,7 @@ impl Refusal {
             Refusal::UnknownSctLog(_) => "UnknownSCTLog",
             Refusal::BadSct(_) => "BadSCT",
             Refusal::BadInclusionProof(_) => "BadInclusionProof",
+            Refusal::BadTimestamp(_) => "BadTimestamp",
             Refusal::IdentityMismatch { .. } => "IdentityMismatch",
         }
     }
@@ -203,7 +208,7 @@ impl Refusal {
             Refusal::MalformedSignature => 2,
             Refusal::NoCertificate => 3,
             Refusal::WrongKey => 4,
-            Refusal::BadInclusionProof(_) => 5,
+            Refusal::BadInclusionProof(_) | Refusal::BadTimestamp(_) => 5,
             Refusal::UntrustedCertificate(_) => 6,
             Refusal::ExpiredCertificate(_) => 7,
             Refusal::NoSct(_) | Refusal::UnknownSctLog(_) | Refusal::BadSct(_) => 8,

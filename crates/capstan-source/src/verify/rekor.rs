@@ -128,16 +128,116 @@ pub fn check(
     })
 }
 
-/// What a log entry must record: a `hashedrekord` of a message's SHA-256 (hex), or a `dsse`
-/// entry of a DSSE envelope whose payload has this SHA-256 (hex).
+/// What a log entry must record: a message signature over a SHA-256 (hex), or a DSSE envelope
+/// whose payload and pre-authentication encoding have these SHA-256s (hex) — a `dsse` entry
+/// names the payload's, Rekor v2's `hashedrekord` of an envelope the PAE's.
 #[derive(Clone, Copy, Debug)]
 pub enum Logged<'a> {
     HashedRekord(&'a str),
-    Dsse(&'a str),
+    Dsse { payload: &'a str, pae: &'a str },
 }
 
-/// The entry's body (base64 JSON of a `hashedrekord` or `dsse` 0.0.1) names this content,
-/// signature and certificate (DER).
+/// What an entry body records: the hash (algorithm as written, hex value) and the
+/// signatures with their certificates (DER; empty when the verifier is not a certificate).
+struct Recorded {
+    algorithm: String,
+    hash: String,
+    signatures: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+fn str_at(value: &serde_json::Value, pointer: &str) -> Result<String, String> {
+    value
+        .pointer(pointer)
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| format!("the entry body has no {pointer}"))
+}
+
+fn base64_at(value: &serde_json::Value, pointer: &str) -> Result<Vec<u8>, String> {
+    STANDARD
+        .decode(str_at(value, pointer)?.trim())
+        .map_err(|e| format!("the entry body's {pointer} is not base64: {e}"))
+}
+
+/// The DER of a v0.0.1 body's base64 PEM certificate (empty when it is not one).
+fn pem_der(text: &str) -> Vec<u8> {
+    let pem = STANDARD.decode(text.trim()).unwrap_or_default();
+    pem::parse(&pem)
+        .map(|p| p.contents().to_vec())
+        .unwrap_or_default()
+}
+
+/// A v0.0.2 signature (`content` and `verifier`).
+fn signature_v002(value: &serde_json::Value) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let cert = base64_at(value, "/verifier/x509Certificate/rawBytes").unwrap_or_default();
+    Ok((base64_at(value, "/content")?, cert))
+}
+
+/// The hash and signatures a body of `kind` and `version` records.
+fn recorded(body: &serde_json::Value, kind: &str, version: &str) -> Result<Recorded, String> {
+    Ok(match (kind, version) {
+        ("hashedrekord", "0.0.1") => Recorded {
+            algorithm: str_at(body, "/spec/data/hash/algorithm")?,
+            hash: str_at(body, "/spec/data/hash/value")?,
+            signatures: vec![(
+                base64_at(body, "/spec/signature/content")?,
+                pem_der(&str_at(body, "/spec/signature/publicKey/content")?),
+            )],
+        },
+        ("dsse", "0.0.1") => Recorded {
+            algorithm: str_at(body, "/spec/payloadHash/algorithm")?,
+            hash: str_at(body, "/spec/payloadHash/value")?,
+            signatures: body
+                .pointer("/spec/signatures")
+                .and_then(|s| s.as_array())
+                .ok_or("the entry body has no /spec/signatures")?
+                .iter()
+                .map(|s| {
+                    Ok((
+                        base64_at(s, "/signature")?,
+                        pem_der(&str_at(s, "/verifier").unwrap_or_default()),
+                    ))
+                })
+                .collect::<Result<_, String>>()?,
+        },
+        ("hashedrekord", "0.0.2") => {
+            let spec = body
+                .pointer("/spec/hashedRekordV002")
+                .ok_or("the entry body has no /spec/hashedRekordV002")?;
+            Recorded {
+                algorithm: str_at(spec, "/data/algorithm")?,
+                hash: crate::cache::hex(&base64_at(spec, "/data/digest")?),
+                signatures: vec![signature_v002(
+                    spec.get("signature").ok_or("the entry body has no signature")?,
+                )?],
+            }
+        }
+        ("dsse", "0.0.2") => {
+            let spec = body
+                .pointer("/spec/dsseV002")
+                .ok_or("the entry body has no /spec/dsseV002")?;
+            Recorded {
+                algorithm: str_at(spec, "/payloadHash/algorithm")?,
+                hash: crate::cache::hex(&base64_at(spec, "/payloadHash/digest")?),
+                signatures: spec
+                    .get("signatures")
+                    .and_then(|s| s.as_array())
+                    .ok_or("the entry body has no signatures")?
+                    .iter()
+                    .map(signature_v002)
+                    .collect::<Result<_, String>>()?,
+            }
+        }
+        _ => {
+            return Err(format!(
+                "a {kind:?} {version} log entry, which capstan does not read"
+            ));
+        }
+    })
+}
+
+/// The entry's body (base64 JSON of a `hashedrekord` or `dsse` entry, v0.0.1 of Rekor v1 or
+/// v0.0.2 of Rekor v2) names this content, signature and certificate (DER).
 pub fn check_body(
     body: &str,
     logged: &Logged<'_>,
@@ -150,60 +250,37 @@ pub fn check_body(
     let body: serde_json::Value =
         serde_json::from_slice(&body).map_err(|e| format!("the entry body is not JSON: {e}"))?;
     let kind = body.get("kind").and_then(|k| k.as_str()).unwrap_or_default();
-    let str_at = |value: &serde_json::Value, pointer: &str| {
-        value
-            .pointer(pointer)
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-            .ok_or_else(|| format!("the entry body has no {pointer}"))
-    };
-    let pem_der = |text: String| {
-        let pem = STANDARD.decode(text.trim()).unwrap_or_default();
-        pem::parse(&pem)
-            .map(|p| p.contents().to_vec())
-            .unwrap_or_default()
-    };
-    let (hash_at, want_hash, logged_sig, logged_cert) = match (logged, kind) {
-        (Logged::HashedRekord(hash), "hashedrekord") => (
-            "/spec/data/hash",
-            *hash,
-            str_at(&body, "/spec/signature/content")?,
-            pem_der(str_at(&body, "/spec/signature/publicKey/content")?),
-        ),
-        (Logged::Dsse(hash), "dsse") => {
-            let want = STANDARD.encode(signature);
-            let entry = body
-                .pointer("/spec/signatures")
-                .and_then(|s| s.as_array())
-                .and_then(|sigs| {
-                    sigs.iter()
-                        .find(|s| s.get("signature").and_then(|v| v.as_str()) == Some(want.as_str()))
-                })
-                .ok_or("the log entry is of another signature")?;
-            (
-                "/spec/payloadHash",
-                *hash,
-                want,
-                pem_der(str_at(entry, "/verifier")?),
-            )
-        }
-        (Logged::HashedRekord(_), _) => {
+    let version = body
+        .get("apiVersion")
+        .and_then(|k| k.as_str())
+        .unwrap_or_default();
+    let want_hash = match (logged, kind, version) {
+        (Logged::HashedRekord(hash), "hashedrekord", _) => *hash,
+        (Logged::Dsse { payload, .. }, "dsse", _) => *payload,
+        // Rekor v2 logs a DSSE envelope as a hashedrekord of its pre-authentication encoding.
+        (Logged::Dsse { pae, .. }, "hashedrekord", "0.0.2") => *pae,
+        (Logged::HashedRekord(_), _, _) => {
             return Err(format!(
                 "a {kind:?} log entry of a message signature, not hashedrekord"
             ));
         }
-        (Logged::Dsse(_), _) => return Err(format!("a {kind:?} log entry of a DSSE envelope, not dsse")),
+        (Logged::Dsse { .. }, _, _) => {
+            return Err(format!("a {kind:?} log entry of a DSSE envelope, not dsse"));
+        }
     };
-    let algorithm = str_at(&body, &format!("{hash_at}/algorithm"))?;
-    let hash = str_at(&body, &format!("{hash_at}/value"))?;
-    if algorithm != "sha256" || !hash.eq_ignore_ascii_case(want_hash) {
+    let recorded = recorded(&body, kind, version)?;
+    let algorithm = recorded.algorithm.as_str();
+    if !matches!(algorithm, "sha256" | "SHA2_256") || !recorded.hash.eq_ignore_ascii_case(want_hash) {
         return Err(format!(
-            "the log entry is of another payload ({algorithm}:{hash})"
+            "the log entry is of another payload ({algorithm}:{})",
+            recorded.hash
         ));
     }
-    if STANDARD.decode(logged_sig.trim()).unwrap_or_default() != signature {
-        return Err("the log entry is of another signature".into());
-    }
+    let (_, logged_cert) = recorded
+        .signatures
+        .iter()
+        .find(|(sig, _)| sig == signature)
+        .ok_or("the log entry is of another signature")?;
     if logged_cert != certificate {
         return Err("the log entry is of another certificate".into());
     }

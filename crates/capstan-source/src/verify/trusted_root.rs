@@ -2,8 +2,12 @@
 //! protobuf specs in its JSON form): the Fulcio certificate authorities (each a chain of DER
 //! certificates, intermediate first, and the time it was valid for) and the transparency logs
 //! (Rekor: the log's public key, its id — SHA-256 of the key — and validity), and the
-//! certificate transparency logs whose SCTs a Fulcio certificate must carry (the same shape).
-//! Only what keyless verification reads is kept; timestamp authorities are ignored.
+//! certificate transparency logs whose SCTs a Fulcio certificate must carry (the same shape),
+//! and the timestamp authorities whose RFC 3161 timestamps prove when a signature existed (the
+//! shape of a certificate authority). A Rekor v2 log's key is Ed25519 (Rekor v1's ECDSA); its
+//! checkpoints are signed notes under the key name of its URL's host. Every validity must have
+//! a start (an open start is a malformed root, not an unbounded trust). Only what keyless
+//! verification reads is kept.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -44,6 +48,26 @@ impl Window {
     }
 }
 
+impl std::fmt::Display for Window {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = |at: i64| {
+            OffsetDateTime::from_unix_timestamp(at)
+                .ok()
+                .and_then(|t| t.format(&Rfc3339).ok())
+                .unwrap_or_else(|| at.to_string())
+        };
+        match self.end {
+            Some(end) => write!(f, "from {} to {}", text(self.start), text(end)),
+            None => write!(f, "from {}", text(self.start)),
+        }
+    }
+}
+
+/// The DER prefix of an Ed25519 SubjectPublicKeyInfo (RFC 8410), before the 32 key bytes.
+const ED25519_SPKI: [u8; 12] = [
+    0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+];
+
 /// A Fulcio authority: its chain (DER, the issuer of leaf certificates first, the root last).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Authority {
@@ -52,13 +76,45 @@ pub struct Authority {
     pub valid: Window,
 }
 
-/// A transparency log's key: SubjectPublicKeyInfo DER and its id (`sha256` of it, hex).
+/// A transparency log's key: SubjectPublicKeyInfo DER and its id (hex: `sha256` of the key
+/// for Rekor v1 and CT logs, the signed-note key id's hash for Rekor v2).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogKey {
     pub base_url: String,
     pub log_id: String,
     pub spki: Vec<u8>,
     pub valid: Window,
+}
+
+impl LogKey {
+    /// The 32 bytes of an Ed25519 key (a Rekor v2 log's), `None` for another key.
+    pub fn ed25519(&self) -> Option<&[u8]> {
+        self.spki
+            .strip_prefix(&ED25519_SPKI[..])
+            .filter(|key| key.len() == 32)
+    }
+
+    /// The name the log signs its checkpoints under: its URL without scheme and trailing `/`
+    /// (`rekor.sigstore.dev`, `log2025-1.rekor.sigstore.dev`).
+    pub fn key_name(&self) -> &str {
+        let url = self.base_url.trim_end_matches('/');
+        url.split_once("://").map_or(url, |(_, rest)| rest)
+    }
+
+    /// The signed-note key id of this log's checkpoint signatures (C2SP signed-note): for
+    /// Ed25519 the first four bytes of SHA-256(name, newline, 0x01, key); for ECDSA those of
+    /// SHA-256 of the SubjectPublicKeyInfo.
+    pub fn note_key_id(&self) -> [u8; 4] {
+        let hash = match self.ed25519() {
+            Some(key) => Sha256::new()
+                .chain_update(self.key_name().as_bytes())
+                .chain_update([b'\n', 0x01])
+                .chain_update(key)
+                .finalize(),
+            None => Sha256::digest(&self.spki),
+        };
+        [hash[0], hash[1], hash[2], hash[3]]
+    }
 }
 
 /// What keyless verification trusts.
@@ -68,6 +124,8 @@ pub struct TrustedRoot {
     pub logs: Vec<LogKey>,
     /// The CT logs (`ctlogs`): an SCT of one of them proves the certificate was logged.
     pub ct_logs: Vec<LogKey>,
+    /// The timestamp authorities (`timestampAuthorities`): chains and validity, as for CAs.
+    pub timestamp_authorities: Vec<Authority>,
     /// `sha256:<hex>` of the file: a verification recorded under another root is not reused.
     pub fingerprint: String,
 }
@@ -81,6 +139,8 @@ struct RootJson {
     ctlogs: Vec<LogJson>,
     #[serde(default)]
     certificate_authorities: Vec<AuthorityJson>,
+    #[serde(default)]
+    timestamp_authorities: Vec<AuthorityJson>,
 }
 
 #[derive(serde::Deserialize)]
@@ -156,22 +216,9 @@ impl TrustedRoot {
             field,
             message,
         };
-        let mut authorities = Vec::with_capacity(root.certificate_authorities.len());
-        for (i, ca) in root.certificate_authorities.iter().enumerate() {
-            let mut chain = Vec::with_capacity(ca.cert_chain.certificates.len());
-            for (j, cert) in ca.cert_chain.certificates.iter().enumerate() {
-                let at = format!("certificateAuthorities[{i}].certChain.certificates[{j}].rawBytes");
-                chain.push(decode(&cert.raw_bytes).map_err(|m| field(at, m))?);
-            }
-            let at = format!("certificateAuthorities[{i}].validFor");
-            let valid = window(ca.valid_for.as_ref()).map_err(|m| field(at, m))?;
-            let name = ca
-                .subject
-                .as_ref()
-                .map(|s| format!("O={}, CN={}", s.organization, s.common_name))
-                .unwrap_or_else(|| format!("certificateAuthorities[{i}]"));
-            authorities.push(Authority { name, chain, valid });
-        }
+        let authorities = read_authorities(&root.certificate_authorities, "certificateAuthorities", &field)?;
+        let timestamp_authorities =
+            read_authorities(&root.timestamp_authorities, "timestampAuthorities", &field)?;
         let logs = log_keys(&root.tlogs, "tlogs", &field)?;
         let ct_logs = log_keys(&root.ctlogs, "ctlogs", &field)?;
         if authorities.iter().all(|a| a.chain.is_empty()) {
@@ -188,6 +235,7 @@ impl TrustedRoot {
             authorities,
             logs,
             ct_logs,
+            timestamp_authorities,
             fingerprint: format!("sha256:{}", crate::cache::hex(&Sha256::digest(bytes))),
         })
     }
@@ -210,6 +258,31 @@ impl TrustedRoot {
             .iter()
             .find(|l| l.log_id.eq_ignore_ascii_case(log_id))
     }
+}
+
+/// The authorities of `list` (`certificateAuthorities` or `timestampAuthorities`).
+fn read_authorities(
+    json: &[AuthorityJson],
+    list: &str,
+    field: &impl Fn(String, String) -> TrustedRootError,
+) -> Result<Vec<Authority>, TrustedRootError> {
+    let mut authorities = Vec::with_capacity(json.len());
+    for (i, ca) in json.iter().enumerate() {
+        let mut chain = Vec::with_capacity(ca.cert_chain.certificates.len());
+        for (j, cert) in ca.cert_chain.certificates.iter().enumerate() {
+            let at = format!("{list}[{i}].certChain.certificates[{j}].rawBytes");
+            chain.push(decode(&cert.raw_bytes).map_err(|m| field(at, m))?);
+        }
+        let at = format!("{list}[{i}].validFor");
+        let valid = window(ca.valid_for.as_ref()).map_err(|m| field(at, m))?;
+        let name = ca
+            .subject
+            .as_ref()
+            .map(|s| format!("O={}, CN={}", s.organization, s.common_name))
+            .unwrap_or_else(|| format!("{list}[{i}]"));
+        authorities.push(Authority { name, chain, valid });
+    }
+    Ok(authorities)
 }
 
 /// The keys of `logs` (the root's `tlogs` or `ctlogs`, named `list` in errors).
@@ -251,8 +324,12 @@ fn window(json: Option<&WindowJson>) -> Result<Window, String> {
     let Some(json) = json else {
         return Ok(Window { start: 0, end: None });
     };
+    let start = json
+        .start
+        .as_deref()
+        .ok_or("no start: a validity period must say when it begins")?;
     Ok(Window {
-        start: json.start.as_deref().map(seconds).transpose()?.unwrap_or(0),
+        start: seconds(start)?,
         end: json.end.as_deref().map(seconds).transpose()?,
     })
 }
@@ -276,6 +353,19 @@ mod tests {
             root.authorities
                 .iter()
                 .any(|a| a.valid.end.is_none() && a.chain.len() == 2)
+        );
+        // Rekor v2: the log signs its checkpoints with Ed25519 under its host name, and its
+        // log id is that key's signed-note key id hash.
+        let v2 = root
+            .log("cf1199155bddd051268d1f16ac5c0c75c009f6fb5a63f4177f8e18d7051e3fa0")
+            .unwrap();
+        assert!(v2.ed25519().is_some());
+        assert_eq!(v2.key_name(), "log2025-1.rekor.sigstore.dev");
+        assert_eq!(crate::cache::hex(&v2.note_key_id()), v2.log_id[..8]);
+        assert!(
+            root.timestamp_authorities
+                .iter()
+                .any(|t| t.name == "O=sigstore.dev, CN=sigstore-tsa-selfsigned")
         );
     }
 

@@ -9,5 +9,6 @@ mod verify_bundle;
 mod verify_dsse;
 mod verify_fixtures;
 mod verify_keyless;
+mod verify_rekor2;
 mod verify_sct;
 mod verify_support;

@@ -168,7 +168,7 @@ fn verify_bundle_every_refusal_of_real_data_names_its_reason() {
             DIGEST,
             vec![forged_checkpoint],
             "BadInclusionProof",
-            "the checkpoint is not signed",
+            "the checkpoint's signature by rekor.sigstore.dev does not verify",
         ),
         (
             "neither a timestamp nor a proof",

@@ -161,7 +161,7 @@ fn keyless_cases() -> Vec<Case> {
             root.clone(),
             DIGEST,
             "BadInclusionProof",
-            "the log entry is of another signature",
+            "the log entry is of another payload",
         ),
         (
             "an intoto log entry (sigstore-js's npm provenance), not dsse",

@@ -31,11 +31,11 @@ use super::settings::Settings;
 use super::sources::Sources;
 use super::watch::{
     CLUSTER_NAME_LABEL, Events, Scope, changed, cluster_trigger, describe, kubeconfig_addon,
-    kubeconfig_secrets, objects, watch_all,
+    kubeconfig_secrets, objects, spec_or_deletion, watch_all,
 };
 use capstan_apply::ssa::{INVENTORY_ANNOTATION, MANAGED, MANAGED_LABEL};
 use capstan_source::cache::Cache;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::Secret;
 
 /// A future every task of the process can wait on: resolves once, on shutdown.
 pub type Shutdown = Shared<Pin<Box<dyn Future<Output = ()> + Send>>>;
@@ -541,7 +541,8 @@ fn addon_controller(
 ) -> Running {
     let ctx = &wiring.ctx;
     let addons_store = fleet.addons_store.clone();
-    let user_values = user_value_changes(&wiring.client, &wiring.scope, &addons_store);
+    let user_values =
+        cluster_addon::wake_ups::user_value_changes(&wiring.client, &wiring.scope, &addons_store);
     let secret_ctx = ctx.clone();
     let addon_events = changed(
         fleet.addons_of(&wiring.scope),
@@ -611,96 +612,6 @@ fn rollout_controller(wiring: &Wiring<'_>, fleet: &mut FleetWatches) -> Running 
     .boxed()
 }
 
-/// Label of a ConfigMap or Secret holding a Cluster's user values (`addon-values-from`): a
-/// change to one so labelled re-renders the ClusterAddons of its namespace at once (unlabelled
-/// ones are read again on the next pass).
-pub const USER_VALUES_LABEL: &str = "clusterstack.x-k8s.io/addon-values";
-
-/// The ClusterAddons to look at again when user values change: those using a ClusterStack
-/// whose spec (`addonValues`) changed, and those in the namespace of a labelled ConfigMap or
-/// Secret that changed. A wake-up with nothing changed renders nothing (the inputs hash).
-fn user_value_changes(
-    client: &Client,
-    scope: &Scope,
-    addons: &reflector::Store<ClusterAddon>,
-) -> impl futures::Stream<Item = ObjectRef<ClusterAddon>> + Send + 'static {
-    // The store may hold other shards' ClusterAddons (see [`FleetWatches`]): only this
-    // scope's are woken.
-    let (of_stack, scope_of_stack) = (addons.clone(), scope.clone());
-    // Every shard reads every ClusterStack (a Cluster's class may come from another shard's).
-    let stacks = changed(
-        watch_all(
-            scope.apis::<ClusterStack>(client),
-            objects(watcher::Config::default()),
-        ),
-        spec_or_deletion::<ClusterStack>,
-        false,
-    )
-    .map_ok(move |stack| addons_of_stack(&scope_of_stack.admitted(&of_stack), &stack))
-    .boxed();
-    let labelled = watcher::Config::default().labels(USER_VALUES_LABEL);
-    let in_namespace = |store: reflector::Store<ClusterAddon>| {
-        let scope = scope.clone();
-        move |namespace: Option<String>| {
-            addons_in(&scope.admitted(&store), namespace.as_deref().unwrap_or_default())
-        }
-    };
-    let config_maps = watch_all(scope.apis::<ConfigMap>(client), objects(labelled.clone()))
-        .applied_objects()
-        .map_ok({
-            let wake = in_namespace(addons.clone());
-            move |map| wake(map.metadata.namespace)
-        })
-        .boxed();
-    let secrets = watch_all(scope.apis::<Secret>(client), objects(labelled))
-        .applied_objects()
-        .map_ok({
-            let wake = in_namespace(addons.clone());
-            move |secret| wake(secret.metadata.namespace)
-        })
-        .boxed();
-    futures::stream::select_all([stacks, config_maps, secrets]).flat_map(|batch| {
-        futures::stream::iter(match batch {
-            Ok(refs) => refs,
-            // The watch retries with backoff; the pass interval covers the gap.
-            Err(error) => {
-                tracing::warn!(%error, "watching user values");
-                Vec::new()
-            }
-        })
-    })
-}
-
-/// The ClusterAddons whose release (`spec.clusterStack`) is one of `stack`'s.
-fn addons_of_stack(addons: &[Arc<ClusterAddon>], stack: &ClusterStack) -> Vec<ObjectRef<ClusterAddon>> {
-    let spec = &stack.spec;
-    let prefix = format!(
-        "{}-{}-{}-",
-        spec.provider,
-        spec.name,
-        spec.kubernetes_version.replace('.', "-")
-    );
-    addons
-        .iter()
-        .filter(|a| {
-            a.spec
-                .cluster_stack
-                .as_deref()
-                .is_some_and(|c| c.starts_with(&prefix))
-        })
-        .map(|a| ObjectRef::from_obj(a.as_ref()))
-        .collect()
-}
-
-/// The ClusterAddons in `namespace`.
-fn addons_in(addons: &[Arc<ClusterAddon>], namespace: &str) -> Vec<ObjectRef<ClusterAddon>> {
-    addons
-        .iter()
-        .filter(|a| a.metadata.namespace.as_deref() == Some(namespace))
-        .map(|a| ObjectRef::from_obj(a.as_ref()))
-        .collect()
-}
-
 /// The release whose inventory an applied object carries (`capstan.dev/inventory:
 /// <namespace>/capstan.cskr.<release>`).
 fn release_of_applied(object: &DynamicObject) -> Option<ObjectRef<ClusterStackRelease>> {
@@ -708,27 +619,6 @@ fn release_of_applied(object: &DynamicObject) -> Option<ObjectRef<ClusterStackRe
     let (namespace, name) = inventory.split_once('/')?;
     let release = cluster_stack_release::release_of_inventory(name)?;
     Some(ObjectRef::new(release).within(namespace))
-}
-
-/// What a watch event must change to start a reconcile: the spec (generation), the deletion
-/// mark, the finalizers or the shard (an object that comes back into this shard is taken
-/// over at once); status writes alone do not.
-fn spec_or_deletion<K: Resource>(object: &K) -> Option<u64> {
-    use std::hash::{Hash, Hasher};
-    let meta = object.meta();
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    meta.generation.hash(&mut hasher);
-    meta.deletion_timestamp.is_some().hash(&mut hasher);
-    meta.finalizers.hash(&mut hasher);
-    meta.uid.hash(&mut hasher);
-    crate::shard::key_of(meta).hash(&mut hasher);
-    // Asking to take over objects another inventory owns is acted on at once.
-    let take_over = crate::api::TAKE_OVER_ANNOTATION;
-    meta.annotations
-        .as_ref()
-        .and_then(|a| a.get(take_over))
-        .hash(&mut hasher);
-    Some(hasher.finish())
 }
 
 /// A reconcile's future, boxed so both branches of [`in_scope`] have one type.

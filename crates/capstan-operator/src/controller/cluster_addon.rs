@@ -19,6 +19,7 @@
 //!   vanished cluster; a ClusterAddon deleted alone first removes its objects.
 
 mod plan;
+pub mod wake_ups;
 
 use std::ops::ControlFlow;
 use std::sync::Arc;

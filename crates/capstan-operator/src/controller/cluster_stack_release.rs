@@ -25,6 +25,7 @@ use kube::runtime::reflector::ObjectRef;
 use super::pipeline::dependency_policy::DependencyPolicy;
 use super::pipeline::{self, Parts, ReleaseFiles};
 use super::progress::{Because, Failure, WAIT};
+use super::release_runner::plan::NoStages;
 use super::release_runner::{self, Inventory, ReleaseKind};
 use super::report::Outcome;
 use super::wake_ups::ReleaseDrift;
@@ -220,6 +221,7 @@ release_runner::release_status!(ClusterStackReleaseStatus);
 
 impl ReleaseKind for ClassRelease<'_> {
     type Object = ClusterStackRelease;
+    type Stages = NoStages;
 
     fn inputs(&self) -> &str {
         &self.inputs
@@ -260,18 +262,33 @@ impl ReleaseKind for ClassRelease<'_> {
         }
     }
 
+    fn stages(&self, _status: &ClusterStackReleaseStatus) -> NoStages {
+        NoStages
+    }
+
     async fn target(
         &self,
-        progress: &mut Progress<'_>,
+        release: &ClusterStackRelease,
         render: &StoredRender,
-    ) -> Result<ControlFlow<Action, Vec<Inventory>>, Error> {
-        let objects = pipeline::objects_of(render, None).await;
-        let objects = progress.check(APPLIED, objects).await?;
-        Ok(ControlFlow::Continue(vec![Inventory {
-            inventory: inventory_of(self.release),
+        _stages: &NoStages,
+    ) -> Result<Vec<Inventory>, Failure> {
+        let objects = pipeline::objects_of(render, None).await?;
+        Ok(vec![Inventory {
+            inventory: inventory_of(release),
             objects,
             stage: None,
-        }]))
+        }])
+    }
+
+    /// A release applies in one go: it has no stage action.
+    async fn stage(
+        &self,
+        _progress: &mut Progress<'_>,
+        _render: &StoredRender,
+        action: std::convert::Infallible,
+        _apply: release_runner::plan::Apply,
+    ) -> Result<release_runner::Staged, Error> {
+        match action {}
     }
 
     fn wake_ups(&self) -> &ReleaseDrift {

@@ -43,8 +43,17 @@ use super::release_runner;
 use super::wake_ups::AddonDrift;
 use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStack};
 use crate::context::Context;
+use crate::watch::{
+    CLUSTER_NAME_LABEL, changed, cluster_trigger, kubeconfig_addon, kubeconfig_secrets, spec_or_deletion,
+};
+use crate::wiring::{Running, Wiring, in_scope};
 use capstan_stack::name::ReleaseTag;
 use capstan_stack::render::{ADDON_NAMESPACE, CompiledRelease};
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::DynamicObject;
+use kube::runtime::Controller;
+use kube::runtime::reflector::ObjectRef;
 use observe::RenderInputs;
 
 pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-addon";
@@ -286,6 +295,65 @@ async fn cleanup(addon: &ClusterAddon, controller: &AddonController) -> Result<A
         .map_err(|cause| Error::step("Cleanup", "StoreFailed", cause))?;
     ctx.workloads.forget(&namespace, &cluster_name);
     Ok(Action::await_change())
+}
+
+/// ClusterAddons, woken by their Cluster (class, version, controlPlaneReady, deletion) and
+/// its kubeconfig Secret, so work starts as soon as a gate opens; by user values and by
+/// drift on their workload cluster.
+pub fn controller(wiring: &Wiring<'_>) -> Running {
+    let ctx = &wiring.ctx;
+    let controller = Arc::new(AddonController::new(ctx.clone()));
+    let _ = wiring
+        .census
+        .addon_checks
+        .set(Box::new(controller.drift.checks()));
+    let mut fleet = wiring.fleet();
+    let addons_store = fleet.addons_store.clone();
+    let user_values = wake_ups::user_value_changes(&wiring.client, &wiring.scope, &addons_store);
+    let secret_ctx = ctx.clone();
+    let addon_events = changed(
+        fleet.addons_of(&wiring.scope),
+        spec_or_deletion::<ClusterAddon>,
+        false,
+    );
+    // The woken pass reads the Cluster (and its kubeconfig Secret) from the stores these
+    // watches fill before they wake it.
+    let cluster_changes = changed(fleet.clusters_of(&wiring.scope), cluster_trigger, true);
+    Controller::for_stream(addon_events, addons_store)
+        .watches_stream_with(
+            cluster_changes,
+            |cluster: DynamicObject| {
+                let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
+                let name = cluster.metadata.name.clone().unwrap_or_default();
+                Some(ObjectRef::new(&super::cluster::addon_name(&name)).within(&namespace))
+            },
+            crate::clusters::cluster_resource(),
+        )
+        .watches_stream(
+            kubeconfig_secrets(&wiring.client, &wiring.scope, |secrets| {
+                ctx.management.reflect_secrets(secrets)
+            }),
+            move |secret: Secret| {
+                let addon = kubeconfig_addon(&secret.metadata)?;
+                // A changed kubeconfig drops the cached workload cluster at once.
+                let cluster = secret.metadata.labels.as_ref()?.get(CLUSTER_NAME_LABEL)?;
+                let namespace = secret.metadata.namespace.as_deref().unwrap_or_default();
+                let version = secret.metadata.resource_version.as_deref().unwrap_or_default();
+                secret_ctx.workloads.secret_seen(namespace, cluster, version);
+                Some(addon)
+            },
+        )
+        .reconcile_on(user_values)
+        // Objects their Cluster references (its ControlPlane, InfraCluster) appearing or
+        // changing their spec.
+        .reconcile_on(ctx.management.wake_ups())
+        // Drift watches on the workload clusters wake their ClusterAddon.
+        .reconcile_on(controller.drift.wake_ups())
+        .with_config(wiring.concurrency.clone())
+        .graceful_shutdown_on(wiring.shutdown.clone())
+        .run(in_scope(reconcile, &wiring.scope), error_policy, controller)
+        .for_each(|_| futures::future::ready(()))
+        .boxed()
 }
 
 #[cfg(test)]

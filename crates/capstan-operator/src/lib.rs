@@ -29,5 +29,6 @@ pub mod sources;
 pub mod store;
 pub mod watch;
 pub mod webhook;
+pub mod wiring;
 
 pub use settings::Settings;

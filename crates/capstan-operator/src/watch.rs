@@ -512,6 +512,27 @@ pub fn describe(scope: &Scope) -> String {
     )
 }
 
+/// What a watch event must change to start a reconcile: the spec (generation), the deletion
+/// mark, the finalizers or the shard (an object that comes back into this shard is taken
+/// over at once); status writes alone do not.
+pub fn spec_or_deletion<K: Resource>(object: &K) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let meta = object.meta();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    meta.generation.hash(&mut hasher);
+    meta.deletion_timestamp.is_some().hash(&mut hasher);
+    meta.finalizers.hash(&mut hasher);
+    meta.uid.hash(&mut hasher);
+    crate::shard::key_of(meta).hash(&mut hasher);
+    // Asking to take over objects another inventory owns is acted on at once.
+    let take_over = crate::api::TAKE_OVER_ANNOTATION;
+    meta.annotations
+        .as_ref()
+        .and_then(|a| a.get(take_over))
+        .hash(&mut hasher);
+    Some(hasher.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

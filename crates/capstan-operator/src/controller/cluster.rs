@@ -25,7 +25,11 @@ use crate::api::{ClusterAddon, ClusterAddonSpec};
 use crate::clusters::ClusterUse;
 use crate::context::Context;
 use crate::watch::CLUSTER_NAME_LABEL;
+use crate::watch::{changed, cluster_trigger, spec_or_deletion};
+use crate::wiring::{Running, Wiring, in_scope};
 use capstan_stack::name::ReleaseTag;
+use futures::{FutureExt, StreamExt};
+use kube::runtime::Controller;
 
 pub const CONTROLLER: &str = "cluster";
 
@@ -236,6 +240,40 @@ fn merge(patch: &mut serde_json::Value, more: serde_json::Value) {
         }
         (slot, value) => *slot = value,
     }
+}
+
+/// Clusters: each one on a stack class gets its ClusterAddon, made again when it is deleted
+/// on its own, and set again when its spec or shard changes (its owner reference wakes the
+/// Cluster; the ClusterAddon's status writes do not). The controller reads the ClusterAddons
+/// from their store: a change it made that the store had not seen yet when it looked wakes it
+/// again once the store has it.
+pub fn controller(wiring: &Wiring<'_>) -> Running {
+    let cluster_resource = crate::clusters::cluster_resource();
+    let mut fleet = wiring.fleet();
+    let changed_addons = changed(
+        fleet.addons_of(&wiring.scope),
+        spec_or_deletion::<ClusterAddon>,
+        true,
+    );
+    let cluster_events = changed(fleet.clusters_of(&wiring.scope), cluster_trigger, false);
+    Controller::for_stream_with(
+        cluster_events,
+        wiring.ctx.management.cluster_store(),
+        cluster_resource,
+    )
+    .owns_stream(changed_addons)
+    .with_config(wiring.concurrency.clone())
+    .graceful_shutdown_on(wiring.shutdown.clone())
+    .run(
+        in_scope(reconcile, &wiring.scope),
+        error_policy,
+        Arc::new(ClusterController::new(
+            wiring.ctx.clone(),
+            fleet.addons_store.clone(),
+        )),
+    )
+    .for_each(|_| futures::future::ready(()))
+    .boxed()
 }
 
 #[cfg(test)]

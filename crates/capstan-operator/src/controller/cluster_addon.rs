@@ -17,93 +17,52 @@
 //!   interrupted one.
 //! - **Deletion**: with the Cluster gone the finalizer is released without reaching for the
 //!   vanished cluster; a ClusterAddon deleted alone first removes its objects.
+//!
+//! One pass is split as the rollout controller's: `observe.rs` reads (the Cluster, the
+//! workload cluster, the referenced objects, the inputs hash), `plan.rs` decides (each gate,
+//! and the stage machine whose actions are steps of the release runner's one plan), `act.rs`
+//! acts (a halt at a gate, each stage action); [`super::release_runner`] renders, applies and
+//! watches for drift as its plan says.
 
+mod act;
+mod names;
+mod observe;
 mod plan;
+pub mod wake_ups;
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, DynamicObject};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
 
-use super::error::Invalid;
-use super::pipeline::{self, Parts, ReleaseFiles};
-use super::progress::{Because, Failure, WAIT};
-use super::release_runner::{self, Inventory, ReleaseKind};
+use super::Error;
+use super::pipeline::{self, ReleaseFiles};
+use super::progress::Because;
+use super::release_runner;
 use super::wake_ups::AddonDrift;
-use super::{Cause, Error, owner_reference};
-use crate::addon::condition::{self, Verdict};
-use crate::addon::user_values::{GatherError, Layer};
-use crate::addon::workload::{Gate, Workload};
 use crate::api::{ClusterAddon, ClusterAddonStatus, ClusterStack};
-use crate::api::{Recorded, StagePhase};
 use crate::context::Context;
-use crate::kube_error::is_not_found;
-use crate::store::{Owner, StoredRender};
-use capstan_apply::InventoryRef;
-use capstan_apply::discovery::DiscoveryError;
-use capstan_stack::addon_config::{Action as StageAction, Stage, WaitCondition};
+use crate::watch::{
+    CLUSTER_NAME_LABEL, changed, cluster_trigger, kubeconfig_addon, kubeconfig_secrets, spec_or_deletion,
+};
+use crate::wiring::{Running, Wiring, in_scope};
 use capstan_stack::name::ReleaseTag;
 use capstan_stack::render::{ADDON_NAMESPACE, CompiledRelease};
-use plan::{StageStep, Step};
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::DynamicObject;
+use kube::runtime::Controller;
+use kube::runtime::reflector::ObjectRef;
+use observe::RenderInputs;
 
 pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-addon";
 pub const CONTROLLER: &str = "clusteraddon";
 
-pub const CLUSTER_READY: &str = "ClusterReady";
-/// Condition, once the addons were applied: whether the workload API server answers (false
-/// from the first failed probe — after a drift watch there failed, or a failed pass — until
-/// it answers again). Not a step of `Ready`, which says the addons are applied.
-pub const WORKLOAD_REACHABLE: &str = "WorkloadReachable";
 pub use super::pipeline::{APPLIED, RENDERED};
+pub use names::{CLUSTER_READY, WORKLOAD_REACHABLE};
+use names::{inventories_of, store_owner};
 const STEPS: [&str; 3] = [CLUSTER_READY, RENDERED, APPLIED];
-
-/// The inventory of a single-chart addon on the workload cluster.
-fn inventory(addon: &ClusterAddon) -> InventoryRef {
-    InventoryRef {
-        namespace: ADDON_NAMESPACE.into(),
-        name: format!("capstan.caddon.{}", addon.name_any()),
-    }
-}
-
-/// The inventories of `addon` on its workload cluster: the one chart's, the recorded stages',
-/// and those of `listed` (the inventory names in [`ADDON_NAMESPACE`]) of its stages of
-/// earlier hooks, each once.
-fn inventories_of(addon: &ClusterAddon, listed: &[String]) -> Vec<InventoryRef> {
-    let single = inventory(addon);
-    let stage_prefix = format!("{}.", single.name);
-    let recorded = addon.status.iter().flat_map(|s| &s.stages);
-    let mut names: Vec<String> = std::iter::once(single.name.clone())
-        .chain(recorded.map(|s| stage_inventory(addon, &s.name).name))
-        .chain(listed.iter().filter(|n| n.starts_with(&stage_prefix)).cloned())
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    names
-        .into_iter()
-        .map(|name| InventoryRef {
-            namespace: ADDON_NAMESPACE.into(),
-            name,
-        })
-        .collect()
-}
-
-/// The inventory of one stage's objects on the workload cluster.
-fn stage_inventory(addon: &ClusterAddon, stage: &str) -> InventoryRef {
-    InventoryRef {
-        namespace: ADDON_NAMESPACE.into(),
-        name: format!("capstan.caddon.{}.{stage}", addon.name_any()),
-    }
-}
-
-/// Reason of `Applied` (and so `Ready`) while the stages of a hook run.
-const STAGE_IN_PROGRESS: &str = "StageInProgress";
-/// Reason of `Applied` while the recorded stages hold a value this version does not know.
-const UNKNOWN_STAGE_STATE: &str = "UnknownStageState";
-/// Reason of `Applied` while a stage waits for its pre- or post-condition.
-const WAITING_FOR_CONDITION: &str = "WaitingForCondition";
 
 super::finalized_kind!(ClusterAddon, AddonController);
 
@@ -178,15 +137,7 @@ fn ready_note(addon: &ClusterAddon, status: &ClusterAddonStatus) -> String {
     }
 }
 
-/// A workload cluster ready for use, from the workload-cluster cache: its client, version and
-/// an [`capstan_apply::Applier`] with its discovery cache, kept across passes.
-type Connected = Arc<Workload>;
-
-/// The workload cluster of `cluster` in `namespace`, ready (the one place a ClusterAddon pass
-/// acquires it): no request to it while its kubeconfig Secret is unchanged and it is healthy.
-async fn connect(ctx: &Context, namespace: &str, cluster: &str) -> Result<Connected, Gate> {
-    ctx.workloads.get(&ctx.management, namespace, cluster).await
-}
+release_runner::release_status!(ClusterAddonStatus);
 
 /// Breaks out of a pass with `$flow`'s action, else gives its value.
 macro_rules! proceed {
@@ -194,6 +145,16 @@ macro_rules! proceed {
         match $flow {
             ControlFlow::Continue(value) => value,
             ControlFlow::Break(action) => return Ok(action),
+        }
+    };
+}
+
+/// Ends the pass at a gate as the plan's `Halt` says ([`act::halt`]), else gives the value.
+macro_rules! gate {
+    ($progress:expr, $flow:expr) => {
+        match $flow {
+            ControlFlow::Continue(value) => value,
+            ControlFlow::Break(halt) => return act::halt($progress, halt).await,
         }
     };
 }
@@ -210,48 +171,51 @@ async fn apply(addon: &ClusterAddon, controller: &AddonController) -> Result<Act
     result
 }
 
+/// One pass: the gates (each read, decided, and the pass halted where one is closed), the
+/// release and the inputs hash; then the release runner's one plan renders once, runs the
+/// stages of the current hook or applies the one chart, and watches for drift.
 async fn apply_pass(addon: &ClusterAddon, controller: &AddonController) -> Result<Action, Error> {
     let ctx = controller.shared.as_ref();
     let mut progress = Progress::new(addon, ctx, &STEPS);
-    let cluster = proceed!(read_cluster(&mut progress).await?);
+    let found = match observe::cluster(ctx, addon).await {
+        Ok(found) => found,
+        Err(e) => return Err(progress.fail(CLUSTER_READY, "ClusterUnreadable", e).await),
+    };
+    let cluster = gate!(&mut progress, plan::cluster_gate(found));
     // 1. Which release: the Cluster's class, in `spec.topology.classNamespace` when given.
-    let (class, class_namespace, tag) = proceed!(class_of(&mut progress, &cluster).await?);
+    let usage = crate::clusters::ClusterUse::of(&cluster);
+    let (class, class_namespace, tag) = gate!(&mut progress, plan::class_gate(&usage));
     // Status never claims the old release for the new class: progressing at once.
-    upgrading(&mut progress, &class).await?;
-    // 2. Gates.
-    let target = proceed!(open_gates(&mut progress, &cluster).await?);
+    if let Some(message) = plan::upgrade_note(&progress.status, &class) {
+        act::upgrading(&mut progress, message).await?;
+    }
+    // 2. Gates: the control plane, then a workload API server that is ready.
+    gate!(&mut progress, plan::control_plane_gate(&cluster));
+    let (namespace, name) = (cluster.namespace().unwrap_or_default(), cluster.name_any());
+    let connected = observe::connect(ctx, &namespace, &name).await;
+    let applied = progress.status.applied_inputs.is_some();
+    let target = gate!(&mut progress, plan::workload_gate(connected, &name, applied));
+    act::gates_open(&mut progress, &target);
     // 3. The release, through the ClusterStack that follows it.
     let (files, compiled, stack) = proceed!(resolve_release(&mut progress, &class_namespace, &tag).await?);
     // 4. Values from the live objects; a render only when they (or the release) changed.
-    let objects = match live_objects(ctx, &cluster).await {
-        Ok(objects) => objects,
-        Err(missing) => {
-            return progress
-                .wait(RENDERED, "ObjectsMissing", missing.to_string())
-                .await;
-        }
-    };
-    let user_values = match crate::addon::user_values::gather(&ctx.client, &stack, &cluster).await {
-        Ok(layers) => layers,
-        Err(GatherError::Missing(message)) => {
-            return progress.wait(RENDERED, "UserValuesMissing", message).await;
-        }
-        Err(GatherError::Invalid(message)) => {
-            return Err(progress
-                .fail(RENDERED, "InvalidUserValues", Cause::UserValues(message))
-                .await);
-        }
-    };
-    let with_user_values = user_values_note(&user_values);
+    let objects = gate!(
+        &mut progress,
+        plan::objects_gate(observe::live_objects(ctx, &cluster).await)
+    );
+    let gathered = crate::addon::user_values::gather(&ctx.client, &stack, &cluster).await;
+    let user_values = gate!(&mut progress, plan::user_values_gate(gathered));
+    let with_user_values = observe::user_values_note(&user_values);
     let inputs = RenderInputs {
         objects,
         user_values,
         digest: files.digest.clone(),
     };
-    let hash = inputs_hash(&compiled, &inputs, &target).await;
+    let hash = observe::inputs_hash(&compiled, &inputs, &target).await;
     let hash = progress.check(RENDERED, hash).await?;
-    // 5. Render once, then the stages of the current hook or the one chart.
-    let kind = AddonRelease {
+    // 5. The release runner's one plan: render once, the stages of the current hook or the
+    // one chart, drift.
+    let kind = act::AddonRelease {
         addon,
         drift: &controller.drift,
         class: &class,
@@ -263,135 +227,6 @@ async fn apply_pass(addon: &ClusterAddon, controller: &AddonController) -> Resul
         with_user_values,
     };
     release_runner::run(&mut progress, &kind).await
-}
-
-/// The Cluster's class, its namespace and its release tag; a Cluster without one waits, a
-/// class that is no stack's waits for a change.
-async fn class_of(
-    progress: &mut Progress<'_>,
-    cluster: &DynamicObject,
-) -> Result<ControlFlow<Action, (String, String, ReleaseTag)>, Error> {
-    let usage = crate::clusters::ClusterUse::of(cluster);
-    let Some(class) = usage.class else {
-        let message = format!("Cluster {} has no spec.topology.class", usage.name);
-        let waited = progress.wait(CLUSTER_READY, "NoTopology", message).await;
-        return waited.map(ControlFlow::Break);
-    };
-    match ReleaseTag::parse_cluster_class(&class) {
-        Ok(tag) => Ok(ControlFlow::Continue((class, usage.class_namespace, tag))),
-        Err(e) => {
-            let message = format!("class {class} is not a cluster stack class: {e}");
-            progress.condition(CLUSTER_READY, false, "NotAStackClass", message);
-            progress.save().await?;
-            Ok(ControlFlow::Break(Action::await_change()))
-        }
-    }
-}
-
-/// Steps the stage plan until the pass is done or has to wait, or (`Continue`) to the
-/// inventories the runner applies: the one chart's, or the `apply` stages' of the hook that
-/// ran (their drift).
-async fn run_stages(
-    progress: &mut Progress<'_>,
-    steps: &Steps<'_>,
-) -> Result<ControlFlow<Action, Vec<Inventory>>, Error> {
-    let ctx = progress.ctx;
-    let (kind, render) = (steps.kind, steps.render);
-    let (class, config) = (kind.class, kind.compiled.addon_config());
-    loop {
-        match plan::plan(&progress.status, config, class) {
-            Step::ApplyChart => {
-                let objects = pipeline::objects_of(render, None).await;
-                let objects = progress.check(APPLIED, objects).await?;
-                let chart = Inventory {
-                    inventory: inventory(progress.object),
-                    objects,
-                    stage: None,
-                };
-                return Ok(ControlFlow::Continue(vec![chart]));
-            }
-            Step::DriftStages { hook } => {
-                let stages = match (config, hook) {
-                    (Some(config), Some(hook)) => plan::stages_of(config, hook),
-                    _ => &[],
-                };
-                let applied = applied_stages(progress, stages, steps).await?;
-                // Entries of no stage applied here (written by earlier versions, say) go.
-                let names: Vec<&str> = applying(stages).map(|s| s.name.as_str()).collect();
-                progress
-                    .status
-                    .resources
-                    .retain(|r| names.contains(&r.stage.as_str()));
-                return Ok(ControlFlow::Continue(applied));
-            }
-            Step::StartStages { stages_for, stages } => {
-                progress.status.stages_for = Some(Recorded::Known(stages_for));
-                progress.status.stages = stages;
-                // The list is of the stages of this hook from now on.
-                progress.status.resources.clear();
-                progress.status.resources_omitted = 0;
-                if !progress.status.stages.is_empty() {
-                    let message = plan::stage_message(&progress.status.stages, 0);
-                    progress.condition(APPLIED, false, STAGE_IN_PROGRESS, message);
-                }
-                progress.save().await?;
-            }
-            Step::Stage { hook, index, step } => {
-                let stage = config.and_then(|c| plan::stages_of(c, hook).get(index));
-                let Some(stage) = stage else {
-                    let hook = hook.to_string();
-                    let invalid = Invalid::NoSuchStage { hook, index };
-                    return Err(progress.fail(APPLIED, "NoSuchStage", invalid).await);
-                };
-                if let Some(action) = stage_step(progress, index, stage, step, steps).await? {
-                    return Ok(ControlFlow::Break(action));
-                }
-            }
-            Step::Unrecognized { field, value } => {
-                // Guessing could run a stage again (a `delete` stage included): nothing runs
-                // until the status holds values this version knows.
-                let message = format!(
-                    "status.{field} is {value:?}, which this version of capstan does not know: \
-                     no stage runs until it is corrected"
-                );
-                progress.condition(APPLIED, false, UNKNOWN_STAGE_STATE, message);
-                progress.save().await?;
-                return Ok(ControlFlow::Break(Action::requeue(super::drift_requeue(
-                    &ctx.settings,
-                ))));
-            }
-            Step::StagesDone { hook, count } => {
-                // Watched from now on, not from the first drift pass.
-                let stages = config.map_or(&[][..], |c| plan::stages_of(c, hook));
-                let applied = applied_stages(progress, stages, steps).await?;
-                let message = format!("{count} stage(s) of {hook} done for {class}");
-                progress.condition(APPLIED, true, "StagesDone", message);
-                let done = release_runner::finish(progress, kind, render, &applied).await?;
-                return Ok(ControlFlow::Break(done));
-            }
-        }
-    }
-}
-
-/// The addon's Cluster; when it is gone, the ClusterAddon is deleted (no garbage collector
-/// took it along) and the pass ends.
-async fn read_cluster(progress: &mut Progress<'_>) -> Result<ControlFlow<Action, DynamicObject>, Error> {
-    let (ctx, addon) = (progress.ctx, progress.object);
-    let namespace = addon.namespace().unwrap_or_default();
-    let cluster_name = addon.spec.cluster_ref.name.clone().unwrap_or_default();
-    match ctx.management.cluster(&namespace, &cluster_name).await {
-        Ok(Some(cluster)) => Ok(ControlFlow::Continue(cluster)),
-        Ok(None) => {
-            let api: Api<ClusterAddon> = Api::namespaced(ctx.client.clone(), &namespace);
-            match api.delete(&addon.name_any(), &DeleteParams::default()).await {
-                Err(e) if !is_not_found(&e) => {
-                    Err(Error::kube(format!("deleting {}", super::key_of(addon)), e))
-                }
-                _ => Ok(ControlFlow::Break(Action::await_change())),
-            }
-        }
-        Err(e) => Err(progress.fail(CLUSTER_READY, "ClusterUnreadable", e).await),
-    }
 }
 
 /// The release of `tag` in `class_namespace`, on disk and compiled, and the ClusterStack that
@@ -428,515 +263,6 @@ async fn resolve_release(
     Ok(ControlFlow::Continue((files, compiled, stack)))
 }
 
-/// The gates: `status.controlPlaneReady`, then a workload API server that is ready.
-async fn open_gates(
-    progress: &mut Progress<'_>,
-    cluster: &DynamicObject,
-) -> Result<ControlFlow<Action, Connected>, Error> {
-    let cluster_name = cluster.name_any();
-    let control_plane_ready = cluster
-        .data
-        .pointer("/status/controlPlaneReady")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(false);
-    if !control_plane_ready {
-        let message = format!("waiting for Cluster {cluster_name}: status.controlPlaneReady is not true");
-        let waited = progress
-            .wait(CLUSTER_READY, "ControlPlaneNotReady", message)
-            .await;
-        return waited.map(ControlFlow::Break);
-    }
-    let namespace = cluster.namespace().unwrap_or_default();
-    let target = match connect(progress.ctx, &namespace, &cluster_name).await {
-        Ok(target) => target,
-        Err(gate) if gate.unreachable_after_apply(progress.status.applied_inputs.is_some()) => {
-            // The addons stay applied (`Ready` says so); the pass failed, and says where.
-            let cause = Cause::Unreachable {
-                cluster: cluster_name,
-                gate,
-            };
-            return Err(progress
-                .fail(WORKLOAD_REACHABLE, "WorkloadUnreachable", cause)
-                .await);
-        }
-        Err(gate) => {
-            let waited = progress
-                .wait(CLUSTER_READY, "WorkloadNotReady", gate.to_string())
-                .await;
-            return waited.map(ControlFlow::Break);
-        }
-    };
-    let message = format!("workload API server {} is ready", target.server);
-    if crate::api::conditions::find(&progress.status.conditions, WORKLOAD_REACHABLE).is_some() {
-        progress.condition(WORKLOAD_REACHABLE, true, "Reachable", message.clone());
-    }
-    progress.condition(CLUSTER_READY, true, "Ready", message);
-    Ok(ControlFlow::Continue(target))
-}
-
-/// What the stage steps of one pass share.
-struct Steps<'a> {
-    kind: &'a AddonRelease<'a>,
-    render: &'a StoredRender,
-}
-
-/// A ClusterAddon as the runner sees it: the addon charts of the Cluster's release, rendered
-/// with the Cluster's values and applied to its workload cluster, in stages when the release
-/// has a `clusteraddon.yaml`.
-struct AddonRelease<'a> {
-    addon: &'a ClusterAddon,
-    /// The controller's drift wake-ups.
-    drift: &'a AddonDrift,
-    class: &'a str,
-    tag: &'a ReleaseTag,
-    compiled: &'a Arc<CompiledRelease>,
-    target: &'a Connected,
-    inputs: RenderInputs,
-    /// The hash of `inputs` (with the release and the workload cluster's version).
-    hash: String,
-    /// The `Rendered` message's note of the user values.
-    with_user_values: String,
-}
-
-release_runner::release_status!(ClusterAddonStatus);
-
-impl ReleaseKind for AddonRelease<'_> {
-    type Object = ClusterAddon;
-
-    fn inputs(&self) -> &str {
-        &self.hash
-    }
-
-    fn owner(&self) -> Owner {
-        store_owner(self.addon)
-    }
-
-    /// The charts rendered on a blocking thread, with `lookup` answered by the workload
-    /// cluster.
-    async fn render(&self) -> Result<Parts, Failure> {
-        let (compiled, applier) = (self.compiled.clone(), self.target.applier.clone());
-        let (inputs, version) = (self.inputs.clone(), self.target.version.clone());
-        let handle = tokio::runtime::Handle::current();
-        pipeline::blocking("rendering the addons", move || {
-            let values = layered_values(&compiled, &inputs)?;
-            let lookup = crate::lookup::applier_lookup(handle, applier);
-            let env = std::rc::Rc::new(capstan_template::funcs::FuncEnv::system().with_lookup(lookup));
-            // The workload cluster's own version, as `helm install` against it would see.
-            let kube_version = capstan_chart::objects::KubeVersion::parse(&version).ok();
-            let parts = compiled.render_addons(values, kube_version, &env)?;
-            Ok(parts.into_iter().map(|p| (p.name, p.stream)).collect())
-        })
-        .await
-        .because("RenderFailed")
-    }
-
-    async fn rendered(&self, progress: &mut Progress<'_>, render: &StoredRender, _fresh: bool) {
-        let message = format!(
-            "revision {} of the addons of {}{}",
-            render.revision, self.tag, self.with_user_values
-        );
-        progress.condition(RENDERED, true, "Rendered", message);
-    }
-
-    async fn target(
-        &self,
-        progress: &mut Progress<'_>,
-        render: &StoredRender,
-    ) -> Result<ControlFlow<Action, Vec<Inventory>>, Error> {
-        run_stages(progress, &Steps { kind: self, render }).await
-    }
-
-    fn applied(&self, status: &ClusterAddonStatus) -> bool {
-        plan::applied(status, self.class, self.inputs())
-    }
-
-    fn record_applied(&self, status: &mut ClusterAddonStatus, render: &StoredRender) {
-        status.applied_cluster_stack = Some(self.class.to_string());
-        release_runner::ReleaseStatus::record_applied(status, render);
-    }
-
-    fn wake_ups(&self) -> &AddonDrift {
-        self.drift
-    }
-
-    fn watched(&self, inventories: &[Inventory]) -> bool {
-        inventories
-            .iter()
-            .all(|i| self.target.drift.covers(&i.inventory.id(), &i.kinds()))
-    }
-
-    fn unwatched(&self, inventories: &[Inventory]) -> bool {
-        inventories
-            .iter()
-            .any(|i| !i.objects.is_empty() && !self.target.drift.serves(&i.inventory.id()))
-    }
-
-    fn applier(&self) -> &capstan_apply::Applier {
-        &self.target.applier
-    }
-
-    fn told(&self, inventory: &InventoryRef, trusted: bool) -> pipeline::Watched {
-        let drift = &self.target.drift;
-        let id = inventory.id();
-        let watched = pipeline::Watched {
-            kinds: if trusted {
-                drift.covered_kinds(&id)
-            } else {
-                Default::default()
-            },
-            before_prune: Some(drift.prune_notice()),
-        };
-        drift.unsettle(&id);
-        watched
-    }
-
-    fn wrote(&self, inventory: &InventoryRef, written: crate::drift::Written) {
-        self.target.drift.wrote(&inventory.id(), written);
-    }
-
-    /// Watches the kinds just applied with each inventory on the workload cluster: a change
-    /// there wakes this ClusterAddon at once (see [`crate::drift`]); the pass just compared
-    /// every object, so earlier trouble of the watches is forgotten.
-    async fn watch_drift(&self, progress: &Progress<'_>, inventories: &[Inventory]) {
-        let target = self.target;
-        let notify = self.drift.notifier(ObjectRef::from_obj(progress.object));
-        // Together: a watch starts once naming every inventory of the addon.
-        let wanted: Vec<(String, Vec<crate::drift::Kind>)> = inventories
-            .iter()
-            .map(|inventory| (inventory.inventory.id(), inventory.kinds()))
-            .collect();
-        let each: Vec<(&str, &[crate::drift::Kind])> = wanted
-            .iter()
-            .map(|(id, kinds)| (id.as_str(), kinds.as_slice()))
-            .collect();
-        target
-            .drift
-            .ensure_all(target.applier.discovery(), &each, notify)
-            .await;
-        for (id, _) in &wanted {
-            target.drift.checked(id);
-        }
-    }
-}
-
-/// Marks `Applied` false at once when the class changed (only while the status still says
-/// Applied: later steps set their own progress).
-async fn upgrading(progress: &mut Progress<'_>, class: &str) -> Result<(), Error> {
-    if let Some(message) = class_change(progress.status.applied_cluster_stack.as_deref(), class)
-        && crate::api::conditions::is_true(&progress.status.conditions, APPLIED)
-    {
-        progress.condition(APPLIED, false, "Upgrading", message);
-        progress.save().await?;
-    }
-    Ok(())
-}
-
-/// When the Cluster's class is not the one whose addons were applied last: the message of
-/// the `Applied` condition while the new release's addons are brought in.
-fn class_change(applied: Option<&str>, class: &str) -> Option<String> {
-    match applied {
-        Some(applied) if applied != class => Some(format!(
-            "the Cluster's class changed from {applied} to {class}: applying the addons of {class}"
-        )),
-        _ => None,
-    }
-}
-
-/// The render part of a stage.
-fn stage_part(stage: &Stage) -> String {
-    format!("cluster-addon/{}", stage.name)
-}
-
-/// The inventory and objects of each `apply` stage in `stages`, from the stored render.
-async fn applied_stages(
-    progress: &mut Progress<'_>,
-    stages: &[Stage],
-    steps: &Steps<'_>,
-) -> Result<Vec<Inventory>, Error> {
-    let mut applied = Vec::new();
-    for stage in applying(stages) {
-        let objects = pipeline::objects_of(steps.render, Some(&stage_part(stage))).await;
-        let objects = progress.check(APPLIED, objects).await?;
-        applied.push(Inventory {
-            inventory: stage_inventory(progress.object, &stage.name),
-            objects,
-            stage: Some(stage.name.clone()),
-        });
-    }
-    Ok(applied)
-}
-
-/// The `apply` stages of `stages`, in order.
-fn applying(stages: &[Stage]) -> impl Iterator<Item = &Stage> {
-    stages.iter().filter(|s| s.action == StageAction::Apply)
-}
-
-/// One step of stage `index`: a condition checked or its objects applied/deleted, then the
-/// phase [`plan::advance`] gives recorded; `Some(action)` when the stage has to wait.
-async fn stage_step(
-    progress: &mut Progress<'_>,
-    index: usize,
-    stage: &Stage,
-    step: StageStep,
-    steps: &Steps<'_>,
-) -> Result<Option<Action>, Error> {
-    let (condition, waiting) = match step {
-        StageStep::CheckPre => (&stage.wait_for_pre_condition, StagePhase::WaitingForPreCondition),
-        StageStep::CheckPost => (
-            &stage.wait_for_post_condition,
-            StagePhase::WaitingForPostCondition,
-        ),
-        StageStep::Run => {
-            run_stage_objects(progress, stage, steps).await?;
-            (&None, StagePhase::ApplyingOrDeleting)
-        }
-    };
-    let unmet = match condition {
-        Some(condition) => condition_unmet(progress, &stage.name, condition, waiting, steps).await?,
-        None => None,
-    };
-    if let Some(recorded) = progress.status.stages.get_mut(index) {
-        recorded.phase = Recorded::Known(plan::advance(step, unmet.is_none()));
-    }
-    // Not applied until every stage is done: `Ready` says which stage the addons are at.
-    let message = plan::stage_message(&progress.status.stages, index);
-    match &unmet {
-        Some(why) => progress.condition(APPLIED, false, WAITING_FOR_CONDITION, format!("{message}: {why}")),
-        None => progress.condition(APPLIED, false, STAGE_IN_PROGRESS, message),
-    }
-    progress.save().await?;
-    Ok(unmet.map(|_| Action::requeue(WAIT)))
-}
-
-/// Applies (with the stage's inventory) or deletes the objects of `stage`.
-async fn run_stage_objects(
-    progress: &mut Progress<'_>,
-    stage: &Stage,
-    steps: &Steps<'_>,
-) -> Result<(), Error> {
-    let objects = pipeline::objects_of(steps.render, Some(&stage_part(stage))).await;
-    let objects = progress.check(APPLIED, objects).await?;
-    match stage.action {
-        StageAction::Apply => {
-            let inventory = Inventory {
-                inventory: stage_inventory(progress.object, &stage.name),
-                objects,
-                stage: Some(stage.name.clone()),
-            };
-            let drift_watches = progress.ctx.settings.drift_watches;
-            let woken = steps.kind.drift.is_suspect(&ObjectRef::from_obj(progress.object));
-            let trusted = release_runner::plan::trusts_watches(drift_watches, false, woken);
-            release_runner::apply_inventory(progress, steps.kind, &inventory, false, trusted).await?;
-            Ok(())
-        }
-        StageAction::Delete => {
-            let deleted = steps.kind.target.applier.delete(&objects, ADDON_NAMESPACE).await;
-            progress.check(APPLIED, deleted.because("DeleteFailed")).await
-        }
-    }
-}
-
-/// Evaluates a wait condition of stage `stage` (`phase` is what the stage waits in): `None`
-/// when it holds, else why not.
-async fn condition_unmet(
-    progress: &mut Progress<'_>,
-    stage: &str,
-    condition: &WaitCondition,
-    phase: StagePhase,
-    steps: &Steps<'_>,
-) -> Result<Option<String>, Error> {
-    match condition::evaluate(steps.kind.target.applier.discovery(), condition).await {
-        Ok(Verdict::Met) => Ok(None),
-        Ok(Verdict::NotMet(why)) => Ok(Some(why)),
-        Err(source) => {
-            let stage = stage.to_string();
-            let cause = Cause::Condition {
-                stage,
-                phase: phase.as_str(),
-                source: Box::new(source),
-            };
-            Err(progress.fail(APPLIED, "ConditionFailed", cause).await)
-        }
-    }
-}
-
-/// The Cluster and the objects it references, as JSON text per object.
-#[derive(Clone)]
-struct LiveObjects {
-    cluster: DynamicObject,
-    control_plane: Option<DynamicObject>,
-    infra_cluster: Option<DynamicObject>,
-}
-
-/// Why the objects a Cluster references cannot be read yet (the pass waits).
-#[derive(Debug, thiserror::Error)]
-enum Missing {
-    #[error("waiting for {0}, which the Cluster references")]
-    Absent(String),
-    #[error("{what}: {source}")]
-    Unreadable {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("{what}: {source}")]
-    Undiscoverable {
-        what: String,
-        #[source]
-        source: DiscoveryError,
-    },
-}
-
-async fn live_objects(ctx: &Context, cluster: &DynamicObject) -> Result<LiveObjects, Missing> {
-    let referenced = |field: &str| cluster.data.pointer(&format!("/spec/{field}")).cloned();
-    let namespace = cluster.namespace().unwrap_or_default();
-    Ok(LiveObjects {
-        cluster: cluster.clone(),
-        control_plane: read_referenced(ctx, &namespace, referenced("controlPlaneRef")).await?,
-        infra_cluster: read_referenced(ctx, &namespace, referenced("infrastructureRef")).await?,
-    })
-}
-
-/// The object a Cluster's `reference` names.
-async fn read_referenced(
-    ctx: &Context,
-    namespace: &str,
-    reference: Option<serde_json::Value>,
-) -> Result<Option<DynamicObject>, Missing> {
-    let Some(reference) = reference else {
-        return Ok(None);
-    };
-    let text = |k: &str| {
-        reference
-            .get(k)
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_string()
-    };
-    let (api_version, kind, name) = (text("apiVersion"), text("kind"), text("name"));
-    let ns = reference
-        .get("namespace")
-        .and_then(|v| v.as_str())
-        .unwrap_or(namespace)
-        .to_string();
-    let what = format!("{kind} {ns}/{name}");
-    let unreadable = |source| Missing::Unreadable {
-        what: what.clone(),
-        source,
-    };
-    let discovery = ctx.applier.discovery();
-    let info = discovery
-        .resolve_api_version(&api_version, &kind)
-        .await
-        .map_err(|source| Missing::Undiscoverable {
-            what: what.clone(),
-            source,
-        })?;
-    match ctx
-        .management
-        .referenced(&info, &ns, &name)
-        .await
-        .map_err(unreadable)?
-    {
-        Some(object) => Ok(Some(object)),
-        None => Err(Missing::Absent(what)),
-    }
-}
-
-/// The values of the addon charts (by part): computed from the live objects, the user's
-/// layered over them (blocking: JSON text read as YAML, templates run).
-fn layered_values(
-    compiled: &CompiledRelease,
-    inputs: &RenderInputs,
-) -> Result<Vec<(String, Option<capstan_stack::values::ComputedValues>)>, Cause> {
-    let computed = compiled.addon_values(&inputs.objects.parse()?)?;
-    // The user's values join the computed ones here; the hash covers the layered text.
-    let user = inputs
-        .user_values
-        .iter()
-        .map(Layer::parse)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(Cause::UserValues)?;
-    Ok(capstan_stack::user_values::layer_parts(computed, &user))
-}
-
-/// The hash of everything a render of the addons depends on: the release digest, the
-/// workload cluster's version and the layered values, on a blocking thread (cheap: the
-/// charts are rendered only when no stored render has the hash).
-async fn inputs_hash(
-    compiled: &Arc<CompiledRelease>,
-    inputs: &RenderInputs,
-    target: &Workload,
-) -> Result<String, Failure> {
-    let (compiled, inputs, version) = (compiled.clone(), inputs.clone(), target.version.clone());
-    pipeline::blocking("computing the addons' values", move || {
-        let values = layered_values(&compiled, &inputs)?;
-        let texts = values
-            .iter()
-            .flat_map(|(part, computed)| [part.as_str(), computed.as_ref().map_or("", |c| c.text.as_str())]);
-        let fields = [inputs.digest.as_str(), version.as_str()]
-            .into_iter()
-            .chain(texts);
-        Ok(pipeline::inputs_hash("cluster-addon", fields))
-    })
-    .await
-    .because("RenderFailed")
-}
-
-fn store_owner(addon: &ClusterAddon) -> Owner {
-    Owner {
-        namespace: addon.namespace().unwrap_or_default(),
-        short_kind: "caddon",
-        name: addon.name_any(),
-        reference: owner_reference(addon),
-    }
-}
-
-/// What a render of the addons is made from, besides the release.
-#[derive(Clone)]
-struct RenderInputs {
-    objects: LiveObjects,
-    /// The user's values, in the order they are layered.
-    user_values: Vec<Layer>,
-    /// The release's digest.
-    digest: String,
-}
-
-/// The `Rendered` message's note of where user values came from (empty without any).
-fn user_values_note(layers: &[Layer]) -> String {
-    if layers.is_empty() {
-        return String::new();
-    }
-    let sources: Vec<&str> = layers.iter().map(|l| l.source.as_str()).collect();
-    format!(", with user values from {}", sources.join(", "))
-}
-
-impl LiveObjects {
-    /// The objects as values see them (blocking: JSON text read as YAML).
-    fn parse(&self) -> Result<capstan_stack::values::ClusterObjects, Cause> {
-        let parse = |object: &DynamicObject, what: &str| -> Result<_, Cause> {
-            let text = serde_json::to_string(object).map_err(Cause::Json)?;
-            Ok(capstan_stack::values::parse_object(
-                &text,
-                std::path::Path::new(what),
-            )?)
-        };
-        Ok(capstan_stack::values::ClusterObjects {
-            cluster: parse(&self.cluster, "Cluster")?,
-            control_plane: self
-                .control_plane
-                .as_ref()
-                .map(|o| parse(o, "ControlPlane"))
-                .transpose()?,
-            infra_cluster: self
-                .infra_cluster
-                .as_ref()
-                .map(|o| parse(o, "InfraCluster"))
-                .transpose()?,
-        })
-    }
-}
-
 /// Deletion: without the Cluster nothing can be reached; else the addon's objects go first.
 async fn cleanup(addon: &ClusterAddon, controller: &AddonController) -> Result<Action, Error> {
     let ctx = controller.shared.as_ref();
@@ -949,7 +275,7 @@ async fn cleanup(addon: &ClusterAddon, controller: &AddonController) -> Result<A
         .as_ref()
         .is_none_or(|c| c.metadata.deletion_timestamp.is_some());
     if !cluster_going {
-        let target = connect(ctx, &namespace, &cluster_name)
+        let target = observe::connect(ctx, &namespace, &cluster_name)
             .await
             .map_err(|gate| Error::step("Cleanup", "WorkloadNotReady", gate))?;
         let target = &*target;
@@ -971,23 +297,63 @@ async fn cleanup(addon: &ClusterAddon, controller: &AddonController) -> Result<A
     Ok(Action::await_change())
 }
 
-#[cfg(test)]
-mod class_change_tests {
-    use super::class_change;
-
-    #[test]
-    fn a_new_class_is_progress() {
-        assert_eq!(class_change(None, "docker-ferrol-1-27-v1"), None);
-        assert_eq!(
-            class_change(Some("docker-ferrol-1-27-v1"), "docker-ferrol-1-27-v1"),
-            None
-        );
-        let message = class_change(Some("docker-ferrol-1-27-v1"), "docker-ferrol-1-27-v2").expect("a change");
-        assert!(
-            message.contains("from docker-ferrol-1-27-v1 to docker-ferrol-1-27-v2"),
-            "{message}"
-        );
-    }
+/// ClusterAddons, woken by their Cluster (class, version, controlPlaneReady, deletion) and
+/// its kubeconfig Secret, so work starts as soon as a gate opens; by user values and by
+/// drift on their workload cluster.
+pub fn controller(wiring: &Wiring<'_>) -> Running {
+    let ctx = &wiring.ctx;
+    let controller = Arc::new(AddonController::new(ctx.clone()));
+    let _ = wiring
+        .census
+        .addon_checks
+        .set(Box::new(controller.drift.checks()));
+    let mut fleet = wiring.fleet();
+    let addons_store = fleet.addons_store.clone();
+    let user_values = wake_ups::user_value_changes(&wiring.client, &wiring.scope, &addons_store);
+    let secret_ctx = ctx.clone();
+    let addon_events = changed(
+        fleet.addons_of(&wiring.scope),
+        spec_or_deletion::<ClusterAddon>,
+        false,
+    );
+    // The woken pass reads the Cluster (and its kubeconfig Secret) from the stores these
+    // watches fill before they wake it.
+    let cluster_changes = changed(fleet.clusters_of(&wiring.scope), cluster_trigger, true);
+    Controller::for_stream(addon_events, addons_store)
+        .watches_stream_with(
+            cluster_changes,
+            |cluster: DynamicObject| {
+                let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
+                let name = cluster.metadata.name.clone().unwrap_or_default();
+                Some(ObjectRef::new(&super::cluster::addon_name(&name)).within(&namespace))
+            },
+            crate::clusters::cluster_resource(),
+        )
+        .watches_stream(
+            kubeconfig_secrets(&wiring.client, &wiring.scope, |secrets| {
+                ctx.management.reflect_secrets(secrets)
+            }),
+            move |secret: Secret| {
+                let addon = kubeconfig_addon(&secret.metadata)?;
+                // A changed kubeconfig drops the cached workload cluster at once.
+                let cluster = secret.metadata.labels.as_ref()?.get(CLUSTER_NAME_LABEL)?;
+                let namespace = secret.metadata.namespace.as_deref().unwrap_or_default();
+                let version = secret.metadata.resource_version.as_deref().unwrap_or_default();
+                secret_ctx.workloads.secret_seen(namespace, cluster, version);
+                Some(addon)
+            },
+        )
+        .reconcile_on(user_values)
+        // Objects their Cluster references (its ControlPlane, InfraCluster) appearing or
+        // changing their spec.
+        .reconcile_on(ctx.management.wake_ups())
+        // Drift watches on the workload clusters wake their ClusterAddon.
+        .reconcile_on(controller.drift.wake_ups())
+        .with_config(wiring.concurrency.clone())
+        .graceful_shutdown_on(wiring.shutdown.clone())
+        .run(in_scope(reconcile, &wiring.scope), error_policy, controller)
+        .for_each(|_| futures::future::ready(()))
+        .boxed()
 }
 
 #[cfg(test)]
@@ -1044,49 +410,5 @@ mod ready_note_tests {
         for (class, status, want) in cases {
             assert_eq!(ready_note(&addon(class), &status), want);
         }
-    }
-}
-
-#[cfg(test)]
-mod inventories_tests {
-    use super::inventories_of;
-    use crate::api::{ClusterAddon, ClusterAddonSpec, ClusterAddonStatus, StageStatus};
-
-    #[test]
-    fn cleanup_covers_every_inventory_of_the_addon_and_no_other() {
-        let mut addon = ClusterAddon::new("cluster-addon-web", ClusterAddonSpec::default());
-        let names = |addon: &ClusterAddon, listed: &[&str]| -> Vec<String> {
-            let listed: Vec<String> = listed.iter().map(|n| n.to_string()).collect();
-            inventories_of(addon, &listed)
-                .into_iter()
-                .map(|i| i.name)
-                .collect()
-        };
-        // Nothing recorded or listed: the one chart's.
-        assert_eq!(names(&addon, &[]), ["capstan.caddon.cluster-addon-web"]);
-        addon.status = Some(ClusterAddonStatus {
-            stages: vec![StageStatus {
-                name: "ngnix".into(),
-                ..StageStatus::default()
-            }],
-            ..ClusterAddonStatus::default()
-        });
-        let listed = [
-            // A stage of the creation hook, no longer in the status.
-            "capstan.caddon.cluster-addon-web.metrics-server",
-            "capstan.caddon.cluster-addon-web.ngnix",
-            // Another addon's, and one whose name only starts alike.
-            "capstan.caddon.cluster-addon-db",
-            "capstan.caddon.cluster-addon-webshop",
-            "capstan.cluster-class",
-        ];
-        assert_eq!(
-            names(&addon, &listed),
-            [
-                "capstan.caddon.cluster-addon-web",
-                "capstan.caddon.cluster-addon-web.metrics-server",
-                "capstan.caddon.cluster-addon-web.ngnix",
-            ]
-        );
     }
 }

@@ -25,8 +25,12 @@ use crate::api::{
     Channel, ClusterStack, ClusterStackRelease, ClusterStackReleaseSpec, ClusterStackStatus, ReleaseSummary,
 };
 use crate::context::Context;
+use crate::wiring::{Running, Wiring, in_scope};
 use capstan_stack::name::{ReleaseTag, StackName};
 use capstan_stack::version::Version;
+use futures::{FutureExt, StreamExt};
+use kube::runtime::Controller;
+use kube::runtime::WatchStreamExt;
 
 mod polls;
 mod retention;
@@ -574,4 +578,22 @@ async fn cleanup(stack: &ClusterStack, controller: &StackController) -> Result<A
     }
     controller.polls.forget(&poll_key(stack));
     Ok(Action::await_change())
+}
+
+/// ClusterStacks, woken by their releases (see [`crate::wiring`]).
+pub fn controller(wiring: &Wiring<'_>) -> Running {
+    let Some(stack_events) = wiring.stack_events.take() else {
+        return futures::future::ready(()).boxed();
+    };
+    Controller::for_stream(stack_events, wiring.ctx.stacks.clone())
+        .owns_stream(wiring.releases().touched_objects())
+        .with_config(wiring.concurrency.clone())
+        .graceful_shutdown_on(wiring.shutdown.clone())
+        .run(
+            in_scope(reconcile, &wiring.scope),
+            error_policy,
+            Arc::new(StackController::new(wiring.ctx.clone())),
+        )
+        .for_each(|_| futures::future::ready(()))
+        .boxed()
 }

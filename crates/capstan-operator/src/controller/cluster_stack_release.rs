@@ -25,6 +25,7 @@ use kube::runtime::reflector::ObjectRef;
 use super::pipeline::dependency_policy::DependencyPolicy;
 use super::pipeline::{self, Parts, ReleaseFiles};
 use super::progress::{Because, Failure, WAIT};
+use super::release_runner::plan::NoStages;
 use super::release_runner::{self, Inventory, ReleaseKind};
 use super::report::Outcome;
 use super::wake_ups::ReleaseDrift;
@@ -33,8 +34,16 @@ use crate::api::{ClusterStackRelease, ClusterStackReleaseStatus};
 use crate::context::Context;
 use crate::kube_error::is_not_found;
 use crate::store::{Owner, StoredRender};
+use crate::watch::{changed, objects, spec_or_deletion, watch_all};
+use crate::wiring::{Running, Wiring, in_scope};
 use capstan_apply::InventoryRef;
+use capstan_apply::ssa::{INVENTORY_ANNOTATION, MANAGED, MANAGED_LABEL};
 use capstan_stack::name::ReleaseTag;
+use futures::{FutureExt, StreamExt, TryStreamExt};
+use kube::Resource;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::utils::WatchStreamExt;
+use kube::runtime::{Controller, watcher};
 
 /// Finalizer: the release's objects are pruned before it goes.
 pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-release";
@@ -220,6 +229,7 @@ release_runner::release_status!(ClusterStackReleaseStatus);
 
 impl ReleaseKind for ClassRelease<'_> {
     type Object = ClusterStackRelease;
+    type Stages = NoStages;
 
     fn inputs(&self) -> &str {
         &self.inputs
@@ -260,18 +270,33 @@ impl ReleaseKind for ClassRelease<'_> {
         }
     }
 
+    fn stages(&self, _status: &ClusterStackReleaseStatus) -> NoStages {
+        NoStages
+    }
+
     async fn target(
         &self,
-        progress: &mut Progress<'_>,
+        release: &ClusterStackRelease,
         render: &StoredRender,
-    ) -> Result<ControlFlow<Action, Vec<Inventory>>, Error> {
-        let objects = pipeline::objects_of(render, None).await;
-        let objects = progress.check(APPLIED, objects).await?;
-        Ok(ControlFlow::Continue(vec![Inventory {
-            inventory: inventory_of(self.release),
+        _stages: &NoStages,
+    ) -> Result<Vec<Inventory>, Failure> {
+        let objects = pipeline::objects_of(render, None).await?;
+        Ok(vec![Inventory {
+            inventory: inventory_of(release),
             objects,
             stage: None,
-        }]))
+        }])
+    }
+
+    /// A release applies in one go: it has no stage action.
+    async fn stage(
+        &self,
+        _progress: &mut Progress<'_>,
+        _render: &StoredRender,
+        action: std::convert::Infallible,
+        _apply: release_runner::plan::Apply,
+    ) -> Result<release_runner::Staged, Error> {
+        match action {}
     }
 
     fn wake_ups(&self) -> &ReleaseDrift {
@@ -472,4 +497,79 @@ fn provider_cluster(ctx: &Context) -> super::provider::Cluster<'_> {
 /// Whether the release reports ready.
 pub fn is_ready(release: &ClusterStackRelease) -> bool {
     release.status.as_ref().is_some_and(|s| s.ready)
+}
+
+/// ClusterStackReleases, woken by drift of what they applied.
+pub fn controller(wiring: &Wiring<'_>) -> Running {
+    let Some(releases_writer) = wiring.releases_writer.take() else {
+        return futures::future::ready(()).boxed();
+    };
+    let controller = Arc::new(ReleaseController::new(wiring.ctx.clone()));
+    let watches = Arc::downgrade(&controller);
+    let _ = wiring.census.management_watches.set(Box::new(move || {
+        watches
+            .upgrade()
+            .map_or(0, |releases| releases.watches.watch_count())
+    }));
+    // A release that left the watch (deleted, its finalizer gone, or moved to another shard
+    // or namespace) stops its drift watches: no reconcile of it will.
+    let gone = controller.clone();
+    let release_events = changed(
+        wiring
+            .releases()
+            .reflect(releases_writer)
+            .inspect_ok(move |event| {
+                if let watcher::Event::Delete(release) = event {
+                    gone.watches.stop(&ObjectRef::from_obj(release));
+                }
+            }),
+        spec_or_deletion::<ClusterStackRelease>,
+        false,
+    );
+    let class_resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", "ClusterClass"),
+        "clusterclasses",
+    );
+    // With drift watches the ClusterClass is one of the kinds each release's watches follow,
+    // and they tell capstan's own applies from drift; this watch, which marks its release on
+    // any change, is the mechanism only without them.
+    let applied_classes = if wiring.settings.drift_watches {
+        futures::stream::empty().boxed()
+    } else {
+        watch_all(
+            wiring.scope.dynamic_apis(&wiring.client, &class_resource),
+            objects(watcher::Config::default().labels(&format!("{MANAGED_LABEL}={MANAGED}"))),
+        )
+        .touched_objects()
+        .boxed()
+    };
+    let suspects = controller.clone();
+    Controller::for_stream(release_events, wiring.releases_store.clone())
+        .watches_stream_with(
+            applied_classes,
+            move |class: DynamicObject| {
+                let owner = release_of_applied(&class);
+                if let Some(release) = &owner {
+                    suspects.drift.suspect(release.clone());
+                }
+                owner
+            },
+            class_resource,
+        )
+        // Drift watches on the releases' objects wake their release.
+        .reconcile_on(controller.drift.wake_ups())
+        .with_config(wiring.concurrency.clone())
+        .graceful_shutdown_on(wiring.shutdown.clone())
+        .run(in_scope(reconcile, &wiring.scope), error_policy, controller)
+        .for_each(|_| futures::future::ready(()))
+        .boxed()
+}
+
+/// The release whose inventory an applied object carries (`capstan.dev/inventory:
+/// <namespace>/capstan.cskr.<release>`).
+fn release_of_applied(object: &DynamicObject) -> Option<ObjectRef<ClusterStackRelease>> {
+    let inventory = object.meta().annotations.as_ref()?.get(INVENTORY_ANNOTATION)?;
+    let (namespace, name) = inventory.split_once('/')?;
+    let release = release_of_inventory(name)?;
+    Some(ObjectRef::new(release).within(namespace))
 }

@@ -1,11 +1,13 @@
 //! The controllers: one file per kind, on top of `stack/`, `source/` and `apply/`, plus what
-//! they share (errors, backoff, owner references, a stack's source with its credentials).
+//! they share (errors, backoff, owner references, a stack's source with its credentials in
+//! [`credentials`]).
 
 pub mod clock;
 pub mod cluster;
 pub mod cluster_addon;
 pub mod cluster_stack;
 pub mod cluster_stack_release;
+mod credentials;
 pub mod error;
 pub mod failures;
 pub mod pipeline;
@@ -21,18 +23,18 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
-use super::api::{ClusterStack, StackSource};
+use super::api::ClusterStack;
 use super::context::Context;
 use super::settings::Settings;
-use super::sources::Resolved;
 use capstan_stack::name::{KubernetesVersion, StackName};
 pub use clock::now;
+use credentials::read_secret;
+pub use credentials::resolve_source;
 pub use error::{Cause, Error, Invalid, SourceConfigError, TERMINAL_RETRY};
 use failures::Failures;
 pub use references::{object_ref, owner_reference};
@@ -257,106 +259,6 @@ pub fn drift_wait(last: Option<&Time>, settings: &Settings) -> Option<Duration> 
 pub fn stack_name_of(stack: &ClusterStack) -> Option<StackName> {
     let kubernetes = KubernetesVersion::parse(&stack.spec.kubernetes_version).ok()?;
     StackName::new(&stack.spec.provider, &stack.spec.name, kubernetes).ok()
-}
-
-/// The source of `stack` with the token of its Secret read.
-pub async fn resolve_source(stack: &ClusterStack, ctx: &Context) -> Result<Resolved, SourceConfigError> {
-    let namespace = stack.namespace().unwrap_or_default();
-    let Some(source) = stack
-        .spec
-        .source
-        .as_ref()
-        .or(ctx.settings.default_source.as_ref())
-    else {
-        return Err(SourceConfigError::NoSource {
-            namespace,
-            name: stack.name_any(),
-        });
-    };
-    if let StackSource::Oci(oci) = source {
-        return resolve_oci(oci, &namespace, ctx).await;
-    }
-    let secret_ref = match source {
-        StackSource::Github(gh) => gh.secret_ref.as_ref(),
-        StackSource::Git(git) => git.secret_ref.as_ref(),
-        StackSource::Oci(_) | StackSource::Local(_) => None,
-    };
-    let token = match secret_ref {
-        None => match source {
-            StackSource::Github(_) => ctx.settings.github_token.clone(),
-            _ => None,
-        },
-        Some(reference) => {
-            let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
-            let secret = read_secret(&secrets, &namespace, &reference.name).await?;
-            let token = secret
-                .data
-                .as_ref()
-                .and_then(|d| d.get("token").or_else(|| d.get("password")))
-                .map(|b| String::from_utf8_lossy(&b.0).trim().to_string())
-                .filter(|t| !t.is_empty())
-                .ok_or_else(|| SourceConfigError::NoToken {
-                    namespace: namespace.clone(),
-                    name: reference.name.clone(),
-                })?;
-            Some(token)
-        }
-    };
-    Resolved::of(source, &ctx.settings.github_url, token).map_err(SourceConfigError::OciRepository)
-}
-
-async fn read_secret(
-    secrets: &Api<Secret>,
-    namespace: &str,
-    name: &str,
-) -> Result<Secret, SourceConfigError> {
-    secrets
-        .get(name)
-        .await
-        .map_err(|source| SourceConfigError::ReadSecret {
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-            source,
-        })
-}
-
-/// An OCI source with its credentials: the Secret's `username` and `password`, or its
-/// `token`; without a Secret, the operator's.
-async fn resolve_oci(
-    oci: &crate::api::OciSource,
-    namespace: &str,
-    ctx: &Context,
-) -> Result<Resolved, SourceConfigError> {
-    use capstan_source::oci::{Credentials, OciRepo};
-    let repo = OciRepo::parse(&oci.repository).map_err(SourceConfigError::OciRepository)?;
-    let credentials = match &oci.secret_ref {
-        None => ctx.settings.oci_credentials.clone(),
-        Some(reference) => {
-            let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
-            let secret = read_secret(&secrets, namespace, &reference.name).await?;
-            let field = |key: &str| {
-                secret
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get(key))
-                    .map(|b| String::from_utf8_lossy(&b.0).trim().to_string())
-                    .filter(|v| !v.is_empty())
-            };
-            let credentials = Credentials::from_parts(field("username"), field("password"), field("token"));
-            if credentials == Credentials::Anonymous {
-                return Err(SourceConfigError::NoCredentials {
-                    namespace: namespace.to_string(),
-                    name: reference.name.clone(),
-                });
-            }
-            credentials
-        }
-    };
-    Ok(Resolved::Oci {
-        repo,
-        credentials,
-        insecure: ctx.settings.oci_insecure,
-    })
 }
 
 #[cfg(test)]

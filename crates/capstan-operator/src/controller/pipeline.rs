@@ -275,15 +275,16 @@ pub struct Watched {
     pub before_prune: Option<capstan_apply::PruneNotice>,
 }
 
-/// Applies `objects` with `inventory` (pruning what left it), counts and records the outcome
-/// (per-object status; condition `step` fails when an object failed).
+/// Applies `objects` with `inventory` (pruning what left it) as the release plan decided
+/// (`apply`: only [`super::release_runner::plan::plan`] makes one), counts and records the
+/// outcome (per-object status; condition `step` fails when an object failed).
 pub async fn apply<K: Tracked>(
     progress: &mut Progress<'_, K>,
     step: &'static str,
     applier: &Applier,
     objects: &[DesiredObject],
     inventory: InventoryRef,
-    drift_pass: bool,
+    apply: super::release_runner::plan::Apply,
     watched: Watched,
 ) -> Result<Outcome, Error> {
     let options = ApplyOptions {
@@ -296,7 +297,14 @@ pub async fn apply<K: Tracked>(
     let report = applier.apply(objects, &options).await.because("ApplyFailed");
     let report = progress.check(step, report).await?;
     let reference = object_ref(progress.object);
-    let outcome = super::report::record(progress.ctx, K::CONTROLLER, &reference, &report, drift_pass).await;
+    let outcome = super::report::record(
+        progress.ctx,
+        K::CONTROLLER,
+        &reference,
+        &report,
+        apply.drift_pass(),
+    )
+    .await;
     progress.set_resources(outcome.resources.clone());
     if let Some(message) = outcome.failure.clone() {
         return Err(progress.fail(step, "ApplyFailed", Cause::Objects(message)).await);

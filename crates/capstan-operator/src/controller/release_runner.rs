@@ -3,14 +3,14 @@
 //! it observes once (the stored render of the current inputs, what status records as applied,
 //! the drift signals and whether the watches cover the inventories) into a [`plan::Snapshot`],
 //! lets the pure [`plan::plan`] decide, and acts on the [`plan::Step`] alone — render once,
-//! apply, record a watched check, or wait — then ends the pass the same way for both kinds
-//! (drift watches, applied recorded, status saved, requeue). Each kind supplies a
-//! [`ReleaseKind`]: its inputs hash, render, inventories, target and status mapping.
+//! run a stage action, apply, record a watched check, or wait — then ends the pass the same
+//! way for both kinds (drift watches, applied recorded, status saved, requeue). Each kind
+//! supplies a [`ReleaseKind`]: its inputs hash, render, stage machine and stage actions,
+//! inventories, target and status mapping.
 
 pub mod plan;
 
 use std::future::Future;
-use std::ops::ControlFlow;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
@@ -24,7 +24,7 @@ use super::report::{self, Outcome};
 use super::wake_ups::DriftWakeUps;
 use crate::store::{Owner, StoredRender};
 use capstan_apply::{Applier, DesiredObject, InventoryRef};
-use plan::{Drift, Snapshot, Step};
+use plan::{Apply, Drift, Snapshot, Stages, Step};
 
 /// The status fields of a release's progress, as both kinds name them.
 pub trait ReleaseStatus {
@@ -75,9 +75,21 @@ impl Inventory {
     }
 }
 
+/// What a stage action did.
+pub enum Staged {
+    /// The pass goes on: observe and plan again.
+    Again,
+    /// The pass ends with this action (a stage waits, or stops).
+    Done(Action),
+    /// Every stage is done: the pass ends as a full one, with these inventories watched.
+    Finished(Vec<Inventory>),
+}
+
 /// What one kind brings to the runner.
 pub trait ReleaseKind {
     type Object: Tracked<Status: ReleaseStatus> + Send + Sync + 'static;
+    /// Its stage machine ([`plan::NoStages`] for a kind that applies in one go).
+    type Stages: Stages + std::fmt::Debug + Send + Sync;
     /// The hash of this pass's render inputs.
     fn inputs(&self) -> &str;
     /// Where its renders are stored.
@@ -91,13 +103,35 @@ pub trait ReleaseKind {
         render: &StoredRender,
         fresh: bool,
     ) -> impl Future<Output = ()> + Send;
-    /// The inventories this pass applies from `render`, or the pass's end (`Break`: a
-    /// ClusterAddon's stages still run).
+    /// What its stage machine needs, from the recorded `status` (pure).
+    fn stages(&self, status: &<Self::Object as Tracked>::Status) -> Self::Stages;
+    /// The inventories `render` names for `object` while the stages stand at `stages` (none
+    /// while a stage action is next): what an apply writes, what drift watches cover. Reads
+    /// only.
     fn target(
+        &self,
+        object: &Self::Object,
+        render: &StoredRender,
+        stages: &Self::Stages,
+    ) -> impl Future<Output = Result<Vec<Inventory>, Failure>> + Send;
+    /// Drops from the recorded per-object status entries no inventory of `inventories` has
+    /// while the stages stand at `stages` (in memory; the step's save writes it).
+    fn keep_resources(
+        &self,
+        _status: &mut <Self::Object as Tracked>::Status,
+        _stages: &Self::Stages,
+        _inventories: &[Inventory],
+    ) {
+    }
+    /// Acts on stage action `action` of the stored `render`; a stage's apply goes through
+    /// [`apply_inventory`] with the plan's `apply`.
+    fn stage(
         &self,
         progress: &mut Progress<'_, Self::Object>,
         render: &StoredRender,
-    ) -> impl Future<Output = Result<ControlFlow<Action, Vec<Inventory>>, Error>> + Send;
+        action: <Self::Stages as Stages>::Action,
+        apply: Apply,
+    ) -> impl Future<Output = Result<Staged, Error>> + Send;
     /// Whether the recorded status says the current inputs were applied in full.
     fn applied(&self, status: &<Self::Object as Tracked>::Status) -> bool {
         status.applied_inputs() == Some(self.inputs())
@@ -149,18 +183,20 @@ pub async fn run<R: ReleaseKind>(progress: &mut Progress<'_, R::Object>, kind: &
         .filter(|s| s.inputs == kind.inputs());
     let mut fresh = false;
     loop {
+        let stages = kind.stages(&progress.status);
         let target = match &stored {
             Some(render) => {
                 kind.rendered(progress, render, fresh).await;
-                match kind.target(progress, render).await? {
-                    ControlFlow::Continue(inventories) => Some((render, inventories)),
-                    ControlFlow::Break(action) => return Ok(action),
-                }
+                fresh = false;
+                let inventories = kind.target(progress.object, render, &stages).await;
+                let inventories = progress.check(APPLIED, inventories).await?;
+                kind.keep_resources(&mut progress.status, &stages, &inventories);
+                Some((render, inventories))
             }
             None => None,
         };
         let inventories = target.as_ref().map(|(_, inventories)| inventories.as_slice());
-        let snapshot = observe(progress, kind, inventories);
+        let snapshot = observe(progress, kind, inventories, stages);
         let step = plan::plan(&snapshot);
         tracing::debug!(object = %super::key_of(progress.object), phase = ?snapshot.phase(), ?step, "planned");
         match act(progress, kind, step, &owner, target).await? {
@@ -168,6 +204,7 @@ pub async fn run<R: ReleaseKind>(progress: &mut Progress<'_, R::Object>, kind: &
                 stored = Some(render);
                 fresh = true;
             }
+            Acted::Again => {}
             Acted::Done(action) => return Ok(action),
         }
     }
@@ -179,7 +216,8 @@ fn observe<R: ReleaseKind>(
     progress: &Progress<'_, R::Object>,
     kind: &R,
     inventories: Option<&[Inventory]>,
-) -> Snapshot {
+    stages: R::Stages,
+) -> Snapshot<R::Stages> {
     let object = ObjectRef::from_obj(progress.object);
     // Inventories no watch serves (after a restart, or a workload cluster connected again)
     // are compared now, and watched from then on: not a drift interval later.
@@ -196,6 +234,7 @@ fn observe<R: ReleaseKind>(
         applied: kind.applied(&progress.status),
         drift: Drift::of(suspect, due_in),
         watched: progress.ctx.settings.drift_watches && inventories.is_some_and(|i| kind.watched(i)),
+        stages,
     }
 }
 
@@ -213,6 +252,8 @@ fn take_over_asked<K: Tracked>(progress: &Progress<'_, K>) -> bool {
 enum Acted {
     /// Rendered and stored the inputs: observe again.
     Rendered(StoredRender),
+    /// A stage action is done: observe again.
+    Again,
     /// The pass ends.
     Done(Action),
 }
@@ -222,12 +263,12 @@ enum Acted {
 async fn act<R: ReleaseKind>(
     progress: &mut Progress<'_, R::Object>,
     kind: &R,
-    step: Step,
+    step: Step<<R::Stages as Stages>::Action>,
     owner: &Owner,
     target: Option<(&StoredRender, Vec<Inventory>)>,
 ) -> Result<Acted, Error> {
     let ctx = progress.ctx;
-    let drift_pass = match step {
+    let apply = match step {
         Step::Render => {
             let parts = kind.render().await;
             let parts = progress.check(RENDERED, parts).await?;
@@ -246,15 +287,23 @@ async fn act<R: ReleaseKind>(
             progress.save().await?;
             return Ok(Acted::Done(Action::requeue(super::drift_requeue(&ctx.settings))));
         }
-        Step::Apply { drift_pass } => drift_pass,
+        Step::Apply(apply) => apply,
+        Step::Stage { action, apply } => {
+            let Some((render, _)) = target else {
+                return Err(without_render(&format!("{action:?}")));
+            };
+            return Ok(match kind.stage(progress, render, action, apply).await? {
+                Staged::Again => Acted::Again,
+                Staged::Done(action) => Acted::Done(action),
+                Staged::Finished(inventories) => {
+                    Acted::Done(finish(progress, kind, render, &inventories).await?)
+                }
+            });
+        }
     };
+    let drift_pass = apply.drift_pass();
     let Some((render, inventories)) = target else {
-        // The plan renders first whenever nothing is stored: a defect if reached.
-        tracing::error!(?step, "the release plan gave an apply without a stored render");
-        return Err(Error::Waiting {
-            reason: format!("{step:?} without a stored render"),
-            retry: super::progress::WAIT,
-        });
+        return Err(without_render(&format!("{apply:?}")));
     };
     // Unless this pass checks for drift or a watch woke the object, what the watches saw
     // since the last complete apply need not be listed again (issue 36: an upgrade costs its
@@ -263,7 +312,7 @@ async fn act<R: ReleaseKind>(
     let trusted = plan::trusts_watches(ctx.settings.drift_watches, drift_pass, woken);
     let mut conflicts = Vec::new();
     for inventory in &inventories {
-        let outcome = apply_inventory(progress, kind, inventory, drift_pass, trusted).await?;
+        let outcome = apply_inventory(progress, kind, inventory, apply, trusted).await?;
         let message = kind.applied_message(&outcome, render);
         progress.condition(APPLIED, true, "Applied", message);
         conflicts.extend(outcome.conflicts);
@@ -284,13 +333,23 @@ async fn act<R: ReleaseKind>(
         .map(Acted::Done)
 }
 
-/// Applies one inventory's objects (pruning what left it) and records the per-object status
-/// (of its stage); a ClusterAddon's stage runs through here too.
+/// The error of a step that needs a stored render without one: the plan renders first
+/// whenever nothing is stored, so a defect if reached.
+fn without_render(step: &str) -> Error {
+    tracing::error!(step, "the release plan gave a step without a stored render");
+    Error::Waiting {
+        reason: format!("{step} without a stored render"),
+        retry: super::progress::WAIT,
+    }
+}
+
+/// Applies one inventory's objects (pruning what left it) as the plan's `apply` says and
+/// records the per-object status (of its stage); a ClusterAddon's stage runs through here too.
 pub async fn apply_inventory<R: ReleaseKind>(
     progress: &mut Progress<'_, R::Object>,
     kind: &R,
     inventory: &Inventory,
-    drift_pass: bool,
+    apply: Apply,
     trusted: bool,
 ) -> Result<Outcome, Error> {
     let watched = kind.told(&inventory.inventory, trusted);
@@ -301,7 +360,7 @@ pub async fn apply_inventory<R: ReleaseKind>(
         kind.applier(),
         &inventory.objects,
         inventory.inventory.clone(),
-        drift_pass,
+        apply,
         watched,
     )
     .await;
@@ -314,7 +373,7 @@ pub async fn apply_inventory<R: ReleaseKind>(
 
 /// The end of a full pass: `inventories` watched for drift, `render` recorded as applied,
 /// the status saved, the next drift check requeued.
-pub async fn finish<R: ReleaseKind>(
+async fn finish<R: ReleaseKind>(
     progress: &mut Progress<'_, R::Object>,
     kind: &R,
     render: &StoredRender,
@@ -328,86 +387,4 @@ pub async fn finish<R: ReleaseKind>(
         .forget_check(&ObjectRef::from_obj(progress.object));
     progress.save().await?;
     Ok(Action::requeue(super::drift_requeue(&progress.ctx.settings)))
-}
-
-#[cfg(test)]
-mod tests {
-    /// The controllers' sources, without their tests.
-    fn sources() -> [(&'static str, &'static str); 4] {
-        let production =
-            |source: &'static str| &source[..source.find("#[cfg(test)]").unwrap_or(source.len())];
-        [
-            ("release_runner.rs", production(include_str!("release_runner.rs"))),
-            ("cluster_addon.rs", production(include_str!("cluster_addon.rs"))),
-            (
-                "cluster_stack_release.rs",
-                production(include_str!("cluster_stack_release.rs")),
-            ),
-            ("pipeline.rs", production(include_str!("pipeline.rs"))),
-        ]
-    }
-
-    /// The text of function `name` in `source`, to its closing brace at column 0.
-    fn function<'a>(source: &'a str, name: &str) -> &'a str {
-        let start = source
-            .find(&format!("fn {name}<"))
-            .or_else(|| source.find(&format!("fn {name}(")))
-            .unwrap_or_else(|| panic!("no fn {name}"));
-        let end = source[start..].find("\n}\n").map_or(source.len(), |e| start + e);
-        &source[start..end]
-    }
-
-    /// Each call that renders, stores, applies or records a check, and the only functions
-    /// (file, function) that make it.
-    const ONLY_IN: [(&str, &[(&str, &str)]); 6] = [
-        ("kind.render()", &[("release_runner.rs", "act")]),
-        ("pipeline::store(", &[("release_runner.rs", "act")]),
-        ("record_check(", &[("release_runner.rs", "act")]),
-        ("pipeline::apply(", &[("release_runner.rs", "apply_inventory")]),
-        // A ClusterAddon's stage runs apply too, as its stage plan decides.
-        (
-            "apply_inventory(",
-            &[
-                ("release_runner.rs", "act"),
-                ("cluster_addon.rs", "run_stage_objects"),
-            ],
-        ),
-        ("kind.watch_drift(", &[("release_runner.rs", "finish")]),
-    ];
-
-    /// A grep over the sources (the design is held by this test, not by the compiler): the
-    /// runner renders, stores, applies and records a check only in `act`, which takes a
-    /// `Step` of the one `plan` call; no controller renders into the store, applies a
-    /// release, reads the drift clock or keeps a drift enum of its own around it.
-    #[test]
-    fn production_acts_only_on_the_plans_steps() {
-        for (call, allowed) in ONLY_IN {
-            for (file, source) in sources() {
-                let mut rest = source.to_string();
-                for (home, name) in allowed.iter().filter(|(home, _)| *home == file) {
-                    let body = function(source, name);
-                    assert!(body.contains(call), "{home}: fn {name} no longer makes {call}");
-                    rest = rest.replace(body, "");
-                }
-                let uses = rest
-                    .lines()
-                    .filter(|l| l.contains(call) && !l.trim_start().starts_with("//"))
-                    .collect::<Vec<_>>();
-                assert!(
-                    uses.is_empty(),
-                    "{file} makes {call} outside {allowed:?}: {uses:?}"
-                );
-            }
-        }
-        // The runner decides once per observation, in `run`, and acts on the `Step` in `act`.
-        let runner = sources()[0].1;
-        assert_eq!(runner.matches("plan::plan(").count(), 1);
-        assert!(function(runner, "run").contains("plan::plan(&snapshot)"));
-        assert!(function(runner, "act").contains("step: Step"));
-        for (file, source) in &sources()[1..] {
-            for decision in ["enum Drift", "drift_wait(", "render_once(", ".take(&ObjectRef"] {
-                assert!(!source.contains(decision), "{file} decides itself: {decision}");
-            }
-        }
-    }
 }

@@ -52,6 +52,26 @@ pub struct Watched {
     pub addon_events: Events<ClusterAddon>,
 }
 
+/// ClusterStackRollouts, on the Clusters and ClusterAddons the process watches (see [`run`]).
+pub fn controller(wiring: &crate::wiring::Wiring<'_>) -> crate::wiring::Running {
+    let mut fleet = wiring.fleet();
+    let watched = Watched {
+        clusters: wiring.ctx.management.cluster_store(),
+        cluster_events: fleet.clusters(),
+        addons: fleet.addons_store.clone(),
+        addon_events: fleet.addons(),
+    };
+    drop(fleet);
+    Box::pin(run(
+        wiring.client.clone(),
+        wiring.scope.clone(),
+        watched,
+        wiring.ctx.clone(),
+        wiring.concurrency.clone(),
+        wiring.shutdown.clone(),
+    ))
+}
+
 /// The rollout controller with its watches, until `shutdown`.
 pub async fn run(
     client: Client,

@@ -1,15 +1,171 @@
-//! What a ClusterAddon pass does next, decided from its recorded status alone: a pure
-//! function over typed phases, so the table of states is tested without a cluster. The I/O
-//! (conditions, apply, delete, saving the status) is the shell in `cluster_addon.rs`.
+//! What a ClusterAddon pass does next, as pure functions tested as tables without a cluster:
+//! the gates before a render ([`cluster_gone`], [`class_of`], [`control_plane_gate`],
+//! [`workload_gate`]: each says go on, or how the pass halts), and the stage machine, decided
+//! from the recorded status alone ([`plan`], [`AddonStages`]: its actions are steps of the
+//! release runner's one plan). The reads are `observe.rs`'s, the I/O `act.rs`'s.
 //!
 //! Compatibility: the phases and `stagesFor` are stored as the strings earlier versions wrote
 //! (`Pending`, `waitingForPreCondition`, …; `"<hook> <class>"`), and read back from them
 //! ([`Recorded`]); a text this version does not know stops the stages (never read as
 //! `Pending`: a `delete` stage would run again).
 
-use capstan_stack::addon_config::{AddonConfig, Hook, Stage};
+use std::ops::ControlFlow;
 
-use crate::api::{ClusterAddonStatus, Recorded, StagePhase, StageStatus, StagesFor};
+use kube::api::DynamicObject;
+
+use super::super::Cause;
+use super::super::pipeline::{APPLIED, RENDERED};
+use super::names::{CLUSTER_READY, WORKLOAD_REACHABLE};
+use crate::addon::user_values::{GatherError, Layer};
+use crate::addon::workload::Gate;
+use crate::api::{ClusterAddonStatus, Recorded, StagePhase, StageStatus, StagesFor, conditions};
+use crate::clusters::ClusterUse;
+use capstan_stack::addon_config::{AddonConfig, Hook, Stage};
+use capstan_stack::name::ReleaseTag;
+
+/// How a pass halts at a gate, before anything is rendered.
+#[derive(Debug)]
+pub enum Halt {
+    /// The Cluster is gone: the ClusterAddon deletes itself (no garbage collector took it
+    /// along), and the pass ends.
+    DeleteSelf,
+    /// Condition `step` false with `reason`, looked at again soon (a gate that opens by
+    /// itself).
+    Wait {
+        step: &'static str,
+        reason: &'static str,
+        message: String,
+    },
+    /// Condition `step` false with `reason`, looked at again only on a change.
+    Stop {
+        step: &'static str,
+        reason: &'static str,
+        message: String,
+    },
+    /// The pass fails: condition `step` false with `reason` and the cause.
+    Fail {
+        step: &'static str,
+        reason: &'static str,
+        cause: Cause,
+    },
+}
+
+/// The gate of the Cluster itself: present, or gone (the ClusterAddon goes too).
+pub fn cluster_gate(found: Option<DynamicObject>) -> ControlFlow<Halt, DynamicObject> {
+    match found {
+        Some(cluster) => ControlFlow::Continue(cluster),
+        None => ControlFlow::Break(Halt::DeleteSelf),
+    }
+}
+
+/// Which release: the Cluster's class, its namespace and its release tag. A Cluster without
+/// a class waits; a class that is no stack's waits for a change.
+pub fn class_gate(usage: &ClusterUse) -> ControlFlow<Halt, (String, String, ReleaseTag)> {
+    let Some(class) = usage.class.clone() else {
+        let message = format!("Cluster {} has no spec.topology.class", usage.name);
+        return ControlFlow::Break(Halt::Wait {
+            step: CLUSTER_READY,
+            reason: "NoTopology",
+            message,
+        });
+    };
+    match ReleaseTag::parse_cluster_class(&class) {
+        Ok(tag) => ControlFlow::Continue((class, usage.class_namespace.clone(), tag)),
+        Err(e) => ControlFlow::Break(Halt::Stop {
+            step: CLUSTER_READY,
+            reason: "NotAStackClass",
+            message: format!("class {class} is not a cluster stack class: {e}"),
+        }),
+    }
+}
+
+/// The control plane's gate: the Cluster's `status.controlPlaneReady` is true.
+pub fn control_plane_gate(cluster: &DynamicObject) -> ControlFlow<Halt> {
+    let ready = cluster
+        .data
+        .pointer("/status/controlPlaneReady")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    if ready {
+        return ControlFlow::Continue(());
+    }
+    let name = cluster.metadata.name.as_deref().unwrap_or_default();
+    ControlFlow::Break(Halt::Wait {
+        step: CLUSTER_READY,
+        reason: "ControlPlaneNotReady",
+        message: format!("waiting for Cluster {name}: status.controlPlaneReady is not true"),
+    })
+}
+
+/// The workload cluster's gate: connected, or waiting at its closed gate — a failed pass
+/// instead when addons were `applied` there and its API server does not answer (`Ready`
+/// still says they are applied; `WorkloadReachable` says where it failed).
+pub fn workload_gate<T>(connected: Result<T, Gate>, cluster: &str, applied: bool) -> ControlFlow<Halt, T> {
+    match connected {
+        Ok(target) => ControlFlow::Continue(target),
+        Err(gate) if gate.unreachable_after_apply(applied) => ControlFlow::Break(Halt::Fail {
+            step: WORKLOAD_REACHABLE,
+            reason: "WorkloadUnreachable",
+            cause: Cause::Unreachable {
+                cluster: cluster.to_string(),
+                gate,
+            },
+        }),
+        Err(gate) => ControlFlow::Break(Halt::Wait {
+            step: CLUSTER_READY,
+            reason: "WorkloadNotReady",
+            message: gate.to_string(),
+        }),
+    }
+}
+
+/// The gate of the objects the Cluster references (read, or the pass waits for them).
+pub fn objects_gate<T, E: std::fmt::Display>(read: Result<T, E>) -> ControlFlow<Halt, T> {
+    match read {
+        Ok(objects) => ControlFlow::Continue(objects),
+        Err(missing) => ControlFlow::Break(Halt::Wait {
+            step: RENDERED,
+            reason: "ObjectsMissing",
+            message: missing.to_string(),
+        }),
+    }
+}
+
+/// The gate of the user's values: gathered, missing (the pass waits) or invalid (it fails).
+pub fn user_values_gate(gathered: Result<Vec<Layer>, GatherError>) -> ControlFlow<Halt, Vec<Layer>> {
+    match gathered {
+        Ok(layers) => ControlFlow::Continue(layers),
+        Err(GatherError::Missing(message)) => ControlFlow::Break(Halt::Wait {
+            step: RENDERED,
+            reason: "UserValuesMissing",
+            message,
+        }),
+        Err(GatherError::Invalid(message)) => ControlFlow::Break(Halt::Fail {
+            step: RENDERED,
+            reason: "InvalidUserValues",
+            cause: Cause::UserValues(message),
+        }),
+    }
+}
+
+/// The `Applied` condition's message when it turns false at once because the Cluster's
+/// class changed since the addons were applied (only while it says applied: later steps set
+/// their own progress).
+pub fn upgrade_note(status: &ClusterAddonStatus, class: &str) -> Option<String> {
+    class_change(status.applied_cluster_stack.as_deref(), class)
+        .filter(|_| conditions::is_true(&status.conditions, APPLIED))
+}
+
+/// When the Cluster's class is not the one whose addons were applied last: the message of
+/// the `Applied` condition while the new release's addons are brought in.
+pub fn class_change(applied: Option<&str>, class: &str) -> Option<String> {
+    match applied {
+        Some(applied) if applied != class => Some(format!(
+            "the Cluster's class changed from {applied} to {class}: applying the addons of {class}"
+        )),
+        _ => None,
+    }
+}
 
 /// What a stage does next from its phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,30 +178,93 @@ pub enum StageStep {
     CheckPost,
 }
 
-/// The next step of a ClusterAddon pass, once the release is rendered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+/// What the release runner applies when no stage action is next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applying {
     /// No `clusteraddon.yaml`: the one chart, as the release runner's plan decides.
-    ApplyChart,
+    Chart,
     /// The stages ran for this class: the `apply` stages of `hook`, as the release runner's
     /// plan decides (drift, or new inputs).
-    DriftStages { hook: Option<Hook> },
+    Stages { hook: Option<Hook> },
+}
+
+/// A stage action: a step of the release runner's plan ([`super::super::release_runner::plan::Step::Stage`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StageAction {
     /// Record a fresh stage list for `stages_for` (every stage `Pending`).
-    StartStages {
+    Start {
         stages_for: StagesFor,
         stages: Vec<StageStatus>,
     },
     /// Advance stage `index` of `hook`.
-    Stage {
+    Run {
         hook: Hook,
         index: usize,
         step: StageStep,
     },
     /// Every stage of `hook` is done: record the class as applied.
-    StagesDone { hook: Hook, count: usize },
+    Done { hook: Hook, count: usize },
     /// A recorded field of the stages holds a value this version does not know: nothing
     /// runs (the condition names `field` and its `value`).
     Unrecognized { field: String, value: String },
+}
+
+/// The next step of a ClusterAddon pass, once the release is rendered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// No stage action: apply (as the release runner's plan decides).
+    Apply(Applying),
+    /// A stage action.
+    Act(StageAction),
+}
+
+/// What the stage machine needs from a pass: the recorded stages (`applied_cluster_stack`,
+/// `stages_for`, `stages` of the status), the release's `clusteraddon.yaml` and the
+/// Cluster's class.
+#[derive(Debug, Clone)]
+pub struct AddonStages<'a> {
+    recorded: ClusterAddonStatus,
+    config: Option<&'a AddonConfig>,
+    class: &'a str,
+}
+
+impl<'a> AddonStages<'a> {
+    pub fn new(
+        status: &ClusterAddonStatus,
+        config: Option<&'a AddonConfig>,
+        class: &'a str,
+    ) -> AddonStages<'a> {
+        let recorded = ClusterAddonStatus {
+            applied_cluster_stack: status.applied_cluster_stack.clone(),
+            stages_for: status.stages_for.clone(),
+            stages: status.stages.clone(),
+            ..ClusterAddonStatus::default()
+        };
+        AddonStages {
+            recorded,
+            config,
+            class,
+        }
+    }
+
+    /// What the runner applies when no stage action is next (`None` while one is).
+    pub fn applying(&self) -> Option<Applying> {
+        match plan(&self.recorded, self.config, self.class) {
+            Step::Apply(applying) => Some(applying),
+            Step::Act(_) => None,
+        }
+    }
+}
+
+impl super::super::release_runner::plan::Stages for AddonStages<'_> {
+    type Action = StageAction;
+
+    fn next(&self) -> Option<StageAction> {
+        match plan(&self.recorded, self.config, self.class) {
+            Step::Apply(_) => None,
+            Step::Act(action) => Some(action),
+        }
+    }
 }
 
 /// Whether the recorded `status` says the render of `inputs` was applied in full for `class`
@@ -64,19 +283,19 @@ pub fn plan(status: &ClusterAddonStatus, config: Option<&AddonConfig>, class: &s
     let applied = status.applied_cluster_stack.as_deref();
     let upgrade = applied.is_some_and(|a| a != class);
     let Some(config) = config else {
-        return Step::ApplyChart;
+        return Step::Apply(Applying::Chart);
     };
     if let Some(unknown) = unrecognized(status) {
-        return unknown;
+        return Step::Act(unknown);
     }
     let recorded = status.stages_for.as_ref().and_then(Recorded::known).cloned();
     let hook = match applied {
         None => Hook::AfterControlPlaneInitialized,
         Some(_) if upgrade => Hook::BeforeClusterUpgrade,
         Some(_) => {
-            return Step::DriftStages {
+            return Step::Apply(Applying::Stages {
                 hook: recorded.map(|r| r.hook),
-            };
+            });
         }
     };
     let stages = stages_of(config, hook);
@@ -85,10 +304,10 @@ pub fn plan(status: &ClusterAddonStatus, config: Option<&AddonConfig>, class: &s
         class: class.to_string(),
     };
     if recorded.as_ref() != Some(&wanted) || status.stages.len() != stages.len() {
-        return Step::StartStages {
+        return Step::Act(StageAction::Start {
             stages_for: wanted,
             stages: stages.iter().map(pending).collect(),
-        };
+        });
     }
     for (index, (stage, recorded)) in stages.iter().zip(&status.stages).enumerate() {
         let Recorded::Known(phase) = recorded.phase else {
@@ -107,18 +326,18 @@ pub fn plan(status: &ClusterAddonStatus, config: Option<&AddonConfig>, class: &s
             StagePhase::ApplyingOrDeleting => StageStep::Run,
             StagePhase::WaitingForPostCondition => StageStep::CheckPost,
         };
-        return Step::Stage { hook, index, step };
+        return Step::Act(StageAction::Run { hook, index, step });
     }
-    Step::StagesDone {
+    Step::Act(StageAction::Done {
         hook,
         count: stages.len(),
-    }
+    })
 }
 
 /// The first recorded field of the stages (`stagesFor`, a stage's `action` or `phase`) whose
-/// text this version does not know, as the step that stops the pass.
-fn unrecognized(status: &ClusterAddonStatus) -> Option<Step> {
-    let unknown = |field: String, value: &str| Step::Unrecognized {
+/// text this version does not know, as the action that stops the pass.
+fn unrecognized(status: &ClusterAddonStatus) -> Option<StageAction> {
+    let unknown = |field: String, value: &str| StageAction::Unrecognized {
         field,
         value: value.to_string(),
     };
@@ -303,38 +522,44 @@ mod tests {
         let created = format!("AfterControlPlaneInitialized {V1}");
         let upgrading = format!("BeforeClusterUpgrade {V2}");
         let config = config();
-        let stage = |hook, index, step| Step::Stage { hook, index, step };
+        let stage = |hook, index, step| Step::Act(StageAction::Run { hook, index, step });
         let after = Hook::AfterControlPlaneInitialized;
         let cases: Vec<(ClusterAddonStatus, Option<&AddonConfig>, &str, Step)> = vec![
             // No clusteraddon.yaml: the one chart, whatever is recorded.
-            (status(None, None, &[]), None, V1, Step::ApplyChart),
-            (status(Some(V1), None, &[]), None, V1, Step::ApplyChart),
-            (status(Some(V1), None, &[]), None, V2, Step::ApplyChart),
+            (status(None, None, &[]), None, V1, Step::Apply(Applying::Chart)),
+            (
+                status(Some(V1), None, &[]),
+                None,
+                V1,
+                Step::Apply(Applying::Chart),
+            ),
+            (
+                status(Some(V1), None, &[]),
+                None,
+                V2,
+                Step::Apply(Applying::Chart),
+            ),
             // Nothing recorded: the creation hook's stages start.
             (
                 status(None, None, &[]),
                 Some(&config),
                 V1,
-                Step::StartStages {
-                    stages_for: StagesFor {
-                        hook: after,
-                        class: V1.into(),
-                    },
-                    stages: vec![pending(&stage_named("a")), pending(&stage_named("b"))],
-                },
+                start(
+                    after,
+                    V1.into(),
+                    vec![pending(&stage_named("a")), pending(&stage_named("b"))],
+                ),
             ),
             // A recorded list that does not match the hook's stages starts over (no index panics).
             (
                 status(None, Some(&created), &["done"]),
                 Some(&config),
                 V1,
-                Step::StartStages {
-                    stages_for: StagesFor {
-                        hook: after,
-                        class: V1.into(),
-                    },
-                    stages: vec![pending(&stage_named("a")), pending(&stage_named("b"))],
-                },
+                start(
+                    after,
+                    V1.into(),
+                    vec![pending(&stage_named("a")), pending(&stage_named("b"))],
+                ),
             ),
             // Each phase of the first stage.
             (
@@ -378,36 +603,34 @@ mod tests {
                 status(None, Some(&created), &["done", "done"]),
                 Some(&config),
                 V1,
-                Step::StagesDone {
+                Step::Act(StageAction::Done {
                     hook: after,
                     count: 2,
-                },
+                }),
             ),
             // Applied for this class: drift of the recorded hook.
             (
                 status(Some(V1), Some(&created), &["done", "done"]),
                 Some(&config),
                 V1,
-                Step::DriftStages { hook: Some(after) },
+                Step::Apply(Applying::Stages { hook: Some(after) }),
             ),
             (
                 status(Some(V1), None, &[]),
                 Some(&config),
                 V1,
-                Step::DriftStages { hook: None },
+                Step::Apply(Applying::Stages { hook: None }),
             ),
             // The class changed: the upgrade hook's stages, for the new class.
             (
                 status(Some(V1), Some(&created), &["done", "done"]),
                 Some(&config),
                 V2,
-                Step::StartStages {
-                    stages_for: StagesFor {
-                        hook: Hook::BeforeClusterUpgrade,
-                        class: V2.into(),
-                    },
-                    stages: vec![pending(&stage_named("c"))],
-                },
+                start(
+                    Hook::BeforeClusterUpgrade,
+                    V2.into(),
+                    vec![pending(&stage_named("c"))],
+                ),
             ),
             (
                 status(Some(V1), Some(&upgrading), &["Pending"]),
@@ -419,10 +642,10 @@ mod tests {
                 status(Some(V1), Some(&upgrading), &["done"]),
                 Some(&config),
                 V2,
-                Step::StagesDone {
+                Step::Act(StageAction::Done {
                     hook: Hook::BeforeClusterUpgrade,
                     count: 1,
-                },
+                }),
             ),
             // Values this version does not know stop the stages, a `delete` stage's included:
             // never read as `Pending`, so nothing runs again.
@@ -503,10 +726,17 @@ mod tests {
     }
 
     fn unrecognized(field: &str, value: &str) -> Step {
-        Step::Unrecognized {
+        Step::Act(StageAction::Unrecognized {
             field: field.into(),
             value: value.into(),
-        }
+        })
+    }
+
+    fn start(hook: Hook, class: String, stages: Vec<StageStatus>) -> Step {
+        Step::Act(StageAction::Start {
+            stages_for: StagesFor { hook, class },
+            stages,
+        })
     }
 
     /// `status` with its last stage's action recorded as `action`.
@@ -555,12 +785,12 @@ mod tests {
                 let before: Vec<Option<StagePhase>> =
                     status.stages.iter().map(|s| s.phase.known().copied()).collect();
                 match plan(&status, Some(&config), V1) {
-                    Step::StartStages { stages_for, stages } => {
+                    Step::Act(StageAction::Start { stages_for, stages }) => {
                         prop_assert!(status.stages.is_empty(), "started twice");
                         status.stages_for = Some(Recorded::Known(stages_for));
                         status.stages = stages;
                     }
-                    Step::Stage { index, step, .. } => {
+                    Step::Act(StageAction::Run { index, step, .. }) => {
                         prop_assert!(!finished, "a stage after done");
                         let met = step == StageStep::Run || met;
                         if step == StageStep::Run {
@@ -568,14 +798,14 @@ mod tests {
                         }
                         status.stages[index].phase = Recorded::Known(advance(step, met));
                     }
-                    Step::StagesDone { count, .. } => {
+                    Step::Act(StageAction::Done { count, .. }) => {
                         prop_assert_eq!(count, 2);
                         finished = true;
                         status.applied_cluster_stack = Some(V1.into());
                     }
-                    Step::DriftStages { .. } => prop_assert!(finished),
-                    Step::ApplyChart => prop_assert!(false, "a chart step with a config"),
-                    Step::Unrecognized { .. } => prop_assert!(false, "only known values are written"),
+                    Step::Apply(Applying::Stages { .. }) => prop_assert!(finished),
+                    Step::Apply(Applying::Chart) => prop_assert!(false, "a chart step with a config"),
+                    Step::Act(StageAction::Unrecognized { .. }) => prop_assert!(false, "only known values are written"),
                 }
                 for (was, now) in before.iter().zip(&status.stages) {
                     prop_assert!(now.phase.known().copied() >= *was, "{was:?} -> {}", now.phase);
@@ -583,5 +813,192 @@ mod tests {
             }
             prop_assert!(runs.iter().all(|&n| n <= 1), "runs {runs:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod class_change_tests {
+    use super::class_change;
+
+    #[test]
+    fn a_new_class_is_progress() {
+        assert_eq!(class_change(None, "docker-ferrol-1-27-v1"), None);
+        assert_eq!(
+            class_change(Some("docker-ferrol-1-27-v1"), "docker-ferrol-1-27-v1"),
+            None
+        );
+        let message = class_change(Some("docker-ferrol-1-27-v1"), "docker-ferrol-1-27-v2").expect("a change");
+        assert!(
+            message.contains("from docker-ferrol-1-27-v1 to docker-ferrol-1-27-v2"),
+            "{message}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A halt in short: its kind, condition, reason.
+    fn short<T>(flow: ControlFlow<Halt, T>) -> Option<(&'static str, &'static str, &'static str)> {
+        match flow {
+            ControlFlow::Continue(_) => None,
+            ControlFlow::Break(Halt::DeleteSelf) => Some(("delete self", "", "")),
+            ControlFlow::Break(Halt::Wait { step, reason, .. }) => Some(("wait", step, reason)),
+            ControlFlow::Break(Halt::Stop { step, reason, .. }) => Some(("stop", step, reason)),
+            ControlFlow::Break(Halt::Fail { step, reason, .. }) => Some(("fail", step, reason)),
+        }
+    }
+
+    fn cluster(spec: serde_json::Value, status: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1",
+            "kind": "Cluster",
+            "metadata": {"name": "web", "namespace": "fleet"},
+            "spec": spec,
+            "status": status,
+        }))
+        .expect("a Cluster")
+    }
+
+    #[test]
+    fn a_gone_cluster_takes_its_cluster_addon_along() {
+        assert_eq!(short(cluster_gate(None)), Some(("delete self", "", "")));
+        assert_eq!(short(cluster_gate(Some(cluster(json!({}), json!({}))))), None);
+    }
+
+    #[test]
+    fn the_class_gate() {
+        let usage =
+            |topology: serde_json::Value| ClusterUse::of(&cluster(json!({"topology": topology}), json!({})));
+        let cases = [
+            (json!({}), Some(("wait", CLUSTER_READY, "NoTopology"))),
+            (
+                json!({"class": "my-own-class"}),
+                Some(("stop", CLUSTER_READY, "NotAStackClass")),
+            ),
+            (json!({"class": "docker-ferrol-1-27-v1"}), None),
+        ];
+        for (topology, want) in cases {
+            assert_eq!(short(class_gate(&usage(topology.clone()))), want, "{topology}");
+        }
+        let ControlFlow::Continue((class, namespace, tag)) = class_gate(&usage(
+            json!({"class": "docker-ferrol-1-27-v1", "classNamespace": "stacks"}),
+        )) else {
+            panic!("a stack class goes on");
+        };
+        assert_eq!(
+            (class.as_str(), namespace.as_str()),
+            ("docker-ferrol-1-27-v1", "stacks")
+        );
+        assert_eq!(tag.to_string(), "docker-ferrol-1-27-v1");
+    }
+
+    #[test]
+    fn the_control_plane_gate() {
+        let cases = [
+            (json!({"controlPlaneReady": true}), None),
+            (
+                json!({"controlPlaneReady": false}),
+                Some(("wait", CLUSTER_READY, "ControlPlaneNotReady")),
+            ),
+            (json!({}), Some(("wait", CLUSTER_READY, "ControlPlaneNotReady"))),
+            (
+                json!({"controlPlaneReady": "true"}),
+                Some(("wait", CLUSTER_READY, "ControlPlaneNotReady")),
+            ),
+        ];
+        for (status, want) in cases {
+            assert_eq!(
+                short(control_plane_gate(&cluster(json!({}), status.clone()))),
+                want,
+                "{status}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_workload_gate_fails_only_when_applied_addons_cannot_be_reached() {
+        let not_ready = || Gate::NotReady {
+            server: "https://web:6443".into(),
+            problem: "connection refused".into(),
+        };
+        let no_secret = || Gate::NoKubeconfig {
+            namespace: "fleet".into(),
+            name: "web-kubeconfig".into(),
+        };
+        let cases = [
+            (Ok(()), false, None),
+            (Ok(()), true, None),
+            (
+                Err(not_ready()),
+                false,
+                Some(("wait", CLUSTER_READY, "WorkloadNotReady")),
+            ),
+            (
+                Err(not_ready()),
+                true,
+                Some(("fail", WORKLOAD_REACHABLE, "WorkloadUnreachable")),
+            ),
+            (
+                Err(no_secret()),
+                true,
+                Some(("wait", CLUSTER_READY, "WorkloadNotReady")),
+            ),
+        ];
+        for (connected, applied, want) in cases {
+            assert_eq!(
+                short(workload_gate(connected, "web", applied)),
+                want,
+                "applied {applied}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_value_gates() {
+        assert_eq!(
+            short(objects_gate::<(), _>(Err("no ControlPlane"))),
+            Some(("wait", RENDERED, "ObjectsMissing"))
+        );
+        assert_eq!(short(objects_gate::<(), &str>(Ok(()))), None);
+        let missing = GatherError::Missing("ConfigMap fleet/values".into());
+        let invalid = GatherError::Invalid("not a map".into());
+        assert_eq!(
+            short(user_values_gate(Err(missing))),
+            Some(("wait", RENDERED, "UserValuesMissing"))
+        );
+        assert_eq!(
+            short(user_values_gate(Err(invalid))),
+            Some(("fail", RENDERED, "InvalidUserValues"))
+        );
+        assert_eq!(short(user_values_gate(Ok(Vec::new()))), None);
+    }
+
+    #[test]
+    fn an_upgrade_turns_applied_false_only_while_it_says_applied() {
+        let status = |applied: Option<&str>, applied_true: bool| {
+            let mut status = ClusterAddonStatus {
+                applied_cluster_stack: applied.map(str::to_string),
+                ..ClusterAddonStatus::default()
+            };
+            let state = crate::api::conditions::ConditionStatus::from_bool(applied_true);
+            let condition = crate::api::conditions::Condition::new(
+                APPLIED,
+                state,
+                "Applied",
+                "",
+                None,
+                crate::controller::now(),
+            );
+            crate::api::conditions::set_condition(&mut status.conditions, condition);
+            status
+        };
+        let (v1, v2) = ("docker-ferrol-1-27-v1", "docker-ferrol-1-27-v2");
+        assert!(upgrade_note(&status(Some(v1), true), v2).is_some());
+        assert_eq!(upgrade_note(&status(Some(v1), false), v2), None);
+        assert_eq!(upgrade_note(&status(Some(v1), true), v1), None);
+        assert_eq!(upgrade_note(&status(None, true), v2), None);
     }
 }

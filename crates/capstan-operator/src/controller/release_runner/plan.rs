@@ -1,8 +1,15 @@
 //! What a release pass does next, for both kinds (ClusterStackRelease, ClusterAddon), decided
 //! from one [`Snapshot`] of what is recorded and observed: a pure function over enums, so the
 //! table of states is tested without a cluster. The runner ([`super::run`]) gathers the
-//! snapshot and acts on the [`Step`] alone.
+//! snapshot and acts on the [`Step`] alone. A kind that applies in stages (a ClusterAddon
+//! with a `clusteraddon.yaml`) puts what its stage machine needs into the snapshot
+//! ([`Stages`]); its stage actions are steps of this plan like the others.
+//!
+//! Nothing applies a release without this plan: an apply takes an [`Apply`], which only
+//! [`plan`] makes.
 
+use std::convert::Infallible;
+use std::fmt::Debug;
 use std::time::Duration;
 
 /// Where a release stands for the current render inputs.
@@ -39,9 +46,30 @@ impl Drift {
     }
 }
 
+/// The stage machine of a kind: what it needs from the recorded status and the release,
+/// and the stage action it decides next (pure).
+pub trait Stages {
+    type Action: Debug + Clone + PartialEq;
+    /// The stage action next, or `None`: no stage runs, the kind's inventories are applied as
+    /// the rest of the plan decides.
+    fn next(&self) -> Option<Self::Action>;
+}
+
+/// The stages of a kind that applies in one go (a ClusterStackRelease): none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NoStages;
+
+impl Stages for NoStages {
+    type Action = Infallible;
+
+    fn next(&self) -> Option<Infallible> {
+        None
+    }
+}
+
 /// What one pass observed before it decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Snapshot {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot<S = NoStages> {
     /// The newest stored render has the current inputs.
     pub stored: bool,
     /// The recorded status says the current inputs were applied in full (for this target).
@@ -50,9 +78,11 @@ pub struct Snapshot {
     /// The drift watches are on and cover every inventory of the render: they saw each
     /// change since the last full pass.
     pub watched: bool,
+    /// Where the kind's stages stand.
+    pub stages: S,
 }
 
-impl Snapshot {
+impl<S> Snapshot<S> {
     pub fn phase(&self) -> Phase {
         match (self.stored, self.applied) {
             (_, true) => Phase::Applied,
@@ -62,20 +92,39 @@ impl Snapshot {
     }
 }
 
-/// What the runner does next.
+/// An apply the plan decided, in full or as a drift pass: the one way to apply a release
+/// ([`crate::controller::pipeline::apply`] takes it), made only by [`plan`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub struct Apply {
+    drift_pass: bool,
+}
+
+impl Apply {
+    /// Whether the apply corrects drift (unchanged objects are not sent).
+    pub fn drift_pass(self) -> bool {
+        self.drift_pass
+    }
+}
+
+/// What the runner does next; `A` is the kind's stage action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step<A = Infallible> {
     /// Render the charts and store the render (no stored render has the inputs); then the
     /// runner observes again.
     Render,
     /// Apply the stored render: in full as new inputs, or again to correct drift
-    /// (`drift_pass`: unchanged objects are not sent). Takes the drift watches' wake-up.
-    Apply { drift_pass: bool },
+    /// ([`Apply::drift_pass`]). Takes the drift watches' wake-up.
+    Apply(Apply),
     /// A drift check is due and the watches saw every change: record the check, send
     /// nothing.
     Checked,
     /// Nothing: look again after this long.
     Wait(Duration),
+    /// The kind's stage action `action` (start the stages, a stage's pre-condition, apply or
+    /// delete, post-condition, the stages done, an unrecognised recorded phase); `apply` is
+    /// the licence of a stage's apply (never a drift pass). Then the runner observes again,
+    /// unless the action ends the pass.
+    Stage { action: A, apply: Apply },
 }
 
 /// Whether an apply may take the kinds the drift watches followed as live as the inventory
@@ -85,18 +134,25 @@ pub fn trusts_watches(watches_on: bool, drift_pass: bool, woken: bool) -> bool {
     watches_on && !drift_pass && !woken
 }
 
-pub fn plan(snapshot: &Snapshot) -> Step {
+/// The next step: render what is not stored, then the kind's stages (each in turn, whatever
+/// the drift clock says), then an apply of what was not applied in full, then drift.
+pub fn plan<S: Stages>(snapshot: &Snapshot<S>) -> Step<S::Action> {
+    const FULL: Apply = Apply { drift_pass: false };
+    const DRIFT: Apply = Apply { drift_pass: true };
     if !snapshot.stored {
         return Step::Render;
     }
+    if let Some(action) = snapshot.stages.next() {
+        return Step::Stage { action, apply: FULL };
+    }
     if !snapshot.applied {
-        return Step::Apply { drift_pass: false };
+        return Step::Apply(FULL);
     }
     match snapshot.drift {
-        Drift::Suspect => Step::Apply { drift_pass: true },
+        Drift::Suspect => Step::Apply(DRIFT),
         Drift::NotDue(wait) => Step::Wait(wait),
         Drift::Due if snapshot.watched => Step::Checked,
-        Drift::Due => Step::Apply { drift_pass: true },
+        Drift::Due => Step::Apply(DRIFT),
     }
 }
 
@@ -113,6 +169,65 @@ mod tests {
             applied,
             drift,
             watched,
+            stages: NoStages,
+        }
+    }
+
+    /// A stage machine whose next action is given.
+    #[derive(Debug, Clone, PartialEq)]
+    struct Next(Option<&'static str>);
+
+    impl Stages for Next {
+        type Action = &'static str;
+
+        fn next(&self) -> Option<&'static str> {
+            self.0
+        }
+    }
+
+    #[test]
+    fn stage_actions_come_after_the_render_and_before_everything_else() {
+        let staged = |stored, applied, drift, next| Snapshot {
+            stored,
+            applied,
+            drift,
+            watched: true,
+            stages: Next(next),
+        };
+        let stage = Step::Stage {
+            action: "stage 1: apply",
+            apply: Apply { drift_pass: false },
+        };
+        let cases = [
+            // Nothing stored: the render first (the stages apply parts of it).
+            (
+                staged(false, false, Drift::Due, Some("stage 1: apply")),
+                Step::Render,
+            ),
+            // A stage action wins over the apply, the clock and the watches; its apply is
+            // never a drift pass.
+            (
+                staged(true, false, Drift::Due, Some("stage 1: apply")),
+                stage.clone(),
+            ),
+            (
+                staged(true, true, Drift::Suspect, Some("stage 1: apply")),
+                stage.clone(),
+            ),
+            (
+                staged(true, true, Drift::NotDue(LATER), Some("stage 1: apply")),
+                stage,
+            ),
+            // No stage action: the plan of a kind without stages.
+            (
+                staged(true, false, Drift::Due, None),
+                Step::Apply(Apply { drift_pass: false }),
+            ),
+            (staged(true, true, Drift::Due, None), Step::Checked),
+            (staged(true, true, Drift::NotDue(LATER), None), Step::Wait(LATER)),
+        ];
+        for (snapshot, want) in cases {
+            assert_eq!(plan(&snapshot), want, "{snapshot:?}");
         }
     }
 
@@ -143,8 +258,8 @@ mod tests {
 
     #[test]
     fn the_table_of_states() {
-        let full = Step::Apply { drift_pass: false };
-        let drift_pass = Step::Apply { drift_pass: true };
+        let full = Step::Apply(Apply { drift_pass: false });
+        let drift_pass = Step::Apply(Apply { drift_pass: true });
         let cases = [
             // Nothing stored for the inputs: render first, whatever else holds.
             (snapshot(false, false, Drift::Due, false), Step::Render),
@@ -153,12 +268,12 @@ mod tests {
             (snapshot(false, true, Drift::NotDue(LATER), true), Step::Render),
             // Rendered, not applied (new inputs, or a restart after the render): in full,
             // whatever the clock or the watches say.
-            (snapshot(true, false, Drift::Due, false), full),
-            (snapshot(true, false, Drift::NotDue(LATER), true), full),
+            (snapshot(true, false, Drift::Due, false), full.clone()),
+            (snapshot(true, false, Drift::NotDue(LATER), true), full.clone()),
             (snapshot(true, false, Drift::Suspect, true), full),
             // Applied: a watch saw a change — a drift pass at once, covered or not.
-            (snapshot(true, true, Drift::Suspect, false), drift_pass),
-            (snapshot(true, true, Drift::Suspect, true), drift_pass),
+            (snapshot(true, true, Drift::Suspect, false), drift_pass.clone()),
+            (snapshot(true, true, Drift::Suspect, true), drift_pass.clone()),
             // Applied, not due: wait.
             (
                 snapshot(true, true, Drift::NotDue(LATER), false),
@@ -245,7 +360,8 @@ mod tests {
                             renders_of_inputs += 1;
                             stored = true;
                         }
-                        Step::Apply { drift_pass } => {
+                        Step::Apply(apply) => {
+                            let drift_pass = apply.drift_pass();
                             prop_assert!(stored, "applied (and pruned) without a stored render");
                             prop_assert_eq!(drift_pass, applied, "a full apply only until one succeeds");
                             applied |= event.apply_ok;
@@ -260,6 +376,7 @@ mod tests {
                             prop_assert_eq!(wait, LATER);
                             break;
                         }
+                        Step::Stage { action, .. } => match action {},
                     }
                 }
                 let after = snapshot(stored, applied, event.drift, event.watched).phase();

@@ -1,0 +1,336 @@
+//! The rollout's pre-flight, gathered: which Clusters' next switch is due ([`due`], pure),
+//! and each one's evidence read from its workload cluster, the target release rendered for it
+//! and its control plane and workers ([`gather_due`]), at most [`CONCURRENCY`] Clusters at a
+//! time and once per Cluster and step in [`crate::preflight::cache::TTL`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::ControlFlow;
+
+use futures::StreamExt;
+use kube::ResourceExt;
+use kube::api::DynamicObject;
+
+use super::target::Resolved;
+use crate::addon::workload::Gate;
+use crate::api::rollout::{ClusterPhase, ClusterStackRollout, ClusterStackRolloutStatus, RolloutPhase};
+use crate::context::Context;
+use crate::controller::pipeline;
+use crate::preflight::cache::PreflightCache;
+use crate::preflight::render::{Rendered, target_renders};
+use crate::preflight::{Evidence, helm, keep_recorded, workload};
+use crate::rollout::preflight::PreflightResult;
+use crate::rollout::{ClusterInfo, StackId, assign};
+use capstan_stack::name::{KubernetesVersion, ReleaseTag};
+
+/// Clusters whose pre-flight is gathered at once.
+pub const CONCURRENCY: usize = 8;
+
+/// A Cluster whose next switch is due, and the step it is due for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Due {
+    /// `namespace/name`.
+    pub key: String,
+    /// The step's release (`docker-ferrol-1-28-v2`), its class and Kubernetes version.
+    pub release: String,
+    pub kubernetes: String,
+    /// The Cluster's status entry is Blocked on this evidence: kept where a fresh look cannot
+    /// see it any more ([`keep_recorded`]).
+    pub recorded: Vec<PreflightResult>,
+}
+
+/// The Clusters of the current wave (the first wave with Clusters when none has started) that
+/// wait for a switch — Pending, Blocked, or new — with the step each waits for: its path's
+/// current step, else the rollout's target. A Cluster on that class already is not switched,
+/// so not checked; neither is any Cluster of a Complete rollout that keeps its target.
+pub fn due(
+    rollout: &ClusterStackRollout,
+    namespace: &str,
+    stack: &StackId,
+    target: Option<&Resolved>,
+    clusters: &[ClusterInfo],
+) -> Vec<Due> {
+    let empty = ClusterStackRolloutStatus::default();
+    let recorded = rollout.status.as_ref().unwrap_or(&empty);
+    let restarts = recorded.phase == RolloutPhase::Complete
+        && target.is_some_and(|t| recorded.target_release.as_deref() != Some(t.release.as_str()));
+    if recorded.phase == RolloutPhase::Complete && !restarts {
+        return Vec::new();
+    }
+    let status = if restarts { &empty } else { recorded };
+    let assignment = assign(&rollout.spec, namespace, stack, clusters);
+    let current = match &status.current_wave {
+        Some(wave) => wave.clone(),
+        None => match assignment.waves.iter().find(|(_, members)| !members.is_empty()) {
+            Some((wave, _)) => wave.clone(),
+            None => return Vec::new(),
+        },
+    };
+    let rollout_step = match (
+        &status.target_release,
+        &status.target_class,
+        &status.target_kubernetes,
+    ) {
+        (Some(release), Some(class), Some(kubernetes)) => {
+            Some((release.clone(), class.clone(), kubernetes.clone()))
+        }
+        _ => target.map(|t| (t.release.clone(), t.class.clone(), t.kubernetes.clone())),
+    };
+    let entries: HashMap<&str, _> = status.clusters.iter().map(|c| (c.name.as_str(), c)).collect();
+    let mut found = Vec::new();
+    for cluster in clusters {
+        let key = cluster.key();
+        let entry = entries.get(key.as_str()).copied();
+        let wave = entry
+            .map(|e| e.wave.as_str())
+            .or_else(|| assignment.wave_of(&key));
+        let phase = entry.map_or(ClusterPhase::Pending, |e| e.phase);
+        if wave != Some(current.as_str()) || !matches!(phase, ClusterPhase::Pending | ClusterPhase::Blocked) {
+            continue;
+        }
+        let path_step = entry.and_then(|e| e.path.get(e.step.unwrap_or(0) as usize));
+        let step = match path_step {
+            Some(step) => (
+                step.release.clone(),
+                step.class.clone(),
+                step.kubernetes.clone().unwrap_or_default(),
+            ),
+            None => match &rollout_step {
+                Some(step) => step.clone(),
+                None => continue,
+            },
+        };
+        let (release, class, kubernetes) = step;
+        if cluster.class.as_deref() == Some(class.as_str()) {
+            continue;
+        }
+        found.push(Due {
+            key,
+            release,
+            kubernetes,
+            recorded: entry
+                .filter(|e| e.phase == ClusterPhase::Blocked)
+                .map(|e| e.preflight.clone())
+                .unwrap_or_default(),
+        });
+    }
+    found
+}
+
+/// The pre-flight of every Cluster in `due` (by `namespace/name`), from the cache when fresh.
+pub async fn gather_due(
+    ctx: &Context,
+    cache: &PreflightCache,
+    rollout: &ClusterStackRollout,
+    due: Vec<Due>,
+    clusters: &BTreeMap<String, std::sync::Arc<DynamicObject>>,
+) -> BTreeMap<String, Vec<PreflightResult>> {
+    let namespace = rollout.namespace().unwrap_or_default();
+    let gathered = futures::stream::iter(due)
+        .map(|due| {
+            let namespace = namespace.clone();
+            async move {
+                if let Some(results) = cache.get(&due.key, &due.release) {
+                    return Some((due.key, results));
+                }
+                let cluster = clusters.get(&due.key)?;
+                let (results, complete) = gather(ctx, rollout, &namespace, &due, cluster).await;
+                let results = keep_recorded(&due.recorded, results);
+                cache.keep(&due.key, &due.release, complete, results.clone());
+                Some((due.key, results))
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await;
+    gathered.into_iter().flatten().collect()
+}
+
+/// One Cluster's pre-flight for its step to `due.release` (of `release_namespace`), and
+/// whether every piece could be read.
+pub async fn gather(
+    ctx: &Context,
+    _rollout: &ClusterStackRollout,
+    release_namespace: &str,
+    due: &Due,
+    cluster: &DynamicObject,
+) -> (Vec<PreflightResult>, bool) {
+    let namespace = cluster.namespace().unwrap_or_default();
+    let name = cluster.name_any();
+    let mut evidence = Evidence::default();
+    match ctx.workloads.get(&ctx.management, &namespace, &name).await {
+        // Cluster API writes the Secret once the control plane is up: nothing runs there yet.
+        Err(Gate::NoKubeconfig { .. }) => {}
+        Err(gate) => {
+            let why = format!("the workload cluster cannot be read: {gate}");
+            evidence.requested = Some(Err(why.clone()));
+            evidence.in_use = Some(Err(why));
+        }
+        Ok(found) => {
+            let (requested, in_use) = futures::join!(
+                workload::requested_apis(&found.client, &found.server),
+                helm::stored_release_apis(&found.client)
+            );
+            if requested.is_err() || in_use.is_err() {
+                ctx.workloads.suspect(&namespace, &name);
+            }
+            evidence.requested = Some(requested);
+            evidence.in_use = Some(in_use);
+        }
+    }
+    evidence.rendered = Some(render_target(ctx, release_namespace, &due.release, cluster).await);
+    let complete = !matches!(evidence.requested, Some(Err(_)))
+        && !matches!(evidence.in_use, Some(Err(_)))
+        && evidence.rendered.as_ref().is_none_or(|r| r.objects.is_ok());
+    let to = KubernetesVersion::parse_release(&due.kubernetes);
+    let results = match to {
+        Ok(to) => evidence.verdicts(to),
+        Err(e) => vec![PreflightResult {
+            check: crate::preflight::TARGET_RENDERS_CHECK.to_string(),
+            ok: false,
+            reason: format!("{}: its Kubernetes version: {e}", due.release),
+        }],
+    };
+    (results, complete)
+}
+
+/// The step's release rendered for `cluster`, or why it could not be.
+async fn render_target(ctx: &Context, namespace: &str, release: &str, cluster: &DynamicObject) -> Rendered {
+    let objects = match render_inputs(ctx, namespace, release, cluster).await {
+        Ok(inputs) => match tokio::task::spawn_blocking(move || inputs.render()).await {
+            Ok(rendered) => return rendered,
+            Err(e) => Err(format!("could not be rendered: {e}")),
+        },
+        Err(why) => Err(format!("could not be rendered: {why}")),
+    };
+    Rendered {
+        release: release.to_string(),
+        objects,
+    }
+}
+
+/// What a render of the target for one Cluster is made from, as text (parsed on the blocking
+/// thread: parsed values are not `Send`).
+struct RenderInputs {
+    compiled: std::sync::Arc<capstan_stack::render::CompiledRelease>,
+    cluster: DynamicObject,
+    control_plane: Option<DynamicObject>,
+    infra_cluster: Option<DynamicObject>,
+    user: Vec<crate::addon::user_values::Layer>,
+}
+
+impl RenderInputs {
+    fn render(self) -> Rendered {
+        let parsed = (|| {
+            let parse = |object: &DynamicObject, what: &str| {
+                let text = serde_json::to_string(object).map_err(|e| format!("{what}: {e}"))?;
+                capstan_stack::values::parse_object(&text, std::path::Path::new(what))
+                    .map_err(|e| e.to_string())
+            };
+            let objects = capstan_stack::values::ClusterObjects {
+                cluster: parse(&self.cluster, "Cluster")?,
+                control_plane: self
+                    .control_plane
+                    .as_ref()
+                    .map(|o| parse(o, "ControlPlane"))
+                    .transpose()?,
+                infra_cluster: self
+                    .infra_cluster
+                    .as_ref()
+                    .map(|o| parse(o, "InfraCluster"))
+                    .transpose()?,
+            };
+            let user = self
+                .user
+                .iter()
+                .map(crate::addon::user_values::Layer::parse)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok::<_, String>((objects, user))
+        })();
+        match parsed {
+            Ok((objects, user)) => target_renders(&self.compiled, &objects, &user),
+            Err(why) => Rendered {
+                release: self.compiled.tag().to_string(),
+                objects: Err(format!("could not be rendered: {why}")),
+            },
+        }
+    }
+}
+
+/// The compiled release (fetched and compiled as a ClusterAddon's), the Cluster's objects and
+/// its user values.
+async fn render_inputs(
+    ctx: &Context,
+    namespace: &str,
+    release: &str,
+    cluster: &DynamicObject,
+) -> Result<RenderInputs, String> {
+    let tag = ReleaseTag::parse(release).map_err(|e| e.to_string())?;
+    let found = ctx
+        .management
+        .release(namespace, release)
+        .await
+        .map_err(|e| format!("reading ClusterStackRelease {namespace}/{release}: {e}"))?
+        .ok_or_else(|| format!("ClusterStackRelease {namespace}/{release} does not exist"))?;
+    let stack = match pipeline::stack_of(&found, &tag, &ctx.stacks, "") {
+        Ok(ControlFlow::Continue(stack)) => stack,
+        Ok(ControlFlow::Break(_)) => return Err(format!("the ClusterStack of {release} is not seen yet")),
+        Err(failure) => return Err(failure.cause.to_string()),
+    };
+    let files = pipeline::fetch(ctx, &stack, &tag)
+        .await
+        .map_err(|f| f.cause.to_string())?;
+    let policy = if crate::controller::cluster_stack_release::dependencies::has_policy(&stack, ctx) {
+        pipeline::dependency_policy::of(&stack, ctx)
+            .await
+            .map_err(|e| e.to_string())?
+    } else {
+        Default::default()
+    };
+    let repositories = &ctx.settings.chart_repositories;
+    let compiled = pipeline::compile(&ctx.sources, repositories, &ctx.metrics, &files, &policy)
+        .await
+        .map_err(|e| e.to_string())?;
+    let cluster_namespace = cluster.namespace().unwrap_or_default();
+    let reference = |field: &str| referenced(ctx, &cluster_namespace, cluster.data["spec"][field].clone());
+    let (control_plane, infra_cluster) =
+        futures::join!(reference("controlPlaneRef"), reference("infrastructureRef"));
+    let user = crate::addon::user_values::gather(&ctx.client, &stack, cluster)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(RenderInputs {
+        compiled: compiled.release,
+        cluster: cluster.clone(),
+        control_plane: control_plane?,
+        infra_cluster: infra_cluster?,
+        user,
+    })
+}
+
+/// The object a Cluster's reference names (`None` without a reference).
+async fn referenced(
+    ctx: &Context,
+    namespace: &str,
+    reference: serde_json::Value,
+) -> Result<Option<DynamicObject>, String> {
+    let (Some(api_version), Some(kind), Some(name)) = (
+        reference["apiVersion"].as_str(),
+        reference["kind"].as_str(),
+        reference["name"].as_str(),
+    ) else {
+        return Ok(None);
+    };
+    let namespace = reference["namespace"].as_str().unwrap_or(namespace);
+    let what = format!("{kind} {namespace}/{name}");
+    let info = ctx
+        .applier
+        .discovery()
+        .resolve_api_version(api_version, kind)
+        .await
+        .map_err(|e| format!("{what}: {e}"))?;
+    ctx.management
+        .referenced(&info, namespace, name)
+        .await
+        .map_err(|e| format!("{what}: {e}"))?
+        .map(Some)
+        .ok_or_else(|| format!("{what} does not exist"))
+}

@@ -1,0 +1,115 @@
+//! A rollout's pre-flight on the real API server: the workload cluster of the Cluster is the
+//! test's own v1.20 API server (its `<cluster>-kubeconfig` Secret names it), where the test
+//! requests `extensions/v1beta1` Ingresses — an API Kubernetes 1.22 removed, so a step to the
+//! target release (Kubernetes 1.27) is blocked until someone lets the Cluster go.
+
+use std::time::Duration;
+
+use kube::api::{Patch, PatchParams};
+use serde_json::json;
+
+use crate::operator_common::{NS, eventually};
+use crate::operator_rollout::{
+    ROLLOUT, V1, V2, create_rollout, fleet, rollouts, simulate, topology, wait_phase,
+};
+use capstan_operator::api::rollout::{ClusterPhase, ClusterRolloutStatus, RolloutPhase};
+
+const CLUSTER: &str = "preflight-1";
+
+async fn cluster_status(env: &crate::operator_common::Env) -> Option<ClusterRolloutStatus> {
+    let rollout = rollouts(env).get(ROLLOUT).await.ok()?;
+    let key = format!("{NS}/{CLUSTER}");
+    rollout.status?.clusters.into_iter().find(|c| c.name == key)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_api_requested_on_the_workload_cluster_blocks_the_switch_until_forced() {
+    let test = "a_removed_api_requested_on_the_workload_cluster_blocks_the_switch_until_forced";
+    let Some((env, operator)) = fleet(test, &[(CLUSTER, "all")]).await else {
+        return;
+    };
+    env.write_kubeconfig(CLUSTER, &env.cluster).await;
+    let request = http::Request::get("/apis/extensions/v1beta1/ingresses")
+        .body(Vec::new())
+        .expect("request");
+    env.client()
+        .request_text(request)
+        .await
+        .expect("v1.20 serves extensions/v1beta1 Ingresses");
+    let sim = simulate(&env, Duration::from_secs(1), &[]);
+    create_rollout(
+        &env,
+        json!({"clusterStack": "ferrol", "version": "v2", "waves": [{"name": "all"}]}),
+    )
+    .await;
+
+    // onBlocked: Halt (the default).
+    wait_phase(&env, &operator, RolloutPhase::Halted, Duration::from_secs(90)).await;
+    let status = cluster_status(&env).await.expect("the Cluster in the status");
+    assert_eq!(status.phase, ClusterPhase::Blocked, "{status:?}");
+    let requested = status
+        .preflight
+        .iter()
+        .find(|r| r.check == "RequestedAPIs")
+        .unwrap_or_else(|| panic!("the API server's record in {status:?}"));
+    assert!(!requested.ok, "{status:?}");
+    assert!(
+        requested.reason.contains(
+            "extensions/v1beta1 ingresses requested since the API server started (removed in 1.22)"
+        ),
+        "{requested:?}"
+    );
+    // The target renders for it, and nothing stored uses a removed API: only the record blocks.
+    let others: Vec<(&str, bool)> = status
+        .preflight
+        .iter()
+        .map(|r| (r.check.as_str(), r.ok))
+        .collect();
+    assert_eq!(
+        others,
+        [
+            ("RequestedAPIs", false),
+            ("RemovedAPIs", true),
+            ("TargetRenders", true)
+        ],
+        "{status:?}"
+    );
+    assert_eq!(
+        topology(&env, CLUSTER).await.0,
+        V1,
+        "a blocked Cluster is never switched"
+    );
+
+    // Let it go: force (who) and resume the halted rollout.
+    let annotations = json!({"metadata": {"annotations": {
+        "capstan.dev/force": format!("{NS}/{CLUSTER}@tester"),
+        "capstan.dev/resume": "once"}}});
+    rollouts(&env)
+        .patch(ROLLOUT, &PatchParams::default(), &Patch::Merge(&annotations))
+        .await
+        .expect("annotated");
+    wait_phase(&env, &operator, RolloutPhase::Complete, Duration::from_secs(90)).await;
+    assert_eq!(topology(&env, CLUSTER).await.0, V2);
+    let status = cluster_status(&env).await.expect("the Cluster in the status");
+    let forced = status
+        .forced
+        .clone()
+        .unwrap_or_else(|| panic!("forced in {status:?}"));
+    assert_eq!(forced.by, "tester");
+    sim.snapshot(|record| assert_eq!(record.switches_of(CLUSTER).len(), 1));
+    // The evidence stays with the Cluster.
+    eventually(
+        "the status keeps the evidence",
+        Duration::from_secs(5),
+        &operator,
+        || async {
+            let status = cluster_status(&env).await?;
+            status
+                .preflight
+                .iter()
+                .any(|r| r.check == "RequestedAPIs" && !r.ok)
+                .then_some(())
+        },
+    )
+    .await;
+}

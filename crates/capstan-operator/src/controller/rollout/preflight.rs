@@ -334,3 +334,163 @@ async fn referenced(
         .map(Some)
         .ok_or_else(|| format!("{what} does not exist"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::rollout::{ClusterRolloutStatus, PathStep};
+    use capstan_stack::name::StackName;
+
+    const V1: &str = "docker-ferrol-1-27-v1";
+    const V2: &str = "docker-ferrol-1-27-v2";
+
+    fn rollout(status: Option<ClusterStackRolloutStatus>) -> ClusterStackRollout {
+        let mut rollout: ClusterStackRollout = serde_json::from_value(serde_json::json!({
+            "apiVersion": "capstan.dev/v1alpha1", "kind": "ClusterStackRollout",
+            "metadata": {"name": "ferrol", "namespace": "t"},
+            "spec": {"clusterStack": "docker-ferrol-1-27", "waves": [
+                {"name": "canary", "clusterSelector": {"matchLabels": {"ring": "canary"}}},
+                {"name": "rest"}]}}))
+        .unwrap_or_else(|e| panic!("{e}"));
+        rollout.status = status;
+        rollout
+    }
+
+    fn cluster(name: &str, ring: &str, class: &str) -> ClusterInfo {
+        ClusterInfo {
+            namespace: "t".into(),
+            name: name.into(),
+            labels: [("ring".to_string(), ring.to_string())].into(),
+            class: Some(class.into()),
+            class_namespace: "t".into(),
+            version: Some("v1.27.2".into()),
+            ..ClusterInfo::default()
+        }
+    }
+
+    fn entry(name: &str, wave: &str, phase: ClusterPhase) -> ClusterRolloutStatus {
+        ClusterRolloutStatus {
+            name: format!("t/{name}"),
+            wave: wave.into(),
+            phase,
+            ..ClusterRolloutStatus::default()
+        }
+    }
+
+    fn started(
+        wave: &str,
+        phase: RolloutPhase,
+        clusters: Vec<ClusterRolloutStatus>,
+    ) -> ClusterStackRolloutStatus {
+        ClusterStackRolloutStatus {
+            phase,
+            target_release: Some(V2.into()),
+            target_class: Some(V2.into()),
+            target_kubernetes: Some("v1.27.3".into()),
+            current_wave: Some(wave.into()),
+            clusters,
+            ..ClusterStackRolloutStatus::default()
+        }
+    }
+
+    fn blocked_evidence() -> Vec<PreflightResult> {
+        vec![PreflightResult {
+            check: crate::preflight::REQUESTED_APIS_CHECK.into(),
+            ok: false,
+            reason: "extensions/v1beta1 ingresses".into(),
+        }]
+    }
+
+    /// One row: the status, the Clusters, and the due ones as (name, release, recorded?).
+    #[test]
+    fn only_clusters_waiting_in_the_current_wave_are_checked() {
+        let target = Resolved {
+            release: V2.into(),
+            class: V2.into(),
+            kubernetes: "v1.27.3".into(),
+        };
+        let fleet = vec![
+            cluster("c1", "canary", V1),
+            cluster("r1", "rest", V1),
+            cluster("r2", "rest", V1),
+            cluster("r3", "rest", V1),
+        ];
+        let mut blocked = entry("r1", "rest", ClusterPhase::Blocked);
+        blocked.preflight = blocked_evidence();
+        let mut walking = entry("r2", "rest", ClusterPhase::Pending);
+        walking.path = ["docker-ferrol-1-28-v1", "docker-ferrol-1-29-v1"]
+            .iter()
+            .map(|r| PathStep {
+                release: r.to_string(),
+                class: r.to_string(),
+                kubernetes: None,
+            })
+            .collect();
+        walking.step = Some(1);
+        let mut old_target = started("rest", RolloutPhase::Complete, vec![]);
+        old_target.target_release = Some(V1.into());
+        type Row = (
+            Option<ClusterStackRolloutStatus>,
+            Vec<ClusterInfo>,
+            Vec<(&'static str, &'static str, bool)>,
+        );
+        let rows: Vec<Row> = vec![
+            // Not started: the first wave with Clusters.
+            (None, fleet.clone(), vec![("c1", V2, false)]),
+            // The current wave's Pending, Blocked (with its evidence), path-walking and new Clusters.
+            (
+                Some(started(
+                    "rest",
+                    RolloutPhase::Progressing,
+                    vec![
+                        entry("c1", "canary", ClusterPhase::Healthy),
+                        blocked.clone(),
+                        walking.clone(),
+                    ],
+                )),
+                fleet.clone(),
+                vec![
+                    ("r1", V2, true),
+                    ("r2", "docker-ferrol-1-29-v1", false),
+                    ("r3", V2, false),
+                ],
+            ),
+            // In flight or done: not checked.
+            (
+                Some(started(
+                    "rest",
+                    RolloutPhase::Progressing,
+                    vec![
+                        entry("r1", "rest", ClusterPhase::Updating),
+                        entry("r2", "rest", ClusterPhase::Healthy),
+                        entry("r3", "rest", ClusterPhase::Failed),
+                    ],
+                )),
+                fleet.clone(),
+                vec![],
+            ),
+            // On the target already: nothing to switch.
+            (None, vec![cluster("c1", "canary", V2)], vec![]),
+            // Complete: nothing; complete with another target, it starts over.
+            (
+                Some(started("rest", RolloutPhase::Complete, vec![])),
+                fleet.clone(),
+                vec![],
+            ),
+            (Some(old_target), fleet.clone(), vec![("c1", V2, false)]),
+        ];
+        let stack = StackName::parse("docker-ferrol-1-27").unwrap_or_else(|e| panic!("{e}"));
+        for (i, (status, clusters, want)) in rows.into_iter().enumerate() {
+            let got: Vec<(String, String, bool)> =
+                due(&rollout(status), "t", &stack, Some(&target), &clusters)
+                    .into_iter()
+                    .map(|d| (d.key, d.release, !d.recorded.is_empty()))
+                    .collect();
+            let want: Vec<(String, String, bool)> = want
+                .into_iter()
+                .map(|(n, r, kept)| (format!("t/{n}"), r.to_string(), kept))
+                .collect();
+            assert_eq!(got, want, "row {i}");
+        }
+    }
+}

@@ -15,6 +15,29 @@ use crate::operator_rollout::{
 use capstan_operator::api::rollout::{ClusterPhase, ClusterRolloutStatus, RolloutPhase};
 
 const CLUSTER: &str = "preflight-1";
+/// A Cluster outside the rollout, without a workload cluster yet (no kubeconfig Secret).
+const UNREACHED: &str = "preflight-2";
+
+/// `capstan preflight CLUSTER --to ferrol@v2 -n tenant ARGS…` with the shared release v2's
+/// files: exit code and stdout.
+fn preflight_cli(env: &crate::operator_common::Env, cluster: &str, args: &[&str]) -> (i32, String) {
+    let release =
+        capstan_testenv::shared_path(&format!("cluster-stack-releases/{V2}")).expect("shared release");
+    let output = std::process::Command::new(crate::operator_common::capstan_binary())
+        .args(["preflight", cluster, "--to", "ferrol@v2", "-n", NS, "--release"])
+        .arg(release)
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(env.cluster.kubeconfig_path())
+        .output()
+        .expect("capstan preflight runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    eprintln!(
+        "capstan preflight {cluster} {args:?}:\n{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code().unwrap_or(-1), stdout)
+}
 
 async fn cluster_status(env: &crate::operator_common::Env) -> Option<ClusterRolloutStatus> {
     let rollout = rollouts(env).get(ROLLOUT).await.ok()?;
@@ -25,7 +48,7 @@ async fn cluster_status(env: &crate::operator_common::Env) -> Option<ClusterRoll
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_removed_api_requested_on_the_workload_cluster_blocks_the_switch_until_forced() {
     let test = "a_removed_api_requested_on_the_workload_cluster_blocks_the_switch_until_forced";
-    let Some((env, operator)) = fleet(test, &[(CLUSTER, "all")]).await else {
+    let Some((env, operator)) = fleet(test, &[(CLUSTER, "all"), (UNREACHED, "none")]).await else {
         return;
     };
     env.write_kubeconfig(CLUSTER, &env.cluster).await;
@@ -39,7 +62,8 @@ async fn a_removed_api_requested_on_the_workload_cluster_blocks_the_switch_until
     let sim = simulate(&env, Duration::from_secs(1), &[]);
     create_rollout(
         &env,
-        json!({"clusterStack": "ferrol", "version": "v2", "waves": [{"name": "all"}]}),
+        json!({"clusterStack": "ferrol", "version": "v2",
+               "waves": [{"name": "all", "clusterSelector": {"matchLabels": {"ring": "all"}}}]}),
     )
     .await;
 
@@ -78,6 +102,45 @@ async fn a_removed_api_requested_on_the_workload_cluster_blocks_the_switch_until
         topology(&env, CLUSTER).await.0,
         V1,
         "a blocked Cluster is never switched"
+    );
+
+    // `capstan preflight` says the same, per check, and exits 1.
+    let (code, table) = preflight_cli(&env, CLUSTER, &[]);
+    assert_eq!(code, 1, "{table}");
+    assert!(
+        table.starts_with(&format!(
+            "Cluster {NS}/{CLUSTER} to {V2} (Kubernetes v1.27.3): BLOCKED\n"
+        )),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "RequestedAPIs  blocks   uses APIs Kubernetes 1.27 no longer serves: extensions/v1beta1 ingresses"
+        ),
+        "{table}"
+    );
+    assert!(
+        table.contains(&format!(
+            "TargetRenders  ok       {V2} renders for this Cluster at 1.27"
+        )),
+        "{table}"
+    );
+    assert!(
+        table.contains("Note: the API server's record of deprecated requests starts at its last restart"),
+        "{table}"
+    );
+    let (code, json) = preflight_cli(&env, CLUSTER, &["-o", "json"]);
+    assert_eq!(code, 1);
+    let json: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(json["blocked"], true);
+    assert_eq!(json["preflight"][0]["check"], "RequestedAPIs");
+    assert_eq!(json["preflight"][0]["ok"], false);
+    // A Cluster with no workload API server yet: nothing in use there, and the target renders.
+    let (code, table) = preflight_cli(&env, UNREACHED, &[]);
+    assert_eq!(code, 0, "{table}");
+    assert!(
+        table.contains("RequestedAPIs  ok       no workload API server yet"),
+        "{table}"
     );
 
     // Let it go: force (who) and resume the halted rollout.

@@ -49,6 +49,24 @@ impl Rendered {
     }
 }
 
+/// The Cluster, its control plane and infrastructure cluster as values templates read them
+/// (blocking: JSON read as YAML; the parsed values are not `Send`).
+pub fn cluster_objects(
+    cluster: &kube::api::DynamicObject,
+    control_plane: Option<&kube::api::DynamicObject>,
+    infra_cluster: Option<&kube::api::DynamicObject>,
+) -> Result<ClusterObjects, String> {
+    let parse = |object: &kube::api::DynamicObject, what: &str| {
+        let text = serde_json::to_string(object).map_err(|e| format!("{what}: {e}"))?;
+        capstan_stack::values::parse_object(&text, std::path::Path::new(what)).map_err(|e| e.to_string())
+    };
+    Ok(ClusterObjects {
+        cluster: parse(cluster, "Cluster")?,
+        control_plane: control_plane.map(|o| parse(o, "ControlPlane")).transpose()?,
+        infra_cluster: infra_cluster.map(|o| parse(o, "InfraCluster")).transpose()?,
+    })
+}
+
 /// Renders `compiled` for the Cluster of `objects` with the user's values (blocking: the
 /// charts run here).
 pub fn target_renders(compiled: &CompiledRelease, objects: &ClusterObjects, user: &[UserValues]) -> Rendered {

@@ -221,24 +221,11 @@ struct RenderInputs {
 impl RenderInputs {
     fn render(self) -> Rendered {
         let parsed = (|| {
-            let parse = |object: &DynamicObject, what: &str| {
-                let text = serde_json::to_string(object).map_err(|e| format!("{what}: {e}"))?;
-                capstan_stack::values::parse_object(&text, std::path::Path::new(what))
-                    .map_err(|e| e.to_string())
-            };
-            let objects = capstan_stack::values::ClusterObjects {
-                cluster: parse(&self.cluster, "Cluster")?,
-                control_plane: self
-                    .control_plane
-                    .as_ref()
-                    .map(|o| parse(o, "ControlPlane"))
-                    .transpose()?,
-                infra_cluster: self
-                    .infra_cluster
-                    .as_ref()
-                    .map(|o| parse(o, "InfraCluster"))
-                    .transpose()?,
-            };
+            let objects = crate::preflight::render::cluster_objects(
+                &self.cluster,
+                self.control_plane.as_ref(),
+                self.infra_cluster.as_ref(),
+            )?;
             let user = self
                 .user
                 .iter()

@@ -25,11 +25,11 @@ use capstan_stack::name::KubernetesVersion;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The Cluster (Cluster API).
-    cluster: String,
+    pub cluster: String,
     /// The ClusterStack (of the Cluster's class namespace) to switch to, and its release
     /// version (default: its newest ready release), e.g. `ferrol-1-29@v2`.
     #[arg(long, value_name = "STACK[@VERSION]")]
-    to: String,
+    pub to: String,
     /// The Cluster's namespace (default: the context's).
     #[arg(short = 'n', long, value_name = "NS")]
     namespace: Option<String>,
@@ -59,21 +59,7 @@ enum Format {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let runtime = super::kube::runtime()?;
-    let live = runtime.block_on(read_live(args))?;
-    // Opening a release may fetch it (its own runtime): outside the one above.
-    let rendered = render(args, &live);
-    let mut evidence = live.evidence;
-    evidence.rendered = Some(rendered);
-    let to = KubernetesVersion::parse_release(&live.target.kubernetes)
-        .with_context(|| format!("release {}'s Kubernetes version", live.target.release))?;
-    let results = evidence.verdicts(to);
-    let report = Report {
-        cluster: live.key,
-        release: live.target.release,
-        kubernetes: live.target.kubernetes,
-        results,
-    };
+    let report = check(args)?;
     let text = match args.output {
         Format::Json => format!("{}\n", serde_json::to_string_pretty(&report.json())?),
         Format::Table => report.table(),
@@ -83,6 +69,25 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    })
+}
+
+/// One Cluster's pre-flight for its switch to `args.to` (what `capstan rollout plan
+/// --kubeconfig` also runs per Cluster).
+pub fn check(args: &Args) -> anyhow::Result<Report> {
+    let runtime = super::kube::runtime()?;
+    let live = runtime.block_on(read_live(args))?;
+    // Opening a release may fetch it (its own runtime): outside the one above.
+    let rendered = render(args, &live);
+    let mut evidence = live.evidence;
+    evidence.rendered = Some(rendered);
+    let to = KubernetesVersion::parse_release(&live.target.kubernetes)
+        .with_context(|| format!("release {}'s Kubernetes version", live.target.release))?;
+    Ok(Report {
+        cluster: live.key,
+        results: evidence.verdicts(to),
+        release: live.target.release,
+        kubernetes: live.target.kubernetes,
     })
 }
 

@@ -83,7 +83,8 @@ async fn a_removed_api_requested_on_the_workload_cluster_blocks_the_switch_until
         ),
         "{requested:?}"
     );
-    // The target renders for it, and nothing stored uses a removed API: only the record blocks.
+    // The target renders for it, nothing stored uses a removed API and its control plane runs
+    // the stack's minor: only the record blocks.
     let others: Vec<(&str, bool)> = status
         .preflight
         .iter()
@@ -94,7 +95,8 @@ async fn a_removed_api_requested_on_the_workload_cluster_blocks_the_switch_until
         [
             ("RequestedAPIs", false),
             ("RemovedAPIs", true),
-            ("TargetRenders", true)
+            ("TargetRenders", true),
+            ("VersionSkew", true)
         ],
         "{status:?}"
     );

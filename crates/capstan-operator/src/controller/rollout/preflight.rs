@@ -18,7 +18,7 @@ use crate::controller::pipeline;
 use crate::preflight::cache::PreflightCache;
 use crate::preflight::render::{Rendered, target_renders};
 use crate::preflight::{Evidence, helm, keep_recorded, workload};
-use crate::rollout::preflight::PreflightResult;
+use crate::rollout::preflight::{PreflightResult, Workers};
 use crate::rollout::{ClusterInfo, StackId, assign};
 use capstan_stack::name::{KubernetesVersion, ReleaseTag};
 
@@ -33,6 +33,9 @@ pub struct Due {
     /// The step's release (`docker-ferrol-1-28-v2`), its class and Kubernetes version.
     pub release: String,
     pub kubernetes: String,
+    /// The Kubernetes minor the step starts from: the previous step's, else that of the
+    /// Cluster's class (`None`: not a stack's class; the skew is not checked).
+    pub from: Option<KubernetesVersion>,
     /// The Cluster's status entry is Blocked on this evidence: kept where a fresh look cannot
     /// see it any more ([`keep_recorded`]).
     pub recorded: Vec<PreflightResult>,
@@ -87,7 +90,16 @@ pub fn due(
         if wave != Some(current.as_str()) || !matches!(phase, ClusterPhase::Pending | ClusterPhase::Blocked) {
             continue;
         }
-        let path_step = entry.and_then(|e| e.path.get(e.step.unwrap_or(0) as usize));
+        let index = entry.and_then(|e| e.step).unwrap_or(0) as usize;
+        let path_step = entry.and_then(|e| e.path.get(index));
+        let previous = entry
+            .and_then(|e| index.checked_sub(1).and_then(|i| e.path.get(i)))
+            .and_then(|p| p.kubernetes.as_deref())
+            .and_then(|k| KubernetesVersion::parse_release(k).ok());
+        let from = previous.or_else(|| {
+            let class = cluster.class.as_deref()?;
+            Some(ReleaseTag::parse_cluster_class(class).ok()?.stack().kubernetes())
+        });
         let step = match path_step {
             Some(step) => (
                 step.release.clone(),
@@ -107,6 +119,7 @@ pub fn due(
             key,
             release,
             kubernetes,
+            from,
             recorded: entry
                 .filter(|e| e.phase == ClusterPhase::Blocked)
                 .map(|e| e.preflight.clone())
@@ -178,10 +191,13 @@ pub async fn gather(
         }
     }
     evidence.rendered = Some(render_target(ctx, release_namespace, &due.release, cluster).await);
+    let to = KubernetesVersion::parse_release(&due.kubernetes);
+    if let (Some(from), Ok(to)) = (due.from, &to) {
+        evidence.others.push(skew(ctx, cluster, from, *to).await);
+    }
     let complete = !matches!(evidence.requested, Some(Err(_)))
         && !matches!(evidence.in_use, Some(Err(_)))
         && evidence.rendered.as_ref().is_none_or(|r| r.objects.is_ok());
-    let to = KubernetesVersion::parse_release(&due.kubernetes);
     let results = match to {
         Ok(to) => evidence.verdicts(to),
         Err(e) => vec![PreflightResult {
@@ -192,6 +208,62 @@ pub async fn gather(
     };
     (results, complete)
 }
+
+/// The version skew of a step from `from` to `to`: the control plane's `status.version`, and
+/// the workers' versions.
+async fn skew(
+    ctx: &Context,
+    cluster: &DynamicObject,
+    from: KubernetesVersion,
+    to: KubernetesVersion,
+) -> PreflightResult {
+    let namespace = cluster.namespace().unwrap_or_default();
+    let control_plane = referenced(ctx, &namespace, cluster.data["spec"]["controlPlaneRef"].clone()).await;
+    let workers = workers(ctx, &namespace, &cluster.name_any()).await;
+    match (control_plane, workers) {
+        (Ok(plane), Ok(workers)) => {
+            let version = plane.as_ref().and_then(|p| p.data["status"]["version"].as_str());
+            crate::rollout::preflight::version_skew(from, to, version, &workers)
+        }
+        (Err(why), _) | (_, Err(why)) => PreflightResult {
+            check: crate::rollout::preflight::VERSION_SKEW_CHECK.to_string(),
+            ok: false,
+            reason: why,
+        },
+    }
+}
+
+/// The Cluster's MachineDeployments and MachinePools (`cluster.x-k8s.io/v1beta1`; a kind not
+/// served counts as none) and the version of each that names one.
+async fn workers(ctx: &Context, namespace: &str, cluster: &str) -> Result<Vec<Workers>, String> {
+    use kube::api::{Api, ApiResource, GroupVersionKind, ListParams};
+    let selector = format!("cluster.x-k8s.io/cluster-name={cluster}");
+    let mut found = Vec::new();
+    for kind in ["MachineDeployment", "MachinePool"] {
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", kind));
+        let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), namespace, &resource);
+        let listed = tokio::time::timeout(LIST_TIMEOUT, api.list(&ListParams::default().labels(&selector)))
+            .await
+            .map_err(|_| format!("listing {kind}s: no answer within {LIST_TIMEOUT:?}"))?;
+        let items = match listed {
+            Ok(list) => list.items,
+            Err(kube::Error::Api(status)) if status.code == 404 => Vec::new(),
+            Err(e) => return Err(format!("listing {kind}s of Cluster {namespace}/{cluster}: {e}")),
+        };
+        found.extend(items.iter().map(|w| {
+            Workers {
+                name: format!("{kind} {}", w.name_any()),
+                version: w.data["spec"]["template"]["spec"]["version"]
+                    .as_str()
+                    .map(str::to_string),
+            }
+        }));
+    }
+    Ok(found)
+}
+
+/// The longest a list of a Cluster's workers may take.
+const LIST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The step's release rendered for `cluster`, or why it could not be.
 async fn render_target(ctx: &Context, namespace: &str, release: &str, cluster: &DynamicObject) -> Rendered {
@@ -405,25 +477,29 @@ mod tests {
         let mut blocked = entry("r1", "rest", ClusterPhase::Blocked);
         blocked.preflight = blocked_evidence();
         let mut walking = entry("r2", "rest", ClusterPhase::Pending);
-        walking.path = ["docker-ferrol-1-28-v1", "docker-ferrol-1-29-v1"]
-            .iter()
-            .map(|r| PathStep {
-                release: r.to_string(),
-                class: r.to_string(),
-                kubernetes: None,
-            })
-            .collect();
+        walking.path = [
+            ("docker-ferrol-1-28-v1", "v1.28.4"),
+            ("docker-ferrol-1-29-v1", "v1.29.1"),
+        ]
+        .iter()
+        .map(|(r, k)| PathStep {
+            release: r.to_string(),
+            class: r.to_string(),
+            kubernetes: Some(k.to_string()),
+        })
+        .collect();
         walking.step = Some(1);
         let mut old_target = started("rest", RolloutPhase::Complete, vec![]);
         old_target.target_release = Some(V1.into());
+        // (name, release, the minor it starts from, evidence recorded).
         type Row = (
             Option<ClusterStackRolloutStatus>,
             Vec<ClusterInfo>,
-            Vec<(&'static str, &'static str, bool)>,
+            Vec<(&'static str, &'static str, &'static str, bool)>,
         );
         let rows: Vec<Row> = vec![
             // Not started: the first wave with Clusters.
-            (None, fleet.clone(), vec![("c1", V2, false)]),
+            (None, fleet.clone(), vec![("c1", V2, "1.27", false)]),
             // The current wave's Pending, Blocked (with its evidence), path-walking and new Clusters.
             (
                 Some(started(
@@ -437,9 +513,10 @@ mod tests {
                 )),
                 fleet.clone(),
                 vec![
-                    ("r1", V2, true),
-                    ("r2", "docker-ferrol-1-29-v1", false),
-                    ("r3", V2, false),
+                    ("r1", V2, "1.27", true),
+                    // Its second step starts from its first step's minor.
+                    ("r2", "docker-ferrol-1-29-v1", "1.28", false),
+                    ("r3", V2, "1.27", false),
                 ],
             ),
             // In flight or done: not checked.
@@ -464,18 +541,21 @@ mod tests {
                 fleet.clone(),
                 vec![],
             ),
-            (Some(old_target), fleet.clone(), vec![("c1", V2, false)]),
+            (Some(old_target), fleet.clone(), vec![("c1", V2, "1.27", false)]),
         ];
         let stack = StackName::parse("docker-ferrol-1-27").unwrap_or_else(|e| panic!("{e}"));
         for (i, (status, clusters, want)) in rows.into_iter().enumerate() {
-            let got: Vec<(String, String, bool)> =
+            let got: Vec<(String, String, String, bool)> =
                 due(&rollout(status), "t", &stack, Some(&target), &clusters)
                     .into_iter()
-                    .map(|d| (d.key, d.release, !d.recorded.is_empty()))
+                    .map(|d| {
+                        let from = d.from.map(|v| v.to_string()).unwrap_or_default();
+                        (d.key, d.release, from, !d.recorded.is_empty())
+                    })
                     .collect();
-            let want: Vec<(String, String, bool)> = want
+            let want: Vec<(String, String, String, bool)> = want
                 .into_iter()
-                .map(|(n, r, kept)| (format!("t/{n}"), r.to_string(), kept))
+                .map(|(n, r, from, kept)| (format!("t/{n}"), r.to_string(), from.to_string(), kept))
                 .collect();
             assert_eq!(got, want, "row {i}");
         }

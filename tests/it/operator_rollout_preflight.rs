@@ -63,7 +63,12 @@ async fn a_removed_api_requested_on_the_workload_cluster_blocks_the_switch_until
     create_rollout(
         &env,
         json!({"clusterStack": "ferrol", "version": "v2",
-               "waves": [{"name": "all", "clusterSelector": {"matchLabels": {"ring": "all"}}}]}),
+               "waves": [{"name": "all", "clusterSelector": {"matchLabels": {"ring": "all"}}}],
+               "preflight": {"checks": [{
+                   "name": "marker",
+                   "objects": [{"key": "marker", "apiVersion": "v1", "kind": "ConfigMap",
+                                "name": "upgrade-ready", "namespace": "default"}],
+                   "conditions": "marker.data.ready == 'yes'"}]}}),
     )
     .await;
 
@@ -84,7 +89,7 @@ async fn a_removed_api_requested_on_the_workload_cluster_blocks_the_switch_until
         "{requested:?}"
     );
     // The target renders for it, nothing stored uses a removed API and its control plane runs
-    // the stack's minor: only the record blocks.
+    // the stack's minor; the user's check reads a ConfigMap that does not exist.
     let others: Vec<(&str, bool)> = status
         .preflight
         .iter()
@@ -96,7 +101,8 @@ async fn a_removed_api_requested_on_the_workload_cluster_blocks_the_switch_until
             ("RequestedAPIs", false),
             ("RemovedAPIs", true),
             ("TargetRenders", true),
-            ("VersionSkew", true)
+            ("VersionSkew", true),
+            ("Check marker", false)
         ],
         "{status:?}"
     );

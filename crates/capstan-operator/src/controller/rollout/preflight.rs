@@ -12,7 +12,9 @@ use kube::api::DynamicObject;
 
 use super::target::Resolved;
 use crate::addon::workload::Gate;
-use crate::api::rollout::{ClusterPhase, ClusterStackRollout, ClusterStackRolloutStatus, RolloutPhase};
+use crate::api::rollout::{
+    ClusterPhase, ClusterStackRollout, ClusterStackRolloutStatus, HealthCheck, RolloutPhase,
+};
 use crate::context::Context;
 use crate::controller::pipeline;
 use crate::preflight::cache::PreflightCache;
@@ -162,7 +164,7 @@ pub async fn gather_due(
 /// whether every piece could be read.
 pub async fn gather(
     ctx: &Context,
-    _rollout: &ClusterStackRollout,
+    rollout: &ClusterStackRollout,
     release_namespace: &str,
     due: &Due,
     cluster: &DynamicObject,
@@ -170,11 +172,22 @@ pub async fn gather(
     let namespace = cluster.namespace().unwrap_or_default();
     let name = cluster.name_any();
     let mut evidence = Evidence::default();
+    let checks = &rollout.spec.preflight.checks;
+    // The user's checks come last, after the version skew.
+    let mut user = Vec::new();
     match ctx.workloads.get(&ctx.management, &namespace, &name).await {
         // Cluster API writes the Secret once the control plane is up: nothing runs there yet.
-        Err(Gate::NoKubeconfig { .. }) => {}
+        Err(Gate::NoKubeconfig { .. }) => {
+            let why = "no workload API server yet to evaluate it on";
+            evidence
+                .others
+                .extend(checks.iter().enumerate().map(|(i, c)| check_failed(i, c, why)));
+        }
         Err(gate) => {
             let why = format!("the workload cluster cannot be read: {gate}");
+            evidence
+                .others
+                .extend(checks.iter().enumerate().map(|(i, c)| check_failed(i, c, &why)));
             evidence.requested = Some(Err(why.clone()));
             evidence.in_use = Some(Err(why));
         }
@@ -188,6 +201,9 @@ pub async fn gather(
             }
             evidence.requested = Some(requested);
             evidence.in_use = Some(in_use);
+            for (i, check) in checks.iter().enumerate() {
+                user.push(user_check(&found, i, check).await);
+            }
         }
     }
     evidence.rendered = Some(render_target(ctx, release_namespace, &due.release, cluster).await);
@@ -195,6 +211,7 @@ pub async fn gather(
     if let (Some(from), Ok(to)) = (due.from, &to) {
         evidence.others.push(skew(ctx, cluster, from, *to).await);
     }
+    evidence.others.extend(user);
     let complete = !matches!(evidence.requested, Some(Err(_)))
         && !matches!(evidence.in_use, Some(Err(_)))
         && evidence.rendered.as_ref().is_none_or(|r| r.objects.is_ok());
@@ -207,6 +224,62 @@ pub async fn gather(
         }],
     };
     (results, complete)
+}
+
+/// The name of `spec.preflight.checks[i]` in results: `Check <name>`, else `Check checks[i]`.
+fn check_name(i: usize, check: &HealthCheck) -> String {
+    match &check.name {
+        Some(name) => format!("Check {name}"),
+        None => format!("Check checks[{i}]"),
+    }
+}
+
+fn check_failed(i: usize, check: &HealthCheck, why: &str) -> PreflightResult {
+    PreflightResult {
+        check: check_name(i, check),
+        ok: false,
+        reason: why.to_string(),
+    }
+}
+
+/// The longest one user check may take.
+const CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// One of `spec.preflight.checks` on the workload cluster, as `health.checks` are evaluated.
+async fn user_check(
+    workload: &crate::addon::workload::Workload,
+    i: usize,
+    check: &HealthCheck,
+) -> PreflightResult {
+    use crate::addon::condition::{Verdict, evaluate};
+    use capstan_stack::addon_config::{ConditionObject, WaitCondition};
+    let condition = WaitCondition {
+        objects: check
+            .objects
+            .iter()
+            .map(|o| ConditionObject {
+                key: o.key.clone(),
+                api_version: o.api_version.clone(),
+                kind: o.kind.clone(),
+                name: o.name.clone(),
+                namespace: o.namespace.clone(),
+            })
+            .collect(),
+        conditions: check.conditions.clone(),
+    };
+    let verdict =
+        tokio::time::timeout(CHECK_TIMEOUT, evaluate(workload.applier.discovery(), &condition)).await;
+    let (ok, reason) = match verdict {
+        Ok(Ok(Verdict::Met)) => (true, format!("{} holds", check.conditions)),
+        Ok(Ok(Verdict::NotMet(why))) => (false, why),
+        Ok(Err(e)) => (false, e.to_string()),
+        Err(_) => (false, format!("no verdict within {CHECK_TIMEOUT:?}")),
+    };
+    PreflightResult {
+        check: check_name(i, check),
+        ok,
+        reason,
+    }
 }
 
 /// The version skew of a step from `from` to `to`: the control plane's `status.version`, and

@@ -116,6 +116,33 @@ pub fn keep_recorded(recorded: &[PreflightResult], mut fresh: Vec<PreflightResul
     fresh
 }
 
+/// The kinds the ClusterAddon's inventory (`status.resources`) says were applied to the
+/// workload cluster, each apiVersion/kind once.
+pub fn inventory_apis(addon: &crate::api::ClusterAddon) -> Vec<ApiInUse> {
+    let seen_in = format!(
+        "ClusterAddon {}/{} inventory",
+        addon.metadata.namespace.as_deref().unwrap_or_default(),
+        addon.metadata.name.as_deref().unwrap_or_default()
+    );
+    let mut found: Vec<ApiInUse> = Vec::new();
+    for resource in addon.status.iter().flat_map(|s| &s.resources) {
+        let api_version = if resource.group.is_empty() {
+            resource.version.clone()
+        } else {
+            format!("{}/{}", resource.group, resource.version)
+        };
+        let api = ApiInUse {
+            api_version,
+            kind: resource.kind.clone(),
+            seen_in: seen_in.clone(),
+        };
+        if !found.contains(&api) {
+            found.push(api);
+        }
+    }
+    found
+}
+
 /// What a kept record says of itself.
 pub const KEPT_NOTE: &str = "recorded earlier: the API server's record starts at its last restart";
 
@@ -199,6 +226,29 @@ mod tests {
             let got: Vec<(&str, bool)> = results.iter().map(|r| (r.check.as_str(), r.ok)).collect();
             assert_eq!(got, want, "to {to}: {results:?}");
         }
+    }
+
+    #[test]
+    fn the_addons_inventory_names_the_kinds_it_applied() {
+        let addon: crate::api::ClusterAddon = serde_json::from_value(serde_json::json!({
+            "apiVersion": "clusterstack.x-k8s.io/v1alpha1", "kind": "ClusterAddon",
+            "metadata": {"name": "cluster-addon-a", "namespace": "t"},
+            "spec": {"clusterRef": {"name": "a"}},
+            "status": {"resources": [
+                {"group": "policy", "version": "v1beta1", "kind": "PodSecurityPolicy", "name": "p1"},
+                {"group": "policy", "version": "v1beta1", "kind": "PodSecurityPolicy", "name": "p2"},
+                {"version": "v1", "kind": "ConfigMap", "namespace": "kube-system", "name": "c"}]}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let in_use = inventory_apis(&addon);
+        assert_eq!(in_use.len(), 2, "{in_use:?}");
+        let verdict = removed_apis(k8s("1.25"), &[], &in_use);
+        assert!(!verdict.ok);
+        assert_eq!(
+            verdict.reason,
+            "uses APIs Kubernetes 1.25 no longer serves: policy/v1beta1 PodSecurityPolicy in ClusterAddon t/cluster-addon-a inventory (removed in 1.25; no replacement)"
+        );
+        assert!(removed_apis(k8s("1.24"), &[], &in_use).ok);
     }
 
     #[test]

@@ -206,6 +206,14 @@ pub async fn gather(
             }
         }
     }
+    let inventory = addon_inventory(ctx, &namespace, &name).await;
+    match (&mut evidence.in_use, inventory) {
+        (_, Ok(found)) if found.is_empty() => {}
+        (Some(Ok(in_use)), Ok(found)) => in_use.extend(found),
+        (in_use @ None, Ok(found)) => *in_use = Some(Ok(found)),
+        (Some(Err(_)), _) => {}
+        (in_use, Err(why)) => *in_use = Some(Err(why)),
+    }
     evidence.rendered = Some(render_target(ctx, release_namespace, &due.release, cluster).await);
     let to = KubernetesVersion::parse_release(&due.kubernetes);
     if let (Some(from), Ok(to)) = (due.from, &to) {
@@ -224,6 +232,24 @@ pub async fn gather(
         }],
     };
     (results, complete)
+}
+
+/// The kinds the Cluster's ClusterAddon says it applied (none without a ClusterAddon).
+async fn addon_inventory(
+    ctx: &Context,
+    namespace: &str,
+    cluster: &str,
+) -> Result<Vec<crate::rollout::preflight::ApiInUse>, String> {
+    let name = crate::controller::cluster::addon_name(cluster);
+    let api: kube::api::Api<crate::api::ClusterAddon> =
+        kube::api::Api::namespaced(ctx.client.clone(), namespace);
+    let read = tokio::time::timeout(LIST_TIMEOUT, api.get_opt(&name))
+        .await
+        .map_err(|_| format!("reading ClusterAddon {namespace}/{name}: no answer within {LIST_TIMEOUT:?}"))?
+        .map_err(|e| format!("reading ClusterAddon {namespace}/{name}: {e}"))?;
+    Ok(read
+        .map(|addon| crate::preflight::inventory_apis(&addon))
+        .unwrap_or_default())
 }
 
 /// The name of `spec.preflight.checks[i]` in results: `Check <name>`, else `Check checks[i]`.

@@ -184,3 +184,66 @@ async fn a_removed_api_requested_on_the_workload_cluster_blocks_the_switch_until
     )
     .await;
 }
+
+/// What Helm stores in a release Secret's `release` key: base64 of gzip of the record.
+fn helm_record(name: &str, namespace: &str, revision: u64, manifest: &str) -> String {
+    use base64::Engine;
+    use std::io::Write;
+    let record = json!({"name": name, "namespace": namespace, "version": revision,
+                        "info": {"status": "deployed"}, "manifest": manifest});
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(record.to_string().as_bytes()).expect("gzip");
+    base64::engine::general_purpose::STANDARD.encode(gz.finish().expect("gzip"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_helm_release_with_a_removed_api_blocks_and_skip_goes_on_without_it() {
+    use base64::Engine;
+    let test = "a_stored_helm_release_with_a_removed_api_blocks_and_skip_goes_on_without_it";
+    let Some((env, operator)) = fleet(test, &[(CLUSTER, "all"), (UNREACHED, "all")]).await else {
+        return;
+    };
+    env.write_kubeconfig(CLUSTER, &env.cluster).await;
+    let manifest = "---\n# Source: backup/templates/cronjob.yaml\napiVersion: batch/v1beta1\nkind: CronJob\nmetadata:\n  name: backup\n";
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": {"name": "sh.helm.release.v1.backup.v1", "namespace": "default",
+                     "labels": {"owner": "helm", "name": "backup", "version": "1"}},
+        "type": "helm.sh/release.v1",
+        "data": {"release": base64::engine::general_purpose::STANDARD
+            .encode(helm_record("backup", "default", 1, manifest))},
+    }))
+    .expect("Secret");
+    kube::api::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(env.client(), "default")
+        .create(&Default::default(), &secret)
+        .await
+        .expect("release Secret stored");
+    let sim = simulate(&env, Duration::from_secs(1), &[]);
+    create_rollout(
+        &env,
+        json!({"clusterStack": "ferrol", "version": "v2", "waves": [{"name": "all", "maxInFlight": 2}],
+               "preflight": {"onBlocked": "Skip"}}),
+    )
+    .await;
+
+    // Skip: the other Cluster (no workload cluster yet) is switched, the rollout completes.
+    wait_phase(&env, &operator, RolloutPhase::Complete, Duration::from_secs(90)).await;
+    assert_eq!(topology(&env, UNREACHED).await.0, V2);
+    assert_eq!(
+        topology(&env, CLUSTER).await.0,
+        V1,
+        "a blocked Cluster is never switched"
+    );
+    let status = cluster_status(&env).await.expect("the Cluster in the status");
+    assert_eq!(status.phase, ClusterPhase::Blocked, "{status:?}");
+    let removed = status
+        .preflight
+        .iter()
+        .find(|r| r.check == "RemovedAPIs")
+        .unwrap_or_else(|| panic!("RemovedAPIs in {status:?}"));
+    assert!(!removed.ok, "{status:?}");
+    assert_eq!(
+        removed.reason,
+        "uses APIs Kubernetes 1.27 no longer serves: batch/v1beta1 CronJob in Helm release default/backup revision 1 (removed in 1.25; use batch/v1)"
+    );
+    sim.snapshot(|record| assert!(record.switches_of(CLUSTER).is_empty()));
+}

@@ -28,8 +28,7 @@ use crate::rollout::preflight::{
 
 /// The check of the API server's own record of deprecated requests.
 pub const REQUESTED_APIS_CHECK: &str = "RequestedAPIs";
-/// The check of the target release rendered for the Cluster.
-pub const TARGET_RENDERS_CHECK: &str = "TargetRenders";
+pub use render::TARGET_RENDERS_CHECK;
 
 /// What was read for one step, each piece or why it could not be read.
 #[derive(Clone, Debug, Default)]

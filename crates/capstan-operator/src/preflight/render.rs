@@ -10,8 +10,10 @@ use capstan_stack::render::{CompiledRelease, RenderOptions};
 use capstan_stack::user_values::UserValues;
 use capstan_stack::values::ClusterObjects;
 
-use super::TARGET_RENDERS_CHECK;
 use crate::rollout::preflight::{ApiInUse, PreflightResult, removed_apis};
+
+/// The check of the target release rendered for the Cluster.
+pub const TARGET_RENDERS_CHECK: &str = "TargetRenders";
 
 /// The target release rendered for one Cluster: the objects its addon parts make, or why it
 /// does not render.

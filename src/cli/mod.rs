@@ -55,6 +55,8 @@ mod docs_prose;
 mod error_chain;
 // `capstan rollout plan` (issue 33), offline; `rollout` holds the command group.
 mod rollout_plan;
+// `capstan preflight` (issue 48): one Cluster's checks before a switch.
+mod preflight;
 
 use std::process::ExitCode;
 
@@ -105,6 +107,9 @@ enum Command {
     /// Roll a release of a cluster stack out to its Clusters in waves: plan (offline), status,
     /// approve, pause, resume.
     Rollout(Box<rollout::Args>),
+    /// One Cluster's pre-flight before a switch to another release: removed APIs in use, the
+    /// target release rendered for it (exit code 1 when a check blocks).
+    Preflight(Box<preflight::Args>),
     /// Install or upgrade the capstan operator in a cluster (CRDs, RBAC, Deployment, webhooks).
     Install(Box<install::Args>),
     /// List ClusterStacks, ClusterStackReleases, ClusterAddons or ClusterStackRollouts, one
@@ -141,6 +146,7 @@ pub fn main() -> ExitCode {
         Command::Crds(args) => crds::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Operator(args) => operator::run_operator(&args).map(|()| ExitCode::SUCCESS),
         Command::Rollout(args) => rollout::run(&args),
+        Command::Preflight(args) => preflight::run(&args),
         Command::Install(args) => install::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Get(args) => get::run(&args),
         Command::Describe(args) => describe::run(&args),

@@ -20,6 +20,7 @@ pub mod leader;
 pub mod lookup;
 pub mod management;
 pub mod metrics;
+pub mod preflight;
 pub mod rollout;
 pub mod runtime;
 pub mod serve;

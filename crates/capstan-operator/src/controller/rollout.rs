@@ -12,6 +12,7 @@
 
 mod act;
 mod observe;
+pub mod preflight;
 pub mod target;
 
 pub use observe::{APPROVE_ANNOTATION, RESUME_ANNOTATION};
@@ -118,6 +119,7 @@ pub async fn run(
         addons,
         releases,
         scope: scope.clone(),
+        preflight: Default::default(),
     });
     let for_clusters = (rollouts.clone(), clusters.clone());
     let for_addons = (rollouts.clone(), clusters.clone());

@@ -10,4 +10,5 @@ mod operator_api;
 mod operator_leader;
 mod operator_metrics;
 mod operator_webhook;
+mod preflight_evidence;
 mod render_store;

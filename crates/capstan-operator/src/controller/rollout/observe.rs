@@ -27,6 +27,8 @@ pub struct Fleet {
     pub addons: Store<ClusterAddon>,
     pub releases: Store<ClusterStackRelease>,
     pub scope: Scope,
+    /// Pre-flight results by Cluster and step, while fresh.
+    pub preflight: crate::preflight::cache::PreflightCache,
 }
 
 /// The longest a reconcile waits for the fleet's stores to have listed once.
@@ -62,6 +64,8 @@ pub struct Observation {
     /// The release `spec.version` resolves to now, or why none does.
     pub target: Result<Resolved, String>,
     pub clusters: Vec<ClusterInfo>,
+    /// The pre-flight of the Clusters whose switch is due (`namespace/name`).
+    pub preflight: std::collections::BTreeMap<String, Vec<crate::api::rollout::PreflightResult>>,
     pub now: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
 }
 
@@ -92,15 +96,11 @@ impl Observation {
                 kubernetes: Some(t.kubernetes.clone()),
             }),
             clusters: &self.clusters,
-            // Gathering the pre-flight from workload clusters is not wired yet: nothing blocks.
-            preflight: &NO_PREFLIGHT,
+            preflight: &self.preflight,
             now: self.now.clone(),
         }
     }
 }
-
-static NO_PREFLIGHT: std::collections::BTreeMap<String, Vec<crate::api::rollout::PreflightResult>> =
-    std::collections::BTreeMap::new();
 
 static EMPTY_STATUS: std::sync::LazyLock<ClusterStackRolloutStatus> =
     std::sync::LazyLock::new(ClusterStackRolloutStatus::default);
@@ -218,6 +218,7 @@ pub async fn observe(
         .map(|s| in_flight(s).collect())
         .unwrap_or_default();
     let mut clusters = Vec::new();
+    let mut objects = std::collections::BTreeMap::new();
     for cluster in fleet.clusters.state() {
         let (own, class_namespace) = namespaces_of(&cluster);
         if own != namespace && class_namespace != namespace {
@@ -237,12 +238,16 @@ pub async fn observe(
             }
         }
         clusters.push(info);
+        objects.insert(key, cluster);
     }
+    let due = super::preflight::due(rollout, &namespace, &stack, target.as_ref().ok(), &clusters);
+    let preflight = super::preflight::gather_due(ctx, &fleet.preflight, rollout, due, &objects).await;
     Ok(Observation {
         namespace,
         stack,
         target,
         clusters,
+        preflight,
         now: crate::controller::now(),
     })
 }

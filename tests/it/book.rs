@@ -267,6 +267,8 @@ const NOT_REASONS: &[&str] = &[
     "Secret",
     "DaemonSet",
     "StatefulSet",
+    "MachineDeployment",
+    "MachinePool",
     "ReplicaSet",
     "CronJob",
     "KubeadmControlPlane",

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use futures::future::{FutureExt, Shared};
 use futures::{StreamExt, TryStreamExt};
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::DynamicObject;
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::utils::WatchStreamExt;
@@ -197,6 +197,14 @@ async fn run_controllers(
         .reflect(stacks_writer)
         .map_ok(move |event| trigger_scope.as_seen_by_trigger(event));
     let stack_events = changed(stack_events, spec_or_deletion::<ClusterStack>, false);
+    // The Cluster API version spoken: discovered before any watch starts, then followed.
+    super::capi_api::discover(&client, &metrics).await;
+    tokio::spawn(super::capi_api::follow(
+        client.clone(),
+        metrics.clone(),
+        super::capi_api::DISCOVERY_PERIOD,
+        stop.clone(),
+    ));
     let ctx = Arc::new(Context::new(
         client.clone(),
         settings.clone(),
@@ -321,12 +329,14 @@ impl FleetWatches {
         } else {
             wiring.sharded.clone()
         };
-        let clusters = watch_all(
-            wiring
-                .scope
-                .dynamic_apis(&wiring.client, &super::clusters::cluster_resource()),
-            objects(config.clone()),
-        );
+        // On the Cluster API version spoken, restarted on another when it changes.
+        let (client, scope, cluster_config) = (wiring.client.clone(), wiring.scope.clone(), config.clone());
+        let clusters = super::capi_api::following(move |version| {
+            watch_all(
+                scope.dynamic_apis(&client, &super::capi_api::cluster_resource_of(version)),
+                objects(cluster_config.clone()),
+            )
+        });
         let (addons_store, addons_writer) = reflector::store();
         let addons = watch_all(wiring.scope.apis::<ClusterAddon>(&wiring.client), objects(config))
             .reflect(addons_writer);
@@ -455,20 +465,22 @@ fn release_controller(
         spec_or_deletion::<ClusterStackRelease>,
         false,
     );
-    let class_resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", "ClusterClass"),
-        "clusterclasses",
-    );
+    // A key only (no request): the watch follows the Cluster API version spoken.
+    let class_resource =
+        super::capi_api::cluster_class_resource_of(capstan_stack::capi::CapiVersion::V1Beta2);
     // With drift watches the ClusterClass is one of the kinds each release's watches follow,
     // and they tell capstan's own applies from drift; this watch, which marks its release on
     // any change, is the mechanism only without them.
     let applied_classes = if wiring.settings.drift_watches {
         futures::stream::empty().boxed()
     } else {
-        watch_all(
-            wiring.scope.dynamic_apis(&wiring.client, &class_resource),
-            objects(watcher::Config::default().labels(&format!("{MANAGED_LABEL}={MANAGED}"))),
-        )
+        let (client, scope) = (wiring.client.clone(), wiring.scope.clone());
+        super::capi_api::following(move |version| {
+            watch_all(
+                scope.dynamic_apis(&client, &super::capi_api::cluster_class_resource_of(version)),
+                objects(watcher::Config::default().labels(&format!("{MANAGED_LABEL}={MANAGED}"))),
+            )
+        })
         .touched_objects()
         .boxed()
     };
@@ -504,7 +516,7 @@ fn release_controller(
 /// from their store: a change it made that the store had not seen yet when it looked wakes it
 /// again once the store has it.
 fn cluster_controller(wiring: &Wiring<'_>, fleet: &mut FleetWatches) -> Running {
-    let cluster_resource = super::clusters::cluster_resource();
+    let cluster_resource = super::clusters::cluster_key();
     let changed_addons = changed(
         fleet.addons_of(&wiring.scope),
         spec_or_deletion::<ClusterAddon>,
@@ -516,7 +528,11 @@ fn cluster_controller(wiring: &Wiring<'_>, fleet: &mut FleetWatches) -> Running 
         wiring.ctx.management.cluster_store(),
         cluster_resource,
     )
-    .owns_stream(changed_addons)
+    // Owned by a Cluster of either version (a version switch keeps the older ones' owner
+    // references).
+    .watches_stream(changed_addons, |addon: ClusterAddon| {
+        super::clusters::owner_cluster(&addon)
+    })
     .with_config(wiring.concurrency.clone())
     .graceful_shutdown_on(wiring.shutdown.clone())
     .run(
@@ -559,7 +575,7 @@ fn addon_controller(
                 let name = cluster.metadata.name.clone().unwrap_or_default();
                 Some(ObjectRef::new(&cluster::addon_name(&name)).within(&namespace))
             },
-            super::clusters::cluster_resource(),
+            super::clusters::cluster_key(),
         )
         .watches_stream(
             kubeconfig_secrets(&wiring.client, &wiring.scope, |secrets| {

@@ -134,7 +134,7 @@ async fn ensure_addon(
                         &cluster.metadata,
                     )),
                     owner_references: Some(vec![OwnerReference {
-                        api_version: "cluster.x-k8s.io/v1beta1".into(),
+                        api_version: crate::clusters::api_version(),
                         kind: "Cluster".into(),
                         name: usage.name.clone(),
                         uid: cluster.uid().unwrap_or_default(),
@@ -148,7 +148,7 @@ async fn ensure_addon(
                     version: None,
                     hook: None,
                     cluster_ref: ObjectReference {
-                        api_version: Some("cluster.x-k8s.io/v1beta1".into()),
+                        api_version: Some(crate::clusters::api_version()),
                         kind: Some("Cluster".into()),
                         name: Some(usage.name.clone()),
                         namespace: Some(namespace.clone()),

@@ -73,7 +73,7 @@ pub async fn run(
         false,
     );
 
-    let cluster_resource = crate::clusters::cluster_resource();
+    let cluster_resource = crate::clusters::cluster_key();
     let Watched {
         clusters,
         cluster_events,
@@ -122,7 +122,7 @@ pub async fn run(
             let cluster = addon.spec.cluster_ref.name.clone().unwrap_or_default();
             let class_namespace = for_addons
                 .1
-                .get(&ObjectRef::new_with(&cluster, crate::clusters::cluster_resource()).within(&namespace))
+                .get(&ObjectRef::new_with(&cluster, crate::clusters::cluster_key()).within(&namespace))
                 .map(|c| observe::namespaces_of(&c).1)
                 .unwrap_or_else(|| namespace.clone());
             rollouts_in(&for_addons.0, &[namespace, class_namespace])
@@ -201,11 +201,24 @@ pub async fn reconcile(
     if !fleet.scope.admits(rollout.meta()) || rollout.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    if !fleet.synced().await {
+    // Without a Cluster API to read the Cluster store never syncs: said as an error (an
+    // Event, the error counter, the controller's backoff), not waited on in silence.
+    let result = match crate::capi_api::not_served() {
+        Some(why) => Err(Error::step(
+            "Observe",
+            "ClusterAPINotServed",
+            super::error::Cause::ClusterApiNotServed(why),
+        )),
+        None => Ok(()),
+    };
+    if result.is_ok() && !fleet.synced().await {
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
     let started = std::time::Instant::now();
-    let result = step(&rollout, ctx, fleet).await;
+    let result = match result {
+        Ok(()) => step(&rollout, ctx, fleet).await,
+        Err(error) => Err(error),
+    };
     let error = result.as_ref().err();
     ctx.metrics
         .reconciled(CONTROLLER, started.elapsed(), error.map(Error::metric_label));

@@ -161,8 +161,8 @@ pub fn next_look(choice: &Choice, failures: u32, period: Duration) -> Duration {
     }
 }
 
-/// Follows the served versions until `stop`: discovers every `period` (see [`next_look`])
-/// and whenever [`rediscover`] asks.
+/// Follows the served versions until `stop` (after the first [`discover`]): discovers again
+/// every `period` (see [`next_look`]) and whenever [`rediscover`] asks.
 pub async fn follow(
     client: Client,
     metrics: std::sync::Arc<crate::metrics::Metrics>,
@@ -171,17 +171,16 @@ pub async fn follow(
 ) {
     let mut failures = 0u32;
     loop {
-        let choice = discover(&client, &metrics).await;
-        failures = match choice {
-            Choice::Chosen(_) => 0,
-            _ => failures.saturating_add(1),
-        };
-        let wait = next_look(&choice, failures.saturating_sub(1), period);
+        let wait = next_look(&choice(), failures.saturating_sub(1), period);
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
             () = REDISCOVER.notified() => {}
             () = stop.clone() => return,
         }
+        failures = match discover(&client, &metrics).await {
+            Choice::Chosen(_) => 0,
+            _ => failures.saturating_add(1),
+        };
     }
 }
 

@@ -10,7 +10,7 @@
 //! recorded before any switch, and never switches a Cluster twice (each patch also tests
 //! the class it expects to replace).
 
-mod act;
+pub mod act;
 mod observe;
 pub mod target;
 

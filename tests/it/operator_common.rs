@@ -445,7 +445,11 @@ impl Env {
             self.dynamic_in(namespace, "controlplane.cluster.x-k8s.io", version, "KubeadmControlPlane"),
             json!({"apiVersion": format!("controlplane.cluster.x-k8s.io/{version}"), "kind": "KubeadmControlPlane",
                    "metadata": {"name": name, "namespace": namespace},
-                   "spec": {"version": "v1.27.3", "kubeadmConfigSpec": {},
+                   // v1beta2 wants at least one field in it.
+                   "spec": {"version": "v1.27.3", "kubeadmConfigSpec": match self.capi {
+                                CapiVersion::V1Beta1 => json!({}),
+                                CapiVersion::V1Beta2 => json!({"format": "cloud-config"}),
+                            },
                             "machineTemplate": match self.capi {
                                 CapiVersion::V1Beta1 => json!({"infrastructureRef":
                                     reference("infrastructure.cluster.x-k8s.io", "DockerMachineTemplate", "cp")}),

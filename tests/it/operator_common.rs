@@ -70,6 +70,11 @@ pub async fn start_for(test: &str, published: &[&str], capi: CapiVersion) -> Opt
     start_capi(test, published, capi == CapiVersion::V1Beta1, &[], capi).await
 }
 
+/// [`start`] (an API server of the test's own) on `capi`'s CRDs.
+pub async fn start_own(test: &str, published: &[&str], capi: CapiVersion) -> Option<Env> {
+    start_capi(test, published, false, &[], capi).await
+}
+
 async fn start_on(test: &str, published: &[&str], shared: bool, apiserver_args: &[String]) -> Option<Env> {
     start_capi(test, published, shared, apiserver_args, CapiVersion::V1Beta1).await
 }

@@ -336,3 +336,68 @@ async fn without_cluster_api_the_rollout_says_so_and_the_log_does_not_loop() {
         .count();
     assert!(capi_lines <= 10, "{capi_lines} lines about Cluster API:\n{log}");
 }
+
+/// Cluster API upgraded under a running operator (v1.6's CRDs replaced by v1.14's serving only
+/// v1beta2): its v1beta1 watch is answered 404, it discovers v1beta2 and watches that — the
+/// same process makes the ClusterAddon of a v1beta2 Cluster created afterwards, owned by the
+/// Cluster as v1beta2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_follows_cluster_api_from_v1beta1_to_v1beta2_without_a_restart() {
+    let test = "the_operator_follows_cluster_api_from_v1beta1_to_v1beta2_without_a_restart";
+    let Some(mut env) = crate::operator_common::start_own(test, &[V1], CapiVersion::V1Beta1).await else {
+        return;
+    };
+    let Some(bins) = Binaries::find_or_skip(test) else {
+        return;
+    };
+    let workload = TestCluster::start(&bins, "workload")
+        .await
+        .expect("workload cluster starts");
+    let mut operator = env.operator(0, &[]);
+    env.create_stack(&["v1"], "5s").await;
+    let log = operator.log_path().to_path_buf();
+    let said = |text: &'static str| {
+        let log = log.clone();
+        move || {
+            let log = log.clone();
+            async move {
+                std::fs::read_to_string(&log)
+                    .unwrap_or_default()
+                    .contains(text)
+                    .then_some(())
+            }
+        }
+    };
+    eventually(
+        "the operator speaking v1beta1",
+        Duration::from_secs(30),
+        &operator,
+        said("speaking Cluster API cluster.x-k8s.io/v1beta1"),
+    )
+    .await;
+
+    let crds = capstan_testenv::shared_path("capi-crds/v1.14.0-rc.1").expect("v1.14 CRDs");
+    capstan_testenv::install_crds_with(&env.client(), &crds, &capstan_testenv::CrdOptions::v1beta2_only())
+        .await
+        .expect("Cluster API upgraded");
+    env.capi = CapiVersion::V1Beta2;
+    eventually(
+        "the operator switching to v1beta2",
+        Duration::from_secs(60),
+        &operator,
+        said("speaking cluster.x-k8s.io/v1beta2 from now on"),
+    )
+    .await;
+    env.cluster_api(CLUSTER, V1, HOST, &workload, false).await;
+    env.wait_applied(CLUSTER, V1, &operator, Duration::from_secs(90))
+        .await;
+    let addon = addon(&env).await.expect("ClusterAddon");
+    let owner = addon
+        .metadata
+        .owner_references
+        .as_ref()
+        .and_then(|owners| owners.first())
+        .expect("owner reference");
+    assert_eq!(owner.api_version, "cluster.x-k8s.io/v1beta2");
+    assert_eq!(operator.exited(), None, "the same operator process");
+}

@@ -327,6 +327,23 @@ async fn without_cluster_api_the_rollout_says_so_and_the_log_does_not_loop() {
     )
     .await;
     assert!(message.contains("cluster.x-k8s.io is not served"), "{message}");
+    // And a condition on the rollout.
+    let progressing = eventually(
+        "the rollout's Progressing condition False for it",
+        Duration::from_secs(30),
+        &operator,
+        || async {
+            let status = rollouts.get("r").await.ok()?.status?;
+            capstan_operator::api::conditions::find(&status.conditions, "Progressing")
+                .filter(|c| !c.is_true() && c.reason == "ClusterAPINotServed")
+                .cloned()
+        },
+    )
+    .await;
+    assert!(
+        progressing.message.contains("cluster.x-k8s.io is not served"),
+        "{progressing:?}"
+    );
     // Twenty seconds more: no loop in the log.
     tokio::time::sleep(Duration::from_secs(20)).await;
     let log = std::fs::read_to_string(logs.path().join("operator.log")).unwrap_or_default();

@@ -204,11 +204,18 @@ pub async fn reconcile(
     // Without a Cluster API to read the Cluster store never syncs: said as an error (an
     // Event, the error counter, the controller's backoff), not waited on in silence.
     let result = match crate::capi_api::not_served() {
-        Some(why) => Err(Error::step(
-            "Observe",
-            "ClusterAPINotServed",
-            super::error::Cause::ClusterApiNotServed(why),
-        )),
+        Some(why) => {
+            let cause = super::error::Cause::ClusterApiNotServed(why);
+            let api: Api<ClusterStackRollout> =
+                Api::namespaced(ctx.client.clone(), &rollout.namespace().unwrap_or_default());
+            // A condition too; a conflict (the store behind) is written on the next retry.
+            if let Err(error) =
+                act::record_blocked(&api, &rollout, "ClusterAPINotServed", &cause.to_string()).await
+            {
+                tracing::debug!(%error, "recording that Cluster API is not served");
+            }
+            Err(Error::step("Observe", "ClusterAPINotServed", cause))
+        }
         None => Ok(()),
     };
     if result.is_ok() && !fleet.synced().await {

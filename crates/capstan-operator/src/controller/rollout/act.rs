@@ -57,6 +57,36 @@ pub async fn record(
     }
 }
 
+/// Records on `current`'s status that it cannot go on (Cluster API not served): the
+/// `Progressing` condition False with `reason` and `message`, nothing else of the status
+/// changed; the next plan replaces it once it can go on.
+pub async fn record_blocked(
+    api: &Api<ClusterStackRollout>,
+    current: &ClusterStackRollout,
+    reason: &str,
+    message: &str,
+) -> Result<(), kube::Error> {
+    use crate::api::conditions::{Condition, ConditionStatus, set_condition};
+    let mut status = current.status.clone().unwrap_or_default();
+    let condition = Condition::new(
+        crate::api::rollout::CONDITION_PROGRESSING,
+        ConditionStatus::False,
+        reason,
+        message,
+        current.metadata.generation,
+        crate::controller::now(),
+    );
+    if !set_condition(&mut status.conditions, condition).changed() {
+        return Ok(());
+    }
+    let mut updated = current.clone();
+    updated.status = Some(status);
+    updated.metadata.managed_fields = None;
+    api.replace_status(&current.name_any(), &PostParams::default(), &updated)
+        .await
+        .map(|_| ())
+}
+
 /// Publishes the plan's Events on the rollout.
 pub async fn publish_events(ctx: &Context, rollout: &ClusterStackRollout, plan: &Plan) {
     let reference = crate::controller::object_ref(rollout);

@@ -21,8 +21,6 @@ use tokio::sync::{Notify, watch};
 
 use capstan_stack::capi::{CapiVersion, GROUP, ServedVersions};
 
-use crate::watch::Events;
-
 /// How often the served versions are looked at while a version is chosen.
 pub const DISCOVERY_PERIOD: Duration = Duration::from_secs(60);
 
@@ -167,21 +165,32 @@ pub async fn follow(
     client: Client,
     metrics: std::sync::Arc<crate::metrics::Metrics>,
     period: Duration,
-    stop: crate::runtime::Shutdown,
+    stop: impl std::future::Future<Output = ()> + Send,
 ) {
     let mut failures = 0u32;
+    let mut stop = std::pin::pin!(stop);
     loop {
         let wait = next_look(&choice(), failures.saturating_sub(1), period);
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
             () = REDISCOVER.notified() => {}
-            () = stop.clone() => return,
+            () = &mut stop => return,
         }
         failures = match discover(&client, &metrics).await {
             Choice::Chosen(_) => 0,
             _ => failures.saturating_add(1),
         };
     }
+}
+
+/// Discovers the version to speak, then follows it in a task of its own until `stop`.
+pub async fn start(
+    client: &Client,
+    metrics: &std::sync::Arc<crate::metrics::Metrics>,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    discover(client, metrics).await;
+    tokio::spawn(follow(client.clone(), metrics.clone(), DISCOVERY_PERIOD, stop));
 }
 
 /// Whether a watch error may mean the version it watches is no longer served.
@@ -199,16 +208,20 @@ pub fn is_not_served(error: &watcher::Error) -> bool {
     code == 404 || code == 410
 }
 
+/// A watch's events (as `crate::watch::Events`, which names this module).
+type Events =
+    futures::stream::BoxStream<'static, Result<watcher::Event<kube::api::DynamicObject>, watcher::Error>>;
+
 /// A watch running on one version.
-type Running = (CapiVersion, Events<kube::api::DynamicObject>);
+type Running = (CapiVersion, Events);
 
 /// The events of the watch `make` starts for the version chosen, restarted on the new
 /// version when the choice changes (its first list replaces what the stores hold), and
 /// paused while no version is served. A watch error that may mean the version went away
 /// asks for discovery at once.
-pub fn following<F>(make: F) -> Events<kube::api::DynamicObject>
+pub fn following<F>(make: F) -> Events
 where
-    F: Fn(CapiVersion) -> Events<kube::api::DynamicObject> + Send + 'static,
+    F: Fn(CapiVersion) -> Events + Send + 'static,
 {
     let changes = CHOICE.subscribe();
     let state = (changes, None::<Running>, make);

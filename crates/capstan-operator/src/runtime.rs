@@ -30,7 +30,7 @@ use super::metrics::Metrics;
 use super::settings::Settings;
 use super::sources::Sources;
 use super::watch::{
-    CLUSTER_NAME_LABEL, Events, Scope, changed, cluster_trigger, describe, kubeconfig_addon,
+    CLUSTER_NAME_LABEL, Events, Scope, capi_watch, changed, cluster_trigger, describe, kubeconfig_addon,
     kubeconfig_secrets, objects, watch_all,
 };
 use capstan_apply::ssa::{INVENTORY_ANNOTATION, MANAGED, MANAGED_LABEL};
@@ -198,13 +198,7 @@ async fn run_controllers(
         .map_ok(move |event| trigger_scope.as_seen_by_trigger(event));
     let stack_events = changed(stack_events, spec_or_deletion::<ClusterStack>, false);
     // The Cluster API version spoken: discovered before any watch starts, then followed.
-    super::capi_api::discover(&client, &metrics).await;
-    tokio::spawn(super::capi_api::follow(
-        client.clone(),
-        metrics.clone(),
-        super::capi_api::DISCOVERY_PERIOD,
-        stop.clone(),
-    ));
+    super::capi_api::start(&client, &metrics, stop.clone()).await;
     let ctx = Arc::new(Context::new(
         client.clone(),
         settings.clone(),
@@ -329,14 +323,8 @@ impl FleetWatches {
         } else {
             wiring.sharded.clone()
         };
-        // On the Cluster API version spoken, restarted on another when it changes.
-        let (client, scope, cluster_config) = (wiring.client.clone(), wiring.scope.clone(), config.clone());
-        let clusters = super::capi_api::following(move |version| {
-            watch_all(
-                scope.dynamic_apis(&client, &super::capi_api::cluster_resource_of(version)),
-                objects(cluster_config.clone()),
-            )
-        });
+        let cluster_of = super::capi_api::cluster_resource_of;
+        let clusters = capi_watch(&wiring.client, &wiring.scope, cluster_of, config.clone());
         let (addons_store, addons_writer) = reflector::store();
         let addons = watch_all(wiring.scope.apis::<ClusterAddon>(&wiring.client), objects(config))
             .reflect(addons_writer);
@@ -474,15 +462,11 @@ fn release_controller(
     let applied_classes = if wiring.settings.drift_watches {
         futures::stream::empty().boxed()
     } else {
-        let (client, scope) = (wiring.client.clone(), wiring.scope.clone());
-        super::capi_api::following(move |version| {
-            watch_all(
-                scope.dynamic_apis(&client, &super::capi_api::cluster_class_resource_of(version)),
-                objects(watcher::Config::default().labels(&format!("{MANAGED_LABEL}={MANAGED}"))),
-            )
-        })
-        .touched_objects()
-        .boxed()
+        let managed = watcher::Config::default().labels(&format!("{MANAGED_LABEL}={MANAGED}"));
+        let class_of = super::capi_api::cluster_class_resource_of;
+        capi_watch(&wiring.client, &wiring.scope, class_of, managed)
+            .touched_objects()
+            .boxed()
     };
     let suspects = controller.clone();
     Controller::for_stream(release_events, releases_store)

@@ -254,6 +254,23 @@ where
         .boxed()
 }
 
+/// [`watch_all`] of Cluster API's kind `resource_of` gives for the version spoken, in
+/// `scope`, restarted on the new version when it changes ([`crate::capi_api::following`]).
+pub fn capi_watch(
+    client: &Client,
+    scope: &Scope,
+    resource_of: fn(capstan_stack::capi::CapiVersion) -> ApiResource,
+    config: watcher::Config,
+) -> Events<kube::api::DynamicObject> {
+    let (client, scope) = (client.clone(), scope.clone());
+    crate::capi_api::following(move |version| {
+        watch_all(
+            scope.dynamic_apis(&client, &resource_of(version)),
+            objects(config.clone()),
+        )
+    })
+}
+
 /// The watcher of `api` with `config` (a helper for [`watch_all`]), its objects without
 /// `managedFields`: no reconcile reads them, and the stores hold every Cluster, ClusterAddon
 /// and release of the fleet (a few KiB each of field-manager bookkeeping).

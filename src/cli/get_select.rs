@@ -184,6 +184,7 @@ impl ByCluster {
     /// Cluster API in the cluster (its CRD's 404) leaves each Cluster its name label alone.
     pub async fn list(client: &Client, namespace: Option<&str>, selector: &str) -> anyhow::Result<ByCluster> {
         let selector = Selector::parse(selector)?;
+        capstan_operator::capi_api::ensure_discovered(client).await;
         let api: Api<DynamicObject> = match namespace {
             Some(ns) => Api::namespaced_with(client.clone(), ns, &cluster_resource()),
             None => Api::all_with(client.clone(), &cluster_resource()),

@@ -473,6 +473,7 @@ async fn diff_inputs(client: &Client, rollout: &ClusterStackRollout) -> anyhow::
         .name
         .split_once('/')
         .unwrap_or((namespace.as_str(), example.name.as_str()));
+    capstan_operator::capi_api::ensure_discovered(client).await;
     let clusters: Api<kube::api::DynamicObject> = Api::namespaced_with(
         client.clone(),
         cluster_namespace,

@@ -256,6 +256,9 @@ fn the_link_check_finds_missing_pages_and_anchors() {
 /// Event actions, label-selector operators, hook names, `Debug` names. A new reason or
 /// condition in the code must be on the Troubleshooting page, or (if it is none) listed here.
 const NOT_REASONS: &[&str] = &[
+    // Cluster API's own condition types the health rule reads
+    "Available",
+    "RollingOut",
     // kinds and types
     "ClusterStack",
     "ClusterStackRelease",

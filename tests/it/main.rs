@@ -30,6 +30,7 @@ mod operator_addon_owners;
 mod operator_addon_reach;
 mod operator_addon_restart;
 mod operator_addons;
+mod operator_capi_versions;
 mod operator_class_drift;
 mod operator_class_namespace;
 mod operator_common;

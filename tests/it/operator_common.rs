@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use capstan_operator::api::{self, ClusterStack, ClusterStackRelease};
+use capstan_stack::capi::CapiVersion;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
@@ -25,6 +26,9 @@ pub const NS: &str = "tenant";
 
 pub struct Env {
     pub cluster: TestCluster,
+    /// The Cluster API version the CRDs serve: `v1beta1` (v1.6.0's) or `v1beta2` (v1.14's,
+    /// only v1beta2 served); the helpers make and patch Cluster API objects in it.
+    pub capi: CapiVersion,
     /// Where the test's objects live: [`NS`], or the test's namespace on the shared server.
     pub ns: String,
     pub github: FakeGitHub,
@@ -55,10 +59,43 @@ pub async fn start_shared(test: &str, published: &[&str]) -> Option<Env> {
     start_on(test, published, true, &[]).await
 }
 
+/// [`start_with_apiserver_args`] on Cluster API v1.14.0-rc.1's CRDs serving only v1beta2
+/// (what v1.16 will be), on an API server of the test's own.
+pub async fn start_v1beta2(test: &str, published: &[&str], apiserver_args: &[String]) -> Option<Env> {
+    start_capi(test, published, false, apiserver_args, CapiVersion::V1Beta2).await
+}
+
+/// [`start`] or [`start_v1beta2`] by `capi`; v1beta1 on the shared server when there is one.
+pub async fn start_for(test: &str, published: &[&str], capi: CapiVersion) -> Option<Env> {
+    start_capi(test, published, capi == CapiVersion::V1Beta1, &[], capi).await
+}
+
+/// [`start`] (an API server of the test's own) on `capi`'s CRDs.
+pub async fn start_own(test: &str, published: &[&str], capi: CapiVersion) -> Option<Env> {
+    start_capi(test, published, false, &[], capi).await
+}
+
 async fn start_on(test: &str, published: &[&str], shared: bool, apiserver_args: &[String]) -> Option<Env> {
+    start_capi(test, published, shared, apiserver_args, CapiVersion::V1Beta1).await
+}
+
+async fn start_capi(
+    test: &str,
+    published: &[&str],
+    shared: bool,
+    apiserver_args: &[String],
+    capi: CapiVersion,
+) -> Option<Env> {
     let bins = Binaries::find_or_skip(test)?;
+    let (crd_set, options) = match capi {
+        CapiVersion::V1Beta1 => ("capi-crds/v1.6.0", None),
+        CapiVersion::V1Beta2 => (
+            "capi-crds/v1.14.0-rc.1",
+            Some(capstan_testenv::CrdOptions::v1beta2_only()),
+        ),
+    };
     let (Some(crds), Some(releases)) = (
-        capstan_testenv::shared_path("capi-crds/v1.6.0"),
+        capstan_testenv::shared_path(crd_set),
         capstan_testenv::shared_path("cluster-stack-releases"),
     ) else {
         capstan_testenv::skip_or_fail(
@@ -74,9 +111,11 @@ async fn start_on(test: &str, published: &[&str], shared: bool, apiserver_args: 
     }
     .expect("cluster starts");
     let client = cluster.client();
-    capstan_testenv::install_crds(&client, &crds)
-        .await
-        .expect("CAPI CRDs install");
+    match &options {
+        None => capstan_testenv::install_crds(&client, &crds).await,
+        Some(options) => capstan_testenv::install_crds_with(&client, &crds, options).await,
+    }
+    .expect("CAPI CRDs install");
     let ours = tempfile::tempdir().expect("temp dir");
     std::fs::write(
         ours.path().join("capstan.yaml"),
@@ -104,6 +143,7 @@ async fn start_on(test: &str, published: &[&str], shared: bool, apiserver_args: 
     github.add_repo(REPO);
     let env = Env {
         cluster,
+        capi,
         ns,
         github,
         releases,
@@ -182,10 +222,7 @@ impl Env {
     }
 
     pub fn classes(&self) -> Api<DynamicObject> {
-        let resource = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", "ClusterClass"),
-            "clusterclasses",
-        );
+        let resource = capstan_operator::capi_api::cluster_class_resource_of(self.capi);
         Api::namespaced_with(self.client(), &self.ns, &resource)
     }
 
@@ -197,7 +234,7 @@ impl Env {
         Api::namespaced_with(
             self.client(),
             namespace,
-            &capstan_operator::clusters::cluster_resource(),
+            &capstan_operator::capi_api::cluster_resource_of(self.capi),
         )
     }
 
@@ -224,10 +261,10 @@ impl Env {
     /// Creates a Cluster using class `class` (no Cluster API controllers run).
     pub async fn create_cluster(&self, name: &str, class: &str) {
         let cluster: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "cluster.x-k8s.io/v1beta1",
+            "apiVersion": self.capi.api_version(),
             "kind": "Cluster",
             "metadata": {"name": name, "namespace": self.ns},
-            "spec": {"topology": {"class": class, "version": "v1.27.3"}},
+            "spec": {"topology": self.topology(class, None)},
         }))
         .expect("Cluster");
         self.clusters()
@@ -365,7 +402,7 @@ impl Env {
         workload: &TestCluster,
         gated: bool,
     ) {
-        let topology = json!({"class": class, "version": "v1.27.3"});
+        let topology = self.topology(class, None);
         self.cluster_api_in(&self.ns, name, topology, host).await;
         if !gated {
             self.open_gates(name, workload).await;
@@ -395,45 +432,63 @@ impl Env {
                 .await
                 .expect("created");
         };
+        let version = self.capi.as_str();
         create(
-            self.dynamic_in(
-                namespace,
-                "infrastructure.cluster.x-k8s.io",
-                "v1beta1",
-                "DockerCluster",
-            ),
-            json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "DockerCluster",
+            self.dynamic_in(namespace, "infrastructure.cluster.x-k8s.io", version, "DockerCluster"),
+            json!({"apiVersion": format!("infrastructure.cluster.x-k8s.io/{version}"), "kind": "DockerCluster",
                    "metadata": {"name": name, "namespace": namespace}, "spec": {}}),
         )
         .await;
+        // v1beta2 references name the group, not the version.
+        let reference = |group: &str, kind: &str, name: &str| match self.capi {
+            CapiVersion::V1Beta1 => {
+                json!({"apiVersion": format!("{group}/v1beta1"), "kind": kind, "name": name})
+            }
+            CapiVersion::V1Beta2 => json!({"apiGroup": group, "kind": kind, "name": name}),
+        };
         create(
-            self.dynamic_in(
-                namespace,
-                "controlplane.cluster.x-k8s.io",
-                "v1beta1",
-                "KubeadmControlPlane",
-            ),
-            json!({"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "KubeadmControlPlane",
+            self.dynamic_in(namespace, "controlplane.cluster.x-k8s.io", version, "KubeadmControlPlane"),
+            json!({"apiVersion": format!("controlplane.cluster.x-k8s.io/{version}"), "kind": "KubeadmControlPlane",
                    "metadata": {"name": name, "namespace": namespace},
-                   "spec": {"version": "v1.27.3", "kubeadmConfigSpec": {},
-                            "machineTemplate": {"infrastructureRef": {
-                                "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-                                "kind": "DockerMachineTemplate", "name": "cp"}}}}),
+                   // v1beta2 wants at least one field in it.
+                   "spec": {"version": "v1.27.3", "kubeadmConfigSpec": match self.capi {
+                                CapiVersion::V1Beta1 => json!({}),
+                                CapiVersion::V1Beta2 => json!({"format": "cloud-config"}),
+                            },
+                            "machineTemplate": match self.capi {
+                                CapiVersion::V1Beta1 => json!({"infrastructureRef":
+                                    reference("infrastructure.cluster.x-k8s.io", "DockerMachineTemplate", "cp")}),
+                                CapiVersion::V1Beta2 => json!({"spec": {"infrastructureRef":
+                                    reference("infrastructure.cluster.x-k8s.io", "DockerMachineTemplate", "cp")}}),
+                            }}}),
         )
         .await;
         create(
             self.clusters_in(namespace),
-            json!({"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+            json!({"apiVersion": self.capi.api_version(), "kind": "Cluster",
                    "metadata": {"name": name, "namespace": namespace, "labels": labels},
                    "spec": {
                        "controlPlaneEndpoint": {"host": host, "port": 6443},
-                       "controlPlaneRef": {"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1",
-                                           "kind": "KubeadmControlPlane", "name": name},
-                       "infrastructureRef": {"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-                                             "kind": "DockerCluster", "name": name},
+                       "controlPlaneRef": reference("controlplane.cluster.x-k8s.io", "KubeadmControlPlane", name),
+                       "infrastructureRef": reference("infrastructure.cluster.x-k8s.io", "DockerCluster", name),
                        "topology": topology}}),
         )
         .await;
+    }
+
+    /// `spec.topology` on `class` (in `class_namespace` when given) at v1.27.3, in the
+    /// Cluster API version of the CRDs.
+    pub fn topology(&self, class: &str, class_namespace: Option<&str>) -> serde_json::Value {
+        match (self.capi, class_namespace) {
+            (CapiVersion::V1Beta1, None) => json!({"class": class, "version": "v1.27.3"}),
+            (CapiVersion::V1Beta1, Some(ns)) => {
+                json!({"class": class, "classNamespace": ns, "version": "v1.27.3"})
+            }
+            (CapiVersion::V1Beta2, None) => json!({"classRef": {"name": class}, "version": "v1.27.3"}),
+            (CapiVersion::V1Beta2, Some(ns)) => {
+                json!({"classRef": {"name": class, "namespace": ns}, "version": "v1.27.3"})
+            }
+        }
     }
 
     /// Sets `status.controlPlaneReady` and writes the kubeconfig Secret of `workload`.
@@ -451,7 +506,12 @@ impl Env {
             .patch_status(
                 name,
                 &kube::api::PatchParams::default(),
-                &kube::api::Patch::Merge(&json!({"status": {"controlPlaneReady": true}})),
+                &kube::api::Patch::Merge(&match self.capi {
+                    CapiVersion::V1Beta1 => json!({"status": {"controlPlaneReady": true}}),
+                    CapiVersion::V1Beta2 => {
+                        json!({"status": {"initialization": {"controlPlaneInitialized": true}}})
+                    }
+                }),
             )
             .await
             .expect("controlPlaneReady set");
@@ -482,7 +542,10 @@ impl Env {
             .patch(
                 name,
                 &kube::api::PatchParams::default(),
-                &kube::api::Patch::Merge(&json!({"spec": {"topology": {"class": class}}})),
+                &kube::api::Patch::Merge(&match self.capi {
+                    CapiVersion::V1Beta1 => json!({"spec": {"topology": {"class": class}}}),
+                    CapiVersion::V1Beta2 => json!({"spec": {"topology": {"classRef": {"name": class}}}}),
+                }),
             )
             .await
             .expect("class switched");

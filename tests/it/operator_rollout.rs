@@ -27,10 +27,43 @@ pub(crate) async fn fleet(
     test: &str,
     clusters: &[(&str, &str)],
 ) -> Option<(Env, capstan_testenv::ChildGuard)> {
-    let env = crate::operator_common::start(test, &[V1, V2]).await?;
-    let operator = env.operator(0, &["--controllers", "*,-clusteraddon"]);
+    fleet_on(test, clusters, capstan_stack::capi::CapiVersion::V1Beta1).await
+}
+
+/// [`fleet`] on `capi`'s CRDs. On v1.14's v1beta2-only CRDs the shared releases' ClusterClass
+/// (v1beta1) cannot be applied, so the test plays the release controller there: the releases
+/// the stack made are reported ready at their Kubernetes version.
+pub(crate) async fn fleet_on(
+    test: &str,
+    clusters: &[(&str, &str)],
+    capi: capstan_stack::capi::CapiVersion,
+) -> Option<(Env, capstan_testenv::ChildGuard)> {
+    let env = crate::operator_common::start_own(test, &[V1, V2], capi).await?;
+    let v1beta1 = capi == capstan_stack::capi::CapiVersion::V1Beta1;
+    let controllers = if v1beta1 {
+        "*,-clusteraddon"
+    } else {
+        "*,-clusteraddon,-clusterstackrelease"
+    };
+    let operator = env.operator(0, &["--controllers", controllers]);
     env.create_stack(&["v1", "v2"], "5s").await;
     let want = vec![V1.to_string(), V2.to_string()];
+    if !v1beta1 {
+        eventually("v1 and v2 made", Duration::from_secs(60), &operator, || async {
+            (env.release_names().await == want).then_some(())
+        })
+        .await;
+        for name in &want {
+            env.releases()
+                .patch_status(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": {"ready": true, "kubernetesVersion": KUBERNETES}})),
+                )
+                .await
+                .expect("release reported ready");
+        }
+    }
     eventually("v1 and v2 ready", Duration::from_secs(120), &operator, || async {
         (env.ready_releases().await == want).then_some(())
     })
@@ -112,13 +145,13 @@ async fn events(env: &Env) -> Vec<(String, String)> {
 
 pub(crate) async fn topology(env: &Env, name: &str) -> (String, String) {
     let cluster: DynamicObject = env.clusters().get(name).await.expect("Cluster");
-    let field = |f: &str| {
-        cluster.data["spec"]["topology"][f]
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
-    };
-    (field("class"), field("version"))
+    let fields =
+        capstan_stack::capi::ClusterFields::from_object(&serde_json::to_value(&cluster).expect("JSON"))
+            .expect("Cluster fields");
+    (
+        fields.class.map(|c| c.name).unwrap_or_default(),
+        fields.kubernetes_version.unwrap_or_default(),
+    )
 }
 
 fn assert_switched_once(sim: &Running, clusters: &[&str]) {
@@ -306,13 +339,30 @@ async fn a_paused_rollout_switches_nothing_until_resumed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failure_past_max_failures_halts_and_rolls_the_cluster_back() {
     let test = "a_failure_past_max_failures_halts_and_rolls_the_cluster_back";
+    halts_and_rolls_back(test, capstan_stack::capi::CapiVersion::V1Beta1).await;
+}
+
+/// The same on Cluster API v1.14's CRDs serving only v1beta2: the switch and the rollback
+/// patch `classRef`, the health rule reads `Available`, `TopologyReconciled`, `RollingOut`
+/// and `status.controlPlane.versions`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_past_max_failures_halts_and_rolls_the_cluster_back_on_v1beta2() {
+    let test = "a_failure_past_max_failures_halts_and_rolls_the_cluster_back_on_v1beta2";
+    // This process (the simulator, the helpers) speaks v1beta2 too.
+    capstan_operator::capi_api::set(capstan_operator::capi_api::Choice::Chosen(
+        capstan_stack::capi::CapiVersion::V1Beta2,
+    ));
+    halts_and_rolls_back(test, capstan_stack::capi::CapiVersion::V1Beta2).await;
+}
+
+async fn halts_and_rolls_back(test: &str, capi: capstan_stack::capi::CapiVersion) {
     let clusters = [
         ("first-1", "first"),
         ("first-2", "first"),
         ("later-1", "later"),
         ("later-2", "later"),
     ];
-    let Some((env, operator)) = fleet(test, &clusters).await else {
+    let Some((env, operator)) = fleet_on(test, &clusters, capi).await else {
         return;
     };
     let sim = simulate(&env, Duration::from_secs(1), &["first-2"]);

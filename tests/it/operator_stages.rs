@@ -447,7 +447,19 @@ fn listed(status: &ClusterAddonStatus) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_staged_addon_is_ready_only_after_its_last_stage() {
     let test = "a_staged_addon_is_ready_only_after_its_last_stage";
-    let Some(env) = crate::operator_common::start(test, &[]).await else {
+    staged_addon_ready_after_last_stage(test, capstan_stack::capi::CapiVersion::V1Beta1).await;
+}
+
+/// The same on Cluster API v1.14's CRDs serving only v1beta2: the stages' values read the
+/// v1beta2 Cluster converted to v1beta1's shape (`topology.controlPlane.replicas`, the pod CIDR).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_staged_addon_is_ready_only_after_its_last_stage_on_v1beta2() {
+    let test = "a_staged_addon_is_ready_only_after_its_last_stage_on_v1beta2";
+    staged_addon_ready_after_last_stage(test, capstan_stack::capi::CapiVersion::V1Beta2).await;
+}
+
+async fn staged_addon_ready_after_last_stage(test: &str, capi: capstan_stack::capi::CapiVersion) {
+    let Some(env) = crate::operator_common::start_own(test, &[], capi).await else {
         return;
     };
     let Some(bins) = Binaries::find_or_skip(test) else {
@@ -483,7 +495,9 @@ async fn a_staged_addon_is_ready_only_after_its_last_stage() {
     .await;
 
     // A Cluster with what the stages' values read: pod CIDR, replicas, load balancer image.
-    let topology = json!({"class": CLASS, "version": "v1.30.4", "controlPlane": {"replicas": 1}});
+    let mut topology = env.topology(CLASS, None);
+    topology["version"] = json!("v1.30.4");
+    topology["controlPlane"] = json!({"replicas": 1});
     env.cluster_api_in(NS, "staged", topology, "staged.example").await;
     let merge = |api: Api<DynamicObject>, name: &str, patch: serde_json::Value| {
         let name = name.to_string();
@@ -504,7 +518,7 @@ async fn a_staged_addon_is_ready_only_after_its_last_stage() {
         NS,
         &ApiResource::from_gvk(&GroupVersionKind::gvk(
             "infrastructure.cluster.x-k8s.io",
-            "v1beta1",
+            capi.as_str(),
             "DockerCluster",
         )),
     );

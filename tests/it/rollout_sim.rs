@@ -14,6 +14,12 @@
 //! v1.6's Cluster status has no version field: the control plane's version is its
 //! KubeadmControlPlane's `status.version`, which the rollout controller reads through
 //! `spec.controlPlaneRef`.
+//!
+//! It speaks the Cluster API version the test process speaks
+//! (`capstan_operator::capi_api::current`, v1beta1 unless a test chose v1beta2): on v1beta2
+//! the objects are v1.14's (`classRef`, references by group), and an upgraded Cluster is
+//! `Available` and `TopologyReconciled` and not `RollingOut`, with
+//! `status.controlPlane.versions`.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,6 +33,12 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use capstan_operator::api::ClusterAddon;
+use capstan_stack::capi::CapiVersion;
+
+/// The Cluster API version the simulator speaks.
+fn capi() -> CapiVersion {
+    capstan_operator::capi_api::current()
+}
 
 /// One class change seen on a Cluster.
 #[derive(Clone, Debug)]
@@ -135,7 +147,7 @@ impl Running {
 pub fn control_plane_resource() -> ApiResource {
     ApiResource::from_gvk(&GroupVersionKind::gvk(
         "controlplane.cluster.x-k8s.io",
-        "v1beta1",
+        capi().as_str(),
         "KubeadmControlPlane",
     ))
 }
@@ -168,23 +180,41 @@ pub async fn try_create_cluster(
 ) -> Result<(), kube::Error> {
     let planes: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), namespace, &control_plane_resource());
-    let plane: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "KubeadmControlPlane",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"version": version, "kubeadmConfigSpec": {},
-                 "machineTemplate": {"infrastructureRef": {
-                     "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
-                     "kind": "DockerMachineTemplate", "name": "cp"}}}}))
-    .expect("KubeadmControlPlane");
+    let plane = match capi() {
+        CapiVersion::V1Beta1 => json!({
+            "apiVersion": "controlplane.cluster.x-k8s.io/v1beta1", "kind": "KubeadmControlPlane",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"version": version, "kubeadmConfigSpec": {},
+                     "machineTemplate": {"infrastructureRef": {
+                         "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1",
+                         "kind": "DockerMachineTemplate", "name": "cp"}}}}),
+        CapiVersion::V1Beta2 => json!({
+            "apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"version": version, "kubeadmConfigSpec": {"format": "cloud-config"},
+                     "machineTemplate": {"spec": {"infrastructureRef": {
+                         "apiGroup": "infrastructure.cluster.x-k8s.io",
+                         "kind": "DockerMachineTemplate", "name": "cp"}}}}}),
+    };
+    let plane: DynamicObject = serde_json::from_value(plane).expect("KubeadmControlPlane");
     create_unless_exists(&planes, &plane).await?;
-    let cluster: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "controlPlaneRef": {"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1",
-                                "kind": "KubeadmControlPlane", "name": name},
-            "topology": {"class": class, "version": version}}}))
-    .expect("Cluster");
+    let cluster = match capi() {
+        CapiVersion::V1Beta1 => json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": {
+                "controlPlaneRef": {"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1",
+                                    "kind": "KubeadmControlPlane", "name": name},
+                "topology": {"class": class, "version": version}}}),
+        CapiVersion::V1Beta2 => json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": {
+                "controlPlaneRef": {"apiGroup": "controlplane.cluster.x-k8s.io",
+                                    "kind": "KubeadmControlPlane", "name": name},
+                "topology": {"classRef": {"name": class}, "version": version}}}),
+    };
+    let cluster: DynamicObject = serde_json::from_value(cluster).expect("Cluster");
     create_unless_exists(&clusters_api(client, namespace), &cluster).await?;
     report_upgraded(client, namespace, name, version).await
 }
@@ -211,9 +241,18 @@ fn condition(kind: &str, status: bool, reason: Option<&str>) -> serde_json::Valu
         .to_string();
     let mut c =
         json!({"type": kind, "status": if status { "True" } else { "False" }, "lastTransitionTime": now});
-    if let Some(reason) = reason {
-        c["reason"] = json!(reason);
-        c["severity"] = json!("Info");
+    match capi() {
+        CapiVersion::V1Beta1 => {
+            if let Some(reason) = reason {
+                c["reason"] = json!(reason);
+                c["severity"] = json!("Info");
+            }
+        }
+        // metav1.Condition: a reason and a message always.
+        CapiVersion::V1Beta2 => {
+            c["reason"] = json!(reason.unwrap_or(if status { kind } else { "Not" }));
+            c["message"] = json!("reported by the simulator");
+        }
     }
     c
 }
@@ -238,10 +277,19 @@ async fn report_upgraded(
         .patch_status(
             name,
             &PatchParams::default(),
-            &Patch::Merge(json!({"status": {
-                "phase": "Provisioned", "controlPlaneReady": true, "infrastructureReady": true,
-                "conditions": [condition("Ready", true, None), condition("TopologyReconciled", true, None)],
-            }})),
+            &Patch::Merge(match capi() {
+                CapiVersion::V1Beta1 => json!({"status": {
+                    "phase": "Provisioned", "controlPlaneReady": true, "infrastructureReady": true,
+                    "conditions": [condition("Ready", true, None), condition("TopologyReconciled", true, None)],
+                }}),
+                CapiVersion::V1Beta2 => json!({"status": {
+                    "phase": "Provisioned",
+                    "initialization": {"controlPlaneInitialized": true, "infrastructureProvisioned": true},
+                    "conditions": [condition("Available", true, None), condition("TopologyReconciled", true, None),
+                                   condition("RollingOut", false, Some("NotRollingOut"))],
+                    "controlPlane": {"versions": [{"version": version, "replicas": 1}]},
+                }}),
+            }),
         )
         .await?;
     Ok(())
@@ -253,10 +301,17 @@ async fn report_upgrading(client: &Client, namespace: &str, name: &str) -> Resul
         .patch_status(
             name,
             &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"conditions": [
-                condition("Ready", true, None),
-                condition("TopologyReconciled", false, Some("TopologyReconciledControlPlaneUpgradePending")),
-            ]}})),
+            &Patch::Merge(match capi() {
+                CapiVersion::V1Beta1 => json!({"status": {"conditions": [
+                    condition("Ready", true, None),
+                    condition("TopologyReconciled", false, Some("TopologyReconciledControlPlaneUpgradePending")),
+                ]}}),
+                CapiVersion::V1Beta2 => json!({"status": {"conditions": [
+                    condition("Available", true, None),
+                    condition("TopologyReconciled", false, Some("ControlPlaneUpgradePending")),
+                    condition("RollingOut", true, Some("RollingOut")),
+                ]}}),
+            }),
         )
         .await?;
     Ok(())
@@ -281,8 +336,10 @@ async fn report_addon(client: &Client, namespace: &str, cluster: &str, class: &s
 }
 
 fn class_of(cluster: &DynamicObject) -> Option<String> {
-    cluster.data["spec"]["topology"]["class"]
+    let topology = &cluster.data["spec"]["topology"];
+    topology["class"]
         .as_str()
+        .or_else(|| topology["classRef"]["name"].as_str())
         .map(str::to_string)
 }
 

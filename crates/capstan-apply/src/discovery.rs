@@ -79,6 +79,8 @@ fn shared(api_version: &str, fetched: GroupVersion) -> Arc<GroupVersion> {
 pub struct Discovery {
     client: Client,
     cache: Mutex<HashMap<String, Arc<GroupVersion>>>,
+    /// The preferred version of each group asked for ([`Discovery::preferred_api_version`]).
+    preferred: Mutex<HashMap<String, String>>,
 }
 
 impl Discovery {
@@ -86,6 +88,7 @@ impl Discovery {
         Discovery {
             client,
             cache: Mutex::new(HashMap::new()),
+            preferred: Mutex::new(HashMap::new()),
         }
     }
 
@@ -144,6 +147,42 @@ impl Discovery {
     /// Forgets everything (e.g. after CRDs were applied or deleted).
     pub async fn invalidate(&self) {
         self.cache.lock().await.clear();
+        self.preferred.lock().await.clear();
+    }
+
+    /// The apiVersion (`group/version`) the server prefers for `group`, cached: how a
+    /// reference that names only the group (Cluster API v1beta2's `{apiGroup, kind, name}`)
+    /// is read. An unserved group is [`DiscoveryError::UnknownKind`] for `kind`.
+    pub async fn preferred_api_version(&self, group: &str, kind: &str) -> Result<String, DiscoveryError> {
+        let mut preferred = self.preferred.lock().await;
+        if let Some(api_version) = preferred.get(group) {
+            return Ok(api_version.clone());
+        }
+        let groups = self
+            .client
+            .list_api_groups()
+            .await
+            .map_err(|source| DiscoveryError::Api {
+                api_version: group.to_string(),
+                source,
+            })?;
+        let found = groups
+            .groups
+            .iter()
+            .find(|g| g.name == group)
+            .and_then(|g| {
+                g.preferred_version
+                    .as_ref()
+                    .or_else(|| g.versions.first())
+                    .map(|v| v.group_version.clone())
+            })
+            .ok_or_else(|| DiscoveryError::UnknownKind {
+                api_version: group.to_string(),
+                kind: kind.to_string(),
+                served: false,
+            })?;
+        preferred.insert(group.to_string(), found.clone());
+        Ok(found)
     }
 
     async fn fetch(

@@ -6,9 +6,12 @@
 use std::collections::BTreeSet;
 
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::runtime::reflector::ObjectRef;
 
+use capstan_stack::capi::{CapiError, ClusterFields};
 use capstan_stack::name::ReleaseTag;
+use capstan_stack::values::{ClusterObjects, ObjectsError};
 
 /// The ClusterStackRelease name a ClusterClass name stands for: release and class names
 /// differ only in the version's dots written as dashes (`…-v0-sha.4e0d8f3` and
@@ -59,12 +62,86 @@ impl ClusterUse {
     }
 }
 
-/// `cluster.x-k8s.io/v1beta1` `Cluster`.
+/// The `Cluster` resource of the Cluster API version this process speaks now
+/// ([`crate::capi_api::current`]): what every request for Clusters uses.
 pub fn cluster_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", "Cluster"),
-        "clusters",
+    crate::capi_api::cluster_resource_of(crate::capi_api::current())
+}
+
+/// The `ClusterClass` resource of the version spoken now.
+pub fn cluster_class_resource() -> ApiResource {
+    crate::capi_api::cluster_class_resource_of(crate::capi_api::current())
+}
+
+/// The `apiVersion` of Clusters now (`cluster.x-k8s.io/v1beta2`), for owner references.
+pub fn api_version() -> String {
+    crate::capi_api::current().api_version()
+}
+
+/// The key of Clusters in the stores and controllers: one resource whatever the version
+/// spoken (a version switch keeps every key), never used for a request.
+pub fn cluster_key() -> ApiResource {
+    crate::capi_api::cluster_resource_of(capstan_stack::capi::CapiVersion::V1Beta2)
+}
+
+/// What capstan reads of a Cluster, typed, from either version ([`ClusterFields`]).
+pub fn fields(cluster: &DynamicObject) -> Result<ClusterFields, CapiError> {
+    let json = serde_json::to_value(cluster).map_err(|e| CapiError::Field {
+        field: "(the object)".into(),
+        problem: e.to_string(),
+    })?;
+    ClusterFields::from_object(&json)
+}
+
+/// Whether the Cluster's control plane is initialized (v1beta1 `status.controlPlaneReady`,
+/// v1beta2 `status.initialization.controlPlaneInitialized`); an unreadable Cluster's is not.
+pub fn control_plane_initialized(cluster: &DynamicObject) -> bool {
+    fields(cluster).is_ok_and(|f| f.control_plane_initialized)
+}
+
+/// The field [`control_plane_initialized`] reads, as messages name it.
+pub fn initialized_field(cluster: &DynamicObject) -> &'static str {
+    match capstan_stack::capi::CapiVersion::of_api_version(
+        cluster.types.as_ref().map_or("", |t| t.api_version.as_str()),
+    ) {
+        Some(capstan_stack::capi::CapiVersion::V1Beta2) => "status.initialization.controlPlaneInitialized",
+        _ => "status.controlPlaneReady",
+    }
+}
+
+/// The Cluster and the objects it references as values templates see them, the Cluster in
+/// the shape of `templates` ([`ClusterObjects::from_json`]: a v1beta2 Cluster converted for
+/// v1beta1 templates, as the cluster-stack operator hands them over).
+pub fn template_objects(
+    cluster: &DynamicObject,
+    control_plane: Option<&DynamicObject>,
+    infra_cluster: Option<&DynamicObject>,
+    templates: capstan_stack::capi::CapiVersion,
+) -> Result<ClusterObjects, ObjectsError> {
+    let json = |object: &DynamicObject| serde_json::to_value(object).unwrap_or_default();
+    ClusterObjects::from_json(
+        &json(cluster),
+        control_plane.map(json).as_ref(),
+        infra_cluster.map(json).as_ref(),
+        templates,
     )
+}
+
+/// Whether `owner` names a Cluster (of either version).
+pub fn is_cluster_owner(owner: &k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference) -> bool {
+    owner.kind == "Cluster" && capstan_stack::capi::CapiVersion::of_api_version(&owner.api_version).is_some()
+}
+
+/// The Cluster `addon` belongs to (its controller owner reference), as a store key.
+pub fn owner_cluster(addon: &crate::api::ClusterAddon) -> Option<ObjectRef<DynamicObject>> {
+    let namespace = addon.metadata.namespace.as_deref()?;
+    addon
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|owner| owner.controller == Some(true) && is_cluster_owner(owner))
+        .map(|owner| ObjectRef::new_with(&owner.name, cluster_key()).within(namespace))
 }
 
 /// The Clusters that may use the classes of `namespace` — those of every namespace, since

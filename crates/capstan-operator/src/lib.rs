@@ -4,6 +4,7 @@
 
 pub mod addon;
 pub mod api;
+pub mod capi_api;
 pub mod clusters;
 pub mod compiled;
 pub mod context;

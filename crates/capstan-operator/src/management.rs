@@ -128,7 +128,7 @@ pub struct Management {
 impl Management {
     /// Stores for `client`'s cluster; watches of our own cover `namespaces` (all when empty).
     pub fn new(client: Client, namespaces: Vec<String>) -> Management {
-        let cluster_writer = Writer::new(crate::clusters::cluster_resource());
+        let cluster_writer = Writer::new(crate::clusters::cluster_key());
         let secret_writer = Writer::default();
         let (wake_tx, wake_rx) = mpsc::channel(WAKE_QUEUE);
         Management {
@@ -196,7 +196,7 @@ impl Management {
 
     /// Cluster `name` of `namespace`, when it exists.
     pub async fn cluster(&self, namespace: &str, name: &str) -> Result<Option<DynamicObject>, kube::Error> {
-        let key = ObjectRef::new_with(name, crate::clusters::cluster_resource()).within(namespace);
+        let key = ObjectRef::new_with(name, crate::clusters::cluster_key()).within(namespace);
         match cached(&self.clusters, &key) {
             Some(cluster) => Ok(Some(cluster)),
             None => crate::clusters::get(&self.client, namespace, name).await,

@@ -52,6 +52,7 @@ pub struct Metrics {
     oci_requests: Family<StatusClass, Counter>,
     source_polls: Family<SourcePoll, Counter>,
     leader: Gauge<i64, AtomicI64>,
+    cluster_api: Family<CapiVersionLabel, Gauge<i64, AtomicI64>>,
     /// What the fleet series are read from; set once the controllers run.
     fleet: Arc<Mutex<Option<Fleet>>>,
     source_verifications: Family<VerificationResult, Counter>,
@@ -115,6 +116,12 @@ struct VerificationResult {
 struct StatusClass {
     /// `2xx`, `3xx` (the 304 of an idle re-poll), `4xx`, `5xx`.
     code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CapiVersionLabel {
+    /// `v1beta1`, `v1beta2`, or `none` (no version capstan speaks is served).
+    version: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -205,6 +212,12 @@ impl Metrics {
             "1 while this process leads (runs the controllers), else 0",
             leader.clone(),
         );
+        let cluster_api = Family::default();
+        registry.register(
+            "cluster_api_version",
+            "1 for the Cluster API version (cluster.x-k8s.io) the operator speaks, chosen by discovery; version=\"none\" is 1 while no version it speaks is served",
+            cluster_api.clone(),
+        );
         // Zero from the start for the controllers that apply (a dashboard shows 0, not nothing).
         for controller in ["clusterstackrelease", "clusteraddon"] {
             drift_corrections
@@ -225,6 +238,7 @@ impl Metrics {
         Metrics {
             source_polls,
             leader,
+            cluster_api,
             fleet,
             registry,
             reconciles,
@@ -351,6 +365,16 @@ impl Metrics {
     /// Whether this process leads now.
     pub fn leading(&self, leading: bool) {
         self.leader.set(i64::from(leading));
+    }
+
+    /// The Cluster API version spoken now (`None`: none is served).
+    pub fn cluster_api(&self, version: Option<capstan_stack::capi::CapiVersion>) {
+        let spoken = version.map_or("none", |v| v.as_str());
+        for label in ["v1beta1", "v1beta2", "none"] {
+            self.cluster_api
+                .get_or_create(&CapiVersionLabel { version: label })
+                .set(i64::from(label == spoken));
+        }
     }
 
     /// Reads the fleet series from `fleet` from now on.

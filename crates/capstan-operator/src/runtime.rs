@@ -177,6 +177,8 @@ async fn run_controllers(
         .reflect(stacks_writer)
         .map_ok(move |event| trigger_scope.as_seen_by_trigger(event));
     let stack_events = changed(stack_events, spec_or_deletion::<ClusterStack>, false);
+    // The Cluster API version spoken: discovered before any watch starts, then followed.
+    super::capi_api::start(&client, &metrics, stop.clone()).await;
     let ctx = Arc::new(Context::new(
         client.clone(),
         settings.clone(),

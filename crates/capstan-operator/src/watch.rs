@@ -254,6 +254,23 @@ where
         .boxed()
 }
 
+/// [`watch_all`] of Cluster API's kind `resource_of` gives for the version spoken, in
+/// `scope`, restarted on the new version when it changes ([`crate::capi_api::following`]).
+pub fn capi_watch(
+    client: &Client,
+    scope: &Scope,
+    resource_of: fn(capstan_stack::capi::CapiVersion) -> ApiResource,
+    config: watcher::Config,
+) -> Events<kube::api::DynamicObject> {
+    let (client, scope) = (client.clone(), scope.clone());
+    crate::capi_api::following(move |version| {
+        watch_all(
+            scope.dynamic_apis(&client, &resource_of(version)),
+            objects(config.clone()),
+        )
+    })
+}
+
 /// The watcher of `api` with `config` (a helper for [`watch_all`]), its objects without
 /// `managedFields`: no reconcile reads them, and the stores hold every Cluster, ClusterAddon
 /// and release of the fleet (a few KiB each of field-manager bookkeeping).
@@ -429,7 +446,8 @@ impl<K: Resource> Changes<K> {
 }
 
 /// What must change on a Cluster to wake its reconciles: the class (and its namespace), the
-/// Kubernetes version, `status.controlPlaneReady`, the deletion mark, the object itself (a
+/// Kubernetes version, whether the control plane is initialized (`status.controlPlaneReady`,
+/// v1beta2 `status.initialization.controlPlaneInitialized`), the deletion mark, the object itself (a
 /// Cluster made again) and its shard. Other edits (status, labels, replicas) wait for the next
 /// drift pass.
 pub fn cluster_trigger(cluster: &DynamicObject) -> Option<u64> {
@@ -443,7 +461,7 @@ pub fn cluster_trigger(cluster: &DynamicObject) -> Option<u64> {
     text("/spec").hash(&mut hasher);
     cluster.metadata.labels.hash(&mut hasher);
     cluster.metadata.annotations.hash(&mut hasher);
-    text("/status/controlPlaneReady").hash(&mut hasher);
+    crate::clusters::control_plane_initialized(cluster).hash(&mut hasher);
     cluster.metadata.deletion_timestamp.is_some().hash(&mut hasher);
     cluster.metadata.uid.hash(&mut hasher);
     crate::shard::key_of(&cluster.metadata).hash(&mut hasher);
@@ -768,6 +786,16 @@ mod tests {
         for (what, changed, wakes) in table {
             assert_eq!(cluster_trigger(&changed) != before, wakes, "{what}");
         }
+        // v1beta2: the gate is `status.initialization.controlPlaneInitialized`.
+        let v1beta2 = |initialized: bool| {
+            cluster(json!({
+                "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+                "metadata": {"name": "c", "namespace": "ns", "uid": "u1"},
+                "spec": {"topology": {"classRef": {"name": "docker-ferrol-1-27-v1"}, "version": "v1.27.3"}},
+                "status": {"initialization": {"controlPlaneInitialized": initialized}, "phase": "Provisioning"},
+            }))
+        };
+        assert_ne!(cluster_trigger(&v1beta2(false)), cluster_trigger(&v1beta2(true)));
     }
 
     fn secret(name: &str, cluster: Option<&str>, data: &str) -> Secret {

@@ -135,10 +135,8 @@ impl FleetWatches {
         config: watcher::Config,
         every_shard: bool,
     ) -> FleetWatches {
-        let clusters = watch_all(
-            scope.dynamic_apis(client, &crate::clusters::cluster_resource()),
-            objects(config.clone()),
-        );
+        let cluster_of = crate::capi_api::cluster_resource_of;
+        let clusters = crate::watch::capi_watch(client, scope, cluster_of, config.clone());
         let (addons_store, addons_writer) = reflector::store();
         let addons = watch_all(scope.apis::<ClusterAddon>(client), objects(config)).reflect(addons_writer);
         FleetWatches {

@@ -134,6 +134,9 @@ pub struct CompiledRelease {
     /// `versions.kubernetes` of the metadata, or why it is not a version.
     kube_version: Result<KubeVersion, String>,
     addons: Vec<CompiledAddon>,
+    /// The Cluster API version the values templates are written for (the metadata's
+    /// `capstan.valuesTemplateAPIVersion`, `v1beta1` by default).
+    values_template_api: super::capi::CapiVersion,
 }
 
 struct CompiledAddon {
@@ -201,7 +204,13 @@ impl CompiledRelease {
             class,
             kube_version: KubeVersion::parse(&release.metadata().kubernetes).map_err(|e| e.to_string()),
             addons,
+            values_template_api: release.metadata().values_template_api,
         })
+    }
+
+    /// The Cluster API version the release's values templates read the Cluster in.
+    pub fn values_template_api(&self) -> super::capi::CapiVersion {
+        self.values_template_api
     }
 
     /// The release tag.

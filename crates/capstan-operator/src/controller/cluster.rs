@@ -138,7 +138,7 @@ async fn ensure_addon(
                         &cluster.metadata,
                     )),
                     owner_references: Some(vec![OwnerReference {
-                        api_version: "cluster.x-k8s.io/v1beta1".into(),
+                        api_version: crate::clusters::api_version(),
                         kind: "Cluster".into(),
                         name: usage.name.clone(),
                         uid: cluster.uid().unwrap_or_default(),
@@ -152,7 +152,7 @@ async fn ensure_addon(
                     version: None,
                     hook: None,
                     cluster_ref: ObjectReference {
-                        api_version: Some("cluster.x-k8s.io/v1beta1".into()),
+                        api_version: Some(crate::clusters::api_version()),
                         kind: Some("Cluster".into()),
                         name: Some(usage.name.clone()),
                         namespace: Some(namespace.clone()),
@@ -248,7 +248,7 @@ fn merge(patch: &mut serde_json::Value, more: serde_json::Value) {
 /// from their store: a change it made that the store had not seen yet when it looked wakes it
 /// again once the store has it.
 pub fn controller(wiring: &Wiring<'_>) -> Running {
-    let cluster_resource = crate::clusters::cluster_resource();
+    let cluster_resource = crate::clusters::cluster_key();
     let mut fleet = wiring.fleet();
     let changed_addons = changed(
         fleet.addons_of(&wiring.scope),
@@ -261,7 +261,11 @@ pub fn controller(wiring: &Wiring<'_>) -> Running {
         wiring.ctx.management.cluster_store(),
         cluster_resource,
     )
-    .owns_stream(changed_addons)
+    // Owned by a Cluster of either version (a version switch keeps the older ones' owner
+    // references).
+    .watches_stream(changed_addons, |addon: ClusterAddon| {
+        crate::clusters::owner_cluster(&addon)
+    })
     .with_config(wiring.concurrency.clone())
     .graceful_shutdown_on(wiring.shutdown.clone())
     .run(

@@ -327,7 +327,7 @@ pub fn controller(wiring: &Wiring<'_>) -> Running {
                 let name = cluster.metadata.name.clone().unwrap_or_default();
                 Some(ObjectRef::new(&super::cluster::addon_name(&name)).within(&namespace))
             },
-            crate::clusters::cluster_resource(),
+            crate::clusters::cluster_key(),
         )
         .watches_stream(
             kubeconfig_secrets(&wiring.client, &wiring.scope, |secrets| {

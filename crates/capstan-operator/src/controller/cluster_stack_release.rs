@@ -34,14 +34,14 @@ use crate::api::{ClusterStackRelease, ClusterStackReleaseStatus};
 use crate::context::Context;
 use crate::kube_error::is_not_found;
 use crate::store::{Owner, StoredRender};
-use crate::watch::{changed, objects, spec_or_deletion, watch_all};
+use crate::watch::{changed, spec_or_deletion};
 use crate::wiring::{Running, Wiring, in_scope};
 use capstan_apply::InventoryRef;
 use capstan_apply::ssa::{INVENTORY_ANNOTATION, MANAGED, MANAGED_LABEL};
 use capstan_stack::name::ReleaseTag;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use kube::Resource;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::DynamicObject;
 use kube::runtime::utils::WatchStreamExt;
 use kube::runtime::{Controller, watcher};
 
@@ -526,22 +526,20 @@ pub fn controller(wiring: &Wiring<'_>) -> Running {
         spec_or_deletion::<ClusterStackRelease>,
         false,
     );
-    let class_resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", "ClusterClass"),
-        "clusterclasses",
-    );
+    // A key only (no request): the watch follows the Cluster API version spoken.
+    let class_resource =
+        crate::capi_api::cluster_class_resource_of(capstan_stack::capi::CapiVersion::V1Beta2);
     // With drift watches the ClusterClass is one of the kinds each release's watches follow,
     // and they tell capstan's own applies from drift; this watch, which marks its release on
     // any change, is the mechanism only without them.
     let applied_classes = if wiring.settings.drift_watches {
         futures::stream::empty().boxed()
     } else {
-        watch_all(
-            wiring.scope.dynamic_apis(&wiring.client, &class_resource),
-            objects(watcher::Config::default().labels(&format!("{MANAGED_LABEL}={MANAGED}"))),
-        )
-        .touched_objects()
-        .boxed()
+        let managed = watcher::Config::default().labels(&format!("{MANAGED_LABEL}={MANAGED}"));
+        let class_of = crate::capi_api::cluster_class_resource_of;
+        crate::watch::capi_watch(&wiring.client, &wiring.scope, class_of, managed)
+            .touched_objects()
+            .boxed()
     };
     let suspects = controller.clone();
     Controller::for_stream(release_events, wiring.releases_store.clone())

@@ -102,6 +102,12 @@ pub enum Cause {
     /// A live object that does not read as values.
     #[error(transparent)]
     Values(#[from] capstan_stack::DocumentError),
+    /// A Cluster (or what it references) capstan cannot read as values templates see it.
+    #[error(transparent)]
+    ClusterObjects(#[from] capstan_stack::values::ObjectsError),
+    /// No Cluster API version capstan speaks is served (or discovery failed).
+    #[error("Cluster API cannot be used: {0}")]
+    ClusterApiNotServed(String),
     /// An object that does not encode as JSON (a bug).
     #[error("{0}")]
     Json(#[source] serde_json::Error),
@@ -281,7 +287,8 @@ impl Cause {
             Cause::Store(_) => "store",
             Cause::Compile(_) | Cause::Resolver(_) => "compile",
             Cause::DependencyRefused { .. } => "verify",
-            Cause::Render(_) | Cause::Values(_) | Cause::Json(_) => "render",
+            Cause::Render(_) | Cause::Values(_) | Cause::Json(_) | Cause::ClusterObjects(_) => "render",
+            Cause::ClusterApiNotServed(_) => "cluster_api_not_served",
             Cause::Manifest(_) => "manifest",
             Cause::Apply(_) | Cause::Objects(_) => "apply",
             Cause::Condition { .. } => "condition",

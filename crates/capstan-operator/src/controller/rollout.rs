@@ -10,7 +10,7 @@
 //! recorded before any switch, and never switches a Cluster twice (each patch also tests
 //! the class it expects to replace).
 
-mod act;
+pub mod act;
 mod observe;
 pub mod preflight;
 pub mod target;
@@ -94,7 +94,7 @@ pub async fn run(
         false,
     );
 
-    let cluster_resource = crate::clusters::cluster_resource();
+    let cluster_resource = crate::clusters::cluster_key();
     let Watched {
         clusters,
         cluster_events,
@@ -144,7 +144,7 @@ pub async fn run(
             let cluster = addon.spec.cluster_ref.name.clone().unwrap_or_default();
             let class_namespace = for_addons
                 .1
-                .get(&ObjectRef::new_with(&cluster, crate::clusters::cluster_resource()).within(&namespace))
+                .get(&ObjectRef::new_with(&cluster, crate::clusters::cluster_key()).within(&namespace))
                 .map(|c| observe::namespaces_of(&c).1)
                 .unwrap_or_else(|| namespace.clone());
             rollouts_in(&for_addons.0, &[namespace, class_namespace])
@@ -223,11 +223,31 @@ pub async fn reconcile(
     if !fleet.scope.admits(rollout.meta()) || rollout.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    if !fleet.synced().await {
+    // Without a Cluster API to read the Cluster store never syncs: said as an error (an
+    // Event, the error counter, the controller's backoff), not waited on in silence.
+    let result = match crate::capi_api::not_served() {
+        Some(why) => {
+            let cause = super::error::Cause::ClusterApiNotServed(why);
+            let api: Api<ClusterStackRollout> =
+                Api::namespaced(ctx.client.clone(), &rollout.namespace().unwrap_or_default());
+            // A condition too; a conflict (the store behind) is written on the next retry.
+            if let Err(error) =
+                act::record_blocked(&api, &rollout, "ClusterAPINotServed", &cause.to_string()).await
+            {
+                tracing::debug!(%error, "recording that Cluster API is not served");
+            }
+            Err(Error::step("Observe", "ClusterAPINotServed", cause))
+        }
+        None => Ok(()),
+    };
+    if result.is_ok() && !fleet.synced().await {
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
     let started = std::time::Instant::now();
-    let result = step(&rollout, ctx, fleet).await;
+    let result = match result {
+        Ok(()) => step(&rollout, ctx, fleet).await,
+        Err(error) => Err(error),
+    };
     let error = result.as_ref().err();
     ctx.metrics
         .reconciled(CONTROLLER, started.elapsed(), error.map(Error::metric_label));

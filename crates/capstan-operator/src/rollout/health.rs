@@ -2,6 +2,32 @@
 
 use super::waves::ClusterInfo;
 use crate::clusters::release_name_of_class;
+use capstan_stack::capi::{CapiVersion, ClusterFields, Condition};
+
+/// Fills `info`'s health inputs from what Cluster API reports, in either version: v1beta1's
+/// `Ready` and `TopologyReconciled`; v1beta2's `Available`, `TopologyReconciled`,
+/// `RollingOut` and `status.controlPlane.versions`.
+pub fn read_health(info: &mut ClusterInfo, fields: &ClusterFields) {
+    let is_true =
+        |conditions: &[Condition], type_: &str| conditions.iter().any(|c| c.type_ == type_ && c.is_true());
+    info.v1beta2 = fields.version == CapiVersion::V1Beta2;
+    match fields.version {
+        CapiVersion::V1Beta1 => {
+            info.ready = is_true(&fields.v1beta1_conditions, "Ready");
+            info.topology_reconciled = is_true(&fields.v1beta1_conditions, "TopologyReconciled");
+        }
+        CapiVersion::V1Beta2 => {
+            info.ready = is_true(&fields.conditions, "Available");
+            info.topology_reconciled = is_true(&fields.conditions, "TopologyReconciled");
+            info.rolling_out = is_true(&fields.conditions, "RollingOut");
+            info.control_plane_versions = fields
+                .control_plane_versions
+                .iter()
+                .map(|v| v.version.clone())
+                .collect();
+        }
+    }
+}
 
 /// A Cluster's health on the target.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,12 +69,27 @@ pub fn health(cluster: &ClusterInfo, target: &Target, version_changed: bool, has
         ));
     }
     if !cluster.ready {
-        return unhealthy("Cluster is not Ready".to_string());
+        let condition = if cluster.v1beta2 { "Available" } else { "Ready" };
+        return unhealthy(format!("Cluster is not {condition}"));
     }
     if !cluster.topology_reconciled {
         return unhealthy("topology is not reconciled".to_string());
     }
+    if cluster.rolling_out {
+        return unhealthy("Cluster is rolling out".to_string());
+    }
     if version_changed
+        && let Some(kubernetes) = &target.kubernetes
+        && !cluster.control_plane_versions.is_empty()
+    {
+        // Cluster API v1.14 reports every version the control plane's machines run.
+        if cluster.control_plane_versions.iter().any(|v| v != kubernetes) {
+            return unhealthy(format!(
+                "control plane runs {}, not {kubernetes}",
+                cluster.control_plane_versions.join(", ")
+            ));
+        }
+    } else if version_changed
         && let Some(kubernetes) = &target.kubernetes
         && cluster.control_plane_version.as_ref() != Some(kubernetes)
     {
@@ -84,7 +125,10 @@ pub fn health(cluster: &ClusterInfo, target: &Target, version_changed: bool, has
 /// the controller does not read the control plane (it is not watched: each read is a request,
 /// and every pass of a rollout would make one per Cluster in flight).
 pub fn control_plane_decides(cluster: &ClusterInfo) -> bool {
-    cluster.ready && cluster.topology_reconciled
+    cluster.ready
+        && cluster.topology_reconciled
+        && !cluster.rolling_out
+        && cluster.control_plane_versions.is_empty()
 }
 
 #[cfg(test)]
@@ -248,6 +292,101 @@ pub(crate) mod tests {
             let differ = verdicts.iter().any(|v| *v != verdicts[0]);
             assert_eq!(differ, decides, "{case}: {verdicts:?}");
         }
+    }
+
+    /// v1beta2's rule: `Available`, `TopologyReconciled`, not `RollingOut`, and the control
+    /// plane at the target from `status.controlPlane.versions` where Cluster API reports it.
+    #[test]
+    fn v1beta2_health_rules() {
+        use serde_json::json;
+        let cluster = |conditions: serde_json::Value, versions: Option<serde_json::Value>| {
+            let mut status = json!({"conditions": conditions});
+            if let Some(versions) = versions {
+                status["controlPlane"] = json!({"versions": versions});
+            }
+            let object = json!({
+                "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+                "metadata": {"name": "c", "namespace": "tenant-a"},
+                "spec": {"topology": {"classRef": {"name": "docker-ferrol-1-27-v2"}, "version": "v1.27.3"}},
+                "status": status,
+            });
+            let mut info = healthy("c");
+            info.ready = false;
+            info.topology_reconciled = false;
+            info.control_plane_version = None;
+            read_health(&mut info, &ClusterFields::from_object(&object).expect("fields"));
+            info
+        };
+        let condition = |type_: &str, status: &str| json!({"type": type_, "status": status, "reason": "R", "lastTransitionTime": "2026-01-01T00:00:00Z"});
+        let good = || {
+            vec![
+                condition("Available", "True"),
+                condition("TopologyReconciled", "True"),
+                condition("RollingOut", "False"),
+            ]
+        };
+        let with = |type_: &str, status: &str| {
+            let mut conditions: Vec<serde_json::Value> =
+                good().into_iter().filter(|c| c["type"] != type_).collect();
+            conditions.push(condition(type_, status));
+            json!(conditions)
+        };
+        let rows: [(&str, serde_json::Value, Option<serde_json::Value>, Option<&str>); 7] = [
+            (
+                "healthy, versions reported",
+                json!(good()),
+                Some(json!([{"version": "v1.27.3", "replicas": 3}])),
+                None,
+            ),
+            (
+                "not Available",
+                with("Available", "False"),
+                Some(json!([{"version": "v1.27.3"}])),
+                Some("Cluster is not Available"),
+            ),
+            (
+                "a v1beta1 Ready is not v1beta2's",
+                with("Available", "Unknown"),
+                None,
+                Some("Cluster is not Available"),
+            ),
+            (
+                "topology not reconciled",
+                with("TopologyReconciled", "False"),
+                None,
+                Some("topology is not reconciled"),
+            ),
+            (
+                "rolling out",
+                with("RollingOut", "True"),
+                Some(json!([{"version": "v1.27.3"}])),
+                Some("Cluster is rolling out"),
+            ),
+            (
+                "control plane halfway",
+                json!(good()),
+                Some(json!([{"version": "v1.27.1", "replicas": 1}, {"version": "v1.27.3", "replicas": 2}])),
+                Some("control plane runs v1.27.1, v1.27.3, not v1.27.3"),
+            ),
+            // Without versions (Cluster API before v1.14) the control plane's own is read.
+            (
+                "no versions reported",
+                json!(good()),
+                None,
+                Some("control plane runs an unknown version, not v1.27.3"),
+            ),
+        ];
+        for (rule, conditions, versions, expected) in rows {
+            let info = cluster(conditions, versions);
+            let want = expected.map_or(Health::Healthy, |why| Health::Unhealthy(why.to_string()));
+            assert_eq!(health(&info, &target(), true, false), want, "{rule}");
+        }
+        // Versions reported: the control plane object is not read.
+        assert!(!control_plane_decides(&cluster(
+            json!(good()),
+            Some(json!([{"version": "v1.27.3"}]))
+        )));
+        assert!(control_plane_decides(&cluster(json!(good()), None)));
     }
 
     #[test]

@@ -42,6 +42,12 @@ pub struct ClusterInfo {
     pub checks_pass: Option<bool>,
     /// The Cluster has a deletion timestamp.
     pub deleting: bool,
+    /// Read as `cluster.x-k8s.io/v1beta2` (its health conditions are v1beta2's).
+    pub v1beta2: bool,
+    /// v1beta2's `RollingOut` condition is true.
+    pub rolling_out: bool,
+    /// The versions of `status.controlPlane.versions` (Cluster API v1.14); empty without.
+    pub control_plane_versions: Vec<String>,
 }
 
 impl ClusterInfo {

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::api::{DynamicObject, ListParams};
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::{Api, Client};
 use serde_json::Value as Json;
@@ -230,14 +230,6 @@ fn old_object<K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned>
     parse(req.old_object.as_ref(), "oldObject", &K::kind(&()))
 }
 
-/// Cluster API's Cluster, read as a dynamic object: capstan has no typed Cluster.
-fn cluster_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", "Cluster"),
-        "clusters",
-    )
-}
-
 /// What went wrong talking to the API server, as its own message says it when it answered.
 fn error_text(e: &kube::Error) -> String {
     match e {
@@ -248,8 +240,15 @@ fn error_text(e: &kube::Error) -> String {
 
 /// The Clusters of `namespace`, or why they could not be listed (which refuses a deletion).
 async fn list_clusters(client: &Client, namespace: &str) -> Result<Vec<DynamicObject>, String> {
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &cluster_resource());
-    match tokio::time::timeout(LOOKUP_TIMEOUT, api.list(&ListParams::default())).await {
+    // Cluster API's Cluster, read as a dynamic object (capstan has no typed Cluster) in the
+    // version spoken.
+    let listing = async {
+        let version = crate::capi_api::ensure_discovered(client).await;
+        let resource = crate::capi_api::cluster_resource_of(version);
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+        api.list(&ListParams::default()).await
+    };
+    match tokio::time::timeout(LOOKUP_TIMEOUT, listing).await {
         Ok(Ok(list)) => Ok(list.items),
         Ok(Err(e)) => Err(error_text(&e)),
         Err(_) => Err(format!("no answer within {}s", LOOKUP_TIMEOUT.as_secs())),

@@ -87,7 +87,7 @@ async fn read_referenced(
             .unwrap_or_default()
             .to_string()
     };
-    let (api_version, kind, name) = (text("apiVersion"), text("kind"), text("name"));
+    let (mut api_version, kind, name) = (text("apiVersion"), text("kind"), text("name"));
     let ns = reference
         .get("namespace")
         .and_then(|v| v.as_str())
@@ -99,6 +99,16 @@ async fn read_referenced(
         source,
     };
     let discovery = ctx.applier.discovery();
+    // v1beta2 names the group only: the version the server prefers for it.
+    if api_version.is_empty() {
+        api_version = discovery
+            .preferred_api_version(&text("apiGroup"), &kind)
+            .await
+            .map_err(|source| Missing::Undiscoverable {
+                what: what.clone(),
+                source,
+            })?;
+    }
     let info = discovery
         .resolve_api_version(&api_version, &kind)
         .await
@@ -123,7 +133,7 @@ pub fn layered_values(
     compiled: &CompiledRelease,
     inputs: &RenderInputs,
 ) -> Result<Vec<(String, Option<capstan_stack::values::ComputedValues>)>, Cause> {
-    let computed = compiled.addon_values(&inputs.objects.parse()?)?;
+    let computed = compiled.addon_values(&inputs.objects.parse(compiled.values_template_api())?)?;
     // The user's values join the computed ones here; the hash covers the layered text.
     let user = inputs
         .user_values
@@ -177,27 +187,17 @@ pub fn user_values_note(layers: &[Layer]) -> String {
 }
 
 impl LiveObjects {
-    /// The objects as values see them (blocking: JSON text read as YAML).
-    fn parse(&self) -> Result<capstan_stack::values::ClusterObjects, Cause> {
-        let parse = |object: &DynamicObject, what: &str| -> Result<_, Cause> {
-            let text = serde_json::to_string(object).map_err(Cause::Json)?;
-            Ok(capstan_stack::values::parse_object(
-                &text,
-                std::path::Path::new(what),
-            )?)
-        };
-        Ok(capstan_stack::values::ClusterObjects {
-            cluster: parse(&self.cluster, "Cluster")?,
-            control_plane: self
-                .control_plane
-                .as_ref()
-                .map(|o| parse(o, "ControlPlane"))
-                .transpose()?,
-            infra_cluster: self
-                .infra_cluster
-                .as_ref()
-                .map(|o| parse(o, "InfraCluster"))
-                .transpose()?,
-        })
+    /// The objects as values see them: the Cluster in the shape the release's templates
+    /// are written for (`templates`; a v1beta2 Cluster converted for v1beta1 templates).
+    fn parse(
+        &self,
+        templates: capstan_stack::capi::CapiVersion,
+    ) -> Result<capstan_stack::values::ClusterObjects, Cause> {
+        Ok(crate::clusters::template_objects(
+            &self.cluster,
+            self.control_plane.as_ref(),
+            self.infra_cluster.as_ref(),
+            templates,
+        )?)
     }
 }

@@ -79,21 +79,19 @@ pub fn class_gate(usage: &ClusterUse) -> ControlFlow<Halt, (String, String, Rele
     }
 }
 
-/// The control plane's gate: the Cluster's `status.controlPlaneReady` is true.
+/// The control plane's gate: the Cluster's control plane is initialized
+/// (`status.controlPlaneReady` on v1beta1, `status.initialization.controlPlaneInitialized` on
+/// v1beta2).
 pub fn control_plane_gate(cluster: &DynamicObject) -> ControlFlow<Halt> {
-    let ready = cluster
-        .data
-        .pointer("/status/controlPlaneReady")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(false);
-    if ready {
+    if crate::clusters::control_plane_initialized(cluster) {
         return ControlFlow::Continue(());
     }
     let name = cluster.metadata.name.as_deref().unwrap_or_default();
+    let field = crate::clusters::initialized_field(cluster);
     ControlFlow::Break(Halt::Wait {
         step: CLUSTER_READY,
         reason: "ControlPlaneNotReady",
-        message: format!("waiting for Cluster {name}: status.controlPlaneReady is not true"),
+        message: format!("waiting for Cluster {name}: {field} is not true"),
     })
 }
 

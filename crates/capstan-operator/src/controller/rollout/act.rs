@@ -1,7 +1,7 @@
 //! What a rollout reconcile does with its plan: records the planned status (optimistic
 //! concurrency on the rollout's resourceVersion), publishes the plan's Events, then patches
-//! Clusters — `spec.topology.class`, and `spec.topology.version` when the plan gives one, in one
-//! merge patch with capstan's field manager. The Cluster is read first and patched only when
+//! Clusters — `spec.topology.class` (v1beta2: `classRef`), and `spec.topology.version` when the
+//! plan gives one, in one merge patch with capstan's field manager. The Cluster is read first and patched only when
 //! it is on the class the plan expects, with its resourceVersion in the patch, so a patch
 //! repeated from a stale view (or of a Cluster someone else switched meanwhile) changes
 //! nothing.
@@ -17,6 +17,7 @@ use crate::api::rollout::{ClusterStackRollout, ClusterStackRolloutStatus};
 use crate::context::Context;
 use crate::controller::Error;
 use crate::rollout::{Action, Plan};
+use capstan_stack::capi::CapiVersion;
 
 /// How the status write went.
 #[derive(Debug, PartialEq, Eq)]
@@ -56,6 +57,36 @@ pub async fn record(
     }
 }
 
+/// Records on `current`'s status that it cannot go on (Cluster API not served): the
+/// `Progressing` condition False with `reason` and `message`, nothing else of the status
+/// changed; the next plan replaces it once it can go on.
+pub async fn record_blocked(
+    api: &Api<ClusterStackRollout>,
+    current: &ClusterStackRollout,
+    reason: &str,
+    message: &str,
+) -> Result<(), kube::Error> {
+    use crate::api::conditions::{Condition, ConditionStatus, set_condition};
+    let mut status = current.status.clone().unwrap_or_default();
+    let condition = Condition::new(
+        crate::api::rollout::CONDITION_PROGRESSING,
+        ConditionStatus::False,
+        reason,
+        message,
+        current.metadata.generation,
+        crate::controller::now(),
+    );
+    if !set_condition(&mut status.conditions, condition).changed() {
+        return Ok(());
+    }
+    let mut updated = current.clone();
+    updated.status = Some(status);
+    updated.metadata.managed_fields = None;
+    api.replace_status(&current.name_any(), &PostParams::default(), &updated)
+        .await
+        .map(|_| ())
+}
+
 /// Publishes the plan's Events on the rollout.
 pub async fn publish_events(ctx: &Context, rollout: &ClusterStackRollout, plan: &Plan) {
     let reference = crate::controller::object_ref(rollout);
@@ -72,9 +103,27 @@ pub async fn publish_events(ctx: &Context, rollout: &ClusterStackRollout, plan: 
 }
 
 /// The merge patch that moves a Cluster read at `resource_version` to `class` (and
-/// `version`): refused with a conflict if the Cluster changed since.
-pub fn switch_patch(resource_version: &str, class: &str, version: Option<&str>) -> serde_json::Value {
-    let mut topology = serde_json::json!({"class": class});
+/// `version`), in the Cluster API version it was read in: v1beta1 `spec.topology.class`,
+/// v1beta2 `spec.topology.classRef.name` (and `classRef.namespace` when the class lives in
+/// another namespace than the Cluster: `class_namespace`); nothing else. Refused with a
+/// conflict if the Cluster changed since.
+pub fn switch_patch(
+    api: CapiVersion,
+    resource_version: &str,
+    class: &str,
+    class_namespace: Option<&str>,
+    version: Option<&str>,
+) -> serde_json::Value {
+    let mut topology = match api {
+        CapiVersion::V1Beta1 => serde_json::json!({"class": class}),
+        CapiVersion::V1Beta2 => {
+            let mut class_ref = serde_json::json!({"name": class});
+            if let Some(namespace) = class_namespace {
+                class_ref["namespace"] = namespace.into();
+            }
+            serde_json::json!({"classRef": class_ref})
+        }
+    };
     if let Some(version) = version {
         topology["version"] = version.into();
     }
@@ -156,14 +205,32 @@ async fn apply_action(
     else {
         return Ok(());
     };
-    let current = now.data["spec"]["topology"]["class"].as_str();
+    let fields = match crate::clusters::fields(&now) {
+        Ok(fields) => fields,
+        Err(error) => {
+            tracing::warn!(%cluster, %error, "{verb} Cluster: its fields cannot be read; left alone");
+            return Ok(());
+        }
+    };
+    let current = fields.class.as_ref().map(|c| c.name.as_str());
     let expected = expected_class(&plan.status, action);
     if current == Some(class.as_str()) || expected.is_some_and(|e| current != Some(e)) {
         tracing::info!(%cluster, %class, ?current, ?expected, "{verb} Cluster: not on the expected class; left alone");
         return Ok(());
     }
     let resource_version = now.metadata.resource_version.clone().unwrap_or_default();
-    let patch = switch_patch(&resource_version, class, version.as_deref());
+    let class_home = rollout
+        .metadata
+        .namespace
+        .as_deref()
+        .filter(|home| *home != namespace);
+    let patch = switch_patch(
+        fields.version,
+        &resource_version,
+        class,
+        class_home,
+        version.as_deref(),
+    );
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.into()),
         ..PatchParams::default()
@@ -183,14 +250,30 @@ mod tests {
 
     #[test]
     fn a_switch_sets_class_and_version_together_on_the_cluster_read() {
-        assert_eq!(
-            switch_patch("42", "docker-ferrol-1-27-v2", Some("v1.27.4")),
-            serde_json::json!({"metadata": {"resourceVersion": "42"},
-                "spec": {"topology": {"class": "docker-ferrol-1-27-v2", "version": "v1.27.4"}}})
-        );
-        assert_eq!(
-            switch_patch("7", "b", None),
-            serde_json::json!({"metadata": {"resourceVersion": "7"}, "spec": {"topology": {"class": "b"}}})
-        );
+        use CapiVersion::{V1Beta1, V1Beta2};
+        let table = [
+            (
+                switch_patch(V1Beta1, "42", "docker-ferrol-1-27-v2", None, Some("v1.27.4")),
+                serde_json::json!({"metadata": {"resourceVersion": "42"},
+                    "spec": {"topology": {"class": "docker-ferrol-1-27-v2", "version": "v1.27.4"}}}),
+            ),
+            (
+                switch_patch(V1Beta1, "7", "b", None, None),
+                serde_json::json!({"metadata": {"resourceVersion": "7"}, "spec": {"topology": {"class": "b"}}}),
+            ),
+            (
+                switch_patch(V1Beta2, "42", "docker-ferrol-1-27-v2", None, Some("v1.27.4")),
+                serde_json::json!({"metadata": {"resourceVersion": "42"},
+                    "spec": {"topology": {"classRef": {"name": "docker-ferrol-1-27-v2"}, "version": "v1.27.4"}}}),
+            ),
+            (
+                switch_patch(V1Beta2, "7", "b", Some("stacks"), None),
+                serde_json::json!({"metadata": {"resourceVersion": "7"},
+                    "spec": {"topology": {"classRef": {"name": "b", "namespace": "stacks"}}}}),
+            ),
+        ];
+        for (patch, want) in table {
+            assert_eq!(patch, want);
+        }
     }
 }

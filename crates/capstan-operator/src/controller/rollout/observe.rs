@@ -132,15 +132,16 @@ fn hash_of(parts: impl std::hash::Hash) -> Option<u64> {
     Some(hasher.finish())
 }
 
-/// What of a Cluster a rollout reads: its labels, topology, the Ready and TopologyReconciled
-/// conditions, deletion and identity.
+/// What of a Cluster a rollout reads: its labels, topology, the health Cluster API reports
+/// (either version's, [`crate::rollout::health::read_health`]), deletion and identity.
 pub fn cluster_trigger(cluster: &DynamicObject) -> Option<u64> {
     let text = |path: &str| cluster.data.pointer(path).map(|v| v.to_string());
+    let info = cluster_info(cluster, None);
     hash_of((
         &cluster.metadata.labels,
         text("/spec/topology"),
-        condition_status(cluster, "Ready"),
-        condition_status(cluster, "TopologyReconciled"),
+        (info.ready, info.topology_reconciled, info.rolling_out),
+        &info.control_plane_versions,
         cluster.metadata.deletion_timestamp.is_some(),
         &cluster.metadata.uid,
     ))
@@ -155,26 +156,13 @@ pub fn addon_trigger(addon: &crate::api::ClusterAddon) -> Option<u64> {
     ))
 }
 
-/// `status` of Cluster API condition `type_` (`True`, `False`, `Unknown`), if reported.
-fn condition_status(cluster: &DynamicObject, type_: &str) -> Option<String> {
-    cluster.data["status"]["conditions"]
-        .as_array()?
-        .iter()
-        .find(|c| c["type"].as_str() == Some(type_))
-        .and_then(|c| c["status"].as_str())
-        .map(str::to_string)
-}
-
-fn condition_true(cluster: &DynamicObject, type_: &str) -> bool {
-    condition_status(cluster, type_).as_deref() == Some("True")
-}
-
 /// The Cluster as the plan sees it, with what the management cluster's objects say of its
 /// health; the in-flight inputs are filled by [`observe`].
 pub fn cluster_info(cluster: &DynamicObject, addon: Option<&crate::api::ClusterAddon>) -> ClusterInfo {
     let mut info = ClusterInfo::from_cluster(cluster);
-    info.ready = condition_true(cluster, "Ready");
-    info.topology_reconciled = condition_true(cluster, "TopologyReconciled");
+    if let Ok(fields) = crate::clusters::fields(cluster) {
+        crate::rollout::health::read_health(&mut info, &fields);
+    }
     info.deleting = cluster.metadata.deletion_timestamp.is_some();
     if let Some(status) = addon.and_then(|a| a.status.as_ref()) {
         info.addon_applied = status.applied_cluster_stack.clone();
@@ -279,15 +267,23 @@ fn resolve_target(
 /// cannot be read (the plan then waits).
 async fn control_plane_version(ctx: &Context, cluster: &DynamicObject) -> Option<String> {
     let reference = &cluster.data["spec"]["controlPlaneRef"];
-    let (api_version, kind, name) = (
-        reference["apiVersion"].as_str()?,
-        reference["kind"].as_str()?,
-        reference["name"].as_str()?,
-    );
+    let (kind, name) = (reference["kind"].as_str()?, reference["name"].as_str()?);
+    // v1beta2 names the group only: the version the server prefers for it.
+    let api_version = match reference["apiVersion"].as_str() {
+        Some(api_version) => api_version.to_string(),
+        None => {
+            let group = reference["apiGroup"].as_str()?;
+            ctx.applier
+                .discovery()
+                .preferred_api_version(group, kind)
+                .await
+                .ok()?
+        }
+    };
     let namespace = reference["namespace"]
         .as_str()
         .map_or_else(|| cluster.namespace().unwrap_or_default(), str::to_string);
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
     let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
     let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &namespace, &resource);
     match api.get_opt(name).await {

@@ -7,9 +7,12 @@
 use super::health::Target;
 use super::waves::StackId;
 
-/// A stack the path may go through, with its newest ready release (`None`: none is ready).
+/// A ClusterStack of the namespace the path may go through, with its newest ready release
+/// (`None`: none is ready).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hop {
+    /// The ClusterStack's name (what `spec.from` lists).
+    pub name: String,
     pub stack: StackId,
     pub newest_ready: Option<Target>,
 }
@@ -93,6 +96,7 @@ mod tests {
 
     fn hop(name: &str, ready: Option<(&str, &str)>) -> Hop {
         Hop {
+            name: name.to_string(),
             stack: stack(name),
             newest_ready: ready.map(|(v, k)| release(name, v, k)),
         }

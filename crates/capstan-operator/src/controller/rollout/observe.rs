@@ -62,6 +62,8 @@ pub struct Observation {
     /// The release `spec.version` resolves to now, or why none does.
     pub target: Result<Resolved, String>,
     pub clusters: Vec<ClusterInfo>,
+    /// The namespace's ClusterStacks with their newest ready releases (`spec.from` only).
+    pub stacks: Vec<crate::rollout::Hop>,
     pub now: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
 }
 
@@ -94,6 +96,7 @@ impl Observation {
             clusters: &self.clusters,
             // Gathering the pre-flight from workload clusters is not wired yet: nothing blocks.
             preflight: &NO_PREFLIGHT,
+            stacks: &self.stacks,
             now: self.now.clone(),
         }
     }
@@ -238,11 +241,13 @@ pub async fn observe(
         }
         clusters.push(info);
     }
+    let stacks = super::stacks::hops(rollout, &namespace, ctx, fleet);
     Ok(Observation {
         namespace,
         stack,
         target,
         clusters,
+        stacks,
         now: crate::controller::now(),
     })
 }

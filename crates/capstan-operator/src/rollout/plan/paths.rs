@@ -1,0 +1,211 @@
+//! Paths across stacks (`spec.from`): which stacks' Clusters the rollout moves, each Cluster's
+//! path to the target (one Kubernetes minor per step, [`crate::rollout::path`]), and the step
+//! it is at. A Cluster without a path is Blocked with the reason, never switched; each step is
+//! a switch of its own with its own health gate, and the next starts only once the step is
+//! healthy (never two steps of one Cluster in flight).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::{Planner, Target};
+use crate::api::rollout::{ClusterPhase, ClusterRolloutStatus, FromStacks, PathStep};
+use crate::rollout::path::{NoPath, path};
+use crate::rollout::waves::ClusterInfo;
+use capstan_stack::name::ReleaseTag;
+
+impl Planner<'_, '_> {
+    /// Resolves `spec.from` against the namespace's ClusterStacks; notes an `auto` that finds
+    /// none and names that find no ClusterStack.
+    pub(super) fn read_sources(&mut self) {
+        let o = self.o;
+        let target = o.stack;
+        let mut sources: Vec<_> = match &o.spec.from {
+            None => return,
+            Some(FromStacks::Auto) => o
+                .stacks
+                .iter()
+                .filter(|hop| {
+                    let (k, goal) = (hop.stack.kubernetes(), target.kubernetes());
+                    hop.stack.provider() == target.provider()
+                        && hop.stack.name() == target.name()
+                        && k.major == goal.major
+                        && k.minor < goal.minor
+                })
+                .map(|hop| hop.stack.clone())
+                .collect(),
+            Some(FromStacks::Stacks(names)) => {
+                let missing: Vec<&str> = names
+                    .iter()
+                    .filter(|n| !o.stacks.iter().any(|hop| &hop.name == *n))
+                    .map(String::as_str)
+                    .collect();
+                if !missing.is_empty() {
+                    self.notes.push(format!(
+                        "spec.from: no ClusterStack {} in the namespace",
+                        missing.join(", ")
+                    ));
+                }
+                o.stacks
+                    .iter()
+                    .filter(|hop| names.contains(&hop.name))
+                    .map(|hop| hop.stack.clone())
+                    .collect()
+            }
+        };
+        sources.sort_by_key(ToString::to_string);
+        sources.dedup();
+        if sources.is_empty() && o.spec.from == Some(FromStacks::Auto) {
+            let k = target.kubernetes();
+            self.notes.push(format!(
+                "spec.from: auto finds no ClusterStack of provider {}, name {} below Kubernetes {k} in the namespace",
+                target.provider(),
+                target.name()
+            ));
+        }
+        self.sources = sources;
+    }
+
+    /// Gives every Cluster that has not started its path (Pending or Blocked, not past its
+    /// first step) its path from the stack it is on now, or blocks it with why it has none. A
+    /// Cluster found on the class of a later step than recorded (a switch whose status was
+    /// lost) is at that step: it is never switched to it again.
+    pub(super) fn place_on_paths(&mut self, target: &Target) {
+        if self.o.spec.from.is_none() {
+            return;
+        }
+        let now = Time(self.now);
+        let mut blocked = Vec::new();
+        let mut entries = std::mem::take(&mut self.status.clusters);
+        for entry in &mut entries {
+            let Some(cluster) = self.clusters.get(&entry.name).copied() else {
+                continue;
+            };
+            if entry.phase == ClusterPhase::Updating {
+                found_further(entry, cluster, now.clone());
+                continue;
+            }
+            if !matches!(entry.phase, ClusterPhase::Pending | ClusterPhase::Blocked) {
+                continue;
+            }
+            let class = cluster.class.as_deref();
+            if let Some(at) = entry.path.iter().position(|s| Some(s.class.as_str()) == class) {
+                let at = u32::try_from(at).unwrap_or(u32::MAX);
+                if entry.step.is_none_or(|s| s < at) {
+                    entry.step = Some(at);
+                }
+                continue;
+            }
+            if entry.step.unwrap_or(0) > 0 {
+                continue; // in the middle of its path: it keeps it
+            }
+            match self.path_of(cluster, target) {
+                Ok(steps) => {
+                    if entry.path.is_empty() && entry.phase == ClusterPhase::Blocked {
+                        entry.phase = ClusterPhase::Pending;
+                        entry.since = None;
+                        entry.message = Some("a path to the target exists now".to_string());
+                    }
+                    entry.path = steps;
+                    entry.step = Some(0);
+                }
+                Err(NoPath(why)) => {
+                    let message = format!("no path to {}: {why}", target.release);
+                    if entry.phase != ClusterPhase::Blocked || !entry.path.is_empty() {
+                        blocked.push(format!("{} blocked: {message}", entry.name));
+                        entry.since = Some(now.clone());
+                    }
+                    entry.phase = ClusterPhase::Blocked;
+                    entry.path.clear();
+                    entry.step = None;
+                    entry.message = Some(message);
+                }
+            }
+        }
+        self.status.clusters = entries;
+        for message in blocked {
+            self.event("NoPath", &message, true);
+        }
+    }
+
+    /// `cluster`'s path from the stack of its class to `target`.
+    fn path_of(&self, cluster: &ClusterInfo, target: &Target) -> Result<Vec<PathStep>, NoPath> {
+        let class = cluster.class.as_deref().unwrap_or_default();
+        let tag = ReleaseTag::parse_cluster_class(class)
+            .map_err(|_| NoPath(format!("its class {class} is not a release of a cluster stack")))?;
+        let steps = path(tag.stack(), self.o.stack, target, self.o.stacks)?;
+        Ok(steps
+            .into_iter()
+            .map(|t| PathStep {
+                release: t.release,
+                class: t.class,
+                kubernetes: t.kubernetes,
+            })
+            .collect())
+    }
+
+    /// Whether `entry` is blocked for want of a path (a rollout across stacks only).
+    pub(super) fn without_path(&self, entry: &ClusterRolloutStatus) -> bool {
+        self.o.spec.from.is_some() && entry.path.is_empty()
+    }
+}
+
+/// An Updating Cluster found on the class of a later step than recorded (the status of that
+/// step's switch was lost): it is at that step, switched from the one before, its health
+/// timeout counting from now — never switched back to the step recorded.
+fn found_further(entry: &mut ClusterRolloutStatus, cluster: &ClusterInfo, now: Time) {
+    let at = entry.step.unwrap_or(0) as usize;
+    let class = cluster.class.as_deref();
+    let Some(found) = entry.path.iter().position(|s| Some(s.class.as_str()) == class) else {
+        return;
+    };
+    if found <= at {
+        return;
+    }
+    let before = &entry.path[found - 1];
+    entry.from = Some(before.class.clone());
+    entry.from_version = before.kubernetes.clone();
+    entry.to = Some(entry.path[found].class.clone());
+    entry.step = Some(u32::try_from(found).unwrap_or(u32::MAX));
+    entry.since = Some(now);
+    entry.message = Some(format!(
+        "found switched to step {} of {}",
+        found + 1,
+        entry.path.len()
+    ));
+}
+
+/// The release `entry` is switched to, or judged healthy on, now: its path's current step,
+/// else (a rollout within one stack) the target.
+pub(super) fn step_target(entry: &ClusterRolloutStatus, target: &Target) -> Target {
+    let at = entry.step.unwrap_or(0) as usize;
+    match entry.path.get(at).or(entry.path.last()) {
+        Some(step) => Target {
+            release: step.release.clone(),
+            class: step.class.clone(),
+            kubernetes: step.kubernetes.clone(),
+        },
+        None => target.clone(),
+    }
+}
+
+/// After `entry`'s current step became healthy: the next step, Pending again (its own
+/// pre-flight, window and `maxInFlight` gate its switch), with a message saying so; `None`
+/// when the step was the last.
+pub(super) fn next_step(entry: &mut ClusterRolloutStatus) -> Option<String> {
+    let at = entry.step? as usize;
+    let done = entry.path.get(at)?.class.clone();
+    let next = entry.path.get(at + 1)?.class.clone();
+    let message = format!(
+        "step {} of {} healthy on {done}; next {next}",
+        at + 1,
+        entry.path.len()
+    );
+    entry.step = Some(u32::try_from(at + 1).unwrap_or(u32::MAX));
+    entry.phase = ClusterPhase::Pending;
+    entry.since = None;
+    entry.from = None;
+    entry.from_version = None;
+    entry.to = None;
+    entry.preflight.clear();
+    entry.message = Some(message.clone());
+    Some(format!("{}: {message}", entry.name))
+}

@@ -12,7 +12,7 @@
 
 mod act;
 mod observe;
-mod stacks;
+pub mod stacks;
 pub mod target;
 
 pub use observe::{APPROVE_ANNOTATION, RESUME_ANNOTATION};

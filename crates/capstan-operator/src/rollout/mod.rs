@@ -15,7 +15,7 @@ pub mod waves;
 pub mod windows;
 
 pub use health::{Health, health};
-pub use path::{Hop, NoPath};
+pub use path::{Hop, NoPath, Sources, sources};
 pub use plan::{Action, Annotations, Observed, Plan, PlannedEvent, Target, plan};
 pub use waves::{Assignment, ClusterInfo, StackId, assign, assign_across};
 

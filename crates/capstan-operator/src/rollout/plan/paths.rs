@@ -7,8 +7,8 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::{Planner, Target};
-use crate::api::rollout::{ClusterPhase, ClusterRolloutStatus, FromStacks, PathStep};
-use crate::rollout::path::{NoPath, path};
+use crate::api::rollout::{ClusterPhase, ClusterRolloutStatus, PathStep};
+use crate::rollout::path::{NoPath, path, sources};
 use crate::rollout::waves::ClusterInfo;
 use capstan_stack::name::ReleaseTag;
 
@@ -16,52 +16,12 @@ impl Planner<'_, '_> {
     /// Resolves `spec.from` against the namespace's ClusterStacks; notes an `auto` that finds
     /// none and names that find no ClusterStack.
     pub(super) fn read_sources(&mut self) {
-        let o = self.o;
-        let target = o.stack;
-        let mut sources: Vec<_> = match &o.spec.from {
-            None => return,
-            Some(FromStacks::Auto) => o
-                .stacks
-                .iter()
-                .filter(|hop| {
-                    let (k, goal) = (hop.stack.kubernetes(), target.kubernetes());
-                    hop.stack.provider() == target.provider()
-                        && hop.stack.name() == target.name()
-                        && k.major == goal.major
-                        && k.minor < goal.minor
-                })
-                .map(|hop| hop.stack.clone())
-                .collect(),
-            Some(FromStacks::Stacks(names)) => {
-                let missing: Vec<&str> = names
-                    .iter()
-                    .filter(|n| !o.stacks.iter().any(|hop| &hop.name == *n))
-                    .map(String::as_str)
-                    .collect();
-                if !missing.is_empty() {
-                    self.notes.push(format!(
-                        "spec.from: no ClusterStack {} in the namespace",
-                        missing.join(", ")
-                    ));
-                }
-                o.stacks
-                    .iter()
-                    .filter(|hop| names.contains(&hop.name))
-                    .map(|hop| hop.stack.clone())
-                    .collect()
-            }
+        let Some(from) = &self.o.spec.from else {
+            return;
         };
-        sources.sort_by_key(ToString::to_string);
-        sources.dedup();
-        if sources.is_empty() && o.spec.from == Some(FromStacks::Auto) {
-            let k = target.kubernetes();
-            self.notes.push(format!(
-                "spec.from: auto finds no ClusterStack of provider {}, name {} below Kubernetes {k} in the namespace",
-                target.provider(),
-                target.name()
-            ));
-        }
-        self.sources = sources;
+        let found = sources(from, self.o.stack, self.o.stacks);
+        self.sources = found.stacks;
+        self.notes.extend(found.notes);
     }
 
     /// Gives every Cluster that has not started its path (Pending or Blocked, not past its

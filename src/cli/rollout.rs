@@ -23,7 +23,7 @@ use capstan_operator::controller::rollout::{APPROVE_ANNOTATION, RESUME_ANNOTATIO
 /// Field manager of the CLI's patches.
 const FIELD_MANAGER: &str = "capstan-cli";
 
-pub(super) fn patch_params() -> PatchParams {
+fn patch_params() -> PatchParams {
     PatchParams {
         field_manager: Some(FIELD_MANAGER.into()),
         ..PatchParams::default()
@@ -418,7 +418,8 @@ async fn run_approve(args: &ApproveArgs) -> anyhow::Result<()> {
     let name = &args.target.name;
     let rollout = read(&api, &namespace, name).await?;
     if let (true, Some(cluster)) = (args.force, &args.cluster) {
-        return super::rollout_force::force(&api, &rollout, cluster, args.by.as_deref()).await;
+        return super::rollout_force::force(&api, &patch_params(), &rollout, cluster, args.by.as_deref())
+            .await;
     }
     let status = rollout.status.clone().unwrap_or_default();
     let wave = match &args.wave {

@@ -4,7 +4,7 @@
 //! records who and when in the Cluster's status, for its current step only.
 
 use anyhow::{Context, bail};
-use kube::api::{Api, Patch};
+use kube::api::{Api, Patch, PatchParams};
 
 use capstan_operator::api::rollout::{ClusterPhase, ClusterStackRollout, FORCE_ANNOTATION};
 
@@ -26,6 +26,7 @@ pub fn force_value(current: Option<&str>, cluster: &str, who: &str) -> String {
 /// not hold, says when it is not Blocked (the force then waits for a pre-flight that blocks).
 pub async fn force(
     api: &Api<ClusterStackRollout>,
+    params: &PatchParams,
     rollout: &ClusterStackRollout,
     cluster: &str,
     by: Option<&str>,
@@ -62,7 +63,7 @@ pub async fn force(
         .map(String::as_str);
     let value = force_value(current, cluster, &who);
     let patch = serde_json::json!({"metadata": {"annotations": {FORCE_ANNOTATION: value}}});
-    api.patch(name, &super::rollout::patch_params(), &Patch::Merge(&patch))
+    api.patch(name, params, &Patch::Merge(&patch))
         .await
         .with_context(|| format!("forcing {cluster} in ClusterStackRollout {namespace}/{name}"))?;
     let note = if entry.phase == ClusterPhase::Blocked {

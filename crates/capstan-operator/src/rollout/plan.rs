@@ -47,7 +47,7 @@ use crate::api::rollout::{
     OnBlocked, PreflightResult, RolloutPhase, Wave, WavePhase,
 };
 use clock::{add, ceil_second, elapsed, human, whole_second};
-use paths::{next_step, step_target};
+use steps::{next_step, step_target};
 
 mod clock;
 mod failures;
@@ -56,6 +56,7 @@ mod membership;
 mod paths;
 mod report;
 mod spec;
+mod steps;
 
 use spec::durations;
 pub use spec::{max_in_flight, parse_percent};

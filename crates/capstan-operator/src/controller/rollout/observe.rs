@@ -241,7 +241,7 @@ pub async fn observe(
         }
         clusters.push(info);
     }
-    let stacks = super::stacks::hops(rollout, &namespace, ctx, fleet);
+    let stacks = super::stacks::hops(rollout, &namespace, ctx, &fleet.releases);
     Ok(Observation {
         namespace,
         stack,

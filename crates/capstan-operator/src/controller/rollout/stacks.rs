@@ -4,19 +4,26 @@
 
 use kube::ResourceExt;
 
-use super::observe::Fleet;
+use kube::runtime::reflector::Store;
+
 use super::target::{self, ReleaseSeen};
+use crate::api::ClusterStackRelease;
 use crate::api::rollout::ClusterStackRollout;
 use crate::context::Context;
 use crate::rollout::{Hop, Target};
 
 /// The namespace's ClusterStacks (those being deleted left out) with their newest ready
 /// release; empty for a rollout without `spec.from`.
-pub fn hops(rollout: &ClusterStackRollout, namespace: &str, ctx: &Context, fleet: &Fleet) -> Vec<Hop> {
+pub fn hops(
+    rollout: &ClusterStackRollout,
+    namespace: &str,
+    ctx: &Context,
+    releases: &Store<ClusterStackRelease>,
+) -> Vec<Hop> {
     if rollout.spec.from.is_none() {
         return Vec::new();
     }
-    let releases = releases_of(namespace, fleet);
+    let releases = releases_of(namespace, releases);
     let mut hops: Vec<Hop> = ctx
         .stacks
         .state()
@@ -35,9 +42,8 @@ pub fn hops(rollout: &ClusterStackRollout, namespace: &str, ctx: &Context, fleet
     hops
 }
 
-fn releases_of(namespace: &str, fleet: &Fleet) -> Vec<ReleaseSeen> {
-    fleet
-        .releases
+fn releases_of(namespace: &str, releases: &Store<ClusterStackRelease>) -> Vec<ReleaseSeen> {
+    releases
         .state()
         .iter()
         .filter(|r| {

@@ -41,6 +41,7 @@ mod get_select;
 mod get_table;
 // `capstan rollout` (issue 33): follow and steer ClusterStackRollouts.
 mod rollout;
+mod rollout_force;
 // Shell completion and manual pages, generated from the CLI's definition.
 mod completion;
 mod man;
@@ -54,6 +55,7 @@ mod docs_prose;
 // errors with it).
 mod error_chain;
 // `capstan rollout plan` (issue 33), offline; `rollout` holds the command group.
+mod rollout_paths;
 mod rollout_plan;
 // `capstan preflight` (issue 48): one Cluster's checks before a switch.
 mod preflight;

@@ -90,8 +90,18 @@ struct ApproveArgs {
     #[command(flatten)]
     target: TargetArgs,
     /// The wave to approve (default: the one waiting for approval).
-    #[arg(long, value_name = "WAVE")]
+    #[arg(long, value_name = "WAVE", conflicts_with = "force")]
     wave: Option<String>,
+    /// With --force: the Blocked Cluster to let go (`namespace/name`).
+    #[arg(long, value_name = "NS/NAME", requires = "force")]
+    cluster: Option<String>,
+    /// Let the --cluster go despite its pre-flight, for its current step (annotation
+    /// capstan.dev/force: `NS/NAME@WHO`, recorded in the Cluster's status).
+    #[arg(long, requires = "cluster")]
+    force: bool,
+    /// Who lets it go, as recorded (default: $USER).
+    #[arg(long, value_name = "NAME", requires = "force")]
+    by: Option<String>,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
@@ -277,6 +287,12 @@ pub fn render_status(rollout: &ClusterStackRollout, now: Timestamp) -> String {
             out.push_str(&format!("  {type_}: {}\n", c.message));
         }
     }
+    if let Some(next) = &status.next_window {
+        out.push_str(&format!(
+            "  Next window: {}\n",
+            next.0.strftime("%Y-%m-%d %H:%M:%SZ")
+        ));
+    }
     out.push('\n');
     let mut waves = vec![
         [
@@ -320,6 +336,7 @@ pub fn render_status(rollout: &ClusterStackRollout, now: Timestamp) -> String {
             clusters.push(cluster_row(cluster, now));
         }
         out.push_str(&columns(&clusters));
+        out.push_str(&paths_text(&status.clusters));
     }
     out
 }
@@ -337,10 +354,73 @@ fn cluster_row(cluster: &ClusterRolloutStatus, now: Timestamp) -> Vec<String> {
     ]
 }
 
+/// Across stacks: each Cluster's path with the step it is at (`[2/2]`), and the pre-flight
+/// checks that block a Blocked Cluster; empty for a rollout within one stack.
+fn paths_text(clusters: &[ClusterRolloutStatus]) -> String {
+    let mut rows = Vec::new();
+    for c in clusters.iter().filter(|c| !c.path.is_empty()) {
+        let at = c.step.unwrap_or(0) as usize;
+        let steps: Vec<String> = c
+            .path
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                if i == at {
+                    format!("[{}]", s.class)
+                } else {
+                    s.class.clone()
+                }
+            })
+            .collect();
+        rows.push(vec![
+            c.name.clone(),
+            format!("{}/{}", at + 1, c.path.len()),
+            steps.join(" → "),
+        ]);
+    }
+    let mut out = String::new();
+    if !rows.is_empty() {
+        rows.insert(0, ["CLUSTER", "STEP", "PATH"].map(String::from).to_vec());
+        out.push('\n');
+        out.push_str(&columns(&rows));
+    }
+    let blocked: Vec<String> = clusters
+        .iter()
+        .filter(|c| c.phase == capstan_operator::api::rollout::ClusterPhase::Blocked)
+        .flat_map(|c| {
+            let failed: Vec<String> = c
+                .preflight
+                .iter()
+                .filter(|r| !r.ok)
+                .map(|r| format!("  {}: {}: {}", c.name, r.check, r.reason))
+                .collect();
+            if failed.is_empty() {
+                vec![format!(
+                    "  {}: {}",
+                    c.name,
+                    c.message.as_deref().unwrap_or("blocked")
+                )]
+            } else {
+                failed
+            }
+        })
+        .collect();
+    if !blocked.is_empty() {
+        out.push_str("\nBlocked:\n");
+        out.push_str(&blocked.join("\n"));
+        out.push('\n');
+    }
+    out
+}
+
 async fn run_approve(args: &ApproveArgs) -> anyhow::Result<()> {
     let (api, namespace, _) = api_of(&args.target).await?;
     let name = &args.target.name;
     let rollout = read(&api, &namespace, name).await?;
+    if let (true, Some(cluster)) = (args.force, &args.cluster) {
+        return super::rollout_force::force(&api, &patch_params(), &rollout, cluster, args.by.as_deref())
+            .await;
+    }
     let status = rollout.status.clone().unwrap_or_default();
     let wave = match &args.wave {
         Some(wave) => {
@@ -563,6 +643,59 @@ mod tests {
             assert_eq!(final_code(Some(&phase)), None, "{phase:?}");
         }
         assert_eq!(final_code(None), None);
+    }
+
+    /// Issue 48: a rollout across stacks shows each Cluster's path with its step, the blocked
+    /// Clusters with what blocks them, and the next window.
+    #[test]
+    fn status_shows_paths_blocked_clusters_and_the_next_window() {
+        let rollout: ClusterStackRollout = serde_json::from_value(serde_json::json!({
+            "apiVersion": "capstan.dev/v1alpha1", "kind": "ClusterStackRollout",
+            "metadata": {"name": "kubernetes-1-29", "namespace": "tenant-a"},
+            "spec": {"clusterStack": "ferrol-1-29", "from": "auto", "waves": [{"name": "rest"}]},
+            "status": {
+                "phase": "WaitingForWindow", "targetRelease": "docker-ferrol-1-29-v1",
+                "targetKubernetes": "v1.29.10", "currentWave": "rest",
+                "nextWindow": "2026-12-07T21:00:00Z",
+                "clusters": [
+                    {"name": "tenant-a/legacy", "wave": "rest", "phase": "Blocked",
+                     "message": "no path to docker-ferrol-1-29-v1: no ClusterStack for Kubernetes 1.26"},
+                    {"name": "tenant-a/prod-a", "wave": "rest", "phase": "Pending", "step": 1,
+                     "path": [{"release": "docker-ferrol-1-28-v2", "class": "docker-ferrol-1-28-v2"},
+                              {"release": "docker-ferrol-1-29-v1", "class": "docker-ferrol-1-29-v1"}]},
+                    {"name": "tenant-a/prod-c", "wave": "rest", "phase": "Blocked", "step": 0,
+                     "path": [{"release": "docker-ferrol-1-29-v1", "class": "docker-ferrol-1-29-v1"}],
+                     "preflight": [{"check": "RemovedAPIs", "ok": false,
+                                    "reason": "extensions/v1beta1 ingresses requested (removed in 1.22)"},
+                                   {"check": "VersionSkew", "ok": true}]}
+                ]
+            }
+        }))
+        .expect("rollout");
+        let text = render_status(&rollout, Timestamp::now());
+        for line in [
+            "  Next window: 2026-12-07 21:00:00Z",
+            "CLUSTER          STEP  PATH",
+            "tenant-a/prod-a  2/2   docker-ferrol-1-28-v2 → [docker-ferrol-1-29-v1]",
+            "tenant-a/prod-c  1/1   [docker-ferrol-1-29-v1]",
+            "Blocked:\n  tenant-a/legacy: no path to docker-ferrol-1-29-v1: no ClusterStack for Kubernetes 1.26\n  tenant-a/prod-c: RemovedAPIs: extensions/v1beta1 ingresses requested (removed in 1.22)\n",
+        ] {
+            assert!(text.contains(line), "{line:?} in\n{text}");
+        }
+        let one_stack = render_status(
+            &serde_json::from_value(serde_json::json!({
+                "apiVersion": "capstan.dev/v1alpha1", "kind": "ClusterStackRollout",
+                "metadata": {"name": "r", "namespace": "t"},
+                "spec": {"clusterStack": "docker-ferrol-1-27", "waves": [{"name": "all"}]},
+                "status": {"phase": "Progressing", "clusters": [{"name": "t/a", "wave": "all", "phase": "Pending"}]}
+            }))
+            .expect("rollout"),
+            Timestamp::now(),
+        );
+        assert!(
+            !one_stack.contains("PATH") && !one_stack.contains("Next window"),
+            "{one_stack}"
+        );
     }
 
     #[test]

@@ -8,12 +8,14 @@ use anyhow::{Context, bail};
 use capstan_apply::object::{DesiredObject, parse_stream};
 use capstan_operator::api::ClusterStack;
 use capstan_operator::api::rollout::ClusterStackRollout;
-use capstan_operator::rollout::{Assignment, ClusterInfo, StackId, assign};
+use capstan_operator::rollout::{Assignment, ClusterInfo, StackId, assign_across};
 use capstan_stack::capi::schema::unknown_fields;
 use capstan_stack::capi::{self, ClusterFields};
 use capstan_stack::name::KubernetesVersion;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
+
+use super::rollout_paths::{Across, ClusterPathJson};
 
 /// Arguments of `capstan rollout plan`.
 #[derive(Debug, clap::Args)]
@@ -28,6 +30,11 @@ pub struct PlanArgs {
     /// Clusters must be on; needed when its name is not `<provider>-<name>-<major>-<minor>`.
     #[arg(long, value_name = "FILE")]
     stack_file: Option<PathBuf>,
+    /// The namespace's ClusterStacks and ClusterStackReleases (YAML, as `kubectl get
+    /// clusterstacks,clusterstackreleases -o yaml` prints): needed for a rollout with
+    /// `spec.from`, whose Clusters' paths across stacks are shown.
+    #[arg(long, value_name = "FILE")]
+    stacks: Option<PathBuf>,
     /// The release version rolled out (default: the rollout's `spec.version`).
     #[arg(long)]
     version: Option<String>,
@@ -55,20 +62,46 @@ pub fn run_plan(args: &PlanArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| "default".to_string());
     let stack = match &args.stack_file {
         Some(path) => read_stack(path)?,
-        None => StackId::parse(&rollout.spec.cluster_stack).with_context(|| {
-            format!(
-                "{}: spec.clusterStack {:?} does not say the stack (a name like docker-ferrol-1-27); give the ClusterStack with --stack-file",
-                args.file.display(),
-                rollout.spec.cluster_stack
-            )
-        })?,
+        None => match super::rollout_paths::stack_named(args.stacks.as_deref(), &rollout.spec.cluster_stack)? {
+            Some(stack) => stack,
+            None => StackId::parse(&rollout.spec.cluster_stack).with_context(|| {
+                format!(
+                    "{}: spec.clusterStack {:?} does not say the stack (a name like docker-ferrol-1-27); give the ClusterStack with --stack-file",
+                    args.file.display(),
+                    rollout.spec.cluster_stack
+                )
+            })?,
+        },
     };
     let clusters = read_clusters(&args.clusters)?;
-    let assignment = assign(&rollout.spec, &namespace, &stack, &clusters);
     let version = args.version.as_deref().unwrap_or(&rollout.spec.version);
+    let across = Across::read(&rollout, &stack, version, args.stacks.as_deref())?;
+    let sources = across.as_ref().map_or(&[][..], |a| a.sources.as_slice());
+    let assignment = assign_across(&rollout.spec, &namespace, &stack, sources, &clusters);
+    let paths = across.as_ref().map(|a| a.paths(&assignment, &clusters));
     let text = match args.output {
-        Format::Json => format!("{}\n", serde_json::to_string_pretty(&plan_json(&assignment))?),
-        Format::Table => table(&assignment, &stack, version),
+        Format::Json => {
+            let mut json = plan_json(&assignment);
+            json.clusters = paths;
+            format!("{}\n", serde_json::to_string_pretty(&json)?)
+        }
+        Format::Table => {
+            let mut text = table(&assignment, &stack, version);
+            if let Some(across) = &across {
+                for note in &across.notes {
+                    text.push_str(&format!("\n{note}\n"));
+                }
+            }
+            if let Some(paths) = &paths {
+                text.push('\n');
+                push_table(
+                    &mut text,
+                    ("CLUSTER", "PATH"),
+                    &super::rollout_paths::table(paths),
+                );
+            }
+            text
+        }
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(())
@@ -187,11 +220,14 @@ fn cluster_info(fields: &ClusterFields, object: &serde_json::Value) -> ClusterIn
 }
 
 /// `-o json`: `{"waves": [{"name", "clusters"}], "excluded": [{"cluster", "reason"}]}`, in
-/// this order.
+/// this order; with `spec.from` also `"clusters": [{"cluster", "path", "blocked"}]`.
 #[derive(serde::Serialize)]
 struct PlanJson<'a> {
     waves: Vec<WaveJson<'a>>,
     excluded: Vec<ExcludedJson<'a>>,
+    /// With `spec.from`: each Cluster's path across stacks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    clusters: Option<Vec<ClusterPathJson>>,
 }
 
 #[derive(serde::Serialize)]
@@ -218,6 +254,7 @@ fn plan_json(assignment: &Assignment) -> PlanJson<'_> {
             .iter()
             .map(|(cluster, reason)| ExcludedJson { cluster, reason })
             .collect(),
+        clusters: None,
     }
 }
 

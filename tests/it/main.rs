@@ -46,6 +46,7 @@ mod operator_restart;
 mod operator_rollout;
 mod operator_rollout_checks;
 mod operator_rollout_diff;
+mod operator_rollout_paths;
 mod operator_rollout_preflight;
 mod operator_settings_cli;
 mod operator_shards;

@@ -205,3 +205,64 @@ fn rollout_plan_refuses_unknown_fields_and_unreadable_clusters_naming_file_and_f
         "{stderr}"
     );
 }
+
+const ACROSS: &str = "testdata/rollout/across/rollout.yaml";
+const ACROSS_CLUSTERS: &str = "testdata/rollout/across/clusters.yaml";
+const ACROSS_STACKS: &str = "testdata/rollout/across/stacks.yaml";
+
+/// Issue 48: with `from: auto`, each Cluster's path to the newest ready release of the target
+/// stack, one minor per step through the newest ready release of each minor between, and
+/// why a Cluster has none (no ClusterStack of 1.26: never a skipped minor).
+#[test]
+fn rollout_plan_shows_each_clusters_path_across_stacks_and_why_one_has_none() {
+    let text = plan(
+        ACROSS,
+        ACROSS_CLUSTERS,
+        &["--stacks", ACROSS_STACKS, "-o", "json"],
+    );
+    let got: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let step = |release: &str, kubernetes: &str| json!({"release": release, "class": release, "kubernetes": kubernetes});
+    let target = step("docker-ferrol-1-29-v1", "v1.29.10");
+    assert_eq!(
+        got["waves"],
+        json!([
+            {"name": "canary", "clusters": ["tenant-a/canary-1"]},
+            {"name": "rest", "clusters": ["tenant-a/legacy", "tenant-a/prod-a", "tenant-a/prod-b"]},
+        ])
+    );
+    assert_eq!(
+        got["clusters"],
+        json!([
+            {"cluster": "tenant-a/canary-1", "path": [target]},
+            {"cluster": "tenant-a/legacy", "path": [], "blocked":
+                "no path to docker-ferrol-1-29-v1: no ClusterStack for Kubernetes 1.26 (provider docker, name ferrol): a Cluster never skips a minor"},
+            {"cluster": "tenant-a/prod-a", "path": [step("docker-ferrol-1-28-v2", "v1.28.15"), target]},
+            {"cluster": "tenant-a/prod-b", "path": [target]},
+        ])
+    );
+
+    let table = plan(ACROSS, ACROSS_CLUSTERS, &["--stacks", ACROSS_STACKS]);
+    for line in [
+        "tenant-a/prod-a    docker-ferrol-1-28-v2 (v1.28.15) → docker-ferrol-1-29-v1 (v1.29.10)",
+        "tenant-a/legacy    Blocked: no path to docker-ferrol-1-29-v1: no ClusterStack for Kubernetes 1.26",
+    ] {
+        assert!(table.contains(line), "{line:?} in\n{table}");
+    }
+
+    let out = capstan(&[
+        "rollout",
+        "plan",
+        "-f",
+        ACROSS,
+        "--clusters",
+        ACROSS_CLUSTERS,
+        "--stack-file",
+        "testdata/rollout/stack.yaml",
+    ]);
+    assert!(!out.status.success());
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        error.contains("spec.from: give the namespace's ClusterStacks"),
+        "{error}"
+    );
+}

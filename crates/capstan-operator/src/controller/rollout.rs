@@ -13,6 +13,7 @@
 pub mod act;
 mod observe;
 pub mod preflight;
+pub mod stacks;
 pub mod target;
 
 pub use observe::{APPROVE_ANNOTATION, RESUME_ANNOTATION};

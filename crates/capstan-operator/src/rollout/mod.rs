@@ -15,11 +15,14 @@ pub mod waves;
 pub mod windows;
 
 pub use health::{Health, health};
+pub use path::{Hop, NoPath, Sources, sources};
 pub use plan::{Action, Annotations, Observed, Plan, PlannedEvent, Target, plan};
-pub use waves::{Assignment, ClusterInfo, StackId, assign};
+pub use waves::{Assignment, ClusterInfo, StackId, assign, assign_across};
 
 #[cfg(test)]
 mod plan_gate_tests;
+#[cfg(test)]
+mod plan_path_tests;
 #[cfg(test)]
 mod plan_props;
 #[cfg(test)]

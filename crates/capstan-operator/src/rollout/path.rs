@@ -6,10 +6,14 @@
 
 use super::health::Target;
 use super::waves::StackId;
+use crate::api::rollout::FromStacks;
 
-/// A stack the path may go through, with its newest ready release (`None`: none is ready).
+/// A ClusterStack of the namespace the path may go through, with its newest ready release
+/// (`None`: none is ready).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hop {
+    /// The ClusterStack's name (what `spec.from` lists).
+    pub name: String,
     pub stack: StackId,
     pub newest_ready: Option<Target>,
 }
@@ -18,6 +22,64 @@ pub struct Hop {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct NoPath(pub String);
+
+/// What `spec.from` resolves to against the namespace's ClusterStacks (`stacks`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sources {
+    /// The stacks whose Clusters the rollout moves beside the target's own, sorted.
+    pub stacks: Vec<StackId>,
+    /// What to tell the user: an `auto` that finds no stack, names that find none.
+    pub notes: Vec<String>,
+}
+
+/// Resolves `from` for a rollout to `target`: `auto` takes every stack of `stacks` with the
+/// target's provider and name and a lower minor (of its major); a list takes the stacks of
+/// those ClusterStack names.
+pub fn sources(from: &FromStacks, target: &StackId, stacks: &[Hop]) -> Sources {
+    let mut notes = Vec::new();
+    let mut found: Vec<StackId> = match from {
+        FromStacks::Auto => stacks
+            .iter()
+            .filter(|hop| {
+                let (k, goal) = (hop.stack.kubernetes(), target.kubernetes());
+                hop.stack.provider() == target.provider()
+                    && hop.stack.name() == target.name()
+                    && k.major == goal.major
+                    && k.minor < goal.minor
+            })
+            .map(|hop| hop.stack.clone())
+            .collect(),
+        FromStacks::Stacks(names) => {
+            let missing: Vec<&str> = names
+                .iter()
+                .filter(|n| !stacks.iter().any(|hop| &hop.name == *n))
+                .map(String::as_str)
+                .collect();
+            if !missing.is_empty() {
+                notes.push(format!(
+                    "spec.from: no ClusterStack {} in the namespace",
+                    missing.join(", ")
+                ));
+            }
+            stacks
+                .iter()
+                .filter(|hop| names.contains(&hop.name))
+                .map(|hop| hop.stack.clone())
+                .collect()
+        }
+    };
+    found.sort_by_key(ToString::to_string);
+    found.dedup();
+    if found.is_empty() && *from == FromStacks::Auto {
+        notes.push(format!(
+            "spec.from: auto finds no ClusterStack of provider {}, name {} below Kubernetes {} in the namespace",
+            target.provider(),
+            target.name(),
+            target.kubernetes()
+        ));
+    }
+    Sources { stacks: found, notes }
+}
 
 /// The steps from `from` (the stack of the Cluster's class) to `target` (a release of
 /// `target_stack`), through `hops` for the minors in between. A Cluster already on the
@@ -93,6 +155,7 @@ mod tests {
 
     fn hop(name: &str, ready: Option<(&str, &str)>) -> Hop {
         Hop {
+            name: name.to_string(),
             stack: stack(name),
             newest_ready: ready.map(|(v, k)| release(name, v, k)),
         }

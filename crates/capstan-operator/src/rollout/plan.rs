@@ -33,25 +33,30 @@
 //!   `onBlocked: Halt` halts the rollout before any switch of that pass, `Skip` goes on
 //!   without it. `capstan.dev/force` naming it lets it go once, recorded with who and when.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 use super::health::health;
-use super::waves::{ClusterInfo, StackId, assign};
+use super::path::Hop;
+use super::waves::{ClusterInfo, StackId};
 use crate::api::rollout::{
     Approval, ClusterPhase, ClusterRolloutStatus, ClusterStackRolloutSpec, ClusterStackRolloutStatus,
-    OnBlocked, PreflightResult, RolloutPhase, Wave, WavePhase, WaveStatus,
+    OnBlocked, PreflightResult, RolloutPhase, Wave, WavePhase,
 };
 use clock::{add, ceil_second, elapsed, human, whole_second};
+use steps::{next_step, step_target};
 
 mod clock;
 mod failures;
 mod gates;
+mod membership;
+mod paths;
 mod report;
 mod spec;
+mod steps;
 
 use spec::durations;
 pub use spec::{max_in_flight, parse_percent};
@@ -86,6 +91,9 @@ pub struct Observed<'a> {
     pub target: Option<Target>,
     /// Every Cluster that may take part, with its health inputs.
     pub clusters: &'a [ClusterInfo],
+    /// The namespace's ClusterStacks with their newest ready release: the `from` stacks and
+    /// the stacks paths go through (empty without `spec.from`).
+    pub stacks: &'a [Hop],
     /// Each Cluster's pre-flight for its next switch (`namespace/name`), as gathered this
     /// pass; a Cluster without one is switched when due (a Blocked one stays blocked on its
     /// recorded evidence).
@@ -154,6 +162,8 @@ pub fn plan(observed: &Observed) -> Plan {
         message: None,
         late: Vec::new(),
         windows: Vec::new(),
+        sources: Vec::new(),
+        notes: Vec::new(),
     };
     planner.run();
     planner.finish()
@@ -180,6 +190,10 @@ struct Planner<'o, 'a> {
     late: Vec<String>,
     /// The maintenance windows of each wave (its own, else the rollout's).
     windows: Vec<Vec<super::windows::Window>>,
+    /// The stacks `spec.from` resolves to: their Clusters take part beside the target's own.
+    sources: Vec<StackId>,
+    /// What the status message adds to the progress summary (`auto` finding no stack).
+    notes: Vec<String>,
 }
 
 impl Planner<'_, '_> {
@@ -224,7 +238,9 @@ impl Planner<'_, '_> {
         if resumed && self.status.phase == RolloutPhase::Halted {
             self.resume();
         }
+        self.read_sources();
         self.sync_membership();
+        self.place_on_paths(&target);
         self.observe_health(&target, durations.timeout);
         self.check_failures();
         if self.status.phase == RolloutPhase::Halted {
@@ -325,78 +341,30 @@ impl Planner<'_, '_> {
         self.event("Resumed", &message, false);
     }
 
-    /// Brings the status' waves and Clusters in line with the spec and the fleet.
-    fn sync_membership(&mut self) {
-        let o = self.o;
-        let mut waves = Vec::with_capacity(o.spec.waves.len());
-        for wave in &o.spec.waves {
-            let recorded = self.status.waves.iter().find(|w| w.name == wave.name).cloned();
-            waves.push(recorded.unwrap_or_else(|| WaveStatus {
-                name: wave.name.clone(),
-                ..WaveStatus::default()
-            }));
-        }
-        self.status.waves = waves;
-        let current = self
-            .status
-            .waves
-            .iter()
-            .position(|w| w.phase != WavePhase::Complete)
-            .unwrap_or(self.status.waves.len());
-
-        let assignment = assign(o.spec, o.namespace, o.stack, o.clusters);
-        let present: BTreeMap<String, &ClusterInfo> = o
-            .clusters
-            .iter()
-            .filter(|c| !c.deleting)
-            .map(|c| (c.key(), c))
-            .collect();
-        // Pending Clusters are placed afresh below; a switched one stays while it exists;
-        // failures stay on record.
-        self.status.clusters.retain(|c| match c.phase {
-            ClusterPhase::Pending => false,
-            ClusterPhase::Updating | ClusterPhase::Healthy => present.contains_key(&c.name),
-            ClusterPhase::Failed | ClusterPhase::RolledBack => true,
-            // Its evidence stays while it exists.
-            ClusterPhase::Blocked => present.contains_key(&c.name),
-        });
-        let mut recorded: HashSet<String> = self.status.clusters.iter().map(|c| c.name.clone()).collect();
-        for (index, (wave, members)) in assignment.waves.iter().enumerate() {
-            for key in members {
-                if !recorded.insert(key.clone()) {
-                    continue;
-                }
-                if index < current {
-                    self.late.push(key.clone());
-                    continue;
-                }
-                self.status.clusters.push(ClusterRolloutStatus {
-                    name: key.clone(),
-                    wave: wave.clone(),
-                    ..ClusterRolloutStatus::default()
-                });
-            }
-        }
-        self.status.clusters.sort_by(|a, b| a.name.cmp(&b.name));
-    }
-
     fn observe_health(&mut self, target: &Target, timeout: Duration) {
         let o = self.o;
         let has_checks = !o.spec.health.checks.is_empty();
         let now = self.now;
         let mut failed = Vec::new();
         let mut healthy = Vec::new();
+        let mut stepped = Vec::new();
         for entry in &mut self.status.clusters {
             let Some(cluster) = self.clusters.get(&entry.name).copied() else {
                 continue;
             };
+            // Across stacks, each step of the path is judged on its own release.
+            let target = &step_target(entry, target);
             let on_target = cluster.class.as_deref() == Some(target.class.as_str());
             match entry.phase {
-                // Already on the target without a switch: counts once healthy; until then it
-                // waits for its wave like any other.
+                // Already on the target (or its step) without a switch: counts once healthy;
+                // until then it waits for its wave like any other.
                 ClusterPhase::Pending
                     if on_target && health(cluster, target, false, has_checks).is_healthy() =>
                 {
+                    if let Some(step) = next_step(entry) {
+                        stepped.push(step);
+                        continue;
+                    }
                     entry.to = Some(target.class.clone());
                     entry.phase = ClusterPhase::Healthy;
                     entry.since = Some(Time(now));
@@ -410,6 +378,10 @@ impl Planner<'_, '_> {
                     let since = entry.since.as_ref().map_or(now, |t| t.0);
                     let exact_now = self.exact_now;
                     if verdict.is_healthy() {
+                        if let Some(step) = next_step(entry) {
+                            stepped.push(step);
+                            continue;
+                        }
                         entry.phase = ClusterPhase::Healthy;
                         entry.since = Some(Time(now));
                         entry.message = None;
@@ -426,6 +398,9 @@ impl Planner<'_, '_> {
                 }
                 _ => {}
             }
+        }
+        for message in stepped {
+            self.event("StepHealthy", &message, false);
         }
         if !healthy.is_empty() {
             let message = format!("healthy on {}: {}", target.class, healthy.join(", "));
@@ -556,11 +531,12 @@ impl Planner<'_, '_> {
                 continue;
             }
             in_flight += 1;
+            let step = step_target(entry, target);
             if let Some(cluster) = cluster_of(&entry.name)
-                && cluster.class.as_deref() != Some(target.class.as_str())
+                && cluster.class.as_deref() != Some(step.class.as_str())
                 && entry.from.is_some()
             {
-                reissue.push(switch(entry, cluster, target));
+                reissue.push(switch(entry, cluster, &step));
             }
         }
         // Switches start only inside a window; those in flight go on.
@@ -574,7 +550,7 @@ impl Planner<'_, '_> {
             let mut blocked = false;
             for entry in entries.iter_mut().filter(|e| e.wave == wave.name) {
                 if matches!(entry.phase, ClusterPhase::Pending | ClusterPhase::Blocked) {
-                    blocked |= self.preflight_blocks(entry, now);
+                    blocked |= self.without_path(entry) || self.preflight_blocks(entry, now);
                 }
             }
             if blocked {
@@ -587,7 +563,7 @@ impl Planner<'_, '_> {
             self.status.clusters = entries;
             return false;
         }
-        let mut switched = Vec::new();
+        let mut switched: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let switched_at = ceil_second(self.exact_now);
         for entry in &mut entries {
             if in_flight >= limit {
@@ -600,10 +576,11 @@ impl Planner<'_, '_> {
             let Some(cluster) = self.clusters.get(&entry.name).copied() else {
                 continue;
             };
-            if self.preflight_blocks(entry, now) {
+            if self.without_path(entry) || self.preflight_blocks(entry, now) {
                 continue;
             }
             in_flight += 1;
+            let target = &step_target(entry, target);
             entry.to = Some(target.class.clone());
             entry.phase = ClusterPhase::Updating;
             // The health timeout counts from here: rounded up to the second the status keeps,
@@ -616,13 +593,25 @@ impl Planner<'_, '_> {
             }
             entry.from = cluster.class.clone();
             entry.from_version = cluster.version.clone();
-            entry.message = Some("switched".to_string());
+            entry.message = Some(match entry.step {
+                Some(at) if entry.path.len() > 1 => {
+                    format!("switched (step {} of {})", at + 1, entry.path.len())
+                }
+                _ => "switched".to_string(),
+            });
             self.actions.push(switch(entry, cluster, target));
-            switched.push(entry.name.clone());
+            switched
+                .entry(target.class.clone())
+                .or_default()
+                .push(entry.name.clone());
         }
         self.status.clusters = entries;
         if !switched.is_empty() {
-            let message = format!("switching {} to {}", switched.join(", "), target.class);
+            let message: Vec<String> = switched
+                .iter()
+                .map(|(class, names)| format!("{} to {class}", names.join(", ")))
+                .collect();
+            let message = format!("switching {}", message.join("; "));
             self.event("ClusterSwitched", &message, false);
         }
         true

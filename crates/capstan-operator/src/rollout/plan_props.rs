@@ -45,6 +45,11 @@ enum Event {
     Preflight(usize, bool),
     /// The force annotation names Cluster `i`.
     Force(usize),
+    /// The operator's status write is lost after its actions took effect (it reads a stale
+    /// status next time).
+    PlanStatusLost,
+    /// The ClusterStack of Kubernetes 1.28 comes (with a ready release) or goes (across only).
+    Stack28(bool),
 }
 
 fn event() -> impl Strategy<Value = Event> {
@@ -62,6 +67,8 @@ fn event() -> impl Strategy<Value = Event> {
         1 => Just(Event::NewRelease),
         2 => (0usize..16, any::<bool>()).prop_map(|(i, b)| Event::Preflight(i, b)),
         1 => (0usize..16).prop_map(Event::Force),
+        1 => Just(Event::PlanStatusLost),
+        1 => any::<bool>().prop_map(Event::Stack28),
     ]
 }
 
@@ -104,6 +111,9 @@ struct Case {
     /// Windows of five minutes every ten, or none.
     windows: bool,
     skip_blocked: bool,
+    /// A rollout across stacks (`from: auto`) to 1.29: the Clusters on 1.27 take two steps,
+    /// those on 1.28 one.
+    across: bool,
     events: Vec<Event>,
 }
 
@@ -113,11 +123,11 @@ fn case() -> impl Strategy<Value = Case> {
         fleet(),
         0u32..2,
         any::<bool>(),
-        (any::<bool>(), any::<bool>()),
+        (any::<bool>(), any::<bool>(), any::<bool>()),
         prop::collection::vec(event(), 1..80),
     )
         .prop_map(
-            |(mut waves, clusters, max_failures, rollback, (windows, skip_blocked), events)| {
+            |(mut waves, clusters, max_failures, rollback, (windows, skip_blocked, across), events)| {
                 for (i, w) in waves.iter_mut().enumerate() {
                     w.name = format!("w{i}");
                 }
@@ -128,6 +138,7 @@ fn case() -> impl Strategy<Value = Case> {
                     rollback,
                     windows,
                     skip_blocked,
+                    across,
                     events,
                 }
             },
@@ -266,16 +277,74 @@ fn check(
     Ok(())
 }
 
+/// What every plan across stacks must keep, against the Clusters' classes before it: never a
+/// skipped minor (nor a downgrade), never two steps of one Cluster at once (one switch per
+/// Cluster, to its path's current step), never a switch of a Cluster without a path.
+fn check_steps(
+    across: bool,
+    classes: &BTreeMap<String, Option<String>>,
+    plan: &super::plan::Plan,
+) -> Result<(), String> {
+    let minor = |class: &str| {
+        capstan_stack::name::ReleaseTag::parse_cluster_class(class)
+            .map(|tag| tag.stack().kubernetes().minor)
+            .map_err(|e| format!("{class}: {e}"))
+    };
+    let mut switched = BTreeSet::new();
+    for action in &plan.actions {
+        let Action::Switch { cluster, class, .. } = action else {
+            continue;
+        };
+        if !switched.insert(cluster.clone()) {
+            return Err(format!("{cluster} switched twice in one plan"));
+        }
+        let from = classes
+            .get(cluster)
+            .cloned()
+            .flatten()
+            .ok_or(format!("{cluster} switched without a class"))?;
+        let (from_minor, to_minor) = (minor(&from)?, minor(class)?);
+        if to_minor > from_minor + 1 || to_minor < from_minor {
+            return Err(format!(
+                "{cluster} switched from {from} to {class}: a skipped minor"
+            ));
+        }
+        let entry = plan
+            .status
+            .clusters
+            .iter()
+            .find(|c| &c.name == cluster)
+            .ok_or(format!("{cluster} switched without a status entry"))?;
+        if across && entry.path.is_empty() {
+            return Err(format!("{cluster} switched without a path"));
+        }
+        if let Some(step) = entry.path.get(entry.step.unwrap_or(0) as usize)
+            && &step.class != class
+        {
+            return Err(format!(
+                "{cluster} switched to {class}, its step {:?} is {}",
+                entry.step, step.class
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Applied switches per (Cluster, class): more than one means a Cluster was switched twice.
+/// A rollback in between starts the count again: a rolled back Cluster that a later rollout
+/// (a resume toward a newer release) moves takes its path's first step anew.
 fn double_switch(applied: &[Action]) -> Option<String> {
     let mut seen = BTreeMap::new();
     for a in applied {
-        if let Action::Switch { cluster, class, .. } = a {
-            let n = seen.entry((cluster.clone(), class.clone())).or_insert(0);
-            *n += 1;
-            if *n > 1 {
-                return Some(format!("{cluster} switched to {class} twice"));
+        match a {
+            Action::Switch { cluster, class, .. } => {
+                let n = seen.entry((cluster.clone(), class.clone())).or_insert(0);
+                *n += 1;
+                if *n > 1 {
+                    return Some(format!("{cluster} switched to {class} twice"));
+                }
             }
+            Action::RollBack { cluster, .. } => seen.retain(|(c, _), _| c != cluster),
         }
     }
     None
@@ -298,13 +367,34 @@ fn run(case: Case) -> Result<(), TestCaseError> {
     if case.skip_blocked {
         s.preflight.on_blocked = OnBlocked::Skip;
     }
-    let mut sim = Sim::new(s, case.clusters);
+    let across = case.across;
+    let mut sim = if across {
+        Sim::across(s, case.clusters)
+    } else {
+        Sim::new(s, case.clusters)
+    };
     let mut tokens = 0;
     let mut appeared = 0;
     for event in case.events {
         let before = sim.status.clone();
+        let classes: BTreeMap<String, Option<String>> =
+            sim.clusters.iter().map(|c| (c.key(), c.class.clone())).collect();
         let planned = match event {
             Event::Plan => Some(sim.step()),
+            Event::PlanStatusLost => {
+                let plan = sim.step();
+                sim.status = before.clone();
+                Some(plan)
+            }
+            Event::Stack28(present) => {
+                if across {
+                    sim.stacks.retain(|h| h.name != "ferrol-1-28");
+                    if present {
+                        sim.stacks.push(super::sim::hop(28, Some(1)));
+                    }
+                }
+                None
+            }
             Event::PlanKilled => Some(sim.step_killed()),
             Event::PlanPartly(n) => {
                 let plan = sim.step_killed();
@@ -350,7 +440,7 @@ fn run(case: Case) -> Result<(), TestCaseError> {
                 None
             }
             Event::NewRelease => {
-                sim.target = Some(target(V3));
+                sim.target = Some(target(if across { "docker-ferrol-1-29-v2" } else { V3 }));
                 None
             }
             Event::Preflight(i, blocked) => {
@@ -372,6 +462,7 @@ fn run(case: Case) -> Result<(), TestCaseError> {
         if let Some(plan) = planned {
             let resumed = sim.resume.is_some() && sim.resume != before.resume_token;
             check(&sim, &before, &plan, resumed)
+                .and_then(|()| check_steps(across, &classes, &plan))
                 .map_err(|e| TestCaseError::fail(format!("{e}\nafter {event:?}")))?;
         }
         if let Some(e) = double_switch(&sim.applied) {

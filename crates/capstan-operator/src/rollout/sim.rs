@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
+use super::path::Hop;
 use super::plan::{Action, Annotations, Observed, Plan, Target, plan};
 use super::waves::{ClusterInfo, StackId};
 use crate::api::rollout::{ClusterStackRolloutSpec, ClusterStackRolloutStatus, PreflightResult};
@@ -15,16 +16,26 @@ pub const V1: &str = "docker-ferrol-1-27-v1";
 pub const V2: &str = "docker-ferrol-1-27-v2";
 pub const V3: &str = "docker-ferrol-1-27-v3";
 
+/// The release `docker-ferrol-1-M-vN` (also its class) with Kubernetes `v1.M.N`.
 pub fn target(release: &str) -> Target {
-    let kubernetes = match release {
-        V1 => "v1.27.1",
-        V2 => "v1.27.2",
-        _ => "v1.27.3",
-    };
+    let (stack, version) = release.rsplit_once("-v").unwrap_or((release, "3"));
+    let minor = stack.rsplit('-').next().unwrap_or("27");
+    let patch: String = version.chars().take_while(char::is_ascii_digit).collect();
     Target {
         release: release.into(),
         class: release.into(),
-        kubernetes: Some(kubernetes.into()),
+        kubernetes: Some(format!("v1.{minor}.{patch}")),
+    }
+}
+
+/// ClusterStack `ferrol-1-M` of stack `docker-ferrol-1-M`, its newest ready release `vN`
+/// (`None`: none ready).
+pub fn hop(minor: u32, newest_ready: Option<u32>) -> Hop {
+    let stack = format!("docker-ferrol-1-{minor}");
+    Hop {
+        name: format!("ferrol-1-{minor}"),
+        stack: StackId::parse(&stack).expect("stack"),
+        newest_ready: newest_ready.map(|v| target(&format!("{stack}-v{v}"))),
     }
 }
 
@@ -57,6 +68,8 @@ pub struct Sim {
     pub force: Option<String>,
     /// Each Cluster's pre-flight as gathered (`namespace/name`).
     pub preflight: BTreeMap<String, Vec<PreflightResult>>,
+    /// The namespace's ClusterStacks (paths across stacks).
+    pub stacks: Vec<Hop>,
     /// Seconds since the start.
     pub now: i64,
     /// Milliseconds past `now` (an operator's clock is not on a second).
@@ -78,11 +91,24 @@ impl Sim {
             resume: None,
             force: None,
             preflight: BTreeMap::new(),
+            stacks: Vec::new(),
             now: 0,
             millis: 0,
             applied: Vec::new(),
             last: None,
         }
+    }
+
+    /// A rollout across stacks to `docker-ferrol-1-29-v1` with `from: auto`; ClusterStacks of
+    /// 1.27, 1.28 and 1.29 in the namespace, each with its `v1` ready.
+    pub fn across(mut spec: ClusterStackRolloutSpec, clusters: Vec<ClusterInfo>) -> Sim {
+        spec.cluster_stack = "ferrol-1-29".into();
+        spec.from = Some(crate::api::rollout::FromStacks::Auto);
+        let mut sim = Sim::new(spec, clusters);
+        sim.stack = StackId::parse("docker-ferrol-1-29").expect("stack");
+        sim.target = Some(target("docker-ferrol-1-29-v1"));
+        sim.stacks = vec![hop(27, Some(1)), hop(28, Some(1)), hop(29, Some(1))];
+        sim
     }
 
     pub fn time(&self) -> Time {
@@ -105,6 +131,7 @@ impl Sim {
             target: self.target.clone(),
             clusters: &self.clusters,
             preflight: &self.preflight,
+            stacks: &self.stacks,
             now: self.time(),
         };
         plan(&observed)

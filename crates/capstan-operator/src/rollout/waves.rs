@@ -107,11 +107,23 @@ pub fn assign(
     stack: &StackId,
     clusters: &[ClusterInfo],
 ) -> Assignment {
+    assign_across(spec, rollout_namespace, stack, &[], clusters)
+}
+
+/// [`assign`] for a rollout across stacks: a Cluster on a release class of one of `sources`
+/// (the stacks `spec.from` names) takes part as well as one of `stack`.
+pub fn assign_across(
+    spec: &ClusterStackRolloutSpec,
+    rollout_namespace: &str,
+    stack: &StackId,
+    sources: &[StackId],
+    clusters: &[ClusterInfo],
+) -> Assignment {
     let mut waves: Vec<(String, Vec<String>)> =
         spec.waves.iter().map(|w| (w.name.clone(), Vec::new())).collect();
     let mut excluded = Vec::new();
     for cluster in clusters {
-        match exclusion(spec, rollout_namespace, stack, cluster) {
+        match exclusion(spec, rollout_namespace, stack, sources, cluster) {
             Some(reason) => excluded.push((cluster.key(), reason)),
             None => {
                 let wave = spec
@@ -138,6 +150,7 @@ fn exclusion(
     spec: &ClusterStackRolloutSpec,
     rollout_namespace: &str,
     stack: &StackId,
+    sources: &[StackId],
     cluster: &ClusterInfo,
 ) -> Option<String> {
     let Some(class) = &cluster.class else {
@@ -150,8 +163,15 @@ fn exclusion(
         ));
     }
     match ReleaseTag::parse_cluster_class(class) {
-        Ok(tag) if tag.stack() == stack => {}
-        _ => return Some(format!("class {class} is not a release of {stack}")),
+        Ok(tag) if tag.stack() == stack || sources.contains(tag.stack()) => {}
+        _ if sources.is_empty() => return Some(format!("class {class} is not a release of {stack}")),
+        _ => {
+            let from: Vec<String> = sources.iter().map(ToString::to_string).collect();
+            return Some(format!(
+                "class {class} is not a release of {stack} or of spec.from's {}",
+                from.join(", ")
+            ));
+        }
     }
     if cluster.deleting {
         return Some("being deleted".to_string());
@@ -344,6 +364,34 @@ pub(crate) mod tests {
                 ),
                 ("tenant-a/plain".to_string(), "no wave selects it".to_string()),
             ]
+        );
+    }
+
+    /// Across stacks: Clusters of the `from` stacks take part beside the target's own.
+    #[test]
+    fn clusters_of_the_from_stacks_take_part() {
+        let rollout = spec(vec![wave("all", None)]);
+        let sources = [StackName::parse("docker-ferrol-1-25").expect("stack")];
+        let clusters = [
+            cluster("own", V1, &[]),
+            cluster("old", "docker-ferrol-1-25-v4", &[]),
+            cluster("between", "docker-ferrol-1-26-v1", &[]),
+        ];
+        let got = assign_across(&rollout, "tenant-a", &stack(), &sources, &clusters);
+        assert_eq!(
+            got.waves,
+            [(
+                "all".to_string(),
+                vec!["tenant-a/old".to_string(), "tenant-a/own".to_string()]
+            )]
+        );
+        assert_eq!(
+            got.excluded,
+            [(
+                "tenant-a/between".to_string(),
+                "class docker-ferrol-1-26-v1 is not a release of docker-ferrol-1-27 or of spec.from's docker-ferrol-1-25"
+                    .to_string()
+            )]
         );
     }
 

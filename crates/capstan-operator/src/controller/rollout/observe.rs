@@ -66,6 +66,8 @@ pub struct Observation {
     pub clusters: Vec<ClusterInfo>,
     /// The pre-flight of the Clusters whose switch is due (`namespace/name`).
     pub preflight: std::collections::BTreeMap<String, Vec<crate::api::rollout::PreflightResult>>,
+    /// The namespace's ClusterStacks with their newest ready releases (`spec.from` only).
+    pub stacks: Vec<crate::rollout::Hop>,
     pub now: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
 }
 
@@ -97,6 +99,7 @@ impl Observation {
             }),
             clusters: &self.clusters,
             preflight: &self.preflight,
+            stacks: &self.stacks,
             now: self.now.clone(),
         }
     }
@@ -230,12 +233,14 @@ pub async fn observe(
     }
     let due = super::preflight::due(rollout, &namespace, &stack, target.as_ref().ok(), &clusters);
     let preflight = super::preflight::gather_due(ctx, &fleet.preflight, rollout, due, &objects).await;
+    let stacks = super::stacks::hops(rollout, &namespace, ctx, &fleet.releases);
     Ok(Observation {
         namespace,
         stack,
         target,
         clusters,
         preflight,
+        stacks,
         now: crate::controller::now(),
     })
 }

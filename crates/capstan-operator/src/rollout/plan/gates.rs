@@ -181,7 +181,7 @@ impl Planner<'_, '_> {
         self.status.halted_at = Some(Time(self.now));
         self.status.waves[index].phase = WavePhase::Halted;
         let message = format!(
-            "halted: Cluster(s) blocked by their pre-flight (onBlocked: Halt): {}",
+            "halted: Cluster(s) blocked by their pre-flight or without a path (onBlocked: Halt): {}",
             blocked.join(", ")
         );
         self.status.message = Some(message.clone());

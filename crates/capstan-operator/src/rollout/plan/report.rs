@@ -22,6 +22,9 @@ impl Planner<'_, '_> {
                     self.late.join(", ")
                 ));
             }
+            for note in &self.notes {
+                message.push_str(&format!("; {note}"));
+            }
             self.status.message = Some(message);
         }
         self.set_conditions();

@@ -1,0 +1,195 @@
+//! `capstan rollout plan` across stacks (`spec.from`): the namespace's ClusterStacks and their
+//! releases from `--stacks` (what `kubectl get clusterstacks,clusterstackreleases -o yaml`
+//! prints), the stacks `from` names, and each Cluster's path to the target — one Kubernetes
+//! minor per step — or why it has none, with the operator's own functions
+//! (`capstan_operator::rollout::path`).
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use capstan_apply::object::parse_stream;
+use capstan_operator::api::ClusterStack;
+use capstan_operator::api::rollout::{ClusterStackRollout, PathStep, PreflightResult};
+use capstan_operator::controller::rollout::stacks::newest_ready;
+use capstan_operator::controller::rollout::target::{ReleaseSeen, resolve};
+use capstan_operator::rollout::{Assignment, ClusterInfo, Hop, StackId, Target, path, sources};
+use capstan_stack::name::ReleaseTag;
+
+/// What a rollout across stacks reads besides its Clusters.
+pub struct Across {
+    /// The stacks `spec.from` resolves to.
+    pub sources: Vec<StackId>,
+    /// An `auto` that finds nothing, names that find no ClusterStack.
+    pub notes: Vec<String>,
+    hops: Vec<Hop>,
+    /// The release rolled out, or why there is none in `--stacks`.
+    target: Result<Target, String>,
+    stack: StackId,
+}
+
+/// One Cluster's path in `-o json`.
+#[derive(serde::Serialize)]
+pub struct ClusterPathJson {
+    pub cluster: String,
+    pub path: Vec<PathStep>,
+    /// Why the Cluster has no path (it would be Blocked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
+    /// Offline: none (the pre-flight needs the live workload clusters).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub preflight: Vec<PreflightResult>,
+}
+
+impl Across {
+    /// `None` for a rollout within one stack (no `spec.from`).
+    pub fn read(
+        rollout: &ClusterStackRollout,
+        stack: &StackId,
+        version: &str,
+        stacks_file: Option<&Path>,
+    ) -> anyhow::Result<Option<Across>> {
+        let Some(from) = &rollout.spec.from else {
+            return Ok(None);
+        };
+        let Some(file) = stacks_file else {
+            bail!(
+                "the rollout has spec.from: give the namespace's ClusterStacks and ClusterStackReleases with --stacks FILE (kubectl get clusterstacks,clusterstackreleases -n NS -o yaml)"
+            );
+        };
+        let (stacks, releases) = read_stacks(file)?;
+        let hops: Vec<Hop> = stacks
+            .into_iter()
+            .map(|(name, stack)| Hop {
+                name,
+                newest_ready: newest_ready(&stack, &releases),
+                stack,
+            })
+            .collect();
+        let found = sources(from, stack, &hops);
+        let target = resolve(stack, version, &releases)
+            .map(|r| Target {
+                release: r.release,
+                class: r.class,
+                kubernetes: Some(r.kubernetes),
+            })
+            .map_err(|e| format!("{e} (in {})", file.display()));
+        Ok(Some(Across {
+            sources: found.stacks,
+            notes: found.notes,
+            hops,
+            target,
+            stack: stack.clone(),
+        }))
+    }
+
+    /// The path of every Cluster the assignment takes, sorted by Cluster.
+    pub fn paths(&self, assignment: &Assignment, clusters: &[ClusterInfo]) -> Vec<ClusterPathJson> {
+        let mut members: Vec<&String> = assignment.waves.iter().flat_map(|(_, c)| c).collect();
+        members.sort();
+        members
+            .into_iter()
+            .filter_map(|key| clusters.iter().find(|c| &c.key() == key))
+            .map(|cluster| {
+                let (path, blocked) = match self.path_of(cluster) {
+                    Ok(path) => (path, None),
+                    Err(why) => (Vec::new(), Some(why)),
+                };
+                ClusterPathJson {
+                    cluster: cluster.key(),
+                    path,
+                    blocked,
+                    preflight: Vec::new(),
+                }
+            })
+            .collect()
+    }
+
+    fn path_of(&self, cluster: &ClusterInfo) -> Result<Vec<PathStep>, String> {
+        let target = self.target.as_ref().map_err(Clone::clone)?;
+        let class = cluster.class.as_deref().unwrap_or_default();
+        let tag = ReleaseTag::parse_cluster_class(class).map_err(|e| format!("class {class}: {e}"))?;
+        let steps = path::path(tag.stack(), &self.stack, target, &self.hops)
+            .map_err(|e| format!("no path to {}: {e}", target.release))?;
+        Ok(steps
+            .into_iter()
+            .map(|t| PathStep {
+                release: t.release,
+                class: t.class,
+                kubernetes: t.kubernetes,
+            })
+            .collect())
+    }
+}
+
+/// The stack of ClusterStack `name` in `file` (`--stacks`), if both are there.
+pub fn stack_named(file: Option<&Path>, name: &str) -> anyhow::Result<Option<StackId>> {
+    let Some(file) = file else {
+        return Ok(None);
+    };
+    let (stacks, _) = read_stacks(file)?;
+    Ok(stacks
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, stack)| stack))
+}
+
+/// A ClusterStack's name and its stack.
+type NamedStack = (String, StackId);
+
+/// The ClusterStacks (name and stack) and ClusterStackReleases of `file`; other kinds are
+/// ignored.
+fn read_stacks(file: &Path) -> anyhow::Result<(Vec<NamedStack>, Vec<ReleaseSeen>)> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let mut stacks = Vec::new();
+    let mut releases = Vec::new();
+    for object in parse_stream(&text, &file.display().to_string())? {
+        let origin = object.origin.clone();
+        match object.kind.as_str() {
+            "ClusterStack" => {
+                let stack: ClusterStack = serde_json::from_value(object.data)
+                    .with_context(|| format!("{origin}: not a valid ClusterStack"))?;
+                let Some(id) = capstan_operator::controller::stack_name_of(&stack) else {
+                    bail!(
+                        "{origin}: ClusterStack {}: its provider, name and kubernetesVersion make no stack name",
+                        object.name
+                    );
+                };
+                stacks.push((object.name, id));
+            }
+            // Only its status is read: `ready` and `kubernetesVersion`.
+            "ClusterStackRelease" => releases.push(ReleaseSeen {
+                ready: object.data.pointer("/status/ready").and_then(|v| v.as_bool()) == Some(true),
+                kubernetes: object
+                    .data
+                    .pointer("/status/kubernetesVersion")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string),
+                name: object.name,
+            }),
+            _ => {}
+        }
+    }
+    Ok((stacks, releases))
+}
+
+/// The table's section of paths: one row per Cluster, its steps or why it has none.
+pub fn table(paths: &[ClusterPathJson]) -> Vec<(String, String)> {
+    paths
+        .iter()
+        .map(|c| {
+            let text = match &c.blocked {
+                Some(why) => format!("Blocked: {why}"),
+                None => c
+                    .path
+                    .iter()
+                    .map(|s| match &s.kubernetes {
+                        Some(k) => format!("{} ({k})", s.class),
+                        None => s.class.clone(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" → "),
+            };
+            (c.cluster.clone(), text)
+        })
+        .collect()
+}

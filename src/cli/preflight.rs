@@ -298,6 +298,7 @@ fn render(args: &Args, live: &Live) -> Rendered {
             &live.cluster,
             live.control_plane.as_ref(),
             live.infra_cluster.as_ref(),
+            compiled.values_template_api(),
         )
         .map_err(anyhow::Error::msg)?;
         let user = live

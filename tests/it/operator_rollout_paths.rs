@@ -122,6 +122,18 @@ async fn a_cluster_two_minors_behind_walks_its_path_and_a_missing_minor_blocks_i
         failing: Default::default(),
     }
     .run(env.client());
+    // The operator has seen the Cluster (its ClusterAddon exists) before the rollout starts: a
+    // rollout that finds no Cluster completes at once, and a Cluster that appears after a
+    // rollout completed waits for the next one.
+    let addons: Api<capstan_operator::api::ClusterAddon> = Api::namespaced(env.client(), &env.ns);
+    let addon = capstan_operator::api::cluster_addon::addon_name("old");
+    eventually(
+        "the operator sees Cluster old",
+        Duration::from_secs(60),
+        &operator,
+        || async { addons.get_opt(&addon).await.ok().flatten().map(|_| ()) },
+    )
+    .await;
 
     let rollouts: Api<ClusterStackRollout> = Api::namespaced(env.client(), &env.ns);
     let rollout: ClusterStackRollout = serde_json::from_value(json!({

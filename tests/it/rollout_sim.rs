@@ -203,6 +203,7 @@ pub async fn try_create_cluster(
             "apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": {
+                "clusterNetwork": {"pods": {"cidrBlocks": ["192.168.0.0/16"]}},
                 "controlPlaneRef": {"apiVersion": "controlplane.cluster.x-k8s.io/v1beta1",
                                     "kind": "KubeadmControlPlane", "name": name},
                 "topology": {"class": class, "version": version}}}),
@@ -210,6 +211,7 @@ pub async fn try_create_cluster(
             "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": {
+                "clusterNetwork": {"pods": {"cidrBlocks": ["192.168.0.0/16"]}},
                 "controlPlaneRef": {"apiGroup": "controlplane.cluster.x-k8s.io",
                                     "kind": "KubeadmControlPlane", "name": name},
                 "topology": {"classRef": {"name": class}, "version": version}}}),

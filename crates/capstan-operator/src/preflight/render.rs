@@ -57,16 +57,12 @@ pub fn cluster_objects(
     cluster: &kube::api::DynamicObject,
     control_plane: Option<&kube::api::DynamicObject>,
     infra_cluster: Option<&kube::api::DynamicObject>,
+    templates: capstan_stack::capi::CapiVersion,
 ) -> Result<ClusterObjects, String> {
-    let parse = |object: &kube::api::DynamicObject, what: &str| {
-        let text = serde_json::to_string(object).map_err(|e| format!("{what}: {e}"))?;
-        capstan_stack::values::parse_object(&text, std::path::Path::new(what)).map_err(|e| e.to_string())
-    };
-    Ok(ClusterObjects {
-        cluster: parse(cluster, "Cluster")?,
-        control_plane: control_plane.map(|o| parse(o, "ControlPlane")).transpose()?,
-        infra_cluster: infra_cluster.map(|o| parse(o, "InfraCluster")).transpose()?,
-    })
+    // The shape the release's values templates are written for, as the ClusterAddon's render
+    // hands them (a v1beta2 Cluster converted for v1beta1 templates).
+    crate::clusters::template_objects(cluster, control_plane, infra_cluster, templates)
+        .map_err(|e| e.to_string())
 }
 
 /// Renders `compiled` for the Cluster of `objects` with the user's values (blocking: the

@@ -396,6 +396,7 @@ impl RenderInputs {
                 &self.cluster,
                 self.control_plane.as_ref(),
                 self.infra_cluster.as_ref(),
+                self.compiled.values_template_api(),
             )?;
             let user = self
                 .user
@@ -470,19 +471,23 @@ async fn referenced(
     namespace: &str,
     reference: serde_json::Value,
 ) -> Result<Option<DynamicObject>, String> {
-    let (Some(api_version), Some(kind), Some(name)) = (
-        reference["apiVersion"].as_str(),
-        reference["kind"].as_str(),
-        reference["name"].as_str(),
-    ) else {
+    let (Some(kind), Some(name)) = (reference["kind"].as_str(), reference["name"].as_str()) else {
         return Ok(None);
     };
     let namespace = reference["namespace"].as_str().unwrap_or(namespace);
     let what = format!("{kind} {namespace}/{name}");
-    let info = ctx
-        .applier
-        .discovery()
-        .resolve_api_version(api_version, kind)
+    let discovery = ctx.applier.discovery();
+    // v1beta2 names the group only: the version the server prefers for it.
+    let api_version = match (reference["apiVersion"].as_str(), reference["apiGroup"].as_str()) {
+        (Some(version), _) => version.to_string(),
+        (None, Some(group)) => discovery
+            .preferred_api_version(group, kind)
+            .await
+            .map_err(|e| format!("{what}: {e}"))?,
+        (None, None) => return Ok(None),
+    };
+    let info = discovery
+        .resolve_api_version(&api_version, kind)
         .await
         .map_err(|e| format!("{what}: {e}"))?;
     ctx.management

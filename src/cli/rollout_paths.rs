@@ -110,14 +110,7 @@ impl Across {
         let tag = ReleaseTag::parse_cluster_class(class).map_err(|e| format!("class {class}: {e}"))?;
         let steps = path::path(tag.stack(), &self.stack, target, &self.hops)
             .map_err(|e| format!("no path to {}: {e}", target.release))?;
-        Ok(steps
-            .into_iter()
-            .map(|t| PathStep {
-                release: t.release,
-                class: t.class,
-                kubernetes: t.kubernetes,
-            })
-            .collect())
+        Ok(steps.into_iter().map(PathStep::from).collect())
     }
 }
 

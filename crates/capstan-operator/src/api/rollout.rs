@@ -255,6 +255,27 @@ pub struct HealthCheck {
     pub conditions: String,
 }
 
+impl HealthCheck {
+    /// The check as the CEL evaluator of stage conditions reads one (health checks and
+    /// pre-flight checks share the evaluator).
+    pub fn wait_condition(&self) -> capstan_stack::addon_config::WaitCondition {
+        capstan_stack::addon_config::WaitCondition {
+            objects: self
+                .objects
+                .iter()
+                .map(|o| capstan_stack::addon_config::ConditionObject {
+                    key: o.key.clone(),
+                    api_version: o.api_version.clone(),
+                    kind: o.kind.clone(),
+                    name: o.name.clone(),
+                    namespace: o.namespace.clone(),
+                })
+                .collect(),
+            conditions: self.conditions.clone(),
+        }
+    }
+}
+
 /// An object of the workload cluster a health check reads.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

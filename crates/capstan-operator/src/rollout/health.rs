@@ -54,6 +54,17 @@ pub struct Target {
     pub kubernetes: Option<String>,
 }
 
+/// A release of a Cluster's path, as its status records it.
+impl From<Target> for crate::api::rollout::PathStep {
+    fn from(t: Target) -> Self {
+        crate::api::rollout::PathStep {
+            release: t.release,
+            class: t.class,
+            kubernetes: t.kubernetes,
+        }
+    }
+}
+
 /// The health of `cluster` on `target`: its class is the target's; Cluster API reports it
 /// Ready and its topology reconciled; when the switch changed the Kubernetes version
 /// (`version_changed`), the control plane runs the target's; its ClusterAddon applied the

@@ -10,14 +10,13 @@ use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use super::target::{self, ReleaseSeen, Resolved};
+use super::target::{self, Resolved};
 use crate::api::rollout::{ClusterPhase, ClusterStackRollout, ClusterStackRolloutStatus};
 use crate::api::{ClusterAddon, ClusterStack, ClusterStackRelease};
 use crate::context::Context;
 use crate::controller::Error;
 use crate::rollout::{Annotations, ClusterInfo, Observed, Target};
 use crate::watch::Scope;
-use capstan_stack::addon_config::{ConditionObject, WaitCondition};
 use capstan_stack::name::StackName;
 
 /// What the rollout reconciles read besides the rollout: stores of the fleet, filled by the
@@ -252,19 +251,7 @@ fn resolve_target(
     stack: &StackName,
     fleet: &Fleet,
 ) -> Result<Resolved, String> {
-    let releases: Vec<ReleaseSeen> = fleet
-        .releases
-        .state()
-        .iter()
-        .filter(|r| {
-            r.metadata.namespace.as_deref() == Some(namespace) && r.metadata.deletion_timestamp.is_none()
-        })
-        .map(|r| ReleaseSeen {
-            name: r.name_any(),
-            ready: r.status.as_ref().is_some_and(|s| s.ready),
-            kubernetes: r.status.as_ref().and_then(|s| s.kubernetes_version.clone()),
-        })
-        .collect();
+    let releases = super::stacks::releases_of(namespace, &fleet.releases);
     target::resolve(stack, &rollout.spec.version, &releases).map_err(|e| e.to_string())
 }
 
@@ -311,20 +298,7 @@ async fn checks_pass(ctx: &Context, rollout: &ClusterStackRollout, namespace: &s
         }
     };
     for check in &rollout.spec.health.checks {
-        let condition = WaitCondition {
-            objects: check
-                .objects
-                .iter()
-                .map(|o| ConditionObject {
-                    key: o.key.clone(),
-                    api_version: o.api_version.clone(),
-                    kind: o.kind.clone(),
-                    name: o.name.clone(),
-                    namespace: o.namespace.clone(),
-                })
-                .collect(),
-            conditions: check.conditions.clone(),
-        };
+        let condition = check.wait_condition();
         match crate::addon::condition::evaluate(workload.applier.discovery(), &condition).await {
             Ok(crate::addon::condition::Verdict::Met) => {}
             Ok(crate::addon::condition::Verdict::NotMet(_)) => return false,

@@ -278,21 +278,7 @@ async fn user_check(
     check: &HealthCheck,
 ) -> PreflightResult {
     use crate::addon::condition::{Verdict, evaluate};
-    use capstan_stack::addon_config::{ConditionObject, WaitCondition};
-    let condition = WaitCondition {
-        objects: check
-            .objects
-            .iter()
-            .map(|o| ConditionObject {
-                key: o.key.clone(),
-                api_version: o.api_version.clone(),
-                kind: o.kind.clone(),
-                name: o.name.clone(),
-                namespace: o.namespace.clone(),
-            })
-            .collect(),
-        conditions: check.conditions.clone(),
-    };
+    let condition = check.wait_condition();
     let verdict =
         tokio::time::timeout(CHECK_TIMEOUT, evaluate(workload.applier.discovery(), &condition)).await;
     let (ok, reason) = match verdict {

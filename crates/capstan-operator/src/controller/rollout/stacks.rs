@@ -42,7 +42,8 @@ pub fn hops(
     hops
 }
 
-fn releases_of(namespace: &str, releases: &Store<ClusterStackRelease>) -> Vec<ReleaseSeen> {
+/// The namespace's releases as the target and path decisions read them (not being deleted).
+pub(super) fn releases_of(namespace: &str, releases: &Store<ClusterStackRelease>) -> Vec<ReleaseSeen> {
     releases
         .state()
         .iter()

@@ -93,14 +93,7 @@ impl Planner<'_, '_> {
         let tag = ReleaseTag::parse_cluster_class(class)
             .map_err(|_| NoPath(format!("its class {class} is not a release of a cluster stack")))?;
         let steps = path(tag.stack(), self.o.stack, target, self.o.stacks)?;
-        Ok(steps
-            .into_iter()
-            .map(|t| PathStep {
-                release: t.release,
-                class: t.class,
-                kubernetes: t.kubernetes,
-            })
-            .collect())
+        Ok(steps.into_iter().map(PathStep::from).collect())
     }
 
     /// Whether `entry` is blocked for want of a path (a rollout across stacks only).

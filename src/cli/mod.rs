@@ -33,12 +33,7 @@ mod deploy_chart;
 mod install;
 // `capstan get` / `capstan describe` (issue 37): a fleet at a glance.
 mod describe;
-mod describe_addon;
 mod get;
-mod get_follow;
-mod get_rows;
-mod get_select;
-mod get_table;
 // `capstan rollout` (issue 33): follow and steer ClusterStackRollouts.
 mod rollout;
 mod rollout_force;

@@ -12,8 +12,8 @@ use kube::ResourceExt;
 
 use capstan_operator::api::ClusterAddon;
 
-use super::get_rows::{AddonRow, event_time, or_none};
-use super::get_table::{Table, age, one_line, paint};
+use super::rows::{AddonRow, event_time, or_none};
+use super::table::{Table, age, one_line, paint};
 
 /// The last Events shown.
 pub const EVENTS_SHOWN: usize = 10;

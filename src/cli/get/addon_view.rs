@@ -14,12 +14,12 @@ use kube::{Client, ResourceExt};
 
 use capstan_operator::api::{ClusterAddon, ClusterStack};
 
+use super::args::{Format, OneArgs};
 use super::describe_addon::{self, Detail, Health, Live};
 use super::kinds::AddonKind;
 use super::print::{resource_name, yaml};
 use super::rows::{self, AddonRow, StackRow};
 use super::table::colour_stdout;
-use super::{Format, OneArgs};
 
 /// The longest the view waits for the workload cluster.
 const WORKLOAD_TIMEOUT: Duration = Duration::from_secs(15);

@@ -6,7 +6,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use serde::Serialize;
 
-use super::Format;
+use super::args::Format;
 use super::kinds::Kind;
 use super::rows::Layout;
 use super::table::Table;

@@ -11,18 +11,23 @@ use std::time::Duration;
 use base64::Engine;
 use capstan_operator::api::{self, ClusterAddon, ClusterStack, ClusterStackRelease};
 use capstan_testenv::{Binaries, TestCluster};
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 const NS: &str = "fleet";
 
-fn capstan(cluster: &TestCluster, args: &[&str]) -> Output {
+/// `capstan ARGS --kubeconfig` of `cluster`, printed (also used by `get_cli_forms`).
+pub(crate) fn capstan(cluster: &TestCluster, args: &[&str]) -> Output {
     let kubeconfig = cluster.kubeconfig_path().to_str().expect("utf-8 path");
+    run(&[args, &["--kubeconfig", kubeconfig]].concat())
+}
+
+/// `capstan ARGS` without colour, its output printed.
+pub(crate) fn run(args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_capstan"))
         .args(args)
-        .args(["--kubeconfig", kubeconfig])
         .env("NO_COLOR", "1")
         .output()
         .expect("run capstan");
@@ -83,7 +88,8 @@ fn grid(rows: &[&[&str]]) -> Vec<Vec<String>> {
         .collect()
 }
 
-async fn create<K>(api: &Api<K>, object: Value, status: Value)
+/// Creates `object` and writes its `status` through the status subresource.
+pub(crate) async fn create<K>(api: &Api<K>, object: Value, status: Value)
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
 {
@@ -144,13 +150,7 @@ async fn kubeconfig_secret(client: &kube::Client, cluster: &str, kubeconfig: &st
 /// The fleet: one stack, two releases (v1 ready, v2 failing), five addons.
 async fn fixtures(cluster: &TestCluster) {
     let client = cluster.client();
-    Api::<Namespace>::all(client.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": NS}})).expect("namespace"),
-        )
-        .await
-        .expect("namespace created");
+    cluster.create_namespace(NS).await.expect("namespace created");
     let stacks: Api<ClusterStack> = Api::namespaced(client.clone(), NS);
     create(
         &stacks,

@@ -3,35 +3,17 @@
 //! following the ClusterAddons (the CLUSTERS column) and printing a deletion.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use capstan_operator::api::{self, ClusterAddon, ClusterStack, ClusterStackRelease};
 use capstan_testenv::{Binaries, TestCluster};
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
-fn capstan(cluster: &TestCluster, args: &[&str]) -> Output {
-    let kubeconfig = cluster.kubeconfig_path().to_str().expect("utf-8 path");
-    run(&[args, &["--kubeconfig", kubeconfig]].concat())
-}
-
-fn run(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_capstan"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run capstan");
-    eprintln!(
-        "$ capstan {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+use crate::get_cli::{capstan, create, run};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -53,25 +35,6 @@ async fn start(test: &str) -> Option<(TestCluster, String)> {
         .expect("capstan CRDs install");
     let ns = cluster.namespace().to_string();
     Some((cluster, ns))
-}
-
-async fn create<K>(api: &Api<K>, object: Value, status: Value)
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
-{
-    let object: K = serde_json::from_value(object).expect("fixture object");
-    let created = api
-        .create(&PostParams::default(), &object)
-        .await
-        .expect("created");
-    let name = kube::ResourceExt::name_any(&created);
-    api.patch_status(
-        &name,
-        &PatchParams::default(),
-        &Patch::Merge(&json!({ "status": status })),
-    )
-    .await
-    .expect("status written");
 }
 
 fn stack(ns: &str, name: &str) -> Value {

@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use capstan_operator::api::{ClusterAddon, ClusterStack, ClusterStackRelease};
-use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
@@ -220,14 +219,7 @@ async fn switch_over_from_the_cluster_stack_operator_recreates_nothing() {
         return;
     };
     let client = env.client();
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": NS}})).expect("namespace"),
-        )
-        .await
-        .expect("namespace created");
+    env.cluster.create_namespace(NS).await.expect("namespace created");
 
     // Before: the cluster as the cluster-stack operator leaves it.
     install_cso_crds(&client, &cso.join("crds")).await;

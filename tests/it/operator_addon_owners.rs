@@ -32,14 +32,8 @@ async fn a_second_owner_reports_the_conflict_and_neither_loops() {
     let Some(bins) = Binaries::find_or_skip(test) else {
         return;
     };
-    let workload = TestCluster::start(&bins, "owners-workload")
-        .await
-        .expect("workload cluster starts");
-    let operator = env.operator(0, &["--drift-interval", "1h"]);
-    env.create_stack(&["v1"], "1m").await;
-    env.cluster_api("first", CLASS, "cp.first.example", &workload, false)
-        .await;
-    env.wait_applied("first", CLASS, &operator, Duration::from_secs(180))
+    let (workload, operator) = env
+        .applied_cluster(&bins, "first", CLASS, &["--drift-interval", "1h"])
         .await;
     let first = "kube-system/capstan.caddon.cluster-addon-first";
     let second = "kube-system/capstan.caddon.cluster-addon-second";

@@ -17,7 +17,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
 use crate::operator_common::{events_about, eventually};
-use capstan_testenv::{Binaries, TestCluster};
+use capstan_testenv::Binaries;
 
 const CLASS: &str = "docker-ferrol-1-27-v1";
 /// Well within the drift interval (1 h), and well beyond a pass.
@@ -32,16 +32,8 @@ async fn drift_made_while_the_operator_was_down_is_repaired_within_seconds_of_it
     let Some(bins) = Binaries::find_or_skip(test) else {
         return;
     };
-    let workload = TestCluster::start(&bins, "restarted-workload")
-        .await
-        .expect("workload cluster starts");
     let args = ["--drift-interval", "1h"];
-    let mut operator = env.operator(0, &args);
-    env.create_stack(&["v1"], "1m").await;
-    env.cluster_api("restarted", CLASS, "cp.restarted.example", &workload, false)
-        .await;
-    env.wait_applied("restarted", CLASS, &operator, Duration::from_secs(180))
-        .await;
+    let (workload, mut operator) = env.applied_cluster(&bins, "restarted", CLASS, &args).await;
     operator.kill();
 
     let deployments: Api<Deployment> = Api::namespaced(workload.client(), "kube-system");
@@ -106,16 +98,9 @@ async fn an_unreachable_workload_is_reported_within_seconds() {
     let Some(bins) = Binaries::find_or_skip(test) else {
         return;
     };
-    let mut workload = TestCluster::start(&bins, "unreachable-workload")
-        .await
-        .expect("workload cluster starts");
     let metrics_addr = format!("127.0.0.1:{}", capstan_testenv::registry::free_port());
-    let operator = env.operator(0, &["--drift-interval", "1h", "--metrics-addr", &metrics_addr]);
-    env.create_stack(&["v1"], "1m").await;
-    env.cluster_api("faraway", CLASS, "cp.faraway.example", &workload, false)
-        .await;
-    env.wait_applied("faraway", CLASS, &operator, Duration::from_secs(180))
-        .await;
+    let args = ["--drift-interval", "1h", "--metrics-addr", &metrics_addr];
+    let (mut workload, operator) = env.applied_cluster(&bins, "faraway", CLASS, &args).await;
     // The watches start right after the apply.
     tokio::time::sleep(Duration::from_secs(2)).await;
 

@@ -12,7 +12,6 @@ use crate::operator_common::{NS, eventually};
 use capstan_operator::api::{ClusterAddon, ClusterStackRelease};
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
@@ -48,11 +47,8 @@ async fn a_class_in_another_namespace_brings_its_addons() {
     })
     .await;
 
-    Api::<Namespace>::all(env.client())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": TEAM}})).expect("namespace"),
-        )
+    env.cluster
+        .create_namespace(TEAM)
         .await
         .expect("namespace created");
     let topology = json!({"class": CLASS, "classNamespace": NS, "version": "v1.27.3"});

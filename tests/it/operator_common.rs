@@ -557,6 +557,28 @@ impl Env {
         api.get_opt(&format!("cluster-addon-{name}")).await.ok().flatten()
     }
 
+    /// The start the drift, reach and owner scenarios share: Cluster `name` on `class` (the
+    /// stack's release `v1`, polled each minute) with a workload API server of its own, the
+    /// operator (run 0, with `args`) and the addons applied in full.
+    pub async fn applied_cluster(
+        &self,
+        bins: &Binaries,
+        name: &str,
+        class: &str,
+        args: &[&str],
+    ) -> (TestCluster, capstan_testenv::ChildGuard) {
+        let workload = TestCluster::start(bins, &format!("{name}-workload"))
+            .await
+            .expect("workload cluster starts");
+        let operator = self.operator(0, args);
+        self.create_stack(&["v1"], "1m").await;
+        self.cluster_api(name, class, &format!("cp.{name}.example"), &workload, false)
+            .await;
+        self.wait_applied(name, class, &operator, Duration::from_secs(180))
+            .await;
+        (workload, operator)
+    }
+
     /// Waits until the addons of `class` are applied in full to Cluster `name`'s workload.
     pub async fn wait_applied(
         &self,

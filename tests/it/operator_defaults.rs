@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use crate::operator_common::eventually;
 use capstan_operator::api::{ClusterStack, ClusterStackRelease};
-use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
@@ -46,12 +45,8 @@ async fn cso_sample_default_source_and_events() {
         return;
     };
     let client = env.client();
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "cluster"}})).expect("namespace"),
-        )
+    env.cluster
+        .create_namespace("cluster")
         .await
         .expect("namespace cluster");
     let operator = env.operator(

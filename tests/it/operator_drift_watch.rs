@@ -31,14 +31,8 @@ async fn drift_is_repaired_within_seconds() {
     let Some(bins) = Binaries::find_or_skip(test) else {
         return;
     };
-    let workload = TestCluster::start(&bins, "watched-workload")
-        .await
-        .expect("workload cluster starts");
-    let operator = env.operator(0, &["--drift-interval", "1h"]);
-    env.create_stack(&["v1"], "1m").await;
-    env.cluster_api(CLUSTER, CLASS, "cp.watched.example", &workload, false)
-        .await;
-    env.wait_applied(CLUSTER, CLASS, &operator, Duration::from_secs(180))
+    let (workload, operator) = env
+        .applied_cluster(&bins, CLUSTER, CLASS, &["--drift-interval", "1h"])
         .await;
     // The watches start right after the apply; give their initial listing a moment.
     tokio::time::sleep(Duration::from_secs(2)).await;

@@ -275,6 +275,21 @@ impl TestCluster {
         &self.namespace
     }
 
+    /// Creates namespace `name`, for a test that needs one besides its own.
+    pub async fn create_namespace(&self, name: &str) -> Result<()> {
+        let object = Namespace {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.to_string()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        Api::<Namespace>::all(self.client.clone())
+            .create(&PostParams::default(), &object)
+            .await?;
+        Ok(())
+    }
+
     /// A client authenticated as a cluster admin (group `system:masters`).
     pub fn client(&self) -> Client {
         self.client.clone()

@@ -26,10 +26,11 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
+use super::CapiVersion;
 use super::schema::unknown_fields;
 
 /// The `v1beta2` field names of the converted kinds, by `group/v1beta2/Kind`.
-const V1BETA2_FIELDS: &str = include_str!("v1beta2-fields.json");
+pub const V1BETA2_FIELDS: &str = include_str!("v1beta2-fields.json");
 
 static SCHEMAS: LazyLock<Value> =
     LazyLock::new(|| serde_json::from_str(V1BETA2_FIELDS).unwrap_or(Value::Null));
@@ -146,6 +147,55 @@ pub fn convert(object: &Value, namespace: &str) -> Result<Option<Converted>, Con
         object: out,
         dropped: ctx.dropped,
     }))
+}
+
+/// An object that cannot be applied in the Cluster API version spoken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClassVersionError {
+    /// A `v1beta1` object whose conversion to `v1beta2` is refused.
+    #[error("converting to v1beta2: {0}")]
+    Refused(#[from] ConversionError),
+    /// A `v1beta2` object of a converted kind where only `v1beta1` is served.
+    #[error(
+        "{kind} {name} is {api_version}, but this management cluster serves Cluster API v1beta1 only (cluster.x-k8s.io/v1beta1: Cluster API v1.10 or older): render it in v1beta1, or upgrade Cluster API"
+    )]
+    NotServed {
+        kind: String,
+        name: String,
+        api_version: String,
+    },
+}
+
+/// What to apply of `object` where the process speaks `speaks`: `v1beta2` → a `v1beta1`
+/// object of a converted kind converted ([`convert`]); `v1beta1` → a `v1beta2` object of a
+/// converted kind refused (nothing serves it). `None`: apply it as rendered.
+pub fn for_cluster_api(
+    object: &Value,
+    speaks: CapiVersion,
+    namespace: &str,
+) -> Result<Option<Converted>, ClassVersionError> {
+    match speaks {
+        CapiVersion::V1Beta2 => Ok(convert(object, namespace)?),
+        CapiVersion::V1Beta1 => {
+            let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+            let v1beta2 = api_version
+                .strip_suffix("/v1beta2")
+                .is_some_and(|group| CONVERTED_KINDS.contains(&(group, kind)));
+            if !v1beta2 {
+                return Ok(None);
+            }
+            let name = object
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            Err(ClassVersionError::NotServed {
+                kind: kind.to_string(),
+                name: name.to_string(),
+                api_version: api_version.to_string(),
+            })
+        }
+    }
 }
 
 /// Refuses the first field of `object` the `v1beta2` schema of `kind` does not declare.

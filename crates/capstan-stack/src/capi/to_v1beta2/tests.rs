@@ -430,3 +430,30 @@ fn the_v1beta2_fields_are_there_for_every_converted_kind() {
         );
     }
 }
+
+#[test]
+fn what_is_applied_for_the_version_spoken() {
+    let v1beta1 = object(
+        CC,
+        "ClusterClass",
+        json!({"infrastructure": {"ref": {"apiVersion": DOCKER, "kind": "DockerClusterTemplate", "name": "c"}}}),
+    );
+    let v1beta2 = object("cluster.x-k8s.io/v1beta2", "ClusterClass", json!({}));
+    let other = object("v1", "ConfigMap", json!({}));
+    let speak1 = CapiVersion::V1Beta1;
+    let speak2 = CapiVersion::V1Beta2;
+    assert_eq!(for_cluster_api(&v1beta1, speak1, "ns"), Ok(None));
+    assert_eq!(for_cluster_api(&other, speak1, "ns"), Ok(None));
+    assert_eq!(for_cluster_api(&other, speak2, "ns"), Ok(None));
+    assert_eq!(for_cluster_api(&v1beta2, speak2, "ns"), Ok(None));
+    let converted = for_cluster_api(&v1beta1, speak2, "ns").unwrap().unwrap();
+    assert_eq!(converted.object["apiVersion"], "cluster.x-k8s.io/v1beta2");
+    let refused = for_cluster_api(&v1beta2, speak1, "ns").unwrap_err();
+    assert!(matches!(refused, ClassVersionError::NotServed { ref kind, .. } if kind == "ClusterClass"));
+    assert!(
+        refused
+            .to_string()
+            .contains("ClusterClass x is cluster.x-k8s.io/v1beta2"),
+        "{refused}"
+    );
+}

@@ -16,6 +16,7 @@ mod releases_mirror;
 mod releases_pull;
 mod releases_push;
 mod render;
+mod render_capi;
 mod render_release;
 mod repository_args;
 mod source_args;

@@ -132,6 +132,14 @@ pub struct Args {
     #[arg(long, value_name = "NAME", requires = "kubeconfig")]
     context: Option<String>,
 
+    /// Print the ClusterClass chart's objects as the operator applies them where this Cluster
+    /// API version is served: `v1beta2` converts the v1beta1 ClusterClass, kubeadm and docker
+    /// templates (what Cluster API's conversion drops is said on stderr; what v1beta2 cannot
+    /// say is an error naming the field), `v1beta1` refuses v1beta2 ones. For a whole release
+    /// only its ClusterClass part. Without it the output is Helm's, byte for byte.
+    #[arg(long, value_enum, value_name = "VERSION")]
+    cluster_api: Option<super::render_capi::ClusterApi>,
+
     /// Output format: the manifest stream, a JSON list of objects, or the raw per-template
     /// engine output as a JSON object (`{"chart/templates/x.yaml": "text", …}`).
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Yaml)]
@@ -156,6 +164,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if args.objects.any() {
         bail!(
             "--cluster, --control-plane and --infra-cluster apply to a whole release: give one RELEASE argument"
+        );
+    }
+    if args.cluster_api.is_some() && (args.output_dir.is_some() || args.output == Format::TemplatesJson) {
+        bail!(
+            "--cluster-api converts the manifest stream: it does not go with --output-dir or -o templates-json for a single chart"
         );
     }
     // Helm's order: the flag, the chart's dependencies, the release name; then, in the
@@ -211,6 +224,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             let mut stream = manifest::stream(chart, &manifests, &stream_opts);
             if !args.show_only.is_empty() {
                 stream = show_only(&stream, &args.show_only)?;
+            }
+            if let Some(version) = args.cluster_api {
+                stream = super::render_capi::stream_in(&stream, version, &opts.namespace)?;
             }
             if let Some(dir) = &args.output_dir {
                 write_output_dir(dir, &manifests)?;
@@ -417,5 +433,6 @@ fn render_release(args: &Args, release: &str) -> anyhow::Result<()> {
         output_dir: args.output_dir.as_deref(),
         json: args.output == Format::Json,
         values: &args.values,
+        cluster_api: args.cluster_api,
     })
 }

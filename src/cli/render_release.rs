@@ -16,6 +16,9 @@ use capstan_template::funcs::FuncEnv;
 use super::output::value_to_json;
 use super::stack_input::{self, ObjectArgs};
 
+/// The name of a release's ClusterClass part.
+const CLASS_PART: &str = "cluster-class";
+
 /// What to render and how to print it.
 pub struct Request<'a> {
     /// Randomness, time and `lookup` of the templates.
@@ -33,6 +36,8 @@ pub struct Request<'a> {
     pub json: bool,
     /// `-f` files: user values layered over the addon charts' computed values, in order.
     pub values: &'a [PathBuf],
+    /// `--cluster-api`: the ClusterClass part as the operator applies it there.
+    pub cluster_api: Option<super::render_capi::ClusterApi>,
 }
 
 pub fn run(args: &Request<'_>) -> anyhow::Result<()> {
@@ -51,10 +56,15 @@ pub fn run(args: &Request<'_>) -> anyhow::Result<()> {
     }
     // Errors name the release's files, not the scratch copy a cached release is read from
     // (gone by the time the error is printed).
-    let parts = CompiledRelease::with_resolver(&opened.release, Some(&resolver))
+    let mut parts = CompiledRelease::with_resolver(&opened.release, Some(&resolver))
         .map_err(|e| opened.in_release(e))?
         .render_with_user_values(&objects, &opts, &user)
         .map_err(|e| opened.in_release(e))?;
+    if let Some(version) = args.cluster_api
+        && let Some(class) = parts.iter_mut().find(|p| p.name == CLASS_PART)
+    {
+        class.stream = super::render_capi::stream_in(&class.stream, version, &class.namespace)?;
+    }
     let mut out = std::io::stdout().lock();
     if let Some(dir) = &args.output_dir {
         for part in &parts {

@@ -13,6 +13,7 @@ mod book;
 mod capi_crds;
 mod chart_dependencies;
 mod chart_provenance;
+mod class_conversion;
 mod cluster_stacks;
 mod example_stack;
 mod fake_github;

@@ -102,6 +102,20 @@ async fn addons_arrive(
         Api::namespaced(workload.client(), "kube-system");
     let listed = deployments.list(&Default::default()).await.expect("deployments");
     assert!(!listed.items.is_empty(), "addons applied to the workload cluster");
+    // Its release is Ready on either: on v1beta2 its v1beta1 ClusterClass chart is applied
+    // converted (a v1.16 server would refuse it as rendered).
+    eventually(
+        "the release Ready",
+        Duration::from_secs(60),
+        &operator,
+        || async { env.ready_releases().await.contains(&V1.to_string()).then_some(()) },
+    )
+    .await;
+    let class = env.classes().get(V1).await.expect("ClusterClass");
+    assert_eq!(
+        class.types.as_ref().map(|t| t.api_version.clone()),
+        Some(capi.api_version())
+    );
     drop(operator);
     Some((env, workload))
 }

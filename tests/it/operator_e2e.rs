@@ -1,4 +1,5 @@
-//! `capstan operator` end to end on a real API server (CAPI v1.6.0 CRDs) with the fake GitHub
+//! `capstan operator` end to end on a real API server (CAPI v1.6.0 CRDs, and v1.14.0-rc.1's
+//! serving only v1beta2) with the fake GitHub
 //! serving the shared docker-ferrol-1-27 releases: a ClusterStack subscribes, its releases'
 //! ClusterClasses are applied, a release published later is picked up within one interval, a
 //! release no longer wanted is deleted and its objects pruned (unless a Cluster uses it), and
@@ -7,13 +8,34 @@
 use std::time::Duration;
 
 use crate::operator_common::{eventually, names};
+use capstan_stack::capi::CapiVersion;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscribe_apply_upgrade_prune_and_correct_drift() {
-    let test = "subscribe_apply_upgrade_prune_and_correct_drift";
+    scenario(
+        "subscribe_apply_upgrade_prune_and_correct_drift",
+        CapiVersion::V1Beta1,
+    )
+    .await;
+}
+
+/// The same on Cluster API v1.14's CRDs serving only v1beta2 (v1.16): the releases' v1beta1
+/// ClusterClass charts are applied converted (issue 47), their ClusterClasses stored as
+/// v1beta2 with `templateRef`s, and drift of those corrected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribe_apply_upgrade_prune_and_correct_drift_on_v1beta2() {
+    scenario(
+        "subscribe_apply_upgrade_prune_and_correct_drift_on_v1beta2",
+        CapiVersion::V1Beta2,
+    )
+    .await;
+}
+
+async fn scenario(test: &str, capi: CapiVersion) {
     let Some(env) =
-        crate::operator_common::start_shared(test, &["docker-ferrol-1-27-v1", "docker-ferrol-1-27-v2"]).await
+        crate::operator_common::start_for(test, &["docker-ferrol-1-27-v1", "docker-ferrol-1-27-v2"], capi)
+            .await
     else {
         return;
     };
@@ -78,6 +100,48 @@ async fn subscribe_apply_upgrade_prune_and_correct_drift() {
         release_status.resources
     );
     assert!(release_status.resources.iter().all(|r| r.status == "synced"));
+    let class = env
+        .classes()
+        .get("docker-ferrol-1-27-v2")
+        .await
+        .expect("ClusterClass");
+    let stored = serde_json::to_value(&class).expect("JSON");
+    assert_eq!(stored["apiVersion"], capi.api_version());
+    if capi == CapiVersion::V1Beta2 {
+        assert_eq!(
+            stored["spec"]["controlPlane"]["templateRef"]["apiVersion"],
+            "controlplane.cluster.x-k8s.io/v1beta2",
+            "{stored}"
+        );
+        assert_eq!(
+            stored["spec"]["workers"]["machineDeployments"][0]["bootstrap"]["templateRef"]["kind"],
+            "KubeadmConfigTemplate",
+            "{stored}"
+        );
+        let templates = env.dynamic_in(
+            &env.ns,
+            "controlplane.cluster.x-k8s.io",
+            "v1beta2",
+            "KubeadmControlPlaneTemplate",
+        );
+        let template = templates
+            .list(&Default::default())
+            .await
+            .expect("KubeadmControlPlaneTemplates");
+        assert!(
+            !template.items.is_empty(),
+            "the control plane templates applied as v1beta2"
+        );
+        let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(env.client(), &env.ns);
+        let converted = events
+            .list(&Default::default())
+            .await
+            .expect("events")
+            .items
+            .into_iter()
+            .any(|e| e.reason.as_deref() == Some("ConvertedToV1beta2"));
+        assert!(converted, "a ConvertedToV1beta2 Event");
+    }
 
     // A Cluster on v1 keeps v1 even when the spec no longer asks for it.
     env.create_cluster("workload", "docker-ferrol-1-27-v1").await;
@@ -119,7 +183,12 @@ async fn subscribe_apply_upgrade_prune_and_correct_drift() {
         || async { env.classes().get("docker-ferrol-1-27-v3").await.ok().map(drop) },
     )
     .await;
-    let path = "/spec/controlPlane/ref/name";
+    let reference = match capi {
+        CapiVersion::V1Beta1 => "ref",
+        CapiVersion::V1Beta2 => "templateRef",
+    };
+    let path = format!("/spec/controlPlane/{reference}/name");
+    let path = path.as_str();
     let original = env.classes().get("docker-ferrol-1-27-v3").await.expect("class");
     let original_value = original
         .data
@@ -130,7 +199,7 @@ async fn subscribe_apply_upgrade_prune_and_correct_drift() {
         .patch(
             "docker-ferrol-1-27-v3",
             &PatchParams::default(),
-            &Patch::Merge(&serde_json::json!({"spec": {"controlPlane": {"ref": {"name": "edited"}}}})),
+            &Patch::Merge(&serde_json::json!({"spec": {"controlPlane": {reference: {"name": "edited"}}}})),
         )
         .await
         .expect("ClusterClass edited");

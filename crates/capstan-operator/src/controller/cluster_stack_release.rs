@@ -10,6 +10,7 @@
 //! the interval says so. On deletion it waits while a Cluster uses the class, then prunes
 //! everything it applied (the cluster-stack operator orphans it).
 
+pub mod class_version;
 pub mod dependencies;
 pub mod verify;
 pub mod watches;
@@ -38,6 +39,8 @@ use crate::watch::{changed, spec_or_deletion};
 use crate::wiring::{Running, Wiring, in_scope};
 use capstan_apply::InventoryRef;
 use capstan_apply::ssa::{INVENTORY_ANNOTATION, MANAGED, MANAGED_LABEL};
+use capstan_stack::capi::CapiVersion;
+use capstan_stack::capi::to_v1beta2::ClassVersionError;
 use capstan_stack::name::ReleaseTag;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use kube::Resource;
@@ -204,12 +207,18 @@ async fn render_and_apply(
 ) -> Result<Action, Error> {
     let release = progress.object;
     let namespace = release.namespace().unwrap_or_default();
+    // Where v1beta2 is spoken the objects applied differ (converted): other inputs. Nothing is
+    // added for v1beta1, so inputs recorded before issue 47 stay valid.
+    let mut inputs = vec![files.digest.as_str(), namespace.as_str()];
+    if crate::capi_api::current() == CapiVersion::V1Beta2 {
+        inputs.push("cluster-api v1beta2");
+    }
     let kind = ClassRelease {
         release,
         controller,
         files,
         policy,
-        inputs: pipeline::inputs_hash("cluster-class", [files.digest.as_str(), namespace.as_str()]),
+        inputs: pipeline::inputs_hash("cluster-class", inputs),
     };
     release_runner::run(progress, &kind).await
 }
@@ -254,6 +263,21 @@ impl ReleaseKind for ClassRelease<'_> {
             ctx.event(&object_ref(self.release), false, "Rendered", "Render", note)
                 .await;
         }
+        if fresh
+            && crate::capi_api::current() == CapiVersion::V1Beta2
+            && let Ok(Ok(in_version)) = in_version(self.release, render).await
+            && !in_version.converted.is_empty()
+        {
+            let note = class_version::note(&in_version);
+            ctx.event(
+                &object_ref(self.release),
+                false,
+                class_version::CONVERTED,
+                "Apply",
+                note,
+            )
+            .await;
+        }
         let message = format!("revision {} of the rendered ClusterClass chart", render.revision);
         progress.condition(RENDERED, true, "Rendered", message);
         if progress.status.kubernetes_version.is_none()
@@ -280,7 +304,10 @@ impl ReleaseKind for ClassRelease<'_> {
         render: &StoredRender,
         _stages: &NoStages,
     ) -> Result<Vec<Inventory>, Failure> {
-        let objects = pipeline::objects_of(render, None).await?;
+        let objects = in_version(release, render)
+            .await?
+            .map_err(|e| Failure::new(class_version::reason(&e), e))?
+            .objects;
         Ok(vec![Inventory {
             inventory: inventory_of(release),
             objects,
@@ -352,6 +379,20 @@ impl ReleaseKind for ClassRelease<'_> {
                 .await;
         }
     }
+}
+
+/// The stored render's objects in the Cluster API version spoken ([`class_version`]).
+async fn in_version(
+    release: &ClusterStackRelease,
+    render: &StoredRender,
+) -> Result<Result<class_version::InVersion, ClassVersionError>, Failure> {
+    let objects = pipeline::objects_of(render, None).await?;
+    let namespace = release.namespace().unwrap_or_default();
+    Ok(class_version::in_version(
+        objects,
+        crate::capi_api::current(),
+        &namespace,
+    ))
 }
 
 /// Renders the ClusterClass chart on a blocking thread.

@@ -105,6 +105,9 @@ pub enum Cause {
     /// A Cluster (or what it references) capstan cannot read as values templates see it.
     #[error(transparent)]
     ClusterObjects(#[from] capstan_stack::values::ObjectsError),
+    /// A ClusterClass chart's object that cannot be applied in the Cluster API version spoken.
+    #[error(transparent)]
+    ClassVersion(#[from] capstan_stack::capi::to_v1beta2::ClassVersionError),
     /// No Cluster API version capstan speaks is served (or discovery failed).
     #[error("Cluster API cannot be used: {0}")]
     ClusterApiNotServed(String),
@@ -289,7 +292,7 @@ impl Cause {
             Cause::DependencyRefused { .. } => "verify",
             Cause::Render(_) | Cause::Values(_) | Cause::Json(_) | Cause::ClusterObjects(_) => "render",
             Cause::ClusterApiNotServed(_) => "cluster_api_not_served",
-            Cause::Manifest(_) => "manifest",
+            Cause::Manifest(_) | Cause::ClassVersion(_) => "manifest",
             Cause::Apply(_) | Cause::Objects(_) => "apply",
             Cause::Condition { .. } => "condition",
             Cause::Gate(_) | Cause::Unreachable { .. } => "workload",

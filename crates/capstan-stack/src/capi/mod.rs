@@ -12,6 +12,8 @@
 //!   a referenced provider object from its CRD's contract labels.
 //! - [`json`] — objects read from YAML files as JSON, and JSON as template data.
 //! - [`schema`] — the fields of an object a CRD's schema does not know (strict reading).
+//! - [`to_v1beta2`] — a stack's v1beta1 ClusterClass, kubeadm and docker templates in
+//!   v1beta2, what capstan applies where v1beta2 is served; a pure function.
 //!
 //! Knows nothing of the Kubernetes API client: callers bring the objects and the discovery
 //! result.
@@ -21,6 +23,7 @@ pub mod json;
 pub mod model;
 pub mod schema;
 pub mod served;
+pub mod to_v1beta2;
 
 pub use model::{ClassRef, ClusterClassFields, ClusterFields, Condition, ContractRef, TemplateRef};
 pub use served::ServedVersions;

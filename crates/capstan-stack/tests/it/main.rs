@@ -4,5 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod capi_shapes;
+mod capi_to_v1beta2;
 mod stack_build;
 mod stack_releases;

@@ -7,8 +7,9 @@
 //!   request reaches the API server (its audit log; discovery aside).
 //! - The rollout's switch patch moves `class` (v1beta1) or `classRef` (v1beta2) and the
 //!   version under capstan's field manager, and nothing else (managed fields).
-//! - Without Cluster API the operator says so: a `ClusterAPINotServed` Warning on the
-//!   rollout, and a few log lines instead of a loop.
+//! - Without Cluster API the operator says so on each resource it blocks (rollout,
+//!   ClusterAddon, ClusterStackRelease): a `ClusterAPINotServed` condition and Warning, a few
+//!   log lines instead of a loop, and it goes on by itself once Cluster API is installed.
 
 use std::time::Duration;
 
@@ -251,65 +252,55 @@ async fn the_switch_moves_only_class_ref_and_version_on_v1beta2() {
     .await;
 }
 
+/// The condition `type_` of `conditions` when it is False with `reason`: its message.
+fn false_because(
+    conditions: &[capstan_operator::api::conditions::Condition],
+    type_: &str,
+    reason: &str,
+) -> Option<String> {
+    capstan_operator::api::conditions::find(conditions, type_)
+        .filter(|c| !c.is_true() && c.reason == reason)
+        .map(|c| c.message.clone())
+}
+
+/// Without Cluster API every resource it blocks says so (issue 47 §5): the rollout
+/// (`Progressing`), a ClusterAddon (`ClusterReady`; its Cluster unreadable is not its Cluster
+/// gone, so it stays) and a ClusterStackRelease (`Applied`, its ClusterClass being Cluster
+/// API's kind), each False with reason `ClusterAPINotServed` and a Warning Event; a few log
+/// lines, no loop. Cluster API installed, each goes on by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_cluster_api_the_rollout_says_so_and_the_log_does_not_loop() {
-    let test = "without_cluster_api_the_rollout_says_so_and_the_log_does_not_loop";
-    let Some(bins) = Binaries::find_or_skip(test) else {
+async fn without_cluster_api_each_blocked_resource_says_so_until_it_is_installed() {
+    let test = "without_cluster_api_each_blocked_resource_says_so_until_it_is_installed";
+    let Some(env) =
+        crate::operator_common::start_without_cluster_api(test, &[V1], CapiVersion::V1Beta1).await
+    else {
         return;
     };
-    let Some(releases) = capstan_testenv::shared_path("cluster-stack-releases") else {
-        capstan_testenv::skip_or_fail(test, "shared cluster-stack releases missing (CAPSTAN_SHARED)");
-        return;
-    };
-    // No Cluster API CRDs: capstan's own only.
-    let cluster = TestCluster::start(&bins, test).await.expect("cluster starts");
-    let client = cluster.client();
-    let ours = tempfile::tempdir().expect("temp dir");
-    std::fs::write(
-        ours.path().join("capstan.yaml"),
-        capstan_operator::api::crds_yaml().expect("CRD YAML"),
-    )
-    .expect("write CRDs");
-    capstan_testenv::install_crds(&client, ours.path())
-        .await
-        .expect("capstan CRDs install");
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    namespaces
+    let operator = env.operator(0, &[]);
+    env.create_stack(&["v1"], "1h").await;
+    let addon_name = format!("cluster-addon-{CLUSTER}");
+    let addons: Api<ClusterAddon> = Api::namespaced(env.client(), &env.ns);
+    let made = addons
         .create(
             &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "tenant"}})).expect("namespace"),
+            &serde_json::from_value(json!({
+                "apiVersion": "clusterstack.x-k8s.io/v1alpha1", "kind": "ClusterAddon",
+                "metadata": {"name": addon_name, "namespace": env.ns},
+                "spec": {"clusterRef": {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster",
+                                        "name": CLUSTER, "namespace": env.ns}},
+            }))
+            .expect("ClusterAddon"),
         )
         .await
-        .expect("namespace");
-    let logs = tempfile::tempdir().expect("temp dir");
-    let cache = tempfile::tempdir().expect("temp dir");
-    let args: Vec<String> = [
-        "operator",
-        "--kubeconfig",
-        &cluster.kubeconfig_path().display().to_string(),
-        "--cache-dir",
-        &cache.path().display().to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let operator = capstan_testenv::ChildGuard::spawn_with_env(
-        "capstan operator",
-        &crate::operator_common::capstan_binary(),
-        &args,
-        &[],
-        &logs.path().join("operator.log"),
-    )
-    .expect("operator starts");
-    drop(releases);
+        .expect("ClusterAddon created");
     let rollouts: Api<capstan_operator::api::rollout::ClusterStackRollout> =
-        Api::namespaced(client.clone(), "tenant");
+        Api::namespaced(env.client(), &env.ns);
     rollouts
         .create(
             &PostParams::default(),
             &serde_json::from_value(json!({
                 "apiVersion": "capstan.dev/v1alpha1", "kind": "ClusterStackRollout",
-                "metadata": {"name": "r", "namespace": "tenant"},
+                "metadata": {"name": "r", "namespace": env.ns},
                 "spec": {"clusterStack": "ferrol", "version": "latest",
                          "waves": [{"name": "all", "maxInFlight": 1}]},
             }))
@@ -317,55 +308,122 @@ async fn without_cluster_api_the_rollout_says_so_and_the_log_does_not_loop() {
         )
         .await
         .expect("rollout created");
-    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), "tenant");
-    let message = eventually(
-        "a Warning on the rollout that Cluster API is not served",
-        Duration::from_secs(60),
+
+    // Each says so: a condition False for it, and a Warning Event.
+    let wait = Duration::from_secs(60);
+    let addon = eventually(
+        "the ClusterAddon's ClusterReady False for it",
+        wait,
         &operator,
         || async {
-            events
-                .list(&Default::default())
-                .await
-                .ok()?
-                .items
-                .into_iter()
-                .find(|e| {
-                    e.involved_object.name.as_deref() == Some("r")
-                        && e.type_.as_deref() == Some("Warning")
-                        && e.message
-                            .as_deref()
-                            .is_some_and(|m| m.contains("Cluster API cannot be used"))
-                })
-                .and_then(|e| e.message)
+            let status = addons.get_opt(&addon_name).await.ok()??.status?;
+            false_because(&status.conditions, "ClusterReady", "ClusterAPINotServed")
         },
     )
     .await;
-    assert!(message.contains("cluster.x-k8s.io is not served"), "{message}");
-    // And a condition on the rollout.
-    let progressing = eventually(
-        "the rollout's Progressing condition False for it",
-        Duration::from_secs(30),
+    let release = eventually("the release's Applied False for it", wait, &operator, || async {
+        let status = env.releases().get_opt(V1).await.ok()??.status?;
+        false_because(&status.conditions, "Applied", "ClusterAPINotServed")
+    })
+    .await;
+    let rollout = eventually(
+        "the rollout's Progressing False for it",
+        wait,
         &operator,
         || async {
-            let status = rollouts.get("r").await.ok()?.status?;
-            capstan_operator::api::conditions::find(&status.conditions, "Progressing")
-                .filter(|c| !c.is_true() && c.reason == "ClusterAPINotServed")
-                .cloned()
+            let status = rollouts.get_opt("r").await.ok()??.status?;
+            false_because(&status.conditions, "Progressing", "ClusterAPINotServed")
         },
     )
     .await;
+    for message in [&release, &addon, &rollout] {
+        assert!(message.contains("cluster.x-k8s.io is not served"), "{message}");
+    }
+    for (kind, name) in [
+        ("ClusterStackRelease", V1),
+        ("ClusterAddon", addon_name.as_str()),
+        ("ClusterStackRollout", "r"),
+    ] {
+        eventually(
+            &format!("a Warning on {kind} {name}"),
+            wait,
+            &operator,
+            || async {
+                crate::operator_common::events_about(env.client(), &env.ns, kind, name)
+                    .await
+                    .into_iter()
+                    .find(|e| {
+                        e.type_.as_deref() == Some("Warning")
+                            && e.note
+                                .as_deref()
+                                .is_some_and(|n| n.contains("Cluster API cannot be used"))
+                    })
+            },
+        )
+        .await;
+    }
+
+    // `capstan describe addon` shows it among the conditions.
+    let described = std::process::Command::new(crate::operator_common::capstan_binary())
+        .args(["describe", "addon", CLUSTER, "-n", &env.ns, "--kubeconfig"])
+        .arg(env.cluster.kubeconfig_path())
+        .output()
+        .expect("capstan describe runs");
+    let text = String::from_utf8_lossy(&described.stdout);
     assert!(
-        progressing.message.contains("cluster.x-k8s.io is not served"),
-        "{progressing:?}"
+        text.lines()
+            .any(|l| l.contains("ClusterReady") && l.contains("ClusterAPINotServed")),
+        "{text}{}",
+        String::from_utf8_lossy(&described.stderr)
     );
-    // Twenty seconds more: no loop in the log.
+
+    // Twenty seconds more: no loop in the log, and the ClusterAddon still there (a Cluster
+    // that cannot be read is not a Cluster gone).
     tokio::time::sleep(Duration::from_secs(20)).await;
-    let log = std::fs::read_to_string(logs.path().join("operator.log")).unwrap_or_default();
+    let log = std::fs::read_to_string(env.logs.path().join("operator-0.log")).unwrap_or_default();
     let capi_lines = log
         .lines()
         .filter(|l| l.contains("cluster.x-k8s.io") || l.contains("Cluster API") || l.contains("Clusters"))
         .count();
-    assert!(capi_lines <= 10, "{capi_lines} lines about Cluster API:\n{log}");
+    // The first error of each of the three objects, the choice, the backoff's few retries.
+    assert!(capi_lines <= 20, "{capi_lines} lines about Cluster API:\n{log}");
+    let kept = addons.get(&addon_name).await.expect("the ClusterAddon stays");
+    assert_eq!(kept.metadata.uid, made.metadata.uid);
+
+    // Cluster API installed (and the Cluster created): each goes on by itself.
+    env.install_cluster_api().await;
+    env.cluster_api_in(&env.ns, CLUSTER, env.topology(V1, None), HOST)
+        .await;
+    let wait = Duration::from_secs(90);
+    eventually("the release Ready", wait, &operator, || async {
+        env.releases()
+            .get_opt(V1)
+            .await
+            .ok()??
+            .status?
+            .ready
+            .then_some(())
+    })
+    .await;
+    let (reason, _) = eventually("the ClusterAddon at its next gate", wait, &operator, || async {
+        gate(&env)
+            .await
+            .filter(|(reason, _)| reason != "ClusterAPINotServed")
+    })
+    .await;
+    assert_eq!(reason, "ControlPlaneNotReady");
+    eventually(
+        "the rollout's Progressing no longer for it",
+        wait,
+        &operator,
+        || async {
+            let status = rollouts.get_opt("r").await.ok()??.status?;
+            capstan_operator::api::conditions::find(&status.conditions, "Progressing")
+                .filter(|c| c.reason != "ClusterAPINotServed")
+                .map(drop)
+        },
+    )
+    .await;
 }
 
 /// Cluster API upgraded under a running operator (v1.6's CRDs replaced by v1.14's serving only

@@ -75,6 +75,12 @@ pub async fn start_own(test: &str, published: &[&str], capi: CapiVersion) -> Opt
     start_capi(test, published, false, &[], capi).await
 }
 
+/// [`start`] on a server of the test's own without Cluster API's CRDs (capstan's only);
+/// [`Env::install_cluster_api`] brings them later. `capi` is the version they will serve.
+pub async fn start_without_cluster_api(test: &str, published: &[&str], capi: CapiVersion) -> Option<Env> {
+    start_env(test, published, false, &[], capi, false).await
+}
+
 async fn start_on(test: &str, published: &[&str], shared: bool, apiserver_args: &[String]) -> Option<Env> {
     start_capi(test, published, shared, apiserver_args, CapiVersion::V1Beta1).await
 }
@@ -86,16 +92,40 @@ async fn start_capi(
     apiserver_args: &[String],
     capi: CapiVersion,
 ) -> Option<Env> {
-    let bins = Binaries::find_or_skip(test)?;
-    let (crd_set, options) = match capi {
+    start_env(test, published, shared, apiserver_args, capi, true).await
+}
+
+/// The shared directory of `capi`'s CRDs and how they install: v1.6.0's, or v1.14.0-rc.1's
+/// serving only v1beta2.
+fn crd_set(capi: CapiVersion) -> (&'static str, Option<capstan_testenv::CrdOptions>) {
+    match capi {
         CapiVersion::V1Beta1 => ("capi-crds/v1.6.0", None),
         CapiVersion::V1Beta2 => (
             "capi-crds/v1.14.0-rc.1",
             Some(capstan_testenv::CrdOptions::v1beta2_only()),
         ),
-    };
+    }
+}
+
+async fn install_capi_crds(client: &Client, crds: &Path, capi: CapiVersion) {
+    match &crd_set(capi).1 {
+        None => capstan_testenv::install_crds(client, crds).await,
+        Some(options) => capstan_testenv::install_crds_with(client, crds, options).await,
+    }
+    .expect("CAPI CRDs install");
+}
+
+async fn start_env(
+    test: &str,
+    published: &[&str],
+    shared: bool,
+    apiserver_args: &[String],
+    capi: CapiVersion,
+    with_capi: bool,
+) -> Option<Env> {
+    let bins = Binaries::find_or_skip(test)?;
     let (Some(crds), Some(releases)) = (
-        capstan_testenv::shared_path(crd_set),
+        capstan_testenv::shared_path(crd_set(capi).0),
         capstan_testenv::shared_path("cluster-stack-releases"),
     ) else {
         capstan_testenv::skip_or_fail(
@@ -111,11 +141,9 @@ async fn start_capi(
     }
     .expect("cluster starts");
     let client = cluster.client();
-    match &options {
-        None => capstan_testenv::install_crds(&client, &crds).await,
-        Some(options) => capstan_testenv::install_crds_with(&client, &crds, options).await,
+    if with_capi {
+        install_capi_crds(&client, &crds, capi).await;
     }
-    .expect("CAPI CRDs install");
     let ours = tempfile::tempdir().expect("temp dir");
     std::fs::write(
         ours.path().join("capstan.yaml"),
@@ -159,6 +187,12 @@ async fn start_capi(
 impl Env {
     pub fn client(&self) -> Client {
         self.cluster.client()
+    }
+
+    /// Installs Cluster API's CRDs of [`Env::capi`] (after [`start_without_cluster_api`]).
+    pub async fn install_cluster_api(&self) {
+        let crds = capstan_testenv::shared_path(crd_set(self.capi).0).expect("CAPI CRDs");
+        install_capi_crds(&self.client(), &crds, self.capi).await;
     }
 
     /// Publishes the shared release `tag` on the fake GitHub (as the newest release).

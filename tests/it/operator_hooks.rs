@@ -3,6 +3,11 @@
 //! and the hooks server running in this process on 127.0.0.1 with a generated certificate.
 //! Requests are POSTed over HTTPS as Cluster API sends them; every decision is read back from
 //! the ClusterAddon's status, where all of the hooks' state lives.
+//!
+//! The scenario runs twice (issue 47): on a server without Cluster API, the requests' Clusters
+//! in v1beta1's shape (`spec.topology.class`), and on one with v1.14.0-rc.1's CRDs serving
+//! only v1beta2, the requests' Clusters in v1beta2's shape (`spec.topology.classRef`), with
+//! the same answers; the pass overlapping a hook call runs on both CRD sets.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -10,6 +15,7 @@ use std::time::{Duration, Instant};
 use capstan_operator::api::{self, ClusterAddon};
 use capstan_operator::hooks::serve_with;
 use capstan_operator::webhook::{Certificate, GeneratedCert, generate};
+use capstan_stack::capi::CapiVersion;
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::events::v1::Event;
@@ -49,17 +55,32 @@ async fn runtime_hooks_block_upgrades_until_addons_are_applied_and_never_past_th
         )
         .await
         .expect("namespace created");
+    hooks_scenario(&cluster, CapiVersion::V1Beta1).await;
+}
 
+/// The same scenario where Cluster API serves only v1beta2 and sends v1beta2 Clusters; then
+/// the pass overlapping a hook call, on the same server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_hooks_answer_alike_for_v1beta2_clusters() {
+    let test = "runtime_hooks_answer_alike_for_v1beta2_clusters";
+    let Some(env) = crate::operator_common::start_v1beta2(test, &[], &[]).await else {
+        return;
+    };
+    assert_eq!(env.ns, NS);
+    hooks_scenario(&env.cluster, CapiVersion::V1Beta2).await;
+    a_pass_overlapping_a_hook_call(&env).await;
+}
+
+/// Every hooks case, the requests' Clusters in `capi`'s shape, on `cluster` (capstan's CRDs and
+/// namespace [`NS`] there).
+async fn hooks_scenario(cluster: &TestCluster, capi: CapiVersion) {
+    let client = cluster.client();
     let cert = generate(&[]).expect("certificate");
     let (stop, stopped) = tokio::sync::watch::channel(false);
     // One server that waits long, one whose timeout passes during the test.
     let patient = start_server(&cert, client.clone(), Duration::from_secs(600), stopped.clone()).await;
     let hasty = start_server(&cert, client.clone(), Duration::from_secs(2), stopped.clone()).await;
-    let http = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).expect("CA"))
-        .build()
-        .expect("HTTP client");
-    let hooks = Hooks { http };
+    let hooks = Hooks::new(&cert, capi);
 
     discovery_lists_both_handlers(&hooks, patient).await;
     blocks_until_the_new_class_is_applied(&hooks, patient, &client).await;
@@ -72,12 +93,16 @@ async fn runtime_hooks_block_upgrades_until_addons_are_applied_and_never_past_th
     concurrent_calls_on_two_replicas_release_once(&hooks, [hasty, replica], &client).await;
     stop.send(true).expect("servers stop");
 
-    the_operator_serves_the_hooks_with_its_flags(&cluster, &client).await;
+    the_operator_serves_the_hooks_with_its_flags(cluster, &client, capi).await;
 }
 
 /// `capstan operator --hooks-addr … --upgrade-hook-timeout 2s` with the webhook certificate
 /// directory: the same answers from the operator process.
-async fn the_operator_serves_the_hooks_with_its_flags(cluster: &TestCluster, client: &Client) {
+async fn the_operator_serves_the_hooks_with_its_flags(
+    cluster: &TestCluster,
+    client: &Client,
+    capi: CapiVersion,
+) {
     let cert = generate(&[]).expect("certificate");
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("tls.crt"), &cert.cert_pem).expect("write cert");
@@ -97,6 +122,10 @@ async fn the_operator_serves_the_hooks_with_its_flags(cluster: &TestCluster, cli
         "2s",
         "--webhook-cert-dir",
         &dir.path().display().to_string(),
+        // With Cluster API served, the ClusterAddon controller would take these ClusterAddons
+        // (made by hand, without Clusters) for ones whose Cluster is gone.
+        "--controllers",
+        "*,-clusteraddon",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -109,11 +138,7 @@ async fn the_operator_serves_the_hooks_with_its_flags(cluster: &TestCluster, cli
         &log,
     )
     .expect("operator starts");
-    let http = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).expect("CA"))
-        .build()
-        .expect("HTTP client");
-    let hooks = Hooks { http };
+    let hooks = Hooks::new(&cert, capi);
     let started = Instant::now();
     loop {
         if let Some(exit) = operator.exited() {
@@ -181,9 +206,25 @@ async fn start_server(
 
 struct Hooks {
     http: reqwest::Client,
+    /// The shape of the Clusters in the requests (what the Cluster API sending them serves).
+    capi: CapiVersion,
 }
 
 impl Hooks {
+    /// A client trusting `cert`'s CA, sending Clusters in `capi`'s shape.
+    fn new(cert: &GeneratedCert, capi: CapiVersion) -> Hooks {
+        let http = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).expect("CA"))
+            .build()
+            .expect("HTTP client");
+        Hooks { http, capi }
+    }
+
+    /// A `hook` request about Cluster `cluster` (on `class`, when given).
+    fn request(&self, hook: &str, cluster: &str, class: Option<&str>) -> Json {
+        request(self.capi, hook, cluster, class)
+    }
+
     /// POSTs `body` to `path`: the HTTP status and the JSON answer.
     async fn post(&self, addr: SocketAddr, path: &str, body: Json) -> (u16, Json) {
         let response = self
@@ -203,7 +244,11 @@ impl Hooks {
     /// `BeforeClusterUpgrade` for Cluster `name` moving to `class`.
     async fn before_upgrade(&self, addr: SocketAddr, name: &str, class: &str) -> Json {
         let (status, answer) = self
-            .post(addr, UPGRADE, request("BeforeClusterUpgrade", name, Some(class)))
+            .post(
+                addr,
+                UPGRADE,
+                self.request("BeforeClusterUpgrade", name, Some(class)),
+            )
             .await;
         assert_eq!(status, 200, "{answer}");
         assert_eq!(answer["kind"], "BeforeClusterUpgradeResponse", "{answer}");
@@ -211,16 +256,24 @@ impl Hooks {
     }
 }
 
-fn request(hook: &str, cluster: &str, class: Option<&str>) -> Json {
-    let mut spec = json!({"controlPlaneRef": {"kind": "KubeadmControlPlane", "name": cluster}});
+/// A `hook` request about Cluster `cluster` (on `class`, when given) in `capi`'s shape.
+fn request(capi: CapiVersion, hook: &str, cluster: &str, class: Option<&str>) -> Json {
+    let mut spec = match capi {
+        CapiVersion::V1Beta1 => json!({"controlPlaneRef": {"kind": "KubeadmControlPlane", "name": cluster}}),
+        CapiVersion::V1Beta2 => json!({"controlPlaneRef": {
+            "apiGroup": "controlplane.cluster.x-k8s.io", "kind": "KubeadmControlPlane", "name": cluster}}),
+    };
     if let Some(class) = class {
-        spec["topology"] = json!({"class": class, "version": "v1.27.3"});
+        spec["topology"] = match capi {
+            CapiVersion::V1Beta1 => json!({"class": class, "version": "v1.27.3"}),
+            CapiVersion::V1Beta2 => json!({"classRef": {"name": class}, "version": "v1.27.3"}),
+        };
     }
     json!({
         "apiVersion": API_VERSION,
         "kind": format!("{hook}Request"),
         "cluster": {
-            "apiVersion": "cluster.x-k8s.io/v1beta1",
+            "apiVersion": capi.api_version(),
             "kind": "Cluster",
             "metadata": {"name": cluster, "namespace": NS},
             "spec": spec,
@@ -502,7 +555,11 @@ async fn clusters_without_addons_proceed_at_once(hooks: &Hooks, addr: SocketAddr
     );
     // Without a topology there is no class either.
     let (status, answer) = hooks
-        .post(addr, UPGRADE, request("BeforeClusterUpgrade", "plain", None))
+        .post(
+            addr,
+            UPGRADE,
+            hooks.request("BeforeClusterUpgrade", "plain", None),
+        )
         .await;
     assert_eq!(status, 200);
     assert_eq!(retry(&answer), 0, "{answer}");
@@ -513,7 +570,7 @@ async fn after_control_plane_initialized_succeeds(hooks: &Hooks, addr: SocketAdd
         .post(
             addr,
             INITIALIZED,
-            request(
+            hooks.request(
                 "AfterControlPlaneInitialized",
                 "c1",
                 Some("docker-ferrol-1-27-v2"),
@@ -548,7 +605,17 @@ async fn a_pass_overlapping_a_hook_call_keeps_the_hooks_fields() {
     let Some(env) = crate::operator_common::start(test, &[]).await else {
         return;
     };
+    a_pass_overlapping_a_hook_call(&env).await;
+}
+
+/// [`a_pass_overlapping_a_hook_call_keeps_the_hooks_fields`] on `env`'s Cluster API; the pass
+/// runs in this process, which discovers the version to speak as the operator does.
+async fn a_pass_overlapping_a_hook_call(env: &crate::operator_common::Env) {
     let client = env.client();
+    assert_eq!(
+        capstan_operator::capi_api::ensure_discovered(&client).await,
+        env.capi
+    );
     let (v1, v2, v3) = (
         "docker-ferrol-1-27-v1",
         "docker-ferrol-1-27-v2",
@@ -590,7 +657,9 @@ async fn a_pass_overlapping_a_hook_call_keeps_the_hooks_fields() {
         .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).expect("CA"))
         .build()
         .expect("HTTP client");
-    let answer = Hooks { http }.before_upgrade(server, "c9", v3).await;
+    let answer = Hooks { http, capi: env.capi }
+        .before_upgrade(server, "c9", v3)
+        .await;
     assert!(retry(&answer) > 0, "the upgrade waits: {answer}");
     stop.send(true).expect("server stops");
     let hooked = status_of(&client, "c9").await;

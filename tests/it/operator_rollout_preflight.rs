@@ -247,3 +247,77 @@ async fn a_stored_helm_release_with_a_removed_api_blocks_and_skip_goes_on_withou
     );
     sim.snapshot(|record| assert!(record.switches_of(CLUSTER).is_empty()));
 }
+
+/// Where Cluster API serves only v1beta2 the workers are read at v1beta2 (issue 47): a
+/// MachineDeployment whose spec is at the target but two of whose machines still run
+/// Kubernetes 1.24 (`status.versions`, three minors behind 1.27, which allows two) blocks the
+/// step on its version skew, and the Cluster is never switched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_too_far_behind_block_the_step_on_v1beta2() {
+    let test = "workers_too_far_behind_block_the_step_on_v1beta2";
+    // This process (the simulator, the helpers) speaks v1beta2 too.
+    capstan_operator::capi_api::set(capstan_operator::capi_api::Choice::Chosen(
+        capstan_stack::capi::CapiVersion::V1Beta2,
+    ));
+    let Some((env, operator)) = crate::operator_rollout::fleet_on(
+        test,
+        &[(CLUSTER, "all")],
+        capstan_stack::capi::CapiVersion::V1Beta2,
+    )
+    .await
+    else {
+        return;
+    };
+    let deployments = env.dynamic_in(NS, "cluster.x-k8s.io", "v1beta2", "MachineDeployment");
+    let reference = |group: &str, kind: &str| json!({"apiGroup": group, "kind": kind, "name": "md-0"});
+    let made: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
+        "metadata": {"name": "md-0", "namespace": NS,
+                     "labels": {"cluster.x-k8s.io/cluster-name": CLUSTER}},
+        "spec": {"clusterName": CLUSTER, "selector": {"matchLabels": {"pool": "md-0"}},
+                 "template": {"metadata": {"labels": {"pool": "md-0"}},
+                              "spec": {"clusterName": CLUSTER, "version": "v1.27.2",
+                                       "bootstrap": {"configRef": reference("bootstrap.cluster.x-k8s.io", "KubeadmConfigTemplate")},
+                                       "infrastructureRef": reference("infrastructure.cluster.x-k8s.io", "DockerMachineTemplate")}}},
+    }))
+    .expect("MachineDeployment");
+    deployments
+        .create(&kube::api::PostParams::default(), &made)
+        .await
+        .expect("MachineDeployment created");
+    deployments
+        .patch_status(
+            "md-0",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"versions": [
+                {"version": "v1.24.9", "replicas": 2}, {"version": "v1.27.2", "replicas": 1}]}})),
+        )
+        .await
+        .expect("MachineDeployment status");
+    let sim = simulate(&env, Duration::from_secs(1), &[]);
+    create_rollout(
+        &env,
+        json!({"clusterStack": "ferrol", "version": "v2",
+               "waves": [{"name": "all", "clusterSelector": {"matchLabels": {"ring": "all"}}}]}),
+    )
+    .await;
+    wait_phase(&env, &operator, RolloutPhase::Halted, Duration::from_secs(90)).await;
+    let status = cluster_status(&env).await.expect("the Cluster in the status");
+    assert_eq!(status.phase, ClusterPhase::Blocked, "{status:?}");
+    let skew = status
+        .preflight
+        .iter()
+        .find(|r| r.check == "VersionSkew")
+        .unwrap_or_else(|| panic!("the version skew in {status:?}"));
+    assert!(!skew.ok, "{status:?}");
+    assert_eq!(
+        skew.reason, "MachineDeployment md-0 (2 machines) runs 1.24, 3 minors behind 1.27 (at most 2)",
+        "{status:?}"
+    );
+    assert_eq!(
+        topology(&env, CLUSTER).await.0,
+        V1,
+        "a blocked Cluster is never switched"
+    );
+    sim.snapshot(|record| assert!(record.switches_of(CLUSTER).is_empty()));
+}

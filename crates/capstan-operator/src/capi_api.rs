@@ -24,6 +24,11 @@ use capstan_stack::capi::{CapiVersion, GROUP, ServedVersions};
 /// How often the served versions are looked at while a version is chosen.
 pub const DISCOVERY_PERIOD: Duration = Duration::from_secs(60);
 
+/// The reason of the condition (and the Event) on every resource that waits for a Cluster API
+/// capstan speaks: ClusterStackRollouts (`Progressing`), ClusterAddons (`ClusterReady`) and
+/// ClusterStackReleases (`Applied`).
+pub const NOT_SERVED_REASON: &str = "ClusterAPINotServed";
+
 /// What discovery said last.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Choice {
@@ -75,12 +80,33 @@ pub fn rediscover() {
     REDISCOVER.notify_one();
 }
 
+/// An item each time a version is chosen anew (Cluster API installed after none was served,
+/// or another version): the controllers whose objects wait for it look at them all again at
+/// once, instead of at their next retry.
+pub fn chosen_anew() -> futures::stream::BoxStream<'static, ()> {
+    futures::stream::unfold(CHOICE.subscribe(), |mut changes| async move {
+        loop {
+            changes.changed().await.ok()?;
+            if matches!(*changes.borrow_and_update(), Choice::Chosen(_)) {
+                return Some(((), changes));
+            }
+        }
+    })
+    .boxed()
+}
+
 /// `cluster.x-k8s.io/<version>` `Cluster`.
 pub fn cluster_resource_of(version: CapiVersion) -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk(GROUP, version.as_str(), "Cluster"),
         "clusters",
     )
+}
+
+/// `cluster.x-k8s.io/<version>` `kind` (its plural the lowercase kind and an `s`, as for
+/// `MachineDeployment` and `MachinePool`).
+pub fn resource_of(version: CapiVersion, kind: &str) -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(GROUP, version.as_str(), kind))
 }
 
 /// `cluster.x-k8s.io/<version>` `ClusterClass`.

@@ -153,10 +153,20 @@ pub async fn list(client: &Client, _namespace: &str) -> Result<Vec<DynamicObject
     api.list(&ListParams::default()).await.map(|list| list.items)
 }
 
-/// Cluster `name` of `namespace`, when it exists.
+/// Cluster `name` of `namespace`, when it exists. A Cluster resource the API server does not
+/// serve (at the version spoken) is an error, not an absent Cluster — whoever reads "gone"
+/// would delete what belongs to it — and asks for discovery at once.
 pub async fn get(client: &Client, namespace: &str, name: &str) -> Result<Option<DynamicObject>, kube::Error> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &cluster_resource());
-    api.get_opt(name).await
+    match api.get(name).await {
+        Ok(cluster) => Ok(Some(cluster)),
+        Err(error) if crate::kube_error::is_resource_not_served(&error) => {
+            crate::capi_api::rediscover();
+            Err(error)
+        }
+        Err(error) if crate::kube_error::is_not_found(&error) => Ok(None),
+        Err(error) => Err(error),
+    }
 }
 
 /// Names of the ClusterStackReleases in `namespace` whose classes `clusters` use (dot and dash

@@ -15,6 +15,15 @@ pub fn is_not_found(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 404)
 }
 
+/// Whether `error` is a 404 for the resource itself rather than for one object of it: a kind
+/// or version the API server does not serve (its CRD missing, the version no longer served).
+/// The API server names the object it did not find (`details.name`); for a path it does not
+/// serve it answers a bare 404 (`404 page not found`, or a Status without details).
+pub fn is_resource_not_served(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status)
+        if status.code == 404 && status.details.as_ref().is_none_or(|d| d.name.is_empty()))
+}
+
 /// Whether `error` is the API server's "already exists" (or a write conflict).
 pub fn is_conflict(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 409)
@@ -48,5 +57,35 @@ mod tests {
         assert!(!is_invalid(&api(409)));
         assert!(retryable_kube(&api(409)) && retryable_kube(&api(503)));
         assert!(!retryable_kube(&api(422)));
+    }
+
+    #[test]
+    fn a_missing_resource_is_told_from_a_missing_object() {
+        use serde_json::json;
+        // As the API server writes them.
+        let status = |code: u16, name: Option<&str>| {
+            let details =
+                name.map(|name| json!({"name": name, "group": "cluster.x-k8s.io", "kind": "clusters"}));
+            let status: kube::core::Status = serde_json::from_value(json!({
+                "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",
+                "message": "not found", "code": code, "details": details,
+            }))
+            .expect("a Status");
+            kube::Error::Api(status.boxed())
+        };
+        // (error, the resource is not served, not found at all)
+        let cases = [
+            // `clusters.cluster.x-k8s.io "web" not found`: the object.
+            (status(404, Some("web")), false, true),
+            // `404 page not found`: the path, so the resource.
+            (status(404, None), true, true),
+            (status(404, Some("")), true, true),
+            (status(403, None), false, false),
+            (status(410, None), false, false),
+        ];
+        for (error, not_served, not_found) in cases {
+            assert_eq!(is_resource_not_served(&error), not_served, "{error:?}");
+            assert_eq!(is_not_found(&error), not_found, "{error:?}");
+        }
     }
 }

@@ -2,7 +2,9 @@
 //! Cluster that uses the release's ClusterClass, with values injected from the live Cluster
 //! API objects (`Cluster`, its control plane and infrastructure cluster), and keeps them there.
 //!
-//! - **Gates**: the `<cluster>-kubeconfig` Secret, `status.controlPlaneReady` and the workload
+//! - **Gates**: a Cluster API version capstan speaks served (else `ClusterAPINotServed`, an
+//!   error with backoff: a Cluster that cannot be read is never taken for gone), the
+//!   `<cluster>-kubeconfig` Secret, `status.controlPlaneReady` and the workload
 //!   API server's `/readyz`; the `ClusterReady` condition names the gate that is missing.
 //! - **Render once**: the injected values are computed on every pass (cheap), the user's values
 //!   ([`crate::addon::user_values`]) layered over them, and hashed with the release digest and
@@ -177,6 +179,11 @@ async fn apply(addon: &ClusterAddon, controller: &AddonController) -> Result<Act
 async fn apply_pass(addon: &ClusterAddon, controller: &AddonController) -> Result<Action, Error> {
     let ctx = controller.shared.as_ref();
     let mut progress = Progress::new(addon, ctx, &STEPS);
+    // 0. Cluster API itself: without it no Cluster can be read, and none is gone.
+    gate!(
+        &mut progress,
+        plan::cluster_api_gate(crate::capi_api::not_served())
+    );
     let found = match observe::cluster(ctx, addon).await {
         Ok(found) => found,
         Err(e) => return Err(progress.fail(CLUSTER_READY, "ClusterUnreadable", e).await),
@@ -268,9 +275,11 @@ async fn cleanup(addon: &ClusterAddon, controller: &AddonController) -> Result<A
     let ctx = controller.shared.as_ref();
     let namespace = addon.namespace().unwrap_or_default();
     let cluster_name = addon.spec.cluster_ref.name.clone().unwrap_or_default();
-    let cluster = crate::clusters::get(&ctx.client, &namespace, &cluster_name)
-        .await
-        .map_err(|e| Error::kube(format!("reading Cluster {namespace}/{cluster_name}"), e))?;
+    // Without Cluster API (uninstalled, its Clusters with it) nothing is left to reach.
+    let cluster = match crate::clusters::get(&ctx.client, &namespace, &cluster_name).await {
+        Err(e) if crate::kube_error::is_resource_not_served(&e) => None,
+        read => read.map_err(|e| Error::kube(format!("reading Cluster {namespace}/{cluster_name}"), e))?,
+    };
     let cluster_going = cluster
         .as_ref()
         .is_none_or(|c| c.metadata.deletion_timestamp.is_some());
@@ -349,6 +358,8 @@ pub fn controller(wiring: &Wiring<'_>) -> Running {
         .reconcile_on(ctx.management.wake_ups())
         // Drift watches on the workload clusters wake their ClusterAddon.
         .reconcile_on(controller.drift.wake_ups())
+        // Cluster API served again (or another version): each waits no longer.
+        .reconcile_all_on(crate::capi_api::chosen_anew())
         .with_config(wiring.concurrency.clone())
         .graceful_shutdown_on(wiring.shutdown.clone())
         .run(in_scope(reconcile, &wiring.scope), error_policy, controller)

@@ -194,6 +194,14 @@ async fn apply(release: &ClusterStackRelease, controller: &ReleaseController) ->
             }
         }
     }
+    // 5. The ClusterClass chart is Cluster API's kinds: without a version served, said (with
+    // backoff) instead of an apply refused for kinds the server does not know.
+    if let Some(why) = crate::capi_api::not_served() {
+        let cause = super::Cause::ClusterApiNotServed(why);
+        return Err(progress
+            .fail(APPLIED, crate::capi_api::NOT_SERVED_REASON, cause)
+            .await);
+    }
     render_and_apply(&mut progress, controller, &files, &policy).await
 }
 
@@ -597,6 +605,8 @@ pub fn controller(wiring: &Wiring<'_>) -> Running {
         )
         // Drift watches on the releases' objects wake their release.
         .reconcile_on(controller.drift.wake_ups())
+        // Cluster API served again (or another version): each waits no longer.
+        .reconcile_all_on(crate::capi_api::chosen_anew())
         .with_config(wiring.concurrency.clone())
         .graceful_shutdown_on(wiring.shutdown.clone())
         .run(in_scope(reconcile, &wiring.scope), error_policy, controller)

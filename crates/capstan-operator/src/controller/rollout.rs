@@ -153,6 +153,8 @@ pub async fn run(
         .watches_stream(release_changes, move |release: ClusterStackRelease| {
             rollouts_in(&for_releases, &[release.namespace().unwrap_or_default()])
         })
+        // Cluster API served again (or another version): each waits no longer.
+        .reconcile_all_on(crate::capi_api::chosen_anew())
         .with_config(config)
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, reconciler)
@@ -232,12 +234,17 @@ pub async fn reconcile(
             let api: Api<ClusterStackRollout> =
                 Api::namespaced(ctx.client.clone(), &rollout.namespace().unwrap_or_default());
             // A condition too; a conflict (the store behind) is written on the next retry.
-            if let Err(error) =
-                act::record_blocked(&api, &rollout, "ClusterAPINotServed", &cause.to_string()).await
+            if let Err(error) = act::record_blocked(
+                &api,
+                &rollout,
+                crate::capi_api::NOT_SERVED_REASON,
+                &cause.to_string(),
+            )
+            .await
             {
                 tracing::debug!(%error, "recording that Cluster API is not served");
             }
-            Err(Error::step("Observe", "ClusterAPINotServed", cause))
+            Err(Error::step("Observe", crate::capi_api::NOT_SERVED_REASON, cause))
         }
         None => Ok(()),
     };

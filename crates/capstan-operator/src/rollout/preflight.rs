@@ -8,7 +8,8 @@
 //!   server's record starts at its last restart ([`COUNTER_NOTE`]).
 //! - **Version skew** ([`version_skew`]): the control plane at the step's source minor, and no
 //!   MachineDeployment or MachinePool further behind the step's minor than the kubelet skew
-//!   Kubernetes supports.
+//!   Kubernetes supports — neither its spec's version nor one its machines still run
+//!   ([`workers_of`]).
 //! - The render of the target release and the user's CEL checks are verdicts computed
 //!   elsewhere and passed in as [`PreflightResult`]s.
 //!
@@ -240,6 +241,32 @@ pub struct Workers {
     pub version: Option<String>,
 }
 
+/// The versions a MachineDeployment or MachinePool holds its machines at, as the skew check
+/// reads them: the one its spec names (`None`: the topology's), and each other one its
+/// machines still run (`status.versions`, Cluster API v1.14) — an upgrade under way leaves
+/// machines on a version the spec no longer names.
+pub fn workers_of(fields: &capstan_stack::capi::WorkersFields) -> Vec<Workers> {
+    let name = format!("{} {}", fields.kind, fields.name);
+    let running = fields
+        .running
+        .iter()
+        .filter(|r| fields.kubernetes_version.as_ref() != Some(&r.version))
+        .map(|r| Workers {
+            name: match r.replicas {
+                Some(1) => format!("{name} (1 machine)"),
+                Some(n) => format!("{name} ({n} machines)"),
+                None => format!("{name} (some machines)"),
+            },
+            version: Some(r.version.clone()),
+        });
+    std::iter::once(Workers {
+        name: name.clone(),
+        version: fields.kubernetes_version.clone(),
+    })
+    .chain(running)
+    .collect()
+}
+
 /// The version-skew verdict of a step from `from` to `to`: the control plane runs `from`'s
 /// minor (`control_plane`: its `status.version`, `v1.27.3`), and no workers are newer than
 /// `to` or more minors behind it than [`kubelet_skew`] allows.
@@ -464,6 +491,72 @@ apiserver_request_total{code="200",verb="GET"} 7
             assert_eq!(verdict.ok, ok, "to {to}: {}", verdict.reason);
             assert!(verdict.reason.starts_with(reason), "to {to}: {}", verdict.reason);
         }
+    }
+
+    #[test]
+    fn workers_are_read_at_their_spec_and_running_versions() {
+        use capstan_stack::capi::{CapiVersion, StatusVersion, WorkersFields};
+        let fields = |version: Option<&str>, running: &[(&str, Option<i64>)]| WorkersFields {
+            version: CapiVersion::V1Beta2,
+            kind: "MachineDeployment".into(),
+            name: "md-0".into(),
+            kubernetes_version: version.map(str::to_string),
+            running: running
+                .iter()
+                .map(|(v, replicas)| StatusVersion {
+                    version: v.to_string(),
+                    replicas: *replicas,
+                })
+                .collect(),
+        };
+        let w = |name: &str, version: Option<&str>| Workers {
+            name: name.into(),
+            version: version.map(str::to_string),
+        };
+        let rows = [
+            (
+                fields(Some("v1.27.3"), &[]),
+                vec![w("MachineDeployment md-0", Some("v1.27.3"))],
+            ),
+            // Its machines on the spec's version add nothing.
+            (
+                fields(Some("v1.27.3"), &[("v1.27.3", Some(3))]),
+                vec![w("MachineDeployment md-0", Some("v1.27.3"))],
+            ),
+            // An upgrade under way: the machines still on older versions count too.
+            (
+                fields(
+                    Some("v1.27.3"),
+                    &[("v1.24.9", Some(2)), ("v1.25.0", Some(1)), ("v1.27.3", Some(1))],
+                ),
+                vec![
+                    w("MachineDeployment md-0", Some("v1.27.3")),
+                    w("MachineDeployment md-0 (2 machines)", Some("v1.24.9")),
+                    w("MachineDeployment md-0 (1 machine)", Some("v1.25.0")),
+                ],
+            ),
+            (
+                fields(None, &[("v1.26.1", None)]),
+                vec![
+                    w("MachineDeployment md-0", None),
+                    w("MachineDeployment md-0 (some machines)", Some("v1.26.1")),
+                ],
+            ),
+        ];
+        for (fields, want) in rows {
+            assert_eq!(workers_of(&fields), want, "{fields:?}");
+        }
+        // The spec at the target, two machines three minors behind it: blocked for them.
+        let verdict = version_skew(
+            k8s("1.26"),
+            k8s("1.27"),
+            Some("v1.26.4"),
+            &workers_of(&fields(Some("v1.27.3"), &[("v1.24.9", Some(2))])),
+        );
+        assert_eq!(
+            verdict.reason,
+            "MachineDeployment md-0 (2 machines) runs 1.24, 3 minors behind 1.27 (at most 2)"
+        );
     }
 
     /// One row: the step, the control plane, the workers, and the reason ("" when ok).

@@ -3,8 +3,8 @@
 //! v1.15) and `cluster.x-k8s.io/v1beta2` (the storage version since v1.11, the only one from
 //! v1.16).
 //!
-//! - [`model`] — the fields capstan needs of a Cluster and a ClusterClass, typed, read from
-//!   either version's JSON: the class and its namespace, the Kubernetes version, the
+//! - [`model`] — the fields capstan needs of a Cluster, a ClusterClass and a Cluster's
+//!   workers (MachineDeployments, MachinePools), typed, read from either version's JSON: the class and its namespace, the Kubernetes version, the
 //!   control plane and infrastructure references, the initialization flags, the conditions.
 //! - [`convert`] — a v1beta2 Cluster in the v1beta1 shape values templates see (what Cluster
 //!   API's own conversion hands a v1beta1 reader), a pure function.
@@ -25,7 +25,10 @@ pub mod schema;
 pub mod served;
 pub mod to_v1beta2;
 
-pub use model::{ClassRef, ClusterClassFields, ClusterFields, Condition, ContractRef, TemplateRef};
+pub use model::{
+    ClassRef, ClusterClassFields, ClusterFields, Condition, ContractRef, StatusVersion, TemplateRef,
+    WORKER_KINDS, WorkersFields,
+};
 pub use served::ServedVersions;
 
 /// The API group of Cluster API's core types.

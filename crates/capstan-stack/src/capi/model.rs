@@ -10,6 +10,7 @@
 //! | v1beta1 conditions | `status.conditions` | `status.deprecated.v1beta1.conditions` |
 //! | control plane versions | `status.v1beta2.controlPlane.versions` | `status.controlPlane.versions` |
 //! | ClusterClass templates | `spec.{infrastructure,controlPlane}.ref` | `….templateRef` |
+//! | MachineDeployment/Pool version, running versions | `spec.template.spec.version`, `status.versions` | the same |
 //!
 //! A field of the wrong type is an error naming it; a missing one is `None` (or `false`).
 
@@ -198,6 +199,51 @@ impl ClusterClassFields {
             control_plane_machine_infrastructure: read
                 .template_ref(&format!("spec.controlPlane.machineInfrastructure.{reference}"))?,
             conditions: read.conditions(conditions)?,
+        })
+    }
+}
+
+/// The kinds of a Cluster's workers, whose Kubernetes versions a step's version skew reads.
+pub const WORKER_KINDS: [&str; 2] = ["MachineDeployment", "MachinePool"];
+
+/// What capstan reads of a MachineDeployment or MachinePool, whichever version it came in
+/// (the paths are the same in both).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkersFields {
+    pub version: CapiVersion,
+    /// `MachineDeployment` or `MachinePool`.
+    pub kind: String,
+    pub name: String,
+    /// `spec.template.spec.version`: what its machines are to run (`None`: the topology's).
+    pub kubernetes_version: Option<String>,
+    /// `status.versions`: what its machines run now, with how many (Cluster API v1.14, in
+    /// both versions; empty before).
+    pub running: Vec<StatusVersion>,
+}
+
+impl WorkersFields {
+    /// Reads a MachineDeployment or MachinePool; refuses another kind, another version and
+    /// fields of the wrong type.
+    pub fn from_object(object: &Value) -> Result<WorkersFields, CapiError> {
+        let found = object.get("kind").and_then(Value::as_str).unwrap_or("");
+        let kind = WORKER_KINDS
+            .into_iter()
+            .find(|k| *k == found)
+            .unwrap_or("MachineDeployment");
+        let version = expect_kind(object, kind)?;
+        let read = Reader { root: object };
+        let name = read
+            .string("metadata.name")?
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| field_error("metadata.name", "is missing"))?;
+        Ok(WorkersFields {
+            version,
+            kind: kind.to_string(),
+            name,
+            kubernetes_version: read
+                .string("spec.template.spec.version")?
+                .filter(|v| !v.is_empty()),
+            running: read.versions("status.versions")?,
         })
     }
 }
@@ -549,5 +595,123 @@ mod tests {
             "DockerMachineTemplate"
         );
         assert!(old.conditions[0].is_true());
+    }
+
+    #[test]
+    fn workers_in_either_version() {
+        let workers = |api_version: &str, kind: &str, spec: Value, status: Value| {
+            json!({"apiVersion": api_version, "kind": kind,
+                   "metadata": {"name": "md-0", "namespace": "ns"},
+                   "spec": {"clusterName": "c", "template": {"spec": spec}}, "status": status})
+        };
+        let running = |pairs: &[(&str, i64)]| -> Vec<StatusVersion> {
+            pairs
+                .iter()
+                .map(|(version, replicas)| StatusVersion {
+                    version: version.to_string(),
+                    replicas: Some(*replicas),
+                })
+                .collect()
+        };
+        // (object, version, kind, spec version, running)
+        let table = [
+            // v1.6's v1beta1: no status.versions.
+            (
+                workers(
+                    "cluster.x-k8s.io/v1beta1",
+                    "MachineDeployment",
+                    json!({"version": "v1.27.3"}),
+                    json!({"replicas": 3}),
+                ),
+                CapiVersion::V1Beta1,
+                "MachineDeployment",
+                Some("v1.27.3"),
+                running(&[]),
+            ),
+            // v1.14, either version: status.versions.
+            (
+                workers(
+                    "cluster.x-k8s.io/v1beta2",
+                    "MachineDeployment",
+                    json!({"version": "v1.27.3", "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io",
+                               "kind": "KubeadmConfigTemplate", "name": "b"}}}),
+                    json!({"versions": [{"version": "v1.26.9", "replicas": 2}, {"version": "v1.27.3", "replicas": 1}]}),
+                ),
+                CapiVersion::V1Beta2,
+                "MachineDeployment",
+                Some("v1.27.3"),
+                running(&[("v1.26.9", 2), ("v1.27.3", 1)]),
+            ),
+            (
+                workers(
+                    "cluster.x-k8s.io/v1beta1",
+                    "MachinePool",
+                    json!({}),
+                    json!({"versions": [{"version": "v1.25.0", "replicas": 4}]}),
+                ),
+                CapiVersion::V1Beta1,
+                "MachinePool",
+                None,
+                running(&[("v1.25.0", 4)]),
+            ),
+            // An empty version is none (the topology's).
+            (
+                workers(
+                    "cluster.x-k8s.io/v1beta2",
+                    "MachinePool",
+                    json!({"version": ""}),
+                    json!({}),
+                ),
+                CapiVersion::V1Beta2,
+                "MachinePool",
+                None,
+                running(&[]),
+            ),
+        ];
+        for (object, version, kind, kubernetes_version, running) in table {
+            let fields = WorkersFields::from_object(&object).unwrap_or_else(|e| panic!("{object}: {e}"));
+            assert_eq!(
+                fields,
+                WorkersFields {
+                    version,
+                    kind: kind.into(),
+                    name: "md-0".into(),
+                    kubernetes_version: kubernetes_version.map(str::to_string),
+                    running,
+                },
+                "{object}"
+            );
+        }
+        let refusals = [
+            (
+                json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "metadata": {"name": "m"}}),
+                "expected a Cluster API MachineDeployment (cluster.x-k8s.io), found a Machine (cluster.x-k8s.io/v1beta2)",
+            ),
+            (
+                workers(
+                    "cluster.x-k8s.io/v1beta2",
+                    "MachineDeployment",
+                    json!({"version": 1.27}),
+                    json!({}),
+                ),
+                "field spec.template.spec.version: expected a string, found a number",
+            ),
+            (
+                workers(
+                    "cluster.x-k8s.io/v1beta2",
+                    "MachinePool",
+                    json!({}),
+                    json!({"versions": [{"replicas": 2}]}),
+                ),
+                "field status.versions[0].version: is missing",
+            ),
+        ];
+        for (object, want) in refusals {
+            assert_eq!(
+                WorkersFields::from_object(&object).unwrap_err().to_string(),
+                want,
+                "{object}"
+            );
+        }
     }
 }

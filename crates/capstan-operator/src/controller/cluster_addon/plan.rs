@@ -1,8 +1,9 @@
 //! What a ClusterAddon pass does next, as pure functions tested as tables without a cluster:
-//! the gates before a render ([`cluster_gone`], [`class_of`], [`control_plane_gate`],
-//! [`workload_gate`]: each says go on, or how the pass halts), and the stage machine, decided
-//! from the recorded status alone ([`plan`], [`AddonStages`]: its actions are steps of the
-//! release runner's one plan). The reads are `observe.rs`'s, the I/O `act.rs`'s.
+//! the gates before a render ([`cluster_api_gate`], [`cluster_gone`], [`class_of`],
+//! [`control_plane_gate`], [`workload_gate`]: each says go on, or how the pass halts), and the
+//! stage machine, decided from the recorded status alone ([`plan`], [`AddonStages`]: its
+//! actions are steps of the release runner's one plan). The reads are `observe.rs`'s, the I/O
+//! `act.rs`'s.
 //!
 //! Compatibility: the phases and `stagesFor` are stored as the strings earlier versions wrote
 //! (`Pending`, `waitingForPreCondition`, …; `"<hook> <class>"`), and read back from them
@@ -48,6 +49,20 @@ pub enum Halt {
         reason: &'static str,
         cause: Cause,
     },
+}
+
+/// The gate of Cluster API itself: a version capstan speaks is served (`not_served` says why
+/// not, [`crate::capi_api::not_served`]). Without one the pass fails — an Event, the error
+/// metric and the backoff — and nothing reads the Cluster, whose absence would mean "gone".
+pub fn cluster_api_gate(not_served: Option<String>) -> ControlFlow<Halt> {
+    match not_served {
+        None => ControlFlow::Continue(()),
+        Some(why) => ControlFlow::Break(Halt::Fail {
+            step: CLUSTER_READY,
+            reason: crate::capi_api::NOT_SERVED_REASON,
+            cause: Cause::ClusterApiNotServed(why),
+        }),
+    }
 }
 
 /// The gate of the Cluster itself: present, or gone (the ClusterAddon goes too).
@@ -858,6 +873,30 @@ mod gate_tests {
             "status": status,
         }))
         .expect("a Cluster")
+    }
+
+    #[test]
+    fn without_cluster_api_the_pass_fails_before_reading_the_cluster() {
+        let why = "the API group cluster.x-k8s.io is not served (Cluster API is not installed)";
+        let cases = [
+            (None, None),
+            (
+                Some(why.to_string()),
+                Some(("fail", CLUSTER_READY, "ClusterAPINotServed")),
+            ),
+        ];
+        for (not_served, want) in cases {
+            assert_eq!(
+                short(cluster_api_gate(not_served.clone())),
+                want,
+                "{not_served:?}"
+            );
+        }
+        let ControlFlow::Break(Halt::Fail { cause, .. }) = cluster_api_gate(Some(why.into())) else {
+            panic!("fails");
+        };
+        assert_eq!(cause.to_string(), format!("Cluster API cannot be used: {why}"));
+        assert!(!cause.is_terminal(), "retried with backoff");
     }
 
     #[test]

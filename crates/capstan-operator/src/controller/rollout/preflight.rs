@@ -318,14 +318,16 @@ async fn skew(
     }
 }
 
-/// The Cluster's MachineDeployments and MachinePools (`cluster.x-k8s.io/v1beta1`; a kind not
-/// served counts as none) and the version of each that names one.
+/// The Cluster's MachineDeployments and MachinePools, in the Cluster API version spoken (a
+/// kind not served counts as none), each read as [`capstan_stack::capi::WorkersFields`] with
+/// the versions its machines are held at ([`crate::rollout::preflight::workers_of`]).
 async fn workers(ctx: &Context, namespace: &str, cluster: &str) -> Result<Vec<Workers>, String> {
-    use kube::api::{Api, ApiResource, GroupVersionKind, ListParams};
+    use kube::api::{Api, ListParams};
     let selector = format!("cluster.x-k8s.io/cluster-name={cluster}");
+    let version = crate::capi_api::current();
     let mut found = Vec::new();
-    for kind in ["MachineDeployment", "MachinePool"] {
-        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("cluster.x-k8s.io", "v1beta1", kind));
+    for kind in capstan_stack::capi::WORKER_KINDS {
+        let resource = crate::capi_api::resource_of(version, kind);
         let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), namespace, &resource);
         let listed = tokio::time::timeout(LIST_TIMEOUT, api.list(&ListParams::default().labels(&selector)))
             .await
@@ -335,14 +337,15 @@ async fn workers(ctx: &Context, namespace: &str, cluster: &str) -> Result<Vec<Wo
             Err(kube::Error::Api(status)) if status.code == 404 => Vec::new(),
             Err(e) => return Err(format!("listing {kind}s of Cluster {namespace}/{cluster}: {e}")),
         };
-        found.extend(items.iter().map(|w| {
-            Workers {
-                name: format!("{kind} {}", w.name_any()),
-                version: w.data["spec"]["template"]["spec"]["version"]
-                    .as_str()
-                    .map(str::to_string),
-            }
-        }));
+        for item in &items {
+            let read = serde_json::to_value(item)
+                .map_err(|e| e.to_string())
+                .and_then(|json| {
+                    capstan_stack::capi::WorkersFields::from_object(&json).map_err(|e| e.to_string())
+                })
+                .map_err(|e| format!("{kind} {namespace}/{}: {e}", item.name_any()))?;
+            found.extend(crate::rollout::preflight::workers_of(&read));
+        }
     }
     Ok(found)
 }

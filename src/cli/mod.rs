@@ -51,6 +51,7 @@ mod docs_prose;
 // errors with it).
 mod error_chain;
 // `capstan rollout plan` (issue 33), offline; `rollout` holds the command group.
+mod rollout_live;
 mod rollout_paths;
 mod rollout_plan;
 // `capstan preflight` (issue 48): one Cluster's checks before a switch.

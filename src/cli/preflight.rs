@@ -72,13 +72,40 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// One Cluster's pre-flight for its switch to `args.to` (what `capstan rollout plan
-/// --kubeconfig` also runs per Cluster).
+/// One Cluster's pre-flight for its switch to `args.to`.
 pub fn check(args: &Args) -> anyhow::Result<Report> {
     let runtime = super::kube::runtime()?;
-    let live = runtime.block_on(read_live(args))?;
+    let live = runtime.block_on(async {
+        let connected = super::kube::connect_to(
+            args.kubeconfig.as_deref(),
+            args.context.as_deref(),
+            args.namespace.as_deref(),
+        )
+        .await?;
+        read_live(&connected.client, &connected.namespace, &args.cluster, &args.to).await
+    })?;
     // Opening a release may fetch it (its own runtime): outside the one above.
-    let rendered = render(args, &live);
+    let opener = Opener {
+        release: args.release.as_deref(),
+        sources: &args.sources,
+        repositories: &args.repositories,
+    };
+    report(live, &opener)
+}
+
+/// Where the target release's files come from.
+pub struct Opener<'a> {
+    /// The release in any form `capstan render` takes (default: its tag, in the cache).
+    pub release: Option<&'a str>,
+    pub sources: &'a super::source_args::SourceArgs,
+    pub repositories: &'a super::repository_args::RepositoryArgs,
+}
+
+/// The verdicts on what [`read_live`] found, the target release rendered for the Cluster
+/// (what `capstan preflight` and `capstan rollout plan --kubeconfig` print). Call it outside
+/// an async runtime: opening a release may fetch it.
+pub fn report(live: Live, opener: &Opener) -> anyhow::Result<Report> {
+    let rendered = render(opener, &live);
     let mut evidence = live.evidence;
     evidence.rendered = Some(rendered);
     let to = KubernetesVersion::parse_release(&live.target.kubernetes)
@@ -141,8 +168,8 @@ impl Report {
     }
 }
 
-/// What the management and workload clusters say.
-struct Live {
+/// What the management and workload clusters say of one Cluster and its step.
+pub struct Live {
     key: String,
     target: Resolved,
     cluster: DynamicObject,
@@ -152,41 +179,45 @@ struct Live {
     evidence: Evidence,
 }
 
-async fn read_live(args: &Args) -> anyhow::Result<Live> {
-    let connected = super::kube::connect_to(
-        args.kubeconfig.as_deref(),
-        args.context.as_deref(),
-        args.namespace.as_deref(),
-    )
-    .await?;
-    let (client, namespace) = (connected.client, connected.namespace);
+/// Reads Cluster `namespace/cluster` (of the management cluster behind `client`), the target
+/// `to` (`STACK[@VERSION]`, a ClusterStack of the Cluster's class namespace) and the Cluster's
+/// workload cluster: an unreachable workload cluster is evidence (its checks fail with the
+/// reason), not an error.
+pub async fn read_live(
+    client: &Client,
+    namespace: &str,
+    cluster_name: &str,
+    to: &str,
+) -> anyhow::Result<Live> {
+    // Clusters are read in the Cluster API version the management cluster serves.
+    capstan_operator::capi_api::ensure_discovered(client).await;
     let clusters: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
-        &namespace,
+        namespace,
         &capstan_operator::clusters::cluster_resource(),
     );
     let cluster = clusters
-        .get_opt(&args.cluster)
+        .get_opt(cluster_name)
         .await
-        .with_context(|| format!("reading Cluster {namespace}/{}", args.cluster))?
-        .with_context(|| format!("Cluster {namespace}/{} does not exist", args.cluster))?;
+        .with_context(|| format!("reading Cluster {namespace}/{cluster_name}"))?
+        .with_context(|| format!("Cluster {namespace}/{cluster_name} does not exist"))?;
     let class_namespace = cluster.data["spec"]["topology"]["classNamespace"]
         .as_str()
         .filter(|ns| !ns.is_empty())
-        .unwrap_or(&namespace)
+        .unwrap_or(namespace)
         .to_string();
-    let (stack, target) = resolve_target(&client, &class_namespace, &args.to).await?;
-    let reference = |field: &str| referenced(&client, &namespace, cluster.data["spec"][field].clone());
+    let (stack, target) = resolve_target(client, &class_namespace, to).await?;
+    let reference = |field: &str| referenced(client, namespace, cluster.data["spec"][field].clone());
     let (control_plane, infra_cluster) = (
         reference("controlPlaneRef").await?,
         reference("infrastructureRef").await?,
     );
-    let user_values = capstan_operator::addon::user_values::gather(&client, &stack, &cluster)
+    let user_values = capstan_operator::addon::user_values::gather(client, &stack, &cluster)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let evidence = workload_evidence(&client, &namespace, &args.cluster).await;
+    let evidence = workload_evidence(client, namespace, cluster_name).await;
     Ok(Live {
-        key: format!("{namespace}/{}", args.cluster),
+        key: format!("{namespace}/{cluster_name}"),
         target,
         cluster,
         control_plane,
@@ -286,12 +317,12 @@ async fn workload_evidence(client: &Client, namespace: &str, cluster: &str) -> E
 }
 
 /// The target release rendered for the Cluster, or why it could not be.
-fn render(args: &Args, live: &Live) -> Rendered {
+fn render(opener: &Opener, live: &Live) -> Rendered {
     let release = live.target.release.clone();
     let attempt = || -> anyhow::Result<Rendered> {
-        let arg = args.release.as_deref().unwrap_or(&release);
-        let opened = super::stack_input::open(arg, &args.sources)?;
-        let resolver = super::repository_args::LazyResolver::new(&args.repositories, &args.sources);
+        let arg = opener.release.unwrap_or(&release);
+        let opened = super::stack_input::open(arg, opener.sources)?;
+        let resolver = super::repository_args::LazyResolver::new(opener.repositories, opener.sources);
         let compiled =
             capstan_stack::render::CompiledRelease::with_resolver(&opened.release, Some(&resolver))?;
         let objects = cluster_objects(

@@ -41,7 +41,7 @@ pub struct Args {
 enum Command {
     /// Which Cluster goes in which wave (offline): the rollout from -f, the Clusters from
     /// --clusters (a YAML stream or a `kind: List`, as `kubectl get clusters -o yaml` prints).
-    Plan(super::rollout_plan::PlanArgs),
+    Plan(Box<super::rollout_plan::PlanArgs>),
     /// Where a rollout stands: its waves and Clusters (exit code 0 complete, 1 halted, 2 under
     /// way; with --watch, waits until complete or halted).
     Status(StatusArgs),

@@ -12,7 +12,7 @@ use capstan_operator::api::ClusterStack;
 use capstan_operator::api::rollout::{ClusterStackRollout, PathStep, PreflightResult};
 use capstan_operator::controller::rollout::stacks::newest_ready;
 use capstan_operator::controller::rollout::target::{ReleaseSeen, resolve};
-use capstan_operator::rollout::{Assignment, ClusterInfo, Hop, StackId, Target, path, sources};
+use capstan_operator::rollout::{Assignment, ClusterInfo, Hop, Sources, StackId, Target, path, sources};
 use capstan_stack::name::ReleaseTag;
 
 /// What a rollout across stacks reads besides its Clusters.
@@ -35,44 +35,82 @@ pub struct ClusterPathJson {
     /// Why the Cluster has no path (it would be Blocked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked: Option<String>,
-    /// Offline: none (the pre-flight needs the live workload clusters).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub preflight: Vec<PreflightResult>,
+    /// The Cluster's class now (a Cluster on its next step's class already is not checked).
+    #[serde(skip)]
+    pub class: Option<String>,
+    /// With `--kubeconfig`: the live pre-flight of the Cluster's next step (offline: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preflight: Option<Vec<PreflightResult>>,
+}
+
+/// The namespace's ClusterStacks and ClusterStackReleases, and where they were read.
+pub struct Stacks {
+    pub stacks: Vec<NamedStack>,
+    pub releases: Vec<ReleaseSeen>,
+    /// `--stacks FILE`'s path, or the namespace of the management cluster.
+    pub origin: String,
+}
+
+impl Stacks {
+    /// The ClusterStacks and ClusterStackReleases of `file` (`--stacks`).
+    pub fn from_file(file: &Path) -> anyhow::Result<Stacks> {
+        let (stacks, releases) = read_stacks(file)?;
+        Ok(Stacks {
+            stacks,
+            releases,
+            origin: file.display().to_string(),
+        })
+    }
+
+    /// The stack of ClusterStack `name`, if it is there.
+    pub fn stack_named(&self, name: &str) -> Option<StackId> {
+        self.stacks
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, stack)| stack.clone())
+    }
 }
 
 impl Across {
-    /// `None` for a rollout within one stack (no `spec.from`).
+    /// `None` for a rollout within one stack (no `spec.from`) unless `every_cluster` (the
+    /// live pre-flight needs each Cluster's step even then: its one step, the target).
     pub fn read(
         rollout: &ClusterStackRollout,
         stack: &StackId,
         version: &str,
-        stacks_file: Option<&Path>,
+        stacks: Option<&Stacks>,
+        every_cluster: bool,
     ) -> anyhow::Result<Option<Across>> {
-        let Some(from) = &rollout.spec.from else {
+        let from = rollout.spec.from.as_ref();
+        if from.is_none() && !every_cluster {
             return Ok(None);
-        };
-        let Some(file) = stacks_file else {
+        }
+        let Some(Stacks {
+            stacks,
+            releases,
+            origin,
+        }) = stacks
+        else {
             bail!(
-                "the rollout has spec.from: give the namespace's ClusterStacks and ClusterStackReleases with --stacks FILE (kubectl get clusterstacks,clusterstackreleases -n NS -o yaml)"
+                "the rollout has spec.from: give the namespace's ClusterStacks and ClusterStackReleases with --stacks FILE (kubectl get clusterstacks,clusterstackreleases -n NS -o yaml), or read them from the management cluster with --kubeconfig"
             );
         };
-        let (stacks, releases) = read_stacks(file)?;
         let hops: Vec<Hop> = stacks
-            .into_iter()
+            .iter()
             .map(|(name, stack)| Hop {
-                name,
-                newest_ready: newest_ready(&stack, &releases),
-                stack,
+                name: name.clone(),
+                newest_ready: newest_ready(stack, releases),
+                stack: stack.clone(),
             })
             .collect();
-        let found = sources(from, stack, &hops);
-        let target = resolve(stack, version, &releases)
+        let found = from.map_or_else(Sources::default, |from| sources(from, stack, &hops));
+        let target = resolve(stack, version, releases)
             .map(|r| Target {
                 release: r.release,
                 class: r.class,
                 kubernetes: Some(r.kubernetes),
             })
-            .map_err(|e| format!("{e} (in {})", file.display()));
+            .map_err(|e| format!("{e} (in {origin})"));
         Ok(Some(Across {
             sources: found.stacks,
             notes: found.notes,
@@ -80,6 +118,14 @@ impl Across {
             target,
             stack: stack.clone(),
         }))
+    }
+
+    /// `STACK@VERSION` of a step's release: the ClusterStack of its stack and the release's
+    /// version (what `capstan preflight --to` takes); `None` when no ClusterStack has it.
+    pub fn step_target(&self, step: &PathStep) -> Option<String> {
+        let tag = ReleaseTag::parse(&step.release).ok()?;
+        let hop = self.hops.iter().find(|hop| &hop.stack == tag.stack())?;
+        Some(format!("{}@{}", hop.name, tag.version()))
     }
 
     /// The path of every Cluster the assignment takes, sorted by Cluster.
@@ -98,7 +144,8 @@ impl Across {
                     cluster: cluster.key(),
                     path,
                     blocked,
-                    preflight: Vec::new(),
+                    class: cluster.class.clone(),
+                    preflight: None,
                 }
             })
             .collect()
@@ -114,20 +161,8 @@ impl Across {
     }
 }
 
-/// The stack of ClusterStack `name` in `file` (`--stacks`), if both are there.
-pub fn stack_named(file: Option<&Path>, name: &str) -> anyhow::Result<Option<StackId>> {
-    let Some(file) = file else {
-        return Ok(None);
-    };
-    let (stacks, _) = read_stacks(file)?;
-    Ok(stacks
-        .into_iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, stack)| stack))
-}
-
 /// A ClusterStack's name and its stack.
-type NamedStack = (String, StackId);
+pub type NamedStack = (String, StackId);
 
 /// The ClusterStacks (name and stack) and ClusterStackReleases of `file`; other kinds are
 /// ignored.
@@ -181,6 +216,55 @@ pub fn table(paths: &[ClusterPathJson]) -> Vec<(String, String)> {
                     })
                     .collect::<Vec<_>>()
                     .join(" → "),
+            };
+            (c.cluster.clone(), text)
+        })
+        .collect()
+}
+
+/// Runs the live pre-flight of each Cluster's next step (the first of its path) and keeps the
+/// results in `paths`; a Cluster without a path, or whose step has no ClusterStack, is not
+/// checked.
+pub fn run_preflight(
+    management: &super::rollout_live::Management,
+    across: &Across,
+    paths: &mut [ClusterPathJson],
+    opener: &super::preflight::Opener,
+) {
+    let steps: Vec<(String, String)> = paths
+        .iter()
+        .filter(|c| c.blocked.is_none())
+        .filter_map(|c| {
+            let step = c.path.first().filter(|s| c.class.as_ref() != Some(&s.class))?;
+            Some((c.cluster.clone(), across.step_target(step)?))
+        })
+        .collect();
+    let mut results = management.preflight(steps, opener);
+    for entry in paths {
+        entry.preflight = results.remove(&entry.cluster);
+    }
+}
+
+/// The table's section of pre-flight results: per Cluster what blocks its next step, or that
+/// nothing does.
+pub fn preflight_table(paths: &[ClusterPathJson]) -> Vec<(String, String)> {
+    paths
+        .iter()
+        .map(|c| {
+            let text = match (&c.blocked, &c.preflight) {
+                (Some(_), _) => "not checked: no path".to_string(),
+                (None, None) => "not checked".to_string(),
+                (None, Some(results)) => {
+                    let blocking: Vec<String> = results
+                        .iter()
+                        .filter(|r| !r.ok)
+                        .map(|r| format!("{}: {}", r.check, r.reason))
+                        .collect();
+                    match blocking.is_empty() {
+                        true => format!("ok ({} checks)", results.len()),
+                        false => format!("BLOCKED by {}", blocking.join("; ")),
+                    }
+                }
             };
             (c.cluster.clone(), text)
         })

@@ -15,7 +15,10 @@ use capstan_stack::name::KubernetesVersion;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-use super::rollout_paths::{Across, ClusterPathJson};
+use super::preflight::Opener;
+use super::rollout_live::Management;
+use super::rollout_paths::{Across, ClusterPathJson, Stacks};
+use capstan_operator::rollout::preflight::COUNTER_NOTE;
 
 /// Arguments of `capstan rollout plan`.
 #[derive(Debug, clap::Args)]
@@ -23,18 +26,31 @@ pub struct PlanArgs {
     /// The ClusterStackRollout (YAML).
     #[arg(short = 'f', long = "filename", value_name = "FILE")]
     file: PathBuf,
-    /// The Clusters (YAML stream or `kind: List`).
-    #[arg(long, value_name = "FILE")]
-    clusters: PathBuf,
+    /// The Clusters (YAML stream or `kind: List`; with --kubeconfig, default: the management
+    /// cluster's).
+    #[arg(long, value_name = "FILE", required_unless_present = "kubeconfig")]
+    clusters: Option<PathBuf>,
     /// The ClusterStack (YAML) whose provider, name and Kubernetes version the rollout's
     /// Clusters must be on; needed when its name is not `<provider>-<name>-<major>-<minor>`.
     #[arg(long, value_name = "FILE")]
     stack_file: Option<PathBuf>,
     /// The namespace's ClusterStacks and ClusterStackReleases (YAML, as `kubectl get
     /// clusterstacks,clusterstackreleases -o yaml` prints): needed for a rollout with
-    /// `spec.from`, whose Clusters' paths across stacks are shown.
+    /// `spec.from`, whose Clusters' paths across stacks are shown (with --kubeconfig,
+    /// default: the management cluster's).
     #[arg(long, value_name = "FILE")]
     stacks: Option<PathBuf>,
+    /// Kubeconfig of the management cluster: also run the pre-flight of each Cluster's next
+    /// step against its workload cluster (as `capstan preflight`) and show what blocks it.
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context to use (default: the current context).
+    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
+    context: Option<String>,
+    #[command(flatten)]
+    sources: super::source_args::SourceArgs,
+    #[command(flatten)]
+    repositories: super::repository_args::RepositoryArgs,
     /// The release version rolled out (default: the rollout's `spec.version`).
     #[arg(long)]
     version: Option<String>,
@@ -60,9 +76,18 @@ pub fn run_plan(args: &PlanArgs) -> anyhow::Result<()> {
         .clone()
         .or_else(|| args.namespace.clone())
         .unwrap_or_else(|| "default".to_string());
+    let management = match &args.kubeconfig {
+        Some(file) => Some(Management::connect(file, args.context.as_deref())?),
+        None => None,
+    };
+    let stacks = match (&args.stacks, &management) {
+        (Some(file), _) => Some(Stacks::from_file(file)?),
+        (None, Some(management)) => Some(management.stacks(&namespace)?),
+        (None, None) => None,
+    };
     let stack = match &args.stack_file {
         Some(path) => read_stack(path)?,
-        None => match super::rollout_paths::stack_named(args.stacks.as_deref(), &rollout.spec.cluster_stack)? {
+        None => match stacks.as_ref().and_then(|s| s.stack_named(&rollout.spec.cluster_stack)) {
             Some(stack) => stack,
             None => StackId::parse(&rollout.spec.cluster_stack).with_context(|| {
                 format!(
@@ -73,12 +98,26 @@ pub fn run_plan(args: &PlanArgs) -> anyhow::Result<()> {
             })?,
         },
     };
-    let clusters = read_clusters(&args.clusters)?;
+    let clusters = match (&args.clusters, &management) {
+        (Some(file), _) => read_clusters(file)?,
+        (None, Some(management)) => management.clusters()?,
+        (None, None) => {
+            bail!("give the Clusters with --clusters FILE, or the management cluster with --kubeconfig")
+        }
+    };
     let version = args.version.as_deref().unwrap_or(&rollout.spec.version);
-    let across = Across::read(&rollout, &stack, version, args.stacks.as_deref())?;
+    let across = Across::read(&rollout, &stack, version, stacks.as_ref(), management.is_some())?;
     let sources = across.as_ref().map_or(&[][..], |a| a.sources.as_slice());
     let assignment = assign_across(&rollout.spec, &namespace, &stack, sources, &clusters);
-    let paths = across.as_ref().map(|a| a.paths(&assignment, &clusters));
+    let mut paths = across.as_ref().map(|a| a.paths(&assignment, &clusters));
+    if let (Some(management), Some(across), Some(paths)) = (&management, &across, &mut paths) {
+        let opener = Opener {
+            release: None,
+            sources: &args.sources,
+            repositories: &args.repositories,
+        };
+        super::rollout_paths::run_preflight(management, across, paths, &opener);
+    }
     let text = match args.output {
         Format::Json => {
             let mut json = plan_json(&assignment);
@@ -99,6 +138,15 @@ pub fn run_plan(args: &PlanArgs) -> anyhow::Result<()> {
                     ("CLUSTER", "PATH"),
                     &super::rollout_paths::table(paths),
                 );
+                if management.is_some() {
+                    text.push('\n');
+                    push_table(
+                        &mut text,
+                        ("CLUSTER", "PRE-FLIGHT"),
+                        &super::rollout_paths::preflight_table(paths),
+                    );
+                    text.push_str(&format!("\nNote: {COUNTER_NOTE}.\n"));
+                }
             }
             text
         }
@@ -197,7 +245,7 @@ fn read_clusters(path: &Path) -> anyhow::Result<Vec<ClusterInfo>> {
 }
 
 /// What the wave assignment reads of a Cluster of either version.
-fn cluster_info(fields: &ClusterFields, object: &serde_json::Value) -> ClusterInfo {
+pub(super) fn cluster_info(fields: &ClusterFields, object: &serde_json::Value) -> ClusterInfo {
     let labels = object
         .pointer("/metadata/labels")
         .and_then(|l| l.as_object())

@@ -39,6 +39,53 @@ fn preflight_cli(env: &crate::operator_common::Env, cluster: &str, args: &[&str]
     (output.status.code().unwrap_or(-1), stdout)
 }
 
+/// `capstan rollout plan -f ROLLOUT --kubeconfig MANAGEMENT ARGS…` for a rollout of `spec`,
+/// reading the releases from the operator's cache: stdout (exit code 0 asserted).
+fn plan_cli(env: &crate::operator_common::Env, spec: &serde_json::Value, args: &[&str]) -> String {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("rollout.yaml");
+    let rollout = json!({"apiVersion": "capstan.dev/v1alpha1", "kind": "ClusterStackRollout",
+                         "metadata": {"name": "ferrol", "namespace": NS}, "spec": spec});
+    std::fs::write(&file, rollout.to_string()).expect("write the rollout");
+    let output = std::process::Command::new(crate::operator_common::capstan_binary())
+        .args(["rollout", "plan", "-f"])
+        .arg(&file)
+        .arg("--kubeconfig")
+        .arg(env.cluster.kubeconfig_path())
+        .arg("--cache")
+        .arg(env.cache.path())
+        .args(args)
+        .output()
+        .expect("capstan rollout plan runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    eprintln!(
+        "capstan rollout plan {args:?}:\n{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{stdout}");
+    stdout
+}
+
+/// Writes `text` as Cluster `name`'s kubeconfig Secret, as Cluster API does.
+async fn put_kubeconfig(env: &crate::operator_common::Env, name: &str, text: &str) {
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": {"name": format!("{name}-kubeconfig"), "namespace": NS},
+        "stringData": {"value": text},
+    }))
+    .expect("Secret");
+    kube::api::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(env.client(), NS)
+        .create(&Default::default(), &secret)
+        .await
+        .expect("kubeconfig Secret");
+}
+
+async fn delete_kubeconfig(env: &crate::operator_common::Env, name: &str) {
+    kube::api::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(env.client(), NS)
+        .delete(&format!("{name}-kubeconfig"), &Default::default())
+        .await
+        .expect("kubeconfig Secret deleted");
+}
+
 async fn cluster_status(env: &crate::operator_common::Env) -> Option<ClusterRolloutStatus> {
     let rollout = rollouts(env).get(ROLLOUT).await.ok()?;
     let key = format!("{NS}/{CLUSTER}");
@@ -60,17 +107,14 @@ async fn a_removed_api_requested_on_the_workload_cluster_blocks_the_switch_until
         .await
         .expect("v1.20 serves extensions/v1beta1 Ingresses");
     let sim = simulate(&env, Duration::from_secs(1), &[]);
-    create_rollout(
-        &env,
-        json!({"clusterStack": "ferrol", "version": "v2",
-               "waves": [{"name": "all", "clusterSelector": {"matchLabels": {"ring": "all"}}}],
-               "preflight": {"checks": [{
-                   "name": "marker",
-                   "objects": [{"key": "marker", "apiVersion": "v1", "kind": "ConfigMap",
-                                "name": "upgrade-ready", "namespace": "default"}],
-                   "conditions": "marker.data.ready == 'yes'"}]}}),
-    )
-    .await;
+    let spec = json!({"clusterStack": "ferrol", "version": "v2",
+           "waves": [{"name": "all", "clusterSelector": {"matchLabels": {"ring": "all"}}}],
+           "preflight": {"checks": [{
+               "name": "marker",
+               "objects": [{"key": "marker", "apiVersion": "v1", "kind": "ConfigMap",
+                            "name": "upgrade-ready", "namespace": "default"}],
+               "conditions": "marker.data.ready == 'yes'"}]}});
+    create_rollout(&env, spec.clone()).await;
 
     // onBlocked: Halt (the default).
     wait_phase(&env, &operator, RolloutPhase::Halted, Duration::from_secs(90)).await;
@@ -150,6 +194,78 @@ async fn a_removed_api_requested_on_the_workload_cluster_blocks_the_switch_until
         table.contains("RequestedAPIs  ok       no workload API server yet"),
         "{table}"
     );
+
+    // `capstan rollout plan --kubeconfig` runs the same pre-flight per Cluster of the plan.
+    let plan = plan_cli(&env, &spec, &[]);
+    assert!(
+        plan.contains(&format!(
+            "{NS}/{CLUSTER}  BLOCKED by RequestedAPIs: uses APIs Kubernetes 1.27 no longer serves: extensions/v1beta1 ingresses"
+        )),
+        "{plan}"
+    );
+    assert!(
+        plan.contains(&format!("{NS}/{CLUSTER}  {V2} (v1.27.3)")),
+        "{plan}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&plan_cli(&env, &spec, &["-o", "json"])).expect("JSON");
+    assert_eq!(
+        json["clusters"][0]["cluster"],
+        format!("{NS}/{CLUSTER}"),
+        "{json}"
+    );
+    assert_eq!(json["clusters"][0]["path"][0]["release"], V2, "{json}");
+    let checks: Vec<(String, bool)> = json["clusters"][0]["preflight"]
+        .as_array()
+        .unwrap_or_else(|| panic!("pre-flight results in {json}"))
+        .iter()
+        .map(|r| {
+            (
+                r["check"].as_str().unwrap_or_default().to_string(),
+                r["ok"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            ("RequestedAPIs".to_string(), false),
+            ("RemovedAPIs".to_string(), true),
+            ("TargetRenders".to_string(), true)
+        ],
+        "{json}"
+    );
+    assert!(
+        json["clusters"][0]["preflight"][0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("extensions/v1beta1 ingresses")),
+        "{json}"
+    );
+    // A Cluster whose workload API server cannot be reached is a result, not a failure of
+    // the plan: its kubeconfig names a port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = closed.local_addr().expect("address").port();
+    drop(closed);
+    let unreachable = std::fs::read_to_string(env.cluster.kubeconfig_path())
+        .expect("kubeconfig")
+        .replace(env.cluster.server_url(), &format!("https://127.0.0.1:{port}"));
+    put_kubeconfig(&env, UNREACHED, &unreachable).await;
+    let everyone = json!({"clusterStack": "ferrol", "version": "v2", "waves": [{"name": "all"}]});
+    let json: serde_json::Value =
+        serde_json::from_str(&plan_cli(&env, &everyone, &["-o", "json"])).expect("JSON");
+    let unreached = json["clusters"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["cluster"] == format!("{NS}/{UNREACHED}")))
+        .unwrap_or_else(|| panic!("{UNREACHED} in {json}"));
+    assert_eq!(unreached["preflight"][0]["check"], "RequestedAPIs", "{json}");
+    assert_eq!(unreached["preflight"][0]["ok"], false, "{json}");
+    assert!(
+        unreached["preflight"][0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("the workload cluster cannot be read")),
+        "{json}"
+    );
+    delete_kubeconfig(&env, UNREACHED).await;
 
     // Let it go: force (who) and resume the halted rollout.
     let annotations = json!({"metadata": {"annotations": {

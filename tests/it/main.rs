@@ -49,6 +49,7 @@ mod operator_rollout_checks;
 mod operator_rollout_diff;
 mod operator_rollout_paths;
 mod operator_rollout_preflight;
+mod operator_rollout_windows;
 mod operator_settings_cli;
 mod operator_shards;
 mod operator_stages;

@@ -16,6 +16,7 @@ use crate::operator_common::{Env, REPO, eventually};
 use crate::rollout_sim::{self, Simulator};
 use capstan_operator::api::ClusterStack;
 use capstan_operator::api::rollout::{ClusterPhase, ClusterStackRollout, RolloutPhase};
+use capstan_stack::capi::CapiVersion;
 
 const ROLLOUT: &str = "to-1-29";
 
@@ -23,11 +24,17 @@ const ROLLOUT: &str = "to-1-29";
 /// built into `dir`. The addon controller does not run here, so its charts' `kubeVersion`
 /// is left as it is.
 fn release_of_minor(dir: &Path, minor: u32) -> PathBuf {
+    release_of_minor_with(dir, minor, |_| {})
+}
+
+/// [`release_of_minor`] with the stack's source tree changed by `edit` first.
+fn release_of_minor_with(dir: &Path, minor: u32, edit: impl Fn(&Path)) -> PathBuf {
     let source = dir.join(format!("example-1-{minor}"));
     crate::git_source::copy_dir(
         &Path::new(capstan_testenv::REPO_ROOT).join("stacks/example"),
         &source,
     );
+    edit(&source);
     let csctl = source.join("csctl.yaml");
     let text = std::fs::read_to_string(&csctl).expect("csctl.yaml");
     assert!(text.contains("kubernetesVersion: v1.30.4"), "{text}");
@@ -86,7 +93,60 @@ async fn status_of(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_two_minors_behind_walks_its_path_and_a_missing_minor_blocks_it() {
     let test = "a_cluster_two_minors_behind_walks_its_path_and_a_missing_minor_blocks_it";
-    let Some(env) = crate::operator_common::start_shared(test, &[]).await else {
+    walks_two_minors(test, CapiVersion::V1Beta1).await;
+}
+
+/// The same on Cluster API v1.14's CRDs serving only v1beta2: each step switches `classRef`.
+/// The stack's ClusterClass chart renders v1beta1, which such a server cannot take, so the
+/// test plays the ClusterStackRelease controller: the releases the stacks made are reported
+/// ready at their Kubernetes version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_two_minors_behind_walks_its_path_on_v1beta2() {
+    let test = "a_cluster_two_minors_behind_walks_its_path_on_v1beta2";
+    // This process (the simulator, the helpers) speaks v1beta2 too.
+    capstan_operator::capi_api::set(capstan_operator::capi_api::Choice::Chosen(CapiVersion::V1Beta2));
+    walks_two_minors(test, CapiVersion::V1Beta2).await;
+}
+
+/// Reports release `docker-example-1-<minor>-v1` ready at `v1.<minor>.4` once it exists (on
+/// v1beta2, where the ClusterStackRelease controller does not run), then waits until they
+/// all are.
+async fn make_ready(env: &Env, operator: &capstan_testenv::ChildGuard, minors: &[u32]) {
+    let want: Vec<String> = minors
+        .iter()
+        .map(|m| format!("docker-example-1-{m}-v1"))
+        .collect();
+    if env.capi == CapiVersion::V1Beta2 {
+        for (name, minor) in want.iter().zip(minors) {
+            eventually(
+                &format!("{name} made"),
+                Duration::from_secs(60),
+                operator,
+                || async { env.release_names().await.contains(name).then_some(()) },
+            )
+            .await;
+            env.releases()
+                .patch_status(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(
+                        json!({"status": {"ready": true, "kubernetesVersion": format!("v1.{minor}.4")}}),
+                    ),
+                )
+                .await
+                .expect("release reported ready");
+        }
+    }
+    let want: Vec<&str> = want.iter().map(String::as_str).collect();
+    wait_ready(env, operator, &want).await;
+}
+
+async fn walks_two_minors(test: &str, capi: CapiVersion) {
+    let env = match capi {
+        CapiVersion::V1Beta1 => crate::operator_common::start_shared(test, &[]).await,
+        CapiVersion::V1Beta2 => crate::operator_common::start_own(test, &[], capi).await,
+    };
+    let Some(env) = env else {
         return;
     };
     let built = tempfile::tempdir().expect("temp dir");
@@ -96,16 +156,15 @@ async fn a_cluster_two_minors_behind_walks_its_path_and_a_missing_minor_blocks_i
             .add_release_dir(REPO, &release)
             .expect("release published");
     }
-    let operator = env.operator(0, &["--controllers", "*,-clusteraddon"]);
+    let controllers = match capi {
+        CapiVersion::V1Beta1 => "*,-clusteraddon",
+        CapiVersion::V1Beta2 => "*,-clusteraddon,-clusterstackrelease",
+    };
+    let operator = env.operator(0, &["--controllers", controllers]);
     // No ClusterStack of 1.28 yet.
     create_stack(&env, 27).await;
     create_stack(&env, 29).await;
-    wait_ready(
-        &env,
-        &operator,
-        &["docker-example-1-27-v1", "docker-example-1-29-v1"],
-    )
-    .await;
+    make_ready(&env, &operator, &[27, 29]).await;
     rollout_sim::create_cluster(
         &env.client(),
         &env.ns,
@@ -175,7 +234,7 @@ async fn a_cluster_two_minors_behind_walks_its_path_and_a_missing_minor_blocks_i
 
     // The stack in between comes; the user resumes.
     create_stack(&env, 28).await;
-    wait_ready(&env, &operator, &["docker-example-1-28-v1"]).await;
+    make_ready(&env, &operator, &[28]).await;
     rollouts
         .patch(
             ROLLOUT,
@@ -233,4 +292,139 @@ async fn a_cluster_two_minors_behind_walks_its_path_and_a_missing_minor_blocks_i
     for reason in ["NoPath", "StepHealthy", "ClusterHealthy"] {
         assert!(reasons.iter().any(|r| r == reason), "{reason} in {reasons:?}");
     }
+    // The Cluster's class (`classRef` on v1beta2) and version are the target's.
+    assert_eq!(
+        crate::operator_rollout::topology(&env, "old").await,
+        ("docker-example-1-29-v1".to_string(), "v1.29.4".to_string())
+    );
+}
+
+/// The operator's pre-flight renders each step's release for the Cluster at the step's
+/// Kubernetes version, as Helm would install its addon charts there: the 1.28 release's
+/// `cluster-info` chart says `kubeVersion: ">=1.29.0-0"`, so a Cluster whose path goes through
+/// 1.28 is Blocked on its first step (TargetRenders, the chart's own words), while a Cluster
+/// already on 1.28 goes on to 1.29 (`onBlocked: Skip`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_addon_chart_that_refuses_the_steps_kubernetes_version_blocks_that_cluster_only() {
+    let test = "an_addon_chart_that_refuses_the_steps_kubernetes_version_blocks_that_cluster_only";
+    let Some(env) = crate::operator_common::start_shared(test, &[]).await else {
+        return;
+    };
+    let built = tempfile::tempdir().expect("temp dir");
+    for minor in [27, 28, 29] {
+        let release = release_of_minor_with(built.path(), minor, |source| {
+            if minor == 28 {
+                let chart = source.join("cluster-addon/cluster-info/Chart.yaml");
+                let text = std::fs::read_to_string(&chart).expect("Chart.yaml");
+                assert!(text.contains("kubeVersion: \">=1.25.0-0\""), "{text}");
+                std::fs::write(&chart, text.replace(">=1.25.0-0", ">=1.29.0-0")).expect("Chart.yaml");
+            }
+        });
+        env.github
+            .add_release_dir(REPO, &release)
+            .expect("release published");
+    }
+    let operator = env.operator(0, &["--controllers", "*,-clusteraddon"]);
+    for minor in [27, 28, 29] {
+        create_stack(&env, minor).await;
+    }
+    wait_ready(
+        &env,
+        &operator,
+        &[
+            "docker-example-1-27-v1",
+            "docker-example-1-28-v1",
+            "docker-example-1-29-v1",
+        ],
+    )
+    .await;
+    for (name, class, version) in [
+        ("behind", "docker-example-1-27-v1", "v1.27.4"),
+        ("near", "docker-example-1-28-v1", "v1.28.4"),
+    ] {
+        rollout_sim::create_cluster(
+            &env.client(),
+            &env.ns,
+            name,
+            class,
+            version,
+            json!({"ring": "all"}),
+        )
+        .await;
+    }
+    let sim = Simulator {
+        namespace: env.ns.clone(),
+        upgrade: Duration::from_secs(1),
+        wave_label: "ring".into(),
+        failing: Default::default(),
+    }
+    .run(env.client());
+    let addons: Api<capstan_operator::api::ClusterAddon> = Api::namespaced(env.client(), &env.ns);
+    for name in ["behind", "near"] {
+        let addon = capstan_operator::api::cluster_addon::addon_name(name);
+        eventually(
+            &format!("the operator sees Cluster {name}"),
+            Duration::from_secs(60),
+            &operator,
+            || async { addons.get_opt(&addon).await.ok().flatten().map(|_| ()) },
+        )
+        .await;
+    }
+
+    let rollouts: Api<ClusterStackRollout> = Api::namespaced(env.client(), &env.ns);
+    let rollout: ClusterStackRollout = serde_json::from_value(json!({
+        "apiVersion": "capstan.dev/v1alpha1", "kind": "ClusterStackRollout",
+        "metadata": {"name": ROLLOUT, "namespace": env.ns},
+        "spec": {"clusterStack": "example-1-29", "from": "auto",
+                 "waves": [{"name": "all", "maxInFlight": 2}],
+                 "preflight": {"onBlocked": "Skip"}, "health": {"timeout": "2m"}},
+    }))
+    .expect("ClusterStackRollout");
+    rollouts
+        .create(&PostParams::default(), &rollout)
+        .await
+        .expect("rollout created");
+    eventually(
+        "the rollout Complete",
+        Duration::from_secs(120),
+        &operator,
+        || async { (status_of(&rollouts).await?.phase == RolloutPhase::Complete).then_some(()) },
+    )
+    .await;
+
+    let status = status_of(&rollouts).await.expect("status");
+    let entry = |name: &str| {
+        let key = format!("{}/{name}", env.ns);
+        status
+            .clusters
+            .iter()
+            .find(|c| c.name == key)
+            .unwrap_or_else(|| panic!("{key} in {status:?}"))
+            .clone()
+    };
+    let (behind, near) = (entry("behind"), entry("near"));
+    assert_eq!(near.phase, ClusterPhase::Healthy, "{near:?}");
+    assert_eq!(behind.phase, ClusterPhase::Blocked, "{behind:?}");
+    let renders = behind
+        .preflight
+        .iter()
+        .find(|r| r.check == "TargetRenders")
+        .unwrap_or_else(|| panic!("TargetRenders in {behind:?}"));
+    assert!(!renders.ok, "{renders:?}");
+    assert!(
+        renders
+            .reason
+            .starts_with("docker-example-1-28-v1 does not render for this Cluster")
+            && renders.reason.contains(">=1.29.0-0"),
+        "{renders:?}"
+    );
+    assert_eq!(behind.step.unwrap_or(0), 0, "{behind:?}");
+    sim.snapshot(|record| {
+        assert!(
+            record.switches_of("behind").is_empty(),
+            "a blocked Cluster was switched"
+        );
+        let to: Vec<&str> = record.switches_of("near").iter().map(|s| s.to.as_str()).collect();
+        assert_eq!(to, ["docker-example-1-29-v1"]);
+    });
 }

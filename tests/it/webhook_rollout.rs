@@ -3,7 +3,7 @@
 //! ValidatingWebhookConfiguration points the API server at it, and rollouts are created with
 //! `kubectl`'s request. Each rule of issue 33 refuses what cannot work, with the webhook's
 //! reason in the API server's answer (empty waves: the CRD's schema already refuses them);
-//! a good rollout passes.
+//! a good rollout passes; a `from` that finds no stack to move from passes with a warning.
 
 use std::time::Duration;
 
@@ -147,6 +147,46 @@ async fn the_api_server_refuses_rollouts_that_cannot_work_through_the_webhook() 
             message.contains("denied the request") && message.contains(reason.as_str()),
             "{what}: {message}"
         );
+    }
+
+    // A `from` that finds no ClusterStack to move from is admitted with a warning (kubectl
+    // prints it): `auto` finds none below 1.27 here, and a named stack does not exist (yet).
+    for (from, warning) in [
+        (
+            json!("auto"),
+            "spec.from: auto finds no ClusterStack of provider docker, name ferrol below Kubernetes 1.27 in the namespace",
+        ),
+        (
+            json!(["ferrol-1-26"]),
+            "spec.from: no ClusterStack ferrol-1-26 in the namespace",
+        ),
+    ] {
+        let across = rollout(
+            "across",
+            json!({"clusterStack": "ferrol", "from": from, "waves": wave}),
+        );
+        let request = http::Request::post(format!(
+            "/apis/capstan.dev/v1alpha1/namespaces/{NS}/clusterstackrollouts"
+        ))
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(&across).expect("JSON"))
+        .expect("request");
+        let response = client
+            .send(request.map(Into::into))
+            .await
+            .expect("the API server answers");
+        assert!(response.status().is_success(), "{from}: {}", response.status());
+        let warnings: Vec<String> = response
+            .headers()
+            .get_all("warning")
+            .iter()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).to_string())
+            .collect();
+        assert!(
+            warnings.iter().any(|w| w.contains(warning)),
+            "{from}: {warnings:?}"
+        );
+        api.delete("across", &Default::default()).await.expect("deleted");
     }
 
     // A rollout that can work passes; a second one for the same Clusters does not.

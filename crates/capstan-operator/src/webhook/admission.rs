@@ -14,7 +14,6 @@ use serde_json::Value as Json;
 use super::validate::{self, Rejection};
 use super::validate_rollout;
 use super::versions::StackVersions;
-use crate::api::rollout::FromStacks;
 use crate::api::{ClusterAddon, ClusterStack, ClusterStackRelease, ClusterStackRollout};
 use crate::clusters::{ClusterUse, release_name_of_class};
 
@@ -82,9 +81,9 @@ pub async fn review(hook: Hook, body: &[u8], client: &Client) -> AdmissionReview
     let response = AdmissionResponse::from(&request);
     match decide(hook, &request, client).await {
         Ok(Verdict::Allow) => response,
-        Ok(Verdict::AllowWithWarning(warning)) => {
+        Ok(Verdict::AllowWithWarnings(warnings)) => {
             let mut response = response;
-            response.warnings = Some(vec![warning]);
+            response.warnings = Some(warnings);
             response
         }
         Err(denial) => {
@@ -118,7 +117,7 @@ fn unreadable(body: &[u8], why: String) -> AdmissionReview<DynamicObject> {
 enum Verdict {
     Allow,
     /// Allowed, with something the user should know (shown by kubectl as `Warning:`).
-    AllowWithWarning(String),
+    AllowWithWarnings(Vec<String>),
 }
 
 fn from_rule(rule: Result<(), Rejection>) -> Result<Verdict, String> {
@@ -293,8 +292,8 @@ async fn check_rollout(
     let releases = lookup(releases.list(&ListParams::default()))
         .await
         .map_err(|why| cannot("the ClusterStackReleases", why))?;
-    // The namespace's stacks only when `from` names some (the common rollout reads none).
-    let all_stacks = if matches!(new.spec.from, Some(FromStacks::Stacks(_))) {
+    // The namespace's stacks only for a `from` (the common rollout reads none).
+    let all_stacks = if new.spec.from.is_some() {
         lookup(stacks.list(&ListParams::default()))
             .await
             .map_err(|why| cannot("the ClusterStacks", why))?
@@ -306,15 +305,18 @@ async fn check_rollout(
     let rollouts = lookup(rollouts.list(&ListParams::default()))
         .await
         .map_err(|why| cannot("the ClusterStackRollouts", why))?;
-    from_rule(validate_rollout::rollout(
-        new,
-        validate_rollout::Namespace {
-            stack: stack.as_ref(),
-            stacks: &all_stacks,
-            releases: &releases.items,
-            rollouts: &rollouts.items,
-        },
-    ))
+    let held = validate_rollout::Namespace {
+        stack: stack.as_ref(),
+        stacks: &all_stacks,
+        releases: &releases.items,
+        rollouts: &rollouts.items,
+    };
+    validate_rollout::rollout(new, held).map_err(|r| r.to_string())?;
+    let warnings = validate_rollout::warnings(new, held);
+    Ok(match warnings.is_empty() {
+        true => Verdict::Allow,
+        false => Verdict::AllowWithWarnings(warnings),
+    })
 }
 
 /// A lookup within [`LOOKUP_TIMEOUT`], its error as text.
@@ -328,9 +330,9 @@ async fn lookup<T>(request: impl std::future::Future<Output = Result<T, kube::Er
 
 fn unchecked(namespace: &str, name: &str, why: &str) -> Verdict {
     tracing::warn!(%namespace, release = %name, error = %why, "Cluster admitted unchecked");
-    Verdict::AllowWithWarning(format!(
+    Verdict::AllowWithWarnings(vec![format!(
         "capstan could not read ClusterStackRelease {namespace}/{name} ({why}); the Cluster's Kubernetes version was not checked"
-    ))
+    )])
 }
 
 #[cfg(test)]

@@ -9,15 +9,20 @@
 //!   percentage), a `soak` or `health.timeout` that is not a duration, a label selector
 //!   Kubernetes would refuse, a health check whose CEL condition does not compile or that has
 //!   two objects of one key;
-//! - a `from` stack that does not exist, is of another provider or name than `clusterStack`,
-//!   or is not of a lower Kubernetes minor; `from` that is neither `auto` nor a list (the CRD's
-//!   schema cannot say so);
+//! - a `from` stack of another provider or name than `clusterStack`, or not of a lower
+//!   Kubernetes minor; `from` that is neither `auto` nor a list (the CRD's schema cannot say
+//!   so);
 //! - a maintenance window (the rollout's or a wave's) whose schedule is not a five-field cron
 //!   expression or never fires, whose duration is not one or is 0, or whose time zone is not
 //!   an IANA zone; a pre-flight check whose CEL condition does not compile;
 //! - two rollouts for the same Clusters: the simple rule is one rollout per ClusterStack in a
 //!   namespace (a rollout's Clusters are those on the stack's classes; two rollouts of one stack
 //!   would fight over them, whatever their selectors).
+//!
+//! It warns ([`warnings`], kubectl prints them) where a rollout is admitted but may not do what
+//! its author thinks: `from: auto` finds no ClusterStack to move from, a `from` name has no
+//! ClusterStack (yet) — the rollout moves only the Clusters of the stacks that exist, and a
+//! stack created later is taken then.
 
 use capstan_stack::name::ReleaseTag;
 use capstan_stack::version::Version;
@@ -120,6 +125,34 @@ pub fn rollout(new: &ClusterStackRollout, namespace: Namespace) -> Result<(), Re
     }
 }
 
+/// What the user should know about an admitted rollout: a `from` that finds no ClusterStack
+/// to move from (`auto`), or names one the namespace does not have (yet) — the plan's own
+/// notes ([`crate::rollout::sources`]), so the webhook and `rollout plan` say the same.
+pub fn warnings(new: &ClusterStackRollout, namespace: Namespace) -> Vec<String> {
+    let (Some(from), Some(stack)) = (&new.spec.from, namespace.stack) else {
+        return Vec::new();
+    };
+    let Some(target) = crate::controller::stack_name_of(stack) else {
+        return Vec::new();
+    };
+    let hops: Vec<crate::rollout::Hop> = namespace
+        .stacks
+        .iter()
+        .filter_map(|s| {
+            Some(crate::rollout::Hop {
+                name: s.metadata.name.clone()?,
+                stack: crate::controller::stack_name_of(s)?,
+                newest_ready: None,
+            })
+        })
+        .collect();
+    crate::rollout::sources(from, &target, &hops)
+        .notes
+        .into_iter()
+        .map(|note| format!("{note}: the rollout moves only the Clusters of the stacks that exist"))
+        .collect()
+}
+
 /// `latest`, or a version (dot or dash form) of a release of `stack` that exists or is
 /// wanted.
 fn check_version(
@@ -192,10 +225,8 @@ fn check_from(names: &[String], target: &ClusterStack, stacks: &[ClusterStack], 
             reasons.push(format!("{at}: {name:?} is listed twice"));
             continue;
         }
+        // One that does not exist (yet) is a warning (see `warnings`).
         let Some(stack) = stacks.iter().find(|s| s.metadata.name.as_deref() == Some(name)) else {
-            reasons.push(format!(
-                "{at}: ClusterStack {name} does not exist in the namespace"
-            ));
             continue;
         };
         if stack.spec.provider != target.spec.provider || stack.spec.name != target.spec.name {
@@ -420,10 +451,11 @@ mod tests {
                 Box::new(|s| s["from"] = json!(["ferrol-1-25", "ferrol-1-26"])),
                 None,
             ),
+            // Admitted with a warning (it may come later).
             (
                 "from a stack that does not exist",
                 Box::new(|s| s["from"] = json!(["ferrol-1-24"])),
-                Some("spec.from[0]: ClusterStack ferrol-1-24 does not exist in the namespace"),
+                None,
             ),
             (
                 "from a stack of another name",
@@ -548,5 +580,51 @@ mod tests {
             check(&other, None, std::slice::from_ref(&existing))
                 .is_err_and(|w| !w.contains("already rolls out"))
         );
+    }
+
+    /// One row: `from`, the namespace's ClusterStacks, and the warnings.
+    #[test]
+    fn a_from_that_finds_no_stack_is_admitted_with_a_warning() {
+        let target = stack();
+        let only_target = vec![stack()];
+        let all = stacks();
+        let rows: Vec<(serde_json::Value, &[ClusterStack], Vec<&str>)> = vec![
+            (json!("auto"), &all, vec![]),
+            (
+                json!("auto"),
+                &only_target,
+                vec![
+                    "spec.from: auto finds no ClusterStack of provider docker, name ferrol below Kubernetes 1.27 in the namespace: the rollout moves only the Clusters of the stacks that exist",
+                ],
+            ),
+            (json!(["ferrol-1-26"]), &all, vec![]),
+            (
+                json!(["ferrol-1-24", "ferrol-1-26"]),
+                &all,
+                vec![
+                    "spec.from: no ClusterStack ferrol-1-24 in the namespace: the rollout moves only the Clusters of the stacks that exist",
+                ],
+            ),
+        ];
+        for (from, held, want) in rows {
+            let mut spec = base();
+            spec["from"] = from.clone();
+            let new = rollout_named("ferrol", spec);
+            let namespace = Namespace {
+                stack: Some(&target),
+                stacks: held,
+                releases: &[],
+                rollouts: &[],
+            };
+            assert_eq!(warnings(&new, namespace), want, "from {from}");
+        }
+        // Without `from`: nothing to say.
+        let namespace = Namespace {
+            stack: Some(&target),
+            stacks: &[],
+            releases: &[],
+            rollouts: &[],
+        };
+        assert!(warnings(&rollout_named("ferrol", base()), namespace).is_empty());
     }
 }

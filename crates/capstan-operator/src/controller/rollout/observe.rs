@@ -230,9 +230,16 @@ pub async fn observe(
         clusters.push(info);
         objects.insert(key, cluster);
     }
-    let due = super::preflight::due(rollout, &namespace, &stack, target.as_ref().ok(), &clusters);
-    let preflight = super::preflight::gather_due(ctx, &fleet.preflight, rollout, due, &objects).await;
     let stacks = super::stacks::hops(rollout, &namespace, ctx, &fleet.releases);
+    let due = super::preflight::due(
+        rollout,
+        &namespace,
+        &stack,
+        target.as_ref().ok(),
+        &clusters,
+        &stacks,
+    );
+    let preflight = super::preflight::gather_due(ctx, &fleet.preflight, rollout, due, &objects).await;
     Ok(Observation {
         namespace,
         stack,

@@ -21,7 +21,7 @@ use crate::preflight::cache::PreflightCache;
 use crate::preflight::render::{Rendered, target_renders};
 use crate::preflight::{Evidence, helm, keep_recorded, workload};
 use crate::rollout::preflight::{PreflightResult, Workers};
-use crate::rollout::{ClusterInfo, StackId, assign};
+use crate::rollout::{ClusterInfo, Hop, StackId, assign_across};
 use capstan_stack::name::{KubernetesVersion, ReleaseTag};
 
 /// Clusters whose pre-flight is gathered at once.
@@ -45,15 +45,23 @@ pub struct Due {
 
 /// The Clusters of the current wave (the first wave with Clusters when none has started) that
 /// wait for a switch — Pending, Blocked, or new — with the step each waits for: its path's
-/// current step, else the rollout's target. A Cluster on that class already is not switched,
-/// so not checked; neither is any Cluster of a Complete rollout that keeps its target.
+/// current step; for a Cluster of a rollout across stacks (`spec.from`, resolved against the
+/// namespace's `stacks`) that has no path yet, the first step of the path the plan will give
+/// it; else the rollout's target. A Cluster on that class already is not switched, so not
+/// checked; neither is any Cluster of a Complete rollout that keeps its target, nor any of a
+/// paused rollout (nothing is switched, so no workload cluster is asked; a Blocked Cluster
+/// keeps its recorded evidence).
 pub fn due(
     rollout: &ClusterStackRollout,
     namespace: &str,
     stack: &StackId,
     target: Option<&Resolved>,
     clusters: &[ClusterInfo],
+    stacks: &[Hop],
 ) -> Vec<Due> {
+    if rollout.spec.paused {
+        return Vec::new();
+    }
     let empty = ClusterStackRolloutStatus::default();
     let recorded = rollout.status.as_ref().unwrap_or(&empty);
     let restarts = recorded.phase == RolloutPhase::Complete
@@ -62,7 +70,13 @@ pub fn due(
         return Vec::new();
     }
     let status = if restarts { &empty } else { recorded };
-    let assignment = assign(&rollout.spec, namespace, stack, clusters);
+    let sources = rollout
+        .spec
+        .from
+        .as_ref()
+        .map(|from| crate::rollout::sources(from, stack, stacks).stacks)
+        .unwrap_or_default();
+    let assignment = assign_across(&rollout.spec, namespace, stack, &sources, clusters);
     let current = match &status.current_wave {
         Some(wave) => wave.clone(),
         None => match assignment.waves.iter().find(|(_, members)| !members.is_empty()) {
@@ -102,14 +116,33 @@ pub fn due(
             let class = cluster.class.as_deref()?;
             Some(ReleaseTag::parse_cluster_class(class).ok()?.stack().kubernetes())
         });
+        let first_step = || {
+            let (release, class, kubernetes) = rollout_step.clone()?;
+            if rollout.spec.from.is_none() {
+                return Some((release, class, kubernetes));
+            }
+            // Across stacks: the first step of the path the plan gives it (none: it is
+            // Blocked for want of a path, nothing to check).
+            let tag = ReleaseTag::parse_cluster_class(cluster.class.as_deref()?).ok()?;
+            let goal = crate::rollout::Target {
+                release,
+                class,
+                kubernetes: Some(kubernetes),
+            };
+            let first = crate::rollout::path::path(tag.stack(), stack, &goal, stacks)
+                .ok()?
+                .into_iter()
+                .next()?;
+            Some((first.release, first.class, first.kubernetes.unwrap_or_default()))
+        };
         let step = match path_step {
             Some(step) => (
                 step.release.clone(),
                 step.class.clone(),
                 step.kubernetes.clone().unwrap_or_default(),
             ),
-            None => match &rollout_step {
-                Some(step) => step.clone(),
+            None => match first_step() {
+                Some(step) => step,
                 None => continue,
             },
         };
@@ -639,7 +672,7 @@ mod tests {
         let stack = StackName::parse("docker-ferrol-1-27").unwrap_or_else(|e| panic!("{e}"));
         for (i, (status, clusters, want)) in rows.into_iter().enumerate() {
             let got: Vec<(String, String, String, bool)> =
-                due(&rollout(status), "t", &stack, Some(&target), &clusters)
+                due(&rollout(status), "t", &stack, Some(&target), &clusters, &[])
                     .into_iter()
                     .map(|d| {
                         let from = d.from.map(|v| v.to_string()).unwrap_or_default();
@@ -652,5 +685,66 @@ mod tests {
                 .collect();
             assert_eq!(got, want, "row {i}");
         }
+    }
+
+    /// A rollout across stacks: a new Cluster two minors behind is due for its path's first
+    /// step (the stack in between), one a minor behind for the target, one without a path
+    /// (the minor in between has no ready release) is not checked.
+    #[test]
+    fn a_new_cluster_of_a_from_stack_is_checked_for_its_first_step() {
+        let mut rollout = rollout(None);
+        rollout.spec.cluster_stack = "ferrol-1-29".into();
+        rollout.spec.from = Some(crate::api::rollout::FromStacks::Auto);
+        let name = |s: &str| StackName::parse(s).unwrap_or_else(|e| panic!("{e}"));
+        let release = |stack: &str, k: &str| crate::rollout::Target {
+            release: format!("{stack}-v1"),
+            class: format!("{stack}-v1"),
+            kubernetes: Some(k.into()),
+        };
+        let hop = |stack: &str, ready: Option<&str>| Hop {
+            name: stack.trim_start_matches("docker-").into(),
+            stack: name(stack),
+            newest_ready: ready.map(|k| release(stack, k)),
+        };
+        let target = Resolved {
+            release: "docker-ferrol-1-29-v1".into(),
+            class: "docker-ferrol-1-29-v1".into(),
+            kubernetes: "v1.29.1".into(),
+        };
+        let stack = name("docker-ferrol-1-29");
+        let fleet = vec![
+            cluster("behind", "canary", "docker-ferrol-1-27-v1"),
+            cluster("near", "canary", "docker-ferrol-1-28-v1"),
+        ];
+        let due_for = |hops: &[Hop]| -> Vec<(String, String)> {
+            due(&rollout, "t", &stack, Some(&target), &fleet, hops)
+                .into_iter()
+                .map(|d| (d.key, d.release))
+                .collect()
+        };
+        let stacks = [
+            hop("docker-ferrol-1-27", Some("v1.27.3")),
+            hop("docker-ferrol-1-28", Some("v1.28.4")),
+            hop("docker-ferrol-1-29", Some("v1.29.1")),
+        ];
+        assert_eq!(
+            due_for(&stacks),
+            [
+                ("t/behind".to_string(), "docker-ferrol-1-28-v1".to_string()),
+                ("t/near".to_string(), "docker-ferrol-1-29-v1".to_string()),
+            ]
+        );
+        let no_ready_1_28 = [
+            hop("docker-ferrol-1-27", Some("v1.27.3")),
+            hop("docker-ferrol-1-28", None),
+            hop("docker-ferrol-1-29", Some("v1.29.1")),
+        ];
+        assert_eq!(
+            due_for(&no_ready_1_28),
+            [("t/near".to_string(), "docker-ferrol-1-29-v1".to_string())]
+        );
+        // Paused: nobody is due, no workload cluster is asked.
+        rollout.spec.paused = true;
+        assert!(due(&rollout, "t", &stack, Some(&target), &fleet, &stacks).is_empty());
     }
 }

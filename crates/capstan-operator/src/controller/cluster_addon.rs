@@ -60,7 +60,7 @@ pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-addon";
 pub const CONTROLLER: &str = "clusteraddon";
 
 pub use super::pipeline::{APPLIED, RENDERED};
-pub use names::{CLUSTER_READY, WORKLOAD_REACHABLE};
+pub use names::CLUSTER_READY;
 use names::{inventories_of, store_owner};
 const STEPS: [&str; 3] = [CLUSTER_READY, RENDERED, APPLIED];
 

@@ -35,7 +35,7 @@ use capstan_stack::name::{KubernetesVersion, StackName};
 pub use clock::now;
 use credentials::read_secret;
 pub use credentials::resolve_source;
-pub use error::{Cause, Error, Invalid, SourceConfigError, TERMINAL_RETRY};
+pub use error::{Cause, Error, SourceConfigError, TERMINAL_RETRY};
 use failures::Failures;
 pub use references::{object_ref, owner_reference};
 

@@ -53,6 +53,7 @@ impl Hook {
         }
     }
 
+    #[cfg(test)]
     pub fn of_path(path: &str) -> Option<Hook> {
         Hook::ALL.into_iter().find(|h| h.path() == path)
     }

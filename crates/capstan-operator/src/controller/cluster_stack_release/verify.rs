@@ -53,8 +53,6 @@ pub fn has_policy(stack: &ClusterStack, ctx: &Context) -> bool {
     stack.spec.verify.is_some() || !ctx.settings.verify.is_empty()
 }
 
-pub use super::super::pipeline::dependency_policy::TRUSTED_ROOT_ENTRY;
-
 /// The keyless identities of `spec.verify.matchOIDCIdentity`.
 pub fn identities_of(spec: &VerifySpec) -> Result<Vec<Identity>, SourceConfigError> {
     dependency_policy::identities_of_matches(&spec.match_oidc_identity)
@@ -183,6 +181,7 @@ async fn refuse(
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::pipeline::dependency_policy::TRUSTED_ROOT_ENTRY;
     use super::*;
     use capstan_source::verify::{PublicKey, SigningKey};
 

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capstan_apply::discovery::Discovery;
-use capstan_operator::drift::{DriftWatches, Kind};
+use capstan_operator::testing::drift::{DriftWatches, Kind};
 
 /// The kinds of the benchmark stack's 25 objects.
 const BENCH_KINDS: [(&str, &str, &str); 11] = [
@@ -89,7 +89,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let connected = rss_kib();
 
-    let notify: capstan_operator::drift::Notify = Arc::new(|| {});
+    let notify: capstan_operator::testing::drift::Notify = Arc::new(|| {});
     let mut held: Vec<(Arc<DriftWatches>, String)> = Vec::new();
     for (c, discovery) in discoveries.iter().enumerate() {
         let one = Arc::new(DriftWatches::default());

@@ -132,7 +132,10 @@ fn waves(args: &Args) -> anyhow::Result<Vec<Wave>> {
         }
         out.push(Wave {
             name: format!("w{}", i + 1),
-            max_in_flight: capstan_operator::rollout::plan::max_in_flight(Some(&limit), clusters.len()),
+            max_in_flight: capstan_operator::testing::rollout::plan::max_in_flight(
+                Some(&limit),
+                clusters.len(),
+            ),
             clusters,
         });
         start = end;

@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use capstan_operator::Metrics;
 use capstan_operator::api::{ClusterAddon, ClusterStack, ClusterStackRelease};
-use capstan_operator::metrics::{Census, Declared, Fleet, Metrics};
+use capstan_operator::cli::metrics::{Census, Declared, Fleet};
 use kube::runtime::reflector::store;
 
 use super::docs_prose::prose;

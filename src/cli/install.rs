@@ -243,7 +243,7 @@ fn split_image(image: &str) -> anyhow::Result<(&str, Option<&str>)> {
 }
 
 fn cluster_lookup(runtime: &tokio::runtime::Runtime, client: &kube::Client) -> Lookup {
-    capstan_operator::lookup::cluster_lookup(runtime.handle().clone(), client.clone())
+    capstan_operator::cli::clusters::cluster_lookup(runtime.handle().clone(), client.clone())
 }
 
 #[cfg(test)]

@@ -9,13 +9,12 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use super::kube::{connect_to, parse_duration, runtime};
-use capstan_operator::controllers::ControllerSet;
-use capstan_operator::metrics::Metrics;
-use capstan_operator::runtime::{run, shutdown_on};
+use capstan_operator::cli::operator::{WORKLOAD_CLUSTER_CAPACITY, lease_name, parse_shard_key};
 use capstan_operator::settings::{
     DEFAULT_DRIFT_INTERVAL, DEFAULT_UPGRADE_HOOK_TIMEOUT, DefaultSourceKind, DefaultSourceSettings,
     HooksSettings, LeaderElection, MIN_DRIFT_INTERVAL, Settings, WebhookSettings, default_source,
 };
+use capstan_operator::{ControllerSet, Metrics, run, shutdown_on};
 use capstan_source::net::NetworkTimeouts;
 
 /// Arguments of `capstan operator`.
@@ -50,7 +49,7 @@ pub struct Args {
     /// Workload clusters whose connection and drift watches are kept at most; set it above
     /// the Clusters this replica (shard) serves, or the least recently used reconnect on
     /// nearly every pass.
-    #[arg(long, default_value_t = capstan_operator::addon::cache::CAPACITY, value_name = "N")]
+    #[arg(long, default_value_t = WORKLOAD_CLUSTER_CAPACITY, value_name = "N")]
     workload_clusters: usize,
 
     /// Longest time between two drift checks of an applied release (floor 1m).
@@ -188,7 +187,7 @@ fn flag_or_env(flag: &Option<String>, var: &str) -> Option<String> {
 
 /// A `--shard` key: a label value.
 fn parse_shard(text: &str) -> Result<String, String> {
-    capstan_operator::shard::parse_key(text).map_err(|e| e.to_string())
+    parse_shard_key(text).map_err(|e| e.to_string())
 }
 
 /// A `--controllers` list.
@@ -276,7 +275,7 @@ pub fn run_operator(args: &Args) -> anyhow::Result<()> {
                     .leader_election_namespace
                     .clone()
                     .unwrap_or_else(|| target.namespace.clone()),
-                lease_name: capstan_operator::shard::lease_name(args.shard.as_deref()),
+                lease_name: lease_name(args.shard.as_deref()),
                 identity,
                 lease_duration: Duration::from_secs(15),
             }),

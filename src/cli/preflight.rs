@@ -13,12 +13,12 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject};
 use kube::{Client, ResourceExt};
 
-use capstan_operator::addon::workload::{self as workload_cluster, kubeconfig_secret};
 use capstan_operator::api::{ClusterStack, ClusterStackRelease};
-use capstan_operator::controller::rollout::target::{self, ReleaseSeen, Resolved};
-use capstan_operator::preflight::render::{Rendered, cluster_objects, target_renders};
-use capstan_operator::preflight::{Evidence, helm, workload};
-use capstan_operator::rollout::preflight::{COUNTER_NOTE, PreflightResult, blocks};
+use capstan_operator::cli::preflight::{COUNTER_NOTE, PreflightResult, blocks};
+use capstan_operator::cli::preflight::{Evidence, requested_apis, stored_release_apis};
+use capstan_operator::cli::preflight::{Rendered, cluster_objects, target_renders};
+use capstan_operator::cli::rollout::{ReleaseSeen, Resolved, resolve};
+use capstan_operator::cli::workload::{self as workload_cluster, kubeconfig_secret};
 use capstan_stack::name::KubernetesVersion;
 
 /// Arguments of `capstan preflight`.
@@ -175,7 +175,7 @@ pub struct Live {
     cluster: DynamicObject,
     control_plane: Option<DynamicObject>,
     infra_cluster: Option<DynamicObject>,
-    user_values: Vec<capstan_operator::addon::user_values::Layer>,
+    user_values: Vec<capstan_operator::cli::user_values::Layer>,
     evidence: Evidence,
 }
 
@@ -190,11 +190,11 @@ pub async fn read_live(
     to: &str,
 ) -> anyhow::Result<Live> {
     // Clusters are read in the Cluster API version the management cluster serves.
-    capstan_operator::capi_api::ensure_discovered(client).await;
+    capstan_operator::cli::clusters::ensure_discovered(client).await;
     let clusters: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
         namespace,
-        &capstan_operator::clusters::cluster_resource(),
+        &capstan_operator::cli::clusters::cluster_resource(),
     );
     let cluster = clusters
         .get_opt(cluster_name)
@@ -212,7 +212,7 @@ pub async fn read_live(
         reference("controlPlaneRef").await?,
         reference("infrastructureRef").await?,
     );
-    let user_values = capstan_operator::addon::user_values::gather(client, &stack, &cluster)
+    let user_values = capstan_operator::cli::user_values::gather(client, &stack, &cluster)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let evidence = workload_evidence(client, namespace, cluster_name).await;
@@ -239,7 +239,7 @@ async fn resolve_target(
         .await
         .with_context(|| format!("reading ClusterStack {namespace}/{name}"))?
         .with_context(|| format!("ClusterStack {namespace}/{name} does not exist"))?;
-    let Some(stack_name) = capstan_operator::controller::stack_name_of(&stack) else {
+    let Some(stack_name) = capstan_operator::cli::rollout::stack_name_of(&stack) else {
         bail!("ClusterStack {namespace}/{name}: its provider, name and kubernetesVersion make no stack name");
     };
     let releases = Api::<ClusterStackRelease>::namespaced(client.clone(), namespace)
@@ -255,7 +255,7 @@ async fn resolve_target(
             kubernetes: r.status.as_ref().and_then(|s| s.kubernetes_version.clone()),
         })
         .collect();
-    let resolved = target::resolve(&stack_name, version, &seen).with_context(|| format!("--to {to}"))?;
+    let resolved = resolve(&stack_name, version, &seen).with_context(|| format!("--to {to}"))?;
     Ok((stack, resolved))
 }
 
@@ -304,8 +304,8 @@ async fn workload_evidence(client: &Client, namespace: &str, cluster: &str) -> E
     };
     match workload_cluster::connect(&secret).await {
         Ok(found) => {
-            evidence.requested = Some(workload::requested_apis(&found.client, &found.server).await);
-            evidence.in_use = Some(helm::stored_release_apis(&found.client).await);
+            evidence.requested = Some(requested_apis(&found.client, &found.server).await);
+            evidence.in_use = Some(stored_release_apis(&found.client).await);
         }
         Err(gate) => {
             let why = format!("the workload cluster cannot be read: {gate}");
@@ -335,7 +335,7 @@ fn render(opener: &Opener, live: &Live) -> Rendered {
         let user = live
             .user_values
             .iter()
-            .map(capstan_operator::addon::user_values::Layer::parse)
+            .map(capstan_operator::cli::user_values::Layer::parse)
             .collect::<Result<Vec<_>, _>>()
             .map_err(anyhow::Error::msg)?;
         Ok(target_renders(&compiled, &objects, &user))

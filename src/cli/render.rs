@@ -398,7 +398,7 @@ impl LookupEnv {
             args.context.as_deref(),
             None,
         ))?;
-        let lookup = capstan_operator::lookup::cluster_lookup(runtime.handle().clone(), target.client);
+        let lookup = capstan_operator::cli::clusters::cluster_lookup(runtime.handle().clone(), target.client);
         Ok(LookupEnv {
             env: Rc::new(FuncEnv::system().with_lookup(lookup)),
             _runtime: Some(runtime),

@@ -19,7 +19,7 @@ use capstan_operator::api::rollout::{
     ClusterRolloutStatus, ClusterStackRollout, ClusterStackRolloutStatus, RolloutPhase, WavePhase,
 };
 
-use capstan_operator::controller::rollout::{APPROVE_ANNOTATION, RESUME_ANNOTATION};
+use capstan_operator::cli::rollout::{APPROVE_ANNOTATION, RESUME_ANNOTATION};
 /// Field manager of the CLI's patches.
 const FIELD_MANAGER: &str = "capstan-cli";
 
@@ -553,11 +553,11 @@ async fn diff_inputs(client: &Client, rollout: &ClusterStackRollout) -> anyhow::
         .name
         .split_once('/')
         .unwrap_or((namespace.as_str(), example.name.as_str()));
-    capstan_operator::capi_api::ensure_discovered(client).await;
+    capstan_operator::cli::clusters::ensure_discovered(client).await;
     let clusters: Api<kube::api::DynamicObject> = Api::namespaced_with(
         client.clone(),
         cluster_namespace,
-        &capstan_operator::clusters::cluster_resource(),
+        &capstan_operator::cli::clusters::cluster_resource(),
     );
     let cluster = clusters
         .get(cluster_name)

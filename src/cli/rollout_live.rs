@@ -16,8 +16,8 @@ use kube::{Client, ResourceExt};
 
 use capstan_operator::api::rollout::PreflightResult;
 use capstan_operator::api::{ClusterStack, ClusterStackRelease};
-use capstan_operator::controller::rollout::target::ReleaseSeen;
-use capstan_operator::rollout::ClusterInfo;
+use capstan_operator::cli::rollout::ClusterInfo;
+use capstan_operator::cli::rollout::ReleaseSeen;
 use capstan_stack::capi::ClusterFields;
 
 use super::preflight::{Live, Opener, read_live, report};
@@ -44,7 +44,7 @@ impl Management {
         let connected = runtime.block_on(super::kube::connect_to(Some(kubeconfig), context, None))?;
         let client = connected.client;
         // Clusters are read in the Cluster API version the management cluster serves.
-        runtime.block_on(capstan_operator::capi_api::ensure_discovered(&client));
+        runtime.block_on(capstan_operator::cli::clusters::ensure_discovered(&client));
         Ok(Management { runtime, client })
     }
 
@@ -52,7 +52,7 @@ impl Management {
     pub fn clusters(&self) -> anyhow::Result<Vec<ClusterInfo>> {
         let api: Api<DynamicObject> = Api::all_with(
             self.client.clone(),
-            &capstan_operator::clusters::cluster_resource(),
+            &capstan_operator::cli::clusters::cluster_resource(),
         );
         let listed = self
             .runtime
@@ -92,7 +92,7 @@ impl Management {
         })?;
         let named = stacks
             .iter()
-            .filter_map(|s| Some((s.name_any(), capstan_operator::controller::stack_name_of(s)?)))
+            .filter_map(|s| Some((s.name_any(), capstan_operator::cli::rollout::stack_name_of(s)?)))
             .collect();
         let seen = releases
             .iter()

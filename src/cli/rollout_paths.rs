@@ -2,7 +2,7 @@
 //! releases from `--stacks` (what `kubectl get clusterstacks,clusterstackreleases -o yaml`
 //! prints), the stacks `from` names, and each Cluster's path to the target — one Kubernetes
 //! minor per step — or why it has none, with the operator's own functions
-//! (`capstan_operator::rollout::path`).
+//! (`capstan_operator::cli::rollout::path`).
 
 use std::path::Path;
 
@@ -10,9 +10,9 @@ use anyhow::{Context, bail};
 use capstan_apply::object::parse_stream;
 use capstan_operator::api::ClusterStack;
 use capstan_operator::api::rollout::{ClusterStackRollout, PathStep, PreflightResult};
-use capstan_operator::controller::rollout::stacks::newest_ready;
-use capstan_operator::controller::rollout::target::{ReleaseSeen, resolve};
-use capstan_operator::rollout::{Assignment, ClusterInfo, Hop, Sources, StackId, Target, path, sources};
+use capstan_operator::cli::rollout::{
+    Assignment, ClusterInfo, Hop, ReleaseSeen, Sources, StackId, Target, newest_ready, path, resolve, sources,
+};
 use capstan_stack::name::ReleaseTag;
 
 /// What a rollout across stacks reads besides its Clusters.
@@ -155,7 +155,7 @@ impl Across {
         let target = self.target.as_ref().map_err(Clone::clone)?;
         let class = cluster.class.as_deref().unwrap_or_default();
         let tag = ReleaseTag::parse_cluster_class(class).map_err(|e| format!("class {class}: {e}"))?;
-        let steps = path::path(tag.stack(), &self.stack, target, &self.hops)
+        let steps = path(tag.stack(), &self.stack, target, &self.hops)
             .map_err(|e| format!("no path to {}: {e}", target.release))?;
         Ok(steps.into_iter().map(PathStep::from).collect())
     }
@@ -176,7 +176,7 @@ fn read_stacks(file: &Path) -> anyhow::Result<(Vec<NamedStack>, Vec<ReleaseSeen>
             "ClusterStack" => {
                 let stack: ClusterStack = serde_json::from_value(object.data)
                     .with_context(|| format!("{origin}: not a valid ClusterStack"))?;
-                let Some(id) = capstan_operator::controller::stack_name_of(&stack) else {
+                let Some(id) = capstan_operator::cli::rollout::stack_name_of(&stack) else {
                     bail!(
                         "{origin}: ClusterStack {}: its provider, name and kubernetesVersion make no stack name",
                         object.name

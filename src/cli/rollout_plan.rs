@@ -1,5 +1,5 @@
 //! `capstan rollout plan`: offline, which Cluster goes in which wave of a ClusterStackRollout,
-//! with the operator's own assignment (`capstan_operator::rollout::assign`).
+//! with the operator's own assignment (`capstan_operator::cli::rollout`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use capstan_apply::object::{DesiredObject, parse_stream};
 use capstan_operator::api::ClusterStack;
 use capstan_operator::api::rollout::ClusterStackRollout;
-use capstan_operator::rollout::{Assignment, ClusterInfo, StackId, assign_across};
+use capstan_operator::cli::rollout::{Assignment, ClusterInfo, StackId, assign_across};
 use capstan_stack::capi::schema::unknown_fields;
 use capstan_stack::capi::{self, ClusterFields};
 use capstan_stack::name::KubernetesVersion;
@@ -18,7 +18,7 @@ use kube::CustomResourceExt;
 use super::preflight::Opener;
 use super::rollout_live::Management;
 use super::rollout_paths::{Across, ClusterPathJson, Stacks};
-use capstan_operator::rollout::preflight::COUNTER_NOTE;
+use capstan_operator::cli::preflight::COUNTER_NOTE;
 
 /// Arguments of `capstan rollout plan`.
 #[derive(Debug, clap::Args)]

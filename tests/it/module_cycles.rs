@@ -990,3 +990,55 @@ fn non_test_lines_leave_out_test_items() {
         BTreeSet::from(["rollout/plan_tests.rs".to_string()])
     );
 }
+
+/// The operator's controllers: each `controller/NAME.rs` that starts one (`pub fn
+/// controller(`), with the files of its room `controller/NAME/`.
+fn controller_rooms(files: &BTreeMap<String, String>) -> Vec<String> {
+    files
+        .iter()
+        .filter(|(file, text)| {
+            file.starts_with("controller/")
+                && file.matches('/').count() == 1
+                && text.contains("pub fn controller(")
+        })
+        .map(|(file, _)| file.trim_end_matches(".rs").to_string())
+        .collect()
+}
+
+/// The controller whose room `file` is in, if any.
+fn room_of<'a>(rooms: &'a [String], file: &str) -> Option<&'a String> {
+    rooms
+        .iter()
+        .find(|room| file == format!("{room}.rs") || file.starts_with(&format!("{room}/")))
+}
+
+/// No controller names another controller's module (issue 46): what two of them share lives
+/// in the layer below them (`controller/pipeline`, `release_runner`, `progress`, ...), so a
+/// controller can be read, changed or removed without the others.
+#[test]
+fn no_controller_names_another_controllers_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files =
+        read_sources(&root.join("crates/capstan-operator/src")).unwrap_or_else(|error| panic!("{error}"));
+    let rooms = controller_rooms(&files);
+    assert!(rooms.len() >= 5, "controllers found: {rooms:?}");
+    let graph = file_graph(&files, "lib.rs").unwrap_or_else(|error| panic!("{error}"));
+    let mut failures = Vec::new();
+    for (from, targets) in &graph.edges {
+        let Some(own) = room_of(&rooms, from) else {
+            continue;
+        };
+        for to in targets {
+            if let Some(other) = room_of(&rooms, to)
+                && other != own
+            {
+                let why = graph
+                    .because
+                    .get(&(from.clone(), to.clone()))
+                    .map_or("", String::as_str);
+                failures.push(format!("{from} names {to} ({why}) of another controller"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

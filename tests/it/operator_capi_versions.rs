@@ -173,7 +173,7 @@ async fn the_switch_moves_only_the_class_and_version(test: &str, capi: CapiVersi
         )
         .await
         .expect("Cluster created");
-    let patch = capstan_operator::controller::rollout::act::switch_patch(
+    let patch = capstan_operator::testing::controller::rollout::act::switch_patch(
         capi,
         made.metadata
             .resource_version

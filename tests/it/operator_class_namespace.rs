@@ -83,11 +83,11 @@ async fn a_class_in_another_namespace_brings_its_addons() {
     );
 
     // The release counts as in use by the Cluster of the other namespace.
-    let clusters = capstan_operator::clusters::list(&env.client(), NS)
+    let clusters = capstan_operator::testing::clusters::list(&env.client(), NS)
         .await
         .expect("Clusters listed");
     assert_eq!(
-        capstan_operator::clusters::users_of(&clusters, NS, CLASS),
+        capstan_operator::testing::clusters::users_of(&clusters, NS, CLASS),
         vec![format!("{TEAM}/{CLUSTER}")]
     );
 

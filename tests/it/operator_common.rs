@@ -256,7 +256,7 @@ impl Env {
     }
 
     pub fn classes(&self) -> Api<DynamicObject> {
-        let resource = capstan_operator::capi_api::cluster_class_resource_of(self.capi);
+        let resource = capstan_operator::testing::capi_api::cluster_class_resource_of(self.capi);
         Api::namespaced_with(self.client(), &self.ns, &resource)
     }
 
@@ -268,7 +268,7 @@ impl Env {
         Api::namespaced_with(
             self.client(),
             namespace,
-            &capstan_operator::capi_api::cluster_resource_of(self.capi),
+            &capstan_operator::testing::capi_api::cluster_resource_of(self.capi),
         )
     }
 

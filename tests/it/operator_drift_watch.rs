@@ -127,11 +127,11 @@ async fn two_inventories_share_one_watch_per_kind_and_each_sees_its_drift() {
 
     let kinds = config_maps_and_secrets();
     let discovery = capstan_apply::discovery::Discovery::new(client.clone());
-    let watches = capstan_operator::drift::DriftWatches::default();
+    let watches = capstan_operator::testing::drift::DriftWatches::default();
     let told: Vec<Arc<AtomicUsize>> = inventories.iter().map(|_| Arc::default()).collect();
     // One owner's inventories join together (as a ClusterAddon's after a pass); each is told
     // of its own objects (the dispatch is by label, not by notifier).
-    let notify = |i: usize| -> capstan_operator::drift::Notify {
+    let notify = |i: usize| -> capstan_operator::testing::drift::Notify {
         let count = told[i].clone();
         Arc::new(move || {
             count.fetch_add(1, Ordering::SeqCst);
@@ -248,7 +248,7 @@ async fn a_change_between_the_apply_and_the_watch_wakes_the_owner() {
     };
     let report = applier.apply(&objects, &opts).await.expect("applied");
     assert!(!report.failed(), "{report:?}");
-    let written = capstan_operator::drift::written(&report.results);
+    let written = capstan_operator::testing::drift::written(&report.results);
     assert_eq!(written.len(), 2, "both kinds' histories known: {written:?}");
 
     // The gap: another writer changes a ConfigMap after the apply, before the watch starts.
@@ -264,7 +264,7 @@ async fn a_change_between_the_apply_and_the_watch_wakes_the_owner() {
 
     let requests_before = audit.requests().len();
     let discovery = capstan_apply::discovery::Discovery::new(client.clone());
-    let watches = capstan_operator::drift::DriftWatches::default();
+    let watches = capstan_operator::testing::drift::DriftWatches::default();
     let told: Arc<AtomicUsize> = Arc::default();
     let id = inventory.id();
     watches.wrote(&id, written);
@@ -304,7 +304,7 @@ async fn watch_events(cluster: &TestCluster, kind: &str) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_releases_of_a_namespace_share_one_watch_per_kind() {
     use capstan_operator::api::ClusterStackRelease;
-    use capstan_operator::controller::cluster_stack_release::watches::ReleaseWatches;
+    use capstan_operator::testing::controller::cluster_stack_release::watches::ReleaseWatches;
     use kube::runtime::reflector::ObjectRef;
     let test = "the_releases_of_a_namespace_share_one_watch_per_kind";
     let Some(bins) = Binaries::find_or_skip(test) else {
@@ -367,7 +367,7 @@ async fn the_releases_of_a_namespace_share_one_watch_per_kind() {
 }
 
 /// `ConfigMap` and `Secret`, as drift watches name kinds.
-fn config_maps_and_secrets() -> Vec<capstan_operator::drift::Kind> {
+fn config_maps_and_secrets() -> Vec<capstan_operator::testing::drift::Kind> {
     ["ConfigMap", "Secret"]
         .iter()
         .map(|k| (String::new(), "v1".to_string(), k.to_string()))
@@ -375,7 +375,7 @@ fn config_maps_and_secrets() -> Vec<capstan_operator::drift::Kind> {
 }
 
 /// A notifier counting into `count`.
-fn counting(count: &Arc<AtomicUsize>) -> capstan_operator::drift::Notify {
+fn counting(count: &Arc<AtomicUsize>) -> capstan_operator::testing::drift::Notify {
     let count = count.clone();
     Arc::new(move || {
         count.fetch_add(1, Ordering::SeqCst);
@@ -414,9 +414,9 @@ async fn apply_labelled(client: &kube::Client, inventories: &[&str]) -> (Api<Con
 async fn one_watch_per_kind(
     cluster: &TestCluster,
     own: &BTreeMap<String, f64>,
-    watches: &capstan_operator::drift::DriftWatches,
+    watches: &capstan_operator::testing::drift::DriftWatches,
     inventories: &[&str],
-    kinds: &[capstan_operator::drift::Kind],
+    kinds: &[capstan_operator::testing::drift::Kind],
 ) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !inventories

@@ -13,8 +13,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use capstan_operator::api::{self, ClusterAddon};
-use capstan_operator::hooks::serve_with;
-use capstan_operator::webhook::{Certificate, GeneratedCert, generate};
+use capstan_operator::testing::hooks::serve_with;
+use capstan_operator::testing::webhook::{Certificate, GeneratedCert, generate};
 use capstan_stack::capi::CapiVersion;
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::core::v1::Namespace;
@@ -613,7 +613,7 @@ async fn a_pass_overlapping_a_hook_call_keeps_the_hooks_fields() {
 async fn a_pass_overlapping_a_hook_call(env: &crate::operator_common::Env) {
     let client = env.client();
     assert_eq!(
-        capstan_operator::capi_api::ensure_discovered(&client).await,
+        capstan_operator::testing::capi_api::ensure_discovered(&client).await,
         env.capi
     );
     let (v1, v2, v3) = (
@@ -628,7 +628,7 @@ async fn a_pass_overlapping_a_hook_call(env: &crate::operator_common::Env) {
         "apiVersion": "clusterstack.x-k8s.io/v1alpha1",
         "kind": "ClusterAddon",
         "metadata": {"name": name, "namespace": NS,
-                     "finalizers": [capstan_operator::controller::cluster_addon::FINALIZER]},
+                     "finalizers": [capstan_operator::testing::controller::cluster_addon::FINALIZER]},
         "spec": {"clusterRef": {"kind": "Cluster", "name": "c9", "namespace": NS}},
     }))
     .expect("ClusterAddon");
@@ -668,22 +668,21 @@ async fn a_pass_overlapping_a_hook_call(env: &crate::operator_common::Env) {
     // The pass, from what it read, saves after the hook's write.
     let cache = tempfile::tempdir().expect("temp dir");
     let settings = capstan_operator::Settings::local(cache.path().join("cache"));
-    let sources = capstan_operator::sources::Sources::new(
+    let sources = capstan_operator::testing::sources::Sources::new(
         capstan_source::cache::Cache::open(cache.path().join("releases")).expect("cache"),
         None,
     );
     let (stacks, _writer) = kube::runtime::reflector::store();
-    let ctx = std::sync::Arc::new(capstan_operator::context::Context::new(
+    let ctx = std::sync::Arc::new(capstan_operator::testing::context::Context::new(
         client.clone(),
         settings,
         sources,
-        std::sync::Arc::new(capstan_operator::metrics::Metrics::new()),
+        std::sync::Arc::new(capstan_operator::Metrics::new()),
         stacks,
     ));
-    let controller = std::sync::Arc::new(capstan_operator::controller::cluster_addon::AddonController::new(
-        ctx,
-    ));
-    capstan_operator::controller::cluster_addon::reconcile(std::sync::Arc::new(read), controller)
+    let controller =
+        std::sync::Arc::new(capstan_operator::testing::controller::cluster_addon::AddonController::new(ctx));
+    capstan_operator::testing::controller::cluster_addon::reconcile(std::sync::Arc::new(read), controller)
         .await
         .expect("the pass waits for the control plane");
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::operator_common::{Env, REPO, eventually, names};
 use capstan_operator::api::conditions;
-use capstan_operator::store;
+use capstan_operator::testing::store;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 

@@ -349,7 +349,7 @@ async fn a_failure_past_max_failures_halts_and_rolls_the_cluster_back() {
 async fn a_failure_past_max_failures_halts_and_rolls_the_cluster_back_on_v1beta2() {
     let test = "a_failure_past_max_failures_halts_and_rolls_the_cluster_back_on_v1beta2";
     // This process (the simulator, the helpers) speaks v1beta2 too.
-    capstan_operator::capi_api::set(capstan_operator::capi_api::Choice::Chosen(
+    capstan_operator::testing::capi_api::set(capstan_operator::testing::capi_api::Choice::Chosen(
         capstan_stack::capi::CapiVersion::V1Beta2,
     ));
     halts_and_rolls_back(test, capstan_stack::capi::CapiVersion::V1Beta2).await;

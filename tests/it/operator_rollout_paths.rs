@@ -104,7 +104,9 @@ async fn a_cluster_two_minors_behind_walks_its_path_and_a_missing_minor_blocks_i
 async fn a_cluster_two_minors_behind_walks_its_path_on_v1beta2() {
     let test = "a_cluster_two_minors_behind_walks_its_path_on_v1beta2";
     // This process (the simulator, the helpers) speaks v1beta2 too.
-    capstan_operator::capi_api::set(capstan_operator::capi_api::Choice::Chosen(CapiVersion::V1Beta2));
+    capstan_operator::testing::capi_api::set(capstan_operator::testing::capi_api::Choice::Chosen(
+        CapiVersion::V1Beta2,
+    ));
     walks_two_minors(test, CapiVersion::V1Beta2).await;
 }
 

@@ -372,7 +372,7 @@ async fn a_stored_helm_release_with_a_removed_api_blocks_and_skip_goes_on_withou
 async fn workers_too_far_behind_block_the_step_on_v1beta2() {
     let test = "workers_too_far_behind_block_the_step_on_v1beta2";
     // This process (the simulator, the helpers) speaks v1beta2 too.
-    capstan_operator::capi_api::set(capstan_operator::capi_api::Choice::Chosen(
+    capstan_operator::testing::capi_api::set(capstan_operator::testing::capi_api::Choice::Chosen(
         capstan_stack::capi::CapiVersion::V1Beta2,
     ));
     let Some((env, operator)) = crate::operator_rollout::fleet_on(

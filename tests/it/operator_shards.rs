@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::operator_common::eventually;
 use crate::operator_watches::{free_port, metric_sum};
 use capstan_operator::api::ClusterAddon;
-use capstan_operator::shard::SHARD_LABEL;
+use capstan_operator::testing::shard::SHARD_LABEL;
 use capstan_stack::capi::CapiVersion;
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::coordination::v1::Lease;

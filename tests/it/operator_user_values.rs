@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::operator_common::{Env, eventually};
-use capstan_operator::store::{OWNER_LABEL, REVISION_LABEL};
+use capstan_operator::testing::store::{OWNER_LABEL, REVISION_LABEL};
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};

@@ -16,7 +16,7 @@
 //! `spec.controlPlaneRef`.
 //!
 //! It speaks the Cluster API version the test process speaks
-//! (`capstan_operator::capi_api::current`, v1beta1 unless a test chose v1beta2): on v1beta2
+//! (`capstan_operator::testing::capi_api::current`, v1beta1 unless a test chose v1beta2): on v1beta2
 //! the objects are v1.14's (`classRef`, references by group), and an upgraded Cluster is
 //! `Available` and `TopologyReconciled` and not `RollingOut`, with
 //! `status.controlPlane.versions`.
@@ -37,7 +37,7 @@ use capstan_stack::capi::CapiVersion;
 
 /// The Cluster API version the simulator speaks.
 fn capi() -> CapiVersion {
-    capstan_operator::capi_api::current()
+    capstan_operator::testing::capi_api::current()
 }
 
 /// One class change seen on a Cluster.
@@ -233,7 +233,7 @@ fn clusters_api(client: &Client, namespace: &str) -> Api<DynamicObject> {
     Api::namespaced_with(
         client.clone(),
         namespace,
-        &capstan_operator::clusters::cluster_resource(),
+        &capstan_operator::testing::clusters::cluster_resource(),
     )
 }
 

@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::operator_common::NS;
 use capstan_operator::api::ClusterStack;
 use capstan_operator::api::rollout::ClusterStackRollout;
-use capstan_operator::webhook::admission::Hook;
+use capstan_operator::testing::webhook::admission::Hook;
 
 fn rollout(name: &str, spec: serde_json::Value) -> ClusterStackRollout {
     serde_json::from_value(json!({
@@ -44,16 +44,16 @@ async fn the_api_server_refuses_rollouts_that_cannot_work_through_the_webhook() 
     let client = env.client();
 
     // The webhook server, and the API server told to ask it about rollouts.
-    let cert = capstan_operator::webhook::generate(&[]).expect("webhook certificate");
+    let cert = capstan_operator::testing::webhook::generate(&[]).expect("webhook certificate");
     let ca = base64::engine::general_purpose::STANDARD.encode(&cert.ca_pem);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("webhook port");
     let port = listener.local_addr().expect("address").port();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(capstan_operator::webhook::serve_with(
+    let server = tokio::spawn(capstan_operator::testing::webhook::serve_with(
         listener,
-        capstan_operator::webhook::Certificate::Generated(cert),
+        capstan_operator::testing::webhook::Certificate::Generated(cert),
         client.clone(),
         async move {
             let _ = stopped.await;

@@ -68,11 +68,6 @@ pub fn cluster_resource() -> ApiResource {
     crate::capi_api::cluster_resource_of(crate::capi_api::current())
 }
 
-/// The `ClusterClass` resource of the version spoken now.
-pub fn cluster_class_resource() -> ApiResource {
-    crate::capi_api::cluster_class_resource_of(crate::capi_api::current())
-}
-
 /// The `apiVersion` of Clusters now (`cluster.x-k8s.io/v1beta2`), for owner references.
 pub fn api_version() -> String {
     crate::capi_api::current().api_version()

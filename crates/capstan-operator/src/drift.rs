@@ -49,7 +49,6 @@ use capstan_apply::{ObjectKey, PruneNotice};
 
 use dispatch::{Inventories, whom};
 pub use dispatch::{Notify, Wake};
-pub use judge::drifted;
 use watcher::{LastSeen, Seen, Watcher, usable};
 
 /// Kinds watched per inventory at most (an addon chart has about ten).
@@ -544,6 +543,7 @@ async fn watch(watcher: Watcher, from: Option<String>, kind: Kind, following: Fo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use judge::drifted;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta, Time};
 
     #[test]

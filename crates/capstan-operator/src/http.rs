@@ -42,21 +42,9 @@ impl Health {
         set(&self.not_ready, Some(reason.into()));
     }
 
+    #[cfg(test)]
     pub fn set_live(&self, live: bool) {
         set(&self.not_live, (!live).then(|| "not live".to_string()));
-    }
-
-    /// Not live (the kubelet restarts the pod), and why.
-    pub fn set_not_live(&self, reason: impl Into<String>) {
-        set(&self.not_live, Some(reason.into()));
-    }
-
-    pub fn is_ready(&self) -> bool {
-        get_reason(&self.not_ready).is_none()
-    }
-
-    pub fn is_live(&self) -> bool {
-        get_reason(&self.not_live).is_none()
     }
 }
 
@@ -74,17 +62,8 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, ServeError> {
     serve::bind(addr).await
 }
 
-/// Serves `/healthz` (liveness) and `/readyz` (readiness) on `addr`: 200 `ok`, or 503 with
-/// the reason.
-pub async fn serve_health(
-    addr: SocketAddr,
-    health: Arc<Health>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), ServeError> {
-    serve_health_on(bind(addr).await?, health, shutdown).await
-}
-
-/// [`serve_health`] on a bound listener.
+/// Serves `/healthz` (liveness) and `/readyz` (readiness) on a bound listener: 200 `ok`, or
+/// 503 with the reason.
 pub async fn serve_health_on(
     listener: TcpListener,
     health: Arc<Health>,
@@ -97,16 +76,7 @@ pub async fn serve_health_on(
     serve::serve(listener, &Transport::Http, "health server", app, shutdown).await
 }
 
-/// Serves `/metrics` on `addr` in the OpenMetrics text format.
-pub async fn serve_metrics(
-    addr: SocketAddr,
-    metrics: Arc<Metrics>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), ServeError> {
-    serve_metrics_on(bind(addr).await?, metrics, shutdown).await
-}
-
-/// [`serve_metrics`] on a bound listener.
+/// Serves `/metrics` on a bound listener in the OpenMetrics text format.
 pub async fn serve_metrics_on(
     listener: TcpListener,
     metrics: Arc<Metrics>,

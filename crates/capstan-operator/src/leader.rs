@@ -138,6 +138,7 @@ impl Leadership {
     }
 
     /// Whether this process still leads.
+    #[cfg(any(test, feature = "testing"))]
     pub fn is_leading(&self) -> bool {
         *self.leading.borrow()
     }

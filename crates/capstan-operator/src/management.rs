@@ -32,9 +32,9 @@ use kube::{Client, Resource};
 use tokio::sync::mpsc;
 
 mod compact;
-mod strip;
+pub(crate) mod strip;
 pub use compact::CompactObject;
-pub use strip::{LAST_APPLIED_ANNOTATION, strip_meta};
+pub use strip::strip_meta;
 
 use crate::api::{ClusterAddon, ClusterStackRelease};
 use crate::watch::{Events, Scope, objects, watch_all};
@@ -485,6 +485,7 @@ mod tests {
     use k8s_openapi::ByteString;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
     use std::collections::BTreeMap;
+    use strip::LAST_APPLIED_ANNOTATION;
 
     fn meta(name: &str, annotations: &[(&str, &str)]) -> ObjectMeta {
         ObjectMeta {

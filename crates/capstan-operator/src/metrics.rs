@@ -8,7 +8,7 @@
 
 mod fleet_series;
 
-pub use fleet_series::{Census, FleetSeries, Series, fleet_series};
+pub use fleet_series::{Census, fleet_series};
 
 use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::{Arc, Mutex};
@@ -545,6 +545,7 @@ impl Collector for ProcessCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fleet_series::{FleetSeries, Series};
     use kube::ResourceExt;
 
     #[test]

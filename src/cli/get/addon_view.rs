@@ -107,7 +107,7 @@ pub(super) async fn show_addon(
 /// its release (a Cluster or stack that cannot be read adds nothing).
 async fn value_sources(client: &Client, row: &AddonRow) -> Vec<String> {
     let ns = row.namespace.as_str();
-    let cluster = capstan_operator::clusters::get(client, ns, &row.cluster)
+    let cluster = capstan_operator::cli::clusters::get(client, ns, &row.cluster)
         .await
         .ok()
         .flatten();
@@ -127,7 +127,7 @@ async fn value_sources(client: &Client, row: &AddonRow) -> Vec<String> {
 /// The health of every object of the addon's status, read from its workload cluster.
 async fn live_health(management: &Client, addon: &ClusterAddon) -> Live {
     use capstan_apply::health::{Readiness, readiness};
-    use capstan_operator::addon::workload;
+    use capstan_operator::cli::workload;
     let ns = addon.namespace().unwrap_or_default();
     let cluster = addon.spec.cluster_ref.name.clone().unwrap_or_default();
     let secret = workload::read_secret(management, &ns, &cluster)

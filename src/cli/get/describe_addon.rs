@@ -300,7 +300,7 @@ fn indent(out: &mut String, text: &str) {
 }
 
 /// The sources of a Cluster's user values, in the order they apply (see
-/// `capstan_operator::addon::user_values`): the ClusterStack's `spec.addonValues` (given as
+/// `capstan_operator::cli::user_values`): the ClusterStack's `spec.addonValues` (given as
 /// the stack's `namespace/name` when it has any), the ConfigMap or Secret the Cluster's
 /// `addon-values-from` annotation names, the Cluster's `addon-values` annotation.
 pub fn value_sources(
@@ -309,7 +309,7 @@ pub fn value_sources(
     cluster_name: &str,
     annotations: &BTreeMap<String, String>,
 ) -> Vec<String> {
-    use capstan_operator::addon::user_values::{VALUES_ANNOTATION, VALUES_FROM_ANNOTATION, parse_ref};
+    use capstan_operator::cli::user_values::{VALUES_ANNOTATION, VALUES_FROM_ANNOTATION, parse_ref};
     let mut out = Vec::new();
     if let Some(stack) = stack_with_values {
         out.push(format!("ClusterStack {stack} spec.addonValues"));

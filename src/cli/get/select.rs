@@ -11,8 +11,8 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::{Client, ResourceExt};
 
 use capstan_operator::api::ClusterAddon;
-use capstan_operator::clusters::cluster_resource;
-use capstan_operator::watch::CLUSTER_NAME_LABEL;
+use capstan_operator::cli::clusters::CLUSTER_NAME_LABEL;
+use capstan_operator::cli::clusters::cluster_resource;
 
 /// One requirement of a label selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,7 +184,7 @@ impl ByCluster {
     /// Cluster API in the cluster (its CRD's 404) leaves each Cluster its name label alone.
     pub async fn list(client: &Client, namespace: Option<&str>, selector: &str) -> anyhow::Result<ByCluster> {
         let selector = Selector::parse(selector)?;
-        capstan_operator::capi_api::ensure_discovered(client).await;
+        capstan_operator::cli::clusters::ensure_discovered(client).await;
         let api: Api<DynamicObject> = match namespace {
             Some(ns) => Api::namespaced_with(client.clone(), ns, &cluster_resource()),
             None => Api::all_with(client.clone(), &cluster_resource()),
@@ -200,7 +200,7 @@ impl ByCluster {
                     )
                 })
                 .collect(),
-            Err(e) if capstan_operator::kube_error::is_not_found(&e) => BTreeMap::new(),
+            Err(e) if capstan_operator::cli::clusters::is_not_found(&e) => BTreeMap::new(),
             Err(e) => return Err(e).context("listing Clusters for their labels"),
         };
         Ok(ByCluster { selector, clusters })

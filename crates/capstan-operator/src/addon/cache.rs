@@ -159,10 +159,12 @@ impl WorkloadClusters {
     }
 
     /// How many clusters are kept.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.lock().1.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -93,6 +93,7 @@ pub async fn evaluate(discovery: &Discovery, condition: &WaitCondition) -> Resul
 }
 
 /// The pure part: evaluates `condition` over already-read objects (key → JSON object).
+#[cfg(test)]
 pub fn evaluate_on(
     condition: &str,
     objects: &BTreeMap<String, serde_json::Value>,

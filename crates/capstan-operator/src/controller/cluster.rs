@@ -53,7 +53,15 @@ impl ClusterController {
     }
 }
 
-super::reconciler!(ClusterController);
+impl super::Reconciler for ClusterController {
+    fn shared(&self) -> &Context {
+        &self.shared
+    }
+
+    fn failures(&self) -> &Failures {
+        &self.failures
+    }
+}
 
 /// Ensures the ClusterAddon of one Cluster.
 pub async fn reconcile(

@@ -62,11 +62,47 @@ pub const FINALIZER: &str = "clusterstack.x-k8s.io/capstan-addon";
 pub const CONTROLLER: &str = "clusteraddon";
 
 pub use super::pipeline::{APPLIED, RENDERED};
-pub use names::{CLUSTER_READY, WORKLOAD_REACHABLE};
+pub use names::CLUSTER_READY;
 use names::{inventories_of, store_owner};
 const STEPS: [&str; 3] = [CLUSTER_READY, RENDERED, APPLIED];
 
-super::finalized_kind!(ClusterAddon, AddonController);
+/// Reconciles one ClusterAddon through its finalizer ([`super::reconcile`]).
+pub async fn reconcile(object: Arc<ClusterAddon>, controller: Arc<AddonController>) -> Result<Action, Error> {
+    super::reconcile(object, controller).await
+}
+
+pub use super::error_policy;
+
+impl super::Finalized for ClusterAddon {
+    const FINALIZER: &'static str = FINALIZER;
+    type Controller = AddonController;
+
+    fn apply(
+        &self,
+        controller: &AddonController,
+    ) -> impl std::future::Future<Output = Result<Action, Error>> + Send {
+        apply(self, controller)
+    }
+
+    fn cleanup(
+        &self,
+        controller: &AddonController,
+    ) -> impl std::future::Future<Output = Result<Action, Error>> + Send {
+        cleanup(self, controller)
+    }
+}
+
+impl super::Reconciler for AddonController {
+    fn shared(&self) -> &Context {
+        &self.shared
+    }
+
+    fn failures(&self) -> &super::failures::Failures {
+        &self.failures
+    }
+}
+
+type Progress<'a> = super::progress::Progress<'a, ClusterAddon>;
 
 /// The ClusterAddon controller's state: the shared context, its failures and the drift
 /// wake-ups of its ClusterAddons (their drift watches live with each workload cluster).
@@ -262,7 +298,7 @@ async fn resolve_release(
     let files = pipeline::fetch(ctx, &stack, tag).await;
     let files = progress.check(RENDERED, files).await?;
     // Its charts' dependencies checked against the stack's policy (`SourceVerified`).
-    let compiled = super::cluster_stack_release::dependencies::compile_for(progress, &stack, &files).await?;
+    let compiled = super::pipeline::dependencies::compile_for(progress, &stack, &files).await?;
     let compiled = match compiled {
         ControlFlow::Continue(compiled) => compiled,
         ControlFlow::Break(action) => return Ok(ControlFlow::Break(action)),
@@ -334,7 +370,7 @@ pub fn controller(wiring: &Wiring<'_>) -> Running {
             |cluster: DynamicObject| {
                 let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
                 let name = cluster.metadata.name.clone().unwrap_or_default();
-                Some(ObjectRef::new(&super::cluster::addon_name(&name)).within(&namespace))
+                Some(ObjectRef::new(&crate::api::cluster_addon::addon_name(&name)).within(&namespace))
             },
             crate::clusters::cluster_key(),
         )

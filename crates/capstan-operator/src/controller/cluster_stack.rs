@@ -46,7 +46,43 @@ pub const RELEASES_READY: &str = "ReleasesReady";
 /// Label on the releases a ClusterStack creates: the stack's name.
 pub const STACK_LABEL: &str = "clusterstack.x-k8s.io/cluster-stack";
 
-super::finalized_kind!(ClusterStack, StackController);
+/// Reconciles one ClusterStack through its finalizer ([`super::reconcile`]).
+pub async fn reconcile(object: Arc<ClusterStack>, controller: Arc<StackController>) -> Result<Action, Error> {
+    super::reconcile(object, controller).await
+}
+
+pub use super::error_policy;
+
+impl super::Finalized for ClusterStack {
+    const FINALIZER: &'static str = FINALIZER;
+    type Controller = StackController;
+
+    fn apply(
+        &self,
+        controller: &StackController,
+    ) -> impl std::future::Future<Output = Result<Action, Error>> + Send {
+        apply(self, controller)
+    }
+
+    fn cleanup(
+        &self,
+        controller: &StackController,
+    ) -> impl std::future::Future<Output = Result<Action, Error>> + Send {
+        cleanup(self, controller)
+    }
+}
+
+impl super::Reconciler for StackController {
+    fn shared(&self) -> &Context {
+        &self.shared
+    }
+
+    fn failures(&self) -> &super::failures::Failures {
+        &self.failures
+    }
+}
+
+type Progress<'a> = super::progress::Progress<'a, ClusterStack>;
 
 /// The ClusterStack controller's state: the shared context, its failures and the last
 /// listing of each stack's source.
@@ -112,6 +148,11 @@ impl Tracked for ClusterStack {
         }
         events
     }
+}
+
+/// Whether the release reports ready.
+fn is_ready(release: &ClusterStackRelease) -> bool {
+    release.status.as_ref().is_some_and(|s| s.ready)
 }
 
 /// The note of a `Ready`/`NotReady` Event: the `Ready` condition's message, or (when ready,
@@ -286,7 +327,7 @@ async fn prune_releases(
         .map(|(name, release)| retention::Owned {
             name: name.clone(),
             version: ReleaseTag::parse(name).ok().map(|t| t.version().clone()),
-            ready: super::cluster_stack_release::is_ready(release),
+            ready: is_ready(release),
         })
         .collect();
     if retention::unwanted(&releases, policy).is_empty() {
@@ -341,7 +382,7 @@ fn report(
     progress.status.summary = owned.values().map(summary_of).collect();
     let mut usable: Vec<Version> = owned
         .values()
-        .filter(|r| super::cluster_stack_release::is_ready(r))
+        .filter(|r| is_ready(r))
         .filter_map(|r| ReleaseTag::parse(&r.name_any()).ok())
         .map(|t| t.version().clone())
         .collect();
@@ -352,11 +393,7 @@ fn report(
     });
     let not_ready: Vec<&String> = wanted
         .iter()
-        .filter(|tag| {
-            !owned
-                .get(*tag)
-                .is_some_and(super::cluster_stack_release::is_ready)
-        })
+        .filter(|tag| !owned.get(*tag).is_some_and(is_ready))
         .collect();
     let message = if wanted.is_empty() {
         "no release is wanted (autoSubscribe is off and spec.versions is empty)".to_string()

@@ -56,7 +56,7 @@ pub const CONTROLLER: &str = "clusterstackrelease";
 pub const DOWNLOADED: &str = "Downloaded";
 pub use super::pipeline::{APPLIED, RENDERED};
 pub const PROVIDER_READY: &str = "ProviderReady";
-pub use verify::SOURCE_VERIFIED;
+pub use super::pipeline::dependencies::SOURCE_VERIFIED;
 const STEPS: [&str; 3] = [DOWNLOADED, RENDERED, APPLIED];
 const STEPS_WITH_PROVIDER: [&str; 4] = [DOWNLOADED, PROVIDER_READY, RENDERED, APPLIED];
 const VERIFIED_STEPS: [&str; 4] = [DOWNLOADED, SOURCE_VERIFIED, RENDERED, APPLIED];
@@ -66,7 +66,46 @@ const VERIFIED_STEPS_WITH_PROVIDER: [&str; 5] =
 /// How often a release being deleted looks again whether Clusters still use it.
 const WAIT_FOR_USERS: Duration = Duration::from_secs(15);
 
-super::finalized_kind!(ClusterStackRelease, ReleaseController);
+/// Reconciles one ClusterStackRelease through its finalizer ([`super::reconcile`]).
+pub async fn reconcile(
+    object: Arc<ClusterStackRelease>,
+    controller: Arc<ReleaseController>,
+) -> Result<Action, Error> {
+    super::reconcile(object, controller).await
+}
+
+pub use super::error_policy;
+
+impl super::Finalized for ClusterStackRelease {
+    const FINALIZER: &'static str = FINALIZER;
+    type Controller = ReleaseController;
+
+    fn apply(
+        &self,
+        controller: &ReleaseController,
+    ) -> impl std::future::Future<Output = Result<Action, Error>> + Send {
+        apply(self, controller)
+    }
+
+    fn cleanup(
+        &self,
+        controller: &ReleaseController,
+    ) -> impl std::future::Future<Output = Result<Action, Error>> + Send {
+        cleanup(self, controller)
+    }
+}
+
+impl super::Reconciler for ReleaseController {
+    fn shared(&self) -> &Context {
+        &self.shared
+    }
+
+    fn failures(&self) -> &super::failures::Failures {
+        &self.failures
+    }
+}
+
+type Progress<'a> = super::progress::Progress<'a, ClusterStackRelease>;
 
 /// The ClusterStackRelease controller's state: the shared context, its failures, the drift
 /// wake-ups of its releases and their drift watches in the management cluster.
@@ -141,7 +180,7 @@ async fn apply(release: &ClusterStackRelease, controller: &ReleaseController) ->
         ControlFlow::Continue(stack) => stack,
         ControlFlow::Break(action) => return Ok(action),
     };
-    let verified = verify::has_policy(&stack, ctx) || dependencies::has_policy(&stack, ctx);
+    let verified = verify::has_policy(&stack, ctx) || pipeline::dependencies::has_policy(&stack, ctx);
     progress.set_steps(steps_of(release, verified));
     // 2. Download (nothing is sent when the cache holds the release complete).
     let files = pipeline::fetch(ctx, &stack, &tag).await;
@@ -541,11 +580,6 @@ fn provider_cluster(ctx: &Context) -> super::provider::Cluster<'_> {
         client: &ctx.client,
         discovery: ctx.applier.discovery(),
     }
-}
-
-/// Whether the release reports ready.
-pub fn is_ready(release: &ClusterStackRelease) -> bool {
-    release.status.as_ref().is_some_and(|s| s.ready)
 }
 
 /// ClusterStackReleases, woken by drift of what they applied.

@@ -58,13 +58,6 @@ pub enum Error {
 /// What made a step fail.
 #[derive(Debug, thiserror::Error)]
 pub enum Cause {
-    /// A request failed; `what` says which (`reading Secret ns/name`).
-    #[error("{what}: {source}")]
-    Kube {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
     /// A request failed; the error alone says enough.
     #[error(transparent)]
     Api(#[from] kube::Error),
@@ -111,9 +104,6 @@ pub enum Cause {
     /// No Cluster API version capstan speaks is served (or discovery failed).
     #[error("Cluster API cannot be used: {0}")]
     ClusterApiNotServed(String),
-    /// An object that does not encode as JSON (a bug).
-    #[error("{0}")]
-    Json(#[source] serde_json::Error),
     #[error(transparent)]
     Manifest(#[from] capstan_apply::ParseError),
     #[error(transparent)]
@@ -258,7 +248,6 @@ impl Cause {
         match self {
             Cause::Render(_)
             | Cause::Values(_)
-            | Cause::Json(_)
             | Cause::Manifest(_)
             | Cause::Invalid(_)
             | Cause::UserValues(_) => true,
@@ -267,9 +256,9 @@ impl Cause {
             }
             Cause::SourceConfig(e) => e.is_terminal(),
             Cause::Provider(e) => e.is_terminal(),
-            Cause::Kube { source, .. }
-            | Cause::Api(source)
-            | Cause::Apply(capstan_apply::Error::Delete { source, .. }) => !retryable_kube(source),
+            Cause::Api(source) | Cause::Apply(capstan_apply::Error::Delete { source, .. }) => {
+                !retryable_kube(source)
+            }
             Cause::Condition { source, .. } => matches!(
                 **source,
                 ConditionError::Syntax { .. }
@@ -284,13 +273,13 @@ impl Cause {
     /// The label of this cause in the error counter.
     pub fn metric_label(&self) -> &'static str {
         match self {
-            Cause::Kube { .. } | Cause::Api(_) => "kube",
+            Cause::Api(_) => "kube",
             Cause::Source(_) => "source",
             Cause::SourceConfig(_) => "source_config",
             Cause::Store(_) => "store",
             Cause::Compile(_) | Cause::Resolver(_) => "compile",
             Cause::DependencyRefused { .. } => "verify",
-            Cause::Render(_) | Cause::Values(_) | Cause::Json(_) | Cause::ClusterObjects(_) => "render",
+            Cause::Render(_) | Cause::Values(_) | Cause::ClusterObjects(_) => "render",
             Cause::ClusterApiNotServed(_) => "cluster_api_not_served",
             Cause::Manifest(_) | Cause::ClassVersion(_) => "manifest",
             Cause::Apply(_) | Cause::Objects(_) => "apply",

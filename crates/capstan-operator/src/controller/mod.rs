@@ -35,32 +35,21 @@ use capstan_stack::name::{KubernetesVersion, StackName};
 pub use clock::now;
 use credentials::read_secret;
 pub use credentials::resolve_source;
-pub use error::{Cause, Error, Invalid, SourceConfigError, TERMINAL_RETRY};
+pub use error::{Cause, Error, SourceConfigError, TERMINAL_RETRY};
 use failures::Failures;
 pub use references::{object_ref, owner_reference};
 
 /// What every controller's reconciles are given: the shared [`Context`] and the controller's
 /// own failures; each controller's state struct adds what only it keeps.
+///
+/// Every controller module has the same shape, written out (no macros): its state struct
+/// implementing this trait, `reconcile` and `error_policy` (the kinds with a finalizer
+/// implement [`Finalized`] and reconcile through [`reconcile`]), and `controller(&Wiring)`
+/// starting it.
 pub trait Reconciler: Send + Sync + 'static {
     fn shared(&self) -> &Context;
     fn failures(&self) -> &Failures;
 }
-
-/// [`Reconciler`] of a controller struct with `shared: Arc<Context>` and `failures`.
-macro_rules! reconciler {
-    ($controller:ty) => {
-        impl $crate::controller::Reconciler for $controller {
-            fn shared(&self) -> &$crate::context::Context {
-                &self.shared
-            }
-
-            fn failures(&self) -> &$crate::controller::failures::Failures {
-                &self.failures
-            }
-        }
-    };
-}
-pub(crate) use reconciler;
 
 /// A kind of the operator's API reconciled through a finalizer: `apply` while an object
 /// lives, `cleanup` once it is being deleted, given its controller's state.
@@ -70,44 +59,6 @@ pub trait Finalized: progress::Tracked + Send + Sync + 'static {
     fn apply(&self, controller: &Self::Controller) -> impl Future<Output = Result<Action, Error>> + Send;
     fn cleanup(&self, controller: &Self::Controller) -> impl Future<Output = Result<Action, Error>> + Send;
 }
-
-/// A controller module's entry points for `$kind` (which it reconciles with its `apply` and
-/// `cleanup` under its `FINALIZER`, given a `$controller`): `reconcile`, `error_policy` and
-/// the `Progress` alias.
-macro_rules! finalized_kind {
-    ($kind:ty, $controller:ty) => {
-        /// Reconciles one object.
-        pub async fn reconcile(object: Arc<$kind>, controller: Arc<$controller>) -> Result<Action, Error> {
-            super::reconcile(object, controller).await
-        }
-
-        pub use super::error_policy;
-
-        impl super::Finalized for $kind {
-            const FINALIZER: &'static str = FINALIZER;
-            type Controller = $controller;
-
-            fn apply(
-                &self,
-                controller: &$controller,
-            ) -> impl std::future::Future<Output = Result<Action, Error>> + Send {
-                apply(self, controller)
-            }
-
-            fn cleanup(
-                &self,
-                controller: &$controller,
-            ) -> impl std::future::Future<Output = Result<Action, Error>> + Send {
-                cleanup(self, controller)
-            }
-        }
-
-        super::reconciler!($controller);
-
-        type Progress<'a> = super::progress::Progress<'a, $kind>;
-    };
-}
-use finalized_kind;
 
 /// One reconcile of `object` through kube's finalizer helper. Counts the reconcile in the
 /// metrics of its controller and reports a new error as a Warning event (a success clears it

@@ -16,6 +16,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use sha2::{Digest, Sha256};
 
+pub mod dependencies;
 pub mod dependency_policy;
 
 use self::dependency_policy::DependencyPolicy;

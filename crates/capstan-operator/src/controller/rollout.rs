@@ -215,7 +215,15 @@ pub struct RolloutController {
     fleet: Arc<Fleet>,
 }
 
-super::reconciler!(RolloutController);
+impl super::Reconciler for RolloutController {
+    fn shared(&self) -> &Context {
+        &self.shared
+    }
+
+    fn failures(&self) -> &Failures {
+        &self.failures
+    }
+}
 
 /// Reconciles one rollout: observe, plan, record, act.
 pub async fn reconcile(
@@ -263,13 +271,7 @@ pub async fn reconcile(
     result
 }
 
-pub fn error_policy(
-    rollout: Arc<ClusterStackRollout>,
-    error: &Error,
-    controller: Arc<RolloutController>,
-) -> Action {
-    super::requeue_after_error(&controller.failures, &super::key_of(rollout.as_ref()), error)
-}
+pub use super::error_policy;
 
 /// One pass. The rollout is read again from the API server first: the store may lag behind
 /// this controller's own last status write, and a plan on an old status would only conflict.

@@ -7,8 +7,4 @@ pub mod decide;
 pub mod protocol;
 pub mod server;
 
-pub use decide::{StatusChange, after_control_plane_initialized, before_cluster_upgrade};
-pub use protocol::{
-    DiscoveryResponse, FailurePolicy, Handler, Hook, HookRequest, HookResponse, ResponseStatus, discovery,
-};
-pub use server::{serve, serve_with};
+pub use server::serve;

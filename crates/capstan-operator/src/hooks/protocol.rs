@@ -237,6 +237,7 @@ impl HookResponse {
     }
 
     /// Whether this answer lets the lifecycle step go on.
+    #[cfg(test)]
     pub fn proceeds(&self) -> bool {
         self.status == ResponseStatus::Success && self.retry_after_seconds.unwrap_or(0) == 0
     }

@@ -57,14 +57,17 @@ impl PreflightCache {
     }
 
     /// Forgets `cluster`'s results (a force approval asks for a fresh look).
+    #[cfg(test)]
     pub fn forget(&self, cluster: &str) {
         self.lock().retain(|(c, _), _| c != cluster);
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.lock().len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -14,10 +14,9 @@ pub mod selector;
 pub mod waves;
 pub mod windows;
 
-pub use health::{Health, health};
-pub use path::{Hop, NoPath, Sources, sources};
-pub use plan::{Action, Annotations, Observed, Plan, PlannedEvent, Target, plan};
-pub use waves::{Assignment, ClusterInfo, StackId, assign, assign_across};
+pub use path::{Hop, sources};
+pub use plan::{Action, Annotations, Observed, Plan, Target, plan};
+pub use waves::{Assignment, ClusterInfo, StackId, assign_across};
 
 #[cfg(test)]
 mod plan_gate_tests;

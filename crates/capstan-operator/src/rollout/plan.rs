@@ -128,6 +128,7 @@ pub enum Action {
 }
 
 impl Action {
+    #[cfg(test)]
     pub fn cluster(&self) -> &str {
         match self {
             Action::Switch { cluster, .. } | Action::RollBack { cluster, .. } => cluster,

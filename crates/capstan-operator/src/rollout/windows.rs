@@ -54,6 +54,7 @@ pub enum WindowState {
 }
 
 impl WindowState {
+    #[cfg(test)]
     pub fn is_open(&self) -> bool {
         !matches!(self, WindowState::Closed { .. })
     }

@@ -52,6 +52,7 @@ impl Hook {
         }
     }
 
+    #[cfg(test)]
     pub fn of_path(path: &str) -> Option<Hook> {
         Hook::ALL.into_iter().find(|h| h.path() == path)
     }

@@ -9,5 +9,4 @@ pub mod validate;
 pub mod validate_rollout;
 pub mod versions;
 
-pub use crate::serve::cert::{CertError, Certificate, GeneratedCert, generate};
-pub use server::{WebhookError, serve, serve_with};
+pub use crate::serve::cert::{Certificate, generate};

@@ -3,7 +3,7 @@
 //! Deployments (missing, equal, scaled apart), cluster-scoped objects, kinds not served, and
 //! errors that no retry can fix.
 
-use capstan_operator::addon::condition::{ConditionError, Verdict, evaluate};
+use capstan_operator::testing::addon::condition::{ConditionError, Verdict, evaluate};
 use capstan_stack::addon_config::{AddonConfig, ConditionObject, Hook, WaitCondition};
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::apps::v1::Deployment;

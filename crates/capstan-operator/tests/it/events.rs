@@ -2,7 +2,7 @@
 //! Event (a ClusterAddon's "applied (14 objects)" after "applied (15 objects)" is not counted
 //! as a repeat of it), and a repeat of the same message is a series of the first.
 
-use capstan_operator::events::{Event, EventType, Recorder, Reporter};
+use capstan_operator::testing::events::{Event, EventType, Recorder, Reporter};
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use k8s_openapi::api::events::v1::Event as KubeEvent;

@@ -11,8 +11,8 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use serde_json::json;
 
-use capstan_operator::management::{LAST_APPLIED_ANNOTATION, Management};
-use capstan_operator::watch::{CLUSTER_NAME_LABEL, objects, watch_all};
+use capstan_operator::testing::management::{LAST_APPLIED_ANNOTATION, Management};
+use capstan_operator::testing::watch::{CLUSTER_NAME_LABEL, objects, watch_all};
 use capstan_testenv::audit::AuditLog;
 use capstan_testenv::{Binaries, TestCluster};
 

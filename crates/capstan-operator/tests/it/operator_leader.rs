@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use capstan_operator::leader::{self, Leadership};
 use capstan_operator::settings::LeaderElection;
+use capstan_operator::testing::leader::{self, Leadership};
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use capstan_operator::metrics::Metrics;
+use capstan_operator::Metrics;
 use capstan_source::github::{Client, Config};
 use capstan_testenv::fake_github::FakeGitHub;
 

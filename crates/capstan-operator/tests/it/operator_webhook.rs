@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use capstan_operator::api;
 use capstan_operator::settings::WebhookSettings;
-use capstan_operator::webhook::{Certificate, GeneratedCert, generate, serve, serve_with};
+use capstan_operator::testing::webhook::{Certificate, GeneratedCert, generate, serve, serve_with};
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Namespace;

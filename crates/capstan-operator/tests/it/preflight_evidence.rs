@@ -6,9 +6,11 @@
 use std::io::Write;
 
 use base64::Engine;
-use capstan_operator::preflight::render::target_renders;
-use capstan_operator::preflight::{Evidence, REQUESTED_APIS_CHECK, TARGET_RENDERS_CHECK, helm, workload};
-use capstan_operator::rollout::preflight::REMOVED_APIS_CHECK;
+use capstan_operator::testing::preflight::render::target_renders;
+use capstan_operator::testing::preflight::{
+    Evidence, REQUESTED_APIS_CHECK, TARGET_RENDERS_CHECK, helm, workload,
+};
+use capstan_operator::testing::rollout::preflight::REMOVED_APIS_CHECK;
 use capstan_stack::name::KubernetesVersion;
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::api::core::v1::{Namespace, Secret};

@@ -5,7 +5,7 @@
 //! revision lists nothing, and one whose memory is behind finds the newer revision and adds
 //! above it.
 
-use capstan_operator::store::{Owner, RenderStore};
+use capstan_operator::testing::store::{Owner, RenderStore};
 use capstan_testenv::{Binaries, TestCluster};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
@@ -123,7 +123,11 @@ async fn a_save_whose_memory_is_behind_adds_above_the_newest_and_keeps_three() {
     );
     let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
         kube::Api::namespaced(cluster.client(), cluster.namespace());
-    let selector = format!("{}={}", capstan_operator::store::OWNER_LABEL, owner.reference.uid);
+    let selector = format!(
+        "{}={}",
+        capstan_operator::testing::store::OWNER_LABEL,
+        owner.reference.uid
+    );
     let mut stored: Vec<String> = secrets
         .list(&kube::api::ListParams::default().labels(&selector))
         .await

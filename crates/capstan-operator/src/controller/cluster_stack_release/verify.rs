@@ -14,10 +14,11 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 
+use super::super::Error;
 use super::super::error::SourceConfigError;
+use super::super::pipeline::dependencies::{SOURCE_VERIFIED, record_refusal};
 use super::super::pipeline::{ReleaseFiles, dependency_policy};
-use super::super::progress::{Because, Tracked};
-use super::super::{Error, drift_requeue, object_ref};
+use super::super::progress::Because;
 use crate::api::{ClusterStack, VerifySpec};
 use crate::context::Context;
 use crate::sources::Verification;
@@ -27,9 +28,6 @@ use capstan_stack::name::ReleaseTag;
 /// The release controller's progress, named here rather than through the parent module (which
 /// uses this one: no import circle).
 type Progress<'a> = super::super::progress::Progress<'a, crate::api::ClusterStackRelease>;
-
-/// Condition: the release's signatures passed its stack's policy.
-pub const SOURCE_VERIFIED: &str = "SourceVerified";
 
 /// The one provider verified.
 const COSIGN: &str = "cosign";
@@ -54,8 +52,6 @@ pub fn keys_of_secret(
 pub fn has_policy(stack: &ClusterStack, ctx: &Context) -> bool {
     stack.spec.verify.is_some() || !ctx.settings.verify.is_empty()
 }
-
-pub use super::super::pipeline::dependency_policy::TRUSTED_ROOT_ENTRY;
 
 /// The keyless identities of `spec.verify.matchOIDCIdentity`.
 pub fn identities_of(spec: &VerifySpec) -> Result<Vec<Identity>, SourceConfigError> {
@@ -183,35 +179,9 @@ async fn refuse(
     ))
 }
 
-/// Records `SourceVerified=False` with `reason` on the object of `progress` (a release, or a
-/// ClusterAddon whose release's dependencies were refused) and a Warning event when the
-/// verdict is new; the pass ends, and the object is looked at again after the drift interval.
-/// The caller counts the metric.
-pub async fn record_refusal<K: Tracked>(
-    progress: &mut super::super::progress::Progress<'_, K>,
-    reason: &'static str,
-    message: String,
-) -> Result<Action, Error> {
-    let ctx = progress.ctx;
-    let fresh = progress
-        .object
-        .status_of()
-        .cloned()
-        .and_then(|mut status| {
-            crate::api::conditions::find(K::conditions_mut(&mut status), SOURCE_VERIFIED).cloned()
-        })
-        .is_none_or(|c| c.reason != reason || c.message != message);
-    progress.condition(SOURCE_VERIFIED, false, reason, message.clone());
-    progress.save().await?;
-    if fresh {
-        ctx.event(&object_ref(progress.object), true, reason, "Verify", message)
-            .await;
-    }
-    Ok(Action::requeue(drift_requeue(&ctx.settings)))
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::super::pipeline::dependency_policy::TRUSTED_ROOT_ENTRY;
     use super::*;
     use capstan_source::verify::{PublicKey, SigningKey};
 

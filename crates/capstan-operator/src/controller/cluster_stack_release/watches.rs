@@ -66,6 +66,7 @@ impl ReleaseWatches {
     }
 
     /// How many releases are watched.
+    #[cfg(any(test, feature = "testing"))]
     pub fn len(&self) -> usize {
         lock(&self.by_release).len()
     }
@@ -75,6 +76,7 @@ impl ReleaseWatches {
         lock(&self.by_scope).values().map(|w| w.len()).sum()
     }
 
+    #[cfg(any(test, feature = "testing"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

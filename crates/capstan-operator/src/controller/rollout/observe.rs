@@ -216,7 +216,7 @@ pub async fn observe(
         }
         let addon = fleet
             .addons
-            .get(&ObjectRef::new(&crate::controller::cluster::addon_name(&cluster.name_any())).within(&own));
+            .get(&ObjectRef::new(&crate::api::cluster_addon::addon_name(&cluster.name_any())).within(&own));
         let mut info = cluster_info(&cluster, addon.as_deref());
         let key = format!("{own}/{}", cluster.name_any());
         if flying.contains(key.as_str()) {

@@ -273,7 +273,7 @@ async fn addon_inventory(
     namespace: &str,
     cluster: &str,
 ) -> Result<Vec<crate::rollout::preflight::ApiInUse>, String> {
-    let name = crate::controller::cluster::addon_name(cluster);
+    let name = crate::api::cluster_addon::addon_name(cluster);
     let api: kube::api::Api<crate::api::ClusterAddon> =
         kube::api::Api::namespaced(ctx.client.clone(), namespace);
     let read = tokio::time::timeout(LIST_TIMEOUT, api.get_opt(&name))
@@ -460,7 +460,7 @@ async fn render_inputs(
     let files = pipeline::fetch(ctx, &stack, &tag)
         .await
         .map_err(|f| f.cause.to_string())?;
-    let policy = if crate::controller::cluster_stack_release::dependencies::has_policy(&stack, ctx) {
+    let policy = if pipeline::dependencies::has_policy(&stack, ctx) {
         pipeline::dependency_policy::of(&stack, ctx)
             .await
             .map_err(|e| e.to_string())?

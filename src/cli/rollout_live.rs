@@ -21,7 +21,7 @@ use capstan_operator::cli::rollout::ReleaseSeen;
 use capstan_stack::capi::ClusterFields;
 
 use super::preflight::{Live, Opener, read_live, report};
-use super::rollout_paths::Stacks;
+use super::rollout_paths::{Across, ClusterPathJson, Stacks};
 
 /// Clusters whose workload clusters are read at once (the operator's bound too).
 pub const CONCURRENCY: usize = 8;
@@ -70,7 +70,7 @@ impl Management {
                         cluster.name_any()
                     )
                 })?;
-                Ok(super::rollout_plan::cluster_info(&fields, &object))
+                Ok(super::rollout_paths::cluster_info(&fields, &object))
             })
             .collect()
     }
@@ -146,5 +146,28 @@ fn could_not_run(why: &str) -> PreflightResult {
         check: PREFLIGHT_CHECK.to_string(),
         ok: false,
         reason: format!("could not be run: {why}"),
+    }
+}
+
+/// Runs the live pre-flight of each Cluster's next step (the first of its path) and keeps the
+/// results in `paths`; a Cluster without a path, or whose step has no ClusterStack, is not
+/// checked.
+pub fn run_preflight(
+    management: &Management,
+    across: &Across,
+    paths: &mut [ClusterPathJson],
+    opener: &Opener,
+) {
+    let steps: Vec<(String, String)> = paths
+        .iter()
+        .filter(|c| c.blocked.is_none())
+        .filter_map(|c| {
+            let step = c.path.first().filter(|s| c.class.as_ref() != Some(&s.class))?;
+            Some((c.cluster.clone(), across.step_target(step)?))
+        })
+        .collect();
+    let mut results = management.preflight(steps, opener);
+    for entry in paths {
+        entry.preflight = results.remove(&entry.cluster);
     }
 }

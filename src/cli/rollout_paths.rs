@@ -13,6 +13,7 @@ use capstan_operator::api::rollout::{ClusterStackRollout, PathStep, PreflightRes
 use capstan_operator::cli::rollout::{
     Assignment, ClusterInfo, Hop, ReleaseSeen, Sources, StackId, Target, newest_ready, path, resolve, sources,
 };
+use capstan_stack::capi::ClusterFields;
 use capstan_stack::name::ReleaseTag;
 
 /// What a rollout across stacks reads besides its Clusters.
@@ -222,29 +223,6 @@ pub fn table(paths: &[ClusterPathJson]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Runs the live pre-flight of each Cluster's next step (the first of its path) and keeps the
-/// results in `paths`; a Cluster without a path, or whose step has no ClusterStack, is not
-/// checked.
-pub fn run_preflight(
-    management: &super::rollout_live::Management,
-    across: &Across,
-    paths: &mut [ClusterPathJson],
-    opener: &super::preflight::Opener,
-) {
-    let steps: Vec<(String, String)> = paths
-        .iter()
-        .filter(|c| c.blocked.is_none())
-        .filter_map(|c| {
-            let step = c.path.first().filter(|s| c.class.as_ref() != Some(&s.class))?;
-            Some((c.cluster.clone(), across.step_target(step)?))
-        })
-        .collect();
-    let mut results = management.preflight(steps, opener);
-    for entry in paths {
-        entry.preflight = results.remove(&entry.cluster);
-    }
-}
-
 /// The table's section of pre-flight results: per Cluster what blocks its next step, or that
 /// nothing does.
 pub fn preflight_table(paths: &[ClusterPathJson]) -> Vec<(String, String)> {
@@ -269,4 +247,27 @@ pub fn preflight_table(paths: &[ClusterPathJson]) -> Vec<(String, String)> {
             (c.cluster.clone(), text)
         })
         .collect()
+}
+
+/// What the wave assignment reads of a Cluster of either version.
+pub(super) fn cluster_info(fields: &ClusterFields, object: &serde_json::Value) -> ClusterInfo {
+    let labels = object
+        .pointer("/metadata/labels")
+        .and_then(|l| l.as_object())
+        .map(|l| {
+            l.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    ClusterInfo {
+        namespace: fields.namespace.clone(),
+        name: fields.name.clone(),
+        labels,
+        class: fields.class.as_ref().map(|c| c.name.clone()),
+        class_namespace: fields.class_namespace().unwrap_or(&fields.namespace).to_string(),
+        version: fields.kubernetes_version.clone(),
+        deleting: fields.deleting,
+        ..ClusterInfo::default()
+    }
 }

@@ -116,7 +116,7 @@ pub fn run_plan(args: &PlanArgs) -> anyhow::Result<()> {
             sources: &args.sources,
             repositories: &args.repositories,
         };
-        super::rollout_paths::run_preflight(management, across, paths, &opener);
+        super::rollout_live::run_preflight(management, across, paths, &opener);
     }
     let text = match args.output {
         Format::Json => {
@@ -239,32 +239,9 @@ fn read_clusters(path: &Path) -> anyhow::Result<Vec<ClusterInfo>> {
         }
         let fields = ClusterFields::from_object(&object.data)
             .with_context(|| format!("{}: Cluster {}", object.origin, object.name))?;
-        clusters.push(cluster_info(&fields, &object.data));
+        clusters.push(super::rollout_paths::cluster_info(&fields, &object.data));
     }
     Ok(clusters)
-}
-
-/// What the wave assignment reads of a Cluster of either version.
-pub(super) fn cluster_info(fields: &ClusterFields, object: &serde_json::Value) -> ClusterInfo {
-    let labels = object
-        .pointer("/metadata/labels")
-        .and_then(|l| l.as_object())
-        .map(|l| {
-            l.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
-    ClusterInfo {
-        namespace: fields.namespace.clone(),
-        name: fields.name.clone(),
-        labels,
-        class: fields.class.as_ref().map(|c| c.name.clone()),
-        class_namespace: fields.class_namespace().unwrap_or(&fields.namespace).to_string(),
-        version: fields.kubernetes_version.clone(),
-        deleting: fields.deleting,
-        ..ClusterInfo::default()
-    }
 }
 
 /// `-o json`: `{"waves": [{"name", "clusters"}], "excluded": [{"cluster", "reason"}]}`, in

@@ -95,9 +95,12 @@ pub struct Observed<'a> {
     /// the stacks paths go through (empty without `spec.from`).
     pub stacks: &'a [Hop],
     /// Each Cluster's pre-flight for its next switch (`namespace/name`), as gathered this
-    /// pass; a Cluster without one is switched when due (a Blocked one stays blocked on its
-    /// recorded evidence).
+    /// pass; a Blocked Cluster without one stays blocked on its recorded evidence.
     pub preflight: &'a BTreeMap<String, Vec<PreflightResult>>,
+    /// Whether a switch needs its pre-flight gathered (the operator's passes): a Pending
+    /// Cluster without one waits for the next pass, which gathers it. Off, it is switched when
+    /// due (the simulations that give no pre-flight).
+    pub preflight_required: bool,
     pub now: Time,
 }
 
@@ -577,7 +580,7 @@ impl Planner<'_, '_> {
             let Some(cluster) = self.clusters.get(&entry.name).copied() else {
                 continue;
             };
-            if self.without_path(entry) || self.preflight_blocks(entry, now) {
+            if self.without_path(entry) || self.awaits_preflight(entry) || self.preflight_blocks(entry, now) {
                 continue;
             }
             in_flight += 1;

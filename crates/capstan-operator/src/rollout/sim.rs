@@ -68,6 +68,8 @@ pub struct Sim {
     pub force: Option<String>,
     /// Each Cluster's pre-flight as gathered (`namespace/name`).
     pub preflight: BTreeMap<String, Vec<PreflightResult>>,
+    /// [`Observed::preflight_required`] (off unless a test turns it on).
+    pub preflight_required: bool,
     /// The namespace's ClusterStacks (paths across stacks).
     pub stacks: Vec<Hop>,
     /// Seconds since the start.
@@ -91,6 +93,7 @@ impl Sim {
             resume: None,
             force: None,
             preflight: BTreeMap::new(),
+            preflight_required: false,
             stacks: Vec::new(),
             now: 0,
             millis: 0,
@@ -131,6 +134,7 @@ impl Sim {
             target: self.target.clone(),
             clusters: &self.clusters,
             preflight: &self.preflight,
+            preflight_required: self.preflight_required,
             stacks: &self.stacks,
             now: self.time(),
         };

@@ -98,6 +98,7 @@ impl Observation {
             }),
             clusters: &self.clusters,
             preflight: &self.preflight,
+            preflight_required: true,
             stacks: &self.stacks,
             now: self.now.clone(),
         }

@@ -55,6 +55,22 @@ impl Planner<'_, '_> {
         Ok(())
     }
 
+    /// Whether Pending `entry` waits for its pre-flight: the pass gathered none for it because
+    /// it became due in this very pass (its wave started, or its path's previous step turned
+    /// healthy). It is never switched unchecked: the next pass, asked for at once, gathers it.
+    /// Not Blocked (`onBlocked: Halt` must not halt on it).
+    pub(super) fn awaits_preflight(&mut self, entry: &mut ClusterRolloutStatus) -> bool {
+        if !self.o.preflight_required
+            || entry.phase != ClusterPhase::Pending
+            || self.o.preflight.contains_key(&entry.name)
+        {
+            return false;
+        }
+        entry.message = Some("waiting for its pre-flight".to_string());
+        self.requeue_in(std::time::Duration::from_secs(1));
+        true
+    }
+
     /// Whether `entry`'s pre-flight blocks it now (see [`Planner::preflight_gate`]). A Blocked
     /// Cluster its gate lets go (evidence cleared, or forced) waits as Pending again: left
     /// Blocked, `onBlocked: Halt` would halt on it after this pass switched others.

@@ -142,6 +142,8 @@ pub fn convert(object: &Value, namespace: &str) -> Result<Option<Converted>, Con
             }
         }
     }
+    let schema = SCHEMAS.get(format!("{target}/{kind}")).unwrap_or(&Value::Null);
+    drop_empty_structs(&mut out, schema);
     check_fields(&ctx, &out, &target, kind)?;
     Ok(Some(Converted {
         object: out,
@@ -195,6 +197,48 @@ pub fn for_cluster_api(
                 api_version: api_version.to_string(),
             })
         }
+    }
+}
+
+/// Removes the empty mappings `v1beta2` does not allow (`minProperties: 1`), bottom up: in
+/// Cluster API's Go types they are structs that are left out when empty (`omitzero`), so its
+/// conversion never sends them — `clusterConfiguration.apiServer: {}` after its
+/// `timeoutForControlPlane` moved away, a `metadata: {}`. Nothing below
+/// `x-kubernetes-preserve-unknown-fields` (a variable's default) is touched.
+fn drop_empty_structs(value: &mut Value, schema: &Value) {
+    if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let properties = schema.get("properties");
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            let mut emptied = Vec::new();
+            for (key, child) in map.iter_mut() {
+                let Some(child_schema) = properties.and_then(|p| p.get(key)).or(additional) else {
+                    continue;
+                };
+                drop_empty_structs(child, child_schema);
+                let requires_some = child_schema
+                    .get("minProperties")
+                    .and_then(Value::as_u64)
+                    .is_some_and(|n| n > 0);
+                if requires_some && child.as_object().is_some_and(|m| m.is_empty()) {
+                    emptied.push(key.clone());
+                }
+            }
+            for key in emptied {
+                map.remove(&key);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items {
+                    drop_empty_structs(item, item_schema);
+                }
+            }
+        }
+        _ => {}
     }
 }
 

@@ -20,8 +20,10 @@
 
 use serde_json::Value;
 
-use super::edit::{Ctx, Object, join, put, rename};
-use super::{ConversionError, Refusal, converted_api_version, is_converted, kubeadm};
+use super::edit::{Ctx, Object, deletion_timeouts, join, put, rename};
+use super::kinds::{converted_api_version, is_converted};
+use super::kubeadm;
+use super::refusal::{ConversionError, Refusal};
 
 pub fn spec(ctx: &mut Ctx, spec: &mut Object) -> Result<(), ConversionError> {
     if let Some(infrastructure) = ctx.object_field(spec, "infrastructure", "spec")? {
@@ -119,33 +121,6 @@ fn ref_to_template_ref(ctx: &Ctx, holder: &mut Object, path: &str) -> Result<(),
     if let Some(reference) = ctx.take_object(holder, "ref", path)? {
         let converted = ctx.template_ref(reference, &join(path, "ref"))?;
         holder.insert("templateRef".into(), Value::Object(converted));
-    }
-    Ok(())
-}
-
-/// `node{Drain,VolumeDetach,Deletion}Timeout` → `deletion.node…TimeoutSeconds`.
-pub fn deletion_timeouts(ctx: &Ctx, holder: &mut Object, path: &str) -> Result<(), ConversionError> {
-    deletion_timeouts_at(ctx, holder, path, &["deletion"])
-}
-
-/// As [`deletion_timeouts`], into `holder[at…]` (a KubeadmControlPlaneTemplate's machine
-/// template has them under `spec.deletion`).
-pub fn deletion_timeouts_at(
-    ctx: &Ctx,
-    holder: &mut Object,
-    path: &str,
-    at: &[&str],
-) -> Result<(), ConversionError> {
-    for (from, to) in [
-        ("nodeDrainTimeout", "nodeDrainTimeoutSeconds"),
-        ("nodeVolumeDetachTimeout", "nodeVolumeDetachTimeoutSeconds"),
-        ("nodeDeletionTimeout", "nodeDeletionTimeoutSeconds"),
-    ] {
-        if let Some(seconds) = ctx.take_seconds(holder, from, path)? {
-            let mut keys = at.to_vec();
-            keys.push(to);
-            put(holder, &keys, seconds);
-        }
     }
     Ok(())
 }

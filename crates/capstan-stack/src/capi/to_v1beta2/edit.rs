@@ -3,7 +3,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{ConversionError, Dropped, Refusal};
+use super::kinds::converted_api_version;
+use super::refusal::{ConversionError, Dropped, Refusal};
 
 pub type Object = Map<String, Value>;
 
@@ -174,7 +175,7 @@ impl Ctx {
             .to_string();
         if let Some(api_version) = reference.remove("apiVersion") {
             let converted = match &api_version {
-                Value::String(text) => Value::String(super::converted_api_version(text, &kind)),
+                Value::String(text) => Value::String(converted_api_version(text, &kind)),
                 other => other.clone(),
             };
             out.insert("apiVersion".into(), converted);
@@ -332,4 +333,31 @@ pub fn go_duration_seconds(text: &str) -> Result<i64, String> {
     let seconds = (nanos / 1e9).trunc();
     let seconds = if negative { -seconds } else { seconds };
     Ok(seconds.clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i64)
+}
+
+/// `node{Drain,VolumeDetach,Deletion}Timeout` → `deletion.node…TimeoutSeconds`.
+pub fn deletion_timeouts(ctx: &Ctx, holder: &mut Object, path: &str) -> Result<(), ConversionError> {
+    deletion_timeouts_at(ctx, holder, path, &["deletion"])
+}
+
+/// As [`deletion_timeouts`], into `holder[at…]` (a KubeadmControlPlaneTemplate's machine
+/// template has them under `spec.deletion`).
+pub fn deletion_timeouts_at(
+    ctx: &Ctx,
+    holder: &mut Object,
+    path: &str,
+    at: &[&str],
+) -> Result<(), ConversionError> {
+    for (from, to) in [
+        ("nodeDrainTimeout", "nodeDrainTimeoutSeconds"),
+        ("nodeVolumeDetachTimeout", "nodeVolumeDetachTimeoutSeconds"),
+        ("nodeDeletionTimeout", "nodeDeletionTimeoutSeconds"),
+    ] {
+        if let Some(seconds) = ctx.take_seconds(holder, from, path)? {
+            let mut keys = at.to_vec();
+            keys.push(to);
+            put(holder, &keys, seconds);
+        }
+    }
+    Ok(())
 }

@@ -17,9 +17,8 @@
 
 use serde_json::Value;
 
-use super::ConversionError;
-use super::cluster_class::deletion_timeouts_at;
-use super::edit::{Ctx, Object, join, put, rename};
+use super::edit::{Ctx, Object, deletion_timeouts_at, join, put, rename};
+use super::refusal::ConversionError;
 
 /// The fields of a `v1beta1` KubeadmConfigSpec whose shape changed (`*`: any list item).
 pub const CHANGED_IN_CONFIG_SPEC: [&str; 19] = [

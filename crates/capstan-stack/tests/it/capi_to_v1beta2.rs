@@ -34,11 +34,18 @@ fn schema_of(crd: &Value, version: &str) -> Value {
         .clone()
 }
 
-/// A schema with nothing but its field names (what `v1beta2-fields.json` holds).
+/// A schema with nothing but its field names and which mappings may not be empty (what
+/// `v1beta2-fields.json` holds).
 fn names_only(schema: &Value) -> Value {
     let mut out = Map::new();
     if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
         out.insert("x-kubernetes-preserve-unknown-fields".into(), Value::Bool(true));
+    }
+    if let Some(min) = schema
+        .get("minProperties")
+        .filter(|m| m.as_u64().is_some_and(|n| n > 0))
+    {
+        out.insert("minProperties".into(), min.clone());
     }
     if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
         let named: Map<String, Value> = properties

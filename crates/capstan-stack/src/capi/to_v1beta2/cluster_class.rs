@@ -21,8 +21,9 @@
 use serde_json::Value;
 
 use super::edit::{Ctx, Object, deletion_timeouts, join, put, rename};
+use super::kinds::{converted_api_version, is_converted};
 use super::kubeadm;
-use super::vocabulary::{ConversionError, Refusal, converted_api_version, is_converted};
+use super::refusal::{ConversionError, Refusal};
 
 pub fn spec(ctx: &mut Ctx, spec: &mut Object) -> Result<(), ConversionError> {
     if let Some(infrastructure) = ctx.object_field(spec, "infrastructure", "spec")? {

@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
-use super::edit::{Ctx, Object};
-use super::vocabulary::ConversionError;
+use super::edit::{Ctx, Object, type_name};
+use super::refusal::{ConversionError, Refusal};
 
 pub fn cluster_template(ctx: &mut Ctx, spec: &mut Object) -> Result<(), ConversionError> {
     let Some(template) = ctx.object_field(spec, "template", "spec")? else {
@@ -32,10 +32,7 @@ pub fn cluster_template(ctx: &mut Ctx, spec: &mut Object) -> Result<(), Conversi
             other => {
                 return Err(ctx.error(
                     &domain_path,
-                    super::vocabulary::Refusal::Invalid(format!(
-                        "expected a mapping, found {}",
-                        super::edit::type_name(&other)
-                    )),
+                    Refusal::Invalid(format!("expected a mapping, found {}", type_name(&other))),
                 ));
             }
         }

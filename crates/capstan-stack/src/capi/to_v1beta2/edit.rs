@@ -3,7 +3,8 @@
 
 use serde_json::{Map, Value};
 
-use super::vocabulary::{ConversionError, Dropped, Refusal};
+use super::kinds::converted_api_version;
+use super::refusal::{ConversionError, Dropped, Refusal};
 
 pub type Object = Map<String, Value>;
 
@@ -174,7 +175,7 @@ impl Ctx {
             .to_string();
         if let Some(api_version) = reference.remove("apiVersion") {
             let converted = match &api_version {
-                Value::String(text) => Value::String(super::vocabulary::converted_api_version(text, &kind)),
+                Value::String(text) => Value::String(converted_api_version(text, &kind)),
                 other => other.clone(),
             };
             out.insert("apiVersion".into(), converted);

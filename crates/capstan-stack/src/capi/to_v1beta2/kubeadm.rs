@@ -18,7 +18,7 @@
 use serde_json::Value;
 
 use super::edit::{Ctx, Object, deletion_timeouts_at, join, put, rename};
-use super::vocabulary::ConversionError;
+use super::refusal::ConversionError;
 
 /// The fields of a `v1beta1` KubeadmConfigSpec whose shape changed (`*`: any list item).
 pub const CHANGED_IN_CONFIG_SPEC: [&str; 19] = [

@@ -20,8 +20,12 @@
 mod cluster_class;
 mod docker;
 mod edit;
+mod kinds;
 mod kubeadm;
-mod vocabulary;
+mod refusal;
+
+pub use kinds::{CONVERTED_KINDS, converted_api_version, is_converted};
+pub use refusal::{ConversionError, Dropped, Refusal};
 
 use std::sync::LazyLock;
 
@@ -30,15 +34,18 @@ use serde_json::Value;
 use super::CapiVersion;
 use super::schema::unknown_fields;
 
-pub use vocabulary::{
-    CONVERTED_KINDS, ConversionError, Converted, Dropped, Refusal, converted_api_version, is_converted,
-};
-
 /// The `v1beta2` field names of the converted kinds, by `group/v1beta2/Kind`.
 pub const V1BETA2_FIELDS: &str = include_str!("v1beta2-fields.json");
 
 static SCHEMAS: LazyLock<Value> =
     LazyLock::new(|| serde_json::from_str(V1BETA2_FIELDS).unwrap_or(Value::Null));
+
+/// A converted object and what Cluster API's conversion drops from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Converted {
+    pub object: Value,
+    pub dropped: Vec<Dropped>,
+}
 
 /// `object` in `v1beta2` when it is a `v1beta1` object of a converted kind
 /// ([`CONVERTED_KINDS`]), `None` otherwise (apply it as it is). `namespace` is the one the
@@ -73,6 +80,8 @@ pub fn convert(object: &Value, namespace: &str) -> Result<Option<Converted>, Con
             }
         }
     }
+    let schema = SCHEMAS.get(format!("{target}/{kind}")).unwrap_or(&Value::Null);
+    drop_empty_structs(&mut out, schema);
     check_fields(&ctx, &out, &target, kind)?;
     Ok(Some(Converted {
         object: out,
@@ -126,6 +135,48 @@ pub fn for_cluster_api(
                 api_version: api_version.to_string(),
             })
         }
+    }
+}
+
+/// Removes the empty mappings `v1beta2` does not allow (`minProperties: 1`), bottom up: in
+/// Cluster API's Go types they are structs that are left out when empty (`omitzero`), so its
+/// conversion never sends them — `clusterConfiguration.apiServer: {}` after its
+/// `timeoutForControlPlane` moved away, a `metadata: {}`. Nothing below
+/// `x-kubernetes-preserve-unknown-fields` (a variable's default) is touched.
+fn drop_empty_structs(value: &mut Value, schema: &Value) {
+    if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let properties = schema.get("properties");
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            let mut emptied = Vec::new();
+            for (key, child) in map.iter_mut() {
+                let Some(child_schema) = properties.and_then(|p| p.get(key)).or(additional) else {
+                    continue;
+                };
+                drop_empty_structs(child, child_schema);
+                let requires_some = child_schema
+                    .get("minProperties")
+                    .and_then(Value::as_u64)
+                    .is_some_and(|n| n > 0);
+                if requires_some && child.as_object().is_some_and(|m| m.is_empty()) {
+                    emptied.push(key.clone());
+                }
+            }
+            for key in emptied {
+                map.remove(&key);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items {
+                    drop_empty_structs(item, item_schema);
+                }
+            }
+        }
+        _ => {}
     }
 }
 

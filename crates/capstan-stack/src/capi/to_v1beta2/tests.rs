@@ -304,7 +304,6 @@ fn kubeadm_control_plane_template_field_by_field() {
                 "joinConfiguration": {"discovery": {"timeout": "5m", "bootstrapToken": {"apiServerEndpoint": "e"}}},
                 "useExperimentalRetryJoin": true}}),
             json!({"kubeadmConfigSpec": {
-                "clusterConfiguration": {"apiServer": {}},
                 "initConfiguration": {"bootstrapTokens": [{"token": "t", "ttlSeconds": 86400}],
                     "timeouts": {"controlPlaneComponentHealthCheckSeconds": 1200}},
                 "joinConfiguration": {"discovery": {"bootstrapToken": {"apiServerEndpoint": "e"}},
@@ -455,5 +454,35 @@ fn what_is_applied_for_the_version_spoken() {
             .to_string()
             .contains("ClusterClass x is cluster.x-k8s.io/v1beta2"),
         "{refused}"
+    );
+}
+
+/// Empty structs v1beta2 does not allow are left out, as Cluster API's typed conversion
+/// leaves them out; an empty mapping v1beta2 allows, and a variable's default, stay.
+#[test]
+fn empty_structs_are_left_out() {
+    let out = converted(
+        KCPT,
+        "KubeadmControlPlaneTemplate",
+        json!({"template": {"metadata": {}, "spec": {"kubeadmConfigSpec": {
+            "clusterConfiguration": {"apiServer": {"timeoutForControlPlane": "5m"}, "dns": {}},
+            "joinConfiguration": {"discovery": {"timeout": "1m"}}}}}}),
+    );
+    assert_eq!(
+        out["spec"],
+        json!({"template": {"spec": {"kubeadmConfigSpec": {
+            "initConfiguration": {"timeouts": {"controlPlaneComponentHealthCheckSeconds": 300}},
+            "joinConfiguration": {"timeouts": {"controlPlaneComponentHealthCheckSeconds": 300, "tlsBootstrapSeconds": 60}}}}}})
+    );
+    let docker = converted(DOCKER, "DockerClusterTemplate", json!({"template": {"spec": {}}}));
+    assert_eq!(docker["spec"], json!({"template": {"spec": {}}}));
+    let class = converted(
+        CC,
+        "ClusterClass",
+        json!({"variables": [{"name": "v", "required": false, "schema": {"openAPIV3Schema": {"type": "object", "default": {"a": {}}}}}]}),
+    );
+    assert_eq!(
+        class["spec"]["variables"][0]["schema"]["openAPIV3Schema"]["default"],
+        json!({"a": {}})
     );
 }

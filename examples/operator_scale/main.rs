@@ -11,7 +11,10 @@
 //! (operator, API servers, etcds, this driver, the rest of the machine) from `/proc`; the
 //! operators' peak RSS; then the floor (module `floor`): the same objects applied by
 //! `capstan apply` alone, for the first apply and the switch, and the operator's times divided
-//! by it. Prints markdown rows (`HEADER <table> …`, `ROW <table> …`) that
+//! by it. `--capi v1beta2` runs it on Cluster API v1.14's CRDs serving only v1beta2 (issue
+//! 47): the Clusters are v1beta2's, and the release controller does not run (the bench
+//! stack's ClusterClass is v1beta1's, which such a management cluster refuses): the driver
+//! reports both releases ready. Prints markdown rows (`HEADER <table> …`, `ROW <table> …`) that
 //! `scripts/bench-operator.sh` assembles into tables.
 //!
 //! ```sh
@@ -40,6 +43,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, anyhow, bail};
 use capstan_operator::api::ClusterAddon;
 use capstan_stack::build;
+use capstan_stack::capi::CapiVersion;
 use capstan_stack::version::Version;
 use capstan_testenv::{Binaries, ChildGuard, TestCluster};
 use clap::Parser;
@@ -92,6 +96,17 @@ struct Args {
     /// servers) and write `perf report` by process and symbol into this directory.
     #[arg(long)]
     perf_dir: Option<PathBuf>,
+    /// The Cluster API CRDs: v1beta1 (v1.6.0's) or v1beta2 (v1.14's, only v1beta2 served).
+    #[arg(long, default_value = "v1beta1", value_parser = parse_capi)]
+    capi: CapiVersion,
+}
+
+fn parse_capi(text: &str) -> Result<CapiVersion, String> {
+    match text {
+        "v1beta1" => Ok(CapiVersion::V1Beta1),
+        "v1beta2" => Ok(CapiVersion::V1Beta2),
+        _ => Err(format!("v1beta1 or v1beta2, not {text:?}")),
+    }
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -111,8 +126,9 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             | 1
     });
     eprintln!(
-        "operator_scale: {} Clusters, {} workload API servers, {} shard(s), drift interval {}s, seed {seed}",
+        "operator_scale: {} Clusters ({}), {} workload API servers, {} shard(s), drift interval {}s, seed {seed}",
         args.clusters,
+        args.capi,
         args.workloads,
         args.shards,
         args.drift_interval.as_secs()
@@ -130,7 +146,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         tags.push(tag);
     }
 
-    let env = operator_common::start("operator-scale", &[]).await.ok_or_else(|| {
+    let env = operator_common::start_own("operator-scale", &[], args.capi).await.ok_or_else(|| {
         anyhow!("the harness binaries (CAPSTAN_KUBE_APISERVER, CAPSTAN_ETCD) or the shared CAPI CRDs (CAPSTAN_SHARED) are missing; scripts/install-test-deps.sh installs them")
     })?;
     for tag in &tags {
@@ -176,6 +192,16 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     let ops = Operators(&operators);
 
     create_stack(&env).await?;
+    if args.capi == CapiVersion::V1Beta2 {
+        ops.wait(
+            "the releases v1 and v2 made",
+            Duration::from_secs(300),
+            Duration::from_secs(1),
+            || async { (env.release_names().await.len() == tags.len()).then_some(()) },
+        )
+        .await?;
+        report_ready(&env, &tags).await?;
+    }
     ops.wait(
         "the releases v1 and v2 ready",
         Duration::from_secs(300),
@@ -284,7 +310,11 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     } else {
         ", drift watches off"
     };
-    let key = format!("| {} | {}{watches} ", args.clusters, args.shards);
+    let capi = match args.capi {
+        CapiVersion::V1Beta1 => "",
+        CapiVersion::V1Beta2 => ", v1beta2",
+    };
+    let key = format!("| {} | {}{watches}{capi} ", args.clusters, args.shards);
     print_table(
         "converge",
         "| Clusters | shards | objects per Cluster | Clusters created in | all v1 addons applied | floor | ÷ floor | switch to v2 converged | floor | ÷ floor | operator peak RSS | operator RSS idle | operator CPU |",
@@ -529,6 +559,9 @@ fn start_operator(
     if shard > 0 {
         argv.extend(["--shard".into(), format!("shard-{shard}")]);
     }
+    if args.capi == CapiVersion::V1Beta2 {
+        argv.extend(["--controllers".into(), "*,-clusterstackrelease".into()]);
+    }
     let log: PathBuf = env.logs.path().join(format!("operator-{shard}.log"));
     let binary = operator_common::capstan_binary();
     ChildGuard::spawn_with_env(
@@ -693,6 +726,22 @@ async fn create_stack(env: &operator_common::Env) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Reports the releases `tags` ready, as the release controller would (it does not run on
+/// v1beta2 here).
+async fn report_ready(env: &operator_common::Env, tags: &[String]) -> anyhow::Result<()> {
+    for tag in tags {
+        env.releases()
+            .patch_status(
+                tag,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(json!({"status": {"ready": true, "kubernetesVersion": "v1.27.3"}})),
+            )
+            .await
+            .with_context(|| format!("reporting ClusterStackRelease {tag} ready"))?;
+    }
+    Ok(())
+}
+
 /// Plays Cluster API for one Cluster: its objects (with the shard label when sharded), then
 /// the gates opened with the kubeconfig of `workload`.
 async fn create_cluster(
@@ -709,7 +758,7 @@ async fn create_cluster(
     } else {
         json!({ args.shard_label.as_str(): format!("shard-{shard}") })
     };
-    let topology = json!({"class": class, "version": "v1.27.3"});
+    let topology = env.topology(class, None);
     env.cluster_api_labeled(
         operator_common::NS,
         name,

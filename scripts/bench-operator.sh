@@ -27,6 +27,8 @@
 #     --capi V,...        the Cluster API CRDs, each run in turn: v1beta1 (v1.6.0's), v1beta2
 #                         (v1.14's, only v1beta2 served; the release controller off, the
 #                         releases reported ready by the driver) (default v1beta1)
+#     --no-floor          leave out the floor (its columns show –): request counts and
+#                         times in a third of the run's time
 #     --no-build          use the binaries already in $CARGO_TARGET_DIR/release (default
 #                         target/release)
 #
@@ -35,10 +37,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "bench-operator: ERROR: $*" >&2; exit 1; }
 
-CAPI=v1beta1 SHARDS=1 SHARD_LABEL=sharding.capstan.dev/key WORKLOADS=3 DRIFT=1m SAMPLES=30 CONCURRENCY=8 RUN_TIMEOUT=60m PHASE_TIMEOUT=20m BUILD=1 PROFILE=0
+FLOOR_ARGS=() CAPI=v1beta1 SHARDS=1 SHARD_LABEL=sharding.capstan.dev/key WORKLOADS=3 DRIFT=1m SAMPLES=30 CONCURRENCY=8 RUN_TIMEOUT=60m PHASE_TIMEOUT=20m BUILD=1 PROFILE=0
 COUNTS=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -52,6 +54,7 @@ while [ $# -gt 0 ]; do
         --phase-timeout) PHASE_TIMEOUT=${2:?}; shift 2 ;;
         --profile) PROFILE=1; shift ;;
         --capi) CAPI=${2:?}; shift 2 ;;
+        --no-floor) FLOOR_ARGS=(--no-floor); shift ;;
         --no-build) BUILD=0; shift ;;
         -h|--help) usage ;;
         -*) echo "bench-operator: unknown option $1" >&2; usage ;;
@@ -120,7 +123,7 @@ for n in "${COUNTS[@]}"; do
             bench_run "$label" "$OUT_DIR/out-$STAMP-$n-$shards-$capi.txt" \
                 "$BENCH" "$n" --shards "$shards" --shard-label "$SHARD_LABEL" --workloads "$WORKLOADS" \
                 --drift-interval "$DRIFT" --drift-samples "$SAMPLES" --concurrency "$CONCURRENCY" \
-                --phase-timeout "$PHASE_TIMEOUT" --capi "$capi" "${PROFILE_ARGS[@]}"
+                --phase-timeout "$PHASE_TIMEOUT" --capi "$capi" "${FLOOR_ARGS[@]}" "${PROFILE_ARGS[@]}"
         done
     done
 done

@@ -99,6 +99,10 @@ struct Args {
     /// The Cluster API CRDs: v1beta1 (v1.6.0's) or v1beta2 (v1.14's, only v1beta2 served).
     #[arg(long, default_value = "v1beta1", value_parser = parse_capi)]
     capi: CapiVersion,
+    /// Leave out the floor (its columns show `–`): a run for request counts in a third of
+    /// the time.
+    #[arg(long)]
+    no_floor: bool,
 }
 
 fn parse_capi(text: &str) -> Result<CapiVersion, String> {
@@ -288,7 +292,12 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         .collect();
     let rendered = tempfile::tempdir().context("temp dir for the floor's manifests")?;
     let mut floors = Vec::new();
-    for (tag, name) in tags.iter().zip(["floor: first apply", "floor: switch"]) {
+    let floor_phases = if args.no_floor {
+        Vec::new()
+    } else {
+        tags.iter().zip(["floor: first apply", "floor: switch"]).collect()
+    };
+    for (tag, name) in floor_phases {
         let release = built.path().join(tag);
         let manifests =
             floor::render(&capstan, &release, args.clusters, &kubeconfigs, rendered.path()).await?;
@@ -319,14 +328,14 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         "converge",
         "| Clusters | shards | objects per Cluster | Clusters created in | all v1 addons applied | floor | ÷ floor | switch to v2 converged | floor | ÷ floor | operator peak RSS | operator RSS idle | operator CPU |",
         &format!(
-            "{key}| {objects} | {:.1} s | {:.1} s | {:.1} s | {:.2}× | {:.1} s | {:.1} s | {:.2}× | {rss} | {idle_rss} | {cpu:.1} s |",
+            "{key}| {objects} | {:.1} s | {:.1} s | {} | {} | {:.1} s | {} | {} | {rss} | {idle_rss} | {cpu:.1} s |",
             created.as_secs_f64(),
             apply.wall.as_secs_f64(),
-            floors[0].wall.as_secs_f64(),
-            apply.wall.as_secs_f64() / floors[0].wall.as_secs_f64().max(0.001),
+            floor_cell(&floors, 0, |f| format!("{:.1} s", f.wall.as_secs_f64())),
+            floor_cell(&floors, 0, |f| ratio(&apply, f)),
             upgrade.wall.as_secs_f64(),
-            floors[1].wall.as_secs_f64(),
-            upgrade.wall.as_secs_f64() / floors[1].wall.as_secs_f64().max(0.001),
+            floor_cell(&floors, 1, |f| format!("{:.1} s", f.wall.as_secs_f64())),
+            floor_cell(&floors, 1, |f| ratio(&upgrade, f)),
         ),
     );
     let per = |cost: &PhaseCost| cost.requests.total() / args.clusters as f64;
@@ -337,16 +346,16 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             args.drift_interval.as_secs()
         ),
         &format!(
-            "{key}| {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            "{key}| {:.1} | {} | {:.1} | {} | {:.1} | {:.1} |",
             per(&apply),
-            per(&floors[0]),
+            floor_cell(&floors, 0, |f| format!("{:.1}", per(f))),
             per(&upgrade),
-            per(&floors[1]),
+            floor_cell(&floors, 1, |f| format!("{:.1}", per(f))),
             per(&idle),
             idle.requests.open_watches / args.clusters as f64,
         ),
     );
-    for cost in [&apply, &upgrade, &idle, &floors[0], &floors[1]] {
+    for cost in [&apply, &upgrade, &idle].into_iter().chain(&floors) {
         print_table(
             "verbs",
             "| Clusters | shards | phase | requests per Cluster by verb |",
@@ -357,7 +366,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             ),
         );
     }
-    for cost in [&apply, &floors[0]] {
+    for cost in std::iter::once(&apply).chain(floors.first()) {
         print_table(
             "breakdown",
             "| Clusters | shards | phase | requests per Cluster by verb and resource (at least 0.5) |",
@@ -415,10 +424,23 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         header.push_str(&format!(" {name} |"));
     }
     header.push_str(" rest of the machine |");
-    for cost in [&apply, &upgrade, &idle, &drift, &floors[0], &floors[1]] {
+    for cost in [&apply, &upgrade, &idle, &drift].into_iter().chain(&floors) {
         print_table("cpu", &header, &format!("{key}{}", cost.cpu_cells()));
     }
     Ok(())
+}
+
+/// A floor phase's cell, `–` without the floor (`--no-floor`).
+fn floor_cell(floors: &[PhaseCost], index: usize, cell: impl Fn(&PhaseCost) -> String) -> String {
+    floors.get(index).map_or_else(|| "–".to_string(), cell)
+}
+
+/// `phase`'s wall time ÷ the floor's, e.g. `0.33×`.
+fn ratio(phase: &PhaseCost, floor: &PhaseCost) -> String {
+    format!(
+        "{:.2}×",
+        phase.wall.as_secs_f64() / floor.wall.as_secs_f64().max(0.001)
+    )
 }
 
 /// Requests per Cluster by verb and resource, most first, e.g. `APPLY configmaps 4.0 · …`.

@@ -24,17 +24,23 @@
 #     --profile           profile each first apply with `perf record` (the operator and the
 #                         workload API servers; `perf report` by process and symbol beside
 #                         the tables)
-#     --no-build          use the binaries already in target/release
+#     --capi V,...        the Cluster API CRDs, each run in turn: v1beta1 (v1.6.0's), v1beta2
+#                         (v1.14's, only v1beta2 served; the release controller off, the
+#                         releases reported ready by the driver) (default v1beta1)
+#     --no-floor          leave out the floor (its columns show –): request counts and
+#                         times in a third of the run's time
+#     --no-build          use the binaries already in $CARGO_TARGET_DIR/release (default
+#                         target/release)
 #
 # Ctrl-C or a timeout stops the run; every process it started is stopped with it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "bench-operator: ERROR: $*" >&2; exit 1; }
 
-SHARDS=1 SHARD_LABEL=sharding.capstan.dev/key WORKLOADS=3 DRIFT=1m SAMPLES=30 CONCURRENCY=8 RUN_TIMEOUT=60m PHASE_TIMEOUT=20m BUILD=1 PROFILE=0
+FLOOR_ARGS=() CAPI=v1beta1 SHARDS=1 SHARD_LABEL=sharding.capstan.dev/key WORKLOADS=3 DRIFT=1m SAMPLES=30 CONCURRENCY=8 RUN_TIMEOUT=60m PHASE_TIMEOUT=20m BUILD=1 PROFILE=0
 COUNTS=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -47,6 +53,8 @@ while [ $# -gt 0 ]; do
         --run-timeout) RUN_TIMEOUT=${2:?}; shift 2 ;;
         --phase-timeout) PHASE_TIMEOUT=${2:?}; shift 2 ;;
         --profile) PROFILE=1; shift ;;
+        --capi) CAPI=${2:?}; shift 2 ;;
+        --no-floor) FLOOR_ARGS=(--no-floor); shift ;;
         --no-build) BUILD=0; shift ;;
         -h|--help) usage ;;
         -*) echo "bench-operator: unknown option $1" >&2; usage ;;
@@ -65,8 +73,9 @@ export CAPSTAN_KUBE_APISERVER CAPSTAN_ETCD
 if [ "$BUILD" = 1 ]; then
     nice -n 19 cargo build --release --quiet --bin capstan --example operator_scale
 fi
-CAPSTAN="$ROOT/target/release/capstan"
-BENCH="$ROOT/target/release/examples/operator_scale"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+CAPSTAN="$TARGET/release/capstan"
+BENCH="$TARGET/release/examples/operator_scale"
 [ -x "$CAPSTAN" ] && [ -x "$BENCH" ] || die "missing $CAPSTAN or $BENCH (run without --no-build)"
 export CAPSTAN_BIN="$CAPSTAN"
 
@@ -79,7 +88,7 @@ if [ "$SHARDS" -gt 1 ]; then
     fi
 fi
 
-OUT_DIR="$ROOT/target/bench-operator"
+OUT_DIR="$TARGET/bench-operator"
 mkdir -p "$OUT_DIR"
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 ROWS="$OUT_DIR/rows-$STAMP.txt"
@@ -99,15 +108,23 @@ if [ "$PROFILE" = 1 ]; then
     PROFILE_ARGS=(--perf-dir "$OUT_DIR/profile-$STAMP")
 fi
 
+IFS=, read -r -a CAPI_RUNS <<<"$CAPI"
+for c in "${CAPI_RUNS[@]}"; do [[ $c =~ ^v1beta[12]$ ]] || die "--capi takes v1beta1 and v1beta2, got '$c'"; done
+
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+LOADS=()
 failed=0
 for n in "${COUNTS[@]}"; do
-    for shards in "${SHARD_RUNS[@]}"; do
-        echo "bench-operator: $n Clusters, $shards shard(s) (log: $LOG)" >&2
-        bench_run "$n Clusters, $shards shard(s)" "$OUT_DIR/out-$STAMP-$n-$shards.txt" \
-            "$BENCH" "$n" --shards "$shards" --shard-label "$SHARD_LABEL" --workloads "$WORKLOADS" \
-            --drift-interval "$DRIFT" --drift-samples "$SAMPLES" --concurrency "$CONCURRENCY" \
-            --phase-timeout "$PHASE_TIMEOUT" "${PROFILE_ARGS[@]}"
+    for capi in "${CAPI_RUNS[@]}"; do
+        for shards in "${SHARD_RUNS[@]}"; do
+            label="$n Clusters, $shards shard(s), $capi"
+            LOADS+=("$label: $(cut -d' ' -f1-3 /proc/loadavg)")
+            echo "bench-operator: $label (log: $LOG)" >&2
+            bench_run "$label" "$OUT_DIR/out-$STAMP-$n-$shards-$capi.txt" \
+                "$BENCH" "$n" --shards "$shards" --shard-label "$SHARD_LABEL" --workloads "$WORKLOADS" \
+                --drift-interval "$DRIFT" --drift-samples "$SAMPLES" --concurrency "$CONCURRENCY" \
+                --phase-timeout "$PHASE_TIMEOUT" --capi "$capi" "${FLOOR_ARGS[@]}" "${PROFILE_ARGS[@]}"
+        done
     done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -118,6 +135,8 @@ TABLES="$OUT_DIR/tables-$STAMP.md"
     echo "Run $STAMP at $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores," \
         "load average $load_before before and $load_after after," \
         "$WORKLOADS workload API servers, operator --concurrency $CONCURRENCY, drift interval $DRIFT."
+    echo
+    printf 'Load average before each run (1, 5, 15 min): %s.\n' "$(IFS=';'; echo "${LOADS[*]}" | sed 's/;/; /g')"
     bench_tables "$ROWS" converge requests verbs breakdown management-phases management drift cpu
 } >"$TABLES"
 cat "$TABLES"

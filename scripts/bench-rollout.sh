@@ -8,10 +8,20 @@
 # second process acting as another user (examples/rollout_scale). Per wave and in total: wall
 # time against the simulated Cluster API floor (ceil(Clusters / maxInFlight) upgrades in a row),
 # the overhead beyond it, the rollout operator's requests by verb (audit log) and CPU seconds
-# per process. Prints ready-to-paste markdown tables and keeps them in
-# $CARGO_TARGET_DIR/bench-rollout/ (default target/).
+# per process, the rollout operator's memory. Issue 48: `--steps 2` moves every Cluster two
+# Kubernetes minors across stacks instead (docker-example-1-27 → -1-28 → -1-29, `from: auto`),
+# `--preflight` gives every Cluster a kubeconfig Secret naming one workload API server (its
+# requests counted from its own audit log), so the pre-flight reads real evidence. Issue 47:
+# `--capi v1beta2` on Cluster API v1.14's CRDs serving only v1beta2. Lists run every
+# combination one after the other in one run (`--steps 1,2 --capi v1beta1,v1beta2`). Prints
+# ready-to-paste markdown tables and keeps them in $CARGO_TARGET_DIR/bench-rollout/ (default
+# target/); the load average before each run is in a line under the run's own.
 #
 #   scripts/bench-rollout.sh [options] [N ...]        (default N: 1000)
+#     --steps S,...         switches per Cluster: 1 (one stack, v1 → v2) or 2 (two minors)
+#                           (default 1)
+#     --preflight           every Cluster's kubeconfig names a workload API server
+#     --capi V,...          the Cluster API CRDs: v1beta1, v1beta2 (default v1beta1)
 #     --waves P,P,...       the waves' shares in percent (default 1,9,40,50)
 #     --max-in-flight M     every wave's maxInFlight, a number or "P%" (default 20%)
 #     --upgrade S           simulated upgrade time per Cluster, seconds (default 5)
@@ -28,10 +38,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "bench-rollout: ERROR: $*" >&2; exit 1; }
 
 WAVES=1,9,40,50 MAX_IN_FLIGHT=20% UPGRADE=5 CONCURRENCY=4 RUN_TIMEOUT=60m NICE=0 PROFILE=release BUILD=1
+STEPS=1 CAPI=v1beta1 PREFLIGHT=()
 COUNTS=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -42,6 +53,9 @@ while [ $# -gt 0 ]; do
         --run-timeout) RUN_TIMEOUT=${2:?}; shift 2 ;;
         --nice) NICE=${2:?}; shift 2 ;;
         --debug) PROFILE=debug; shift ;;
+        --steps) STEPS=${2:?}; shift 2 ;;
+        --capi) CAPI=${2:?}; shift 2 ;;
+        --preflight) PREFLIGHT=(--preflight); shift ;;
         --no-build) BUILD=0; shift ;;
         -h|--help) usage ;;
         -*) echo "bench-rollout: unknown option $1" >&2; usage ;;
@@ -78,13 +92,25 @@ LOG="$OUT_DIR/run-$STAMP.log"
 BENCH_NAME=bench-rollout BENCH_NICE=$NICE
 . scripts/lib/bench-run.sh
 
+IFS=, read -r -a STEP_RUNS <<<"$STEPS"
+IFS=, read -r -a CAPI_RUNS <<<"$CAPI"
+for s in "${STEP_RUNS[@]}"; do [[ $s =~ ^[12]$ ]] || die "--steps takes 1 and 2, got '$s'"; done
+for c in "${CAPI_RUNS[@]}"; do [[ $c =~ ^v1beta[12]$ ]] || die "--capi takes v1beta1 and v1beta2, got '$c'"; done
+
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+LOADS=()
 failed=0
 for n in "${COUNTS[@]}"; do
-    echo "bench-rollout: $n Clusters (log: $LOG)" >&2
-    bench_run "$n Clusters" "$OUT_DIR/out-$STAMP-$n.txt" \
-        "$BENCH" "$n" --waves "$WAVES" --max-in-flight "$MAX_IN_FLIGHT" --upgrade-secs "$UPGRADE" \
-        --concurrency "$CONCURRENCY"
+    for capi in "${CAPI_RUNS[@]}"; do
+        for steps in "${STEP_RUNS[@]}"; do
+            label="$n Clusters, $steps step(s), $capi${PREFLIGHT:+, workload}"
+            LOADS+=("$label: $(cut -d' ' -f1-3 /proc/loadavg)")
+            echo "bench-rollout: $label (log: $LOG)" >&2
+            bench_run "$label" "$OUT_DIR/out-$STAMP-$n-$steps-$capi.txt" \
+                "$BENCH" "$n" --waves "$WAVES" --max-in-flight "$MAX_IN_FLIGHT" --upgrade-secs "$UPGRADE" \
+                --concurrency "$CONCURRENCY" --steps "$steps" --capi "$capi" "${PREFLIGHT[@]}"
+        done
+    done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -94,7 +120,9 @@ TABLES="$OUT_DIR/tables-$STAMP.md"
     echo "Run $STAMP at $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nproc) cores," \
         "load average $load_before before and $load_after after," \
         "$PROFILE build, waves $WAVES %, maxInFlight $MAX_IN_FLIGHT, simulated upgrade ${UPGRADE} s, operator --concurrency $CONCURRENCY."
-    bench_tables "$ROWS" time requests cpu
+    echo
+    printf 'Load average before each run (1, 5, 15 min): %s.\n' "$(IFS=';'; echo "${LOADS[*]}" | sed 's/;/; /g')"
+    bench_tables "$ROWS" time requests workload cpu memory
 } >"$TABLES"
 cat "$TABLES"
 echo "bench-rollout: tables in $TABLES" >&2

@@ -11,7 +11,10 @@
 //! (operator, API servers, etcds, this driver, the rest of the machine) from `/proc`; the
 //! operators' peak RSS; then the floor (module `floor`): the same objects applied by
 //! `capstan apply` alone, for the first apply and the switch, and the operator's times divided
-//! by it. Prints markdown rows (`HEADER <table> …`, `ROW <table> …`) that
+//! by it. `--capi v1beta2` runs it on Cluster API v1.14's CRDs serving only v1beta2 (issue
+//! 47): the Clusters are v1beta2's, and the release controller does not run (the bench
+//! stack's ClusterClass is v1beta1's, which such a management cluster refuses): the driver
+//! reports both releases ready. Prints markdown rows (`HEADER <table> …`, `ROW <table> …`) that
 //! `scripts/bench-operator.sh` assembles into tables.
 //!
 //! ```sh
@@ -40,6 +43,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, anyhow, bail};
 use capstan_operator::api::ClusterAddon;
 use capstan_stack::build;
+use capstan_stack::capi::CapiVersion;
 use capstan_stack::version::Version;
 use capstan_testenv::{Binaries, ChildGuard, TestCluster};
 use clap::Parser;
@@ -92,6 +96,21 @@ struct Args {
     /// servers) and write `perf report` by process and symbol into this directory.
     #[arg(long)]
     perf_dir: Option<PathBuf>,
+    /// The Cluster API CRDs: v1beta1 (v1.6.0's) or v1beta2 (v1.14's, only v1beta2 served).
+    #[arg(long, default_value = "v1beta1", value_parser = parse_capi)]
+    capi: CapiVersion,
+    /// Leave out the floor (its columns show `–`): a run for request counts in a third of
+    /// the time.
+    #[arg(long)]
+    no_floor: bool,
+}
+
+fn parse_capi(text: &str) -> Result<CapiVersion, String> {
+    match text {
+        "v1beta1" => Ok(CapiVersion::V1Beta1),
+        "v1beta2" => Ok(CapiVersion::V1Beta2),
+        _ => Err(format!("v1beta1 or v1beta2, not {text:?}")),
+    }
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -111,8 +130,9 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             | 1
     });
     eprintln!(
-        "operator_scale: {} Clusters, {} workload API servers, {} shard(s), drift interval {}s, seed {seed}",
+        "operator_scale: {} Clusters ({}), {} workload API servers, {} shard(s), drift interval {}s, seed {seed}",
         args.clusters,
+        args.capi,
         args.workloads,
         args.shards,
         args.drift_interval.as_secs()
@@ -130,7 +150,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         tags.push(tag);
     }
 
-    let env = operator_common::start("operator-scale", &[]).await.ok_or_else(|| {
+    let env = operator_common::start_own("operator-scale", &[], args.capi).await.ok_or_else(|| {
         anyhow!("the harness binaries (CAPSTAN_KUBE_APISERVER, CAPSTAN_ETCD) or the shared CAPI CRDs (CAPSTAN_SHARED) are missing; scripts/install-test-deps.sh installs them")
     })?;
     for tag in &tags {
@@ -176,6 +196,16 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     let ops = Operators(&operators);
 
     create_stack(&env).await?;
+    if args.capi == CapiVersion::V1Beta2 {
+        ops.wait(
+            "the releases v1 and v2 made",
+            Duration::from_secs(300),
+            Duration::from_secs(1),
+            || async { (env.release_names().await.len() == tags.len()).then_some(()) },
+        )
+        .await?;
+        report_ready(&env, &tags).await?;
+    }
     ops.wait(
         "the releases v1 and v2 ready",
         Duration::from_secs(300),
@@ -262,7 +292,12 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         .collect();
     let rendered = tempfile::tempdir().context("temp dir for the floor's manifests")?;
     let mut floors = Vec::new();
-    for (tag, name) in tags.iter().zip(["floor: first apply", "floor: switch"]) {
+    let floor_phases = if args.no_floor {
+        Vec::new()
+    } else {
+        tags.iter().zip(["floor: first apply", "floor: switch"]).collect()
+    };
+    for (tag, name) in floor_phases {
         let release = built.path().join(tag);
         let manifests =
             floor::render(&capstan, &release, args.clusters, &kubeconfigs, rendered.path()).await?;
@@ -284,19 +319,23 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     } else {
         ", drift watches off"
     };
-    let key = format!("| {} | {}{watches} ", args.clusters, args.shards);
+    let capi = match args.capi {
+        CapiVersion::V1Beta1 => "",
+        CapiVersion::V1Beta2 => ", v1beta2",
+    };
+    let key = format!("| {} | {}{watches}{capi} ", args.clusters, args.shards);
     print_table(
         "converge",
         "| Clusters | shards | objects per Cluster | Clusters created in | all v1 addons applied | floor | ÷ floor | switch to v2 converged | floor | ÷ floor | operator peak RSS | operator RSS idle | operator CPU |",
         &format!(
-            "{key}| {objects} | {:.1} s | {:.1} s | {:.1} s | {:.2}× | {:.1} s | {:.1} s | {:.2}× | {rss} | {idle_rss} | {cpu:.1} s |",
+            "{key}| {objects} | {:.1} s | {:.1} s | {} | {} | {:.1} s | {} | {} | {rss} | {idle_rss} | {cpu:.1} s |",
             created.as_secs_f64(),
             apply.wall.as_secs_f64(),
-            floors[0].wall.as_secs_f64(),
-            apply.wall.as_secs_f64() / floors[0].wall.as_secs_f64().max(0.001),
+            floor_cell(&floors, 0, |f| format!("{:.1} s", f.wall.as_secs_f64())),
+            floor_cell(&floors, 0, |f| ratio(&apply, f)),
             upgrade.wall.as_secs_f64(),
-            floors[1].wall.as_secs_f64(),
-            upgrade.wall.as_secs_f64() / floors[1].wall.as_secs_f64().max(0.001),
+            floor_cell(&floors, 1, |f| format!("{:.1} s", f.wall.as_secs_f64())),
+            floor_cell(&floors, 1, |f| ratio(&upgrade, f)),
         ),
     );
     let per = |cost: &PhaseCost| cost.requests.total() / args.clusters as f64;
@@ -307,16 +346,16 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             args.drift_interval.as_secs()
         ),
         &format!(
-            "{key}| {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            "{key}| {:.1} | {} | {:.1} | {} | {:.1} | {:.1} |",
             per(&apply),
-            per(&floors[0]),
+            floor_cell(&floors, 0, |f| format!("{:.1}", per(f))),
             per(&upgrade),
-            per(&floors[1]),
+            floor_cell(&floors, 1, |f| format!("{:.1}", per(f))),
             per(&idle),
             idle.requests.open_watches / args.clusters as f64,
         ),
     );
-    for cost in [&apply, &upgrade, &idle, &floors[0], &floors[1]] {
+    for cost in [&apply, &upgrade, &idle].into_iter().chain(&floors) {
         print_table(
             "verbs",
             "| Clusters | shards | phase | requests per Cluster by verb |",
@@ -327,7 +366,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             ),
         );
     }
-    for cost in [&apply, &floors[0]] {
+    for cost in std::iter::once(&apply).chain(floors.first()) {
         print_table(
             "breakdown",
             "| Clusters | shards | phase | requests per Cluster by verb and resource (at least 0.5) |",
@@ -385,10 +424,23 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         header.push_str(&format!(" {name} |"));
     }
     header.push_str(" rest of the machine |");
-    for cost in [&apply, &upgrade, &idle, &drift, &floors[0], &floors[1]] {
+    for cost in [&apply, &upgrade, &idle, &drift].into_iter().chain(&floors) {
         print_table("cpu", &header, &format!("{key}{}", cost.cpu_cells()));
     }
     Ok(())
+}
+
+/// A floor phase's cell, `–` without the floor (`--no-floor`).
+fn floor_cell(floors: &[PhaseCost], index: usize, cell: impl Fn(&PhaseCost) -> String) -> String {
+    floors.get(index).map_or_else(|| "–".to_string(), cell)
+}
+
+/// `phase`'s wall time ÷ the floor's, e.g. `0.33×`.
+fn ratio(phase: &PhaseCost, floor: &PhaseCost) -> String {
+    format!(
+        "{:.2}×",
+        phase.wall.as_secs_f64() / floor.wall.as_secs_f64().max(0.001)
+    )
 }
 
 /// Requests per Cluster by verb and resource, most first, e.g. `APPLY configmaps 4.0 · …`.
@@ -528,6 +580,9 @@ fn start_operator(
     ];
     if shard > 0 {
         argv.extend(["--shard".into(), format!("shard-{shard}")]);
+    }
+    if args.capi == CapiVersion::V1Beta2 {
+        argv.extend(["--controllers".into(), "*,-clusterstackrelease".into()]);
     }
     let log: PathBuf = env.logs.path().join(format!("operator-{shard}.log"));
     let binary = operator_common::capstan_binary();
@@ -693,6 +748,22 @@ async fn create_stack(env: &operator_common::Env) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Reports the releases `tags` ready, as the release controller would (it does not run on
+/// v1beta2 here).
+async fn report_ready(env: &operator_common::Env, tags: &[String]) -> anyhow::Result<()> {
+    for tag in tags {
+        env.releases()
+            .patch_status(
+                tag,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(json!({"status": {"ready": true, "kubernetesVersion": "v1.27.3"}})),
+            )
+            .await
+            .with_context(|| format!("reporting ClusterStackRelease {tag} ready"))?;
+    }
+    Ok(())
+}
+
 /// Plays Cluster API for one Cluster: its objects (with the shard label when sharded), then
 /// the gates opened with the kubeconfig of `workload`.
 async fn create_cluster(
@@ -709,7 +780,7 @@ async fn create_cluster(
     } else {
         json!({ args.shard_label.as_str(): format!("shard-{shard}") })
     };
-    let topology = json!({"class": class, "version": "v1.27.3"});
+    let topology = env.topology(class, None);
     env.cluster_api_labeled(
         operator_common::NS,
         name,

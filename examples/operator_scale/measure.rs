@@ -22,6 +22,14 @@ impl Procs {
         }
     }
 
+    /// A group with no process (yet): its column is in every run's table, 0 where it has none.
+    #[allow(dead_code)] // the rollout benchmark's optional workload API server; not the fleet's
+    pub fn declare(&mut self, group: &str) {
+        if !self.groups.iter().any(|(name, _)| name == group) {
+            self.groups.push((group.to_string(), Vec::new()));
+        }
+    }
+
     pub fn names(&self) -> Vec<String> {
         self.groups.iter().map(|(name, _)| name.clone()).collect()
     }

@@ -5,6 +5,15 @@
 //! time after it sees a Cluster's class change, it reports the Cluster upgraded and its
 //! ClusterAddon applied.
 //!
+//! Issue 48: `--steps 2` moves the Clusters two Kubernetes minors instead, across stacks
+//! (`docker-example-1-27` → `-1-28` → `-1-29`, built from `stacks/example` as the paths test
+//! builds them; `from: auto`), one switch per step; `--preflight` gives every Cluster a
+//! kubeconfig Secret naming one workload API server of the harness (with an audit log of its
+//! own), so the pre-flight's evidence (the server's `/metrics`, its stored Helm releases) is
+//! really read, and counted. Without it the pre-flight still runs, and finds no workload
+//! cluster. Issue 47: `--capi v1beta2` runs it all on Cluster API v1.14's CRDs serving only
+//! v1beta2 (the release controller does not run there: the driver reports the releases ready).
+//!
 //! Two operator processes: the measured one runs only the rollout controller
 //! (`--controllers rollout`); the ClusterStack, release and Cluster controllers (the Cluster
 //! controller makes the ClusterAddons the rollout reads) run in another, whose kubeconfig
@@ -37,6 +46,7 @@ mod operator_common;
 mod rollout_sim;
 #[path = "../operator_scale/run.rs"]
 mod run;
+mod scenario;
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -56,15 +66,12 @@ use kube::api::{ListParams, PostParams};
 use kube::runtime::watcher;
 use serde_json::json;
 
+use capstan_stack::capi::CapiVersion;
 use measure::{CpuSnapshot, Procs};
 use operator_common::NS;
 use run::print_table;
+use scenario::Scenario;
 
-const V1: &str = "docker-ferrol-1-27-v1";
-const V2: &str = "docker-ferrol-1-27-v2";
-/// The Clusters' Kubernetes version before the switch: v2's is v1.27.3, so every switch also
-/// upgrades the control plane (and the rollout reads its version), as in the rollout tests.
-const OLD_KUBERNETES: &str = "v1.27.2";
 const ROLLOUT: &str = "fleet";
 const WAVE_LABEL: &str = "ring";
 
@@ -89,6 +96,37 @@ struct Args {
     /// Longest time the rollout may take before the run fails, in minutes.
     #[arg(long, default_value_t = 30)]
     timeout_mins: u64,
+    /// Switches per Cluster: 1 (a release of the same stack) or 2 (two Kubernetes minors
+    /// across stacks, `from: auto`).
+    #[arg(long, default_value_t = 1)]
+    steps: usize,
+    /// Every Cluster's kubeconfig Secret names one workload API server of the harness, where
+    /// the pre-flight reads its evidence.
+    #[arg(long)]
+    preflight: bool,
+    /// The Cluster API CRDs: v1beta1 (v1.6.0's) or v1beta2 (v1.14's, only v1beta2 served).
+    #[arg(long, default_value = "v1beta1", value_parser = parse_capi)]
+    capi: CapiVersion,
+}
+
+fn parse_capi(text: &str) -> Result<CapiVersion, String> {
+    match text {
+        "v1beta1" => Ok(CapiVersion::V1Beta1),
+        "v1beta2" => Ok(CapiVersion::V1Beta2),
+        _ => Err(format!("v1beta1 or v1beta2, not {text:?}")),
+    }
+}
+
+impl Args {
+    /// The run's name in the tables.
+    fn label(&self) -> String {
+        let steps = match self.steps {
+            1 => "one stack".to_string(),
+            n => format!("{n} minors"),
+        };
+        let workload = if self.preflight { ", workload" } else { "" };
+        format!("{steps}, {}{workload}", self.capi)
+    }
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -152,10 +190,14 @@ impl Wave {
 
 async fn run(args: &Args) -> anyhow::Result<()> {
     let waves = waves(args)?;
+    let scenario = Scenario::new(args.steps)?;
     let upgrade = Duration::from_secs_f64(args.upgrade_secs);
+    // This process (the simulator, the driver) speaks the CRDs' version too.
+    capstan_operator::capi_api::set(capstan_operator::capi_api::Choice::Chosen(args.capi));
     eprintln!(
-        "rollout_scale: {} Clusters in waves of {}, maxInFlight {}, simulated upgrade {:.1} s",
+        "rollout_scale: {} ({}) Clusters in waves of {}, maxInFlight {}, simulated upgrade {:.1} s",
         args.clusters,
+        args.label(),
         waves
             .iter()
             .map(|w| w.clusters.len().to_string())
@@ -166,11 +208,38 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     );
 
     let audit = AuditLog::new().context("audit log")?;
-    let env = operator_common::start_with_apiserver_args("rollout-scale", &[V1, V2], &audit.apiserver_args())
-        .await
-        .ok_or_else(|| {
-            anyhow!("the harness binaries (CAPSTAN_KUBE_APISERVER, CAPSTAN_ETCD) or the shared CAPI CRDs and releases (CAPSTAN_SHARED) are missing")
-        })?;
+    let shared = scenario.shared_releases();
+    let env = match args.capi {
+        CapiVersion::V1Beta1 => {
+            operator_common::start_with_apiserver_args("rollout-scale", &shared, &audit.apiserver_args()).await
+        }
+        CapiVersion::V1Beta2 => {
+            operator_common::start_v1beta2("rollout-scale", &shared, &audit.apiserver_args()).await
+        }
+    }
+    .ok_or_else(|| {
+        anyhow!("the harness binaries (CAPSTAN_KUBE_APISERVER, CAPSTAN_ETCD) or the shared CAPI CRDs and releases (CAPSTAN_SHARED) are missing")
+    })?;
+    // The one workload API server every Cluster's kubeconfig names, with an audit log of its
+    // own: the rollout operator's requests there are the pre-flight's.
+    let workload_audit = AuditLog::new().context("workload audit log")?;
+    let workload = if args.preflight {
+        let bins = capstan_testenv::Binaries::find().map_err(|e| anyhow!("harness binaries: {e}"))?;
+        Some(
+            capstan_testenv::TestCluster::start_with_args(
+                &bins,
+                "workload",
+                &workload_audit.apiserver_args(),
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+    let workload_kubeconfig = match &workload {
+        Some(w) => Some(std::fs::read(w.kubeconfig_path()).context("the workload kubeconfig")?),
+        None => None,
+    };
     // Everything but the rollout operator acts as another user.
     let masters = ["system:masters"];
     let driver = env.cluster.client_as("capi-simulator", &masters).await?;
@@ -184,17 +253,30 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             "--kubeconfig",
             &others_kubeconfig,
             "--controllers",
-            "clusterstack,clusterstackrelease,cluster",
+            match args.capi {
+                CapiVersion::V1Beta1 => "clusterstack,clusterstackrelease,cluster",
+                CapiVersion::V1Beta2 => "clusterstack,cluster",
+            },
         ],
     );
     let concurrency = args.concurrency.to_string();
     let operator = env.operator(0, &["--controllers", "rollout", "--concurrency", &concurrency]);
 
-    env.create_stack(&["v1", "v2"], "5s").await;
-    let want = vec![V1.to_string(), V2.to_string()];
-    operator_common::eventually("v1 and v2 ready", Duration::from_secs(300), &others, || async {
-        (env.ready_releases().await == want).then_some(())
-    })
+    scenario.create_stacks(&env).await?;
+    let want = scenario.releases.clone();
+    if args.capi == CapiVersion::V1Beta2 {
+        operator_common::eventually("the releases made", Duration::from_secs(300), &others, || async {
+            (env.release_names().await == want).then_some(())
+        })
+        .await;
+        scenario.report_ready(&env).await?;
+    }
+    operator_common::eventually(
+        "the releases ready",
+        Duration::from_secs(300),
+        &others,
+        || async { (env.ready_releases().await == want).then_some(()) },
+    )
     .await;
 
     // The fleet on v1, each Cluster labelled with its wave.
@@ -208,12 +290,27 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     futures::stream::iter(&fleet)
         .map(|(name, wave)| {
             let driver = driver.clone();
+            let (scenario, kubeconfig) = (&scenario, workload_kubeconfig.as_deref());
             async move {
                 let mut attempt = 0;
                 loop {
                     let labels = json!({ WAVE_LABEL: wave });
-                    match rollout_sim::try_create_cluster(&driver, NS, name, V1, OLD_KUBERNETES, labels).await
-                    {
+                    let created = rollout_sim::try_create_cluster(
+                        &driver,
+                        NS,
+                        name,
+                        &scenario.class,
+                        &scenario.kubernetes,
+                        labels,
+                    )
+                    .await;
+                    let created = match (created, kubeconfig) {
+                        (Ok(()), Some(kubeconfig)) => {
+                            scenario::write_kubeconfig(&driver, name, kubeconfig).await
+                        }
+                        (created, _) => created,
+                    };
+                    match created {
                         Ok(()) => return Ok(()),
                         Err(e) if attempt < 5 => {
                             eprintln!("  creating {name} (attempt {}): {e}", attempt + 1);
@@ -231,15 +328,16 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         .into_iter()
         .collect::<anyhow::Result<Vec<()>>>()?;
     let addons: Api<ClusterAddon> = Api::namespaced(driver.clone(), NS);
-    let count_addons = |applied: Option<&'static str>| {
+    let count_addons = |applied: Option<&str>| {
         let addons = addons.clone();
+        let applied = applied.map(str::to_string);
         async move {
             let list = addons.list(&ListParams::default()).await.ok()?;
             let n = list
                 .items
                 .iter()
                 .filter(|a| {
-                    applied.is_none_or(|class| {
+                    applied.as_deref().is_none_or(|class| {
                         a.status
                             .as_ref()
                             .is_some_and(|s| s.ready && s.applied_cluster_stack.as_deref() == Some(class))
@@ -259,8 +357,8 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         failing: Default::default(),
     }
     .run(driver.clone());
-    operator_common::eventually("every ClusterAddon on v1", setup, &others, || {
-        count_addons(Some(V1))
+    operator_common::eventually("every ClusterAddon on the first class", setup, &others, || {
+        count_addons(Some(&scenario.class))
     })
     .await;
     eprintln!(
@@ -276,6 +374,12 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     procs.add("etcd", etcd);
     procs.add("other controllers", others.pid());
     procs.add("simulator + driver", std::process::id());
+    procs.declare("workload kube-apiserver + etcd");
+    if let Some(workload) = &workload {
+        let (etcd, apiserver) = workload.pids();
+        procs.add("workload kube-apiserver + etcd", apiserver);
+        procs.add("workload kube-apiserver + etcd", etcd);
+    }
 
     // The rollout, and a watch on it that notes when it completes (or halts).
     let rollouts: Api<ClusterStackRollout> = Api::namespaced(driver.clone(), NS);
@@ -306,11 +410,13 @@ async fn run(args: &Args) -> anyhow::Result<()> {
                    "maxInFlight": args.max_in_flight.parse::<i64>().map_or_else(|_| json!(args.max_in_flight), |n| json!(n))})
         })
         .collect();
+    let mut spec = scenario.target.clone();
+    spec["waves"] = json!(spec_waves);
+    spec["health"] = json!({"timeout": "30m"});
     let rollout: ClusterStackRollout = serde_json::from_value(json!({
         "apiVersion": "capstan.dev/v1alpha1", "kind": "ClusterStackRollout",
         "metadata": {"name": ROLLOUT, "namespace": NS},
-        "spec": {"clusterStack": "ferrol", "version": "v2", "waves": spec_waves,
-                 "health": {"timeout": "30m"}},
+        "spec": spec,
     }))?;
     let start = Instant::now();
     let start_time = Timestamp::now();
@@ -356,8 +462,8 @@ async fn run(args: &Args) -> anyhow::Result<()> {
         if reported.elapsed() > Duration::from_secs(15) {
             let switched = sim.snapshot(|r| r.switches.len());
             eprintln!(
-                "  {switched}/{} switched after {:.0} s",
-                args.clusters,
+                "  {switched}/{} switches after {:.0} s",
+                args.clusters * scenario.steps,
                 start.elapsed().as_secs_f64()
             );
             reported = Instant::now();
@@ -367,6 +473,13 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     // The audit log is written as requests are answered.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let requests = requests_by_wave(&audit, start, start_time, &ends);
+    let workload_requests = workload
+        .is_some()
+        .then(|| requests_by_wave(&workload_audit, start, start_time, &ends));
+    let memory = Memory {
+        rss: measure::rss_kib(operator.pid()),
+        peak: measure::peak_rss_kib(operator.pid()),
+    };
     let (switches, doubles, most_in_flight) = sim.snapshot(|r| {
         (
             r.switches.len(),
@@ -374,25 +487,62 @@ async fn run(args: &Args) -> anyhow::Result<()> {
             r.max_in_flight.clone(),
         )
     });
-    if switches != args.clusters || doubles > 0 {
+    if switches != args.clusters * scenario.steps || doubles > 0 {
         bail!(
-            "{switches} switches of {} Clusters, {doubles} switched twice",
-            args.clusters
+            "{switches} switches of {} Clusters in {} step(s), {doubles} switched twice",
+            args.clusters,
+            scenario.steps
         );
     }
 
     print_tables(
         args,
         &waves,
-        upgrade,
+        upgrade * scenario.steps as u32,
         start,
         &cpu_start,
         &ends,
         &requests,
+        workload_requests.as_deref(),
         &most_in_flight,
         &procs,
     );
+    print_memory(args, &memory);
     Ok(())
+}
+
+/// The rollout operator's resident memory when the rollout completed, and its peak.
+struct Memory {
+    rss: Option<u64>,
+    peak: Option<u64>,
+}
+
+fn print_memory(args: &Args, memory: &Memory) {
+    let mib =
+        |kib: Option<u64>| kib.map_or_else(|| "?".to_string(), |k| format!("{:.0} MiB", k as f64 / 1024.0));
+    print_table(
+        "memory",
+        "| Clusters | rollout | rollout operator RSS at the end | peak |",
+        &format!(
+            "| {} | {} | {} | {} |",
+            args.clusters,
+            args.label(),
+            mib(memory.rss),
+            mib(memory.peak)
+        ),
+    );
+}
+
+/// `count` requests by verb as `VERB n · …` (`none` without any).
+fn by_verb(verbs: &BTreeMap<String, usize>) -> String {
+    if verbs.is_empty() {
+        return "none".into();
+    }
+    verbs
+        .iter()
+        .map(|(verb, n)| format!("{verb} {n}"))
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 /// The rollout operator's requests (discovery aside) answered during each wave, by verb; the
@@ -429,14 +579,18 @@ fn print_tables(
     cpu_start: &CpuSnapshot,
     ends: &[(Instant, CpuSnapshot)],
     requests: &[BTreeMap<String, usize>],
+    workload_requests: Option<&[BTreeMap<String, usize>]>,
     most_in_flight: &BTreeMap<String, usize>,
     procs: &Procs,
 ) {
-    let key = format!("| {} ", args.clusters);
+    let key = format!("| {} | {} ", args.clusters, args.label());
+    let empty = BTreeMap::new();
+    let workload_of = |i: usize| workload_requests.map(|w| w.get(i).unwrap_or(&empty).clone());
     let secs = |d: Duration| format!("{:.1} s", d.as_secs_f64());
     let mut from = (start, cpu_start.clone());
     let mut total_floor = Duration::ZERO;
     let mut all = BTreeMap::new();
+    let mut all_workload = BTreeMap::new();
     let mut rows = Vec::new();
     for (i, wave) in waves.iter().enumerate() {
         let (end, cpu) = &ends[i];
@@ -445,6 +599,9 @@ fn print_tables(
         total_floor += floor;
         for (verb, n) in &requests[i] {
             *all.entry(verb.clone()).or_insert(0) += n;
+        }
+        for (verb, n) in workload_of(i).unwrap_or_default() {
+            *all_workload.entry(verb).or_insert(0) += n;
         }
         rows.push((
             format!(
@@ -463,6 +620,7 @@ fn print_tables(
             floor,
             cpu.since(&from.1),
             requests[i].clone(),
+            workload_of(i),
         ));
         from = (*end, cpu.clone());
     }
@@ -476,12 +634,13 @@ fn print_tables(
         total_floor,
         cpu_end.since(cpu_start),
         all,
+        workload_requests.map(|_| all_workload),
     ));
-    for (name, clusters, limit, batches, wall, floor, cpu, verbs) in &rows {
+    for (name, clusters, limit, batches, wall, floor, cpu, verbs, workload) in &rows {
         let overhead = wall.saturating_sub(*floor);
         print_table(
             "time",
-            "| Clusters | wave | Clusters in it | maxInFlight (most seen in flight) | upgrades in a row | simulated CAPI floor | wall | overhead beyond the floor | overhead per upgrade in a row | wall / floor |",
+            "| Clusters | rollout | wave | Clusters in it | maxInFlight (most seen in flight) | upgrades in a row | simulated CAPI floor | wall | overhead beyond the floor | overhead per upgrade in a row | wall / floor |",
             &format!(
                 "{key}| {name} | {clusters} | {limit} | {batches} | {} | {} | {} | {:.2} s | {:.2} |",
                 secs(*floor),
@@ -492,27 +651,30 @@ fn print_tables(
             ),
         );
         let total: usize = verbs.values().sum();
-        let by_verb = verbs
-            .iter()
-            .map(|(verb, n)| format!("{verb} {n}"))
-            .collect::<Vec<_>>()
-            .join(" · ");
         print_table(
             "requests",
-            "| Clusters | wave | rollout operator's requests | per Cluster | by verb |",
+            "| Clusters | rollout | wave | rollout operator's requests | per Cluster | by verb |",
             &format!(
                 "{key}| {name} | {total} | {:.1} | {} |",
                 total as f64 / (*clusters).max(1) as f64,
-                if by_verb.is_empty() {
-                    "none".into()
-                } else {
-                    by_verb
-                }
+                by_verb(verbs)
             ),
         );
+        if let Some(workload) = workload {
+            let total: usize = workload.values().sum();
+            print_table(
+                "workload",
+                "| Clusters | rollout | wave | rollout operator's requests to the workload API server | per Cluster | by verb |",
+                &format!(
+                    "{key}| {name} | {total} | {:.1} | {} |",
+                    total as f64 / (*clusters).max(1) as f64,
+                    by_verb(workload)
+                ),
+            );
+        }
         let wall_secs = wall.as_secs_f64().max(0.001);
         let cell = |s: f64| format!("{s:.1} s ({:.2})", s / wall_secs);
-        let mut header = "| Clusters | wave | wall |".to_string();
+        let mut header = "| Clusters | rollout | wave | wall |".to_string();
         for group in procs.names() {
             header.push_str(&format!(" {group} |"));
         }

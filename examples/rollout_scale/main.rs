@@ -193,7 +193,7 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     let scenario = Scenario::new(args.steps)?;
     let upgrade = Duration::from_secs_f64(args.upgrade_secs);
     // This process (the simulator, the driver) speaks the CRDs' version too.
-    capstan_operator::capi_api::set(capstan_operator::capi_api::Choice::Chosen(args.capi));
+    capstan_operator::testing::capi_api::set(capstan_operator::testing::capi_api::Choice::Chosen(args.capi));
     eprintln!(
         "rollout_scale: {} ({}) Clusters in waves of {}, maxInFlight {}, simulated upgrade {:.1} s",
         args.clusters,

@@ -10,8 +10,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::Secret;
+use kube::Client;
 use kube::api::{Api, DynamicObject};
-use kube::{Client, ResourceExt};
 
 use capstan_operator::api::{ClusterStack, ClusterStackRelease};
 use capstan_operator::cli::preflight::{COUNTER_NOTE, PreflightResult, blocks};
@@ -246,15 +246,7 @@ async fn resolve_target(
         .list(&Default::default())
         .await
         .with_context(|| format!("listing ClusterStackReleases of {namespace}"))?;
-    let seen: Vec<ReleaseSeen> = releases
-        .items
-        .iter()
-        .map(|r| ReleaseSeen {
-            name: r.name_any(),
-            ready: r.status.as_ref().is_some_and(|s| s.ready),
-            kubernetes: r.status.as_ref().and_then(|s| s.kubernetes_version.clone()),
-        })
-        .collect();
+    let seen: Vec<ReleaseSeen> = releases.items.iter().map(ReleaseSeen::of).collect();
     let resolved = resolve(&stack_name, version, &seen).with_context(|| format!("--to {to}"))?;
     Ok((stack, resolved))
 }

@@ -94,14 +94,7 @@ impl Management {
             .iter()
             .filter_map(|s| Some((s.name_any(), capstan_operator::cli::rollout::stack_name_of(s)?)))
             .collect();
-        let seen = releases
-            .iter()
-            .map(|r| ReleaseSeen {
-                name: r.name_any(),
-                ready: r.status.as_ref().is_some_and(|s| s.ready),
-                kubernetes: r.status.as_ref().and_then(|s| s.kubernetes_version.clone()),
-            })
-            .collect();
+        let seen = releases.iter().map(ReleaseSeen::of).collect();
         Ok(Stacks {
             stacks: named,
             releases: seen,

@@ -278,7 +278,7 @@ fn field_error(field: &str, problem: impl Into<String>) -> CapiError {
 }
 
 /// What a JSON value is, for errors.
-fn describe(value: &Value) -> &'static str {
+pub(crate) fn describe(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

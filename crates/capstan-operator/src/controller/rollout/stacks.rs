@@ -50,11 +50,7 @@ pub(super) fn releases_of(namespace: &str, releases: &Store<ClusterStackRelease>
         .filter(|r| {
             r.metadata.namespace.as_deref() == Some(namespace) && r.metadata.deletion_timestamp.is_none()
         })
-        .map(|r| ReleaseSeen {
-            name: r.name_any(),
-            ready: r.status.as_ref().is_some_and(|s| s.ready),
-            kubernetes: r.status.as_ref().and_then(|s| s.kubernetes_version.clone()),
-        })
+        .map(|r| ReleaseSeen::of(r))
         .collect()
 }
 

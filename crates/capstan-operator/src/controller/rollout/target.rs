@@ -15,6 +15,17 @@ pub struct ReleaseSeen {
     pub kubernetes: Option<String>,
 }
 
+impl ReleaseSeen {
+    /// What a ClusterStackRelease reports of itself.
+    pub fn of(release: &crate::api::ClusterStackRelease) -> ReleaseSeen {
+        ReleaseSeen {
+            name: kube::ResourceExt::name_any(release),
+            ready: release.status.as_ref().is_some_and(|s| s.ready),
+            kubernetes: release.status.as_ref().and_then(|s| s.kubernetes_version.clone()),
+        }
+    }
+}
+
 /// The release Clusters are switched to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Resolved {

@@ -5,8 +5,9 @@
 
 use serde_json::Value;
 
-use super::edit::{Ctx, Object, type_name};
+use super::edit::{Ctx, Object};
 use super::refusal::{ConversionError, Refusal};
+use crate::capi::model::describe;
 
 pub fn cluster_template(ctx: &mut Ctx, spec: &mut Object) -> Result<(), ConversionError> {
     let Some(template) = ctx.object_field(spec, "template", "spec")? else {
@@ -32,7 +33,7 @@ pub fn cluster_template(ctx: &mut Ctx, spec: &mut Object) -> Result<(), Conversi
             other => {
                 return Err(ctx.error(
                     &domain_path,
-                    Refusal::Invalid(format!("expected a mapping, found {}", type_name(&other))),
+                    Refusal::Invalid(format!("expected a mapping, found {}", describe(&other))),
                 ));
             }
         }

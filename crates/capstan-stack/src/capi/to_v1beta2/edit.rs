@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use super::kinds::converted_api_version;
 use super::refusal::{ConversionError, Dropped, Refusal};
+use crate::capi::model::describe;
 
 pub type Object = Map<String, Value>;
 
@@ -47,7 +48,7 @@ impl Ctx {
             Some(Value::Object(inner)) => Ok(Some(inner)),
             Some(other) => Err(self.error(
                 &join(parent, key),
-                Refusal::Invalid(format!("expected a mapping, found {}", type_name(other))),
+                Refusal::Invalid(format!("expected a mapping, found {}", describe(other))),
             )),
         }
     }
@@ -71,14 +72,14 @@ impl Ctx {
                         Value::Object(inner) => Ok((item_path, inner)),
                         other => Err(self.error(
                             &item_path,
-                            Refusal::Invalid(format!("expected a mapping, found {}", type_name(other))),
+                            Refusal::Invalid(format!("expected a mapping, found {}", describe(other))),
                         )),
                     }
                 })
                 .collect(),
             Some(other) => Err(self.error(
                 &path,
-                Refusal::Invalid(format!("expected a list, found {}", type_name(other))),
+                Refusal::Invalid(format!("expected a list, found {}", describe(other))),
             )),
         }
     }
@@ -95,7 +96,7 @@ impl Ctx {
             Some(Value::Object(inner)) => Ok(Some(inner)),
             Some(other) => Err(self.error(
                 &join(parent, key),
-                Refusal::Invalid(format!("expected a mapping, found {}", type_name(&other))),
+                Refusal::Invalid(format!("expected a mapping, found {}", describe(&other))),
             )),
         }
     }
@@ -143,7 +144,7 @@ impl Ctx {
                 &join(parent, key),
                 Refusal::Invalid(format!(
                     "expected a duration (\"10m\"), found {}",
-                    type_name(&other)
+                    describe(&other)
                 )),
             )),
         }
@@ -229,7 +230,7 @@ impl Ctx {
             let Value::String(value) = value else {
                 return Err(self.error(
                     &join(&path, &name),
-                    Refusal::Invalid(format!("expected a string, found {}", type_name(&value))),
+                    Refusal::Invalid(format!("expected a string, found {}", describe(&value))),
                 ));
             };
             let mut arg = Object::new();
@@ -279,17 +280,6 @@ pub fn is_empty(value: &Value) -> bool {
         Value::String(s) => s.is_empty(),
         Value::Array(items) => items.is_empty(),
         Value::Object(map) => map.is_empty(),
-    }
-}
-
-pub fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
     }
 }
 

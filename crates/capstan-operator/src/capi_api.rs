@@ -140,9 +140,28 @@ pub fn decide(served: Result<ServedVersions, kube::Error>) -> Choice {
     }
 }
 
+static V1BETA1_SERVED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `v1beta1` is served too, deprecated, beside the `v1beta2` spoken (Cluster API
+/// v1.11–v1.15), as discovery said last: what a ClusterClass chart whose objects cannot be
+/// converted falls back to (applied as rendered) until Cluster API stops serving it.
+pub fn v1beta1_served() -> bool {
+    V1BETA1_SERVED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Asks discovery, remembers whether `v1beta1` is served, and decides.
+async fn look(client: &Client) -> Choice {
+    let served = served_versions(client).await;
+    let v1beta1 = served
+        .as_ref()
+        .is_ok_and(|s| s.versions.iter().any(|v| v == CapiVersion::V1Beta1.as_str()));
+    V1BETA1_SERVED.store(v1beta1, std::sync::atomic::Ordering::Relaxed);
+    decide(served)
+}
+
 /// Discovers once and records the choice, saying in the log what changed (only a change).
 pub async fn discover(client: &Client, metrics: &crate::metrics::Metrics) -> Choice {
-    let choice = decide(served_versions(client).await);
+    let choice = look(client).await;
     let before = self::choice();
     if set(choice.clone()) {
         match (&before, &choice) {
@@ -171,7 +190,7 @@ pub async fn discover(client: &Client, metrics: &crate::metrics::Metrics) -> Cho
 /// webhook replica that does not lead).
 pub async fn ensure_discovered(client: &Client) -> CapiVersion {
     if choice() == Choice::Unknown {
-        set(decide(served_versions(client).await));
+        set(look(client).await);
     }
     current()
 }

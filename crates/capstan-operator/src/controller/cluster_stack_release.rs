@@ -313,17 +313,28 @@ impl ReleaseKind for ClassRelease<'_> {
         if fresh
             && crate::capi_api::current() == CapiVersion::V1Beta2
             && let Ok(Ok(in_version)) = in_version(self.release, render).await
-            && !in_version.converted.is_empty()
         {
-            let note = class_version::note(&in_version);
-            ctx.event(
-                &object_ref(self.release),
-                false,
-                class_version::CONVERTED,
-                "Apply",
-                note,
-            )
-            .await;
+            if let Some(why) = &in_version.kept_v1beta1 {
+                let note = class_version::kept_note(why);
+                ctx.event(
+                    &object_ref(self.release),
+                    true,
+                    class_version::CONVERSION_REFUSED,
+                    "Apply",
+                    note,
+                )
+                .await;
+            } else if !in_version.converted.is_empty() {
+                let note = class_version::note(&in_version);
+                ctx.event(
+                    &object_ref(self.release),
+                    false,
+                    class_version::CONVERTED,
+                    "Apply",
+                    note,
+                )
+                .await;
+            }
         }
         let message = format!("revision {} of the rendered ClusterClass chart", render.revision);
         progress.condition(RENDERED, true, "Rendered", message);
@@ -439,6 +450,7 @@ async fn in_version(
         objects,
         crate::capi_api::current(),
         &namespace,
+        crate::capi_api::v1beta1_served(),
     ))
 }
 

@@ -25,10 +25,35 @@ pub struct InVersion {
     pub converted: Vec<String>,
     /// `Kind name: field dropped: why` of each field Cluster API's conversion drops.
     pub dropped: Vec<String>,
+    /// Why the objects are applied as rendered in `v1beta1` although `v1beta2` is spoken: a
+    /// conversion refused where `v1beta1` is still served (deprecated, Cluster API v1.11–v1.15).
+    /// Refusing there would break a stack that applies today; Cluster API v1.16 will not serve
+    /// `v1beta1`, so it is said in a Warning Event.
+    pub kept_v1beta1: Option<String>,
 }
 
-/// `objects` as they are applied where the process speaks `speaks`, in `namespace`.
+/// `objects` as they are applied where the process speaks `speaks`, in `namespace`;
+/// `v1beta1_served`: whether `v1beta1` is served too, so that a refused conversion falls back
+/// to the objects as rendered.
 pub fn in_version(
+    objects: Vec<DesiredObject>,
+    speaks: CapiVersion,
+    namespace: &str,
+    v1beta1_served: bool,
+) -> Result<InVersion, ClassVersionError> {
+    match converted(objects.clone(), speaks, namespace) {
+        Err(ClassVersionError::Refused(why)) if speaks == CapiVersion::V1Beta2 && v1beta1_served => {
+            Ok(InVersion {
+                objects,
+                kept_v1beta1: Some(why.to_string()),
+                ..InVersion::default()
+            })
+        }
+        other => other,
+    }
+}
+
+fn converted(
     mut objects: Vec<DesiredObject>,
     speaks: CapiVersion,
     namespace: &str,
@@ -55,6 +80,14 @@ pub fn reason(error: &ClassVersionError) -> &'static str {
         ClassVersionError::Refused(_) => CONVERSION_REFUSED,
         ClassVersionError::NotServed { .. } => VERSION_NOT_SERVED,
     }
+}
+
+/// The note of the Warning Event of objects kept in `v1beta1` ([`InVersion::kept_v1beta1`]).
+pub fn kept_note(why: &str) -> String {
+    format!(
+        "applied as rendered in v1beta1 (still served, deprecated): the conversion to v1beta2 is refused: {why}; \
+         Cluster API v1.16 serves v1beta2 only and will refuse these objects"
+    )
 }
 
 /// The note of the [`CONVERTED`] Event.
@@ -101,11 +134,11 @@ metadata: {name: m}
     #[test]
     fn converted_where_v1beta2_is_spoken_as_rendered_where_v1beta1_is() {
         let objects = parse_stream(STREAM, "test").unwrap();
-        let same = in_version(objects.clone(), CapiVersion::V1Beta1, "ns").unwrap();
+        let same = in_version(objects.clone(), CapiVersion::V1Beta1, "ns", false).unwrap();
         assert_eq!(same.objects, objects);
         assert!(same.converted.is_empty());
 
-        let out = in_version(objects, CapiVersion::V1Beta2, "ns").unwrap();
+        let out = in_version(objects, CapiVersion::V1Beta2, "ns", false).unwrap();
         let versions: Vec<(&str, &str)> = out
             .objects
             .iter()
@@ -134,18 +167,29 @@ metadata: {name: m}
             "test",
         )
         .unwrap();
-        let error = in_version(v1beta2, CapiVersion::V1Beta1, "ns").unwrap_err();
+        let error = in_version(v1beta2, CapiVersion::V1Beta1, "ns", false).unwrap_err();
         assert_eq!(reason(&error), VERSION_NOT_SERVED);
         let unknown = parse_stream(
             "apiVersion: cluster.x-k8s.io/v1beta1\nkind: ClusterClass\nmetadata: {name: c}\nspec: {bogus: 1}\n",
             "test",
         )
         .unwrap();
-        let error = in_version(unknown, CapiVersion::V1Beta2, "ns").unwrap_err();
+        let error = in_version(unknown.clone(), CapiVersion::V1Beta2, "ns", false).unwrap_err();
         assert_eq!(reason(&error), CONVERSION_REFUSED);
         assert!(
             error.to_string().contains("ClusterClass c: field spec.bogus"),
             "{error}"
+        );
+        // Where v1beta1 is still served (Cluster API v1.11–v1.15), what applies today goes on
+        // applying as rendered, with the reason kept for a Warning.
+        let kept = in_version(unknown.clone(), CapiVersion::V1Beta2, "ns", true).unwrap();
+        assert_eq!(kept.objects, unknown);
+        assert!(kept.converted.is_empty());
+        assert!(
+            kept.kept_v1beta1
+                .as_deref()
+                .is_some_and(|why| why.contains("field spec.bogus")),
+            "{kept:?}"
         );
     }
 }
